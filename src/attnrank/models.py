@@ -1,0 +1,133 @@
+"""BERT (masked LM) and GPT-2 (causal LM) built from config, with a softmax temperature.
+
+The models are the stock ``transformers`` classes, initialised from scratch (no hub
+download); the temperature enters only through the registered attention function of
+:mod:`attnrank.attention`.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, PreTrainedModel
+
+from . import attention
+from .errors import ConfigError, check_choice, check_positive_float, check_positive_int
+
+__all__ = ["ARCHS", "TAU_RANGE", "build_model", "resolve_heads", "set_tau"]
+
+#: Supported architectures: BERT trained as a masked LM, GPT-2 as a causal LM.
+ARCHS = ("bert", "gpt2")
+#: Allowed range of the temperature ratio ``tau`` (inclusive).
+TAU_RANGE = (1e-3, 1e3)
+
+
+def check_tau(tau) -> float:
+    """Validate ``tau``: a finite float in :data:`TAU_RANGE`; raises :class:`ConfigError`."""
+    return check_positive_float("tau", tau, low=TAU_RANGE[0], high=TAU_RANGE[1])
+
+
+def resolve_heads(hidden_size: int, num_heads: int | None = None, head_dim: int | None = None) -> tuple[int, int]:
+    """Return ``(num_heads, head_dim)`` with ``num_heads * head_dim == hidden_size``.
+
+    Exactly one of ``num_heads`` and ``head_dim`` is needed; if both are given they must agree.
+
+    Raises:
+        ConfigError: naming ``num_heads`` or ``head_dim`` when it does not divide ``hidden_size``.
+    """
+    hidden_size = check_positive_int("hidden_size", hidden_size)
+    if num_heads is None and head_dim is None:
+        raise ConfigError("num_heads", "give num_heads or head_dim (head_dim = hidden_size / num_heads)")
+    if head_dim is not None:
+        head_dim = check_positive_int("head_dim", head_dim)
+        if hidden_size % head_dim:
+            divisors = [d for d in range(1, hidden_size + 1) if hidden_size % d == 0]
+            raise ConfigError("head_dim", f"got {head_dim}, which does not divide hidden_size={hidden_size}; allowed values: {divisors}")
+        if num_heads is not None and num_heads * head_dim != hidden_size:
+            raise ConfigError("head_dim", f"head_dim={head_dim} and num_heads={num_heads} disagree with hidden_size={hidden_size}")
+        return hidden_size // head_dim, head_dim
+    num_heads = check_positive_int("num_heads", num_heads)
+    if hidden_size % num_heads:
+        divisors = [d for d in range(1, hidden_size + 1) if hidden_size % d == 0]
+        raise ConfigError("num_heads", f"got {num_heads}, which does not divide hidden_size={hidden_size}; allowed values: {divisors}")
+    return num_heads, hidden_size // num_heads
+
+
+def set_tau(model: PreTrainedModel, tau: float) -> PreTrainedModel:
+    """Set the temperature ratio of a model built by :func:`build_model` (in place)."""
+    model.config.tau = check_tau(tau)
+    return model
+
+
+def build_model(
+    arch: str,
+    *,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int | None = None,
+    head_dim: int | None = None,
+    tau: float = 1.0,
+    max_len: int,
+    vocab_size: int,
+    dropout: float = 0.1,
+    seed: int = 0,
+    intermediate_size: int | None = None,
+    pad_token_id: int = 0,
+    attn_implementation: str = attention.ATTN_IMPLEMENTATION,
+) -> PreTrainedModel:
+    """Build ``BertForMaskedLM`` or ``GPT2LMHeadModel`` from config with temperature ``tau``.
+
+    Args:
+        arch: ``"bert"`` or ``"gpt2"``.
+        hidden_size: model width; ``head_dim = hidden_size / num_heads``.
+        num_layers: number of transformer blocks.
+        num_heads, head_dim: give one (see :func:`resolve_heads`).
+        tau: temperature ratio; logits are divided by ``tau * sqrt(head_dim)``.
+        max_len: number of position embeddings (longest sequence, in tokens).
+        vocab_size: tokenizer vocabulary size.
+        dropout: dropout on embeddings, residuals and attention probabilities.
+        seed: seed of the weight initialisation (the global RNG is left untouched).
+        intermediate_size: MLP width, default ``4 * hidden_size``.
+        pad_token_id: id of the padding token.
+        attn_implementation: ``"attnrank"`` (tempered), or a stock HF name such as
+            ``"eager"`` or ``"sdpa"`` for comparisons (then ``tau`` must be 1).
+
+    Returns:
+        The HF model in train mode, weights in float32 on the CPU.
+
+    Raises:
+        ConfigError: for an unknown ``arch``, a ``tau`` outside [1e-3, 1e3], or heads that
+        do not divide ``hidden_size``.
+    """
+    check_choice("arch", arch, ARCHS)
+    tau = check_tau(tau)
+    num_heads, head_dim = resolve_heads(hidden_size, num_heads, head_dim)
+    num_layers = check_positive_int("num_layers", num_layers)
+    max_len = check_positive_int("max_len", max_len, low=2)
+    vocab_size = check_positive_int("vocab_size", vocab_size, low=2)
+    if not 0.0 <= float(dropout) < 1.0:
+        raise ConfigError("dropout", f"got {dropout!r}; allowed range is [0, 1)")
+    if attn_implementation != attention.ATTN_IMPLEMENTATION and tau != 1.0:
+        raise ConfigError("tau", f"tau={tau} needs attn_implementation={attention.ATTN_IMPLEMENTATION!r}")
+    intermediate_size = intermediate_size or 4 * hidden_size
+    if arch == "bert":
+        config = BertConfig(
+            vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_layers,
+            num_attention_heads=num_heads, intermediate_size=intermediate_size,
+            max_position_embeddings=max_len, hidden_dropout_prob=dropout,
+            attention_probs_dropout_prob=dropout, pad_token_id=pad_token_id,
+        )
+        cls = BertForMaskedLM
+    else:
+        config = GPT2Config(
+            vocab_size=vocab_size, n_embd=hidden_size, n_layer=num_layers, n_head=num_heads,
+            n_inner=intermediate_size, n_positions=max_len, resid_pdrop=dropout, embd_pdrop=dropout,
+            attn_pdrop=dropout, bos_token_id=pad_token_id, eos_token_id=pad_token_id, pad_token_id=pad_token_id,
+        )
+        cls = GPT2LMHeadModel
+    config.tau = tau
+    config._attn_implementation = attn_implementation
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = cls(config)
+    model.train()
+    return model
