@@ -1,0 +1,77 @@
+"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank runs`` lists the store.
+
+Bad input gives a one-line message on stderr and exit status 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import ConfigError
+
+__all__ = ["main"]
+
+
+def _train(args) -> int:
+    from .store import run
+
+    overrides = {k: getattr(args, k) for k in ("tau", "num_heads", "head_dim", "seed", "max_steps", "dataset", "hidden_size", "num_layers")}
+    r = run(arch=args.arch, profile=args.profile, force=args.force, progress=not args.quiet, **overrides)
+    s, c = r.summary, r.config
+    print(f"\nrun {r.path}")
+    print(f"  {c['arch']} ({'MLM' if c['arch'] == 'bert' else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
+          f"head_dim {c['head_dim']} ({c['num_heads']} heads x {c['num_layers']} layers), seed {c['seed']}, {s['device']}")
+    print(f"  status {s['status']}" + (f" at step {s['failure']['step']}: {s['failure']['reason']}" if s["failure"] else ""))
+    print(f"  {'measure':<20}{'initial':>10}{'final':>10}")
+    print(f"  {'validation loss':<20}{s['initial_val_loss']:>10.4f}{s['final_val_loss']:>10.4f}")
+    for m, v in s["initial_rank"].items():
+        print(f"  {m:<20}{v:>10.3f}{s['final_rank'][m]:>10.3f}")
+    print(f"  wall time {s['wall_seconds']:.1f} s ({s['steps']} steps, probes {s['probe_seconds']:.1f} s)")
+    return 0
+
+
+def _runs(args) -> int:
+    from .store import load_runs, runs_dir
+
+    df = load_runs(current_code=not args.all)
+    if df.empty:
+        print(f"no runs in {runs_dir()}")
+        return 0
+    cols = ["key", "arch", "profile", "tau", "head_dim", "seed", "status", "initial_val_loss", "final_val_loss",
+            "initial_rank_rtol_1e-2", "final_rank_rtol_1e-2", "wall_seconds"]
+    print(df[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``attnrank`` command."""
+    parser = argparse.ArgumentParser(prog="attnrank", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train (or load) one run and print its summary")
+    t.add_argument("--arch", required=True, help="bert or gpt2")
+    t.add_argument("--profile", default="auto", help="ci, quick, paper or auto (default)")
+    t.add_argument("--tau", type=float, default=None, help="temperature ratio: logits / (tau * sqrt(head_dim))")
+    t.add_argument("--num-heads", type=int, default=None)
+    t.add_argument("--head-dim", type=int, default=None)
+    t.add_argument("--hidden-size", type=int, default=None)
+    t.add_argument("--num-layers", type=int, default=None)
+    t.add_argument("--seed", type=int, default=None)
+    t.add_argument("--max-steps", type=int, default=None)
+    t.add_argument("--dataset", default=None, help="shakespeare (offline default) or hf:NAME[:CONFIG]")
+    t.add_argument("--force", action="store_true", help="train again even if stored")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_train)
+    r = sub.add_parser("runs", help="list the stored runs")
+    r.add_argument("--all", action="store_true", help="include runs made by older code")
+    r.set_defaults(func=_runs)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"attnrank: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Training BERT (MLM) or GPT-2 (CLM) from scratch with ``transformers.Trainer``.
+
+:func:`train` runs one :class:`~attnrank.profiles.RunConfig`: it builds the tokenizer,
+the token blocks and the model, then trains with the stock ``Trainer`` (AdamW, linear
+warm-up and decay, gradient clipping at 1) while :class:`RankCallback` probes attention
+ranks and validation loss at step 0 (initialisation) and every ``rank_every`` steps.
+On CUDA it trains under bf16 autocast (the attention softmax stays in float32) with
+TF32 matmuls; otherwise on the CPU in float32.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from transformers.utils import logging as hf_logging
+
+from .errors import RunFailed
+from .models import build_model
+from .probe import RankProbe
+from .profiles import RunConfig
+
+__all__ = ["TrainResult", "RankCallback", "prepare_data", "train", "device_name"]
+
+
+def device_name() -> str:
+    """``"cuda:<name>"`` when a GPU is present, else ``"cpu"``."""
+    return f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
+
+
+class _Blocks(torch.utils.data.Dataset):
+    def __init__(self, blocks: np.ndarray):
+        self.blocks = torch.from_numpy(blocks)
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    def __getitem__(self, i: int) -> dict:
+        return {"input_ids": self.blocks[i]}
+
+
+@dataclass
+class TrainResult:
+    """What a run produced: logs as DataFrames and a summary dict."""
+
+    train_log: pd.DataFrame
+    eval_log: pd.DataFrame
+    ranks: pd.DataFrame
+    rank_summary: pd.DataFrame
+    summary: dict
+    model: torch.nn.Module | None = field(default=None, repr=False)
+
+
+class RankCallback(TrainerCallback):
+    """Probes ranks and validation loss at step 0 and every ``rank_every`` steps; stops on NaN.
+
+    Adds the mean rtol-1e-2 rank to the logged values so the progress output shows it.
+    """
+
+    def __init__(self, probe: RankProbe, rank_every: int, max_steps: int):
+        self.probe, self.rank_every, self.max_steps = probe, rank_every, max_steps
+        self.train_rows: list[dict] = []
+        self.failure: dict | None = None
+        self.last: dict = {}
+        self.probe_seconds = 0.0
+
+    def _probe(self, model, step: int) -> None:
+        t = time.perf_counter()
+        self.last = self.probe(model, step)
+        self.probe_seconds += time.perf_counter() - t
+        if not math.isfinite(self.last["val_loss"]):
+            self.failure = {"step": step, "reason": f"validation loss is {self.last['val_loss']}"}
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        self._probe(model, 0)
+        if self.failure:
+            control.should_training_stop = True
+
+    def on_step_end(self, args, state, control, model=None, **kw):
+        step = state.global_step
+        if step % self.rank_every == 0 or step == self.max_steps:
+            self._probe(model, step)
+        if self.failure:
+            control.should_training_stop = True
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if logs is None or "loss" not in logs:
+            return
+        loss = float(logs["loss"])
+        self.train_rows.append({"step": state.global_step, "loss": loss, "learning_rate": logs.get("learning_rate")})
+        if not math.isfinite(loss):
+            self.failure = {"step": state.global_step, "reason": f"training loss is {loss}"}
+            control.should_training_stop = True
+        if "rank_rtol_1e-2" in self.last:
+            logs["rank"] = round(self.last["rank_rtol_1e-2"], 2)
+            logs["val_loss"] = round(self.last["val_loss"], 4)
+
+
+def prepare_data(cfg: RunConfig):
+    """Token blocks, tokenizer, collator, fixed probe ids and fixed validation batches for ``cfg``."""
+    from .data import token_blocks
+
+    train, val, tokenizer = token_blocks(
+        cfg.arch, cfg.dataset, cfg.vocab_size, cfg.max_len, min_train=cfg.batch_size, min_val=2
+    )
+    collator = DataCollatorForLanguageModeling(
+        tokenizer, mlm=cfg.arch == "bert", mlm_probability=cfg.mlm_probability
+    )
+    # probe and validation blocks are spread evenly over the validation plays
+    probe_idx = np.linspace(0, len(val) - 1, min(cfg.probe_size, len(val))).round().astype(int)
+    val_idx = np.linspace(0, len(val) - 1, min(cfg.val_blocks, len(val))).round().astype(int)
+    probe_ids = torch.from_numpy(val[probe_idx])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(10_000 + cfg.seed)  # the same masked validation tokens at every probe
+        val_batches = [
+            collator([{"input_ids": torch.from_numpy(row)} for row in val[val_idx[i : i + 64]]])
+            for i in range(0, len(val_idx), 64)
+        ]
+    val_batches = [{k: v for k, v in b.items() if k in ("input_ids", "labels", "attention_mask")} for b in val_batches]
+    return _Blocks(train), tokenizer, collator, probe_ids, val_batches
+
+
+def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = True, keep_model: bool = True) -> TrainResult:
+    """Train one run and return its logs and summary (the run store calls this).
+
+    A run whose training or validation loss becomes NaN/inf stops and is returned with
+    ``summary["status"] == "failed"`` and the step and reason.
+    """
+    t_start = time.perf_counter()
+    dataset, tokenizer, collator, probe_ids, val_batches = prepare_data(cfg)
+    model = build_model(
+        cfg.arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads, tau=cfg.tau,
+        max_len=cfg.max_len, vocab_size=len(tokenizer), dropout=cfg.dropout, seed=cfg.seed,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    probe = RankProbe(probe_ids, val_batches)
+    callback = RankCallback(probe, cfg.rank_every, cfg.max_steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(
+            output_dir=output_dir or tmp, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
+            learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
+            lr_scheduler_type="linear", max_grad_norm=1.0, logging_steps=cfg.log_every, logging_first_step=True,
+            logging_nan_inf_filter=False, save_strategy="no", eval_strategy="no", report_to="none",
+            seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, use_cpu=not cuda,
+            bf16=cuda and torch.cuda.is_bf16_supported(), disable_tqdm=not progress, remove_unused_columns=False,
+        )
+        trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator, callbacks=[callback])
+        if not progress:
+            trainer.remove_callback(PrinterCallback)
+            trainer.remove_callback(ProgressCallback)
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            t_train = time.perf_counter()
+            trainer.train()
+            train_seconds = time.perf_counter() - t_train
+        finally:
+            hf_logging.set_verbosity(verbosity)
+    rank_summary = probe.summary
+    first = rank_summary[rank_summary.step == rank_summary.step.min()].set_index("measure")["mean"]
+    last = rank_summary[rank_summary.step == rank_summary.step.max()].set_index("measure")["mean"]
+    eval_log = probe.eval_log
+    summary = {
+        "status": "failed" if callback.failure else "complete",
+        "failure": callback.failure,
+        "steps": int(trainer.state.global_step),
+        "initial_val_loss": float(eval_log.val_loss.iloc[0]),
+        "final_val_loss": float(eval_log.val_loss.iloc[-1]),
+        "initial_rank": {k: float(v) for k, v in first.items()},
+        "final_rank": {k: float(v) for k, v in last.items()},
+        "wall_seconds": time.perf_counter() - t_start,
+        "train_seconds": train_seconds,
+        "probe_seconds": callback.probe_seconds,
+        "probe_timing": dict(probe.timing),
+        "tokens_seen": int(trainer.state.global_step) * cfg.batch_size * cfg.max_len,
+        "num_parameters": int(sum(p.numel() for p in model.parameters())),
+        "device": device_name(),
+        "torch_threads": torch.get_num_threads(),
+    }
+    return TrainResult(
+        train_log=pd.DataFrame(callback.train_rows), eval_log=eval_log, ranks=probe.ranks,
+        rank_summary=rank_summary, summary=summary, model=model if keep_model else None,
+    )
