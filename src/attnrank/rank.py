@@ -201,7 +201,7 @@ def rank_measures(
     attention_mask: torch.Tensor | None = None,
     measures=DEFAULT_MEASURES,
     *,
-    batch_dim: int = -3,
+    batch_dim: int = -4,
     dtype: torch.dtype = torch.float64,
 ) -> dict[str, torch.Tensor]:
     """Several measures of ``A [..., n, n]`` from one SVD per matrix.
@@ -211,7 +211,8 @@ def rank_measures(
         attention_mask: optional 0/1 ``[batch, n]`` marking real tokens; each matrix is
             cropped to its real tokens before it is measured.
         measures: names from :data:`MEASURES`.
-        batch_dim: the dimension of ``A`` that indexes sequences (used with the mask).
+        batch_dim: the dimension of ``A`` that indexes sequences (used with the mask);
+            the default ``-4`` fits ``[..., batch, heads, n, n]``.
         dtype: precision of the SVD (float64 by default; the study's absolute rule needs it).
 
     Returns:
@@ -224,6 +225,8 @@ def rank_measures(
     _check_square(A)
     if attention_mask is None or bool(attention_mask.bool().all()):
         return _measure_square(A, measures, dtype)
+    if not -A.ndim <= batch_dim < A.ndim or batch_dim % A.ndim >= A.ndim - 2:
+        raise ConfigError("batch_dim", f"got {batch_dim}; expected a leading dimension of A with shape {tuple(A.shape)}")
     batch_dim = batch_dim % A.ndim
     if attention_mask.shape != (A.shape[batch_dim], A.shape[-1]):
         raise ConfigError(
