@@ -1,0 +1,48 @@
+"""Sphinx extension for the book: never serve cached chapter outputs made by other code.
+
+``jupyter-cache`` keys a notebook's outputs on its cells only. The chapters' results also
+depend on the library in ``src/attnrank`` (and on the run store keyed by its hash), so at
+start-up this extension compares a hash of the library with the one stored beside the
+execution cache and clears the cache when they differ. An unchanged build reuses every
+executed notebook; a changed library re-executes every chapter (the run store then
+retrains only the runs whose result-determining code changed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+__all__ = ["library_hash", "setup"]
+
+
+def library_hash() -> str:
+    """SHA-256 of every ``.py`` file of the ``attnrank`` package plus library versions."""
+    import torch
+    import transformers
+
+    root = Path(__file__).parent
+    h = hashlib.sha256(f"torch={torch.__version__};transformers={transformers.__version__}".encode())
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _check_cache(app, config) -> None:
+    cache = getattr(config, "nb_execution_cache_path", "") or str(Path(app.outdir).parent / ".jupyter_cache")
+    cache = Path(cache)
+    if not cache.is_absolute():
+        cache = Path(app.srcdir) / cache
+    stamp = cache.parent / ".attnrank-library-hash"
+    current = library_hash()
+    if cache.exists() and (not stamp.exists() or stamp.read_text() != current):
+        shutil.rmtree(cache)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(current)
+
+
+def setup(app):
+    app.connect("config-inited", _check_cache, priority=100)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
