@@ -30,7 +30,7 @@ from filelock import FileLock
 from .data import data_dir
 from .profiles import RunConfig, resolve_config
 
-__all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "sweep", "runs_dir"]
+__all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "load_table", "sweep", "runs_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -220,3 +220,26 @@ def sweep(configs: list[RunConfig], *, progress: bool = True, desc: str = "runs"
     df = load_runs(keys=set(keys))
     order = {k: i for i, k in enumerate(keys)}
     return df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
+
+
+#: Config columns copied onto every row by :func:`load_table`.
+ID_COLUMNS = ("key", "arch", "profile", "tau", "head_dim", "num_heads", "hidden_size", "seed", "status")
+
+
+def load_table(runs: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Concatenate one table (``train_log``, ``eval_log``, ``ranks``, ``rank_summary``) over ``runs``.
+
+    ``runs`` is a :func:`load_runs` / :func:`sweep` frame; each row of the result carries
+    the run's :data:`ID_COLUMNS`.
+    """
+    if name not in _TABLES:
+        from .errors import ConfigError
+
+        raise ConfigError("name", f"got {name!r}; allowed values: {', '.join(_TABLES)}")
+    frames = []
+    for _, r in runs.iterrows():
+        t = Run(Path(r["path"]), {}, {}).table(name)
+        for col in ID_COLUMNS:
+            t[col] = r[col]
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
