@@ -18,7 +18,7 @@ import pandas as pd
 from .errors import ConfigError
 from .profiles import resolve_profile
 
-__all__ = ["setup", "check_parameters", "glue", "show", "verdict", "fmt", "VERDICTS"]
+__all__ = ["Text", "setup", "check_parameters", "glue", "show", "verdict", "fmt", "VERDICTS"]
 
 #: The verdicts a chapter may reach.
 VERDICTS = ("supported", "not supported", "inconclusive at this scale")
