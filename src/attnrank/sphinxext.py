@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 from pathlib import Path
 
-__all__ = ["library_hash", "setup"]
+__all__ = ["library_hash", "build_log_path", "setup"]
 
 
 def library_hash() -> str:
@@ -43,6 +44,42 @@ def _check_cache(app, config) -> None:
     stamp.write_text(current)
 
 
+def build_log_path() -> Path:
+    """CSV of past builds (start, seconds, profile, runs trained, status), appended by each build."""
+    from .data import data_dir
+
+    return data_dir() / "build_log.csv"
+
+
+def _start_clock(app, config) -> None:
+    app.env_attnrank_start = time.time()
+
+
+def _log_build(app, exception) -> None:
+    import csv
+    import os
+
+    from .profiles import resolve_profile
+    from .store import runs_dir
+
+    start = getattr(app, "env_attnrank_start", None)
+    if start is None:
+        return
+    trained = sum(1 for p in runs_dir().glob("*/COMPLETE") if p.stat().st_mtime >= start) if runs_dir().exists() else 0
+    path = build_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(["started", "seconds", "profile", "runs_trained", "status"])
+        w.writerow([time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)), round(time.time() - start, 1),
+                    resolve_profile("auto"), trained,
+                    "error" if exception else "ok"])
+
+
 def setup(app):
     app.connect("config-inited", _check_cache, priority=100)
+    app.connect("config-inited", _start_clock, priority=101)
+    app.connect("build-finished", _log_build)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

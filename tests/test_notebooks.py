@@ -1,0 +1,40 @@
+"""The chapters: committed without outputs, paired with their jupytext twins, parameterised."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jupytext
+import pytest
+
+CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
+
+
+def test_every_toc_notebook_exists():
+    toc = (CHAPTERS.parent / "_toc.yml").read_text()
+    names = [line.split("chapters/")[1].strip() for line in toc.splitlines() if "file: chapters/" in line]
+    for name in names:
+        assert (CHAPTERS / f"{name}.ipynb").exists() or (CHAPTERS / f"{name}.md").exists(), name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_has_no_outputs_and_a_parameters_cell(path):
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), "outputs committed"
+    tagged = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert "profile" in "".join(tagged[0]["source"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_jupytext_twin_in_sync(path):
+    twin = path.with_suffix(".py")
+    assert twin.exists(), f"{twin.name} missing (pair with: jupytext --set-formats ipynb,py:percent)"
+    from_ipynb = jupytext.read(path)
+    from_py = jupytext.read(twin)
+    cells = lambda nb: [(c.cell_type, c.source.strip(), sorted(c.metadata.get("tags", []))) for c in nb.cells]
+    assert cells(from_ipynb) == cells(from_py), f"{path.name} and {twin.name} differ: run `jupytext --sync {path}`"
