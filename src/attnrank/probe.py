@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .errors import ConfigError
 from .rank import DEFAULT_MEASURES, check_measures, rank_measures
 
 __all__ = ["attention_probabilities", "RankProbe", "evaluation_mode"]
@@ -49,6 +50,12 @@ def attention_probabilities(
     ``attention_mask`` are ``[batch, n]``; padded positions stay in the output (crop them
     with :func:`attnrank.rank.rank_measures`'s ``attention_mask``).
     """
+    positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+    if positions is not None and input_ids.shape[-1] > positions:
+        raise ConfigError(
+            "max_len", f"input_ids have {input_ids.shape[-1]} tokens but the model has {positions} positions; "
+            f"use sequences of at most {positions} tokens"
+        )
     device = next(model.parameters()).device
     chunks = []
     with evaluation_mode(model):

@@ -119,7 +119,9 @@ def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = N
         raise ConfigError(unknown[0], f"unknown parameter; allowed parameters: {', '.join(sorted(fields | {'head_dim'}))}")
     values = {**_PROFILE_DEFAULTS[profile], **{k: v for k, v in overrides.items() if v is not None}}
     values["tau"] = check_tau(values.get("tau", 1.0))
-    values["num_heads"], _ = resolve_heads(values["hidden_size"], None if head_dim else values.get("num_heads"), head_dim)
+    values["num_heads"], _ = resolve_heads(
+        values["hidden_size"], overrides.get("num_heads") if head_dim else values.get("num_heads"), head_dim
+    )
     for name in ("hidden_size", "num_layers", "vocab_size", "batch_size", "max_steps", "rank_every",
                  "probe_size", "val_blocks", "log_every"):
         values[name] = check_positive_int(name, values[name])

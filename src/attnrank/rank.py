@@ -240,6 +240,10 @@ def rank_measures(
         patterns.setdefault(mask[b].cpu().numpy().tobytes(), []).append(b)
     for rows in patterns.values():
         sel = torch.tensor(rows, device=A.device)
+        if not mask[rows[0]].any():  # a sequence without real tokens has no attention matrix
+            for m in measures:
+                out[m].index_fill_(batch_dim, sel.cpu(), float("nan"))
+            continue
         sub = crop_to_valid(A.index_select(batch_dim, sel), mask[rows[0]])
         for m, v in _measure_square(sub, measures, dtype).items():
             out[m].index_copy_(batch_dim, sel.cpu(), v.cpu())

@@ -40,8 +40,9 @@ _TABLES = {"train_log": "train_log.csv", "eval_log": "eval_log.csv", "ranks": "r
 
 
 def runs_dir() -> Path:
-    """Folder of the run store (``data/runs``)."""
-    return data_dir() / "runs"
+    """Folder of the run store: ``$ATTNRANK_RUNS`` if set, else ``data/runs``."""
+    env = os.environ.get("ATTNRANK_RUNS")
+    return Path(env) if env else data_dir() / "runs"
 
 
 def code_hash() -> str:
@@ -75,6 +76,8 @@ class Run:
     path: Path
     config: dict
     summary: dict
+    #: True when this call trained the run, False when it was read from the store.
+    fresh: bool = False
 
     @property
     def key(self) -> str:
@@ -173,7 +176,9 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-    return _read(final)
+        stored = _read(final)
+    stored.fresh = True
+    return stored
 
 
 def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = True) -> pd.DataFrame:

@@ -1,0 +1,147 @@
+"""The run store and training end to end: caching, crash safety, locking, failures, determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from attnrank import store
+from attnrank.errors import ConfigError
+from attnrank.profiles import resolve_config
+from attnrank.train import train
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """A private, empty run store (tokenizers and token caches stay shared under data/)."""
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+    return tmp_path / "runs"
+
+
+def _child(code: str, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_end_to_end_run_lowers_loss_and_is_cached(runs, monkeypatch):
+    cfg = resolve_config("gpt2", "ci")
+    r = store.run(cfg)
+    assert r.fresh
+    files = {p.name for p in r.path.iterdir()}
+    assert {"config.json", "train_log.csv", "eval_log.csv", "ranks.parquet", "rank_summary.csv",
+            "summary.json", "model.safetensors", "COMPLETE"} <= files
+    s = r.summary
+    assert s["status"] == "complete" and s["steps"] == cfg.max_steps
+    assert s["final_val_loss"] < s["initial_val_loss"] - 0.2
+    ranks = r.ranks
+    assert set(ranks.step) == set(range(0, cfg.max_steps + 1, cfg.rank_every))
+    assert len(ranks) == len(set(ranks.step)) * cfg.num_layers * cfg.num_heads * 6
+    # a second call reads the store and never trains
+    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained again"))
+    again = store.run(cfg)
+    assert not again.fresh and again.path == r.path and again.summary == r.summary
+    df = store.load_runs()
+    assert list(df.key) == [r.key] and df.final_val_loss.iloc[0] == pytest.approx(s["final_val_loss"])
+    # the trained weights come back (safetensors) and give the stored final validation loss
+    model = r.load_model()
+    assert model.config.tau == cfg.tau and not model.training
+
+
+def test_same_seed_gives_identical_tables():
+    cfg = resolve_config("bert", "ci", max_steps=20)
+    a, b = train(cfg, progress=False), train(cfg, progress=False)
+    pd.testing.assert_frame_equal(a.train_log, b.train_log)
+    pd.testing.assert_frame_equal(a.ranks, b.ranks)
+    pd.testing.assert_frame_equal(a.eval_log, b.eval_log)
+    other = train(resolve_config("bert", "ci", max_steps=20, seed=1), progress=False)
+    assert not other.train_log.loss.equals(a.train_log.loss)
+
+
+def test_probing_does_not_change_the_training_run():
+    often = train(resolve_config("bert", "ci", max_steps=20, rank_every=5), progress=False)
+    rarely = train(resolve_config("bert", "ci", max_steps=20, rank_every=20), progress=False)
+    assert often.ranks.step.nunique() == 5 and rarely.ranks.step.nunique() == 2
+    pd.testing.assert_series_equal(often.train_log.loss, rarely.train_log.loss)
+
+
+def test_diverging_run_is_stored_as_failed_and_sweep_goes_on(runs):
+    bad = resolve_config("gpt2", "ci", learning_rate=1e3, warmup_steps=0)
+    good = resolve_config("gpt2", "ci", max_steps=10)
+    df = store.sweep([bad, good], progress=False)
+    assert list(df.status) == ["failed", "complete"]
+    assert df.failure_step.iloc[0] > 0 and "nan" in df.failure_reason.iloc[0].lower()
+    assert not store.run(bad).fresh  # a failed run is a result too: not retrained
+
+
+def test_damaged_results_are_retrained(runs):
+    cfg = resolve_config("gpt2", "ci", max_steps=10)
+    r = store.run(cfg)
+    expected = r.ranks
+    (r.path / "ranks.parquet").write_bytes(b"garbage")
+    assert store.load_runs().empty  # a damaged run is never read as a result
+    again = store.run(cfg)
+    assert again.fresh
+    pd.testing.assert_frame_equal(again.ranks, expected)  # retrained deterministically
+    (again.path / "summary.json").write_text((again.path / "summary.json").read_text()[:20])  # truncated
+    assert store.run(cfg).fresh
+
+
+def test_sigkill_during_training_leaves_the_store_clean(runs):
+    code = """
+        from attnrank import store
+        store.run(arch="gpt2", profile="ci", max_steps=100000)
+    """
+    child = _child(code, {"ATTNRANK_RUNS": str(runs)})
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(runs.glob(".*.lock")):
+        time.sleep(0.2)
+    time.sleep(3)  # well into training
+    assert child.poll() is None, child.stderr.read()
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert not [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert store.load_runs().empty
+    r = store.run(resolve_config("gpt2", "ci", max_steps=100000 // 10000))  # the lock is free again
+    assert r.fresh and r.summary["status"] == "complete"
+
+
+def test_two_processes_share_one_training(runs):
+    code = """
+        from attnrank import store
+        r = store.run(arch="bert", profile="ci", max_steps=30)
+        print("FRESH" if r.fresh else "STORED", r.key)
+    """
+    children = [_child(code, {"ATTNRANK_RUNS": str(runs)}) for _ in range(2)]
+    outs = [c.communicate(timeout=300) for c in children]
+    assert all(c.returncode == 0 for c in children), [o[1][-2000:] for o in outs]
+    words = sorted(o[0].split()[-2] for o in outs)
+    keys = {o[0].split()[-1] for o in outs}
+    assert words == ["FRESH", "STORED"] and len(keys) == 1
+    (path,) = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    manifest = json.loads((path / "COMPLETE").read_text())
+    assert manifest["key"] in keys
+
+
+def test_invalid_config_fails_before_training(runs, monkeypatch):
+    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(ConfigError) as e:
+        store.run(arch="gpt2", profile="ci", tau=0.0)
+    assert e.value.param == "tau"
+    with pytest.raises(ConfigError) as e:
+        store.run(arch="gpt2", profile="ci", num_heads=3)
+    assert e.value.param == "num_heads" and "allowed values" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        store.run(arch="gpt2", profile="ci", learning_rte=1e-3)
+    assert e.value.param == "learning_rte"
+    assert not runs.exists() or not any(runs.iterdir())
