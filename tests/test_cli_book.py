@@ -1,0 +1,57 @@
+"""Command line errors and chapter parameter checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnrank import book
+from attnrank.cli import main
+from attnrank.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    "argv, param",
+    [
+        (["train", "--arch", "gpt2", "--tau", "-1"], "tau"),
+        (["train", "--arch", "gpt2", "--tau", "nan"], "tau"),
+        (["train", "--arch", "gpt2", "--tau", "inf"], "tau"),
+        (["train", "--arch", "gpt2", "--tau", "0"], "tau"),
+        (["train", "--arch", "t5"], "arch"),
+        (["train", "--arch", "bert", "--profile", "huge"], "profile"),
+        (["train", "--arch", "bert", "--profile", "ci", "--num-heads", "3"], "num_heads"),
+        (["train", "--arch", "bert", "--profile", "ci", "--head-dim", "5"], "head_dim"),
+        (["train", "--arch", "bert", "--profile", "ci", "--dataset", "wiki"], "dataset"),
+    ],
+)
+def test_cli_errors_are_one_line_with_exit_status_2(argv, param, capsys, monkeypatch):
+    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"attnrank: error: {param}:") and "\n" not in err and "Traceback" not in err
+
+
+def test_check_parameters_accepts_the_schema():
+    ns = {"profile": "ci", "tau": 1, "seeds": None, "np": pytest}
+    book.check_parameters(ns, {"profile": str, "tau": float, "seeds": (int, list, type(None))})
+
+
+@pytest.mark.parametrize(
+    "ns, param",
+    [
+        ({"profile": "ci", "tau": "abc", "seeds": None}, "tau"),
+        ({"profile": 3, "tau": 1.0, "seeds": None}, "profile"),
+        ({"profile": "ci", "tau": True, "seeds": None}, "tau"),
+        ({"profile": "ci", "tau": 1.0, "seeds": None, "taux": 1}, "taux"),
+        ({"profile": "ci", "seeds": None}, "tau"),
+    ],
+)
+def test_check_parameters_names_the_bad_parameter(ns, param):
+    with pytest.raises(ConfigError) as e:
+        book.check_parameters(ns, {"profile": str, "tau": float, "seeds": (int, list, type(None))})
+    assert e.value.param == param
+
+
+def test_verdict_must_be_one_of_three():
+    assert book.verdict("x", "supported", "fine").startswith("**Verdict: supported.**")
+    with pytest.raises(ConfigError):
+        book.verdict("x", "probably", "no")
