@@ -1,0 +1,414 @@
+"""Figures of the training chapters (``dynamics`` and ``loss``): curves through training,
+run-level scatter plots, distributions of change and layer-by-head heat maps.
+
+Every function takes tidy (long) pandas data and returns a matplotlib ``Figure``. Panels
+are laid out with rows and columns taken from columns of the data (by default one row or
+column per architecture); colour encodes a numeric setting (temperature ratio ``tau`` or
+head dimension) on a logarithmic colour scale with a colour bar, and one setting can be
+highlighted with a bold line (for example the standard ``tau = 1``). Diverged runs
+(``status != "complete"``) are always drawn, with a cross, never dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib import colors as mcolors
+from matplotlib import cm
+from matplotlib.lines import Line2D
+
+from . import ARCH_LABELS, PALETTE, new_figure
+
+__all__ = [
+    "TAU_CMAP",
+    "HEAD_DIM_CMAP",
+    "SETTING_LABELS",
+    "hue_scale",
+    "trajectories",
+    "run_scatter",
+    "change_distribution",
+    "layer_head_heatmaps",
+]
+
+
+def _truncated(name: str, low: float, high: float) -> mcolors.Colormap:
+    base = sns.color_palette(name, as_cmap=True)
+    return mcolors.ListedColormap(base(np.linspace(low, high, 256)), name=f"{name}_trunc")
+
+
+#: Colour map of the temperature ratio (log scale); the bright end is cut so lines stay visible on white.
+TAU_CMAP = _truncated("viridis", 0.0, 0.88)
+#: Colour map of the head dimension (log scale).
+HEAD_DIM_CMAP = _truncated("rocket", 0.15, 0.8)
+#: Axis / colour-bar labels of the settings.
+SETTING_LABELS = {
+    "tau": r"$\tau$ (temperature $T = \tau\sqrt{d_h}$)",
+    "head_dim": r"head dimension $d_h$",
+    "step": "training step",
+    "seed": "seed",
+}
+_FAILED_COLOR = "0.15"
+
+
+def hue_scale(values, *, log: bool = True, cmap=None):
+    """A value -> colour function and a ``ScalarMappable`` (for the colour bar) for numeric ``values``.
+
+    With ``log`` the colours are spread over ``log(value)``; ``cmap`` defaults to :data:`TAU_CMAP`.
+    """
+    v = np.asarray(sorted({float(x) for x in values if pd.notna(x)}), float)
+    if len(v) == 0:
+        v = np.array([1.0])
+    lo, hi = float(v.min()), float(v.max())
+    if lo == hi:
+        lo, hi = (lo / 2, hi * 2) if log else (lo - 1, hi + 1)
+    norm = mcolors.LogNorm(lo, hi) if log else mcolors.Normalize(lo, hi)
+    cmap = cmap or TAU_CMAP
+    sm = cm.ScalarMappable(norm=norm, cmap=cmap)
+    sm.set_array(v)
+
+    def color(x):
+        return cmap(norm(float(x)))
+
+    return color, sm, v
+
+
+def _levels(data: pd.DataFrame, column: str | None) -> list:
+    return [None] if column is None else list(pd.unique(data[column].dropna()))
+
+
+def _grid(data, row, col, *, width, height, sharex=False, sharey=False):
+    rows, cols = _levels(data, row), _levels(data, col)
+    fig, axes = new_figure(len(cols), len(rows), width=width, height=height, squeeze=False, sharex=sharex, sharey=sharey)
+    return fig, axes, rows, cols
+
+
+def _subset(data, row, r, col, c):
+    m = pd.Series(True, index=data.index)
+    if row is not None:
+        m &= data[row] == r
+    if col is not None:
+        m &= data[col] == c
+    return data[m]
+
+
+def _title(ax, row, r, col, c, row_labels, col_labels):
+    parts = []
+    if row is not None:
+        parts.append(str((row_labels or {}).get(r, r)))
+    if col is not None:
+        parts.append(str((col_labels or {}).get(c, c)))
+    ax.set_title(" · ".join(parts), fontsize="medium")
+
+
+def _fmt_tick(x: float) -> str:
+    return f"{x:g}"
+
+
+def _colorbar(fig, axes, sm, values, label):
+    cb = fig.colorbar(sm, ax=list(np.ravel(axes)), label=label, shrink=0.9, pad=0.02, aspect=30)
+    cb.set_ticks(values)
+    cb.set_ticklabels([_fmt_tick(v) for v in values])
+    cb.minorticks_off()
+    return cb
+
+
+def _is_complete(df: pd.DataFrame, status: str | None) -> pd.Series:
+    if status is None or status not in df.columns:
+        return pd.Series(True, index=df.index)
+    return df[status].eq("complete")
+
+
+def trajectories(
+    data: pd.DataFrame,
+    *,
+    y: str,
+    x: str = "step",
+    hue: str = "tau",
+    row: str | None = "arch",
+    col: str | None = None,
+    unit: str = "seed",
+    status: str | None = "status",
+    log_hue: bool = True,
+    cmap=None,
+    highlight=None,
+    ylabel: str | dict | None = None,
+    xlabel: str | None = None,
+    hue_label: str | None = None,
+    row_labels: dict | None = None,
+    col_labels: dict | None = None,
+    baseline: dict | None = None,
+    baseline_label: str = "reference",
+    logy: bool = False,
+    sharey: bool | str = False,
+    width: float = 4.0,
+    height: float = 2.9,
+):
+    """Curves of ``y`` against ``x`` (training step), one per ``hue`` value, mean over ``unit`` with the min-max band.
+
+    Args:
+        data: tidy rows with columns ``x``, ``y``, ``hue``, ``unit`` and the panel columns
+            ``row`` / ``col`` (and ``status``: units whose status is not ``"complete"`` are
+            left out of the mean and drawn on their own as dashed lines ending in a cross).
+        highlight: a ``hue`` value drawn with a bold line and markers (e.g. ``tau = 1``).
+        ylabel: one label, or ``{row value: label}`` (one per row, e.g. one per measure).
+        baseline: optional ``{(row value, col value) or row value or col value: y}`` drawn
+            as a grey dotted line labelled ``baseline_label`` (e.g. the rank of uniform
+            causal attention, or a loss level).
+        sharey: ``False``, ``True``, or ``"row"``.
+
+    Returns:
+        the Figure; the colour bar maps ``hue`` (log scale if ``log_hue``).
+    """
+    fig, axes, rows, cols = _grid(data, row, col, width=width, height=height, sharex=True, sharey=sharey)
+    color, sm, hue_values = hue_scale(data[hue], log=log_hue, cmap=cmap)
+    any_failed = False
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            ax = axes[i, j]
+            d = _subset(data, row, r, col, c)
+            ok = _is_complete(d, status)
+            good = d[ok]
+            agg = good.groupby([hue, x])[y].agg(["mean", "min", "max"]).reset_index()
+            for h, g in agg.groupby(hue, sort=True):
+                bold = highlight is not None and np.isclose(float(h), float(highlight))
+                g = g.sort_values(x)
+                ax.fill_between(g[x], g["min"], g["max"], color=color(h), alpha=0.18, lw=0)
+                ax.plot(g[x], g["mean"], color=color(h), lw=2.8 if bold else 1.4, zorder=3 if bold else 2,
+                        marker="o" if bold else None, ms=4, label=_fmt_tick(h) if bold else None)
+            for (h, u), g in d[~ok].groupby([hue, unit]):
+                any_failed = True
+                g = g.sort_values(x).dropna(subset=[y])
+                if len(g):
+                    ax.plot(g[x], g[y], color=color(h), lw=1.0, ls="--", zorder=2)
+                    ax.plot(g[x].iloc[-1], g[y].iloc[-1], marker="X", color=_FAILED_COLOR, ms=8, zorder=4, ls="none")
+            if baseline is not None:
+                b = baseline.get((r, c), baseline.get(r, baseline.get(c)))
+                if b is not None and np.isfinite(b):
+                    ax.axhline(b, color="0.4", ls=":", lw=1.2, zorder=1)
+            if logy:
+                ax.set_yscale("log")
+            _title(ax, row, r, col, c, row_labels if row_labels is not None else ARCH_LABELS, col_labels)
+            ax.set_xlabel(xlabel or SETTING_LABELS.get(x, x) if i == len(rows) - 1 else "")
+            yl = ylabel.get(r, y) if isinstance(ylabel, dict) else (ylabel or y)
+            ax.set_ylabel(yl if j == 0 else "")
+    handles = []
+    if highlight is not None:
+        handles.append(Line2D([], [], color=color(highlight), lw=2.8, marker="o", ms=4,
+                              label=f"{hue} = {_fmt_tick(float(highlight))} (highlighted)"))
+    handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3, label=f"mean, band = min–max over {unit}s"))
+    if any_failed:
+        handles.append(Line2D([], [], color=_FAILED_COLOR, ls="--", marker="X", ms=7, label="diverged run (ends at ×)"))
+    if baseline is not None:
+        handles.append(Line2D([], [], color="0.4", ls=":", lw=1.2, label=baseline_label))
+    _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=min(len(handles), 4), frameon=False)
+    return fig
+
+
+def run_scatter(
+    data: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    hue: str = "tau",
+    row: str | None = None,
+    col: str | None = "arch",
+    status: str | None = "status",
+    censored: str | None = None,
+    log_hue: bool = True,
+    cmap=None,
+    identity: bool = False,
+    annotations: dict | None = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    hue_label: str | None = None,
+    row_labels: dict | None = None,
+    col_labels: dict | None = None,
+    logx: bool = False,
+    logy: bool = False,
+    connect: str | None = None,
+    width: float = 4.2,
+    height: float = 3.4,
+):
+    """One point per run: ``y`` against ``x``, coloured by ``hue`` (log colour scale), panels by ``row`` / ``col``.
+
+    Args:
+        censored: optional boolean column; censored runs (e.g. a loss level never reached)
+            are drawn as hollow upward triangles at their ``y`` value (the censoring value).
+        identity: draw the ``y = x`` line (for initial against final rank).
+        annotations: ``{panel key: text}`` written in the panel's upper-left corner, where
+            the key is the ``col`` value, the ``row`` value or ``(row value, col value)``.
+        connect: optional column (e.g. ``"seed"``... or a setting) whose equal values,
+            sorted by ``hue``, are joined by thin grey lines.
+
+    Runs whose ``status`` is not ``"complete"`` are drawn as black crosses where ``x``
+    and ``y`` are finite, and counted in the panel's corner text otherwise.
+    """
+    fig, axes, rows, cols = _grid(data, row, col, width=width, height=height)
+    color, sm, hue_values = hue_scale(data[hue], log=log_hue, cmap=cmap)
+    counts = {"failed": 0, "censored": 0}
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            ax = axes[i, j]
+            d = _subset(data, row, r, col, c)
+            ok = _is_complete(d, status)
+            cens = d[censored].fillna(False).astype(bool) if censored else pd.Series(False, index=d.index)
+            if connect is not None:
+                for _, g in d[ok].sort_values(hue).groupby(connect):
+                    ax.plot(g[x], g[y], color="0.75", lw=0.8, zorder=1)
+            good = d[ok & ~cens]
+            ax.scatter(good[x], good[y], c=[color(h) for h in good[hue]], s=38, edgecolor="white", lw=0.6, zorder=3)
+            cd = d[ok & cens]
+            if len(cd):
+                counts["censored"] += len(cd)
+                ax.scatter(cd[x], cd[y], facecolor="none", edgecolor=[color(h) for h in cd[hue]], marker="^", s=50,
+                           lw=1.4, zorder=3)
+            bad = d[~ok]
+            finite = np.isfinite(bad[x].astype(float)) & np.isfinite(bad[y].astype(float))
+            counts["failed"] += len(bad)
+            if finite.any():
+                ax.scatter(bad[x][finite], bad[y][finite], marker="X", color=_FAILED_COLOR, s=55, zorder=4)
+            text = []
+            if annotations:
+                key = (r, c) if (row is not None and col is not None) else (c if col is not None else r)
+                if key in annotations:
+                    text.append(str(annotations[key]))
+            if (~finite).sum():
+                text.append(f"{int((~finite).sum())} diverged run(s) off the plot")
+            if logx:
+                ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("log")
+            if identity:
+                lo = np.nanmin([d[x].min(), d[y].min()])
+                hi = np.nanmax([d[x].max(), d[y].max()])
+                if np.isfinite(lo) and np.isfinite(hi):
+                    ax.plot([lo, hi], [lo, hi], color="0.4", ls="--", lw=1, zorder=1)
+            _title(ax, row, r, col, c, row_labels, col_labels if col_labels is not None else ARCH_LABELS)
+            if text:
+                # statistics sit between the panel and its title (the title is pushed up by blank
+                # lines), where they never hide a point and constrained layout makes room for them
+                block = "\n".join(text)
+                ax.text(0.5, 1.015, block, transform=ax.transAxes, va="bottom", ha="center", fontsize="x-small",
+                        linespacing=1.25)
+                ax.set_title(ax.get_title() + "\n" * (block.count("\n") + 1), fontsize="medium")
+            ax.set_xlabel(xlabel or x if i == len(rows) - 1 else "")
+            ax.set_ylabel(ylabel or y if j == 0 else "")
+    handles = []
+    if identity:
+        handles.append(Line2D([], [], color="0.4", ls="--", lw=1, label="final = initial"))
+    if counts["censored"]:
+        handles.append(Line2D([], [], marker="^", mfc="none", mec="0.3", ls="none", label="never reached (censored)"))
+    if counts["failed"]:
+        handles.append(Line2D([], [], marker="X", color=_FAILED_COLOR, ls="none", label="diverged run"))
+    _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
+    if handles:
+        fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=len(handles), frameon=False)
+    return fig
+
+
+def change_distribution(
+    data: pd.DataFrame,
+    *,
+    x: str,
+    y: str = "measure",
+    hue: str = "arch",
+    xlabel: str | None = None,
+    ylabel: str = "",
+    y_labels: dict | None = None,
+    hue_labels: dict | None = None,
+    reference: float | None = None,
+    logx: bool = False,
+    width: float = 7.0,
+    height: float | None = None,
+):
+    """Distribution of a per-run quantity ``x`` (e.g. relative change of mean rank) for each ``y`` (e.g. measure).
+
+    A horizontal box plot per ``y`` and ``hue`` (architecture) with every run drawn as a
+    dot on top. ``reference`` draws a vertical dotted line (e.g. a tolerance of 10 %).
+    """
+    d = data.copy()
+    if y_labels:
+        d[y] = d[y].map(lambda v: y_labels.get(v, v))
+    if hue_labels is None and hue == "arch":
+        hue_labels = ARCH_LABELS
+    if hue_labels:
+        d[hue] = d[hue].map(lambda v: hue_labels.get(v, v))
+    n_y = d[y].nunique()
+    fig, ax = new_figure(1, 1, width=width, height=height or max(2.4, 0.55 * n_y * max(d[hue].nunique(), 1) + 1.0))
+    order = list(pd.unique(d[y]))
+    hue_order = list(pd.unique(d[hue]))
+    sns.boxplot(d, x=x, y=y, hue=hue, order=order, hue_order=hue_order, ax=ax, palette=PALETTE, fliersize=0,
+                boxprops=dict(alpha=0.45), width=0.7)
+    sns.stripplot(d, x=x, y=y, hue=hue, order=order, hue_order=hue_order, ax=ax, palette=PALETTE, dodge=True, size=3.2,
+                  alpha=0.85, jitter=0.18, legend=False, edgecolor="white", linewidth=0.3)
+    if reference is not None:
+        ax.axvline(reference, color="0.35", ls=":", lw=1.3)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel)
+    ax.legend(title=None, fontsize="small", loc="lower right", framealpha=0.85)
+    return fig
+
+
+def layer_head_heatmaps(
+    data: pd.DataFrame,
+    *,
+    value: str = "value",
+    row: str = "arch",
+    col: str = "when",
+    layer: str = "layer",
+    head: str = "head",
+    diff: bool = True,
+    cbar_label: str = "mean rank",
+    row_labels: dict | None = None,
+    col_labels: dict | None = None,
+    cmap: str = "mako",
+    annot: bool | None = None,
+    width: float = 3.0,
+    height: float = 2.6,
+):
+    """Heat maps of ``value`` by layer (rows of a map) and head (columns), one per ``row`` x ``col`` panel.
+
+    The colour scale is shared along each row (one architecture). With ``diff`` a last
+    column shows the difference between the last and the first ``col`` level on a
+    diverging scale centred at 0. Values are written in the cells unless there are more
+    than 64 cells (``annot=None``).
+    """
+    rows = list(pd.unique(data[row]))
+    cols = list(pd.unique(data[col]))
+    ncols = len(cols) + (1 if diff and len(cols) >= 2 else 0)
+    fig, axes = new_figure(ncols, len(rows), width=width, height=height, squeeze=False)
+    row_labels = row_labels if row_labels is not None else ARCH_LABELS
+    for i, r in enumerate(rows):
+        dr = data[data[row] == r]
+        vmin, vmax = float(dr[value].min()), float(dr[value].max())
+        if vmin == vmax:  # a constant map still needs a colour scale
+            vmin, vmax = vmin - 0.5, vmax + 0.5
+        mats = {}
+        for j, c in enumerate(cols):
+            m = dr[dr[col] == c].pivot_table(index=layer, columns=head, values=value, aggfunc="mean")
+            mats[c] = m
+            show_annot = annot if annot is not None else m.size <= 64
+            sns.heatmap(m, ax=axes[i, j], vmin=vmin, vmax=vmax, cmap=cmap, annot=show_annot, fmt=".1f",
+                        annot_kws={"fontsize": "x-small"}, cbar=j == len(cols) - 1,
+                        cbar_kws={"label": cbar_label} if j == len(cols) - 1 else None, square=False, linewidths=0.5,
+                        linecolor="white")
+            axes[i, j].set_title(f"{row_labels.get(r, r)} · {(col_labels or {}).get(c, c)}", fontsize="small")
+        if ncols > len(cols):
+            delta = mats[cols[-1]] - mats[cols[0]]
+            lim = float(np.nanmax(np.abs(delta.to_numpy()))) or 1.0
+            show_annot = annot if annot is not None else delta.size <= 64
+            ax = axes[i, -1]
+            sns.heatmap(delta, ax=ax, vmin=-lim, vmax=lim, cmap="vlag", center=0, annot=show_annot, fmt="+.1f",
+                        annot_kws={"fontsize": "x-small"}, cbar_kws={"label": "change"}, linewidths=0.5,
+                        linecolor="white")
+            first, last = ((col_labels or {}).get(c, c) for c in (cols[0], cols[-1]))
+            ax.set_title(f"{row_labels.get(r, r)} · {last} − {first}", fontsize="small")
+        for j in range(ncols):
+            axes[i, j].set_xlabel("head" if i == len(rows) - 1 else "")
+            axes[i, j].set_ylabel("layer" if j == 0 else "")
+            axes[i, j].tick_params(axis="y", rotation=0)
+    return fig
