@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import psutil
 import torch
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -71,6 +72,7 @@ class RankCallback(TrainerCallback):
         self.failure: dict | None = None
         self.last: dict = {}
         self.probe_seconds = 0.0
+        self.first_step_at: float | None = None
 
     def _probe(self, model, step: int) -> None:
         t = time.perf_counter()
@@ -78,6 +80,10 @@ class RankCallback(TrainerCallback):
         self.probe_seconds += time.perf_counter() - t
         if not math.isfinite(self.last["val_loss"]):
             self.failure = {"step": step, "reason": f"validation loss is {self.last['val_loss']}"}
+
+    def on_step_begin(self, args, state, control, **kw):
+        if self.first_step_at is None:
+            self.first_step_at = time.time()
 
     def on_train_begin(self, args, state, control, model=None, **kw):
         self._probe(model, 0)
@@ -186,6 +192,7 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
         "probe_timing": dict(probe.timing),
         "tokens_seen": int(trainer.state.global_step) * cfg.batch_size * cfg.max_len,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
+        "startup_seconds": callback.first_step_at - psutil.Process().create_time() if callback.first_step_at else None,
         "device": device_name(),
         "torch_threads": torch.get_num_threads(),
     }
