@@ -168,10 +168,10 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
                 return stored
         from .train import train
 
+        for stale in runs_dir().glob(f".tmp-{key}-*"):  # left by a process killed while writing
+            shutil.rmtree(stale, ignore_errors=True)
         result = train(cfg, progress=progress)
         tmp = runs_dir() / f".tmp-{key}-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
         _write(tmp, cfg, result, key)
         if final.exists():
             shutil.rmtree(final)
