@@ -108,6 +108,14 @@ def test_predicted_threshold_is_below_measured_threshold():
         assert int(numerical_rank(A, rtol=1e-2)) == int(r_H[i])
 
 
+def test_new_column_gap():
+    S = torch.tensor([[3.0, 2.5, 0.0], [0.0, 2.0, 1.0], [4.0, 0.0, 1.0]])
+    # used columns {0, 1}; unused column 2: gaps 3, 1, 3 -> 1; the top-1 minus top-2 gap is 0.5
+    assert float(T.new_column_gap(S)) == 1.0 and float(T.top_gap(S)) == 0.5
+    R = _logits(32, 4, 20, seed=8)
+    assert bool((T.new_column_gap(R) >= T.top_gap(R)).all())
+
+
 def test_measured_threshold_on_a_hand_example():
     taus = [0.1, 0.2, 0.4, 0.8]
     ranks = torch.tensor([[5, 5, 4, 5], [4, 5, 5, 5], [5, 5, 5, 5]])
@@ -274,3 +282,32 @@ def test_bad_input_raises_config_error(call, param):
     with pytest.raises(ConfigError) as err:
         call()
     assert err.value.param == param
+
+
+# --------------------------------------------------------------------------- figures
+def test_theory_and_target_figures_return_figures_and_check_columns():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from attnrank.plots import theory as tp
+
+    mc = pd.DataFrame(dict(n=[8, 8], head_dim=[1, 2], mean=[2.0, 3.0], ci_low=[1.5, 2.5], ci_high=[2.5, 3.5]))
+    refs = pd.DataFrame(dict(n=[8], expected_distinct=[T.expected_distinct(8)], study_bound=[T.study_bound(8)]))
+    fig = tp.hardmax_monte_carlo(mc, refs)
+    assert isinstance(fig, plt.Figure) and len(fig.axes) == 1
+    plt.close(fig)
+    runs = pd.DataFrame([dict(target=k, variant=v, head_dim=d, tau=t, seed=s, kl=0.1 * d + t, rank=d)
+                         for k in ("permutation", "sharp") for v in ("plain", "normalised") for d in (1, 4)
+                         for t in (0.1, 1.0) for s in (0, 1)])
+    fig = tp.toy_heatmaps(runs, "kl", log=True)
+    assert len([a for a in fig.axes if a.get_title()]) == 4
+    plt.close(fig)
+    fig = tp.rank_vs_kl(runs, n=4)
+    assert fig.axes[0].get_xscale() == "log"
+    plt.close(fig)
+    with pytest.raises(ConfigError) as err:
+        tp.toy_heatmaps(runs.drop(columns="head_dim"), "kl")
+    assert err.value.param == "data"

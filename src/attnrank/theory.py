@@ -46,6 +46,7 @@ __all__ = [
     "hardmax_threshold",
     "measured_threshold",
     "top_gap",
+    "new_column_gap",
     "logit_halfrange",
     "taylor_terms",
     "taylor_rank_bound",
@@ -177,6 +178,27 @@ def top_gap(S: torch.Tensor, causal: bool = False) -> torch.Tensor:
     gap = top2[..., 0] - top2[..., 1]
     gap = torch.where(torch.isinf(top2[..., 1]), torch.full_like(gap, float("inf")), gap)
     return gap.amin(-1)
+
+
+def new_column_gap(S: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """Smallest gap between a row's maximum and its best *unused* column; float64 ``[...]``.
+
+    A column is used if it is the argmax of some row (a column of the hardmax matrix ``H``).
+    As ``tau`` grows from 0, weight ``~exp(-g/tau)`` on an unused column adds a new direction
+    to ``A``, so the measured rank leaves ``r_H`` (upwards) near ``tau ~ g / log(1/eps)``;
+    weight on used columns only perturbs existing directions. This gap is at least
+    :func:`top_gap`. ``+inf`` when every visible column is used. Units: those of ``S``.
+    (A heuristic refinement of P2 found in the theory chapter, not a bound.)
+    """
+    S = _check_logits(S)
+    n = S.shape[-1]
+    hr = hardmax_rank(S, causal)
+    if causal:
+        S = S.masked_fill(~_causal_mask(n, S.device), float("-inf"))
+    used = torch.zeros(S.shape, dtype=torch.bool, device=S.device).scatter_(-1, hr.argmax.unsqueeze(-1), True).any(-2)
+    top = S.gather(-1, hr.argmax.unsqueeze(-1)).squeeze(-1)
+    best_unused = S.masked_fill(used.unsqueeze(-2), float("-inf")).amax(-1)
+    return (top - best_unused).amin(-1)
 
 
 @dataclass(frozen=True)
