@@ -1,0 +1,641 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # What is the rank of an attention matrix?
+#
+# **Claim.** A softmax attention matrix never loses rank: in exact arithmetic it is
+# invertible, so every "rank" reported for attention is a *numerical* rank, and the
+# tolerance decides the answer. The study counts singular values above an absolute
+# threshold of $10^{-8}$. We show on real attention from our trained BERT and GPT-2 that
+# this rule counts dimensions far below anything that matters (and below float32 round-off):
+# when the temperature is so high that BERT's attention is uniform and, to any practical
+# tolerance, of rank one, it keeps counting about as many dimensions as a head has, plus
+# one. Relative tolerances, the effective rank and the stable rank do see that limit. The book's primary measure is
+# the rank at relative tolerance $10^{-2}$, computed in float64, with the rank at relative
+# tolerance $10^{-4}$, the effective rank and the stable rank reported beside it. This
+# chapter answers the reviewers' fourth critique (why an absolute $10^{-8}$ threshold?).
+
+# %% tags=["parameters"]
+profile = "auto"
+seeds = None
+taus = None
+head_dims = None
+probe_size = 64
+tau_grid_extreme = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
+
+# %%
+import copy
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+from IPython.display import display
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from attnrank import attention, book, data, experiments, models, probe, rank, stats, store
+from attnrank.errors import ConfigError
+from attnrank.plots import measure as plots
+from attnrank.profiles import resolve_config
+
+book.check_parameters(globals(), {
+    "profile": str, "seeds": (type(None), int, list), "taus": (type(None), float, list),
+    "head_dims": (type(None), int, list), "probe_size": int, "tau_grid_extreme": list,
+})
+if probe_size < 2:
+    raise ConfigError("probe_size", f"got {probe_size}; expected an integer >= 2 (confidence intervals need two sequences)")
+if not tau_grid_extreme:
+    raise ConfigError("tau_grid_extreme", "got an empty list; expected temperatures in [0.001, 1000]")
+for _t in tau_grid_extreme:
+    if isinstance(_t, bool) or not isinstance(_t, (int, float)) or not models.TAU_RANGE[0] <= _t <= models.TAU_RANGE[1]:
+        raise ConfigError("tau_grid_extreme", f"got {_t!r}; every value must be a number in [0.001, 1000]")
+tau_grid_extreme = sorted({float(t) for t in tau_grid_extreme} | {1.0})  # tau = 1 (the trained model) is always probed
+profile = book.setup(profile)
+
+# %% [markdown]
+# ## The runs
+#
+# Every trained-model chapter shares one sweep over temperature and head dimension (a cold
+# build trains each run once). This chapter needs only the runs trained at the standard
+# temperature $\tau = 1$ (temperature $T = \tau\sqrt{d_h}$) and the profile's standard
+# head dimension, for both architectures and every seed. Each is probed twice: as trained,
+# and at initialisation (the same architecture rebuilt from the same seed, which gives
+# exactly the weights training started from). Runs that diverged are listed, never
+# silently dropped.
+
+# %%
+configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+runs = store.sweep(configs, progress=False)
+t_chapter = time.perf_counter()  # the chapter's own compute starts here
+config_of = {store.run_key(c): c for c in configs}
+failed = runs[runs.status != "complete"]
+print(f"{len(runs)} runs in the shared sweep, {len(failed)} failed")
+if len(failed):
+    display(failed[["arch", "tau", "head_dim", "seed", "failure_step", "failure_reason"]])
+
+standard_heads = {a: resolve_config(a, profile).num_heads for a in models.ARCHS}
+chosen = runs[(runs.tau == 1.0) & (runs.num_heads == runs.arch.map(standard_heads))]
+used = chosen[chosen.status == "complete"].reset_index(drop=True)
+if len(used) < len(chosen):
+    print("Not probed (diverged at tau = 1):")
+    display(chosen[chosen.status != "complete"][["arch", "seed", "failure_step", "failure_reason"]])
+if used.arch.nunique() < 2:
+    raise RuntimeError("this chapter needs complete tau = 1 runs of both architectures")
+n_runs, n_seeds = len(used), int(used.groupby("arch").seed.nunique().min())
+used[["arch", "tau", "head_dim", "num_heads", "seed", "status", "final_val_loss"]]
+
+# %% [markdown]
+# The probe sequences are {glue:text}`measure_probe_size` held-out validation blocks, spread evenly over the
+# validation plays (the plays never seen in training), of the run's full length $n$; no
+# sequence is padded, so every matrix is $n \times n$.
+
+# %%
+def probe_ids(run_row) -> torch.Tensor:
+    _, val, _ = data.token_blocks(run_row.arch, run_row.dataset, int(run_row.vocab_size), int(run_row.max_len))
+    if probe_size > len(val):
+        raise ConfigError("probe_size", f"got {probe_size}; the validation split has only {len(val)} blocks of {run_row.max_len} tokens")
+    idx = np.linspace(0, len(val) - 1, probe_size).round().astype(int)
+    return torch.from_numpy(val[idx])
+
+
+def initial_model(run: store.Run):
+    """The model a run started from: same architecture, same seed, untrained."""
+    c = run.config
+    return models.build_model(
+        c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"], tau=c["tau"],
+        max_len=c["max_len"], vocab_size=run.summary["vocab_size"], dropout=c["dropout"], seed=c["seed"],
+        pad_token_id=run.summary["pad_token_id"],
+    ).eval()
+
+
+n_tokens = int(used.max_len.iloc[0])
+book.glue("measure_n", n_tokens)
+book.glue("measure_probe_size", probe_size)
+book.glue("measure_n_runs", n_runs)
+book.glue("measure_n_seeds", n_seeds)
+book.glue("measure_tau_max", f"{max(tau_grid_extreme):g}")
+book.glue("measure_tau_min", f"{min(tau_grid_extreme):g}");
+
+# %% [markdown]
+# ## Four ways to count
+#
+# Let $A$ be an $n \times n$ attention matrix with singular values
+# $\sigma_1 \ge \dots \ge \sigma_n \ge 0$. Its rows are probability vectors, so
+# $A\mathbf 1 = \mathbf 1$ and $\sigma_1 = \|A\|_2 \ge 1$. The measures compared here
+# (all in `attnrank.rank`) are
+#
+# * the study's rule, $\operatorname{rank}_{\text{abs}}(A) = \#\{i : \sigma_i > 10^{-8}\}$;
+# * relative tolerances, $\operatorname{rank}_{\varepsilon}(A) = \#\{i : \sigma_i > \varepsilon\,\sigma_1\}$
+#   with $\varepsilon = 10^{-2}$ (the book's primary measure) and $10^{-4}$;
+# * the effective rank {cite}`roy2007effective`, $\exp\big(-\sum_i p_i \log p_i\big)$ with
+#   $p_i = \sigma_i / \sum_j \sigma_j$: a continuous count, 1 for any rank-one matrix and
+#   $n$ for the identity;
+# * the stable rank $\|A\|_F^2 / \|A\|_2^2 = \sum_i \sigma_i^2 / \sigma_1^2$, between 1 and
+#   the rank, dominated by the largest singular values.
+#
+# What does a numerical rank measure? By the Eckart–Young–Mirsky theorem,
+# $\#\{i : \sigma_i > t\} = \min\{\operatorname{rank} B : \|A - B\|_2 \le t\}$: the rank at
+# tolerance $t$ is the smallest rank of any matrix within spectral distance $t$ of $A$. So
+# the study's rule asks how many dimensions survive a perturbation of size $10^{-8}$, for a
+# matrix whose largest singular value is at least 1 and whose entries, stored in float32,
+# carry round-off of relative size $2^{-24} \approx 6 \times 10^{-8}$. A relative tolerance
+# asks the question at a scale tied to the matrix itself.
+#
+# The HF model returns float32 probabilities. To separate the precision of the
+# probabilities from the precision of the SVD, we also compute them in float64: a
+# second attention function, registered with `transformers` beside the book's tempered
+# attention, runs the whole model in float64 and returns float64 probabilities (same
+# temperature, same masking after scaling).
+
+# %%
+FLOAT64_ATTENTION = "attnrank_float64"
+
+
+def float64_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """Tempered attention computed and returned in float64 (probabilities always returned)."""
+    scale = (scaling if scaling is not None else query.shape[-1] ** -0.5) / attention.get_tau(module)
+    logits = torch.matmul(query.double(), key.double().transpose(-1, -2)) * scale
+    q_len, kv_len = logits.shape[-2:]
+    if attention_mask is None and getattr(module, "is_causal", False) and q_len > 1:
+        attention_mask = torch.ones(q_len, kv_len, dtype=torch.bool, device=logits.device).tril(kv_len - q_len)
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            logits = logits.masked_fill(~attention_mask, float("-inf"))
+        else:
+            logits = logits + attention_mask.double()
+    probs = torch.nan_to_num(torch.softmax(logits, dim=-1), nan=0.0)
+    output = torch.matmul(probs.to(value.dtype), value).transpose(1, 2).contiguous()
+    return output, probs
+
+
+AttentionInterface.register(FLOAT64_ATTENTION, float64_attention)
+AttentionMaskInterface.register(FLOAT64_ATTENTION, sdpa_mask)
+
+
+def float64_copy(model):
+    """A float64 copy of the model's transformer body (no LM head) using :func:`float64_attention`."""
+    body = copy.deepcopy(model.base_model).double().eval()
+    body.config._attn_implementation = FLOAT64_ATTENTION
+    return body
+
+
+@torch.no_grad()
+def probabilities(model, body64, ids, tau):
+    """Attention probabilities at temperature ``tau``: {"float32": ..., "float64": ...}, [layers, batch, heads, n, n]."""
+    models.set_tau(model, tau)
+    models.set_tau(body64, tau)
+    p32 = probe.attention_probabilities(model.base_model, ids)  # the library's probe (float32)
+    p64 = torch.stack(body64(input_ids=ids, output_attentions=True).attentions)
+    return {"float32": p32, "float64": p64}
+
+
+# %% [markdown]
+# From one SVD per matrix we read every measure (the same definitions as
+# `attnrank.rank.rank_measures`; the cell checks that they agree). A *pipeline* is the
+# precision of the probabilities and the precision of the SVD; float64 for both is the
+# reference.
+
+# %%
+RANK_MEASURES = [m for m, spec in rank.MEASURES.items() if spec.kind != "entropy"]
+PIPELINES = {  # name: (precision of the probabilities, precision of the SVD)
+    "float64 probs, float64 SVD": ("float64", torch.float64),
+    "float32 probs, float64 SVD": ("float32", torch.float64),
+    "float64 probs, float32 SVD": ("float64", torch.float32),
+}
+REFERENCE = "float64 probs, float64 SVD"
+
+
+def measures_from_singular_values(sv: torch.Tensor) -> dict[str, torch.Tensor]:
+    sv = sv.double()
+    s1 = sv[..., :1]
+    out = {}
+    for name in RANK_MEASURES:
+        spec = rank.MEASURES[name]
+        if spec.kind == "numerical":
+            tol = torch.full_like(s1, spec.atol) if spec.atol is not None else spec.rtol * s1
+            out[name] = (sv > tol).sum(-1).double()
+        elif spec.kind == "effective":
+            p = sv / sv.sum(-1, keepdim=True)
+            out[name] = torch.exp(-torch.special.xlogy(p, p).sum(-1))
+        else:
+            out[name] = (sv**2).sum(-1) / sv[..., 0] ** 2
+    return out
+
+
+_check = torch.softmax(torch.randn(3, 8, 8, dtype=torch.float64) * 3, -1)
+_lib = rank.rank_measures(_check, measures=RANK_MEASURES)
+_ours = measures_from_singular_values(rank.singular_values(_check))
+assert all(torch.allclose(_lib[m], _ours[m]) for m in RANK_MEASURES)
+
+# %% [markdown]
+# The probe loop: each trained model over the temperature grid (set with
+# `attnrank.models.set_tau`, weights unchanged) and each initial model at $\tau = 1$,
+# every pipeline, every measure, per sequence (averaged over layers and heads). Spectra are
+# kept at $\tau = 1$ and at the two ends of the grid.
+
+# %%
+t_probe = time.perf_counter()
+rows, spectra_store, diag_rows = [], {}, []
+keep_spectra = {1.0, min(tau_grid_extreme), max(tau_grid_extreme)}
+for r in used.itertuples():
+    run = store.run(config_of[r.key])  # already trained: read from the store
+    ids = probe_ids(r)
+    for state, model in (("initialisation", initial_model(run)), ("trained", run.load_model())):
+        body64 = float64_copy(model)
+        for tau in tau_grid_extreme if state == "trained" else [1.0]:
+            probs = probabilities(model, body64, ids, tau)
+            p64 = probs["float64"]
+            diag = p64.diagonal(dim1=-2, dim2=-1)
+            argmax_cols = torch.zeros_like(p64).scatter_(-1, p64.argmax(-1, keepdim=True), 1.0).amax(-2).sum(-1)
+            for pipe, (pdt, sdt) in PIPELINES.items():
+                sv = rank.singular_values(probs[pdt], sdt).double()  # [L, B, H, n]
+                vals = measures_from_singular_values(sv)
+                for name, v in vals.items():
+                    per_seq = v.mean(dim=(0, 2)).numpy()  # mean over layers and heads
+                    rows.append(pd.DataFrame({"arch": r.arch, "seed": r.seed, "state": state, "tau": tau, "pipeline": pipe,
+                                              "measure": name, "sequence": np.arange(len(per_seq)), "value": per_seq}))
+                if tau in keep_spectra:
+                    spectra_store.setdefault((r.arch, state, tau, pipe), []).append(sv.reshape(-1, sv.shape[-1]).numpy())
+                if pipe == REFERENCE:
+                    diag_rows.append(pd.DataFrame({
+                        "arch": r.arch, "seed": r.seed, "state": state, "tau": tau,
+                        "sigma_1": sv[..., 0].reshape(-1).numpy(), "sigma_min": sv[..., -1].reshape(-1).numpy(),
+                        "max_gap": (sv[..., :-1] / sv[..., 1:]).amax(-1).reshape(-1).numpy(),
+                        "min_diag": diag.amin(-1).reshape(-1).numpy(),
+                        "log10_det": torch.log10(diag).sum(-1).reshape(-1).numpy() if r.arch == "gpt2" else np.nan,
+                        "distinct_argmax": argmax_cols.reshape(-1).numpy(),
+                    }))
+values = pd.concat(rows, ignore_index=True)
+matrices = pd.concat(diag_rows, ignore_index=True)
+probe_seconds = time.perf_counter() - t_probe
+print(f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(PIPELINES)} pipelines in {probe_seconds:.1f} s")
+
+
+# %%
+def summarise(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Mean and 95% CI over (seed, sequence) values, per group."""
+    out = []
+    for key, g in df.groupby(by, sort=False):
+        m, lo, hi = stats.mean_ci(g["value"])
+        out.append(dict(zip(by, key if isinstance(key, tuple) else (key,)), mean=m, low=lo, high=hi, n=len(g)))
+    return pd.DataFrame(out)
+
+
+def spectrum_frame(keys) -> pd.DataFrame:
+    """Median and 10-90% band of sigma_k over all matrices (layers, heads, sequences, seeds)."""
+    out = []
+    for arch, state, tau, pipe in keys:
+        sv = np.concatenate(spectra_store[(arch, state, tau, pipe)])
+        q = np.quantile(sv, [0.1, 0.5, 0.9], axis=0)
+        out.append(pd.DataFrame({"arch": arch, "state": state, "tau": tau, "pipeline": pipe, "k": np.arange(1, sv.shape[1] + 1),
+                                 "low": q[0], "median": q[1], "high": q[2]}))
+    return pd.concat(out, ignore_index=True)
+
+
+EPS32, EPS64 = float(torch.finfo(torch.float32).eps), float(torch.finfo(torch.float64).eps)
+
+
+def threshold_lines(sigma_1: pd.Series) -> pd.DataFrame:
+    """The thresholds of each measure, per architecture; relative ones at the median sigma_1 of the panel."""
+    out = []
+    for arch, s1 in sigma_1.items():
+        out += [
+            dict(arch=arch, label="study: atol 1e-8", value=rank.STUDY_ATOL, style="-"),
+            dict(arch=arch, label=r"rtol 1e-2 $\times\,\sigma_1$ (primary)", value=1e-2 * s1, style="--"),
+            dict(arch=arch, label=r"rtol 1e-4 $\times\,\sigma_1$", value=1e-4 * s1, style="-."),
+            dict(arch=arch, label=r"float32 round-off $\varepsilon_{32}\sigma_1$", value=EPS32 * s1, style=":"),
+            dict(arch=arch, label=r"float64 round-off $n\,\varepsilon_{64}\sigma_1$", value=n_tokens * EPS64 * s1, style=(0, (1, 3))),
+        ]
+    return pd.DataFrame(out)
+
+
+# %% [markdown]
+# ## The exact rank is always full
+#
+# Write $S = QK^\top / (\tau\sqrt{d_h})$ for the logits. For BERT, $A = D^{-1} e^{S}$ with
+# $D$ the diagonal of row sums, and $\det e^{S}$ is an analytic function of $(Q, K)$ that is
+# not identically zero ($e^{\langle x, y\rangle}$ is a strictly positive-definite kernel), so
+# $A$ is invertible for almost every input and weight ({doc}`theory`, P0). For GPT-2,
+# $A$ is lower-triangular with a positive diagonal, so $\det A = \prod_i A_{ii} > 0$ and
+# $\sigma_{\min} \le \min_i A_{ii}$. Exact rank is $n$ in both cases; what a numerical rank
+# reports is where its threshold cuts a spectrum that has no zero in it.
+#
+# The spectra of real attention (trained at $\tau = 1$ and at initialisation, float64
+# throughout) decay over orders of magnitude without ever reaching zero. Across all
+# matrices the median of the largest ratio of consecutive singular values,
+# $\max_k \sigma_k / \sigma_{k+1}$, is {glue:text}`measure_gap_bert_trained:.3g` for trained
+# BERT and {glue:text}`measure_gap_gpt2_trained:.3g` for trained GPT-2
+# ({glue:text}`measure_gap_bert_init:.3g` and {glue:text}`measure_gap_gpt2_init:.3g` at
+# initialisation; where attention is close to uniform the spectrum is the staircase of
+# {doc}`the theory chapter <theory>`, and its steps are the largest ratios), whereas a
+# matrix of exact rank $r < n$ computed in float64 would drop by some $10^{13}$ at $k = r$,
+# to round-off. The smallest singular value is tiny: its median is
+# {glue:text}`measure_smin_bert_trained` (BERT) and {glue:text}`measure_smin_gpt2_trained`
+# (GPT-2) for the trained models and {glue:text}`measure_smin_bert_init` /
+# {glue:text}`measure_smin_gpt2_init` at initialisation. It exceeds float64 round-off,
+# $n\,\varepsilon_{64}\,\sigma_1$, in {glue:text}`measure_certified_bert_pct:.1f`% of the BERT
+# and {glue:text}`measure_certified_gpt2_pct:.1f`% of the GPT-2 matrices, so for those float64
+# arithmetic itself certifies full rank. For GPT-2 the determinant settles every case
+# exactly: the smallest diagonal entry of trained GPT-2 attention has median
+# {glue:text}`measure_mindiag_gpt2_trained` (the weight some token puts on its own
+# position), the determinant is
+# about $10^{x}$ with median $x$ = {glue:text}`measure_logdet_gpt2_trained:.0f`: tiny, never
+# zero; and $\sigma_{\min} \le \min_i A_{ii}$ holds in
+# {glue:text}`measure_diag_bound_pct:.1f`% of the matrices.
+
+# %%
+ref_tau1 = matrices[matrices.tau == 1.0]
+for (arch, state), g in ref_tau1.groupby(["arch", "state"]):
+    tag = f"{arch}_{'init' if state == 'initialisation' else 'trained'}"
+    book.glue(f"measure_gap_{tag}", float(g.max_gap.median()))
+    book.glue(f"measure_smin_{tag}", book.fmt(float(g.sigma_min.median()), 2))
+certified = (ref_tau1.sigma_min > n_tokens * EPS64 * ref_tau1.sigma_1).groupby(ref_tau1.arch).mean()
+for a in models.ARCHS:
+    book.glue(f"measure_certified_{a}_pct", 100 * float(certified[a]))
+g2 = ref_tau1[(ref_tau1.arch == "gpt2") & (ref_tau1.state == "trained")]
+book.glue("measure_mindiag_gpt2_trained", book.fmt(float(g2.min_diag.median()), 2))
+book.glue("measure_logdet_gpt2_trained", float(g2.log10_det.median()))
+g2all = ref_tau1[ref_tau1.arch == "gpt2"]
+book.glue("measure_diag_bound_pct", 100 * float((g2all.sigma_min <= g2all.min_diag * (1 + 1e-9)).mean()))
+
+spec1 = spectrum_frame([(a, s, 1.0, REFERENCE) for a in models.ARCHS for s in ("initialisation", "trained")])
+sigma1 = ref_tau1.groupby("arch").sigma_1.median()
+fig = plots.spectra(spec1, threshold_lines(sigma1), col="arch", hue="state")
+book.show(fig, spec1, "measure_spectra_tau1",
+          f"Singular values of attention matrices at tau = 1 (median over layers, heads, {probe_size} validation "
+          f"sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {n_tokens}. "
+          f"Grey lines: where each measure cuts (relative thresholds at the panel's median sigma_1) and the "
+          f"round-off levels of float32 and float64 ({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+
+# %% [markdown]
+# ## The causal baseline
+#
+# A causal matrix can never be uniform: its row $i$ has only $i$ keys. The most spread-out
+# causal attention is the uniform causal matrix $U_n$ with $(U_n)_{ij} = 1/i$ for $j \le i$,
+# which is what every GPT-2 head tends to at high temperature. It is lower-triangular with
+# diagonal $1/i$, hence invertible; its spectrum decays smoothly, so its "rank" depends on
+# the measure. At the probe length $n$ = {glue:text}`measure_n`, $U_n$ has rank
+# {glue:text}`measure_causal_rank_rtol_1e-2:.0f` at rtol $10^{-2}$,
+# {glue:text}`measure_causal_rank_rtol_1e-4:.0f` at rtol $10^{-4}$,
+# {glue:text}`measure_causal_rank_atol_1e-8:.0f` by the study's rule, effective rank
+# {glue:text}`measure_causal_effective_rank:.1f` and stable rank
+# {glue:text}`measure_causal_stable_rank:.2f`. GPT-2 ranks are only meaningful against
+# this baseline: a GPT-2 rank at or below it is what causal attention that ignores the
+# content altogether already has.
+
+# %%
+U = torch.tril(torch.ones(n_tokens, n_tokens, dtype=torch.float64)) / torch.arange(1, n_tokens + 1, dtype=torch.float64)[:, None]
+causal = {m: float(v) for m, v in rank.rank_measures(U, measures=RANK_MEASURES).items()}
+for m, v in causal.items():
+    book.glue(f"measure_causal_{m}", v)
+pd.DataFrame([causal], index=["uniform causal matrix U_n"]).round(2)
+
+# %% [markdown]
+# On the same matrices the measures can disagree widely. For trained BERT at
+# $\tau = 1$ the rank is {glue:text}`measure_bert_trained_rank_rtol_1e-2:.2f` at rtol
+# $10^{-2}$, {glue:text}`measure_bert_trained_rank_rtol_1e-4:.1f` at rtol $10^{-4}$ and
+# {glue:text}`measure_bert_trained_rank_atol_1e-8:.1f` by the study's rule (of $n$ =
+# {glue:text}`measure_n`); its effective rank is
+# {glue:text}`measure_bert_trained_effective_rank:.2f` and its stable rank
+# {glue:text}`measure_bert_trained_stable_rank:.2f`. Trained GPT-2 has
+# {glue:text}`measure_gpt2_vs_causal:.2f` times the baseline's rank at rtol $10^{-2}$
+# ({glue:text}`measure_gpt2_vs_causal_init:.2f` times at initialisation) and
+# {glue:text}`measure_gpt2_vs_causal_eff:.2f` times its effective rank (a ratio of 1 means
+# that content-blind causal attention would score the same).
+
+# %%
+at1 = summarise(values[(values.tau == 1.0) & (values.pipeline == REFERENCE)], ["arch", "state", "measure"])
+base = pd.DataFrame([dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
+                    + [dict(arch=a, measure="n", value=float(n_tokens), label="n") for a in models.ARCHS])
+primary = experiments.PRIMARY_MEASURE
+lookup = at1.set_index(["arch", "state", "measure"])["mean"]
+book.glue("measure_gpt2_vs_causal", float(lookup["gpt2", "trained", primary] / causal[primary]))
+book.glue("measure_gpt2_vs_causal_init", float(lookup["gpt2", "initialisation", primary] / causal[primary]))
+book.glue("measure_gpt2_vs_causal_eff", float(lookup["gpt2", "trained", "effective_rank"] / causal["effective_rank"]))
+for a in models.ARCHS:
+    for m in RANK_MEASURES:
+        book.glue(f"measure_{a}_trained_{m}", float(lookup[a, "trained", m]))
+fig = plots.measure_points(at1, base, col="arch", hue="state")
+book.show(fig, at1, "measure_ranks_tau1",
+          f"Every rank measure at tau = 1, at initialisation and trained (mean over {probe_size} validation sequences "
+          f"x seeds of the per-sequence mean over layers and heads; 95% CI), float64 throughout. Black bars: the uniform "
+          f"causal matrix U_n; dotted: n = {n_tokens} ({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[RANK_MEASURES].round(2)
+
+# %% [markdown]
+# ## Temperature without bound
+#
+# Now the reviewers' argument. Take a trained model and change only its temperature
+# (`set_tau`, weights fixed). As $\tau \to \infty$ the logits $S/\tau$ shrink to zero and
+# every BERT row tends to the uniform distribution: $A \to \tfrac1n \mathbf 1 \mathbf 1^\top$,
+# of rank one. Expanding around it,
+#
+# $$A = \tfrac1n\mathbf 1\mathbf 1^\top + \tfrac{1}{n\tau}\, S_0\big(I - \tfrac1n \mathbf 1\mathbf 1^\top\big) + O(\tau^{-2}),
+# \qquad S_0 = QK^\top/\sqrt{d_h},$$
+#
+# and $S_0$ has rank at most $d_h$. So the singular values beyond the first fall in blocks:
+# up to $d_h$ of order $\tau^{-1}$, then a block of order $\tau^{-2}$, and so on (the
+# staircase of the theory chapter). A relative tolerance $\varepsilon$ stops counting a
+# block once it falls below $\varepsilon\sigma_1$; an absolute tolerance of $10^{-8}$ keeps
+# counting a block until its size itself is below $10^{-8}$. Once the second block is gone,
+# the study's rule reports about $d_h + 1$ (here {glue:text}`measure_dh_plus_1`): the head
+# dimension, not the attention pattern. Extrapolating $\sigma_2 \propto 1/\tau$ from the
+# largest temperature of the grid, BERT's median $\sigma_2$ would fall below $10^{-8}$, and
+# the study's rule read one, only at $\tau \approx$ {glue:text}`measure_tau_atol_one`. GPT-2 rows tend instead to the uniform causal rows,
+# so every GPT-2 measure should tend to its value for $U_n$ (dashed lines). In the other
+# direction, $\tau \to 0$, each row tends to a one-hot vector at its largest logit and every
+# measure tends to the number of distinct argmax columns $r_H$.
+#
+# At $\tau$ = {glue:text}`measure_tau_max` the BERT rank at rtol $10^{-2}$ is
+# {glue:text}`measure_bert_taumax_rank_rtol_1e-2:.2f`, the effective rank
+# {glue:text}`measure_bert_taumax_effective_rank:.2f` and the stable rank
+# {glue:text}`measure_bert_taumax_stable_rank:.3f`, while the study's rule still counts
+# {glue:text}`measure_bert_taumax_rank_atol_1e-8:.1f` of $n$ = {glue:text}`measure_n`
+# dimensions, against $d_h + 1$ = {glue:text}`measure_dh_plus_1` (rtol $10^{-4}$:
+# {glue:text}`measure_bert_taumax_rank_rtol_1e-4:.1f`; the finer tolerance needs a higher
+# temperature to reach one). For GPT-2 at the same
+# temperature, the rank at rtol $10^{-2}$ is {glue:text}`measure_gpt2_taumax_rank_rtol_1e-2:.1f`
+# against {glue:text}`measure_causal_rank_rtol_1e-2:.0f` for $U_n$ and the effective rank
+# {glue:text}`measure_gpt2_taumax_effective_rank:.1f` against
+# {glue:text}`measure_causal_effective_rank:.1f`. At $\tau$ = {glue:text}`measure_tau_min`
+# the rank at rtol $10^{-2}$ is {glue:text}`measure_bert_taumin_rank_rtol_1e-2:.1f` (BERT)
+# and {glue:text}`measure_gpt2_taumin_rank_rtol_1e-2:.1f` (GPT-2), against
+# {glue:text}`measure_bert_taumin_argmax:.1f` and {glue:text}`measure_gpt2_taumin_argmax:.1f`
+# distinct argmax columns.
+
+# %%
+by_tau = summarise(values[values.state == "trained"], ["arch", "tau", "pipeline", "measure"])
+ref = by_tau[by_tau.pipeline == REFERENCE]
+tau_max, tau_min = max(tau_grid_extreme), min(tau_grid_extreme)
+ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
+head_dim = int(used[used.arch == "bert"].head_dim.iloc[0])
+book.glue("measure_dh_plus_1", head_dim + 1)
+sigma2_taumax = float(np.median(np.concatenate(spectra_store[("bert", "trained", tau_max, REFERENCE)])[:, 1]))
+book.glue("measure_tau_atol_one", book.fmt(tau_max * sigma2_taumax / rank.STUDY_ATOL, 2))
+for a in models.ARCHS:
+    for m in RANK_MEASURES:
+        book.glue(f"measure_{a}_taumax_{m}", float(ref_lookup[a, tau_max, m]))
+        book.glue(f"measure_{a}_taumin_{m}", float(ref_lookup[a, tau_min, m]))
+    sel = matrices[(matrices.arch == a) & (matrices.state == "trained") & (matrices.tau == tau_min)]
+    book.glue(f"measure_{a}_taumin_argmax", float(sel.distinct_argmax.mean()))
+base_tau = pd.concat([
+    pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
+    pd.DataFrame([dict(arch=a, measure="n", value=float(n_tokens), label=f"n = {n_tokens}") for a in models.ARCHS]),
+    pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
+], ignore_index=True)
+fig = plots.rank_vs_tau(ref, base_tau, col="arch", hue="measure", highlight=primary)
+book.show(fig, ref, "measure_ranks_vs_tau",
+          f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is changed, "
+          f"tau from {tau_min:g} to {tau_max:g}; float64 probabilities and SVD; mean over {probe_size} validation sequences "
+          f"x seeds, band: 95% CI. Dashed: each measure's value for the uniform causal matrix U_n (GPT-2) "
+          f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+
+# %% [markdown]
+# The spectra show why. At high temperature the BERT spectrum is one singular value near 1,
+# a first block of $d_h$ values far below it, and a second block lower again; the relative
+# thresholds cut above the first block, the study's rule below it. At low temperature rows
+# are nearly one-hot: the spectrum stays near 1 for a few values and then plunges, far below
+# round-off (values under $10^{-20}$ run off the bottom of the plot). Lower precision
+# replaces the tail by round-off noise: at $\tau$ = {glue:text}`measure_tau_max` the median
+# smallest BERT singular value is {glue:text}`measure_floor_ref` in float64,
+# {glue:text}`measure_floor_probs32` from float32 probabilities and
+# {glue:text}`measure_floor_svd32` from a float32 SVD: compare the study's threshold,
+# $10^{-8}$, with the smallest relative one, $10^{-4}\sigma_1$.
+
+# %%
+spec_tau = spectrum_frame([(a, "trained", t, p) for p in PIPELINES for a in models.ARCHS for t in sorted(keep_spectra)])
+spec_tau["temperature"] = spec_tau.tau.map(lambda t: f"tau = {t:g}")
+floor = spec_tau[(spec_tau.arch == "bert") & (spec_tau.tau == tau_max) & (spec_tau.k == n_tokens)].set_index("pipeline")["median"]
+for tag, pipe in (("ref", REFERENCE), ("probs32", "float32 probs, float64 SVD"), ("svd32", "float64 probs, float32 SVD")):
+    book.glue(f"measure_floor_{tag}", book.fmt(float(floor[pipe]), 2))
+sigma1_t = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
+fig = plots.spectra(spec_tau, threshold_lines(sigma1_t), col="arch", row="pipeline", hue="temperature", ymin=1e-20,
+                    height=3.0)
+book.show(fig, spec_tau, "measure_spectra_extremes",
+          f"Singular values of trained attention at the ends of the temperature grid and at tau = 1 (median and 10-90% "
+          f"band over matrices), for each precision pipeline; n = {n_tokens}. Grey lines as in the first figure "
+          f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+
+# %% [markdown]
+# ## Float32 or float64?
+#
+# The training probe stores float32 probabilities; a GPU would also do the SVD in float32.
+# Which measures survive? A backward-stable SVD in precision $\varepsilon$ returns singular
+# values with absolute errors up to about $\varepsilon\,\sigma_1$ ($\varepsilon_{32} \approx
+# 1.2 \times 10^{-7}$). Rounding the probabilities to float32 changes each entry by a
+# relative $2^{-24}$ at most; for spread-out rows (entries near $1/n$) these errors add up to
+# a perturbation of spectral norm of order $\varepsilon_{32}/\sqrt n$ (Weyl: no singular
+# value moves by more). Any measure whose threshold sits well above these levels is safe;
+# the study's $10^{-8}$ sits among them. The largest disagreement with the float64 reference over
+# both architectures and all temperatures, in units of rank, is
+# {glue:text}`measure_dev_rtol2:.2f` for rtol $10^{-2}$, {glue:text}`measure_dev_rtol4:.2f`
+# for rtol $10^{-4}$, {glue:text}`measure_dev_eff:.2g` for the effective rank and
+# {glue:text}`measure_dev_stable:.2g` for the stable rank, but
+# {glue:text}`measure_dev_atol:.1f` for the study's rule (table below; float32
+# probabilities: {glue:text}`measure_dev_atol_probs:.1f`, float32 SVD:
+# {glue:text}`measure_dev_atol_svd:.1f`).
+
+# %%
+fig = plots.precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=REFERENCE)
+book.show(fig, by_tau, "measure_precision",
+          f"Each rank measure of trained models against tau for three precision pipelines (bold: float64 reference; "
+          f"solid BERT, dashed GPT-2); mean over {probe_size} validation sequences x seeds "
+          f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+wide = by_tau.pivot_table(index=["arch", "tau", "measure"], columns="pipeline", values="mean")
+deviation = pd.DataFrame({p: (wide[p] - wide[REFERENCE]).abs().groupby("measure").max() for p in PIPELINES if p != REFERENCE})
+deviation = deviation.reindex(RANK_MEASURES)
+dev_all = deviation.max(axis=1)
+book.glue("measure_dev_rtol2", float(dev_all["rank_rtol_1e-2"]))
+book.glue("measure_dev_rtol4", float(dev_all["rank_rtol_1e-4"]))
+book.glue("measure_dev_eff", float(dev_all["effective_rank"]))
+book.glue("measure_dev_stable", float(dev_all["stable_rank"]))
+book.glue("measure_dev_atol", float(dev_all["rank_atol_1e-8"]))
+book.glue("measure_dev_others", float(dev_all.drop("rank_atol_1e-8").max()))
+book.glue("measure_dev_atol_probs", float(deviation.loc["rank_atol_1e-8", "float32 probs, float64 SVD"]))
+book.glue("measure_dev_atol_svd", float(deviation.loc["rank_atol_1e-8", "float64 probs, float32 SVD"]))
+deviation.rename_axis("largest |difference| from float64 reference").round(3)
+
+# %% [markdown]
+# ## Answer to critique 4, and the measures this book uses
+#
+# *Why an absolute $10^{-8}$ threshold?* The evidence above says it should not be used to
+# compare attention ranks:
+#
+# 1. it measures a property no softmax matrix lacks (full rank holds exactly), at a scale
+#    eight orders of magnitude below $\sigma_1 \ge 1$, where it counts directions that change
+#    $A$ by less than float32 round-off;
+# 2. it depends on the arithmetic: with float32 probabilities or a float32 SVD it changes by
+#    up to {glue:text}`measure_dev_atol:.1f` ranks while every other measure moves by at most
+#    {glue:text}`measure_dev_others:.2g`;
+# 3. it does not see the rank-one limit of uniform attention: at high temperature it counts
+#    the head dimension (the verdict below).
+#
+# The book therefore reports **rank at relative tolerance $10^{-2}$** as its primary
+# measure (`attnrank.experiments.PRIMARY_MEASURE`): scale-free, insensitive to precision,
+# and it goes to 1 when attention becomes uniform. Beside it: rank at rtol $10^{-4}$ (a finer
+# cut, still above float32 round-off), the **effective rank** (no threshold at all; it
+# weighs every singular value by its share) and the **stable rank** (how far $A$ is from
+# rank one; it ignores the tail and barely sees head dimension). All are computed in float64.
+# The study's rule is still recorded, in float64, so its numbers can be compared with the
+# study's, and GPT-2 ranks are always read against the uniform causal baseline.
+#
+# ## Verdict
+#
+# **Rule, fixed before looking.** At the largest temperature of the grid, measure BERT
+# (whose limit is the rank-one uniform matrix) with the float64 reference pipeline and
+# express each measure as excess rank $e = (\text{rank} - 1)/(n - 1)$: 0 at rank one, 1 at
+# full rank, with a 95% interval over validation sequences and seeds. A measure *detects*
+# the rank-one limit if the upper bound of $e$ is at most 0.1, and *misses* it if the lower
+# bound exceeds 0.1. The critique is **supported** if the study's rule misses the limit
+# while the rank at rtol $10^{-2}$ and the effective rank both detect it; **not supported**
+# if the study's rule detects it too, or if the rank at rtol $10^{-2}$ or the effective rank
+# misses it as well; **inconclusive at this scale** otherwise, or if the grid stops below
+# $\tau = 100$.
+#
+# Result: {glue:text}`measure_status`. {glue:text}`measure_summary`
+
+# %%
+hi = values[(values.state == "trained") & (values.pipeline == REFERENCE) & (values.arch == "bert") & (values.tau == tau_max)]
+excess = {}
+for m in ("rank_atol_1e-8", primary, "effective_rank"):
+    v = (hi[hi.measure == m]["value"] - 1.0) / (n_tokens - 1)
+    excess[m] = stats.mean_ci(v)
+atol_e, rel_e, eff_e = excess["rank_atol_1e-8"], excess[primary], excess["effective_rank"]
+if tau_max < 100:
+    status = "inconclusive at this scale"
+elif atol_e[1] > 0.1 and rel_e[2] <= 0.1 and eff_e[2] <= 0.1:
+    status = "supported"
+elif atol_e[2] <= 0.1 or rel_e[1] > 0.1 or eff_e[1] > 0.1:
+    status = "not supported"
+else:
+    status = "inconclusive at this scale"
+ci = lambda e: f"{book.fmt(e[0], 3)} [{book.fmt(e[1], 3)}, {book.fmt(e[2], 3)}]"
+summary = (
+    f"At tau = {tau_max:g}, trained BERT's excess rank (0 = rank one, 1 = full) is {ci(atol_e)} under the study's "
+    f"absolute 1e-8 rule (a rank of {book.fmt(float(ref_lookup['bert', tau_max, 'rank_atol_1e-8']), 1)}, near d_h + 1 = "
+    f"{head_dim + 1}) but {ci(rel_e)} at rtol 1e-2 and {ci(eff_e)} for the effective rank (mean, 95% CI, n = {n_tokens}); "
+    f"for GPT-2 the rtol-1e-2 rank is {book.fmt(float(ref_lookup['gpt2', tau_max, primary]), 1)} against "
+    f"{book.fmt(causal[primary], 1)} for uniform causal attention."
+)
+for m, e in excess.items():
+    book.glue(f"measure_excess_{m}", float(e[0]))
+book.verdict("measure", status, summary)
+chapter_seconds = time.perf_counter() - t_chapter
+book.glue("measure_probe_seconds", probe_seconds)
+print(f"chapter compute beyond the shared sweep: {chapter_seconds:.1f} s (probing {probe_seconds:.1f} s)")

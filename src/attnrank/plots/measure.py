@@ -1,0 +1,328 @@
+"""Figures of the ``measure`` chapter: singular-value spectra with the thresholds of each rank
+measure, rank measures against the temperature, and the effect of floating-point precision.
+
+Every function takes tidy (long) pandas data and returns a matplotlib ``Figure``. Colour
+encodes the rank measure (one fixed colour per measure, :data:`MEASURE_COLORS`), the
+state of a model (initialisation / trained) or the numerical pipeline; the book's
+primary measure is drawn bold with markers. Missing panels or columns raise
+``ValueError`` naming the column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.lines import Line2D
+
+from ..rank import MEASURES
+from . import ARCH_LABELS, PALETTE, new_figure
+
+__all__ = ["MEASURE_COLORS", "measure_label", "spectra", "rank_vs_tau", "precision_by_tau", "measure_points"]
+
+_colors = sns.color_palette(PALETTE, 10)
+#: One colour per rank measure, shared by every figure of the chapter.
+MEASURE_COLORS = {name: _colors[i] for i, name in enumerate(MEASURES)}
+_TAU_LABEL = r"$\tau$ (temperature $T = \tau\sqrt{d_h}$, log scale)"
+
+
+def measure_label(name: str) -> str:
+    """Axis/legend label of a measure name (its :attr:`~attnrank.rank.Measure.label`, or the name)."""
+    m = MEASURES.get(name)
+    return m.label if m is not None and m.label else str(name)
+
+
+def _require(data: pd.DataFrame, columns) -> None:
+    missing = [c for c in columns if c not in data.columns]
+    if missing:
+        raise ValueError(f"data lacks column(s) {missing}; it has {list(data.columns)}")
+
+
+def _levels(data: pd.DataFrame, column: str | None) -> list:
+    return [None] if column is None else list(pd.unique(data[column].dropna()))
+
+
+def _panel_title(column: str | None, value) -> str:
+    if column is None:
+        return ""
+    if column == "arch":
+        return ARCH_LABELS.get(value, str(value))
+    if column == "measure":
+        return measure_label(value)
+    if column == "tau":
+        return rf"$\tau$ = {value:g}"
+    return f"{column} = {value}"
+
+
+def _select(data: pd.DataFrame, where: dict) -> pd.DataFrame:
+    mask = np.ones(len(data), bool)
+    for col, val in where.items():
+        if col is not None and val is not None:
+            mask &= (data[col] == val).to_numpy()
+    return data[mask]
+
+
+def spectra(
+    data: pd.DataFrame,
+    thresholds: pd.DataFrame | None = None,
+    *,
+    col: str = "arch",
+    row: str | None = None,
+    hue: str = "state",
+    ymin: float | None = None,
+    width: float = 4.4,
+    height: float = 3.3,
+):
+    """Singular values ``sigma_k`` against ``k`` on a log axis, one line (median) and band per ``hue``.
+
+    Args:
+        data: columns ``col``, ``row`` (optional), ``hue``, ``k`` (1-based index), ``median``
+            and optionally ``low``/``high`` (a band, e.g. the 10-90% range over matrices).
+        thresholds: optional columns ``col``/``row`` (optional), ``label``, ``value`` and
+            ``style`` (a matplotlib line style); each row is a horizontal line of a rank
+            measure's threshold, drawn in grey with its label in the legend. Rows with a
+            missing ``col``/``row`` value apply to every panel.
+        ymin: lower limit of the y axis (values below it, e.g. far below float64
+            round-off, run off the bottom edge).
+
+    Column levels title the top row; row levels head the y labels of the first column.
+    """
+    _require(data, [c for c in (col, row, hue, "k", "median") if c])
+    cols, rows = _levels(data, col), _levels(data, row)
+    fig, axes = new_figure(len(cols), len(rows), width=width, height=height, sharex=True, sharey=True, squeeze=False)
+    hues = _levels(data, hue)
+    palette = dict(zip(hues, sns.color_palette(PALETTE, len(hues))))
+    grays = ["0.1", "0.35", "0.55", "0.7", "0.8"]
+    th_styles: dict[str, tuple] = {}
+    for i, rv in enumerate(rows):
+        for j, cv in enumerate(cols):
+            ax = axes[i, j]
+            panel = _select(data, {col: cv, row: rv})
+            for h in hues:
+                d = panel[panel[hue] == h].sort_values("k")
+                if d.empty:
+                    continue
+                ax.plot(d["k"], d["median"], color=palette[h], lw=2, label=str(h))
+                if {"low", "high"} <= set(d.columns):
+                    ax.fill_between(d["k"], d["low"], d["high"], color=palette[h], alpha=0.2, lw=0)
+            if thresholds is not None and len(thresholds):
+                t = thresholds
+                for c, v in ((col, cv), (row, rv)):
+                    if c is not None and c in t.columns:
+                        t = t[t[c].isna() | (t[c] == v)]
+                for _, r in t.iterrows():
+                    label = str(r["label"])
+                    if label not in th_styles:
+                        th_styles[label] = (grays[len(th_styles) % len(grays)], r.get("style", "--") or "--")
+                    color, ls = th_styles[label]
+                    ax.axhline(r["value"], color=color, ls=ls, lw=1.2, zorder=1)
+            ax.set_yscale("log")
+            if ymin is not None:
+                top = np.nanmax(data["high" if "high" in data.columns else "median"].to_numpy(float))
+                ax.set_ylim(ymin, top * 10 if np.isfinite(top) and top > ymin else None)
+            if i == 0:
+                ax.set_title(_panel_title(col, cv))
+            if i == len(rows) - 1:
+                ax.set_xlabel(r"index $k$ of singular value")
+            if j == 0:
+                head = f"{rv}\n" if row is not None else ""
+                ax.set_ylabel(head + r"singular value $\sigma_k$ (log scale)")
+    handles = [Line2D([], [], color=palette[h], lw=2, label=str(h)) for h in hues]
+    handles += [Line2D([], [], color=c, ls=ls, lw=1.2, label=lab) for lab, (c, ls) in th_styles.items()]
+    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+    return fig
+
+
+def rank_vs_tau(
+    data: pd.DataFrame,
+    baselines: pd.DataFrame | None = None,
+    *,
+    col: str = "arch",
+    hue: str = "measure",
+    highlight: str | None = "rank_rtol_1e-2",
+    mark_tau: float | None = 1.0,
+    logy: bool = True,
+    width: float = 4.6,
+    height: float = 3.5,
+):
+    """Rank measures against ``tau`` (log x): one line per ``hue`` level with a band ``low``-``high``.
+
+    Args:
+        data: columns ``col``, ``hue``, ``tau``, ``mean`` and optionally ``low``/``high``.
+        baselines: optional columns ``col``, ``measure``, ``value`` (and ``label``): a limit
+            per measure, drawn as a dashed line in the measure's colour (for example the
+            uniform causal matrix); a ``measure`` that is not a hue level (``"n"`` for the
+            matrix size, ``"rank one"``) is a grey dotted line annotated with its ``label``.
+        highlight: the hue level drawn bold with markers (the book's primary measure).
+        mark_tau: a vertical line at the trained temperature.
+    """
+    _require(data, [col, hue, "tau", "mean"])
+    cols = _levels(data, col)
+    fig, axes = new_figure(len(cols), 1, width=width, height=height, sharey=True, squeeze=False)
+    hues = _levels(data, hue)
+    extra = sns.color_palette("dark", len(hues))
+    colors = {h: MEASURE_COLORS.get(h, extra[i]) if hue == "measure" else sns.color_palette(PALETTE, len(hues))[i]
+              for i, h in enumerate(hues)}
+    for j, cv in enumerate(cols):
+        ax = axes[0, j]
+        panel = data[data[col] == cv]
+        for h in hues:
+            d = panel[panel[hue] == h].sort_values("tau")
+            if d.empty:
+                continue
+            bold = h == highlight
+            ax.plot(d["tau"], d["mean"], color=colors[h], lw=2.8 if bold else 1.5, marker="o" if bold else ".",
+                    ms=6 if bold else 4, zorder=3 if bold else 2,
+                    label=measure_label(h) if hue == "measure" else str(h))
+            if {"low", "high"} <= set(d.columns):
+                ax.fill_between(d["tau"], d["low"], d["high"], color=colors[h], alpha=0.18, lw=0)
+        if baselines is not None and len(baselines):
+            b = baselines[baselines[col] == cv] if col in baselines.columns else baselines
+            for _, r in b.iterrows():
+                if r["measure"] in colors:
+                    ax.axhline(r["value"], color=colors[r["measure"]], ls="--", lw=1.2, zorder=1, alpha=0.9)
+                else:  # a reference level shared by all measures: grey, dotted, annotated
+                    text = r.get("label") if isinstance(r.get("label"), str) else (
+                        f"n = {r['value']:g}" if r["measure"] == "n" else str(r["measure"]))
+                    ax.axhline(r["value"], color="0.4", ls=":", lw=1.2, zorder=1)
+                    ax.annotate(text, (0.02, r["value"]), xycoords=("axes fraction", "data"), va="bottom",
+                                fontsize="x-small", color="0.3")
+        if mark_tau is not None:
+            ax.axvline(mark_tau, color="0.6", lw=1, ls="-.", zorder=0)
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_title(_panel_title(col, cv))
+        ax.set_xlabel(_TAU_LABEL)
+        if j == 0:
+            ax.set_ylabel("rank (mean, 95% CI" + ("; log scale)" if logy else ")"))
+    handles = [Line2D([], [], color=colors[h], lw=2.8 if h == highlight else 1.5, marker="o" if h == highlight else ".",
+                      label=measure_label(h) if hue == "measure" else str(h)) for h in hues]
+    if baselines is not None and baselines["measure"].isin(hues).any():
+        handles.append(Line2D([], [], color="0.3", ls="--", lw=1.2, label="limit of each measure (dashed)"))
+    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+    return fig
+
+
+def precision_by_tau(
+    data: pd.DataFrame,
+    *,
+    col: str = "measure",
+    hue: str = "pipeline",
+    style: str | None = "arch",
+    reference: str | None = None,
+    logy: bool = False,
+    width: float = 3.6,
+    height: float = 3.0,
+    max_cols: int = 3,
+):
+    """One panel per measure: the measure against ``tau`` for each numerical pipeline (hue) and arch (style).
+
+    Args:
+        data: columns ``col``, ``hue``, ``style`` (optional), ``tau``, ``mean``.
+        reference: the hue level drawn bold and underneath the others (the float64
+            reference pipeline), so a pipeline that agrees with it shows as a thin line on
+            top of a thick one.
+    """
+    _require(data, [c for c in (col, hue, style, "tau", "mean") if c])
+    cols = _levels(data, col)
+    ncols = min(len(cols), max_cols)
+    nrows = int(np.ceil(len(cols) / ncols))
+    fig, axes = new_figure(ncols, nrows, width=width, height=height, sharex=True, squeeze=False)
+    hues = _levels(data, hue)
+    palette = dict(zip(hues, sns.color_palette(PALETTE, len(hues) + 3)[3:]))
+    if reference in hues:  # the reference in grey, the others in colour
+        others = [h for h in hues if h != reference]
+        palette = {reference: "0.5", **dict(zip(others, sns.color_palette(PALETTE, len(others) + 3)[3:]))}
+    styles = _levels(data, style)
+    dashes = dict(zip(styles, ["-", "--", ":", "-."]))
+    for idx, cv in enumerate(cols):
+        ax = axes[idx // ncols, idx % ncols]
+        panel = data[data[col] == cv]
+        for h in hues:
+            for s in styles:
+                d = _select(panel[panel[hue] == h], {style: s}).sort_values("tau")
+                if d.empty:
+                    continue
+                bold = h == reference
+                ax.plot(d["tau"], d["mean"], color=palette[h], ls=dashes[s], lw=4.5 if bold else 1.5,
+                        marker="o" if bold else None, ms=5, zorder=2 if bold else 3, alpha=0.55 if bold else 1.0)
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_title(_panel_title(col, cv), fontsize="medium")
+        ax.set_xlabel(r"$\tau$ (log scale)")
+        if idx % ncols == 0:
+            ax.set_ylabel("rank (mean)" + (", log scale" if logy else ""))
+    handles = [Line2D([], [], color=palette[h], lw=4.5 if h == reference else 1.5, marker="o" if h == reference else None,
+                      ms=5, alpha=0.55 if h == reference else 1.0, label=str(h)) for h in hues]
+    if style is not None:
+        handles += [Line2D([], [], color="0.3", ls=dashes[s], label=ARCH_LABELS.get(s, str(s))) for s in styles]
+    empty = [axes[idx // ncols, idx % ncols] for idx in range(len(cols), nrows * ncols)]
+    for ax in empty[1:]:
+        ax.set_visible(False)
+    if empty:  # the legend fills the first empty slot of the grid
+        empty[0].axis("off")
+        empty[0].legend(handles=handles, loc="center", frameon=False, fontsize="small")
+    else:
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), frameon=False, fontsize="small")
+    return fig
+
+
+def measure_points(
+    data: pd.DataFrame,
+    baselines: pd.DataFrame | None = None,
+    *,
+    col: str = "arch",
+    hue: str = "state",
+    width: float = 4.8,
+    height: float = 3.6,
+):
+    """Each measure (x, categorical) per ``hue`` level: point at ``mean`` with ``low``-``high`` error bars (log y).
+
+    Args:
+        data: columns ``col``, ``measure``, ``hue``, ``mean`` and optionally ``low``/``high``.
+        baselines: optional columns ``col``, ``measure``, ``value``, ``label``: short black
+            bars at a reference value per measure (e.g. uniform causal attention), and the
+            row ``measure == "n"`` (matrix size) as a grey dotted line.
+    """
+    _require(data, [col, "measure", hue, "mean"])
+    cols = _levels(data, col)
+    measures = _levels(data, "measure")
+    hues = _levels(data, hue)
+    palette = dict(zip(hues, sns.color_palette(PALETTE, len(hues))))
+    fig, axes = new_figure(len(cols), 1, width=width, height=height, sharey=True, squeeze=False)
+    offsets = np.linspace(-0.2, 0.2, len(hues)) if len(hues) > 1 else np.zeros(1)
+    base_label = None
+    for j, cv in enumerate(cols):
+        ax = axes[0, j]
+        panel = data[data[col] == cv]
+        for h, off in zip(hues, offsets):
+            d = panel[panel[hue] == h].set_index("measure").reindex(measures)
+            x = np.arange(len(measures)) + off
+            yerr = None
+            if {"low", "high"} <= set(d.columns):
+                yerr = np.vstack([d["mean"] - d["low"], d["high"] - d["mean"]]).clip(min=0)
+            ax.errorbar(x, d["mean"], yerr=yerr, fmt="o", color=palette[h], ms=6, capsize=3, lw=1.5, label=str(h))
+        if baselines is not None and len(baselines):
+            b = baselines[baselines[col] == cv] if col in baselines.columns else baselines
+            for _, r in b.iterrows():
+                if r["measure"] == "n":
+                    ax.axhline(r["value"], color="0.4", ls=":", lw=1.2, zorder=0)
+                elif r["measure"] in measures:
+                    i = measures.index(r["measure"])
+                    ax.hlines(r["value"], i - 0.38, i + 0.38, color="black", lw=2.2, zorder=4)
+                    base_label = r.get("label", "baseline")
+        ax.set_xticks(np.arange(len(measures)), [measure_label(m) for m in measures], rotation=35, ha="right",
+                      fontsize="small")
+        ax.set_yscale("log")
+        ax.set_title(_panel_title(col, cv))
+        if j == 0:
+            ax.set_ylabel("value (mean, 95% CI; log scale)")
+    handles = [Line2D([], [], color=palette[h], marker="o", ls="", label=str(h)) for h in hues]
+    if base_label:
+        handles.append(Line2D([], [], color="black", lw=2.2, label=str(base_label)))
+    if baselines is not None and (baselines["measure"] == "n").any():
+        handles.append(Line2D([], [], color="0.4", ls=":", label="matrix size n"))
+    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+    return fig
