@@ -325,9 +325,9 @@ r1 = np.minimum(b1.head_dim + 1, n_tok)
 _ = book.glue("headdim_p1_matrices", int(len(bert0)))
 _ = book.glue("headdim_p1_violations", violations)
 _ = book.glue("headdim_p1_bound_is_r1", float((b1["bound_rtol_1e-2"] == r1).mean()))
-_ = book.glue("headdim_p1_r1_at_1e-2", float((b1["rank_rtol_1e-2"] == r1).mean()))
-_ = book.glue("headdim_p1_r1_at_1e-4", float((b1["rank_rtol_1e-4"] == r1).mean()))
-_ = book.glue("headdim_p1_rank1_at_1e-2", float((b1["rank_rtol_1e-2"] == 1).mean()))
+_ = book.glue("headdim_p1_r1_at_rtol2", float((b1["rank_rtol_1e-2"] == r1).mean()))
+_ = book.glue("headdim_p1_r1_at_rtol4", float((b1["rank_rtol_1e-4"] == r1).mean()))
+_ = book.glue("headdim_p1_rank1_at_rtol2", float((b1["rank_rtol_1e-2"] == 1).mean()))
 
 # %% [markdown]
 # The bound holds for all but {glue:text}`headdim_p1_violations` of
@@ -335,9 +335,9 @@ _ = book.glue("headdim_p1_rank1_at_1e-2", float((b1["rank_rtol_1e-2"] == 1).mean
 # tolerance $10^{-2}$ computed from each matrix's half-range $M$ is exactly
 # $r_1 = d_\mathrm{head}+1$ (capped at $n$) for a fraction
 # {glue:text}`headdim_p1_bound_is_r1:.2f` of the matrices. The measured rank equals $r_1$ for
-# a fraction {glue:text}`headdim_p1_r1_at_1e-2:.2f` of them at tolerance $10^{-2}$ (and is 1,
-# the uniform direction alone, for {glue:text}`headdim_p1_rank1_at_1e-2:.2f`), and for
-# {glue:text}`headdim_p1_r1_at_1e-4:.2f` of them at tolerance $10^{-4}$. Where the rank equals
+# a fraction {glue:text}`headdim_p1_r1_at_rtol2:.2f` of them at tolerance $10^{-2}$ (and is 1,
+# the uniform direction alone, for {glue:text}`headdim_p1_rank1_at_rtol2:.2f`), and for
+# {glue:text}`headdim_p1_r1_at_rtol4:.2f` of them at tolerance $10^{-4}$. Where the rank equals
 # $r_1$, the first Taylor step is resolved in full and nothing beyond it: there the head
 # dimension sets the initial rank through the number of directions of the first step, not
 # through anything learned. Where the rank is 1, even the first step lies below the
