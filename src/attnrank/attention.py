@@ -58,12 +58,13 @@ def probabilities_requested(kwargs: dict) -> bool:
 
 
 def _explicit_probabilities(module, query, key, attention_mask, scale: float) -> torch.Tensor:
-    """Attention probabilities ``[batch, heads, q_len, kv_len]`` in float32.
+    """Attention probabilities ``[batch, heads, q_len, kv_len]`` in float32, or float64 for a float64 model.
 
     Fully masked rows (possible with left padding and a causal mask) come out as zeros,
     never NaN.
     """
-    logits = torch.matmul(query.float(), key.float().transpose(-1, -2)) * scale
+    dtype = torch.promote_types(query.dtype, torch.float32)
+    logits = torch.matmul(query.to(dtype), key.to(dtype).transpose(-1, -2)) * scale
     q_len, kv_len = logits.shape[-2:]
     if attention_mask is None and getattr(module, "is_causal", False) and q_len > 1:
         attention_mask = torch.ones(q_len, kv_len, dtype=torch.bool, device=logits.device).tril(kv_len - q_len)
@@ -71,7 +72,7 @@ def _explicit_probabilities(module, query, key, attention_mask, scale: float) ->
         if attention_mask.dtype == torch.bool:
             logits = logits.masked_fill(~attention_mask, float("-inf"))
         else:  # an additive float mask (0 or the dtype's minimum); added after scaling
-            logits = logits + attention_mask.float()
+            logits = logits + attention_mask.to(dtype)
     probs = torch.softmax(logits, dim=-1)
     return torch.nan_to_num(probs, nan=0.0)
 
@@ -98,7 +99,8 @@ def tempered_attention(
 
     Returns:
         ``(output [batch, seq, heads, head_dim], probabilities or None)``; the
-        probabilities ``[batch, heads, q_len, kv_len]`` (float32, before dropout) are
+        probabilities ``[batch, heads, q_len, kv_len]`` (float32, or float64 for a
+        float64 model; before dropout) are
         computed only when :func:`probabilities_requested`.
     """
     if scaling is None:

@@ -44,7 +44,10 @@ def attention_probabilities(
     *,
     batch_size: int = 64,
 ) -> torch.Tensor:
-    """Attention probabilities of every layer: float32 ``[layers, batch, heads, n, n]`` on the CPU.
+    """Attention probabilities of every layer: ``[layers, batch, heads, n, n]`` on the CPU.
+
+    float32, or float64 when the model is float64 (``model.double()``): the study's
+    absolute 1e-8 threshold is below float32 resolution.
 
     Runs in eval mode under ``no_grad`` (the model's mode is restored). ``input_ids`` and
     ``attention_mask`` are ``[batch, n]``; padded positions stay in the output (crop them
@@ -63,7 +66,7 @@ def attention_probabilities(
             ids = input_ids[i : i + batch_size].to(device)
             mask = None if attention_mask is None else attention_mask[i : i + batch_size].to(device)
             out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
-            chunks.append(torch.stack([a.float().cpu() for a in out.attentions]))
+            chunks.append(torch.stack([a.to(torch.promote_types(a.dtype, torch.float32)).cpu() for a in out.attentions]))
     return torch.cat(chunks, dim=1)
 
 
