@@ -119,7 +119,7 @@ book.glue("temp_n_failed", int(len(failed)))
 book.glue("temp_tau_min", float(min(grid["taus"])))
 book.glue("temp_tau_max", float(max(grid["taus"])))
 display(Markdown(f"{n_runs} runs ({profile} profile): {tsweep.tau.nunique()} temperatures x 2 architectures x "
-                 f"{n_seeds} seeds at head dimension {head_dim0}; off-grid settings trained here: "
+                 f"{n_seeds} seeds at head dimension {head_dim0}; off-grid settings added (trained once, then served by the store): "
                  f"{', '.join(map(str, missing)) or 'none'}."))
 cols = ["arch", "tau", "seed", "status", "failure_step", "failure_reason"]
 display(failed[cols] if len(failed) else Markdown("No run diverged."))
