@@ -105,7 +105,7 @@ def test_P5_normalised_kl_floor_and_simplex_optimum():
 
 def test_run_grid_tables():
     final, curves = Y.run_grid(8, taus=[0.1, 1.0], head_dims=[1, 4], seeds=[0, 1], targets=["permutation", "lowrank"],
-                               steps=150, log_every=50)
+                               steps=150, log_every=50, device="cpu")
     assert len(final) == 2 * 2 * 2 * 2 * 2
     assert {"target", "variant", "head_dim", "tau", "seed", "kl", "init_kl", "rank", "target_rank", "accuracy",
             "kl_floor", "kl_simplex"} <= set(final.columns)

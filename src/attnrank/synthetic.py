@@ -190,6 +190,7 @@ def train_toy(
     rtol: float = 1e-2,
     dtype: torch.dtype = torch.float32,
     num_threads: int | None = 1,
+    device: str | torch.device | None = None,
 ) -> ToyResult:
     """Train ``G`` independent toy layers at once (full-batch Adam on the mean-row KL).
 
@@ -210,6 +211,7 @@ def train_toy(
         num_threads: torch intra-op threads while training (restored afterwards); the
             default 1 because the tensors are small and, on a shared CPU, extra threads
             spin-wait (measured 50x slower with 2 threads under load). ``None``: leave as is.
+        device: where to train (``None``: CPU); results are returned on the CPU.
 
     Returns:
         :class:`ToyResult`.
@@ -254,7 +256,9 @@ def train_toy(
     for s in seeds:
         g = torch.Generator().manual_seed(s)
         init.append(torch.randn(2, n, head_dim, generator=g, dtype=torch.float64))
-    W = torch.stack(init).to(dtype) * stds.unsqueeze(1)  # [G, 2, n, d]
+    dev = torch.device("cpu") if device is None else torch.device(device)
+    T, lrs, stds, taus, norm = (x.to(dev) for x in (T, lrs, stds, taus, norm))
+    W = torch.stack(init).to(dev, dtype) * stds.unsqueeze(1)  # [G, 2, n, d]
     WQ, WK = W[:, 0].contiguous(), W[:, 1].contiguous()
     t64 = taus.reshape(-1, 1, 1)
     normf = norm.to(dtype).reshape(-1, 1, 1)
@@ -295,14 +299,14 @@ def train_toy(
     A = logA.to(torch.float64).exp()
     acc = (A.argmax(-1) == T.argmax(-1)).to(torch.float64).mean(-1)
     return ToyResult(
-        kl=kl.to(torch.float64),
-        rank=numerical_rank(A, rtol=rtol),
-        accuracy=acc,
-        attention=A,
+        kl=kl.to(torch.float64).cpu(),
+        rank=numerical_rank(A, rtol=rtol).cpu(),
+        accuracy=acc.cpu(),
+        attention=A.cpu(),
         steps=torch.tensor(record, dtype=torch.int64),
-        curves=torch.stack(curve, -1),
-        WQ=WQ,
-        WK=WK,
+        curves=torch.stack(curve, -1).cpu(),
+        WQ=WQ.cpu(),
+        WK=WK.cpu(),
     )
 
 
@@ -320,11 +324,13 @@ def run_grid(
     log_every: int = 20,
     rtol: float = 1e-2,
     dtype: torch.dtype = torch.float32,
+    device: str | torch.device | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train the toy over a full grid; one batched :func:`train_toy` call per head dimension.
 
     Every (target, variant, tau, seed) of a head dimension is one row of the batch, so the
-    cost is ``len(head_dims)`` tensor programs of ``steps`` Adam steps each.
+    cost is ``len(head_dims)`` tensor programs of ``steps`` Adam steps each. ``device``: see
+    :func:`train_toy`.
 
     Returns:
         ``(final, curves)``: ``final`` has one row per run with columns ``target, variant,
@@ -361,7 +367,7 @@ def run_grid(
             torch.stack([tgt[(k, s)] for k, _, _, s in combos]), d,
             [t for _, _, t, _ in combos], [v for _, v, _, _ in combos],
             seeds=[s for *_, s in combos], steps=steps, lr=lr, init_std=init_std,
-            log_every=log_every, rtol=rtol, dtype=dtype,
+            log_every=log_every, rtol=rtol, dtype=dtype, device=device,
         )
         meta = pd.DataFrame(combos, columns=["target", "variant", "tau", "seed"])
         meta.insert(2, "head_dim", d)
