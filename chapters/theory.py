@@ -127,8 +127,10 @@ book.glue("theory_profile", profile)
 # $\exp(QQ^\top / c)$ is the Gram matrix of the kernel $e^{\langle x, y\rangle / c}$, which
 # is strictly positive definite, so the determinant is positive. An analytic function that is
 # not identically zero vanishes only on a set of measure zero. A causal $A$ is
-# lower-triangular with a positive diagonal, so $\det A = \prod_i A_{ii} > 0$, and
-# $\sigma_{\min}(A) \le \min_i A_{ii}$ because $\sigma_{\min} \le |e_i^\top A e_i|$.
+# lower-triangular with a positive diagonal, so $\det A = \prod_i A_{ii} > 0$; its
+# eigenvalues are the $A_{ii}$, and $\sigma_{\min}(A) \le |\lambda|$ for every eigenvalue
+# $\lambda$ (take a unit eigenvector $v$: $\|Av\| = |\lambda|$), so
+# $\sigma_{\min}(A) \le \min_i A_{ii}$.
 #
 # **Consequence.** Every "rank" of an attention matrix in this book, the study's included, is
 # a *numerical* rank, and its tolerance decides the answer. The hardest case is the smallest

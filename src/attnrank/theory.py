@@ -604,9 +604,10 @@ def monte_carlo_rank(
     n: int, head_dim: int | None, samples: int, *, tau: float = 1.0, measures=("rank_rtol_1e-2",),
     seed: int = 0, causal: bool = False, level: float = 0.95,
 ) -> dict[str, tuple[MCResult, torch.Tensor]]:
-    """Monte Carlo of rank measures of ``softmax(S / 1)`` for random logits at temperature ``tau``.
+    """Monte Carlo of rank measures of ``softmax(S)`` for random logits ``S`` at temperature ``tau``.
 
-    ``S`` is drawn by :func:`sample_logits` (``head_dim=None``: i.i.d. limit) and measured
+    ``S`` (which includes ``1/tau``) is drawn by :func:`sample_logits` (``head_dim=None``:
+    the i.i.d. limit) and measured
     with :func:`attnrank.rank.rank_measures` in float64. Returns
     ``{measure: (MCResult, values [samples])}``.
     """
@@ -667,8 +668,9 @@ def causal_log10_det(S: torch.Tensor, tau: float = 1.0) -> torch.Tensor:
     Finite for every finite ``S`` and ``tau > 0``, so causal attention is invertible
     (P0); also ``sigma_min(A) <= min_i A_ii``.
     """
-    A_log = torch.log_softmax(_check_logits(S).masked_fill(~_causal_mask(S.shape[-1], S.device), float("-inf"))
-                              / check_positive_float("tau", tau), -1)
+    S = _check_logits(S)
+    tau = check_positive_float("tau", tau)
+    A_log = torch.log_softmax(S.masked_fill(~_causal_mask(S.shape[-1], S.device), float("-inf")) / tau, -1)
     return A_log.diagonal(dim1=-2, dim2=-1).sum(-1) / math.log(10)
 
 
