@@ -63,7 +63,7 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from attnrank import book, experiments, models, probe, rank, stats, store, train
+from attnrank import book, experiments, models, probe, rank, stats, store, theory, train
 from attnrank.errors import ConfigError
 from attnrank.plots import sweeps
 from attnrank.profiles import resolve_config
@@ -125,52 +125,16 @@ def caption_runs(d: pd.DataFrame) -> str:
 # ## The theory, computed on the freshly initialised models
 #
 # Both predictions need the logits at initialisation. We rebuild each model from its seed
-# (exactly the weights its training started from), read $Q$ and $K$ of every head with
-# forward hooks on the query/key projections, and form $S = QK^\top/(\tau\sqrt{d_\mathrm{head}})$
-# on the runs' probe sequences. From $S$ we record, per head and sequence, the logit scale
+# (exactly the weights its training started from) and read the logits
+# $S = QK^\top/(\tau\sqrt{d_\mathrm{head}})$ of every head on the runs' probe sequences
+# through the attention function's hook point (`attnrank.probe.attention_logits`). From $S$ we record, per head and sequence, the logit scale
 # (within-row standard deviation), the half-range $M$ of P1 and the P1 bound for the two
 # relative tolerances; the softmax of the hooked logits reproduces the model's own
 # attention probabilities (checked below).
 
 # %%
-def attention_logits(model, input_ids, batch_size: int = 16):
-    """Logits S = Q K^T / (tau sqrt(d_head)) of every layer and head, [layers, batch, heads, n, n] (float32), by chunks."""
-    cfg, store_ = model.config, {}
-    bert = cfg.model_type == "bert"
-    layers = model.bert.encoder.layer if bert else model.transformer.h
-    hooks = []
-    for i, layer in enumerate(layers):
-        if bert:
-            for j, mod in enumerate((layer.attention.self.query, layer.attention.self.key)):
-                hooks.append(mod.register_forward_hook(lambda m, a, out, key=(i, j): store_.__setitem__(key, out)))
-        else:
-            hooks.append(layer.attn.c_attn.register_forward_hook(
-                lambda m, a, out, i=i: store_.update({(i, 0): out[..., :cfg.n_embd], (i, 1): out[..., cfg.n_embd:2 * cfg.n_embd]})))
-    heads = cfg.num_attention_heads
-    d = cfg.hidden_size // heads
-    try:
-        with probe.evaluation_mode(model):
-            for s in range(0, len(input_ids), batch_size):
-                model(input_ids=input_ids[s:s + batch_size])
-                yield torch.stack([
-                    (lambda q, k: q @ k.transpose(-1, -2) / (cfg.tau * math.sqrt(d)))(
-                        *(store_[(i, j)].float().unflatten(-1, (heads, d)).transpose(1, 2) for j in (0, 1)))
-                    for i in range(len(layers))])
-    finally:
-        for h in hooks:
-            h.remove()
-
-
-def taylor_bound(d_h: int, M: float, eps: float, n: int) -> int:
-    """P1: the smallest r_m = C(d_h + m, m) with e^{2M} M^{m+1} / (m+1)! <= eps, capped at n."""
-    m = 0
-    while True:
-        r = math.comb(d_h + m, m)
-        if r >= n:
-            return n
-        if M == 0 or 2 * M + (m + 1) * math.log(M) - math.lgamma(m + 2) <= math.log(eps):
-            return r
-        m += 1
+attention_logits = probe.attention_logits  # S = Q K^T / (tau sqrt(d_head)), [layers, batch, heads, n, n]
+taylor_bound = theory.taylor_rank_bound  # P1: min r_m with e^{2M} M^{m+1}/(m+1)! <= eps, capped at n
 
 
 def causal_mask(n: int) -> torch.Tensor:
@@ -189,7 +153,7 @@ def init_stats(arch: str, head_dim: int, t: float, seed: int = 0) -> pd.DataFram
     vis = causal_mask(n) if arch == "gpt2" else torch.ones(n, n, dtype=torch.bool)
     cnt = vis.sum(-1).double()
     frames, start, worst = [], 0, 0.0
-    for S in attention_logits(model, probe_ids):
+    for S in [attention_logits(model, probe_ids)]:
         S = S.double()
         A = torch.softmax(S.masked_fill(~vis, -torch.inf), -1)
         worst = max(worst, float((A - A_model[:, start:start + S.shape[1]].double()).abs().max()))

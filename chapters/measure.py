@@ -46,10 +46,8 @@ import numpy as np
 import pandas as pd
 import torch
 from IPython.display import display
-from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from attnrank import attention, book, data, experiments, models, probe, rank, stats, store
+from attnrank import book, data, experiments, models, probe, rank, stats, store
 from attnrank.errors import ConfigError
 from attnrank.plots import measure as plots
 from attnrank.profiles import resolve_config
@@ -157,52 +155,23 @@ book.glue("measure_tau_min", f"{min(tau_grid_extreme):g}");
 # carry round-off of relative size $2^{-24} \approx 6 \times 10^{-8}$. A relative tolerance
 # asks the question at a scale tied to the matrix itself.
 #
-# The HF model returns float32 probabilities. To separate the precision of the
-# probabilities from the precision of the SVD, we also compute them in float64: a
-# second attention function, registered with `transformers` beside the book's tempered
-# attention, runs the whole model in float64 and returns float64 probabilities (same
+# The trained models run in float32. To separate the precision of the probabilities from
+# the precision of the SVD, we also run a float64 copy of each model: the tempered
+# attention then computes its softmax, and returns the probabilities, in float64 (same
 # temperature, same masking after scaling).
 
 # %%
-FLOAT64_ATTENTION = "attnrank_float64"
-
-
-def float64_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
-    """Tempered attention computed and returned in float64 (probabilities always returned)."""
-    scale = (scaling if scaling is not None else query.shape[-1] ** -0.5) / attention.get_tau(module)
-    logits = torch.matmul(query.double(), key.double().transpose(-1, -2)) * scale
-    q_len, kv_len = logits.shape[-2:]
-    if attention_mask is None and getattr(module, "is_causal", False) and q_len > 1:
-        attention_mask = torch.ones(q_len, kv_len, dtype=torch.bool, device=logits.device).tril(kv_len - q_len)
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            logits = logits.masked_fill(~attention_mask, float("-inf"))
-        else:
-            logits = logits + attention_mask.double()
-    probs = torch.nan_to_num(torch.softmax(logits, dim=-1), nan=0.0)
-    output = torch.matmul(probs.to(value.dtype), value).transpose(1, 2).contiguous()
-    return output, probs
-
-
-AttentionInterface.register(FLOAT64_ATTENTION, float64_attention)
-AttentionMaskInterface.register(FLOAT64_ATTENTION, sdpa_mask)
-
-
 def float64_copy(model):
-    """A float64 copy of the model's transformer body (no LM head) using :func:`float64_attention`."""
-    body = copy.deepcopy(model.base_model).double().eval()
-    body.config._attn_implementation = FLOAT64_ATTENTION
-    return body
+    """A float64 copy of ``model`` in eval mode: its attention probabilities come out in float64."""
+    return copy.deepcopy(model).double().eval()
 
 
 @torch.no_grad()
-def probabilities(model, body64, ids, tau):
+def probabilities(model, model64, ids, tau):
     """Attention probabilities at temperature ``tau``: {"float32": ..., "float64": ...}, [layers, batch, heads, n, n]."""
     models.set_tau(model, tau)
-    models.set_tau(body64, tau)
-    p32 = probe.attention_probabilities(model.base_model, ids)  # the library's probe (float32)
-    p64 = torch.stack(body64(input_ids=ids, output_attentions=True).attentions)
-    return {"float32": p32, "float64": p64}
+    models.set_tau(model64, tau)
+    return {"float32": probe.attention_probabilities(model, ids), "float64": probe.attention_probabilities(model64, ids)}
 
 
 # %% [markdown]
@@ -257,9 +226,9 @@ for r in used.itertuples():
     run = store.run(config_of[r.key])  # already trained: read from the store
     ids = probe_ids(r)
     for state, model in (("initialisation", initial_model(run)), ("trained", run.load_model())):
-        body64 = float64_copy(model)
+        model64 = float64_copy(model)
         for tau in tau_grid_extreme if state == "trained" else [1.0]:
-            probs = probabilities(model, body64, ids, tau)
+            probs = probabilities(model, model64, ids, tau)
             p64 = probs["float64"]
             diag = p64.diagonal(dim1=-2, dim2=-1)
             argmax_cols = torch.zeros_like(p64).scatter_(-1, p64.argmax(-1, keepdim=True), 1.0).amax(-2).sum(-1)

@@ -157,38 +157,7 @@ def caption_runs(d: pd.DataFrame) -> str:
 # standard deviation of $S$, on the probe sequences of the runs.
 
 # %%
-def attention_logits(model, input_ids, batch_size: int = 16):
-    """Logits S = Q K^T / (tau sqrt(d_head)) of every layer and head, [layers, batch, heads, n, n] (float32).
-
-    Q and K are read with forward hooks on the query/key projections; nothing in the model is changed.
-    """
-    cfg, store_ = model.config, {}
-    bert = cfg.model_type == "bert"
-    layers = model.bert.encoder.layer if bert else model.transformer.h
-    hooks = []
-    for i, layer in enumerate(layers):
-        if bert:
-            for j, mod in enumerate((layer.attention.self.query, layer.attention.self.key)):
-                hooks.append(mod.register_forward_hook(lambda m, a, out, key=(i, j): store_.__setitem__(key, out)))
-        else:
-            hooks.append(layer.attn.c_attn.register_forward_hook(
-                lambda m, a, out, i=i: store_.update({(i, 0): out[..., :cfg.n_embd], (i, 1): out[..., cfg.n_embd:2 * cfg.n_embd]})))
-    heads = cfg.num_attention_heads
-    d = cfg.hidden_size // heads
-    chunks = []
-    try:
-        with probe.evaluation_mode(model):
-            for s in range(0, len(input_ids), batch_size):
-                model(input_ids=input_ids[s:s + batch_size])
-                per_layer = []
-                for i in range(len(layers)):
-                    q, k = (store_[(i, j)].float().unflatten(-1, (heads, d)).transpose(1, 2) for j in (0, 1))
-                    per_layer.append(q @ k.transpose(-1, -2) / (cfg.tau * math.sqrt(d)))
-                chunks.append(torch.stack(per_layer))
-    finally:
-        for h in hooks:
-            h.remove()
-    return torch.cat(chunks, dim=1)
+attention_logits = probe.attention_logits  # S = Q K^T / (tau sqrt(d_head)), [layers, batch, heads, n, n]
 
 
 def logit_sd(S: torch.Tensor, causal: bool) -> float:

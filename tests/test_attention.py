@@ -412,3 +412,20 @@ def test_head_dim_sets_number_of_heads_in_the_attention(arch, head_dim, heads):
     model = build_model(arch, head_dim=head_dim, **kw).eval()
     out = _run(model, _ids(batch=2))
     assert out.attentions[0].shape == (2, heads, N, N)
+
+
+@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+def test_logit_hook_point_reproduces_the_probabilities(arch):
+    """probe.attention_logits reads S = QK^T/(tau sqrt d) through capture_logits; softmax(S + mask) = A."""
+    from attnrank.probe import attention_logits, attention_probabilities
+
+    model = build_model(arch, hidden_size=32, num_layers=2, num_heads=4, tau=0.3, max_len=16, vocab_size=50, seed=3)
+    ids = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(0))
+    S = attention_logits(model, ids, batch_size=2)
+    A = attention_probabilities(model, ids)
+    assert S.shape == A.shape == (2, 3, 4, 16, 16)
+    masked = S.masked_fill(~torch.ones(16, 16, dtype=torch.bool).tril(), float("-inf")) if arch == "gpt2" else S
+    torch.testing.assert_close(torch.softmax(masked, -1), A, atol=1e-6, rtol=0)
+    # the first layer's logits (whose input does not depend on tau) scale as 1/tau
+    model.config.tau = 0.6
+    torch.testing.assert_close(attention_logits(model, ids)[0], S[0] / 2, atol=1e-5, rtol=1e-5)

@@ -55,3 +55,20 @@ def test_verdict_must_be_one_of_three():
     assert book.verdict("x", "supported", "fine").startswith("**Verdict: supported.**")
     with pytest.raises(ConfigError):
         book.verdict("x", "probably", "no")
+
+
+def test_slope_per_doubling_recovers_a_known_slope_and_bootstraps_groups():
+    import numpy as np
+    import pandas as pd
+
+    from attnrank.stats import slope_per_doubling
+
+    rng = np.random.default_rng(0)
+    x = np.repeat([1, 2, 4, 8, 16], 6)
+    df = pd.DataFrame({"x": x, "y": 3.0 * np.log2(x) + rng.normal(0, 0.1, len(x)), "seed": np.tile(np.arange(6), 5)})
+    rows = slope_per_doubling(df, "x", "y")
+    groups = slope_per_doubling(df, "x", "y", group="seed")
+    assert rows["slope"] == pytest.approx(3.0, abs=0.05) == groups["slope"]
+    assert rows["low"] < 3.0 < rows["high"] and groups["low"] < 3.0 < groups["high"]
+    one = slope_per_doubling(df.assign(seed=0), "x", "y", group="seed")  # one group: no interval
+    assert np.isnan(one["low"])

@@ -24,15 +24,37 @@ Two paths:
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
+
 import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-__all__ = ["ATTN_IMPLEMENTATION", "tempered_attention", "probabilities_requested", "get_tau"]
+__all__ = ["ATTN_IMPLEMENTATION", "tempered_attention", "probabilities_requested", "get_tau", "capture_logits"]
 
 #: Name under which the tempered attention is registered with ``transformers``.
 ATTN_IMPLEMENTATION = "attnrank"
+
+
+_LOGIT_SINK: ContextVar[list | None] = ContextVar("attnrank_logit_sink", default=None)
+
+
+@contextlib.contextmanager
+def capture_logits():
+    """Hook point: collect each layer's scaled logits ``S = Q K^T / (tau sqrt(head_dim))``.
+
+    Inside the ``with`` block every call of :func:`tempered_attention` appends its logits,
+    float32 ``[batch, heads, q_len, kv_len]`` *before* any mask, to the yielded list (one
+    entry per layer and forward pass, in call order). Nothing in the model is changed.
+    """
+    sink: list = []
+    token = _LOGIT_SINK.set(sink)
+    try:
+        yield sink
+    finally:
+        _LOGIT_SINK.reset(token)
 
 
 def get_tau(module: torch.nn.Module) -> float:
@@ -106,6 +128,9 @@ def tempered_attention(
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     scale = scaling / get_tau(module)
+    sink = _LOGIT_SINK.get()
+    if sink is not None:
+        sink.append((torch.matmul(query.float(), key.float().transpose(-1, -2)) * scale).detach())
     if not probabilities_requested(kwargs):
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scale, **kwargs

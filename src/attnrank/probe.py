@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .attention import capture_logits
 from .errors import ConfigError
 from .rank import DEFAULT_MEASURES, check_measures, rank_measures
 
-__all__ = ["attention_probabilities", "RankProbe", "evaluation_mode"]
+__all__ = ["attention_probabilities", "attention_logits", "RankProbe", "evaluation_mode"]
 
 
 @contextlib.contextmanager
@@ -67,6 +68,23 @@ def attention_probabilities(
             mask = None if attention_mask is None else attention_mask[i : i + batch_size].to(device)
             out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
             chunks.append(torch.stack([a.to(torch.promote_types(a.dtype, torch.float32)).cpu() for a in out.attentions]))
+    return torch.cat(chunks, dim=1)
+
+
+def attention_logits(model: torch.nn.Module, input_ids: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
+    """Scaled logits ``S = Q K^T / (tau sqrt(head_dim))`` of every layer, before any mask.
+
+    Returns float32 ``[layers, batch, heads, n, n]`` on the CPU, read through the hook point
+    :func:`attnrank.attention.capture_logits` in eval mode under ``no_grad``. For GPT-2
+    the entries above the diagonal are computed but masked in the model.
+    """
+    device = next(model.parameters()).device
+    chunks = []
+    with evaluation_mode(model):
+        for i in range(0, len(input_ids), batch_size):
+            with capture_logits() as logits:
+                model(input_ids=input_ids[i : i + batch_size].to(device))
+            chunks.append(torch.stack([s.cpu() for s in logits]))
     return torch.cat(chunks, dim=1)
 
 

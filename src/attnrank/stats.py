@@ -92,12 +92,18 @@ def slope_per_doubling(df: pd.DataFrame, x: str, y: str, *, group: str | None = 
     if len(d) < 3 or np.ptp(lx) == 0:
         return out
     out["slope"] = float(np.polyfit(lx, yy, 1)[0])
+    # resampling units: rows, or whole groups (all rows of a resampled group enter together)
+    labels = d[group].to_numpy() if group else np.arange(len(d))
+    units = np.unique(labels)
+    members = [np.nonzero(labels == u)[0] for u in units]
 
-    def fit(i):
-        i = i.astype(int)
+    def fit(u):
+        i = np.concatenate([members[int(k)] for k in u])
         return np.polyfit(lx[i], yy[i], 1)[0] if np.ptp(lx[i]) > 0 else 0.0
 
-    out["low"], out["high"] = bootstrap_ci(fit, np.arange(len(d)), n_resamples=n_resamples, seed=seed)
+    if len(units) < 2:
+        return out
+    out["low"], out["high"] = bootstrap_ci(fit, np.arange(len(units)), n_resamples=n_resamples, seed=seed)
     return out
 
 
