@@ -72,3 +72,12 @@ def test_slope_per_doubling_recovers_a_known_slope_and_bootstraps_groups():
     assert rows["low"] < 3.0 < rows["high"] and groups["low"] < 3.0 < groups["high"]
     one = slope_per_doubling(df.assign(seed=0), "x", "y", group="seed")  # one group: no interval
     assert np.isnan(one["low"])
+
+
+@pytest.mark.parametrize("kw, text", [({"high": 1.0}, "(0, 1]"), ({"low": 2.0}, "[2, inf)"), ({"low": 2.0, "high": 3.0}, "[2, 3]")])
+def test_range_errors_name_the_range(kw, text):
+    from attnrank.errors import check_positive_float
+
+    with pytest.raises(ConfigError) as e:
+        check_positive_float("x", 1.5 if "low" in kw else 4.0, **kw)
+    assert e.value.param == "x" and text in str(e.value)

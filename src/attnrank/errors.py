@@ -47,7 +47,9 @@ def check_positive_float(param: str, value, *, low: float | None = None, high: f
     if not math.isfinite(value) or value <= 0:
         raise ConfigError(param, f"got {value!r}; expected a positive finite number")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ConfigError(param, f"got {value!r}; allowed range is [{low:g}, {high:g}]")
+        lo = f"[{low:g}" if low is not None else "(0"
+        hi = f"{high:g}]" if high is not None else "inf)"
+        raise ConfigError(param, f"got {value!r}; allowed range is {lo}, {hi}")
     return value
 
 
