@@ -49,6 +49,7 @@ SETTING_LABELS = {
     "seed": "seed",
 }
 _FAILED_COLOR = "0.15"
+_SYMBOLS = {"tau": "τ", "head_dim": "$d_h$"}
 
 
 def hue_scale(values, *, log: bool = True, cmap=None):
@@ -195,7 +196,7 @@ def trajectories(
     handles = []
     if highlight is not None:
         handles.append(Line2D([], [], color=color(highlight), lw=2.8, marker="o", ms=4,
-                              label=f"{hue} = {_fmt_tick(float(highlight))} (highlighted)"))
+                              label=f"{_SYMBOLS.get(hue, hue)} = {_fmt_tick(float(highlight))} (bold)"))
     handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3, label=f"mean, band = min–max over {unit}s"))
     if any_failed:
         handles.append(Line2D([], [], color=_FAILED_COLOR, ls="--", marker="X", ms=7, label="diverged run (ends at ×)"))
