@@ -73,11 +73,29 @@ def fmt(x, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
 
-def glue(name: str, value, display: bool = False):
-    """Glue ``value`` under ``name`` for ``{glue:}`` roles in the chapter's prose; returns ``value``.
+class Text(str):
+    """A string that displays without quotes, as plain text and as Markdown.
 
-    Outside a notebook kernel this only returns the value.
+    Glued strings use it, so ``{glue:text}`name``` and ``{glue:md}`name``` both paste the
+    words themselves (a plain ``str`` would be pasted with its quotes).
     """
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def glue(name: str, value, display: bool = False):
+    """Glue ``value`` under ``name`` for ``{glue:text}`` / ``{glue:md}`` roles in the prose; returns ``value``.
+
+    Numbers are pasted with a format spec (``{glue:text}`name:.2f```); strings are wrapped
+    in :class:`Text` so they paste without quotes. Another page pastes them with
+    ``{glue:text}`chapter.ipynb::name```. Outside a notebook kernel this only returns the value.
+    """
+    if isinstance(value, str) and not isinstance(value, Text):
+        value = Text(value)
     try:
         from myst_nb import glue as _glue
         from IPython import get_ipython

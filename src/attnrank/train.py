@@ -125,7 +125,7 @@ def prepare_data(cfg: RunConfig):
     val_idx = np.linspace(0, len(val) - 1, min(cfg.val_blocks, len(val))).round().astype(int)
     probe_ids = torch.from_numpy(val[probe_idx])
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(10_000 + cfg.seed)  # the same masked validation tokens at every probe
+        torch.manual_seed(10_000)  # the same masked validation tokens at every probe and in every run
         val_batches = [
             collator([{"input_ids": torch.from_numpy(row)} for row in val[val_idx[i : i + 64]]])
             for i in range(0, len(val_idx), 64)
