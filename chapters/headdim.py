@@ -487,5 +487,5 @@ _ = book.glue("headdim_theory_seconds", float(theory_seconds))
 # are for this profile's width and sequence length. For causal attention (GPT-2) the
 # near-uniform matrix at $\tau = 1$ is already well conditioned, and lowering the temperature
 # can move its rank down. With trained weights neither lever is a capacity limit of the
-# kind the initial rank suggests (theory chapter, P3), so what matters for the study's
+# kind the initial rank suggests ({ref}`P3 <target-p3>`), so what matters for the study's
 # conclusion is whether the initial rank predicts the loss: that is the chapter on loss.

@@ -32,7 +32,7 @@
 # is the scale of the logits at initialisation and how fast a gradient step moves them: for
 # Adam, training at temperature $\tau$ follows the same attention trajectory as training at
 # $\tau = 1$ with the initial scale of $W_Q, W_K$ divided by $\sqrt\tau$ and their learning rate
-# divided by $\sqrt\tau$ (the {doc}`theory chapter <theory>`, P3). An effect of $\tau$ on the loss is,
+# divided by $\sqrt\tau$ ({ref}`P3 <target-p3>`, proved and checked in the high-rank-target chapter). An effect of $\tau$ on the loss is,
 # in that sense, an effect of initialisation scale and step size.
 #
 # So we ask the data three questions, on BERT {cite}`devlin2019bert` and GPT-2

@@ -313,6 +313,7 @@ book.glue("target_p5_rank_tau1", float(cell("normalised", D_MAX, 1.0, col="rank"
 # **Check P5:** {glue:text}`target_p5_tested` runs, {glue:text}`target_p5_violations`
 # violations.
 #
+# (target-p3)=
 # ### P3. In plain attention, $\tau$ is not a capacity parameter
 #
 # **Statement.** The set of attention matrices reachable with some $W_Q, W_K$ is the same for

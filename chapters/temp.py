@@ -214,7 +214,7 @@ _ = book.glue("temp_n", n_tok)
 # {glue:text}`temp_entropy_tau_bert:.4f` nats (BERT). Lowering $\tau$ at initialisation
 # therefore does one thing: it moves every head away from uniform attention.
 #
-# **What $\tau$ does not do (P3).** Once $W_Q$ and $W_K$ are trained, $\tau$ is not a
+# **What $\tau$ does not do ({ref}`P3 <target-p3>`).** Once $W_Q$ and $W_K$ are trained, $\tau$ is not a
 # capacity parameter: any attention pattern reachable at one temperature is reachable at
 # another by rescaling $W_Q W_K^\top$. For Adam without weight decay on $W_Q, W_K$ (our runs
 # use a small decoupled weight decay, so there it holds approximately) a run

