@@ -438,3 +438,10 @@ def test_rank_measures_explicit_batch_dim_equals_default_for_probe_layout():
     for m in DEFAULT_MEASURES:
         assert torch.equal(a[m], b[m])
         assert torch.equal(a[m][0], c[m])
+
+
+def test_threaded_singular_values_equal_one_batched_call():
+    from attnrank.rank import singular_values
+
+    A = torch.softmax(torch.randn(3, 50, 16, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3, -1)
+    assert torch.equal(singular_values(A), torch.linalg.svdvals(A))

@@ -27,7 +27,8 @@ def _train(args) -> int:
     print(f"  {'validation loss':<20}{s['initial_val_loss']:>10.4f}{s['final_val_loss']:>10.4f}")
     for m, v in s["initial_rank"].items():
         print(f"  {m:<20}{v:>10.3f}{s['final_rank'][m]:>10.3f}")
-    print(f"  wall time {s['wall_seconds']:.1f} s ({s['steps']} steps, probes {s['probe_seconds']:.1f} s)")
+    print(f"  wall time {s['wall_seconds']:.1f} s ({s['steps']} steps; rank probes {s['probe_seconds']:.1f} s, "
+          f"validation {s.get('validation_seconds', 0.0):.1f} s)")
     return 0
 
 

@@ -28,6 +28,7 @@ columns but not padded query rows.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -97,9 +98,21 @@ def _check_square(A: torch.Tensor) -> None:
 
 
 def singular_values(A: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """Singular values ``[..., n]`` of ``A [..., n, n]`` in decreasing order, computed in ``dtype``."""
+    """Singular values ``[..., n]`` of ``A [..., n, n]`` in decreasing order, computed in ``dtype``.
+
+    On the CPU a large batch is split over ``torch.get_num_threads()`` threads (LAPACK
+    handles one matrix at a time and releases the GIL), which is exactly equal to, and
+    on two cores about twice as fast as, one batched call.
+    """
     _check_square(A)
-    return torch.linalg.svdvals(A.to(dtype))
+    A = A.to(dtype)
+    workers = torch.get_num_threads()
+    if A.device.type != "cpu" or workers < 2 or A.ndim < 3 or A.shape[:-2].numel() < 64:
+        return torch.linalg.svdvals(A)
+    flat = A.reshape(-1, *A.shape[-2:])
+    with ThreadPoolExecutor(workers) as pool:
+        parts = list(pool.map(torch.linalg.svdvals, flat.chunk(workers)))
+    return torch.cat(parts).reshape(*A.shape[:-1])
 
 
 def _count_above(sv: torch.Tensor, atol: float | None, rtol: float | None) -> torch.Tensor:

@@ -71,13 +71,10 @@ class RankCallback(TrainerCallback):
         self.train_rows: list[dict] = []
         self.failure: dict | None = None
         self.last: dict = {}
-        self.probe_seconds = 0.0
         self.first_step_at: float | None = None
 
     def _probe(self, model, step: int) -> None:
-        t = time.perf_counter()
         self.last = self.probe(model, step)
-        self.probe_seconds += time.perf_counter() - t
         if not math.isfinite(self.last["val_loss"]):
             self.failure = {"step": step, "reason": f"validation loss is {self.last['val_loss']}"}
 
@@ -188,7 +185,8 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
         "final_rank": {k: float(v) for k, v in last.items()},
         "wall_seconds": time.perf_counter() - t_start,
         "train_seconds": train_seconds,
-        "probe_seconds": callback.probe_seconds,
+        "probe_seconds": sum(probe.timing[k] for k in ("forward", "svd", "bookkeeping")),  # rank tracking
+        "validation_seconds": probe.timing["validation"],
         "probe_timing": dict(probe.timing),
         "tokens_seen": int(trainer.state.global_step) * cfg.batch_size * cfg.max_len,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
