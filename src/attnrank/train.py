@@ -165,12 +165,19 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
             trainer.remove_callback(ProgressCallback)
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
+        # At low tau the softmax and its gradient underflow into subnormal floats, which
+        # x86 CPUs process up to 2.5x slower (measured: a quick BERT run at tau = 0.004 took
+        # 43.5 s, 17.8 s with flushing, same final loss). Flushing them to zero changes
+        # values below 1.2e-38 only.
+        flush = not cuda and torch.set_flush_denormal(True)
         try:
             t_train = time.perf_counter()
             trainer.train()
             train_seconds = time.perf_counter() - t_train
         finally:
             hf_logging.set_verbosity(verbosity)
+            if flush:
+                torch.set_flush_denormal(False)
     rank_summary = probe.summary
     first = rank_summary[rank_summary.step == rank_summary.step.min()].set_index("measure")["mean"]
     last = rank_summary[rank_summary.step == rank_summary.step.max()].set_index("measure")["mean"]
