@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -13,6 +13,8 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   mystnb:
+#     execution_mode: force
 # ---
 
 # %% [markdown]
@@ -20,7 +22,8 @@
 #
 # Everything in this book is computed when the book is built. This page records the
 # environment that built it, the training runs behind the figures, and how long the
-# build took, so that a reader can tell what produced each number and re-run it.
+# build took, so that a reader can tell what produced each number and re-run it. It is
+# executed afresh by every build (the other chapters are cached until their code changes).
 
 # %% tags=["parameters"]
 profile = "auto"
