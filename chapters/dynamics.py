@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -378,7 +378,7 @@ for a in runs.arch.unique():
 parts = list(halves.values())
 status = "supported" if all(p == "holds" for p in parts) else "not supported" if "fails" in parts else \
     "inconclusive at this scale"
-halves_text = "; ".join(f"{h} half {v} for {ARCH_LABELS[a]}" for (h, a), v in halves.items())
+halves_text = "; ".join(f"the {h} half {'is ' if v == 'unclear' else ''}{v} for {ARCH_LABELS[a]}" for (h, a), v in halves.items())
 book.glue("dynamics_halves", halves_text)
 
 partial_says = []
@@ -397,7 +397,7 @@ summary_text = (
     f"Across runs, initial and final mean rank ({MEASURES[m].label}) have Spearman rho "
     f"{ci_text(primary.loc['bert'], 'rho')} (BERT) and {ci_text(primary.loc['gpt2'], 'rho')} (GPT-2), and the median "
     f"relative change is {ci_text(prim_stab.loc['bert'], 'median', True)} (BERT) and "
-    f"{ci_text(prim_stab.loc['gpt2'], 'median', True)} (GPT-2) against a {stable_tolerance:.0%} tolerance, so the "
+    f"{ci_text(prim_stab.loc['gpt2'], 'median', True)} (GPT-2) against a {stable_tolerance:.0%} tolerance, so "
     f"{halves_text}. Within a temperature (partial rho given log tau) the correlation is {'; '.join(partial_says)}."
 )
 book.glue("dynamics_partial_says", "; ".join(partial_says))
