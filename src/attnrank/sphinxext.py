@@ -97,8 +97,15 @@ def _unshadow_latex_codec() -> None:
         codecs.unregister(search_function)
 
 
+def _always_reread(app, env, added, changed, removed):
+    """Documents read (and, with myst-nb ``execution_mode: force``, executed) by every build."""
+    return [d for d in app.config.attnrank_always_reread if d in env.found_docs]
+
+
 def setup(app):
     _unshadow_latex_codec()
+    app.add_config_value("attnrank_always_reread", ["chapters/reproducibility"], "env")
+    app.connect("env-get-outdated", _always_reread)
     app.connect("config-inited", _check_cache, priority=100)
     app.connect("config-inited", _start_clock, priority=101)
     app.connect("build-finished", _log_build)
