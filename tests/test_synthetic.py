@@ -13,13 +13,7 @@ from attnrank.errors import ConfigError
 from attnrank.rank import numerical_rank
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # small tensors on a shared 2-core machine: extra threads only spin-wait
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_targets_are_stochastic_with_the_intended_rank():
