@@ -193,10 +193,10 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
     current = code_hash()
     root = runs_dir()
     for path in sorted(root.glob("*-*")) if root.exists() else []:
+        if keys is not None and path.name.split("-", 1)[1] not in keys:
+            continue  # skip before reading (and checksumming) a run that was not asked for
         r = _read(path)
         if r is None or (current_code and r.summary.get("code_hash") != current):
-            continue
-        if keys is not None and r.key not in keys:
             continue
         s = r.summary
         row = {**r.config, "key": r.key, "path": str(path), "status": s["status"],
