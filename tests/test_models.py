@@ -212,9 +212,10 @@ def test_profile_defaults_are_copies(monkeypatch):
 
 
 def test_run_config_properties():
-    rc = RunConfig(arch="bert", profile="ci", hidden_size=64, num_heads=8)
+    ci = profile_defaults("ci")
+    rc = RunConfig(**{**ci, "arch": "bert", "profile": "ci", "hidden_size": 64, "num_heads": 8})
     assert rc.head_dim == 8 and rc.objective == "MLM"
-    assert RunConfig(arch="gpt2", profile="ci").objective == "CLM"
+    assert RunConfig(**ci, arch="gpt2", profile="ci").objective == "CLM"
     assert rc.to_dict()["num_heads"] == 8 and rc.to_dict()["arch"] == "bert"
     with pytest.raises(AttributeError):
         rc.tau = 2.0  # frozen

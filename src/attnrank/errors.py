@@ -34,32 +34,62 @@ def check_choice(param: str, value, allowed) -> None:
         raise ConfigError(param, f"got {value!r}; allowed values: {', '.join(map(repr, allowed))}")
 
 
+def _range_text(low, high, low_open: bool, high_open: bool) -> str:
+    lo = "(-inf" if low is None else f"{'(' if low_open else '['}{low:g}"
+    hi = "inf)" if high is None else f"{high:g}{')' if high_open else ']'}"
+    return f"{lo}, {hi}"
+
+
+def check_real(param: str, value, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """Return ``value`` as a plain ``float``, or raise :class:`ConfigError`.
+
+    Accepts Python and NumPy numbers (not ``bool``, not strings) that are finite and lie in
+    the range from ``low`` to ``high`` (inclusive unless ``low_open``/``high_open``; None is
+    unbounded). ``np.float64(0.3)`` becomes the plain float ``0.3``.
+    """
+    import math
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(param, f"got {value!r} of type {type(value).__name__}; expected a number in "
+                                 f"{_range_text(low, high, low_open, high_open)}")
+    value = float(value)
+    if (not math.isfinite(value) or (low is not None and (value <= low if low_open else value < low))
+            or (high is not None and (value >= high if high_open else value > high))):
+        raise ConfigError(param, f"got {value!r}; allowed range is {_range_text(low, high, low_open, high_open)}")
+    return value
+
+
+def check_int(param: str, value, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as a plain ``int``, or raise :class:`ConfigError`.
+
+    Accepts Python and NumPy integers and integer-valued finite floats (``3.0``), not
+    ``bool`` or strings, in ``[low, high]`` (None is unbounded).
+    """
+    import math
+    import numbers
+
+    expected = f"an integer in [{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(param, f"got {value!r} of type {type(value).__name__}; expected {expected}")
+    if not isinstance(value, numbers.Integral):
+        if not (math.isfinite(value) and float(value).is_integer()):
+            raise ConfigError(param, f"got {value!r}; expected {expected}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ConfigError(param, f"got {value!r}; expected {expected}")
+    return value
+
+
 def check_positive_float(param: str, value, *, low: float | None = None, high: float | None = None) -> float:
     """Return ``value`` as a float, or raise :class:`ConfigError` if it is not finite and positive.
 
     ``low`` and ``high`` (inclusive) narrow the accepted range further.
     """
-    import math
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(param, f"got {value!r} of type {type(value).__name__}; expected a positive finite number")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(param, f"got {value!r}; expected a positive finite number")
-    if (low is not None and value < low) or (high is not None and value > high):
-        lo = f"[{low:g}" if low is not None else "(0"
-        hi = f"{high:g}]" if high is not None else "inf)"
-        raise ConfigError(param, f"got {value!r}; allowed range is {lo}, {hi}")
-    return value
+    return check_real(param, value, low=0.0 if low is None else low, high=high, low_open=low is None)
 
 
 def check_positive_int(param: str, value, *, low: int = 1) -> int:
     """Return ``value`` as an int, or raise :class:`ConfigError` unless it is an integer >= ``low``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ConfigError(param, f"got {value!r} of type {type(value).__name__}; expected an integer >= {low}")
-    if value < low:
-        raise ConfigError(param, f"got {value!r}; expected an integer >= {low}")
-    return value
+    return check_int(param, value, low=low)

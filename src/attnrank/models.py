@@ -11,46 +11,10 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, PreTrainedModel
 
 from . import attention
-from .errors import ConfigError, check_choice, check_positive_float, check_positive_int
+from .errors import ConfigError, check_choice, check_positive_int
+from .profiles import ARCHS, FIELD_CHECKS, TAU_RANGE, check_tau, resolve_heads  # the checks live with the run config
 
 __all__ = ["ARCHS", "TAU_RANGE", "build_model", "resolve_heads", "set_tau"]
-
-#: Supported architectures: BERT trained as a masked LM, GPT-2 as a causal LM.
-ARCHS = ("bert", "gpt2")
-#: Allowed range of the temperature ratio ``tau`` (inclusive).
-TAU_RANGE = (1e-3, 1e3)
-
-
-def check_tau(tau) -> float:
-    """Validate ``tau``: a finite float in :data:`TAU_RANGE`; raises :class:`ConfigError`."""
-    return check_positive_float("tau", tau, low=TAU_RANGE[0], high=TAU_RANGE[1])
-
-
-def resolve_heads(hidden_size: int, num_heads: int | None = None, head_dim: int | None = None) -> tuple[int, int]:
-    """Return ``(num_heads, head_dim)`` with ``num_heads * head_dim == hidden_size``.
-
-    Exactly one of ``num_heads`` and ``head_dim`` is needed; if both are given they must agree.
-
-    Raises:
-        ConfigError: naming ``num_heads`` or ``head_dim`` when it does not divide ``hidden_size``.
-    """
-    hidden_size = check_positive_int("hidden_size", hidden_size)
-    if num_heads is None and head_dim is None:
-        raise ConfigError("num_heads", "give num_heads or head_dim (head_dim = hidden_size / num_heads)")
-    if head_dim is not None:
-        head_dim = check_positive_int("head_dim", head_dim)
-        if hidden_size % head_dim:
-            divisors = [d for d in range(1, hidden_size + 1) if hidden_size % d == 0]
-            raise ConfigError("head_dim", f"got {head_dim}, which does not divide hidden_size={hidden_size}; allowed values: {divisors}")
-        if num_heads is not None and num_heads * head_dim != hidden_size:
-            raise ConfigError("head_dim", f"head_dim={head_dim} and num_heads={num_heads} disagree with hidden_size={hidden_size}")
-        return hidden_size // head_dim, head_dim
-    num_heads = check_positive_int("num_heads", num_heads)
-    if hidden_size % num_heads:
-        divisors = [d for d in range(1, hidden_size + 1) if hidden_size % d == 0]
-        raise ConfigError("num_heads", f"got {num_heads}, which does not divide hidden_size={hidden_size}; allowed values: {divisors}")
-    return num_heads, hidden_size // num_heads
-
 
 def set_tau(model: PreTrainedModel, tau: float) -> PreTrainedModel:
     """Set the temperature ratio of a model built by :func:`build_model` (in place)."""
@@ -104,8 +68,7 @@ def build_model(
     num_layers = check_positive_int("num_layers", num_layers)
     max_len = check_positive_int("max_len", max_len, low=2)
     vocab_size = check_positive_int("vocab_size", vocab_size, low=2)
-    if not 0.0 <= float(dropout) < 1.0:
-        raise ConfigError("dropout", f"got {dropout!r}; allowed range is [0, 1)")
+    dropout = FIELD_CHECKS["dropout"]("dropout", dropout)
     if attn_implementation != attention.ATTN_IMPLEMENTATION and tau != 1.0:
         raise ConfigError("tau", f"tau={tau} needs attn_implementation={attention.ATTN_IMPLEMENTATION!r}")
     intermediate_size = intermediate_size or 4 * hidden_size

@@ -1,7 +1,7 @@
-"""Named compute profiles and the fully resolved run configuration.
+"""Named compute profiles and the fully resolved, validated run configuration.
 
-A profile is a set of defaults; a run is a profile plus plain overrides (nanoGPT style):
-``resolve_config("gpt2", profile="quick", tau=0.3)``.
+A profile is a set of values for every field of a run; a run is a profile plus plain
+overrides (nanoGPT style): ``resolve_config("gpt2", profile="quick", tau=0.3)``.
 
 * ``ci``: a whole run in seconds, for tests and the CI build of the book;
 * ``quick``: the CPU default, a run in well under a minute on two cores;
@@ -9,47 +9,229 @@ A profile is a set of defaults; a run is a profile plus plain overrides (nanoGPT
 
 ``profile="auto"`` picks ``paper`` on CUDA and ``quick`` otherwise; the environment
 variable ``ATTNRANK_PROFILE`` overrides ``auto``.
+
+Every field of a :class:`RunConfig` is checked in one place, :data:`FIELD_CHECKS`, when
+the config is built (by :func:`resolve_config` or directly), before any work: its type
+(NumPy numbers become plain Python numbers, so they give the same run key), its range
+(upper bounds included) and the constraints between fields (heads dividing the width,
+the memory a run needs). This module imports nothing else from the library at import
+time, so that the model and data modules can use its checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 
-from .errors import ConfigError, check_choice, check_positive_float, check_positive_int
+from .errors import ConfigError, check_choice, check_int, check_real
 
-__all__ = ["PROFILES", "RunConfig", "resolve_profile", "resolve_config", "profile_defaults"]
+__all__ = [
+    "PROFILES", "ARCHS", "TAU_RANGE", "SEED_RANGE", "INT_MAX", "FIELD_CHECKS", "RunConfig", "check_tau",
+    "resolve_heads", "memory_estimate", "resolve_profile", "resolve_config", "profile_defaults",
+]
 
 #: Profile names accepted everywhere (``auto`` resolves to one of the others).
 PROFILES = ("ci", "quick", "paper")
+#: Supported architectures: BERT trained as a masked LM, GPT-2 as a causal LM.
+ARCHS = ("bert", "gpt2")
+#: Allowed range of the temperature ratio ``tau`` (inclusive).
+TAU_RANGE = (1e-3, 1e3)
+#: Allowed range of ``seed`` (inclusive): NumPy's and the Trainer's seeds are unsigned 32-bit.
+SEED_RANGE = (0, 2**32 - 1)
+#: Upper bound of every count (sizes, steps): a signed 32-bit integer, as token ids and
+#: step counters are stored.
+INT_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
+def check_tau(tau) -> float:
+    """Validate ``tau``: a finite number in :data:`TAU_RANGE`, returned as a plain float.
+
+    Raises:
+        ConfigError: naming ``tau``.
+    """
+    return check_real("tau", tau, low=TAU_RANGE[0], high=TAU_RANGE[1])
+
+
+def resolve_heads(hidden_size: int, num_heads: int | None = None, head_dim: int | None = None) -> tuple[int, int]:
+    """Return ``(num_heads, head_dim)`` with ``num_heads * head_dim == hidden_size``.
+
+    Exactly one of ``num_heads`` and ``head_dim`` is needed; if both are given they must agree.
+
+    Raises:
+        ConfigError: naming ``num_heads`` or ``head_dim`` when it does not divide ``hidden_size``.
+    """
+    hidden_size = check_int("hidden_size", hidden_size, low=1, high=INT_MAX)
+    if num_heads is None and head_dim is None:
+        raise ConfigError("num_heads", "give num_heads or head_dim (head_dim = hidden_size / num_heads)")
+
+    def divisors() -> list[int]:
+        return [d for d in range(1, hidden_size + 1) if hidden_size % d == 0]
+
+    if head_dim is not None:
+        head_dim = check_int("head_dim", head_dim, low=1, high=INT_MAX)
+        if hidden_size % head_dim:
+            raise ConfigError("head_dim", f"got {head_dim}, which does not divide hidden_size={hidden_size}; allowed values: {divisors()}")
+        if num_heads is not None and num_heads * head_dim != hidden_size:
+            raise ConfigError("head_dim", f"head_dim={head_dim} and num_heads={num_heads} disagree with hidden_size={hidden_size}")
+        return hidden_size // head_dim, head_dim
+    num_heads = check_int("num_heads", num_heads, low=1, high=INT_MAX)
+    if hidden_size % num_heads:
+        raise ConfigError("num_heads", f"got {num_heads}, which does not divide hidden_size={hidden_size}; allowed values: {divisors()}")
+    return num_heads, hidden_size // num_heads
+
+
+def _choice(allowed):
+    def check(name, value):
+        check_choice(name, value, allowed)
+        return value
+    return check
+
+
+def _int(low: int, high: int = INT_MAX):
+    return lambda name, value: check_int(name, value, low=low, high=high)
+
+
+def _real(low=None, high=None, **open_ends):
+    return lambda name, value: check_real(name, value, low=low, high=high, **open_ends)
+
+
+def _dataset(name, value):
+    from .data import check_dataset  # the data module owns the dataset names
+
+    return check_dataset(value)
+
+
+#: The check of every :class:`RunConfig` field: ``name -> check(name, value) -> value``.
+#: A check returns the value in its canonical type or raises :class:`ConfigError` naming
+#: the field and the allowed values.
+FIELD_CHECKS = {
+    "arch": _choice(ARCHS),
+    "profile": _choice(PROFILES),
+    "tau": lambda name, value: check_tau(value),
+    "hidden_size": _int(1),
+    "num_layers": _int(1),
+    "num_heads": _int(1),
+    "max_len": _int(8),  # and the memory bound of memory_estimate
+    "vocab_size": _int(2),
+    "dropout": _real(0.0, 1.0, high_open=True),
+    "seed": _int(*SEED_RANGE),
+    "dataset": _dataset,
+    "batch_size": _int(1),
+    "max_steps": _int(1),
+    "learning_rate": _real(0.0, low_open=True),
+    "warmup_steps": _int(0),
+    "weight_decay": _real(0.0),
+    "rank_every": _int(1),
+    "probe_size": _int(1),
+    "val_blocks": _int(1),
+    "log_every": _int(1),
+    "mlm_probability": _real(0.0, 1.0, low_open=True, high_open=True),
+}
+
+
+def memory_estimate(hidden_size: int, num_layers: int, num_heads: int, max_len: int, vocab_size: int,
+                    batch_size: int, probe_size: int) -> dict[str, int]:
+    """Bytes a run holds at its peak, by part, from its sizes (an estimate for input checks).
+
+    * ``attention``: the terms in ``max_len**2``, the only ones that grow with its
+      square. The rank probe keeps the attention matrices of ``probe_size`` sequences,
+      ``num_layers x num_heads`` of them per sequence, in float32 and again in float64 for
+      the SVD (12 bytes per entry; measured 10); a training step holds a ``max_len x
+      max_len`` mask per sequence (4 bytes per entry counted; measured 2, since training
+      attention runs in PyTorch's fused kernel, linear in ``max_len``).
+    * ``parameters``: ``12 * num_layers * hidden_size**2 + (vocab_size + max_len) *
+      hidden_size`` weights, each with a gradient and two AdamW moments (16 bytes).
+    * ``activations``: about 16 float32 values per token, layer and width unit for the
+      backward pass, plus the output logits (``batch_size x max_len x vocab_size``, twice).
+    """
+    params = 12 * num_layers * hidden_size**2 + (vocab_size + max_len) * hidden_size
+    tokens = batch_size * max_len
+    return {
+        "attention": max_len**2 * (12 * num_layers * num_heads * probe_size + 4 * batch_size),
+        "parameters": 16 * params,
+        "activations": 4 * tokens * (16 * num_layers * hidden_size + 2 * vocab_size),
+    }
+
+
+def _memory_limit() -> int:
+    """Bytes of physical memory of this machine (the bound for :func:`memory_estimate`)."""
+    import psutil
+
+    return psutil.virtual_memory().total
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.3g} GB"
+
+
+def _check_memory(values: dict) -> None:
+    sizes = {k: values[k] for k in ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size",
+                                    "batch_size", "probe_size")}
+    parts = memory_estimate(**sizes)
+    total, limit = sum(parts.values()), _memory_limit()
+    if total <= limit:
+        return
+    biggest = max(parts, key=parts.get)
+    if biggest == "attention":
+        per_len2 = parts["attention"] / values["max_len"] ** 2
+        rest = total - parts["attention"]
+        bound = max(0, math.isqrt(max(0, int((limit - rest) / per_len2))))
+        raise ConfigError("max_len", f"got {values['max_len']}: its attention matrices (max_len^2 x (12 bytes x "
+                                     f"num_layers x num_heads x probe_size + 4 bytes x batch_size)) need about {_gb(parts['attention'])}, "
+                                     f"more than this machine's {_gb(limit)} of memory; allowed here: max_len <= {bound} "
+                                     f"at these sizes")
+    param = {"parameters": "hidden_size", "activations": "batch_size"}[biggest]
+    raise ConfigError(param, f"got {values[param]}: a run of these sizes needs about {_gb(total)} "
+                             f"({biggest} {_gb(parts[biggest])}), more than this machine's {_gb(limit)} of memory")
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """Everything that determines a training run (its hash keys the run store)."""
+    """Everything that determines a training run (its hash keys the run store).
+
+    Every field is required: build one with :func:`resolve_config` (a profile plus
+    overrides), or directly with all fields, e.g. ``RunConfig(**{**profile_defaults("ci"),
+    "arch": "gpt2", "profile": "ci"})``. Either way every field is checked by
+    :data:`FIELD_CHECKS` and :func:`memory_estimate` when the config is built, and stored
+    in its canonical type (plain ``int``/``float``).
+
+    Raises:
+        ConfigError: naming the first invalid field and its allowed values.
+    """
 
     arch: str
     profile: str
-    tau: float = 1.0
-    hidden_size: int = 128
-    num_layers: int = 2
-    num_heads: int = 4
-    max_len: int = 64
-    vocab_size: int = 2048
-    dropout: float = 0.1
-    seed: int = 0
-    dataset: str = "shakespeare"
-    batch_size: int = 16
-    max_steps: int = 200
-    learning_rate: float = 1e-3
-    warmup_steps: int = 20
-    weight_decay: float = 0.01
-    rank_every: int = 50
-    probe_size: int = 64
-    val_blocks: int = 64
-    log_every: int = 10
-    mlm_probability: float = 0.15
+    tau: float
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    max_len: int
+    vocab_size: int
+    dropout: float
+    seed: int
+    dataset: str
+    batch_size: int
+    max_steps: int
+    learning_rate: float
+    warmup_steps: int
+    weight_decay: float
+    rank_every: int
+    probe_size: int
+    val_blocks: int
+    log_every: int
+    mlm_probability: float
+
+    def __post_init__(self):
+        values = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            check = FIELD_CHECKS.get(f.name)
+            values[f.name] = check(f.name, value) if check is not None else value
+            object.__setattr__(self, f.name, values[f.name])
+        resolve_heads(values["hidden_size"], values["num_heads"])
+        _check_memory(values)
 
     @property
     def head_dim(self) -> int:
@@ -63,16 +245,19 @@ class RunConfig:
         return dataclasses.asdict(self)
 
 
+#: Values shared by every profile.
+_COMMON = dict(tau=1.0, seed=0, dataset="shakespeare", weight_decay=0.01, mlm_probability=0.15)
+
 _PROFILE_DEFAULTS: dict[str, dict] = {
-    "ci": dict(hidden_size=32, num_layers=2, num_heads=2, max_len=32, vocab_size=512, batch_size=8,
+    "ci": dict(_COMMON, hidden_size=32, num_layers=2, num_heads=2, max_len=32, vocab_size=512, batch_size=8,
                max_steps=40, learning_rate=2e-3, warmup_steps=4, rank_every=10, probe_size=16,
                val_blocks=16, log_every=5, dropout=0.0),
     # quick: less than one pass over the corpus, so no dropout (as in nanoGPT's pre-training
     # default); dropout's Bernoulli masks would also cost a fifth of a CPU step at this width
-    "quick": dict(hidden_size=128, num_layers=2, num_heads=4, max_len=64, vocab_size=2048, batch_size=16,
+    "quick": dict(_COMMON, hidden_size=128, num_layers=2, num_heads=4, max_len=64, vocab_size=2048, batch_size=16,
                   max_steps=400, learning_rate=1e-3, warmup_steps=40, rank_every=100, probe_size=64,
                   val_blocks=64, log_every=10, dropout=0.0),
-    "paper": dict(hidden_size=512, num_layers=4, num_heads=8, max_len=128, vocab_size=16384, batch_size=64,
+    "paper": dict(_COMMON, hidden_size=512, num_layers=4, num_heads=8, max_len=128, vocab_size=16384, batch_size=64,
                   max_steps=5000, learning_rate=5e-4, warmup_steps=250, rank_every=250, probe_size=128,
                   val_blocks=256, log_every=50, dropout=0.1),
 }
@@ -97,22 +282,22 @@ def resolve_profile(profile: str = "auto") -> str:
 
 
 def profile_defaults(profile: str = "auto") -> dict:
-    """The defaults a profile sets (a copy)."""
+    """The values a profile sets for every field except ``arch`` and ``profile`` (a copy)."""
     return dict(_PROFILE_DEFAULTS[resolve_profile(profile)])
 
 
 def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = None, **overrides) -> RunConfig:
-    """Resolve ``profile`` defaults plus ``overrides`` into a validated :class:`RunConfig`.
+    """Resolve ``profile`` values plus ``overrides`` into a validated :class:`RunConfig`.
 
     ``head_dim`` may be given instead of ``num_heads`` (it must divide ``hidden_size``).
+    An override of None keeps the profile's value.
 
     Raises:
         ConfigError: naming the parameter, for an unknown arch, profile or field, or an
-        invalid value (``tau`` outside [1e-3, 1e3], heads not dividing ``hidden_size``, ...).
+        invalid value (see :data:`FIELD_CHECKS`; ``tau`` outside [1e-3, 1e3], heads not
+        dividing ``hidden_size``, ``seed`` outside [0, 2**32 - 1], a run too large for
+        this machine's memory, ...).
     """
-    from .data import check_dataset
-    from .models import ARCHS, check_tau, resolve_heads
-
     check_choice("arch", arch, ARCHS)
     profile = resolve_profile(profile)
     fields = {f.name for f in dataclasses.fields(RunConfig)} - {"arch", "profile"}
@@ -120,20 +305,6 @@ def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = N
     if unknown:
         raise ConfigError(unknown[0], f"unknown parameter; allowed parameters: {', '.join(sorted(fields | {'head_dim'}))}")
     values = {**_PROFILE_DEFAULTS[profile], **{k: v for k, v in overrides.items() if v is not None}}
-    values["tau"] = check_tau(values.get("tau", 1.0))
-    values["num_heads"], _ = resolve_heads(
-        values["hidden_size"], overrides.get("num_heads") if head_dim else values.get("num_heads"), head_dim
-    )
-    for name in ("hidden_size", "num_layers", "vocab_size", "batch_size", "max_steps", "rank_every",
-                 "probe_size", "val_blocks", "log_every"):
-        values[name] = check_positive_int(name, values[name])
-    values["max_len"] = check_positive_int("max_len", values["max_len"], low=8)
-    values["seed"] = check_positive_int("seed", values.get("seed", 0), low=0)
-    values["warmup_steps"] = check_positive_int("warmup_steps", values["warmup_steps"], low=0)
-    values["learning_rate"] = check_positive_float("learning_rate", values["learning_rate"])
-    if not 0.0 <= float(values.get("dropout", 0.1)) < 1.0:
-        raise ConfigError("dropout", f"got {values['dropout']!r}; allowed range is [0, 1)")
-    if not 0.0 < float(values.get("mlm_probability", 0.15)) < 1.0:
-        raise ConfigError("mlm_probability", f"got {values['mlm_probability']!r}; allowed range is (0, 1)")
-    values["dataset"] = check_dataset(values.get("dataset", "shakespeare"))
+    if head_dim is not None:
+        values["num_heads"], _ = resolve_heads(values["hidden_size"], overrides.get("num_heads"), head_dim)
     return RunConfig(arch=arch, profile=profile, **values)
