@@ -7,18 +7,29 @@ versions, so a code change never serves a stale result.
 
 Layout of ``data/runs/<arch>-<key>/``: ``config.json``, ``train_log.csv``, ``eval_log.csv``,
 ``ranks.parquet``, ``rank_summary.csv``, ``summary.json``, ``model.safetensors`` and the
-completion marker ``COMPLETE`` (a JSON manifest with the SHA-256 of every file). A run is
-written to a temporary folder and renamed into place only when complete; a folder
-without a valid marker is never read as a result. A file lock keeps two processes from
-training the same run at once. Nothing is pickled.
+completion marker ``COMPLETE`` (a JSON manifest with the run's key and the SHA-256 of
+every file). Only a folder named ``<arch>-<16 hex digits>`` whose marker names the same
+key, whose files match their checksums and whose manifest, config and summary have the
+expected shape (:data:`MANIFEST_SCHEMA`, :data:`CONFIG_SCHEMA`, :data:`SUMMARY_SCHEMA`) is
+a result; anything else is ignored with a warning and trained again.
+
+A run is written to a temporary folder ``.tmp-<key>-<pid>`` and renamed into place only
+when complete. Replacing a stored run (``force=True``, or a damaged one) first renames the
+old folder to ``.old-<arch>-<key>``, then renames the new one into place, then deletes the
+old one: a process killed at any point leaves the old or the new result, and the next
+reader serves whichever is there (an interrupted replacement is undone under the lock).
+Reading a complete run takes no lock, so a read-only store serves what it holds; a file
+lock keeps two processes from training the same run at once. Nothing is pickled.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -28,7 +39,8 @@ import pandas as pd
 from filelock import FileLock
 
 from .data import data_dir
-from .profiles import RunConfig, resolve_config
+from .errors import ConfigError
+from .profiles import ARCHS, RunConfig, resolve_config
 
 __all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "load_table", "sweep", "runs_dir"]
 
@@ -37,12 +49,78 @@ log = logging.getLogger(__name__)
 #: Library files whose content determines a run's results (their hash is part of the key).
 RESULT_SOURCES = ("attention.py", "models.py", "data.py", "probe.py", "rank.py", "train.py", "profiles.py")
 _TABLES = {"train_log": "train_log.csv", "eval_log": "eval_log.csv", "ranks": "ranks.parquet", "rank_summary": "rank_summary.csv"}
+#: Name of a result folder: ``<arch>-<key>``.
+RESULT_NAME = re.compile(rf"(?:{'|'.join(ARCHS)})-([0-9a-f]{{16}})")
+#: Prefix of a result moved out of the way while its replacement is renamed into place.
+ASIDE = ".old-"
+
+_NUMBER = {"type": "number"}
+_INTEGER = {"type": "integer"}
+#: Shape of the completion marker ``COMPLETE``.
+MANIFEST_SCHEMA = {
+    "type": "object",
+    "required": ["key", "files"],
+    "properties": {
+        "key": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "files": {
+            "type": "object",
+            "required": ["config.json", "summary.json"],
+            "propertyNames": {"pattern": "^[A-Za-z0-9_][A-Za-z0-9_.-]*$"},  # plain names inside the folder
+            "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        },
+    },
+}
+#: Shape of ``config.json`` (the fields that readers of the store use; more may be present).
+CONFIG_SCHEMA = {
+    "type": "object",
+    "required": ["arch", "profile", "tau", "hidden_size", "num_layers", "num_heads", "head_dim", "max_len",
+                 "dropout", "seed"],
+    "properties": {
+        "arch": {"enum": list(ARCHS)}, "profile": {"type": "string"}, "tau": _NUMBER, "dropout": _NUMBER,
+        **{k: _INTEGER for k in ("hidden_size", "num_layers", "num_heads", "head_dim", "max_len", "seed")},
+    },
+}
+#: Shape of ``summary.json`` (the fields that readers of the store use; more may be present).
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "required": ["status", "failure", "steps", "initial_val_loss", "final_val_loss", "initial_rank", "final_rank",
+                 "wall_seconds", "probe_seconds", "device", "code_hash"],
+    "properties": {
+        "status": {"enum": ["complete", "failed"]},
+        "failure": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["step", "reason"],
+                                                 "properties": {"step": _INTEGER, "reason": {"type": "string"}}}]},
+        "steps": _INTEGER, "initial_val_loss": _NUMBER, "final_val_loss": _NUMBER, "wall_seconds": _NUMBER,
+        "probe_seconds": _NUMBER, "validation_seconds": _NUMBER,
+        "initial_rank": {"type": "object", "additionalProperties": _NUMBER},
+        "final_rank": {"type": "object", "additionalProperties": _NUMBER},
+        "device": {"type": "string"}, "code_hash": {"type": "string"},
+        "vocab_size": _INTEGER, "pad_token_id": _INTEGER,
+    },
+}
 
 
 def runs_dir() -> Path:
-    """Folder of the run store: ``$ATTNRANK_RUNS`` if set, else ``data/runs``."""
+    """Folder of the run store: ``$ATTNRANK_RUNS`` if set, else ``data/runs``.
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_RUNS`` when the path exists but is not a folder
+        (or cannot be examined).
+    """
     env = os.environ.get("ATTNRANK_RUNS")
-    return Path(env) if env else data_dir() / "runs"
+    root = Path(env) if env else data_dir() / "runs"
+    try:
+        usable = not root.exists() or root.is_dir()
+    except OSError as exc:
+        raise _store_error(root, exc) from None
+    if not usable:
+        raise ConfigError("ATTNRANK_RUNS", f"the run store {root} is not a folder; set ATTNRANK_RUNS to a folder")
+    return root
+
+
+def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
+    reason = exc.strerror or type(exc).__name__
+    return ConfigError("ATTNRANK_RUNS", f"cannot {doing} the run store {root} ({reason}); "
+                                        "set ATTNRANK_RUNS to a writable folder")
 
 
 def code_hash() -> str:
@@ -81,7 +159,7 @@ class Run:
 
     @property
     def key(self) -> str:
-        return self.path.name.split("-", 1)[1]
+        return self.path.name.rsplit("-", 1)[1]
 
     def table(self, name: str) -> pd.DataFrame:
         """One of ``train_log``, ``eval_log``, ``ranks``, ``rank_summary``."""
@@ -110,20 +188,91 @@ class Run:
         return model.eval()
 
 
+def _validate(document, schema: dict, name: str) -> None:
+    import jsonschema
+
+    try:
+        jsonschema.validate(document, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(map(str, exc.absolute_path)) or "top level"
+        raise ValueError(f"{name} has the wrong shape at {where}: {exc.message}") from None
+
+
 def _read(path: Path) -> Run | None:
-    """Read a complete run, or None if it is missing, incomplete or fails its checksums."""
+    """Read a complete run, or None if it is missing, incomplete, misnamed or damaged.
+
+    ``path`` is ``<arch>-<key>`` (or that name after :data:`ASIDE`); the marker must name
+    the same key and have the shape of :data:`MANIFEST_SCHEMA`, every file listed must
+    match its SHA-256, and the config and summary must have the shapes of
+    :data:`CONFIG_SCHEMA` and :data:`SUMMARY_SCHEMA`. A damaged run is logged as a warning.
+    """
+    name = path.name[len(ASIDE):] if path.name.startswith(ASIDE) else path.name
+    match = RESULT_NAME.fullmatch(name)
     marker = path / "COMPLETE"
-    if not marker.exists():
+    if match is None or not marker.exists():
         return None
     try:
         manifest = json.loads(marker.read_text())
-        for name, digest in manifest["files"].items():
-            if _sha256(path / name) != digest:
-                raise ValueError(f"checksum mismatch in {name}")
-        return Run(path, json.loads((path / "config.json").read_text()), json.loads((path / "summary.json").read_text()))
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        _validate(manifest, MANIFEST_SCHEMA, "COMPLETE")
+        if manifest["key"] != match.group(1):
+            raise ValueError(f"the marker names key {manifest['key']}, the folder {match.group(1)}")
+        for file, digest in manifest["files"].items():
+            if _sha256(path / file) != digest:
+                raise ValueError(f"checksum mismatch in {file}")
+        config = json.loads((path / "config.json").read_text())
+        _validate(config, CONFIG_SCHEMA, "config.json")
+        summary = json.loads((path / "summary.json").read_text())
+        _validate(summary, SUMMARY_SCHEMA, "summary.json")
+        if set(summary["initial_rank"]) != set(summary["final_rank"]):
+            raise ValueError("summary.json has different measures in initial_rank and final_rank")
+        return Run(path, config, summary)
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
         log.warning("run %s is damaged (%s); it will be trained again", path, exc)
         return None
+
+
+def _result_path(root: Path, name: str) -> Path:
+    """The folder that holds result ``name``: ``root/name``, or the old result set aside
+    by a replacement that was interrupted before the new one was renamed into place."""
+    final = root / name
+    aside = root / (ASIDE + name)
+    return aside if not final.exists() and aside.exists() else final
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _recover(final: Path) -> None:
+    """Finish or undo an interrupted replacement of ``final`` (call under the run's lock).
+
+    Killed after the old result was set aside but before the new one was renamed in: the
+    old one is put back. Killed after the new one was renamed in: the old one is deleted.
+    """
+    aside = final.with_name(ASIDE + final.name)
+    if not aside.exists() and not aside.is_symlink():
+        return
+    if final.exists():
+        _remove(aside)
+    else:
+        os.replace(aside, final)
+
+
+def _install(tmp: Path, final: Path) -> None:
+    """Rename the complete run ``tmp`` to ``final``, replacing a stored one without a gap.
+
+    The old result is renamed aside first, the new one renamed in, then the old one
+    deleted: at every moment ``final`` or its aside name holds a complete result (see
+    :func:`_recover` and :func:`_result_path`).
+    """
+    aside = final.with_name(ASIDE + final.name)
+    if final.exists():
+        os.replace(final, aside)
+    os.replace(tmp, final)
+    _remove(aside)
 
 
 def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
@@ -151,50 +300,86 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
     Args:
         config: a resolved :class:`RunConfig`, or None to resolve ``kwargs`` with
             :func:`~attnrank.profiles.resolve_config` (``arch=...``, ``profile=...``, overrides).
-        force: train again even if a stored result exists (it is replaced when complete).
+        force: train again even if a stored result exists (it is replaced atomically
+            when the new one is complete: a kill at any point leaves the old or the new).
         progress: show the Trainer's progress bar.
 
+    A complete stored run is read without a lock. Training takes a file lock per key in the
+    store, so two processes asking for the same run share one training.
+
     Raises:
-        ConfigError: for invalid settings, before anything is trained.
+        ConfigError: for invalid settings, before anything is trained; naming
+        ``ATTNRANK_RUNS`` when the store is not a folder, or cannot be written (read-only
+        media) and the run must be trained.
     """
     cfg = config if config is not None else resolve_config(**kwargs)
     key = run_key(cfg)
-    final = runs_dir() / f"{cfg.arch}-{key}"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(runs_dir() / f".{key}.lock")):
+    root = runs_dir()
+    final = root / f"{cfg.arch}-{key}"
+    if not force:  # reading a complete run needs no lock (nor a writable store)
+        stored = _read(_result_path(root, final.name))
+        if stored is not None:
+            return stored
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(root / f".{key}.lock"))
+        lock.acquire()
+    except OSError as exc:
+        raise _store_error(root, exc, f"train run {final.name} in") from None
+    try:
+        _recover(final)
         if not force:
             stored = _read(final)
             if stored is not None:
                 return stored
         from .train import train
 
-        for stale in runs_dir().glob(f".tmp-{key}-*"):  # left by a process killed while writing
-            shutil.rmtree(stale, ignore_errors=True)
+        for stale in root.glob(f".tmp-{key}-*"):  # left by a process killed while writing
+            _remove(stale)
         result = train(cfg, progress=progress)
-        tmp = runs_dir() / f".tmp-{key}-{os.getpid()}"
+        tmp = root / f".tmp-{key}-{os.getpid()}"
         _write(tmp, cfg, result, key)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        _install(tmp, final)
         stored = _read(final)
+    finally:
+        lock.release()
     stored.fresh = True
     return stored
+
+
+#: Columns of :func:`load_runs` besides the config fields and ``initial_<measure>``/``final_<measure>``.
+RUN_COLUMNS = ("key", "path", "status", "failure_step", "failure_reason", "initial_val_loss", "final_val_loss",
+               "wall_seconds", "device", "steps")
 
 
 def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = True) -> pd.DataFrame:
     """One row per stored, complete run: config columns, summary columns and ``key``, ``path``.
 
+    A damaged run (see :func:`run`) is skipped with a warning. Takes no lock and writes
+    nothing, so it reads a store on read-only media.
+
     Args:
-        filter: ``{column: value or list of values}`` to keep.
+        filter: ``{column: value or list of values}`` to keep; a column is a config field,
+            ``head_dim``, one of :data:`RUN_COLUMNS` or ``initial_<measure>``/``final_<measure>``.
         keys: keep only these run keys.
         current_code: keep only runs made by the current library code (default).
+
+    Raises:
+        ConfigError: naming ``filter`` for a column that no run has (listing the allowed
+        ones), or ``ATTNRANK_RUNS`` for a store path that is not a folder.
     """
     rows = []
     current = code_hash()
     root = runs_dir()
-    for path in sorted(root.glob("*-*")) if root.exists() else []:
-        if keys is not None and path.name.split("-", 1)[1] not in keys:
+    names = set()
+    for path in root.iterdir() if root.exists() else []:
+        name = path.name[len(ASIDE):] if path.name.startswith(ASIDE) else path.name
+        if RESULT_NAME.fullmatch(name):
+            names.add(name)
+    for name in sorted(names):
+        if keys is not None and name.rsplit("-", 1)[1] not in keys:
             continue  # skip before reading (and checksumming) a run that was not asked for
+        path = _result_path(root, name)
         r = _read(path)
         if r is None or (current_code and r.summary.get("code_hash") != current):
             continue
@@ -207,7 +392,13 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
         row.update({f"final_{k}": v for k, v in s["final_rank"].items()})
         rows.append(row)
     df = pd.DataFrame(rows)
+    allowed = set(df.columns) | {f.name for f in dataclasses.fields(RunConfig)} | {"head_dim", *RUN_COLUMNS}
+    unknown = sorted(set(filter or {}) - allowed)
+    if unknown:
+        raise ConfigError("filter", f"unknown column {unknown[0]!r}; allowed columns: {', '.join(sorted(allowed))}")
     for col, val in (filter or {}).items():
+        if col not in df:
+            return df.iloc[0:0].reset_index(drop=True)  # a known column, but no runs
         df = df[df[col].isin(val if isinstance(val, (list, tuple, set)) else [val])]
     return df.reset_index(drop=True)
 
@@ -238,8 +429,6 @@ def load_table(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     the run's :data:`ID_COLUMNS`.
     """
     if name not in _TABLES:
-        from .errors import ConfigError
-
         raise ConfigError("name", f"got {name!r}; allowed values: {', '.join(_TABLES)}")
     frames = []
     for _, r in runs.iterrows():
