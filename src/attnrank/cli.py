@@ -1,11 +1,14 @@
 """Command line: ``attnrank train`` trains (or loads) one run; ``attnrank runs`` lists the store.
 
-Bad input gives a one-line message on stderr and exit status 2, no traceback.
+Bad input (a wrong option, a value of the wrong type, an invalid setting, an unusable
+``ATTNRANK_RUNS``) gives a one-line message on stderr, starting with the parameter's name,
+and exit status 2, no usage block and no traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from .errors import ConfigError
@@ -41,24 +44,74 @@ def _runs(args) -> int:
         return 0
     cols = ["key", "arch", "profile", "tau", "head_dim", "seed", "status", "initial_val_loss", "final_val_loss",
             "initial_rank_rtol_1e-2", "final_rank_rtol_1e-2", "wall_seconds"]
-    print(df[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(df[[c for c in cols if c in df]].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     return 0
 
 
+class _InputError(Exception):
+    """A command-line error found by argparse."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage block; main() prints it and returns 2
+        raise _InputError(message)
+
+
+def _typed(kind: type):
+    """An argparse ``type`` that names what it expected."""
+    def convert(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"got {text!r}; expected {'an integer' if kind is int else 'a number'}") from None
+    convert.__name__ = kind.__name__
+    return convert
+
+
+def _one_line(message: str) -> str:
+    """``argument --head-dim: ...`` -> ``head_dim: ...``, all on one line."""
+    message = re.sub(r"^argument (?:-\w+/)?(?:--)?([\w-]+)(?:/\S+)?: ", lambda m: m.group(1).replace("-", "_") + ": ", message)
+    return " ".join(message.split())
+
+
+def _attach_negative_numbers(argv: list[str], numeric: set[str]) -> list[str]:
+    """``--tau -inf`` -> ``--tau=-inf``: argparse takes a value starting with ``-`` for an option."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in numeric and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            try:
+                float(argv[i + 1])
+            except ValueError:
+                pass
+            else:
+                out.append(f"{argv[i]}={argv[i + 1]}")
+                i += 2
+                continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``attnrank`` command."""
-    parser = argparse.ArgumentParser(prog="attnrank", description=__doc__.splitlines()[0])
+    """Entry point of the ``attnrank`` command; returns the exit status (2 for bad input)."""
+    parser = _Parser(prog="attnrank", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train (or load) one run and print its summary")
+    numeric: set[str] = set()
+
+    def number(flag: str, kind: type, **kw):
+        numeric.add(flag)
+        t.add_argument(flag, type=_typed(kind), default=None, **kw)
+
     t.add_argument("--arch", required=True, help="bert or gpt2")
     t.add_argument("--profile", default="auto", help="ci, quick, paper or auto (default)")
-    t.add_argument("--tau", type=float, default=None, help="temperature ratio: logits / (tau * sqrt(head_dim))")
-    t.add_argument("--num-heads", type=int, default=None)
-    t.add_argument("--head-dim", type=int, default=None)
-    t.add_argument("--hidden-size", type=int, default=None)
-    t.add_argument("--num-layers", type=int, default=None)
-    t.add_argument("--seed", type=int, default=None)
-    t.add_argument("--max-steps", type=int, default=None)
+    number("--tau", float, help="temperature ratio: logits / (tau * sqrt(head_dim))")
+    number("--num-heads", int)
+    number("--head-dim", int)
+    number("--hidden-size", int)
+    number("--num-layers", int)
+    number("--seed", int)
+    number("--max-steps", int)
     t.add_argument("--dataset", default=None, help="shakespeare (offline default) or hf:NAME[:CONFIG]")
     t.add_argument("--force", action="store_true", help="train again even if stored")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -66,11 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("runs", help="list the stored runs")
     r.add_argument("--all", action="store_true", help="include runs made by older code")
     r.set_defaults(func=_runs)
-    args = parser.parse_args(argv)
+    argv = _attach_negative_numbers(list(sys.argv[1:] if argv is None else argv), numeric)
     try:
+        args = parser.parse_args(argv)
         return args.func(args)
-    except ConfigError as exc:
-        print(f"attnrank: error: {exc}", file=sys.stderr)
+    except (_InputError, ConfigError) as exc:
+        print(f"attnrank: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
 
 
