@@ -317,7 +317,7 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
     root = runs_dir()
     final = root / f"{cfg.arch}-{key}"
     if not force:  # reading a complete run needs no lock (nor a writable store)
-        stored = _read(_result_path(root, final.name))
+        stored = _read(final)
         if stored is not None:
             return stored
     try:
@@ -325,6 +325,10 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
         lock = FileLock(str(root / f".{key}.lock"))
         lock.acquire()
     except OSError as exc:
+        # a store that cannot be written still serves the old result of an interrupted replacement
+        stored = None if force else _read(_result_path(root, final.name))
+        if stored is not None:
+            return stored
         raise _store_error(root, exc, f"train run {final.name} in") from None
     try:
         _recover(final)
