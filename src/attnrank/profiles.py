@@ -21,7 +21,6 @@ time, so that the model and data modules can use its checks.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass
 
@@ -175,9 +174,11 @@ def _check_memory(values: dict) -> None:
         return
     biggest = max(parts, key=parts.get)
     if biggest == "attention":
-        per_len2 = parts["attention"] / values["max_len"] ** 2
-        rest = total - parts["attention"]
-        bound = max(0, math.isqrt(max(0, int((limit - rest) / per_len2))))
+        lo, hi = 0, values["max_len"]  # the largest max_len within the limit (the estimate grows with it)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if sum(memory_estimate(**{**sizes, "max_len": mid}).values()) <= limit else (lo, mid - 1)
+        bound = lo
         raise ConfigError("max_len", f"got {values['max_len']}: its attention matrices (max_len^2 x (12 bytes x "
                                      f"num_layers x num_heads x probe_size + 4 bytes x batch_size)) need about {_gb(parts['attention'])}, "
                                      f"more than this machine's {_gb(limit)} of memory; allowed here: max_len <= {bound} "
