@@ -119,8 +119,8 @@ def runs_dir() -> Path:
 
 def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
     reason = exc.strerror or type(exc).__name__
-    return ConfigError("ATTNRANK_RUNS", f"cannot {doing} the run store {root} ({reason}); "
-                                        "set ATTNRANK_RUNS to a writable folder")
+    wanted = "a readable folder" if doing == "read" else "a writable folder"
+    return ConfigError("ATTNRANK_RUNS", f"cannot {doing} the run store {root} ({reason}); set ATTNRANK_RUNS to {wanted}")
 
 
 def code_hash() -> str:
@@ -375,9 +375,13 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
     rows = []
     current = code_hash()
     root = runs_dir()
+    try:
+        entries = [p.name for p in root.iterdir()] if root.exists() else []
+    except OSError as exc:
+        raise _store_error(root, exc, "read") from None
     names = set()
-    for path in root.iterdir() if root.exists() else []:
-        name = path.name[len(ASIDE):] if path.name.startswith(ASIDE) else path.name
+    for entry in entries:
+        name = entry[len(ASIDE):] if entry.startswith(ASIDE) else entry
         if RESULT_NAME.fullmatch(name):
             names.add(name)
     for name in sorted(names):
