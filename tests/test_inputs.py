@@ -23,8 +23,9 @@ def _direct(**changes) -> RunConfig:
 
 
 def test_every_field_of_a_run_config_has_a_check():
-    """Guarantee: every RunConfig field has a type and range check in one table (FIELD_CHECKS);
-    the ends of the ranges are accepted (seed 0 and 2**32 - 1, weight_decay 0, dropout 0)."""
+    """README, "Bad input fails first": every RunConfig field has a type and range check in one table
+    (FIELD_CHECKS); the ends of the ranges are accepted (seed 0 and 2**32 - 1, weight_decay 0, dropout
+    0)."""
     from attnrank.profiles import FIELD_CHECKS
 
     assert set(FIELD_CHECKS) == {f.name for f in dataclasses.fields(RunConfig)}
@@ -33,8 +34,8 @@ def test_every_field_of_a_run_config_has_a_check():
 
 
 def test_a_run_config_needs_a_profiles_values():
-    """Guarantee: a RunConfig has no defaults of its own: built without a profile's values it
-    fails; every profile sets every field."""
+    """README, "Bad input fails first": a RunConfig has no defaults of its own: built without a profile's
+    values it fails; every profile sets every field."""
     with pytest.raises(TypeError, match="missing"):
         RunConfig(arch="gpt2", profile="ci")
     names = {f.name for f in dataclasses.fields(RunConfig)} - {"arch", "profile"}
@@ -57,9 +58,9 @@ BAD = [
 
 @pytest.mark.parametrize("bad, param", BAD, ids=[f"{p}={v!r}" for b, p in BAD for v in b.values()])
 def test_every_field_is_checked_whichever_way_a_config_is_built(bad, param):
-    """Guarantee: an invalid field (type, range, upper bounds: seed in [0, 2**32 - 1], max_len
-    within memory, weight_decay finite and >= 0, dropout a number in [0, 1)) raises a ConfigError
-    naming it, whether the config comes from resolve_config or is built directly."""
+    """README, "Bad input fails first": an invalid field (type, range, upper bounds: seed in [0, 2**32 - 1],
+    max_len within memory, weight_decay finite and >= 0, dropout a number in [0, 1)) raises a
+    ConfigError naming it, whether the config comes from resolve_config or is built directly."""
     for build in (lambda: resolve_config("gpt2", "ci", **bad), lambda: _direct(**bad)):
         with pytest.raises(ConfigError) as e:
             build()
@@ -67,8 +68,8 @@ def test_every_field_is_checked_whichever_way_a_config_is_built(bad, param):
 
 
 def test_max_len_is_bounded_by_memory(monkeypatch):
-    """Guarantee: max_len is bounded by the machine's memory through the run's peak estimate
-    (memory_estimate): the bound named in the message is accepted, one more is rejected."""
+    """README, "Bad input fails first": max_len is bounded by the machine's memory through the run's peak
+    estimate (memory_estimate): the bound named in the message is accepted, one more is rejected."""
     from attnrank import profiles
 
     monkeypatch.setattr(profiles, "_memory_limit", lambda: 2 * 10**9)
@@ -85,8 +86,8 @@ def test_max_len_is_bounded_by_memory(monkeypatch):
 
 
 def test_numpy_numbers_become_plain_numbers_with_the_same_key():
-    """Guarantee: NumPy numbers are accepted and stored as plain int/float, so the run key is
-    the same as for the plain value; integer-valued floats are accepted for integer fields."""
+    """README, "Bad input fails first": NumPy numbers are accepted and stored as plain int/float, so the run
+    key is the same as for the plain value; integer-valued floats are accepted for integer fields."""
     from attnrank.store import run_key
 
     cfg = resolve_config("gpt2", "ci", tau=np.float32(0.25), seed=np.int64(3), hidden_size=np.float64(64.0))
@@ -98,7 +99,8 @@ def test_numpy_numbers_become_plain_numbers_with_the_same_key():
 
 
 def test_build_model_rejects_a_dropout_string():
-    """Guarantee: build_model checks dropout with the run config's check (a string is a ConfigError)."""
+    """README, "Bad input fails first": build_model checks dropout with the run config's check (a string is a
+    ConfigError)."""
     from attnrank.models import build_model
 
     with pytest.raises(ConfigError) as e:
@@ -125,9 +127,9 @@ def test_build_model_rejects_a_dropout_string():
     ([], "the following arguments are required"),
 ])
 def test_command_line_errors_are_one_line_with_exit_status_2(argv, param, capsys, monkeypatch):
-    """Guarantee: every command-line input error (wrong type, missing or unknown option or
-    command, invalid value) prints one line on stderr, starting with the parameter's name, no
-    usage block, and exits with status 2; `--tau -inf` parses and is rejected by the tau check."""
+    """README, "Bad input fails first": every command-line input error (wrong type, missing or unknown option
+    or command, invalid value) prints one line on stderr, starting with the parameter's name, no usage
+    block, and exits with status 2; `--tau -inf` parses and is rejected by the tau check."""
     monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(argv) == 2
     captured = capsys.readouterr()

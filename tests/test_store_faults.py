@@ -61,8 +61,9 @@ def _result_dirs(runs: Path) -> list[str]:
 
 
 def test_a_temporary_or_misnamed_folder_is_never_a_result(runs, monkeypatch, capsys):
-    """Guarantee: only folders named <arch>-<16 hex digits> whose marker names the same key are results
-    (a `.tmp-KEY-PID` folder left by a kill after its marker was written is not listed)."""
+    """README, "A killed run never shows up as a result": only folders named <arch>-<16 hex digits> whose
+    marker names the same key are results (a `.tmp-KEY-PID` folder left by a kill after its marker was
+    written is not listed)."""
     monkeypatch.setattr("attnrank.train.train", _fake_train(3.0))
     r = store.run(**CFG)
     shutil.copytree(r.path, runs / f".tmp-{r.key}-12345")  # killed after the marker, before the rename
@@ -85,9 +86,9 @@ class _Killed(Exception):
 
 @pytest.mark.parametrize("kill_at", [1, 2, 3])
 def test_forced_replacement_leaves_the_old_or_the_new_result(runs, monkeypatch, kill_at):
-    """Guarantee: `force=True` replaces a stored run atomically: a process killed before any
-    rename or delete of the replacement leaves the old or the new result, which `load_runs()`
-    lists and `run()` serves without training; the next run cleans up what was left."""
+    """README, "A killed run never shows up as a result": `force=True` replaces a stored run atomically: a
+    process killed before any rename or delete of the replacement leaves the old or the new result,
+    which `load_runs()` lists and `run()` serves without training; the next run cleans up what was left."""
     monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
     old = store.run(**CFG)
     monkeypatch.setattr("attnrank.train.train", _fake_train(2.0))
@@ -166,9 +167,9 @@ BAD_SHAPES = ["marker:null", "marker:list", "marker:string", "marker:files as a 
 
 @pytest.mark.parametrize("how", BAD_SHAPES)
 def test_a_marker_or_summary_of_the_wrong_shape_is_ignored_and_retrained(runs, monkeypatch, capsys, caplog, how):
-    """Guarantee: a run whose marker, config or summary is valid JSON of the wrong shape is
-    ignored with a warning by `load_runs()`, `attnrank runs` and `run()` (which trains it
-    again); the other runs of the store are still served."""
+    """README, "A killed run never shows up as a result": a run whose marker, config or summary is valid JSON
+    of the wrong shape is ignored with a warning by `load_runs()`, `attnrank runs` and `run()` (which
+    trains it again); the other runs of the store are still served."""
     monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
     good = store.run(**CFG, seed=1)
     bad = store.run(**CFG)
@@ -210,12 +211,12 @@ def _can_mount_readonly(tmp_path: Path) -> bool:
 
 
 def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_train(runs, monkeypatch, tmp_path):
-    """Guarantee: a store on read-only media serves the complete runs it holds (`run()`,
-    `load_runs()`, `attnrank runs`) without a lock; asked to train, it fails with one
+    """README, "A read-only store serves its runs": a store on read-only media serves the complete runs it
+    holds (`run()`, `load_runs()`, `attnrank runs`) without a lock; asked to train, it fails with one
     ConfigError line naming ATTNRANK_RUNS (exit status 2), before any training.
 
-    The store is made read-only by a read-only bind mount in a private mount namespace
-    (`unshare -rm`), since tests run as root, for whom file modes do not stop writes."""
+    The store is made read-only by a read-only bind mount in a private mount namespace (`unshare -rm`),
+    since tests run as root, for whom file modes do not stop writes."""
     if not shutil.which("unshare") or not _can_mount_readonly(tmp_path):
         pytest.skip("no unprivileged read-only bind mounts here (unshare -rm)")
     monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
@@ -256,8 +257,8 @@ def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_
 
 
 def test_a_store_that_refuses_writes_serves_its_runs(runs, monkeypatch):
-    """Guarantee: reading a complete run takes no lock and writes nothing; a store that
-    refuses every write (EROFS from the OS for any file created in it, simulated) still
+    """README, "A read-only store serves its runs": reading a complete run takes no lock and writes nothing; a
+    store that refuses every write (EROFS from the OS for any file created in it, simulated) still
     serves it, and a run to train gives a ConfigError naming ATTNRANK_RUNS."""
     import errno
 
@@ -291,9 +292,9 @@ def test_a_store_that_refuses_writes_serves_its_runs(runs, monkeypatch):
 
 @pytest.mark.parametrize("command", [["runs"], ["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]])
 def test_a_store_path_that_is_a_file_is_named_in_one_line(tmp_path, monkeypatch, capsys, command):
-    """Guarantee: ATTNRANK_RUNS naming a file (not a folder) gives one line naming
-    ATTNRANK_RUNS and exit status 2, for `attnrank runs` and `attnrank train`; in the
-    library a ConfigError naming ATTNRANK_RUNS."""
+    """README, "Bad input fails first": ATTNRANK_RUNS naming a file (not a folder) gives one line naming
+    ATTNRANK_RUNS and exit status 2, for `attnrank runs` and `attnrank train`; in the library a
+    ConfigError naming ATTNRANK_RUNS."""
     path = tmp_path / "a-file"
     path.write_text("not a folder")
     monkeypatch.setenv("ATTNRANK_RUNS", str(path))
@@ -308,8 +309,8 @@ def test_a_store_path_that_is_a_file_is_named_in_one_line(tmp_path, monkeypatch,
 
 
 def test_a_store_path_that_cannot_be_created_is_named(tmp_path, monkeypatch, capsys):
-    """Guarantee: ATTNRANK_RUNS under a file (a folder that cannot be created) gives one line
-    naming ATTNRANK_RUNS and exit status 2 when a run must be trained."""
+    """README, "Bad input fails first": ATTNRANK_RUNS under a file (a folder that cannot be created) gives one
+    line naming ATTNRANK_RUNS and exit status 2 when a run must be trained."""
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "a-file" / "runs"))
     monkeypatch.setattr("attnrank.train.train", _no_training)
@@ -319,7 +320,7 @@ def test_a_store_path_that_cannot_be_created_is_named(tmp_path, monkeypatch, cap
 
 
 def test_load_runs_names_an_unknown_filter_column(runs, monkeypatch):
-    """Guarantee: `load_runs(filter)` with an unknown column raises a ConfigError naming
+    """README, "Bad input fails first": `load_runs(filter)` with an unknown column raises a ConfigError naming
     `filter` and the allowed columns; a known column with no runs gives an empty frame."""
     with pytest.raises(ConfigError) as e:
         store.load_runs({"bogus": 1})
