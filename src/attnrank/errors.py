@@ -87,7 +87,8 @@ def check_positive_float(param: str, value, *, low: float | None = None, high: f
 
     ``low`` and ``high`` (inclusive) narrow the accepted range further.
     """
-    return check_real(param, value, low=0.0 if low is None else low, high=high, low_open=low is None)
+    positive_only = low is None or low <= 0  # always > 0; a positive ``low`` is inclusive
+    return check_real(param, value, low=0.0 if positive_only else low, high=high, low_open=positive_only)
 
 
 def check_positive_int(param: str, value, *, low: int = 1) -> int:
