@@ -25,6 +25,7 @@ lock keeps two processes from training the same run at once. Nothing is pickled.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -188,14 +189,20 @@ class Run:
         return model.eval()
 
 
-def _validate(document, schema: dict, name: str) -> None:
+@functools.cache
+def _validator(name: str):
     import jsonschema
 
-    try:
-        jsonschema.validate(document, schema)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(map(str, exc.absolute_path)) or "top level"
-        raise ValueError(f"{name} has the wrong shape at {where}: {exc.message}") from None
+    schema = {"COMPLETE": MANIFEST_SCHEMA, "config.json": CONFIG_SCHEMA, "summary.json": SUMMARY_SCHEMA}[name]
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _validate(document, name: str) -> None:
+    """Raise ValueError unless ``document`` (the parsed file ``name``) has its schema's shape."""
+    error = next(iter(_validator(name).iter_errors(document)), None)
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "top level"
+        raise ValueError(f"{name} has the wrong shape at {where}: {error.message}")
 
 
 def _read(path: Path) -> Run | None:
@@ -213,16 +220,16 @@ def _read(path: Path) -> Run | None:
         return None
     try:
         manifest = json.loads(marker.read_text())
-        _validate(manifest, MANIFEST_SCHEMA, "COMPLETE")
+        _validate(manifest, "COMPLETE")
         if manifest["key"] != match.group(1):
             raise ValueError(f"the marker names key {manifest['key']}, the folder {match.group(1)}")
         for file, digest in manifest["files"].items():
             if _sha256(path / file) != digest:
                 raise ValueError(f"checksum mismatch in {file}")
         config = json.loads((path / "config.json").read_text())
-        _validate(config, CONFIG_SCHEMA, "config.json")
+        _validate(config, "config.json")
         summary = json.loads((path / "summary.json").read_text())
-        _validate(summary, SUMMARY_SCHEMA, "summary.json")
+        _validate(summary, "summary.json")
         if set(summary["initial_rank"]) != set(summary["final_rank"]):
             raise ValueError("summary.json has different measures in initial_rank and final_rank")
         return Run(path, config, summary)
