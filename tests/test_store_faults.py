@@ -124,6 +124,40 @@ def test_forced_replacement_leaves_the_old_or_the_new_result(runs, monkeypatch, 
     assert _result_dirs(runs) == [old.path.name] and not list(runs.glob(".tmp-*"))  # nothing left over
 
 
+def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_result(runs, monkeypatch):
+    """README, "A killed run never shows up as a result": a process killed by SIGKILL after it
+    renamed the old result aside and before it renamed the new one in leaves the old result, which
+    `load_runs()` lists and `run()` serves without training, back under its own name."""
+    monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
+    old = store.run(**CFG)
+    code = f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import attnrank.train
+        from attnrank import store
+        from test_store_faults import CFG, _fake_train
+
+        attnrank.train.train = _fake_train(2.0)
+        real_replace = os.replace
+
+        def replace(src, dst):
+            if os.path.basename(src).startswith(".tmp-"):  # the new result is about to be renamed in
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real_replace(src, dst)
+
+        os.replace = replace
+        store.run(**CFG, force=True)
+    """
+    child = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env={**os.environ, "ATTNRANK_RUNS": str(runs)},
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == -9, child.stderr[-2000:]
+    assert not old.path.exists() and (runs / f".old-{old.path.name}").is_dir()  # killed in the gap
+    monkeypatch.setattr("attnrank.train.train", _no_training)
+    assert store.load_runs().final_val_loss.tolist() == [1.0]
+    served = store.run(**CFG)
+    assert not served.fresh and served.path == old.path and served.summary["final_val_loss"] == 1.0
+
+
 # --------------------------------------------------------------------- damaged markers and files
 
 
