@@ -556,7 +556,7 @@ def compare_means(a, b, *, confidence: float = 0.95, n_permutations: int = 9_999
 
 
 # =========================================================================== shape over a grid
-def _grid(x, y, units=None):
+def _grid(x, y):
     x, y = _clean(x, y)
     order = _canonical(x, y)
     x, y = x[order], y[order]
