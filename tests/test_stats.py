@@ -28,6 +28,8 @@ def test_estimate_text_form_and_tuple_compatibility():
     assert str(S.Estimate(float("nan"), float("nan"), float("nan"), 2, "t")) == "n/a [n/a, n/a], n = 2"
     assert str(S.Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.00 [\u22120.001, 0.002], n = 5"  # noise is 0, never "-0.00"
     assert e.as_dict()["n"] == 14 and e.has_interval
+    assert S.Estimate(0.123, 0.08, -0.0 + 0.15, 30, "t").text(0, percent=True) == "12% [8%, 15%], n = 30"
+    assert S.Estimate(-0.0125, -0.02, 0.01, 3, "t").text(1, percent=True, n=False) == "\u22121.2% [\u22122.0%, 1.0%]"
 
 
 def test_estimate_rejects_bad_fields():
@@ -51,6 +53,16 @@ def test_mean_ci_matches_scipy_t_interval():
     assert e.n == 5
 
 
+def test_mean_ci_over_clusters_counts_runs():
+    # 3 runs x 4 probe sequences: the interval is over the 3 run means (2, 5, 11), not 12 rows
+    run = np.repeat(["a", "b", "c"], 4)
+    v = np.repeat([2.0, 5.0, 11.0], 4) + np.tile([-0.3, 0.1, 0.1, 0.1], 3)
+    e = S.mean_ci(v, clusters=run)
+    ref = S.mean_ci([2.0, 5.0, 11.0])
+    assert e.n == 3 and (e.value, e.low, e.high) == pytest.approx(tuple(ref))
+    assert S.mean_ci(v).high - S.mean_ci(v).low < 0.5 * (e.high - e.low)
+
+
 def test_mean_ci_edge_cases():
     one = S.mean_ci([3.0, float("nan")])
     assert one.value == 3.0 and math.isnan(one.low) and one.n == 1
@@ -58,6 +70,13 @@ def test_mean_ci_edge_cases():
     assert (const.low, const.high) == (2.0, 2.0)
     with pytest.raises(ConfigError, match="confidence"):
         S.mean_ci([1.0, 2.0], confidence=1.5)
+
+
+def test_median_ci_is_the_order_statistic_interval():
+    # hand: n = 10, P(Bin(10, 1/2) <= 1) = 11/1024, so the 2nd and 9th order statistics bound the median
+    e = S.median_ci(np.arange(10.0)[::-1])
+    assert (e.value, e.low, e.high, e.n) == (4.5, 1.0, 8.0, 10)
+    assert math.isnan(S.median_ci([1.0, 2.0, 3.0, 4.0, 5.0]).low)  # 2 / 32 > 0.05: no 95% interval from 5 values
 
 
 # --------------------------------------------------------------------------- spearman

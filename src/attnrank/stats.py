@@ -4,7 +4,8 @@ Every new-style function returns one :class:`Estimate` (a value with its interva
 independent units it rests on and the method), which :mod:`attnrank.verdicts` classifies against a
 pre-registered threshold:
 
-* :func:`mean_ci` - a mean with a Student-t interval;
+* :func:`mean_ci` - a mean with a Student-t interval; :func:`median_ci` - a median with an exact
+  order-statistic interval;
 * :func:`spearman` - Spearman's rho with a bootstrap interval over independent units (rows, or
   whole clusters such as runs when a run contributes several rows);
 * :func:`spearman_within` - the rank correlation *given* a categorical nuisance (temperature, head
@@ -43,7 +44,7 @@ from .errors import ConfigError, check_choice, check_positive_float, check_posit
 N_RESAMPLES = 100_000
 
 __all__ = [
-    "Estimate", "mean_ci", "spearman", "spearman_within", "compare_means", "peak_location", "grid_span",
+    "Estimate", "mean_ci", "median_ci", "spearman", "spearman_within", "compare_means", "peak_location", "grid_span",
     "compare_spans", "resample_ci", "N_RESAMPLES", "pooled_sd", "seeds_needed", "runs_needed_correlation",
     # older interfaces, kept for existing callers
     "spearman_ci", "partial_spearman", "bootstrap_ci", "slope_per_doubling", "steps_to_level",
@@ -172,6 +173,12 @@ def _num(x: float, digits: int) -> str:
     return s.replace("-", _MINUS)
 
 
+def _pct(x: float, digits: int) -> str:
+    if x is None or not np.isfinite(x):
+        return "n/a"
+    return f"{0.0 if abs(x) < 1e-9 else float(x):.{digits}%}".replace("-", _MINUS)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A value with its confidence interval, the number of independent units and the method.
@@ -212,9 +219,14 @@ class Estimate:
         """True when both bounds are finite."""
         return bool(np.isfinite(self.low) and np.isfinite(self.high))
 
-    def text(self, digits: int = 2, *, n: bool = True) -> str:
-        """``value [low, high], n = N`` with ``digits`` decimals; ``n=False`` leaves out the count."""
-        s = f"{_num(self.value, digits)} [{_num(self.low, digits)}, {_num(self.high, digits)}]"
+    def text(self, digits: int = 2, *, n: bool = True, percent: bool = False) -> str:
+        """``value [low, high], n = N`` with ``digits`` decimals; ``n=False`` leaves out the count.
+
+        ``percent=True`` writes fractions as percentages with ``digits`` decimals, e.g.
+        ``text(0, percent=True)`` gives ``12% [8%, 15%], n = 30``.
+        """
+        f = _pct if percent else _num
+        s = f"{f(self.value, digits)} [{f(self.low, digits)}, {f(self.high, digits)}]"
         return f"{s}, n = {self.n}" if n else s
 
     def __str__(self) -> str:
@@ -258,16 +270,23 @@ def _clean(*arrays):
 
 
 # =========================================================================== mean
-def mean_ci(values, *, confidence: float = 0.95) -> Estimate:
+def mean_ci(values, *, confidence: float = 0.95, clusters=None) -> Estimate:
     """Mean of ``values`` (1-D; NaNs dropped) with a Student-t interval, as an :class:`Estimate`.
 
     ``mean ± t_{(1+c)/2, n-1} * sd / sqrt(n)`` (``scipy.stats.t.interval``); the interval is NaN for
-    one value and has zero width when all values are equal. Each value must be one independent unit
-    (for example one seed's run mean). :func:`attnrank.theory.mean_ci` is the Monte Carlo variant
-    returning ``MCResult`` (it raises for fewer than 2 samples). Unpacks as ``(mean, low, high)``.
+    one value and has zero width when all values are equal. Each value must be one independent unit.
+    With ``clusters`` (``[n]`` labels, e.g. the run of each probe sequence) the values are first
+    averaged per cluster and the interval is over cluster means, so ``n`` counts clusters (runs),
+    not the rows inside them. :func:`attnrank.theory.mean_ci` is the Monte Carlo variant returning
+    ``MCResult`` (it raises for fewer than 2 samples). Unpacks as ``(mean, low, high)``.
     """
     confidence = _check_confidence(confidence)
     v = np.asarray(values, float).reshape(-1)
+    desc = "mean, Student-t interval"
+    if clusters is not None:
+        v, g = _clean(v, clusters)
+        v = pd.Series(v).groupby(g).mean().to_numpy()
+        desc = f"mean of {len(v)} cluster means, Student-t interval"
     v = v[np.isfinite(v)]
     m = float(v.mean()) if len(v) else np.nan
     lo = hi = np.nan
@@ -277,7 +296,26 @@ def mean_ci(values, *, confidence: float = 0.95) -> Estimate:
             lo = hi = m
         else:
             lo, hi = stats.t.interval(confidence, len(v) - 1, loc=m, scale=sd / np.sqrt(len(v)))
-    return Estimate(m, lo, hi, len(v), "mean, Student-t interval", confidence)
+    return Estimate(m, lo, hi, len(v), desc, confidence)
+
+
+def median_ci(values, *, confidence: float = 0.95) -> Estimate:
+    """Median of ``values`` (1-D; NaNs dropped) with a distribution-free interval from order statistics.
+
+    The interval is the exact binomial (order-statistic) interval for the population median,
+    ``scipy.stats.quantile_test(v, p=0.5).confidence_interval`` (e.g. Conover 1999, sec. 3.2); it
+    needs no resampling and so no seed. It is NaN when there are too few values to reach
+    ``confidence`` (fewer than 6 at 95%). Values must be independent units (one per run).
+    """
+    confidence = _check_confidence(confidence)
+    v = np.asarray(values, float).reshape(-1)
+    v = np.sort(v[np.isfinite(v)])
+    m = float(np.median(v)) if len(v) else np.nan
+    lo = hi = np.nan
+    if len(v):
+        ci = stats.quantile_test(v, p=0.5).confidence_interval(confidence)
+        lo, hi = ci.low, ci.high
+    return Estimate(m, lo, hi, len(v), "median, order-statistic (binomial) interval", confidence)
 
 
 # =========================================================================== resampling
