@@ -304,6 +304,7 @@ def test_seeds_needed_matches_the_hand_computation():
     assert S.seeds_needed(0.030, 0.02) == 36  # GPT-2: 2 * 7.849 * 2.25 = 35.3
     assert S.seeds_needed(1.0, 1.0, alpha=0.05, power=0.9) == 22  # 2 * (1.96 + 1.2816)^2 = 21.01
     assert S.seeds_needed(1.0, -0.5) == S.seeds_needed(1.0, 0.5) == 63
+    assert S.seeds_needed(0.1, 5.0) == 2  # formula gives 1, but a spread needs two runs
     assert S.runs_needed_correlation(0.5) == 30  # (2.8016 / atanh 0.5)^2 + 3 = 29.01
     for bad in (dict(spread=0.0, effect=1.0), dict(spread=1.0, effect=float("nan")), dict(spread=1.0, effect=1.0, power=1.2)):
         with pytest.raises(ConfigError):

@@ -728,7 +728,8 @@ def seeds_needed(spread: float, effect: float, *, alpha: float = 0.05, power: fl
 
     ``spread`` is the standard deviation of one run's outcome across seeds (for example
     :func:`pooled_sd`), in the same units as ``effect``. A t-test needs about one more run per arm
-    at small n. Example: spread 0.0036 nats, effect 0.005 nats gives 9 per arm; 0.030 and 0.02 gives 36.
+    at small n. Never less than 2 (a spread needs two runs). Example: spread 0.0036 nats, effect
+    0.005 nats gives 9 per arm; 0.030 and 0.02 gives 36.
 
     Raises:
         ConfigError: ``spread`` or ``effect`` not positive and finite; ``alpha`` or ``power`` not in (0, 1).
@@ -738,7 +739,7 @@ def seeds_needed(spread: float, effect: float, *, alpha: float = 0.05, power: fl
     alpha = check_positive_float("alpha", alpha, high=1 - 1e-9)
     power = check_positive_float("power", power, high=1 - 1e-9)
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    return int(math.ceil(2 * z**2 * (spread / effect) ** 2 - 1e-9))
+    return max(2, int(math.ceil(2 * z**2 * (spread / effect) ** 2 - 1e-9)))
 
 
 def runs_needed_correlation(rho: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
