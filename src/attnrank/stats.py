@@ -372,8 +372,9 @@ def resample_ci(statistic, n_units: int, *, strata=None, n_resamples: int = N_RE
     """Bootstrap interval of a statistic of independent units (rows, runs, seeds).
 
     Args:
-        statistic: ``f(idx) -> [B]`` where ``idx`` is an int array ``[B, n_units]`` of unit indices
-            (one resample per row); it returns NaN for a resample on which it is undefined.
+        statistic: ``f(idx) -> [B]`` where ``idx`` is an int array ``[B, m]`` of unit indices, one
+            resample per row (``m = n_units``; ``m = n_units - 1`` for the jackknife of BCa); it
+            returns NaN for a resample on which it is undefined.
         n_units: number of independent units; the caller orders them canonically.
         strata: optional ``[n_units]`` labels; units are then resampled within each stratum
             (stratified bootstrap, Davison & Hinkley 1997, sec. 3.2).
