@@ -1,0 +1,88 @@
+"""The verdict rule on constructed intervals at and around its thresholds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from attnrank import stats as S
+from attnrank.book import VERDICTS
+from attnrank.errors import ConfigError
+from attnrank.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict, classify, combine, judge
+
+NAN = float("nan")
+
+
+def est(low, high, value=None):
+    value = (low + high) / 2 if value is None else value
+    return S.Estimate(value, low, high, 10, "constructed")
+
+
+def test_the_three_strings_are_the_books():
+    assert (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE) == VERDICTS
+
+
+@pytest.mark.parametrize("low, high, above, below", [
+    (0.6, 0.9, SUPPORTED, NOT_SUPPORTED),          # well beyond
+    (0.5, 0.9, INCONCLUSIVE, INCONCLUSIVE),        # low exactly at the threshold is not "entirely beyond"
+    (0.5 + 1e-12, 0.9, SUPPORTED, NOT_SUPPORTED),  # just inside
+    (0.5 - 1e-12, 0.9, INCONCLUSIVE, INCONCLUSIVE),  # just outside: the interval reaches the threshold
+    (0.1, 0.5, INCONCLUSIVE, INCONCLUSIVE),        # exactly at the threshold from below
+    (0.1, 0.5 - 1e-12, NOT_SUPPORTED, SUPPORTED),
+    (0.2, 0.8, INCONCLUSIVE, INCONCLUSIVE),        # straddles
+    (0.5, 0.5, INCONCLUSIVE, INCONCLUSIVE),        # a point interval on the threshold
+])
+def test_classify_at_and_around_the_threshold(low, high, above, below):
+    t = 0.5
+    assert classify(est(low, high), t, "above") == above
+    assert classify(est(low, high), t, "below") == below
+
+
+def test_classify_negative_threshold_and_direction_mirror():
+    assert classify(est(-0.9, -0.3), 0.0, "below") == SUPPORTED
+    assert classify(est(-0.9, -0.3), 0.0, "above") == NOT_SUPPORTED
+    assert classify(est(-0.9, -0.3), -0.3, "below") == INCONCLUSIVE
+    assert classify(est(-0.9, -0.31), -0.3, "below") == SUPPORTED
+    assert classify(est(-0.29, 0.1), -0.3, "below") == NOT_SUPPORTED
+
+
+@pytest.mark.parametrize("low, high, value", [(NAN, 0.5, 0.1), (0.1, NAN, 0.2), (NAN, NAN, 0.3), (0.2, 0.4, NAN)])
+def test_missing_interval_or_value_is_inconclusive(low, high, value):
+    e = S.Estimate(value, low, high, 1, "constructed")
+    assert classify(e, 0.0, "above") == classify(e, 0.0, "below") == INCONCLUSIVE
+
+
+def test_classify_rejects_bad_arguments():
+    with pytest.raises(ConfigError, match="direction"):
+        classify(est(0.1, 0.2), 0.0, "greater")
+    with pytest.raises(ConfigError, match="threshold"):
+        classify(est(0.1, 0.2), NAN, "above")
+    with pytest.raises(ConfigError, match="estimate"):
+        classify((0.15, 0.1, 0.2), 0.0, "above")
+
+
+def test_combine_over_cases():
+    assert combine([SUPPORTED, SUPPORTED]) == SUPPORTED
+    assert combine([SUPPORTED, INCONCLUSIVE]) == INCONCLUSIVE
+    assert combine([SUPPORTED, NOT_SUPPORTED]) == NOT_SUPPORTED
+    assert combine([INCONCLUSIVE, NOT_SUPPORTED]) == NOT_SUPPORTED
+    assert combine([]) == INCONCLUSIVE
+    with pytest.raises(ConfigError, match="status"):
+        combine(["holds"])
+
+
+def test_judge_states_the_runs_needed_when_not_supported():
+    # two seeds per arm, seed spread 0.0036 nats, pre-registered effect 0.005 nats (lower loss predicted)
+    d = S.compare_means([5.001, 5.006], [5.000, 5.004])
+    v = judge(d, 0.0, "below", effect=0.005, spread=0.0036)
+    assert isinstance(v, Verdict) and v.status == INCONCLUSIVE and v.needed == 9 and v.needed_unit == "seeds per arm"
+    assert str(v).startswith("inconclusive at this scale: 0.0015 [") and str(v).endswith(
+        "about 9 seeds per arm would resolve the pre-registered effect of 0.005")
+    c = judge(est(-0.1, 0.8, 0.4), 0.0, "above", effect=0.5)  # correlation: runs in total
+    assert c.needed == 30 and c.needed_unit == "runs"
+    s = judge(est(0.1, 0.8), 0.0, "above", effect=0.5)
+    assert s.status == SUPPORTED and s.needed is None and "would resolve" not in str(s)
+    assert judge(est(0.1, 0.8), 0.0, "above").needed is None
+    assert math.isnan(S.compare_means([1.0, 1.0], [1.0, 1.0]).low)
+    assert judge(S.compare_means([1.0, 1.0], [1.0, 1.0]), 0.0, "below", effect=0.1, spread=0.0).needed is None
