@@ -52,20 +52,15 @@ import torch
 from IPython.display import Markdown, display
 
 from attnrank import book, experiments, plots, rank, stats, store
-from attnrank.errors import ConfigError, check_positive_float
+from attnrank.errors import ConfigError
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), {
-    "profile": str, "seeds": (type(None), int, list), "taus": (type(None), float, list),
-    "head_dims": (type(None), int, list), "heatmap_tau": float, "stable_tolerance": float,
-})
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-heatmap_tau = check_positive_float("heatmap_tau", heatmap_tau, low=1e-3, high=1e3)
 if not any(np.isclose(heatmap_tau, t) for t in grid["taus"]):
     raise ConfigError("heatmap_tau", f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): "
                       f"{', '.join(f'{t:g}' for t in grid['taus'])}")
-stable_tolerance = check_positive_float("stable_tolerance", stable_tolerance, high=1.0)
 profile = book.setup(profile)
 t_start = time.perf_counter()
 MEASURES, ARCH_LABELS = rank.MEASURES, plots.ARCH_LABELS

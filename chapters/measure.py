@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -52,18 +52,8 @@ from attnrank.errors import ConfigError
 from attnrank.plots import measure as plots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), {
-    "profile": str, "seeds": (type(None), int, list), "taus": (type(None), float, list),
-    "head_dims": (type(None), int, list), "probe_size": int, "tau_grid_extreme": list,
-})
-if probe_size < 2:
-    raise ConfigError("probe_size", f"got {probe_size}; expected an integer >= 2 (confidence intervals need two sequences)")
-if not tau_grid_extreme:
-    raise ConfigError("tau_grid_extreme", "got an empty list; expected temperatures in [0.001, 1000]")
-for _t in tau_grid_extreme:
-    if isinstance(_t, bool) or not isinstance(_t, (int, float)) or not models.TAU_RANGE[0] <= _t <= models.TAU_RANGE[1]:
-        raise ConfigError("tau_grid_extreme", f"got {_t!r}; every value must be a number in [0.001, 1000]")
-tau_grid_extreme = sorted({float(t) for t in tau_grid_extreme} | {1.0})  # tau = 1 (the trained model) is always probed
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme"))
+tau_grid_extreme = sorted(set(tau_grid_extreme) | {1.0})  # tau = 1 (the trained model) is always probed
 profile = book.setup(profile)
 
 # %% [markdown]

@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -65,16 +65,7 @@ from attnrank.errors import ConfigError
 from attnrank.plots import sweeps
 from attnrank.profiles import resolve_config
 
-# `tau` is checked first so that any bad value (negative, zero, text, too large) fails with the allowed range.
-if (isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau)
-        or not models.TAU_RANGE[0] <= tau <= models.TAU_RANGE[1]):
-    raise ConfigError("tau", f"got {tau!r}; expected a float in the allowed range [1e-3, 1e3] "
-                             "(the temperature ratio tau = T / sqrt(d_head); 1 is the stock transformer)")
-tau = float(tau)
-book.check_parameters(globals(), {
-    "profile": str, "seeds": (type(None), int, list), "taus": (type(None), float, list),
-    "head_dims": (type(None), int, list), "tau": float,
-})
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "tau"))
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
 BASELINE = 1.0
