@@ -1,0 +1,59 @@
+"""The book's configuration: launch buttons that work, numbers from code, no forced re-execution."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def _requirement_names(lines) -> set[str]:
+    return {re.split(r"[<>=!~\[ ;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+            for line in lines if line.strip() and not line.strip().startswith("-")}
+
+
+def test_launch_buttons_only_where_the_project_is_installed():
+    """No Colab button (a Colab kernel lacks attnrank); Binder builds environment.yml, which
+    installs this project and every dependency pyproject.toml declares."""
+    buttons = CONFIG.get("launch_buttons", {})
+    assert not buttons.get("colab_url")
+    if buttons.get("binderhub_url"):
+        env = yaml.safe_load((ROOT / "environment.yml").read_text())
+        pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+        assert "-e ." in pip
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+        needed = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
+        assert _requirement_names(needed) <= _requirement_names(pip)
+
+
+def test_repository_url_is_set_in_one_place():
+    """The repository's address is written only in _config.yml (repository.url)."""
+    url = CONFIG["repository"]["url"]
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    holders = [f for f in files if (ROOT / f).is_file() and url.split("://")[1] in (ROOT / f).read_text(errors="ignore")]
+    assert holders == ["_config.yml"]
+
+
+def test_no_chapter_is_forced_to_re_execute_on_every_build():
+    """Every chapter is served from the execution cache when nothing it depends on changed."""
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        meta = json.loads(path.read_text())["metadata"]
+        assert meta.get("mystnb", {}).get("execution_mode") in (None, "cache"), path.name
+    assert CONFIG["execute"]["execute_notebooks"] == "cache"
+    assert "attnrank_always_reread" not in json.dumps(CONFIG)
+
+
+def test_intro_has_no_hand_typed_profile_settings():
+    """The profile table and the sizes in the intro are rendered from attnrank.profiles."""
+    intro = (ROOT / "chapters" / "intro.md").read_text()
+    assert "{attnrank-profiles}" in intro
+    section = intro.split("## Profiles", 1)[1].split("\n## ", 1)[0]
+    assert not re.search(r"\|[^|\n]*\d[^|\n]*\|", section), "a table with numbers typed by hand"
+    assert not re.search(r"\b\d+ (steps|layers|tokens)\b", intro)
