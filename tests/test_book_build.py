@@ -109,7 +109,11 @@ def executed(result: subprocess.CompletedProcess) -> bool:
 @pytest.mark.slow
 def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     """Editing the library (a formatting default) re-executes the chapter and refreshes the page
-    that pastes its value; reverting serves the earlier outputs; an unchanged rebuild executes nothing."""
+    that pastes its value; reverting serves the earlier outputs; an unchanged rebuild executes
+    nothing; editing the chapter refreshes the page that pastes its value.
+
+    README guarantee: "The book never shows outputs made under other inputs."
+    """
     env = make_book(tmp_path)
     assert executed(build(tmp_path, env))
     assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
@@ -127,11 +131,19 @@ def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     assert not executed(build(tmp_path, env))  # served from the cache of the original library
     assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
 
+    nb = tmp_path / "book" / "nb.ipynb"
+    nb.write_text(nb.read_text().replace("1 / 3", "2 / 3"))
+    assert executed(build(tmp_path, env))
+    assert shown(tmp_path) == ("ci 0.67", "ci 0.67")
+
 
 @pytest.mark.slow
 def test_a_profile_switch_re_executes_and_switching_back_serves_that_profiles_outputs(tmp_path):
     """``ATTNRANK_PROFILE`` is in the execution cache key: a switch re-executes and refreshes every
-    page, and switching back serves the first profile's outputs, never the other's."""
+    page, and switching back serves the first profile's outputs, never the other's.
+
+    README guarantee: "The book never shows outputs made under other inputs."
+    """
     env = make_book(tmp_path)
     assert executed(build(tmp_path, env))
     assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
@@ -143,7 +155,10 @@ def test_a_profile_switch_re_executes_and_switching_back_serves_that_profiles_ou
 
 def test_a_pasted_value_no_cell_provides_fails_the_build_and_shows(tmp_path):
     """A glued key that no cell provides fails a plain ``jupyter-book build`` (no -W), again on an
-    unchanged rebuild, and the page shows a marker instead of a blank."""
+    unchanged rebuild, and the page shows a marker instead of a blank.
+
+    README guarantee: "No blank numbers."
+    """
     env = make_book(tmp_path, execute="off")  # the notebook is not executed: it provides no glue
     for _ in range(2):
         result = build(tmp_path, env)
@@ -156,7 +171,10 @@ def test_a_pasted_value_no_cell_provides_fails_the_build_and_shows(tmp_path):
 
 
 def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
-    """The built pages load MathJax from the site itself (no CDN), and the file is there."""
+    """The built pages load MathJax from the site itself (no CDN), and the file is there.
+
+    README guarantee: "Formulas offline."
+    """
     env = make_book(tmp_path, execute="off", intro=INTRO.replace("Pasted: {glue:text}`nb.ipynb::value:s`.", ""),
                     notebook=_notebook("x = 1", "# Notebook"))
     result = build(tmp_path, env)
@@ -172,7 +190,10 @@ def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
 def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path):
     """``{attnrank-profiles}`` and ``{attnrank-setting}`` render attnrank.profiles (the quick
     profile's steps, not a typed number); ``{attnrank-build-log}`` shows the previous builds and is
-    refreshed by the next build without executing any notebook."""
+    refreshed by the next build without executing any notebook.
+
+    README guarantee: "No blank numbers." (settings quoted in the prose are rendered from code)
+    """
     from attnrank.profiles import PROFILES, resolve_config
 
     intro = ("# Intro\n\nQuick trains {attnrank-setting}`quick.max_steps` steps and masks "

@@ -57,3 +57,42 @@ def test_intro_has_no_hand_typed_profile_settings():
     section = intro.split("## Profiles", 1)[1].split("\n## ", 1)[0]
     assert not re.search(r"\|[^|\n]*\d[^|\n]*\|", section), "a table with numbers typed by hand"
     assert not re.search(r"\b\d+ (steps|layers|tokens)\b", intro)
+
+
+# Numbers once typed by hand in the chapters' prose; each is now glued from the code that uses it.
+HAND_TYPED = [
+    r"lies above 0\.5", r"at most 0\.1\b", r"exceeds 0\.1\b", r"\b300 steps", r"KL below 0\.05", r"\brank[- ]4\b",
+    r"standard deviation 0\.02", r"factor of about 4", r"\bnine values", r"within 0\.05", r"within 5%",
+    r"\b90% of the limit", r"five logit sizes", r"head dimensions 1, 2, 4", r"deviation 0\.1,", r"at least 80%",
+    r"width 512, 4 layers", r"5000 steps", r"\b200 steps", r"tau = 100\b",
+]
+
+
+def _prose(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text()
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def test_chapter_prose_has_no_hand_typed_numbers_the_code_sets():
+    """Thresholds, sizes and settings quoted in the prose are glued from the code that uses them."""
+    found = []
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")) + [ROOT / "chapters" / "intro.md"]:
+        prose = _prose(path)
+        found += [f"{path.name}: {p}" for p in HAND_TYPED if re.search(p, prose)]
+    assert not found
+
+
+def test_the_confidence_level_the_prose_quotes_is_the_code_default():
+    """The prose quotes 95% intervals everywhere; that is the default of every interval function."""
+    import inspect
+
+    from attnrank import stats
+
+    assert inspect.signature(stats.bootstrap_ci).parameters["confidence"].default == 0.95
+    assert inspect.signature(stats.mean_ci).parameters["confidence"].default == 0.95
+    levels = set()
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        levels |= set(re.findall(r"\b(\d+) ?% (?:bootstrap |Student-t )?(?:CI|interval|confidence)", _prose(path)))
+    assert levels == {"95"}
