@@ -87,8 +87,9 @@ table.round({"final_val_loss": 4})
 # ```{nb-exec-table}
 # ```
 #
-# Past builds on this machine, as logged by the book's Sphinx extension (`seconds` is the
-# whole `jupyter-book build .`; `runs_trained` counts the runs that build had to train and
+# Past builds on this machine, as logged by the book's Sphinx extension (`seconds` runs from
+# the start of Sphinx to the end of the build, so it leaves out the few seconds Python takes
+# to import the tools; `runs_trained` counts the runs that build had to train and
 # `training_seconds` their training time):
 #
 # ```{attnrank-build-log}

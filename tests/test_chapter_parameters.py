@@ -143,3 +143,14 @@ def test_papermill_bad_parameter_is_a_config_error_naming_it(chapter, parameters
     assert e.value.ename == "ConfigError"
     assert e.value.evalue.startswith(f"{param}: got an empty list")
     assert not (tmp_path / "data" / "runs").exists()
+
+
+@pytest.mark.parametrize("text", ["1, 2, 4, 8", "0.01, 0.1, 10", "1e3", "supported", "0.5", "(a, b)", "n/a", "3"])
+def test_glued_text_pastes_as_written(text):
+    """A glued string is pasted by ``{glue:text}`` exactly as written (myst-nb reads the plain text
+    back with ``literal_eval``, which turned "1, 2, 4" into "(1, 2, 4)")."""
+    from myst_nb.core.variables import format_plain_text
+
+    plain = repr(book.Text(text))
+    assert format_plain_text(plain, "") == text
+    assert format_plain_text(plain, "s") == text

@@ -8,6 +8,7 @@ and ends with :func:`verdict`, whose words and numbers are glued into the prose 
 
 from __future__ import annotations
 
+import ast
 import base64
 import html
 import math
@@ -214,7 +215,14 @@ class Text(str):
     """
 
     def __repr__(self) -> str:
-        return str(self)
+        # myst-nb's {glue:text} reads the plain text back with ast.literal_eval: "1, 2, 4" would
+        # come back as the tuple (1, 2, 4) and "1e3" as 1000.0, so such text is quoted
+        text = str(self)
+        try:
+            value = ast.literal_eval(text)
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            return text
+        return text if str(value) == text else repr(text)
 
     def _repr_markdown_(self) -> str:
         return str(self)
