@@ -19,6 +19,8 @@ packages that compute and draw the results. This extension hashes all of these i
   at read time, so that no notebook has to be executed again to show them.
 
 An unchanged rebuild executes no notebook and reads only the pages whose inputs changed.
+Editing this extension reads every page again (its source hash is a configuration value too)
+without executing any notebook: it changes how pages are rendered, not what chapters compute.
 """
 
 from __future__ import annotations
