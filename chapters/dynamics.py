@@ -52,20 +52,15 @@ import torch
 from IPython.display import Markdown, display
 
 from attnrank import book, experiments, plots, rank, stats, store
-from attnrank.errors import ConfigError, check_positive_float
+from attnrank.errors import ConfigError
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), {
-    "profile": str, "seeds": (type(None), int, list), "taus": (type(None), float, list),
-    "head_dims": (type(None), int, list), "heatmap_tau": float, "stable_tolerance": float,
-})
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-heatmap_tau = check_positive_float("heatmap_tau", heatmap_tau, low=1e-3, high=1e3)
 if not any(np.isclose(heatmap_tau, t) for t in grid["taus"]):
     raise ConfigError("heatmap_tau", f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): "
                       f"{', '.join(f'{t:g}' for t in grid['taus'])}")
-stable_tolerance = check_positive_float("stable_tolerance", stable_tolerance, high=1.0)
 profile = book.setup(profile)
 t_start = time.perf_counter()
 MEASURES, ARCH_LABELS = rank.MEASURES, plots.ARCH_LABELS
@@ -350,7 +345,7 @@ for a in heat.arch.unique():
 # (rank at relative threshold $10^{-2}$) and require both of its halves for both architectures:
 #
 # * *predictive*: the 95 % bootstrap interval of Spearman's $\rho$ between initial and final
-#   mean rank lies above 0.5 (it fails if the whole interval lies below 0.5);
+#   mean rank lies above {glue:text}`dynamics_rho_min` (it fails if the whole interval lies below it);
 # * *stable*: the 95 % bootstrap interval of the median relative change lies below the
 #   tolerance {glue:text}`dynamics_tolerance_pct` (it fails if the whole interval lies above it).
 #
@@ -370,10 +365,12 @@ def half(low, high, threshold, above):
     return "holds" if high < threshold else "fails" if low > threshold else "unclear"
 
 
+RHO_MIN = 0.5  # the predictive half needs Spearman's rho above this
+book.glue("dynamics_rho_min", RHO_MIN)
 halves = {}
 for a in runs.arch.unique():
     r, st = primary.loc[a], prim_stab.loc[a]
-    halves[("predictive", a)] = half(r.rho_low, r.rho_high, 0.5, above=True)
+    halves[("predictive", a)] = half(r.rho_low, r.rho_high, RHO_MIN, above=True)
     halves[("stable", a)] = half(st.median_low, st.median_high, stable_tolerance, above=False)
 parts = list(halves.values())
 status = "supported" if all(p == "holds" for p in parts) else "not supported" if "fails" in parts else \

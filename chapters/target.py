@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -38,8 +38,9 @@
 #
 # Three targets (`attnrank.synthetic.make_target`, a new one per seed): a random
 # **permutation** matrix (rank $n$, the hardest), a **sharp** random matrix
-# $\operatorname{softmax}(3G)$ with Gaussian $G$ (high numerical rank, peaked rows), and a
-# **low-rank** control $UV$ with $U, V$ row-stochastic of rank 4. The grid covers a log-spaced
+# $\operatorname{softmax}(sG)$ with Gaussian $G$ and sharpness $s$ = {glue:text}`target_sharpness`
+# (high numerical rank, peaked rows), and a **low-rank** control $UV$ with $U, V$
+# row-stochastic of rank {glue:text}`target_lowrank_rank`. The grid covers a log-spaced
 # range of temperature ratios around $\tau = 1$, head dimensions from 1 up, both variants and
 # several seeds (sizes below); it is trained as one batched tensor program per head dimension
 # (`synthetic.run_grid`).
@@ -54,6 +55,7 @@ steps = None
 n_seeds = None
 
 # %%
+import inspect
 import math
 import time
 
@@ -66,10 +68,7 @@ from scipy import stats
 from attnrank import book
 from attnrank.errors import ConfigError
 
-book.check_parameters(globals(), {
-    "profile": str, "seed": int, "taus": (type(None), list), "head_dims": (type(None), list), "n": (type(None), int),
-    "steps": (type(None), int), "n_seeds": (type(None), int),
-})
+book.check_parameters(globals(), ("profile", "seed", "taus", "head_dims", "n", "steps", "n_seeds"))
 profile = book.setup(profile)
 
 from attnrank import synthetic, theory
@@ -83,22 +82,14 @@ DEFAULTS = {
     "paper": dict(n=64, steps=2000, taus=[float(f"{t:.3g}") for t in np.logspace(-2, 1, 13)],
                   head_dims=[1, 2, 4, 8, 16, 64], n_seeds=5, log_every=20),
 }[profile]
-if seed < 0:
-    raise ConfigError("seed", f"got {seed!r}; expected an integer >= 0")
 if taus is not None:
-    if not taus or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and 1e-3 <= t <= 1e3 for t in taus):
-        raise ConfigError("taus", f"got {taus!r}; expected a non-empty list of numbers in [1e-3, 1e3]")
-    if 1.0 not in [float(t) for t in taus]:
+    if 1.0 not in taus:
         raise ConfigError("taus", f"got {taus!r}; the grid must contain the standard tau = 1")
-    DEFAULTS["taus"] = sorted({float(t) for t in taus})
+    DEFAULTS["taus"] = sorted(set(taus))
 if head_dims is not None:
-    if not head_dims or not all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 1024 for d in head_dims):
-        raise ConfigError("head_dims", f"got {head_dims!r}; expected a non-empty list of integers in [1, 1024]")
     DEFAULTS["head_dims"] = sorted(set(head_dims))
-for name, value, low, high in (("n", n, 3, 512), ("steps", steps, 1, 100_000), ("n_seeds", n_seeds, 2, 100)):
+for name, value in (("n", n), ("steps", steps), ("n_seeds", n_seeds)):
     if value is not None:
-        if not low <= value <= high:
-            raise ConfigError(name, f"got {value!r}; allowed range is [{low}, {high}]")
         DEFAULTS[name] = value
 N, STEPS, TAUS, HEAD_DIMS = DEFAULTS["n"], DEFAULTS["steps"], DEFAULTS["taus"], DEFAULTS["head_dims"]
 SEEDS = list(range(seed, seed + DEFAULTS["n_seeds"]))
@@ -138,7 +129,16 @@ book.glue("target_lr", LR)
 book.glue("target_taus", ", ".join(f"{t:g}" for t in TAUS))
 book.glue("target_head_dims", ", ".join(map(str, HEAD_DIMS)))
 P3_TAUS = (0.01, 0.1, 10.0)
+P3_D, P3_STEPS = 4, 300          # head dimension and Adam steps of the P3 check
+KL_GOOD, KL_BAD = 0.05, 1.0      # final KL (nats) of a good fit, and of a bad one
 book.glue("target_p3_taus", ", ".join(f"{t:g}" for t in P3_TAUS))
+book.glue("target_p3_d", P3_D)
+book.glue("target_p3_steps", P3_STEPS)
+book.glue("target_kl_good", KL_GOOD)
+book.glue("target_kl_bad", KL_BAD)
+_target_defaults = inspect.signature(synthetic.make_target).parameters
+book.glue("target_sharpness", _target_defaults["sharpness"].default)
+book.glue("target_lowrank_rank", _target_defaults["rank"].default)
 
 # %% [markdown]
 # Sizes of this run: $n$ = {glue:text}`target_n` tokens, {glue:text}`target_steps` Adam steps
@@ -329,7 +329,8 @@ book.glue("target_p5_rank_tau1", float(cell("normalised", D_MAX, 1.0, col="rank"
 # constant gradient scale, so a step of $\eta$ in $W$ is a step of $\eta/\sqrt\tau$ in $W'$.
 # With normalised $q$ and $k$ this fails: rescaling the weights leaves the cosines unchanged.
 #
-# Measured: the toy in float64 with $\epsilon_{\text{Adam}} = 0$, $d_h = 4$, 300 steps, on a
+# Measured: the toy in float64 with $\epsilon_{\text{Adam}} = 0$, $d_h$ = {glue:text}`target_p3_d`,
+# {glue:text}`target_p3_steps` steps, on a
 # sharp target, comparing each $\tau$ in {glue:text}`target_p3_taus` with its rescaled twin at
 # $\tau = 1$ and with a control at $\tau = 1$ with the original scale and learning rate.
 
@@ -337,8 +338,8 @@ book.glue("target_p5_rank_tau1", float(cell("normalised", D_MAX, 1.0, col="rank"
 p3_rows, p3_viol = [], 0
 for s in SEEDS:
     for tau_eq in P3_TAUS:
-        r = synthetic.train_toy(synthetic.make_target("sharp", N, seed=s), 4, [tau_eq, 1.0, 1.0], "plain", seeds=[s] * 3,
-                                steps=300, lr=[LR, LR / math.sqrt(tau_eq), LR],
+        r = synthetic.train_toy(synthetic.make_target("sharp", N, seed=s), P3_D, [tau_eq, 1.0, 1.0], "plain",
+                                seeds=[s] * 3, steps=P3_STEPS, lr=[LR, LR / math.sqrt(tau_eq), LR],
                                 init_std=[INIT_STD, INIT_STD / math.sqrt(tau_eq), INIT_STD], adam_eps=0.0,
                                 dtype=torch.float64)
         same = float((r.attention[0] - r.attention[1]).abs().max())
@@ -417,13 +418,13 @@ book.glue("target_tau_min", float(min(TAUS)))
 # %%
 fig = tplots.rank_vs_kl(final, n=N)
 book.show(fig, final, "target_rank_vs_kl", caption("Achieved rank (rtol 1e-2) against final KL, every run;", final))
-full_bad = final[(final["rank"] >= N) & (final.kl > 1.0)]
+full_bad = final[(final["rank"] >= N) & (final.kl > KL_BAD)]
 rho_all = stats.spearmanr(perm["rank"], perm.kl)
 book.glue("target_full_rank_bad", int(len(full_bad)))
 book.glue("target_full_rank_bad_max", float(full_bad.kl.max()) if len(full_bad) else float("nan"))
 book.glue("target_rho_perm", float(rho_all.statistic))
 low = final[final.target == "lowrank"]
-low_over = low[(low.kl < 0.05) & (low["rank"] > low.target_rank)]
+low_over = low[(low.kl < KL_GOOD) & (low["rank"] > low.target_rank)]
 book.glue("target_low_over", int(len(low_over)))
 book.glue("target_low_runs", int(len(low)))
 low_norm_tau1 = low[(low.variant == "normalised") & np.isclose(low.tau, 1.0) & (low.head_dim == D_MAX)].kl.mean()
@@ -432,15 +433,15 @@ book.glue("target_low_plain_tau1", float(low[(low.variant == "plain") & np.isclo
 
 # %% [markdown]
 # {glue:text}`target_full_rank_bad` runs reach full rank ($n$) and still end with a KL above
-# 1 nat (up to {glue:text}`target_full_rank_bad_max:.2f`). On the permutation target the
+# {glue:text}`target_kl_bad:g` nat (up to {glue:text}`target_full_rank_bad_max:.2f`). On the permutation target the
 # Spearman correlation between achieved rank and final KL over all runs is
 # {glue:text}`target_rho_perm:.2f`: fitting a permutation needs full rank, so a low rank does
 # signal a bad fit, but the converse fails. On the low-rank control,
-# {glue:text}`target_low_over` of {glue:text}`target_low_runs` runs fit well (KL below 0.05)
+# {glue:text}`target_low_over` of {glue:text}`target_low_runs` runs fit well (KL below {glue:text}`target_kl_good:g`)
 # with a rank *above* the target's, and the normalised variant at $\tau = 1$ ends at a KL of
 # {glue:text}`target_low_norm_tau1:.2f` at $d_h$ = {glue:text}`target_dmax`, against
 # {glue:text}`target_low_plain_tau1:.3f` for plain attention: the logit cap limits the fit of
-# a rank-4 target as well. A high rank is necessary to fit a high-rank target exactly, but
+# a target of rank {glue:text}`target_lowrank_rank` as well. A high rank is necessary to fit a high-rank target exactly, but
 # the achieved rank says little about how well a target is fitted.
 #
 # ## Verdict

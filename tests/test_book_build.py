@@ -1,0 +1,219 @@
+"""The book's Sphinx extension on a two-page fixture book: no page shows a stale or missing value.
+
+Each test builds a tiny book (one notebook that glues a value computed by the library from
+the environment, one Markdown page that pastes it) with ``jupyter-book build``, against a
+copy of the library in a temporary folder, so that the library can be edited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "attnrank"
+JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fixture_config(execute: str) -> str:
+    """The book's own ``_config.yml`` (extensions, Sphinx settings, execution), for a fixture book."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    keep = {k: config[k] for k in ("title", "only_build_toc_files", "execute", "parse", "sphinx") if k in config}
+    keep["execute"] = {**keep.get("execute", {}), "execute_notebooks": execute, "timeout": 120}
+    keep["sphinx"]["config"] = {k: v for k, v in keep["sphinx"].get("config", {}).items() if not k.startswith("bibtex")}
+    return yaml.safe_dump(keep)
+
+
+TOC = """\
+format: jb-book
+root: intro
+chapters:
+  - file: nb
+"""
+
+INTRO = """\
+# Intro
+
+Pasted: {glue:text}`nb.ipynb::value:s`.
+
+$$
+\\tau = \\frac{T}{\\sqrt{d}}
+$$
+"""
+
+
+def _notebook(code: str, markdown: str) -> str:
+    cells = [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": 'profile = "auto"',
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None},
+        {"cell_type": "markdown", "metadata": {}, "source": markdown},
+    ]
+    return json.dumps({"cells": [{"id": f"c{i}", **c} for i, c in enumerate(cells)],
+                       "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                       "nbformat": 4, "nbformat_minor": 5})
+
+
+NB_CODE = (
+    "import os\n"
+    "from attnrank import book\n"
+    "from attnrank.profiles import resolve_profile\n"
+    "book.glue('value', f\"{resolve_profile('auto')} {book.fmt(1 / 3)}\")"
+)
+NB_MD = "# Notebook\n\nShown: {glue:text}`value:s`."
+
+
+def make_book(tmp_path: Path, execute: str = "cache", notebook: str | None = None, intro: str = INTRO) -> dict:
+    """A fixture book in ``tmp_path/book`` and a copy of the library in ``tmp_path/lib``; returns the environment."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "_config.yml").write_text(fixture_config(execute))
+    (book / "_toc.yml").write_text(TOC)
+    (book / "intro.md").write_text(intro)
+    (book / "nb.ipynb").write_text(notebook or _notebook(NB_CODE, NB_MD))
+    shutil.copytree(SRC, tmp_path / "lib" / "attnrank", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNRANK_")}
+    env.update(PYTHONPATH=str(tmp_path / "lib"), ATTNRANK_DATA=str(tmp_path / "data"), ATTNRANK_PROFILE="ci",
+               HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    return env
+
+
+def build(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(JUPYTER_BOOK), "build", str(tmp_path / "book")], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def shown(tmp_path: Path) -> tuple[str, str]:
+    """The value as pasted on the Markdown page and as shown on the notebook page."""
+    html = tmp_path / "book" / "_build" / "html"
+    intro = re.search(r"Pasted: (.*?)\.</p>", (html / "intro.html").read_text())
+    nb = re.search(r"Shown: (.*?)\.</p>", (html / "nb.html").read_text())
+    text = lambda m: re.sub(r"<[^>]+>", "", m.group(1)) if m else None
+    return text(intro), text(nb)
+
+
+def executed(result: subprocess.CompletedProcess) -> bool:
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return "Executing notebook" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
+    """Editing the library (a formatting default) re-executes the chapter and refreshes the page
+    that pastes its value; reverting serves the earlier outputs; an unchanged rebuild executes
+    nothing; editing the chapter refreshes the page that pastes its value.
+
+    README guarantee: "The book never shows outputs made under other inputs."
+    """
+    env = make_book(tmp_path)
+    assert executed(build(tmp_path, env))
+    assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
+
+    assert not executed(build(tmp_path, env))  # nothing changed
+    assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
+
+    book_py = tmp_path / "lib" / "attnrank" / "book.py"
+    original = book_py.read_text()
+    book_py.write_text(original.replace("def fmt(x, digits: int = 2)", "def fmt(x, digits: int = 3)"))
+    assert executed(build(tmp_path, env))
+    assert shown(tmp_path) == ("ci 0.333", "ci 0.333")
+
+    book_py.write_text(original)
+    assert not executed(build(tmp_path, env))  # served from the cache of the original library
+    assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
+
+    nb = tmp_path / "book" / "nb.ipynb"
+    nb.write_text(nb.read_text().replace("1 / 3", "2 / 3"))
+    assert executed(build(tmp_path, env))
+    assert shown(tmp_path) == ("ci 0.67", "ci 0.67")
+
+
+@pytest.mark.slow
+def test_a_profile_switch_re_executes_and_switching_back_serves_that_profiles_outputs(tmp_path):
+    """``ATTNRANK_PROFILE`` is in the execution cache key: a switch re-executes and refreshes every
+    page, and switching back serves the first profile's outputs, never the other's.
+
+    README guarantee: "The book never shows outputs made under other inputs."
+    """
+    env = make_book(tmp_path)
+    assert executed(build(tmp_path, env))
+    assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
+    assert executed(build(tmp_path, {**env, "ATTNRANK_PROFILE": "quick"}))
+    assert shown(tmp_path) == ("quick 0.33", "quick 0.33")
+    assert not executed(build(tmp_path, env))
+    assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
+
+
+def test_a_pasted_value_no_cell_provides_fails_the_build_and_shows(tmp_path):
+    """A glued key that no cell provides fails a plain ``jupyter-book build`` (no -W), again on an
+    unchanged rebuild, and the page shows a marker instead of a blank.
+
+    README guarantee: "No blank numbers."
+    """
+    env = make_book(tmp_path, execute="off")  # the notebook is not executed: it provides no glue
+    for _ in range(2):
+        result = build(tmp_path, env)
+        assert result.returncode != 0
+        out = result.stdout + result.stderr
+        assert "2 pasted value(s) are provided by no cell" in out
+        assert "'value' is not provided by any cell of 'nb'" in out
+    html = (tmp_path / "book" / "_build" / "html" / "intro.html").read_text()
+    assert "[missing value: nb::value]" in html
+
+
+def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
+    """The built pages load MathJax from the site itself (no CDN), and the file is there.
+
+    README guarantee: "Formulas offline."
+    """
+    env = make_book(tmp_path, execute="off", intro=INTRO.replace("Pasted: {glue:text}`nb.ipynb::value:s`.", ""),
+                    notebook=_notebook("x = 1", "# Notebook"))
+    result = build(tmp_path, env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    html = tmp_path / "book" / "_build" / "html"
+    scripts = re.findall(r'<script[^>]+src="([^"]*mathjax[^"]*)"', (html / "intro.html").read_text(), flags=re.I)
+    assert scripts, "no MathJax script on a page with a formula"
+    for src in scripts:
+        assert "://" not in src and not src.startswith("//"), src
+        assert (html / src.split("?")[0]).is_file(), src
+
+
+def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path):
+    """``{attnrank-profiles}`` and ``{attnrank-setting}`` render attnrank.profiles (the quick
+    profile's steps, not a typed number); ``{attnrank-build-log}`` shows the previous builds and is
+    refreshed by the next build without executing any notebook.
+
+    README guarantee: "No blank numbers." (settings quoted in the prose are rendered from code)
+    """
+    from attnrank.profiles import PROFILES, resolve_config
+
+    intro = ("# Intro\n\nQuick trains {attnrank-setting}`quick.max_steps` steps and masks "
+             "{attnrank-setting}`quick.mlm_probability:.0%` of the tokens.\n\n"
+             "```{attnrank-profiles}\n```\n\n```{attnrank-build-log}\n```\n")
+    env = make_book(tmp_path, execute="off", intro=intro, notebook=_notebook("x = 1", "# Notebook"))
+    result = build(tmp_path, env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    page = lambda: re.sub(r"<[^>]+>", " ", (tmp_path / "book" / "_build" / "html" / "intro.html").read_text())
+    quick = resolve_config("bert", "quick")
+    text = " ".join(page().split())
+    assert f"Quick trains {quick.max_steps} steps and masks {quick.mlm_probability:.0%} of the tokens" in text
+    for p in PROFILES:
+        c = resolve_config("gpt2", p)
+        assert f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens" in text
+        assert f"{c.max_steps} steps of {c.batch_size} sequences" in text
+    assert "No build has been logged yet" in text
+
+    result = build(tmp_path, env)
+    assert result.returncode == 0
+    text = " ".join(page().split())
+    assert "No build has been logged yet" not in text
+    assert re.search(r"started seconds profile runs_trained training_seconds status \S+ [\d.]+ ci 0 0.0 ok", text), text
