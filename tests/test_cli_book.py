@@ -57,6 +57,23 @@ def test_verdict_must_be_one_of_three():
         book.verdict("x", "probably", "no")
 
 
+def test_verdict_by_measure_glues_every_measure_and_checks_names(monkeypatch):
+    """A verdict's status under every rank measure is glued as ``{name}_status__{measure}``."""
+    from attnrank.rank import MEASURES
+
+    glued = {}
+    monkeypatch.setattr(book, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
+    book.verdict("x", "supported", "fine", by_measure={"effective_rank": "not supported"})
+    assert glued["x_status__effective_rank"] == "not supported"
+    assert {k for k in glued if "__" in k} == {f"x_status__{m}" for m in MEASURES}
+    assert glued["x_status__rank_rtol_1e-2"] == "n/a"
+    with pytest.raises(ConfigError) as e:
+        book.verdict("x", "supported", "fine", by_measure={"rank_bogus": "supported"})
+    assert e.value.param == "by_measure"
+    with pytest.raises(ConfigError):
+        book.verdict("x", "supported", "fine", by_measure={"effective_rank": "maybe"})
+
+
 def test_slope_per_doubling_recovers_a_known_slope_and_bootstraps_groups():
     import numpy as np
     import pandas as pd

@@ -267,13 +267,37 @@ def show(fig, data: pd.DataFrame, name: str, caption: str) -> None:
     display(HTML(f"<p><b>Figure {_figure_counter['n']}.</b> {html.escape(caption)}<br/>{_csv_link(data, name)}</p>"))
 
 
-def verdict(name: str, status: str, summary: str) -> str:
+def verdict(name: str, status: str, summary: str, *, by_measure: dict[str, str] | None = None) -> str:
     """Glue a chapter's verdict: ``{name}_status`` (one of :data:`VERDICTS`) and ``{name}_summary``.
 
+    Args:
+        name: the verdict's glue prefix (for example ``"dynamics"``).
+        status: the verdict on the primary rank measure, one of :data:`VERDICTS`.
+        summary: one or two sentences with the effect size, its interval and n.
+        by_measure: for a verdict computed from a rank measure, the same pre-registered
+            rule applied with every measure of :data:`attnrank.rank.MEASURES`
+            (``{measure: status}``); each is glued as ``{name}_status__{measure}``, so that
+            a table can show which verdicts are robust to the choice of measure. Measures
+            missing from the dict are glued as ``"n/a"``.
+
     Returns a one-line Markdown rendering, also displayed in the notebook.
+
+    Raises:
+        ConfigError: naming ``status`` or ``by_measure`` for a status outside
+        :data:`VERDICTS` or an unknown measure.
     """
+    from .rank import MEASURES
+
     if status not in VERDICTS:
         raise ConfigError("status", f"got {status!r}; allowed values: {', '.join(VERDICTS)}")
+    if by_measure is not None:
+        unknown = sorted(set(by_measure) - set(MEASURES))
+        bad = sorted(v for v in by_measure.values() if v not in VERDICTS)
+        if unknown or bad:
+            raise ConfigError("by_measure", f"got measures {unknown} / statuses {bad}; allowed measures: "
+                              f"{', '.join(MEASURES)}; allowed statuses: {', '.join(VERDICTS)}")
+        for m in MEASURES:
+            glue(f"{name}_status__{m}", by_measure.get(m, "n/a"))
     glue(f"{name}_status", status)
     glue(f"{name}_summary", summary)
     try:
