@@ -426,6 +426,8 @@ def _load_hf(source: _Source) -> tuple[list[str], list[str]]:
 
     dataset = source.dataset
     root = Path(source.name) if source.kind == "local" else None
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # errors stay on one line; loading a corpus is quick
     try:
         if root is not None:
             # a private, temporary datasets cache: datasets keys its own cache of local files by
@@ -438,6 +440,9 @@ def _load_hf(source: _Source) -> tuple[list[str], list[str]]:
         raise
     except Exception as exc:  # offline, unknown name, unreadable file, ...
         raise _unavailable(dataset, exc, local=root is not None, root=root) from exc
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
     return _split_texts(ds, dataset)
 
 
