@@ -301,3 +301,102 @@ def test_tokenizer_training_is_deterministic(tmp_path, monkeypatch):
             (path,) = (tmp_path / f"data{i}" / "tokenizers").glob(f"*-{arch}-*.json")
             files[arch].add(path.read_bytes())
     assert len(files["bert"]) == 1 and len(files["gpt2"]) == 1
+
+
+# ----------------------------------------------------------------------------- ATTNRANK_DATA
+def _cli_in(env_data, args, *, read_only=False, code=None):
+    """Run ``attnrank ARGS`` (or python ``code``) in a child with ``ATTNRANK_DATA=env_data``.
+
+    With ``read_only``, ``env_data`` is made read-only for the child only: a read-only bind
+    mount in a private mount namespace when running as root (root ignores permission
+    bits), else permission bits.
+    """
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "attnrank", *args]
+    env = {**os.environ, "ATTNRANK_DATA": str(env_data)}
+    env.pop("ATTNRANK_RUNS", None)
+    if read_only and os.geteuid() == 0:
+        if not shutil.which("unshare"):
+            pytest.skip("needs unshare to make a read-only folder as root")
+        mount = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
+        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data), "true"],
+                               capture_output=True)
+        if probe.returncode:
+            pytest.skip(f"cannot mount read-only here: {probe.stderr.decode().strip()}")
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data), *cmd]
+    elif read_only:
+        for folder, dirs, _ in os.walk(env_data):
+            os.chmod(folder, 0o555)
+    try:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        if read_only and os.geteuid() != 0:
+            for folder, dirs, _ in os.walk(env_data):
+                os.chmod(folder, 0o755)
+
+
+@pytest.mark.parametrize("kind", ["file", "proc", "proc-child", "read-only"])
+def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, monkeypatch, capsys):
+    """Guarantee "bad input fails first": ATTNRANK_DATA that is a file, under /proc or read-only."""
+    from attnrank.cli import main
+
+    path = {"file": tmp_path / "file", "proc": "/proc", "proc-child": "/proc/attnrank-data",
+            "read-only": tmp_path / "ro"}[kind]
+    argv = ["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]
+    if kind == "read-only":  # in a child process, where the folder is made read-only
+        path.mkdir()
+        out = _cli_in(path, argv, read_only=True)
+        code, err = out.returncode, out.stderr.strip()
+    else:
+        if kind == "file":
+            path.write_text("not a folder")
+        monkeypatch.setenv("ATTNRANK_DATA", str(path))
+        monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
+        monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+        code, err = main(argv), capsys.readouterr().err.strip()
+    assert code == 2, err[-2000:]
+    assert err.startswith("attnrank: error: ATTNRANK_DATA:") and str(path) in err and "\n" not in err
+    assert ("is not a folder" if kind == "file" else "is not a writable folder") in err
+
+
+def test_data_dir_checks_before_any_work(tmp_path, monkeypatch):
+    """Guarantee "bad input fails first": the data folder is checked before anything is trained."""
+    from attnrank import store
+
+    monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "file"))
+    monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(ConfigError) as e:
+        store.run(arch="gpt2", profile="ci")
+    assert e.value.param == "ATTNRANK_DATA"
+    monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "new" / "data"))  # a new folder is created
+    assert data.data_dir() == tmp_path / "new" / "data" and data.data_dir().is_dir()
+
+
+def test_read_only_data_folder_serves_what_it_holds(tmp_path, monkeypatch):
+    """Guarantee "bad input fails first": a read-only data folder serves cached tokenizers and blocks."""
+    corpus = _write_corpus(tmp_path / "corpus")
+    store = tmp_path / "data"
+    monkeypatch.setenv("ATTNRANK_DATA", str(store))
+    expected = data.token_blocks("gpt2", f"hf:{corpus}", 300, 16)[0]
+    np.save(tmp_path / "expected.npy", expected)
+    code = f"""
+import numpy as np
+from attnrank import data
+from attnrank.errors import ConfigError
+train = data.token_blocks("gpt2", "hf:{corpus}", 300, 16)[0]
+assert np.array_equal(train, np.load("{tmp_path / 'expected.npy'}"))
+try:
+    data.token_blocks("gpt2", "hf:{corpus}", 300, 24)
+except ConfigError as e:
+    print("ERROR", e)
+"""
+    out = _cli_in(store, [], read_only=True, code=code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = out.stdout.strip()
+    assert line.startswith("ERROR ATTNRANK_DATA:") and "is not a writable folder" in line and "token blocks" in line
