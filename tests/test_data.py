@@ -400,3 +400,32 @@ except ConfigError as e:
     assert out.returncode == 0, out.stderr[-3000:]
     line = out.stdout.strip()
     assert line.startswith("ERROR ATTNRANK_DATA:") and "is not a writable folder" in line and "token blocks" in line
+
+
+@pytest.mark.slow
+def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatch):
+    """Guarantee "determinism on CPU": BERT and GPT-2 ci runs from two empty data folders
+    (tokenizers, token blocks and runs all built anew) have the same keys, every table and
+    the weights bit for bit."""
+    import pandas as pd
+
+    from attnrank import store
+
+    monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
+    runs = {}
+    for folder in ("one", "two"):
+        monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / folder))
+        runs[folder] = {arch: store.run(arch=arch, profile="ci") for arch in ("bert", "gpt2")}
+        assert all(r.fresh for r in runs[folder].values())
+    for arch in ("bert", "gpt2"):
+        a, b = runs["one"][arch], runs["two"][arch]
+        assert a.key == b.key and a.path.parent.parent != b.path.parent.parent
+        for name in ("train_log", "eval_log", "ranks", "rank_summary"):
+            pd.testing.assert_frame_equal(a.table(name), b.table(name), check_exact=True)
+        assert (a.path / "model.safetensors").read_bytes() == (b.path / "model.safetensors").read_bytes()
+        for key in ("initial_val_loss", "final_val_loss", "initial_rank", "final_rank", "vocab_size", "steps"):
+            assert a.summary[key] == b.summary[key]
+    for sub, pattern in (("tokenizers", "*.json"), ("cache", "*.npy")):
+        one = {p.name: p.read_bytes() for p in (tmp_path / "one" / sub).glob(pattern)}
+        two = {p.name: p.read_bytes() for p in (tmp_path / "two" / sub).glob(pattern)}
+        assert one == two and len(one) >= 2

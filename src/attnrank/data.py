@@ -85,11 +85,11 @@ def data_dir(*, write: bool = True) -> Path:
 
     Args:
         write: check that the folder can be written (creating it if needed). With
-            ``write=False`` only a folder that exists and is not a folder is refused, so
+            ``write=False`` only a path that exists but is not a folder is refused, so
             that tokenizers and token blocks already cached in a read-only folder are
-            still served (building a missing one then raises :class:`ConfigError`); the
-            run store under it needs a writable folder (set ``ATTNRANK_RUNS`` to read a
-            store on read-only media).
+            still read (building a missing one then raises :class:`ConfigError`). The run
+            store, ``data/runs`` unless ``ATTNRANK_RUNS`` is set, asks for a writable
+            data folder.
 
     Raises:
         ConfigError: naming ``ATTNRANK_DATA``, when the path is a file, or (with
@@ -408,16 +408,17 @@ def _split_texts(ds, dataset: str) -> tuple[list[str], list[str]]:
         return [t for t in ds[split][column] if isinstance(t, str) and t.strip()]
 
     train = texts("train")
+    if not train:
+        raise DatasetUnavailable("dataset", f"{dataset!r} holds too little text: no text in column {column!r} of its training split")
     val_split = next((s for s in ("validation", "valid", "test") if s in ds and column in ds[s].column_names), None)
     val = texts(val_split) if val_split else []
     if not val:  # deterministic 95/5 split
+        if len(train) < 2:
+            raise DatasetUnavailable(
+                "dataset", f"{dataset!r} holds too little text: one document and no validation split"
+            )
         cut = max(1, len(train) // 20)
         train, val = train[cut:], train[:cut]
-    if not train:
-        raise DatasetUnavailable(
-            "dataset", f"{dataset!r} holds too little text: column {column!r} of its training split has "
-            f"{len(train) + (len(val) if not val_split else 0)} non-empty documents"
-        )
     return train, val
 
 
