@@ -429,3 +429,26 @@ def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatc
         one = {p.name: p.read_bytes() for p in (tmp_path / "one" / sub).glob(pattern)}
         two = {p.name: p.read_bytes() for p in (tmp_path / "two" / sub).glob(pattern)}
         assert one == two and len(one) >= 2
+
+
+def test_offline_hint_only_for_network_failures():
+    """Guarantee "bad input fails first": the hub is blamed only when it could not be reached."""
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    try:
+        try:
+            raise OfflineModeIsEnabled("offline")
+        except OfflineModeIsEnabled as inner:
+            raise ConnectionError("Couldn't reach 'x/y' on the Hub") from inner
+    except ConnectionError as exc:
+        network = data._unavailable("hf:x/y", exc, local=False)
+    assert "hub is not reachable" in str(network) and "'shakespeare'" in str(network)
+    try:
+        try:
+            raise KeyError("split")
+        except KeyError as inner:
+            raise ValueError("bad config") from inner
+    except ValueError as exc:
+        other = data._unavailable("hf:x/y", exc, local=False)
+    assert "hub" not in str(other) and "ValueError: bad config; caused by KeyError: 'split'" in str(other)
+    assert "hub" not in str(data._unavailable("hf:/a", ConnectionError("disk"), local=True))
