@@ -223,7 +223,10 @@ def _resolve(dataset: str) -> _Source:
     desc: dict = {"name": name, "config": config, "datasets": datasets.__version__}
     if local:
         root = Path(name)
-        desc["files"] = [(p.relative_to(root).as_posix(), _file_digest(p)) for p in _local_files(root)]
+        try:
+            desc["files"] = [(p.relative_to(root).as_posix(), _file_digest(p)) for p in _local_files(root)]
+        except OSError as exc:
+            raise DatasetUnavailable("dataset", f"{dataset!r} cannot be read: {exc}") from exc
     else:
         try:
             builder = datasets.load_dataset_builder(name, config)
@@ -248,8 +251,8 @@ def dataset_fingerprint(dataset: str) -> str:
       config id; this needs the hub or the ``datasets`` cache.
 
     Raises:
-        ConfigError: for a malformed name. DatasetUnavailable: for a hub dataset that
-        cannot be resolved (offline and not cached).
+        ConfigError: for a malformed name. DatasetUnavailable: for a local file that
+        cannot be read, or a hub dataset that cannot be resolved (offline and not cached).
     """
     return _resolve(dataset).fingerprint
 
@@ -518,21 +521,26 @@ def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
     The BPE trainer behind WordPiece numbers the continuation tokens (``##e``) in the
     iteration order of a hash map, which changes from process to process; those ids also
     break ties between equally frequent merges. They are therefore registered first, in
-    sorted order, as trainer special tokens, and then demoted to plain vocabulary entries.
-    Byte-level BPE has no continuation tokens and a sorted alphabet.
+    sorted order, as trainer special tokens, and then demoted to plain vocabulary entries;
+    the alphabet is never cut (all characters of the text are kept). Byte-level BPE has no
+    continuation tokens and a sorted alphabet of 256 bytes.
     """
     from tokenizers import ByteLevelBPETokenizer, BertWordPieceTokenizer, Tokenizer
 
     if arch == "bert":
         tok = BertWordPieceTokenizer(lowercase=True)
         normalizer, pre_tokenizer = tok._tokenizer.normalizer, tok._tokenizer.pre_tokenizer
-        chars: set[str] = set()
-        for text in texts:  # the characters that appear inside a word, as the trainer sees them
+        alphabet: set[str] = set()
+        inner: set[str] = set()
+        for text in texts:  # characters as the trainer sees them: all, and those inside a word
             for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)):
-                chars.update(word[1:])
-        continuation = [f"##{c}" for c in sorted(chars)]
+                alphabet.update(word)
+                inner.update(word[1:])
+        continuation = [f"##{c}" for c in sorted(inner)]
+        # the whole alphabet is kept: dropping the rarest characters beyond a limit would
+        # break ties between equally rare ones in hash-map order too
         tok.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                special_tokens=_BERT_SPECIALS + continuation)
+                                special_tokens=_BERT_SPECIALS + continuation, limit_alphabet=max(1000, len(alphabet)))
         state = json.loads(tok._tokenizer.to_str())
         state["added_tokens"] = [t for t in state["added_tokens"] if t["content"] in _BERT_SPECIALS]
         return Tokenizer.from_str(json.dumps(state))
