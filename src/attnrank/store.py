@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from filelock import FileLock
 
-from .data import data_dir, dataset_fingerprint
+from .data import data_dir
 from .profiles import RunConfig, resolve_config
 
 __all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "load_table", "sweep", "runs_dir"]
@@ -61,6 +61,8 @@ def code_hash() -> str:
 
 def run_key(cfg: RunConfig) -> str:
     """Key of a run: hash of the resolved config, :func:`code_hash` and the dataset's content (16 hex digits)."""
+    from .data import dataset_fingerprint
+
     payload = json.dumps(cfg.to_dict(), sort_keys=True) + code_hash() + dataset_fingerprint(cfg.dataset)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
