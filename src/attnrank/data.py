@@ -114,7 +114,8 @@ def _check_writable(root: Path, needed: str | None = None) -> None:
         held = f" and does not hold {needed}" if needed else ""
         raise ConfigError(
             "ATTNRANK_DATA",
-            f"{str(root)!r} is not a writable folder ({exc.strerror or exc}){held}; set ATTNRANK_DATA to a writable folder",
+            f"{str(root)!r} is not a writable folder ({exc.strerror or exc}){held}; "
+            "set ATTNRANK_DATA to a writable folder",
         ) from None
 
 
@@ -380,7 +381,9 @@ def _unavailable(dataset: str, exc: BaseException, *, local: bool, root: Path | 
     """A one-line :class:`DatasetUnavailable` naming the real cause of a failed load."""
     if not local and _is_network_error(exc):
         offline = os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1"
-        why = "the Hugging Face hub is not reachable" + (" (offline: HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set)" if offline else "")
+        why = "the Hugging Face hub is not reachable"
+        if offline:
+            why += " (offline: HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set)"
         return DatasetUnavailable(
             "dataset", f"{dataset!r} could not be loaded ({why}); the offline default is dataset={OFFLINE_DEFAULT!r}"
         )
@@ -412,7 +415,9 @@ def _split_texts(ds, dataset: str) -> tuple[list[str], list[str]]:
 
     train = texts("train")
     if not train:
-        raise DatasetUnavailable("dataset", f"{dataset!r} holds too little text: no text in column {column!r} of its training split")
+        raise DatasetUnavailable(
+            "dataset", f"{dataset!r} holds too little text: no text in column {column!r} of its training split"
+        )
     val_split = next((s for s in ("validation", "valid", "test") if s in ds and column in ds[s].column_names), None)
     val = texts(val_split) if val_split else []
     if not val:  # deterministic 95/5 split
