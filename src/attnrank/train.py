@@ -158,7 +158,9 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
     model = build_model(
         cfg.arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads, tau=cfg.tau,
         max_len=cfg.max_len, vocab_size=len(tokenizer), dropout=cfg.dropout, seed=cfg.seed,
-        pad_token_id=tokenizer.pad_token_id,
+        # GPT-2's tokenizer has no padding token (its batches are never padded); its model
+        # config names <|endoftext|> as bos/eos, and as the pad id that no loss or collator uses
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
     )
     cuda = torch.cuda.is_available()
     if cuda:
