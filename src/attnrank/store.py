@@ -139,8 +139,10 @@ def code_hash() -> str:
 
 
 def run_key(cfg: RunConfig) -> str:
-    """Key of a run: hash of the resolved config and :func:`code_hash` (16 hex digits)."""
-    payload = json.dumps(cfg.to_dict(), sort_keys=True) + code_hash()
+    """Key of a run: hash of the resolved config, :func:`code_hash` and the dataset's content (16 hex digits)."""
+    from .data import dataset_fingerprint
+
+    payload = json.dumps(cfg.to_dict(), sort_keys=True) + code_hash() + dataset_fingerprint(cfg.dataset)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 import psutil
 import torch
-from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments
+from transformers import (
+    DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, default_data_collator,
+)
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import logging as hf_logging
 
@@ -38,14 +40,17 @@ def device_name() -> str:
 
 
 class _Blocks(torch.utils.data.Dataset):
-    def __init__(self, blocks: np.ndarray):
-        self.blocks = torch.from_numpy(blocks)
+    """Token blocks as examples; with ``labels``, each block is also its own target sequence
+    (causal LM: the model shifts the labels, so every next token is a target)."""
+
+    def __init__(self, blocks: np.ndarray, labels: bool = False):
+        self.blocks, self.labels = torch.from_numpy(blocks), labels
 
     def __len__(self) -> int:
         return len(self.blocks)
 
     def __getitem__(self, i: int) -> dict:
-        return {"input_ids": self.blocks[i]}
+        return {"input_ids": self.blocks[i], "labels": self.blocks[i]} if self.labels else {"input_ids": self.blocks[i]}
 
 
 @dataclass
@@ -108,27 +113,38 @@ class RankCallback(TrainerCallback):
 
 
 def prepare_data(cfg: RunConfig):
-    """Token blocks, tokenizer, collator, fixed probe ids and fixed validation batches for ``cfg``."""
+    """Token blocks, tokenizer, collator, fixed probe ids and fixed validation batches for ``cfg``.
+
+    Returns ``(dataset, tokenizer, collator, probe_ids [probe_size, max_len], val_batches)``.
+    BERT batches come from the masked-LM collator (``labels`` is -100 except at the
+    masked positions). GPT-2 blocks are never padded, so every next token is a target:
+    each example carries ``labels`` equal to its ``input_ids`` and is batched by the stock
+    ``default_data_collator`` (no label is -100; end-of-text tokens between documents are
+    targets like any other token).
+    """
     from .data import token_blocks
 
     train, val, tokenizer = token_blocks(
         cfg.arch, cfg.dataset, cfg.vocab_size, cfg.max_len, min_train=cfg.batch_size, min_val=2
     )
-    collator = DataCollatorForLanguageModeling(
-        tokenizer, mlm=cfg.arch == "bert", mlm_probability=cfg.mlm_probability
+    mlm = cfg.arch == "bert"
+    collator = (
+        DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=cfg.mlm_probability)
+        if mlm else default_data_collator
     )
     # probe and validation blocks are spread evenly over the validation plays
     probe_idx = np.linspace(0, len(val) - 1, min(cfg.probe_size, len(val))).round().astype(int)
     val_idx = np.linspace(0, len(val) - 1, min(cfg.val_blocks, len(val))).round().astype(int)
     probe_ids = torch.from_numpy(val[probe_idx])
+    val_examples = _Blocks(val[val_idx], labels=not mlm)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(10_000)  # the same masked validation tokens at every probe and in every run
         val_batches = [
-            collator([{"input_ids": torch.from_numpy(row)} for row in val[val_idx[i : i + 64]]])
-            for i in range(0, len(val_idx), 64)
+            collator([val_examples[j] for j in range(i, min(i + 64, len(val_examples)))])
+            for i in range(0, len(val_examples), 64)
         ]
     val_batches = [{k: v for k, v in b.items() if k in ("input_ids", "labels", "attention_mask")} for b in val_batches]
-    return _Blocks(train), tokenizer, collator, probe_ids, val_batches
+    return _Blocks(train, labels=not mlm), tokenizer, collator, probe_ids, val_batches
 
 
 def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = True, keep_model: bool = True) -> TrainResult:
@@ -142,7 +158,9 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
     model = build_model(
         cfg.arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads, tau=cfg.tau,
         max_len=cfg.max_len, vocab_size=len(tokenizer), dropout=cfg.dropout, seed=cfg.seed,
-        pad_token_id=tokenizer.pad_token_id,
+        # GPT-2's tokenizer has no padding token (its batches are never padded); its model
+        # config names <|endoftext|> as bos/eos, and as the pad id that no loss or collator uses
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
     )
     cuda = torch.cuda.is_available()
     if cuda:
