@@ -145,3 +145,29 @@ def test_invalid_config_fails_before_training(runs, monkeypatch):
         store.run(arch="gpt2", profile="ci", learning_rte=1e-3)
     assert e.value.param == "learning_rte"
     assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_equal_weights_give_byte_identical_files(tmp_path):
+    """README, "Determinism on CPU": a model's weight file (and so its checksum in the run's
+    marker) is the same bytes every time it is written; tied embeddings are stored once and
+    re-tied on loading."""
+    import torch
+    from safetensors.torch import load_file
+
+    from attnrank.models import build_model
+    from attnrank.store import save_weights
+
+    for arch in ("bert", "gpt2"):
+        model = build_model(arch, hidden_size=32, num_layers=1, num_heads=2, tau=1.0, max_len=16,
+                            vocab_size=64, dropout=0.0, seed=0, pad_token_id=0)
+        files = [tmp_path / f"{arch}-{i}.safetensors" for i in range(6)]
+        for f in files:
+            save_weights(model, f)
+        assert len({f.read_bytes() for f in files}) == 1
+        state = load_file(str(files[0]))
+        assert len(state) < len(model.state_dict())  # the tied output embedding is stored once
+        fresh = build_model(arch, hidden_size=32, num_layers=1, num_heads=2, tau=1.0, max_len=16,
+                            vocab_size=64, dropout=0.0, seed=1, pad_token_id=0)
+        fresh.load_state_dict(state, strict=False)
+        for name, t in model.state_dict().items():
+            assert torch.equal(fresh.state_dict()[name], t), name

@@ -284,9 +284,28 @@ def _install(tmp: Path, final: Path) -> None:
     _remove(aside)
 
 
-def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
-    from safetensors.torch import save_model
+def save_weights(model, path: Path) -> None:
+    """Write ``model``'s weights to ``path`` with ``safetensors``, byte-identical for equal weights.
 
+    Tied tensors (the output embeddings of BERT and GPT-2 share the input embeddings) are
+    stored once, under their first name in ``state_dict`` order; the file's metadata is only
+    ``{"format": "pt"}``. (``safetensors.torch.save_model`` records the dropped names in
+    metadata whose order changes from one save to the next, so equal models gave files with
+    different bytes and checksums.) :meth:`Run.load_model` re-ties them.
+    """
+    from safetensors.torch import save_file
+
+    state, seen = {}, set()
+    for name, t in model.state_dict().items():
+        view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+        if view in seen:
+            continue
+        seen.add(view)
+        state[name] = t.contiguous()
+    save_file(state, str(path), metadata={"format": "pt"})
+
+
+def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
     tmp.mkdir(parents=True)
     (tmp / "config.json").write_text(json.dumps({**cfg.to_dict(), "head_dim": cfg.head_dim}, indent=2, sort_keys=True))
     result.train_log.to_csv(tmp / "train_log.csv", index=False)
@@ -295,7 +314,7 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
     result.rank_summary.to_csv(tmp / "rank_summary.csv", index=False)
     summary = {**result.summary, "key": key, "code_hash": code_hash(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     if result.model is not None:
-        save_model(result.model, str(tmp / "model.safetensors"))
+        save_weights(result.model, tmp / "model.safetensors")
         summary["vocab_size"] = result.model.config.vocab_size
         summary["pad_token_id"] = result.model.config.pad_token_id
     (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
