@@ -9,6 +9,12 @@ A profile is a set of defaults; a run is a profile plus plain overrides (nanoGPT
 
 ``profile="auto"`` picks ``paper`` on CUDA and ``quick`` otherwise; the environment
 variable ``ATTNRANK_PROFILE`` overrides ``auto``.
+
+Every run trains on a fixed number of torch threads, ``threads`` (1 and 2 threads give
+different bits, so the thread count is part of the run's key). Its default is 1 in every
+profile: on a busy 2-core machine a ``ci`` run took 1-3 s on one thread and 10-50 s on
+two, and a pool of single-thread runs fills the cores (``attnrank sweep``). The
+environment variable ``ATTNRANK_THREADS`` changes the default for every run.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ class RunConfig:
     val_blocks: int = 64
     log_every: int = 10
     mlm_probability: float = 0.15
+    #: torch threads (intra-op) of the run; set by training and restored after it
+    threads: int = 1
 
     @property
     def head_dim(self) -> int:
@@ -101,6 +109,16 @@ def profile_defaults(profile: str = "auto") -> dict:
     return dict(_PROFILE_DEFAULTS[resolve_profile(profile)])
 
 
+def _default_threads() -> int:
+    """``ATTNRANK_THREADS`` if set (validated), else 1."""
+    env = os.environ.get("ATTNRANK_THREADS")
+    if not env:
+        return 1
+    if not env.isdigit() or int(env) < 1:
+        raise ConfigError("ATTNRANK_THREADS", f"got {env!r}; expected an integer >= 1")
+    return int(env)
+
+
 def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = None, **overrides) -> RunConfig:
     """Resolve ``profile`` defaults plus ``overrides`` into a validated :class:`RunConfig`.
 
@@ -130,6 +148,7 @@ def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = N
     values["max_len"] = check_positive_int("max_len", values["max_len"], low=8)
     values["seed"] = check_positive_int("seed", values.get("seed", 0), low=0)
     values["warmup_steps"] = check_positive_int("warmup_steps", values["warmup_steps"], low=0)
+    values["threads"] = check_positive_int("threads", values["threads"] if "threads" in values else _default_threads())
     values["learning_rate"] = check_positive_float("learning_rate", values["learning_rate"])
     if not 0.0 <= float(values.get("dropout", 0.1)) < 1.0:
         raise ConfigError("dropout", f"got {values['dropout']!r}; allowed range is [0, 1)")
