@@ -6,6 +6,10 @@ start-up this extension compares a hash of the library with the one stored besid
 execution cache and clears the cache when they differ. An unchanged build reuses every
 executed notebook; a changed library re-executes every chapter (the run store then
 retrains only the runs whose result-determining code changed).
+
+Before any chapter executes, the extension trains every run of the chapters in the toc
+for the resolved profile (:func:`attnrank.grid.sweep` on a local process pool by default,
+with a progress bar in the terminal), so no chapter cell trains for minutes in silence.
 """
 
 from __future__ import annotations
@@ -102,11 +106,60 @@ def _always_reread(app, env, added, changed, removed):
     return [d for d in app.config.attnrank_always_reread if d in env.found_docs]
 
 
+def _toc_chapters(srcdir) -> list[str]:
+    """The ``file:`` entries of the book's ``_toc.yml`` (``root`` first)."""
+    import yaml
+
+    toc = yaml.safe_load((Path(srcdir) / "_toc.yml").read_text())
+    files = [toc["root"]] if toc.get("root") else []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return files
+
+
+def _sweep_up_front(app, config) -> None:
+    """Train every run of the toc's chapters before any chapter executes, with a progress bar.
+
+    The executor is ``attnrank_sweep`` (``process`` by default, ``serial``, ``ray`` or
+    ``off``); ``$ATTNRANK_SWEEP`` overrides it. A chapter whose papermill parameters ask
+    for other runs trains those itself.
+    """
+    import os
+
+    from . import grid
+    from .experiments import CHAPTERS, book_runs
+    from .profiles import resolve_profile
+
+    executor = os.environ.get("ATTNRANK_SWEEP") or getattr(config, "attnrank_sweep", "process")
+    if executor == "off":
+        return
+    names = [c.removeprefix("chapters/") for c in _toc_chapters(app.srcdir)]
+    profile = resolve_profile("auto")
+    configs = book_runs(profile, [n for n in names if n in CHAPTERS])
+    grid.sweep(configs, executor=executor, progress=True, desc=f"{profile} runs")
+
+
+def _sweep_up_front_app(app) -> None:
+    _sweep_up_front(app, app.config)
+
+
 def setup(app):
     _unshadow_latex_codec()
     app.add_config_value("attnrank_always_reread", ["chapters/reproducibility"], "env")
     app.connect("env-get-outdated", _always_reread)
     app.connect("config-inited", _check_cache, priority=100)
     app.connect("config-inited", _start_clock, priority=101)
+    app.add_config_value("attnrank_sweep", "process", "env")
+    app.connect("builder-inited", _sweep_up_front_app)
     app.connect("build-finished", _log_build)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
