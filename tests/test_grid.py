@@ -120,6 +120,11 @@ def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
     ta, tb = _tables(a), _tables(b)
     for k in ta:
         pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=True)
+    # a Ray worker with other code stops before training
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "ray-mismatch"))
+    with pytest.raises(grid.CodeMismatch, match="code hash"):
+        grid.sweep(configs, executor="ray", address="local", workers=2, code_hash="0" * 16, progress=False)
+    assert not (tmp_path / "ray-mismatch").exists() or not list((tmp_path / "ray-mismatch").iterdir())
 
 
 def test_thread_count_is_applied_restored_recorded_and_keyed(runs, monkeypatch):

@@ -228,7 +228,8 @@ def sweep(
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
-    keys = list(table.key)
+    # a worker's key, where it trained: on a cluster its device type may differ from the driver's
+    keys = [results.get(i, {}).get("key") or table.key[i] for i in range(len(configs))]
     df = store.load_runs(keys=set(keys))
     order = {k: i for i, k in enumerate(keys)}
     df = df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
