@@ -182,6 +182,18 @@ def test_probe_ignores_bf16_autocast():
             assert torch.is_autocast_enabled("cpu")  # restored on exit
         assert vars(wrapped)["forward"] is autocast_forward
         assert probs.dtype == torch.float32
+        # TF32 matmuls are off inside the probe and restored after it
+        seen = []
+        hook = wrapped.register_forward_pre_hook(lambda *a: seen.append(torch.backends.cuda.matmul.allow_tf32))
+        old_tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            RankProbe(ids[:2], val_batches[:1])(wrapped, 0)
+            assert torch.backends.cuda.matmul.allow_tf32 is True
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old_tf32
+            hook.remove()
+        assert seen and not any(seen)
         assert (probs - ref_probs).abs().max().item() <= 1e-6
         for k in ref:
             assert got[k] == pytest.approx(ref[k], abs=1e-6), (arch, k)

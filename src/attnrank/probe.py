@@ -153,17 +153,23 @@ class RankProbe:
         self.timing = {"forward": 0.0, "svd": 0.0, "bookkeeping": 0.0, "validation": 0.0}
 
     def validation_loss(self, model: torch.nn.Module) -> float:
-        """Token-weighted mean cross-entropy (nats) on the fixed validation batches."""
+        """Token-weighted mean cross-entropy (nats) on the fixed validation batches.
+
+        Batches are evaluated ``chunk_size`` sequences at a time, so the logits held at once
+        are ``chunk_size x n x vocab`` floats.
+        """
         device = next(model.parameters()).device
         total, count = 0.0, 0
         with evaluation_mode(model):
-            for batch in self.val_batches:
-                batch = {k: v.to(device) for k, v in batch.items()}
-                loss = model(**batch).loss.float().item()
-                labels = batch["labels"]
-                n = int((labels[..., 1:] != -100).sum()) if not _is_mlm(model) else int((labels != -100).sum())
-                total += loss * n
-                count += n
+            for full in self.val_batches:
+                for i in range(0, len(full["input_ids"]), self.chunk_size):
+                    batch = {k: v[i : i + self.chunk_size].to(device) for k, v in full.items()}
+                    labels = batch["labels"]
+                    n = int((labels[..., 1:] != -100).sum()) if not _is_mlm(model) else int((labels != -100).sum())
+                    if n == 0:
+                        continue
+                    total += model(**batch).loss.float().item() * n
+                    count += n
         return total / max(count, 1)
 
     def __call__(self, model: torch.nn.Module, step: int) -> dict:
