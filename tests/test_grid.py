@@ -45,7 +45,7 @@ def _run_dirs(root: Path) -> list[Path]:
 
 
 def test_process_pool_and_serial_give_bit_identical_tables(tmp_path, monkeypatch):
-    """Tables are bit-identical between serial, process and ray at the same thread count (serial vs process)."""
+    """Guarantee "Same numbers on every executor": serial and process sweeps give bit-identical tables."""
     configs = _grid()
     out = {}
     for executor in ("serial", "process"):
@@ -65,7 +65,7 @@ def test_process_pool_and_serial_give_bit_identical_tables(tmp_path, monkeypatch
 
 
 def test_racing_workers_train_one_config_once(runs):
-    """Racing workers on one config train it once (the store's lock)."""
+    """Guarantee "Grid workers are checked and retried": racing workers train one config once."""
     cfg = resolve_config("gpt2", "ci", max_steps=30)
     df = grid.sweep([cfg, cfg], executor="process", workers=2, progress=False)
     assert df.attrs["sweep"]["trained"] == 1 and df.attrs["sweep"]["stored"] == 1
@@ -73,7 +73,7 @@ def test_racing_workers_train_one_config_once(runs):
 
 
 def test_code_hash_mismatch_fails_before_training(runs):
-    """The driver checks each worker's code hash before it trains."""
+    """Guarantee "Grid workers are checked and retried": a code-hash mismatch stops a worker before training."""
     configs = _grid()[:2]
     for executor in ("serial", "process"):
         with pytest.raises(grid.CodeMismatch, match="code hash"):
@@ -82,7 +82,7 @@ def test_code_hash_mismatch_fails_before_training(runs):
 
 
 def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
-    """A killed worker's run is retried in a new pool and leaves one valid run."""
+    """Guarantee "Grid workers are checked and retried": a killed worker's run is retried and leaves one valid run."""
     code = """
         from attnrank import grid
         from attnrank.profiles import resolve_config
@@ -109,7 +109,8 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
 
 
 def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
-    """Tables are bit-identical between serial, process and ray at the same thread count (serial vs ray)."""
+    """Guarantee "Same numbers on every executor": serial and ray sweeps give bit-identical tables; a Ray worker
+    with other code stops before training."""
     pytest.importorskip("ray")
     configs = _grid()[1::2]  # one BERT, one GPT-2
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "serial"))
@@ -128,7 +129,8 @@ def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
 
 
 def test_thread_count_is_applied_restored_recorded_and_keyed(runs, monkeypatch):
-    """The run key holds the thread count, precision, device type and world size; training applies and restores threads."""
+    """Guarantee "The run key holds every input of a result": thread count and precision change the key (and
+    retrain); training applies, restores and records the thread count, device type, precision and world size."""
     base = resolve_config("gpt2", "ci", max_steps=10)
     two = resolve_config("gpt2", "ci", max_steps=10, threads=2)
     assert base.threads == 1 and store.run_key(base) != store.run_key(two)
@@ -158,7 +160,8 @@ def test_thread_count_is_applied_restored_recorded_and_keyed(runs, monkeypatch):
 
 
 def test_probe_ignores_bf16_autocast():
-    """Probes and validation run in float32 without autocast, even under the Trainer's bf16 wrapper."""
+    """Guarantee "Probes in full precision": under the Trainer's bf16 autocast wrapper the probe equals the
+    float32 probe to 1e-6; TF32 is off inside the probe and restored."""
     from accelerate import Accelerator
 
     from attnrank.models import build_model
@@ -200,7 +203,7 @@ def test_probe_ignores_bf16_autocast():
 
 
 def test_one_gpu_per_run():
-    """One GPU per run: the Trainer would use DataParallel over every visible GPU."""
+    """Guarantee "Probes in full precision" (one GPU per run): never DataParallel over several visible GPUs."""
     from attnrank.train import _one_device
 
     class Args:
@@ -211,7 +214,7 @@ def test_one_gpu_per_run():
 
 
 def test_world_size_above_one_stops_before_the_lock(runs, monkeypatch, capsys):
-    """A multi-process launch (torchrun) stops at once with one line (exit 2)."""
+    """Guarantee "No deadlock under torchrun": WORLD_SIZE > 1 stops before the lock with one line (exit 2)."""
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["train", "--arch", "gpt2", "--profile", "ci"]) == 2
@@ -221,7 +224,8 @@ def test_world_size_above_one_stops_before_the_lock(runs, monkeypatch, capsys):
 
 
 def test_torchrun_stops_at_once(runs):
-    """torchrun --nproc_per_node=2 of a ci training exits with the message within a minute."""
+    """Guarantee "No deadlock under torchrun": torchrun --nproc_per_node=2 of a ci training exits with the
+    message within a minute."""
     torchrun = Path(sys.executable).with_name("torchrun")
     if not torchrun.exists():
         pytest.skip("torchrun not installed")
