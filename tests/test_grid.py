@@ -81,6 +81,25 @@ def test_code_hash_mismatch_fails_before_training(runs):
     assert not runs.exists() or not list(runs.iterdir())  # no run, no lock file: nothing started training
 
 
+def test_a_run_that_raises_is_reported_after_the_others(runs, monkeypatch, capsys):
+    """A run that raises does not stop the sweep; the sweep then raises naming it."""
+    good, bad = resolve_config("gpt2", "ci", max_steps=10), resolve_config("bert", "ci", max_steps=10)
+    real = store.run
+
+    def run(cfg, **kw):
+        if cfg.arch == "bert":
+            raise OSError("disk full")
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(store, "run", run)
+    with pytest.raises(RuntimeError, match="1 of 2 runs did not finish: bert tau=1 head_dim=16 seed=0: OSError: disk full"):
+        grid.sweep([bad, good], executor="serial")
+    assert "bert tau=1 head_dim=16 seed=0: error OSError: disk full" in capsys.readouterr().out
+    assert len(_run_dirs(runs)) == 1
+    with pytest.raises(RuntimeError, match="1 of 1 runs did not finish"):
+        grid.sweep([bad], executor="serial", progress=False)
+
+
 def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
     """Guarantee "Grid workers are checked and retried": a killed worker's run is retried and leaves one valid run."""
     code = """

@@ -232,7 +232,8 @@ def sweep(
     keys = [results.get(i, {}).get("key") or table.key[i] for i in range(len(configs))]
     df = store.load_runs(keys=set(keys))
     order = {k: i for i, k in enumerate(keys)}
-    df = df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
+    if len(df):
+        df = df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
     trained = sum(1 for r in results.values() if r["source"] == "trained")
     stats = {"executor": executor, "workers": workers, "threads": threads, "runs": len(configs), "trained": trained,
              "stored": len(configs) - trained - len(errors), "failed": int((df.status != "complete").sum()) if len(df) else 0,
