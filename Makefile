@@ -3,7 +3,7 @@ PY ?= .venv/bin/python
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup book book-ci test bench bench-quick sync check clean-book
+.PHONY: setup book book-ci sweep test bench bench-quick sync check clean-book
 
 setup:            ## virtual environment with the library, the book tools and the test tools
 	python3 -m venv .venv
@@ -14,6 +14,9 @@ book:             ## build the site into _build/html (profile "auto": quick on C
 
 book-ci:          ## build the site with the tiny ci profile
 	ATTNRANK_PROFILE=ci .venv/bin/jupyter-book build .
+
+sweep:            ## train the book's runs up front on a local process pool (the build does it too)
+	.venv/bin/attnrank sweep
 
 test:             ## the test suite (offline)
 	$(PY) -m pytest -q

@@ -35,7 +35,6 @@ import sys
 from importlib.metadata import version
 
 import pandas as pd
-import torch
 
 from attnrank import book, experiments, store
 
@@ -46,10 +45,11 @@ profile = book.setup(profile)
 # ## Environment
 #
 # The profile of this build is **{glue:text}`repro_profile`** on **{glue:text}`repro_device`**
-# with {glue:text}`repro_threads` CPU threads. Library code hash (part of every run's key):
+# with {glue:text}`repro_threads` torch thread(s) per run. Library code hash (part of every run's key):
 # {glue:text}`repro_code_hash`.
 
 # %%
+from attnrank.profiles import resolve_config
 from attnrank.train import device_name
 
 env = pd.DataFrame(
@@ -59,7 +59,7 @@ env = pd.DataFrame(
 )
 book.glue("repro_profile", profile)
 book.glue("repro_device", device_name())
-book.glue("repro_threads", torch.get_num_threads())
+book.glue("repro_threads", resolve_config("bert", profile).threads)  # part of every run's config
 book.glue("repro_code_hash", store.code_hash())
 env
 
@@ -69,13 +69,14 @@ env
 # The chapters on trained models share one sweep over temperature and head dimension
 # ({glue:text}`repro_n_runs` runs of the {glue:text}`repro_profile` profile). Each run's
 # folder under `data/runs/` holds its configuration, logs, rank tables, weights and its
-# training time; its key is a hash of the configuration and of the library code. The
-# training time of each build is in the build log below.
+# training time; its key is a hash of the configuration (thread count included), of the
+# library code, of the dataset's content and of the environment (device type, precision,
+# world size). The training time of each build is in the build log below.
 
 # %%
 runs = store.sweep(experiments.main_sweep(profile), progress=False)
 book.glue("repro_n_runs", len(runs))
-table = runs[["key", "arch", "tau", "head_dim", "num_heads", "seed", "status", "steps", "final_val_loss", "device"]]
+table = runs[["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]]
 table.round({"final_val_loss": 4})
 
 # %% [markdown]

@@ -17,7 +17,11 @@ Rows:
    measured peak of a large fp32 matrix product (bf16 on CUDA);
 5. start-up: seconds from launching ``attnrank train`` to the first training step, with
    tokenizer and token blocks cached;
-6. CUDA: the same rows on a GPU when one is present.
+6. CUDA: the same rows on a GPU when one is present;
+7. the grid (``--grid``, alone, several minutes): runs per hour of ``attnrank sweep``'s
+   local process pool (default workers, one thread per run) / a serial sweep of the same
+   runs on one thread, and / a serial sweep on two threads per run (the pre-pool way),
+   each into an empty temporary store.
 """
 
 from __future__ import annotations
@@ -225,6 +229,36 @@ def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
     return rows
 
 
+def grid_rows(profile: str = "quick", runs: int = 4) -> list[dict]:
+    """Row 7: runs/hour of the process pool against serial sweeps (see the module docstring)."""
+    import dataclasses
+
+    from . import grid
+    from .experiments import book_runs
+
+    grid_runs = book_runs(profile)
+    step = max(1, len(grid_runs) // runs)
+    configs = grid_runs[::step][:runs]  # spread over the grid: low and high temperatures, both archs
+    rates = {}
+    for name, executor, threads in (("process", "process", 1), ("serial", "serial", 1), ("serial2", "serial", 2)):
+        batch = [dataclasses.replace(c, threads=threads) for c in configs]
+        with tempfile.TemporaryDirectory() as tmp:
+            old = os.environ.get("ATTNRANK_RUNS")
+            os.environ["ATTNRANK_RUNS"] = tmp
+            try:
+                stats = grid.sweep(batch, executor=executor, progress=False).attrs["sweep"]
+            finally:
+                os.environ.pop("ATTNRANK_RUNS") if old is None else os.environ.__setitem__("ATTNRANK_RUNS", old)
+        rates[name] = stats["runs_per_hour"]
+        if name == "process":
+            workers = stats["workers"]
+    what = f"runs/hour of {runs} {profile} runs: process pool ({workers} workers x 1 thread) / serial on"
+    return [dict(row=7, arch="-", what=f"{what} 1 thread", a=rates["process"], b=rates["serial"],
+                 value=rates["process"] / rates["serial"], target=">= 1.6", ok=rates["process"] / rates["serial"] >= 1.6),
+            dict(row=7, arch="-", what=f"{what} 2 threads", a=rates["process"], b=rates["serial2"],
+                 value=rates["process"] / rates["serial2"], target="", ok=None)]
+
+
 def _print(rows: list[dict], header: str) -> None:
     print(header)
     print(f"{'row':<4}{'arch':<6}{'value':>10}  {'target':<14}{'ok':<6}what (A | B)")
@@ -238,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnrank.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="ci-sized models, fewer repetitions (under a minute)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant (after warm-up)")
+    parser.add_argument("--grid", type=int, nargs="?", const=4, default=None, metavar="RUNS",
+                        help="only row 7: process pool / serial runs per hour on RUNS (default 4) runs of the profile")
     args = parser.parse_args(argv)
     profile, reps, steps = ("ci", args.reps or 2, 12) if args.quick else ("quick", args.reps or 7, 40)
     import transformers
@@ -245,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     header = (f"attnrank.bench: profile {profile}, {reps} interleaved repetitions of {steps} steps\n"
               f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
               f"torch {torch.__version__}, transformers {transformers.__version__}")
+    if args.grid:
+        _print(grid_rows(profile, args.grid), header.splitlines()[1] + f"\ngrid of the {profile} profile")
+        return 0
     rows = run_bench(profile, reps, steps, "cpu")
     _print(rows, header + "\ndevice: cpu")
     if torch.cuda.is_available():

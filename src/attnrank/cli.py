@@ -1,4 +1,4 @@
-"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank runs`` lists the store.
+"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank sweep`` trains the book's grid; ``attnrank runs`` lists the store.
 
 Bad input (a wrong option, a value of the wrong type, an invalid setting, an unusable
 ``ATTNRANK_RUNS``) gives a one-line message on stderr, starting with the parameter's name,
@@ -90,6 +90,36 @@ def _attach_negative_numbers(argv: list[str], numeric: set[str]) -> list[str]:
         out.append(argv[i])
         i += 1
     return out
+def _sweep(args) -> int:
+    import os
+
+    from .errors import check_positive_int
+    from .experiments import book_runs
+    from .grid import default_workers, plan, sweep
+    from .profiles import resolve_profile
+
+    if args.threads_per_worker is not None:
+        # the chapters resolve their runs with the same variable, or they would not find these runs
+        os.environ["ATTNRANK_THREADS"] = str(check_positive_int("threads_per_worker", args.threads_per_worker))
+    if args.workers is not None:
+        check_positive_int("workers", args.workers)
+    profile = resolve_profile(args.profile)
+    chapters = [c.strip() for c in args.chapters.split(",") if c.strip()] if args.chapters else None
+    configs = book_runs(profile, chapters)
+    if args.dry_run:
+        table = plan(configs)
+        todo = table[~table.stored]
+        print(f"{len(table)} runs of the {profile} profile, {int(table.stored.sum())} stored, {len(todo)} to train")
+        if len(todo):
+            print(todo.drop(columns=["stored", "profile"]).to_string(index=False))
+        if args.executor == "process":
+            print(f"process pool: {args.workers or default_workers(int(table.threads.max()) if len(table) else 1)} workers")
+        return 0
+    if args.threads_per_worker is not None:
+        print(f"runs use {args.threads_per_worker} thread(s); build the book with ATTNRANK_THREADS="
+              f"{args.threads_per_worker} so that the chapters find them")
+    sweep(configs, executor=args.executor, workers=args.workers, address=args.address, desc=f"{profile} runs")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,6 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--force", action="store_true", help="train again even if stored")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
+    s = sub.add_parser("sweep", help="train (or find) every run the book's chapters need, before building it")
+    s.add_argument("--profile", default="auto", help="ci, quick, paper or auto (default)")
+    s.add_argument("--chapters", default=None, help="comma-separated chapter names (default: all)")
+    s.add_argument("--executor", default="process", help="serial, process (default, a local pool) or ray")
+    s.add_argument("--workers", type=_typed(int), default=None,
+                   help="concurrent runs (process: default one per GPU, else CPU cores / threads)")
+    s.add_argument("--threads-per-worker", type=_typed(int), default=None,
+                   help="torch threads per run (default 1, or $ATTNRANK_THREADS); part of each run's key")
+    s.add_argument("--address", default=None, help="Ray address: local (default), auto, or ray://host:10001")
+    s.add_argument("--dry-run", action="store_true", help="list the runs to train and how many are stored")
+    s.set_defaults(func=_sweep)
     r = sub.add_parser("runs", help="list the stored runs")
     r.add_argument("--all", action="store_true", help="include runs made by older code")
     r.set_defaults(func=_runs)

@@ -11,7 +11,8 @@ from .errors import ConfigError, check_positive_int
 from .models import ARCHS, check_tau
 from .profiles import RunConfig, resolve_config, resolve_profile
 
-__all__ = ["PRIMARY_MEASURE", "TAU_GRID", "SWEEP_DEFAULTS", "sweep_defaults", "tau_sweep", "head_dim_sweep", "main_sweep"]
+__all__ = ["PRIMARY_MEASURE", "TAU_GRID", "SWEEP_DEFAULTS", "sweep_defaults", "tau_sweep", "head_dim_sweep", "main_sweep",
+           "CHAPTERS", "book_runs"]
 
 #: The rank measure verdicts are computed on (all others are reported beside it).
 PRIMARY_MEASURE = "rank_rtol_1e-2"
@@ -76,4 +77,38 @@ def main_sweep(profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, se
     unique = {}
     for c in configs:
         unique.setdefault(c, c)
+    return list(unique)
+
+
+def _temp_runs(profile: str) -> list[RunConfig]:
+    # the temperature chapter adds its detailed tau (default 0.25) and the baseline tau = 1
+    # when they are off the grid (with the defaults both are on it)
+    return main_sweep(profile) + tau_sweep(profile, taus=[0.25, 1.0])
+
+
+#: Chapters of the book (``chapters/<name>``) and the trained runs each asks the run store
+#: for at its default parameters (``None``: none; a chapter's papermill parameters can
+#: change its grid, and it then trains the difference itself).
+CHAPTERS = {
+    "intro": None, "measure": main_sweep, "theory": None, "dynamics": main_sweep, "loss": main_sweep,
+    "temp": _temp_runs, "headdim": main_sweep, "target": None, "reproducibility": main_sweep, "bibliography": None,
+}
+
+
+def book_runs(profile: str = "auto", chapters=None) -> list[RunConfig]:
+    """Every run the given chapters (default: all) train or read, without duplicates, in order.
+
+    ``chapters`` are names of :data:`CHAPTERS` (``"temp"`` or ``"chapters/temp"``).
+
+    Raises:
+        ConfigError: naming ``chapters`` for an unknown chapter.
+    """
+    names = list(CHAPTERS) if chapters is None else [chapters] if isinstance(chapters, str) else list(chapters)
+    unique: dict[RunConfig, RunConfig] = {}
+    for name in names:
+        short = str(name).removeprefix("chapters/").removesuffix(".ipynb")
+        if short not in CHAPTERS:
+            raise ConfigError("chapters", f"got {name!r}; allowed values: {', '.join(CHAPTERS)}")
+        for c in (CHAPTERS[short] or (lambda p: []))(profile):
+            unique.setdefault(c, c)
     return list(unique)

@@ -22,15 +22,44 @@ from .attention import capture_logits
 from .errors import ConfigError
 from .rank import DEFAULT_MEASURES, check_measures, rank_measures
 
-__all__ = ["attention_probabilities", "attention_logits", "RankProbe", "evaluation_mode"]
+__all__ = ["attention_probabilities", "attention_logits", "RankProbe", "evaluation_mode", "full_precision"]
+
+
+@contextlib.contextmanager
+def full_precision(model: torch.nn.Module):
+    """Run ``model`` in its own dtype (float32 or float64) for the duration, as on the CPU.
+
+    Turns autocast off (CPU and CUDA) and TF32 matmuls off, and bypasses the autocast
+    wrapper that ``accelerate`` (the ``Trainer`` with ``bf16=True``) puts around
+    ``model.forward`` for the whole run; everything is restored on exit.
+    """
+    wrapped = "_original_forward" in vars(model) and "forward" in vars(model)
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    if wrapped:
+        autocast_forward = vars(model)["forward"]
+        model.forward = model._original_forward
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.autocast("cpu", enabled=False))
+            if torch.cuda.is_available():
+                stack.enter_context(torch.autocast("cuda", enabled=False))
+            yield model
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+        if wrapped:
+            model.forward = autocast_forward
 
 
 @contextlib.contextmanager
 def evaluation_mode(model: torch.nn.Module):
-    """Eval mode, ``no_grad`` and a forked RNG for the duration; restores the previous mode."""
+    """Eval mode, ``no_grad``, a forked RNG and :func:`full_precision` for the duration.
+
+    Restores the previous mode, autocast wrapper and TF32 switches.
+    """
     was_training = model.training
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices), torch.no_grad():
+    with torch.random.fork_rng(devices=devices), torch.no_grad(), full_precision(model):
         model.eval()
         try:
             yield model
@@ -60,15 +89,19 @@ def attention_probabilities(
             "max_len", f"input_ids have {input_ids.shape[-1]} tokens but the model has {positions} positions; "
             f"use sequences of at most {positions} tokens"
         )
-    device = next(model.parameters()).device
-    chunks = []
     with evaluation_mode(model):
-        for i in range(0, len(input_ids), batch_size):
-            ids = input_ids[i : i + batch_size].to(device)
-            mask = None if attention_mask is None else attention_mask[i : i + batch_size].to(device)
-            out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
-            chunks.append(torch.stack([a.to(torch.promote_types(a.dtype, torch.float32)).cpu() for a in out.attentions]))
-    return torch.cat(chunks, dim=1)
+        return torch.cat([p.cpu() for p in _probabilities(model, input_ids, attention_mask, batch_size)], dim=1)
+
+
+def _probabilities(model, input_ids, attention_mask=None, batch_size: int = 64):
+    """Yield ``[layers, b, heads, n, n]`` chunks of at most ``batch_size`` sequences on the
+    model's device (call inside :func:`evaluation_mode`)."""
+    device = next(model.parameters()).device
+    for i in range(0, len(input_ids), batch_size):
+        ids = input_ids[i : i + batch_size].to(device)
+        mask = None if attention_mask is None else attention_mask[i : i + batch_size].to(device)
+        out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+        yield torch.stack([a.to(torch.promote_types(a.dtype, torch.float32)) for a in out.attentions])
 
 
 def attention_logits(model: torch.nn.Module, input_ids: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
@@ -97,6 +130,9 @@ class RankProbe:
             for the validation loss; for MLM the masking is drawn once, so every probe
             sees the same masked tokens.
         measures: rank measures to record (names in :data:`attnrank.rank.MEASURES`).
+        chunk_size: sequences per forward pass; their probabilities and float64 SVDs stay
+            on the model's device, so memory is bounded by one chunk
+            (``layers x chunk_size x heads x n x n`` float64 values).
 
     After each call the tables :attr:`ranks` (``step, layer, head, measure, value, sd``:
     mean and standard deviation over probe sequences) and :attr:`summary`
@@ -105,8 +141,10 @@ class RankProbe:
     spent in the forward pass, the SVDs and the bookkeeping.
     """
 
-    def __init__(self, probe_ids: torch.Tensor, val_batches: list[dict], measures=DEFAULT_MEASURES):
+    def __init__(self, probe_ids: torch.Tensor, val_batches: list[dict], measures=DEFAULT_MEASURES, *,
+                 chunk_size: int = 16):
         self.probe_ids = probe_ids
+        self.chunk_size = chunk_size
         self.val_batches = val_batches
         self.measures = check_measures(measures)
         self._rank_rows: list[pd.DataFrame] = []
@@ -115,27 +153,47 @@ class RankProbe:
         self.timing = {"forward": 0.0, "svd": 0.0, "bookkeeping": 0.0, "validation": 0.0}
 
     def validation_loss(self, model: torch.nn.Module) -> float:
-        """Token-weighted mean cross-entropy (nats) on the fixed validation batches."""
+        """Token-weighted mean cross-entropy (nats) on the fixed validation batches.
+
+        Batches are evaluated ``chunk_size`` sequences at a time, so the logits held at once
+        are ``chunk_size x n x vocab`` floats.
+        """
         device = next(model.parameters()).device
         total, count = 0.0, 0
         with evaluation_mode(model):
-            for batch in self.val_batches:
-                batch = {k: v.to(device) for k, v in batch.items()}
-                loss = model(**batch).loss.float().item()
-                labels = batch["labels"]
-                n = int((labels[..., 1:] != -100).sum()) if not _is_mlm(model) else int((labels != -100).sum())
-                total += loss * n
-                count += n
+            for full in self.val_batches:
+                for i in range(0, len(full["input_ids"]), self.chunk_size):
+                    batch = {k: v[i : i + self.chunk_size].to(device) for k, v in full.items()}
+                    labels = batch["labels"]
+                    n = int((labels[..., 1:] != -100).sum()) if not _is_mlm(model) else int((labels != -100).sum())
+                    if n == 0:
+                        continue
+                    total += model(**batch).loss.float().item() * n
+                    count += n
         return total / max(count, 1)
 
     def __call__(self, model: torch.nn.Module, step: int) -> dict:
         """Probe ``model`` at training ``step``; returns ``{"val_loss": ..., measure: mean, ...}``."""
-        t0 = time.perf_counter()
-        probs = attention_probabilities(model, self.probe_ids)  # [L, B, H, n, n]
-        t1 = time.perf_counter()
-        values = rank_measures(probs, measures=self.measures)
+        forward = svd = 0.0
+        parts: dict[str, list[torch.Tensor]] = {m: [] for m in self.measures}
+        # chunks of sequences: probabilities and their float64 SVDs stay on the model's
+        # device (batched on a GPU) and host memory stays bounded by one chunk
+        with evaluation_mode(model):
+            chunks = _probabilities(model, self.probe_ids, batch_size=self.chunk_size)
+            while True:
+                t = time.perf_counter()
+                probs = next(chunks, None)  # [L, b, H, n, n]
+                forward += time.perf_counter() - t
+                if probs is None:
+                    break
+                t = time.perf_counter()
+                for name, v in rank_measures(probs, measures=self.measures).items():
+                    parts[name].append(v.cpu())
+                del probs
+                svd += time.perf_counter() - t
+        values = {name: torch.cat(v, dim=1) for name, v in parts.items()}  # [L, B, H] each
         t2 = time.perf_counter()
-        L, B, H = probs.shape[:3]
+        L, B, H = values[self.measures[0]].shape
         frames = []
         result: dict = {}
         for name, v in values.items():
@@ -156,7 +214,7 @@ class RankProbe:
         result["val_loss"] = self.validation_loss(model)
         t4 = time.perf_counter()
         self.eval_rows.append({"step": step, "val_loss": result["val_loss"]})
-        for k, dt in zip(("forward", "svd", "bookkeeping", "validation"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+        for k, dt in zip(("forward", "svd", "bookkeeping", "validation"), (forward, svd, t3 - t2, t4 - t3)):
             self.timing[k] += dt
         return result
 

@@ -16,6 +16,12 @@ the config is built (by :func:`resolve_config` or directly), before any work: it
 (upper bounds included) and the constraints between fields (heads dividing the width,
 the memory a run needs). This module imports nothing else from the library at import
 time, so that the model and data modules can use its checks.
+
+Every run trains on a fixed number of torch threads, ``threads`` (1 and 2 threads give
+different bits, so the thread count is part of the run's key). Its default is 1 in every
+profile: on a busy 2-core machine a ``ci`` run took 1-3 s on one thread and 10-50 s on
+two, and a pool of single-thread runs fills the cores (``attnrank sweep``). The
+environment variable ``ATTNRANK_THREADS`` changes the default for every run.
 """
 
 from __future__ import annotations
@@ -127,6 +133,7 @@ FIELD_CHECKS = {
     "val_blocks": _int(1),
     "log_every": _int(1),
     "mlm_probability": _real(0.0, 1.0, low_open=True, high_open=True),
+    "threads": _int(1, 1024),
 }
 
 
@@ -223,6 +230,8 @@ class RunConfig:
     val_blocks: int
     log_every: int
     mlm_probability: float
+    #: torch threads (intra-op) of the run; set by training and restored after it
+    threads: int
 
     def __post_init__(self):
         values = {}
@@ -247,7 +256,7 @@ class RunConfig:
 
 
 #: Values shared by every profile.
-_COMMON = dict(tau=1.0, seed=0, dataset="shakespeare", weight_decay=0.01, mlm_probability=0.15)
+_COMMON = dict(tau=1.0, seed=0, dataset="shakespeare", weight_decay=0.01, mlm_probability=0.15, threads=1)
 
 _PROFILE_DEFAULTS: dict[str, dict] = {
     "ci": dict(_COMMON, hidden_size=32, num_layers=2, num_heads=2, max_len=32, vocab_size=512, batch_size=8,
@@ -283,8 +292,21 @@ def resolve_profile(profile: str = "auto") -> str:
 
 
 def profile_defaults(profile: str = "auto") -> dict:
-    """The values a profile sets for every field except ``arch`` and ``profile`` (a copy)."""
-    return dict(_PROFILE_DEFAULTS[resolve_profile(profile)])
+    """The values a profile sets for every field except ``arch`` and ``profile`` (a copy).
+
+    ``threads`` is ``ATTNRANK_THREADS`` when that is set.
+    """
+    return {**_PROFILE_DEFAULTS[resolve_profile(profile)], "threads": _default_threads()}
+
+
+def _default_threads() -> int:
+    """``ATTNRANK_THREADS`` if set (validated), else the profiles' common value (1)."""
+    env = os.environ.get("ATTNRANK_THREADS")
+    if not env:
+        return _COMMON["threads"]
+    if not env.isdigit() or int(env) < 1:
+        raise ConfigError("ATTNRANK_THREADS", f"got {env!r}; expected an integer >= 1")
+    return int(env)
 
 
 def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = None, **overrides) -> RunConfig:
@@ -305,7 +327,7 @@ def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = N
     unknown = sorted(set(overrides) - fields)
     if unknown:
         raise ConfigError(unknown[0], f"unknown parameter; allowed parameters: {', '.join(sorted(fields | {'head_dim'}))}")
-    values = {**_PROFILE_DEFAULTS[profile], **{k: v for k, v in overrides.items() if v is not None}}
+    values = {**profile_defaults(profile), **{k: v for k, v in overrides.items() if v is not None}}
     if head_dim is not None:
         values["num_heads"], _ = resolve_heads(values["hidden_size"], overrides.get("num_heads"), head_dim)
     return RunConfig(arch=arch, profile=profile, **values)

@@ -21,6 +21,10 @@ packages that compute and draw the results. This extension hashes all of these i
 An unchanged rebuild executes no notebook and reads only the pages whose inputs changed.
 Editing this extension reads every page again (its source hash is a configuration value too)
 without executing any notebook: it changes how pages are rendered, not what chapters compute.
+
+Before any chapter executes, the extension trains every run of the chapters in the toc
+for the resolved profile (:func:`attnrank.grid.sweep` on a local process pool by default,
+with a progress bar in the terminal), so no chapter cell trains for minutes in silence.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ __all__ = [
 CONTEXT_ENV_PREFIXES = ("ATTNRANK_",)
 #: Further environment variables that change what a chapter computes (hub access).
 CONTEXT_ENV_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+#: Variables that choose how runs are trained, not what they compute: every executor gives
+#: bit-identical runs (the run key holds the thread count, precision, device and world size).
+CONTEXT_ENV_EXCLUDED = ("ATTNRANK_SWEEP",)
 #: Modules of the package that no chapter imports (tools around the library); their source
 #: is not part of the context, so that editing them does not re-execute the book.
 LIBRARY_EXCLUDED = ("bench.py", "cli.py", "__main__.py", "sphinxext.py")
@@ -103,7 +110,7 @@ def _context_items() -> dict[str, str]:
         except PackageNotFoundError:
             items[f"package:{name}"] = "-"
     for name, value in sorted(os.environ.items()):
-        if name.startswith(CONTEXT_ENV_PREFIXES) or name in CONTEXT_ENV_VARIABLES:
+        if (name.startswith(CONTEXT_ENV_PREFIXES) or name in CONTEXT_ENV_VARIABLES) and name not in CONTEXT_ENV_EXCLUDED:
             items[f"env:{name}"] = value
     items["profile"] = resolve_profile("auto")
     items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
@@ -119,8 +126,9 @@ def execution_context() -> tuple[str, dict[str, str]]:
     * ``library``: :func:`library_hash`;
     * ``python``, ``platform`` and ``package:NAME`` for every package of
       :data:`attnrank.book.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
-    * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` and the hub
-      switches of :data:`CONTEXT_ENV_VARIABLES`;
+    * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` (except the
+      executor choice, :data:`CONTEXT_ENV_EXCLUDED`) and the hub switches of
+      :data:`CONTEXT_ENV_VARIABLES`;
     * ``profile``: the profile ``"auto"`` resolves to (it depends on CUDA when no variable is set);
     * ``device`` and ``torch_threads``.
 
@@ -439,6 +447,53 @@ def _fail_on_missing_glue(app, exception) -> None:
         raise BuildFailed(f"{len(problems)} pasted value(s) are provided by no cell:\n  " + "\n  ".join(problems))
 
 
+def _toc_chapters(srcdir) -> list[str]:
+    """The ``file:`` entries of the book's ``_toc.yml`` (``root`` first)."""
+    import yaml
+
+    toc = yaml.safe_load((Path(srcdir) / "_toc.yml").read_text())
+    files = [toc["root"]] if toc.get("root") else []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return files
+
+
+def _sweep_up_front(app, config) -> None:
+    """Train every run of the toc's chapters before any chapter executes, with a progress bar.
+
+    The executor is ``attnrank_sweep`` (``process`` by default, ``serial``, ``ray`` or
+    ``off``); ``$ATTNRANK_SWEEP`` overrides it. A chapter whose papermill parameters ask
+    for other runs trains those itself.
+    """
+    import os
+
+    from . import grid
+    from .experiments import CHAPTERS, book_runs
+    from .profiles import resolve_profile
+
+    executor = os.environ.get("ATTNRANK_SWEEP") or getattr(config, "attnrank_sweep", "process")
+    if executor == "off":
+        return
+    names = [c.removeprefix("chapters/") for c in _toc_chapters(app.srcdir)]
+    profile = resolve_profile("auto")
+    configs = book_runs(profile, [n for n in names if n in CHAPTERS])
+    grid.sweep(configs, executor=executor, progress=True, desc=f"{profile} runs")
+
+
+def _sweep_up_front_app(app) -> None:
+    _sweep_up_front(app, app.config)
+
+
 def setup(app):
     """Register the execution context, the glue checks, the build log and the directives.
 
@@ -467,4 +522,7 @@ def setup(app):
     for old in [h for h in sphinx_logger.handlers if isinstance(h, _GlueWarnings)]:
         sphinx_logger.removeHandler(old)  # a previous application in the same process
     sphinx_logger.addHandler(_GlueWarnings(app))
+    # the executor does not change results (every executor gives bit-identical runs)
+    app.add_config_value("attnrank_sweep", "process", "")
+    app.connect("builder-inited", _sweep_up_front_app)
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,10 @@
 """The run store: train a configuration once, reuse its results everywhere.
 
 :func:`run` returns the results of a run, training it only when no complete result is
-stored. A run is keyed by a hash of its fully resolved :class:`~attnrank.profiles.RunConfig`,
-of the library source that determines results and of the ``torch``/``transformers``
-versions, so a code change never serves a stale result.
+stored. A run is keyed by a hash of its fully resolved :class:`~attnrank.profiles.RunConfig`
+(thread count included), of the library source that determines results, of the
+``torch``/``transformers`` versions and of the environment (device type, precision,
+world size), so a code change never serves a stale result.
 
 Layout of ``data/runs/<arch>-<key>/``: ``config.json``, ``train_log.csv``, ``eval_log.csv``,
 ``ranks.parquet``, ``rank_summary.csv``, ``summary.json``, ``model.safetensors`` and the
@@ -139,10 +140,19 @@ def code_hash() -> str:
 
 
 def run_key(cfg: RunConfig) -> str:
-    """Key of a run: hash of the resolved config, :func:`code_hash` and the dataset's content (16 hex digits)."""
-    from .data import dataset_fingerprint
+    """Key of a run (16 hex digits): hash of the resolved config (thread count included),
+    :func:`code_hash`, the dataset's content (:func:`attnrank.data.dataset_fingerprint`) and
+    the environment (device type, precision, world size: :func:`attnrank.train.run_environment`).
 
-    payload = json.dumps(cfg.to_dict(), sort_keys=True) + code_hash() + dataset_fingerprint(cfg.dataset)
+    Raises:
+        ConfigError: naming ``WORLD_SIZE`` under a multi-process launch (``torchrun``),
+        before any lock is taken.
+    """
+    from .data import dataset_fingerprint
+    from .train import run_environment
+
+    payload = (json.dumps(cfg.to_dict(), sort_keys=True) + code_hash() + dataset_fingerprint(cfg.dataset)
+               + json.dumps(run_environment(), sort_keys=True))
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

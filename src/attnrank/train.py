@@ -5,7 +5,15 @@ the token blocks and the model, then trains with the stock ``Trainer`` (AdamW, l
 warm-up and decay, gradient clipping at 1) while :class:`RankCallback` probes attention
 ranks and validation loss at step 0 (initialisation) and every ``rank_every`` steps.
 On CUDA it trains under bf16 autocast (the attention softmax stays in float32) with
-TF32 matmuls; otherwise on the CPU in float32.
+TF32 matmuls on one GPU (never ``DataParallel``); otherwise on the CPU in float32. The
+rank probes and the validation loss always run in float32 without autocast or TF32
+(:func:`attnrank.probe.evaluation_mode`), as on the CPU. A run uses ``cfg.threads``
+torch threads; the thread count and the TF32 switches are restored afterwards.
+
+:func:`run_environment` is the part of a run's key that comes from the machine (device
+type, precision, world size). Launching a run as several processes (``torchrun``) stops
+at once with a :class:`~attnrank.ConfigError`: one run trains on one device; a grid uses
+one run per GPU (``attnrank sweep --executor ray``).
 """
 
 from __future__ import annotations
@@ -26,17 +34,49 @@ from transformers import (
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import logging as hf_logging
 
-from .errors import RunFailed
+from .errors import ConfigError, RunFailed
 from .models import build_model
 from .probe import RankProbe
 from .profiles import RunConfig
 
-__all__ = ["TrainResult", "RankCallback", "prepare_data", "train", "device_name"]
+__all__ = ["TrainResult", "RankCallback", "prepare_data", "train", "device_name", "precision", "run_environment"]
 
 
 def device_name() -> str:
     """``"cuda:<name>"`` when a GPU is present, else ``"cpu"``."""
     return f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
+
+
+def precision() -> str:
+    """Training precision here: ``"bf16"`` (autocast) on a CUDA GPU that supports it, else ``"fp32"``."""
+    return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
+
+
+def run_environment() -> dict:
+    """The machine's part of a run's key: ``{"device_type", "precision", "world_size"}``.
+
+    The GPU model is recorded in a run's summary, not keyed.
+
+    Raises:
+        ConfigError: naming ``WORLD_SIZE`` when this process is one of several launched
+        together (``torchrun --nproc_per_node=2``): raised before the run store takes its
+        lock, so no rank waits on another.
+    """
+    raw = os.environ.get("WORLD_SIZE", "1") or "1"
+    world = int(raw) if raw.isdigit() else 1
+    if world > 1:
+        raise ConfigError(
+            "WORLD_SIZE", f"got {world}: a run trains in one process on one device; do not launch it with "
+            "torchrun, train one run per GPU with `attnrank sweep --executor ray` (or `--executor process`)"
+        )
+    return {"device_type": "cuda" if torch.cuda.is_available() else "cpu", "precision": precision(), "world_size": world}
+
+
+def _one_device(args: TrainingArguments) -> TrainingArguments:
+    """Train on one GPU: the Trainer would wrap the model in ``DataParallel`` on several visible GPUs."""
+    if args.n_gpu > 1:
+        args._n_gpu = 1
+    return args
 
 
 class _Blocks(torch.utils.data.Dataset):
@@ -151,8 +191,24 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
     """Train one run and return its logs and summary (the run store calls this).
 
     A run whose training or validation loss becomes NaN/inf stops and is returned with
-    ``summary["status"] == "failed"`` and the step and reason.
+    ``summary["status"] == "failed"`` and the step and reason. Trains on ``cfg.threads``
+    torch threads; the previous thread count and TF32 switches are restored.
+
+    Raises:
+        ConfigError: under a multi-process launch (see :func:`run_environment`).
     """
+    env = run_environment()
+    threads = torch.get_num_threads()
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.set_num_threads(cfg.threads)
+    try:
+        return _train(cfg, env, output_dir=output_dir, progress=progress, keep_model=keep_model)
+    finally:
+        torch.set_num_threads(threads)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+
+
+def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> TrainResult:
     t_start = time.perf_counter()
     dataset, tokenizer, collator, probe_ids, val_batches = prepare_data(cfg)
     model = build_model(
@@ -175,8 +231,9 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
             lr_scheduler_type="linear", max_grad_norm=1.0, logging_steps=cfg.log_every, logging_first_step=True,
             logging_nan_inf_filter=False, save_strategy="no", eval_strategy="no", report_to="none",
             seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, use_cpu=not cuda,
-            bf16=cuda and torch.cuda.is_bf16_supported(), disable_tqdm=not progress, remove_unused_columns=False,
+            bf16=env["precision"] == "bf16", disable_tqdm=not progress, remove_unused_columns=False,
         )
+        _one_device(args)
         trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator, callbacks=[callback])
         if not progress:
             trainer.remove_callback(PrinterCallback)
@@ -216,8 +273,9 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
         "tokens_seen": int(trainer.state.global_step) * cfg.batch_size * cfg.max_len,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
         "startup_seconds": callback.first_step_at - psutil.Process().create_time() if callback.first_step_at else None,
-        "device": device_name(),
+        "device": device_name(),  # with the GPU model
         "torch_threads": torch.get_num_threads(),
+        **env,
     }
     return TrainResult(
         train_log=pd.DataFrame(callback.train_rows), eval_log=eval_log, ranks=probe.ranks,

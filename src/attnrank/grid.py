@@ -1,0 +1,345 @@
+"""Train a grid of runs before anything reads it: serially, on a local process pool or on Ray.
+
+:func:`sweep` takes a list of :class:`~attnrank.profiles.RunConfig` (for the book:
+:func:`attnrank.experiments.book_runs`), skips the runs already stored, trains the others
+with one of three executors and returns :func:`attnrank.store.load_runs` restricted to
+them, in order. ``attnrank sweep`` and the book's Sphinx extension call it, so the
+chapters find every run in the store.
+
+* ``serial``: one run after another in this process;
+* ``process``: a local pool of spawned processes (``concurrent.futures``), one run per
+  worker at a time; on a GPU machine one worker per visible GPU, each seeing one GPU;
+* ``ray``: one Ray task per run (``num_cpus`` = the run's threads, ``num_gpus=1`` when the
+  cluster has GPUs), on a local Ray instance (``address="local"``) or a running cluster
+  (``address="auto"``, ``ray://...`` or ``$RAY_ADDRESS``).
+
+Every worker trains through :func:`attnrank.store.run`: the store's file lock makes
+workers that race for one config train it once, and a run killed while training leaves
+no result. Workers get the driver's ``ATTNRANK_*`` and ``HF_*`` variables and check, before
+training, that their library code hash equals the driver's (:class:`CodeMismatch`).
+A worker process that dies (killed, out of memory) is replaced and its runs are retried.
+
+Results do not depend on the executor: a run's thread count is part of its config
+(``threads``, set by training), so ``serial``, ``process`` and ``ray`` give bit-identical
+tables on the same machine type.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from concurrent.futures import as_completed
+
+import pandas as pd
+
+from .errors import ConfigError, check_choice
+from .profiles import RunConfig
+
+__all__ = ["EXECUTORS", "CodeMismatch", "sweep", "worker_env", "default_workers", "plan"]
+
+#: Executors accepted by :func:`sweep`.
+EXECUTORS = ("serial", "process", "ray")
+
+
+class CodeMismatch(RuntimeError):
+    """A worker runs other library code (or torch/transformers versions) than the driver."""
+
+
+def worker_env() -> dict[str, str]:
+    """The driver's variables that workers receive: every ``ATTNRANK_*`` and ``HF_*``."""
+    return {k: v for k, v in os.environ.items() if k.startswith(("ATTNRANK_", "HF_"))}
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (macOS)
+        return os.cpu_count() or 1
+
+
+def _gpus() -> list[str]:
+    """Visible GPU ids (as ``CUDA_VISIBLE_DEVICES`` entries); empty without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else []
+    return ids[: torch.cuda.device_count()] or [str(i) for i in range(torch.cuda.device_count())]
+
+
+def default_workers(threads: int = 1) -> int:
+    """Workers of the local pool: one per visible GPU, else CPU cores // ``threads`` (at least 1).
+
+    On a busy 2-core machine, 2 single-thread workers trained the ``quick`` grid faster
+    than one 2-thread process (see the README's performance section).
+    """
+    gpus = _gpus()
+    return len(gpus) if gpus else max(1, _cpus() // max(1, threads))
+
+
+def _work(cfg: RunConfig, expected_hash: str | None) -> dict:
+    """Train (or find) one run in a worker; checks the worker's code hash first."""
+    from . import store
+
+    have = store.code_hash()
+    if expected_hash is not None and have != expected_hash:
+        raise CodeMismatch(
+            f"worker {socket.gethostname()} (pid {os.getpid()}) has attnrank code hash {have}, the driver "
+            f"{expected_hash}: install the same library and torch/transformers versions on every node"
+        )
+    t = time.perf_counter()
+    r = store.run(cfg)
+    return {"key": r.key, "source": "trained" if r.fresh else "stored", "status": r.summary["status"],
+            "seconds": time.perf_counter() - t, "host": socket.gethostname(), "device": r.summary.get("device")}
+
+
+def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> None:
+    os.environ.update(env)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    if gpus:  # one GPU per worker, before CUDA is initialised in it
+        with counter.get_lock():
+            i = counter.value
+            counter.value += 1
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[i % len(gpus)]
+
+
+def plan(configs) -> pd.DataFrame:
+    """One row per config: ``arch, tau, head_dim, seed, threads, key, stored`` (a complete run exists).
+
+    Raises:
+        ConfigError: for something that is not a :class:`RunConfig`, or under ``torchrun``
+        (see :func:`attnrank.train.run_environment`).
+    """
+    from . import store
+
+    rows = []
+    for i, c in enumerate(configs):
+        if not isinstance(c, RunConfig):
+            raise ConfigError("configs", f"item {i} is a {type(c).__name__}; expected RunConfig (resolve_config(...))")
+        key = store.run_key(c)
+        path = store.runs_dir() / f"{c.arch}-{key}"
+        stored = path.exists() and store._read(path) is not None
+        rows.append({"arch": c.arch, "profile": c.profile, "tau": c.tau, "head_dim": c.head_dim, "seed": c.seed,
+                     "threads": c.threads, "key": key, "stored": stored})
+    return pd.DataFrame(rows, columns=["arch", "profile", "tau", "head_dim", "seed", "threads", "key", "stored"])
+
+
+def _label(c: RunConfig) -> str:
+    return f"{c.arch} tau={c.tau:g} head_dim={c.head_dim} seed={c.seed}"
+
+
+def sweep(
+    configs,
+    *,
+    executor: str = "serial",
+    workers: int | None = None,
+    address: str | None = None,
+    progress: bool = True,
+    retries: int = 2,
+    code_hash: str | None = None,
+    desc: str = "runs",
+) -> pd.DataFrame:
+    """Train (or find) every config; returns :func:`attnrank.store.load_runs` of them, in order.
+
+    Args:
+        configs: resolved :class:`RunConfig` s (duplicates are allowed: the store trains
+            a config once).
+        executor: ``"serial"``, ``"process"`` or ``"ray"``.
+        workers: concurrent runs. ``process``: default :func:`default_workers`; ``ray``
+            with ``address="local"``: CPUs of the local instance (default: all); ignored by
+            ``serial``.
+        address: Ray address (``"local"`` starts a private instance, ``"auto"`` joins the
+            cluster started with ``ray start``); default ``$RAY_ADDRESS``, else ``"local"``.
+        progress: show a progress bar (runs done / total, ETA), one line per finished run
+            with its wall time, and a summary table at the end.
+        retries: how often the runs of a worker that died are retried.
+        code_hash: the code hash workers must have (default: the driver's
+            :func:`attnrank.store.code_hash`).
+        desc: label of the progress bar.
+
+    Returns:
+        The runs (one row each, see :func:`attnrank.store.load_runs`); ``df.attrs["sweep"]``
+        holds ``executor, workers, trained, stored, failed, seconds, runs_per_hour``.
+
+    Raises:
+        ConfigError: for an unknown executor, a bad ``workers`` value, ``ray`` not being
+            installed, or a multi-process launch; before anything is trained.
+        CodeMismatch: a worker's code differs from the driver's (before it trains).
+        RuntimeError: runs that raised or whose worker died ``retries + 1`` times (after
+            every other run has finished; their rows are missing).
+    """
+    from tqdm.auto import tqdm
+
+    from . import store
+
+    check_choice("executor", executor, EXECUTORS)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ConfigError("workers", f"got {workers!r}; expected an integer >= 1")
+    configs = list(configs)
+    table = plan(configs)
+    expected = code_hash or store.code_hash()
+    todo = [i for i in range(len(configs)) if not table.stored[i]]
+    threads = max((configs[i].threads for i in todo), default=1)
+    if executor == "process":
+        workers = workers or default_workers(threads)
+    elif executor == "serial":
+        workers = 1
+    if progress and todo:
+        what = {"serial": "serial: 1 run at a time", "process": f"process pool: {workers} workers",
+                "ray": f"ray: 1 task per run, {threads} CPU(s) each"}[executor]
+        gpus = _gpus() if executor != "ray" else []
+        print(f"{len(configs)} runs, {len(configs) - len(todo)} stored, {len(todo)} to train; {what} x {threads} "
+              f"thread(s)" + (f", 1 GPU each ({len(gpus)} visible)" if gpus else f" ({_cpus()} CPU cores here)"),
+              flush=True)
+    results: dict[int, dict] = {i: {"source": "stored", "seconds": 0.0} for i in range(len(configs)) if table.stored[i]}
+    errors: dict[int, str] = {}
+    bar = tqdm(total=len(configs), initial=len(results), desc=desc, unit="run", disable=not progress or not todo,
+               dynamic_ncols=True)
+
+    def done(i: int, res: dict) -> None:
+        results[i] = res
+        bar.update(1)
+        if progress:
+            status = "" if res["status"] == "complete" else f" ({res['status']})"
+            bar.write(f"{_label(configs[i])}: {res['source']} in {res['seconds']:.1f} s{status}")
+
+    def failed(i: int, exc: BaseException) -> None:
+        errors[i] = f"{type(exc).__name__}: {exc}"
+        bar.update(1)
+        if progress:
+            bar.write(f"{_label(configs[i])}: error {errors[i]}")
+
+    t0 = time.perf_counter()
+    try:
+        if todo and executor == "serial":
+            for i in todo:
+                try:
+                    done(i, _work(configs[i], expected))
+                except (CodeMismatch, ConfigError, KeyboardInterrupt):
+                    raise
+                except Exception as exc:  # noqa: BLE001 (reported, the sweep goes on)
+                    failed(i, exc)
+        elif todo and executor == "process":
+            _run_process(configs, todo, workers, threads, expected, retries, done, failed, bar)
+        elif todo:
+            workers = _run_ray(configs, todo, workers, threads, expected, retries, address, done, failed)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - t0
+    # a worker's key, where it trained: on a cluster its device type may differ from the driver's
+    keys = [results.get(i, {}).get("key") or table.key[i] for i in range(len(configs))]
+    df = store.load_runs(keys=set(keys))
+    order = {k: i for i, k in enumerate(keys)}
+    if len(df):
+        df = df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
+    trained = sum(1 for r in results.values() if r["source"] == "trained")
+    stats = {"executor": executor, "workers": workers, "threads": threads, "runs": len(configs), "trained": trained,
+             "stored": len(configs) - trained - len(errors), "failed": int((df.status != "complete").sum()) if len(df) else 0,
+             "errors": len(errors), "seconds": seconds,
+             "runs_per_hour": trained / seconds * 3600 if trained and seconds > 0 else float("nan")}
+    df.attrs["sweep"] = stats
+    if progress and todo:
+        _print_summary(configs, results, errors, stats)
+    if errors:
+        raise RuntimeError(f"{len(errors)} of {len(configs)} runs did not finish: " + "; ".join(
+            f"{_label(configs[i])}: {e}" for i, e in sorted(errors.items())[:3]))
+    return df
+
+
+def _print_summary(configs, results, errors, stats) -> None:
+    rows = []
+    for i, c in enumerate(configs):
+        r = results.get(i, {})
+        rows.append({"arch": c.arch, "result": "error" if i in errors else r.get("source", "?"),
+                     "status": r.get("status", "stored" if r.get("source") == "stored" else "error"),
+                     "seconds": r.get("seconds", 0.0)})
+    df = pd.DataFrame(rows)
+    summary = df.groupby(["arch", "result", "status"]).seconds.agg(runs="size", total_s="sum", mean_s="mean")
+    print(summary.to_string(float_format=lambda x: f"{x:.1f}"))
+    rate = stats["runs_per_hour"]
+    print(f"{stats['runs']} runs: {stats['trained']} trained, {stats['stored']} stored, {stats['failed']} diverged, "
+          f"{stats['errors']} errors; {stats['seconds']:.1f} s wall"
+          + (f", {rate:.0f} runs/hour" if rate == rate else "")
+          + f" ({stats['executor']}, {stats['workers'] or '?'} workers x {stats['threads']} thread(s))", flush=True)
+
+
+def _run_process(configs, todo, workers, threads, expected, retries, done, failed, bar) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("spawn")
+    counter = ctx.Value("i", 0)
+    gpus = _gpus()
+    pending = list(todo)
+    for attempt in range(retries + 1):
+        pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=ctx, initializer=_init_process_worker,
+                                   initargs=(worker_env(), threads, counter, gpus))
+        futures = {pool.submit(_work, configs[i], expected): i for i in pending}
+        broken = []
+        try:
+            for f in as_completed(futures):
+                i = futures[f]
+                try:
+                    done(i, f.result())
+                except BrokenProcessPool:
+                    broken.append(i)
+                except (CodeMismatch, ConfigError):
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    failed(i, exc)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        pending = sorted(broken)
+        if not pending:
+            return
+        if attempt < retries:
+            bar.write(f"a worker process died; retrying {len(pending)} run(s) in a new pool "
+                      f"(attempt {attempt + 2} of {retries + 1})")
+    for i in pending:
+        failed(i, RuntimeError(f"its worker process died {retries + 1} times"))
+
+
+def _run_ray(configs, todo, workers, threads, expected, retries, address, done, failed) -> int | None:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("executor", "'ray' needs Ray: pip install -e \".[cluster]\"; "
+                          "allowed values without it: 'serial', 'process'") from None
+    address = address or os.environ.get("RAY_ADDRESS") or "local"
+    started = not ray.is_initialized()
+    if started:
+        env = worker_env()
+        if os.environ.get("PYTHONPATH"):
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        kwargs = {"address": address, "runtime_env": {"env_vars": env}, "include_dashboard": False,
+                  "log_to_driver": False}
+        if address == "local":
+            kwargs["num_cpus"] = workers or _cpus()
+        ray.init(**kwargs)
+    try:
+        gpu = ray.cluster_resources().get("GPU", 0) > 0
+        task = ray.remote(_work).options(num_cpus=threads, num_gpus=1 if gpu else 0, max_retries=retries,
+                                         retry_exceptions=False)
+        refs = {task.remote(configs[i], expected): i for i in todo}
+        remaining = list(refs)
+        while remaining:
+            ready, remaining = ray.wait(remaining, num_returns=1)
+            i = refs[ready[0]]
+            try:
+                done(i, ray.get(ready[0]))
+            except Exception as exc:  # noqa: BLE001
+                cause = getattr(exc, "cause", None) or exc
+                if isinstance(cause, (CodeMismatch, ConfigError)):
+                    for r in remaining:
+                        ray.cancel(r, force=True)
+                    raise cause from None
+                failed(i, cause)
+        return int(ray.cluster_resources().get("CPU", 0)) // max(1, threads)
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,291 @@
+"""The grid: executors give the same tables, workers are checked and retried; runs are keyed by
+their environment; probes run in full precision; multi-process launches stop at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from attnrank import experiments, grid, store
+from attnrank.cli import main
+from attnrank.errors import ConfigError
+from attnrank.profiles import resolve_config
+
+pytestmark = pytest.mark.slow
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+TABLES = ("train_log", "eval_log", "ranks", "rank_summary")
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """A private, empty run store (tokenizers and token caches stay shared under data/)."""
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+    return tmp_path / "runs"
+
+
+def _grid(n_steps: int = 20):
+    return [resolve_config(a, "ci", tau=t, max_steps=n_steps) for a in ("bert", "gpt2") for t in (0.1, 1.0)]
+
+
+def _tables(df: pd.DataFrame) -> dict:
+    return {(k, t): store.Run(Path(p), {}, {}).table(t) for k, p in zip(df.key, df.path) for t in TABLES}
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    return [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")] if root.exists() else []
+
+
+def test_process_pool_and_serial_give_bit_identical_tables(tmp_path, monkeypatch):
+    """Guarantee "Same numbers on every executor": serial and process sweeps give bit-identical tables."""
+    configs = _grid()
+    out = {}
+    for executor in ("serial", "process"):
+        monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / executor))
+        out[executor] = grid.sweep(configs, executor=executor, workers=2, progress=False)
+        assert out[executor].attrs["sweep"]["trained"] == 4
+    a, b = out["serial"], out["process"]
+    assert list(a.key) == list(b.key) and len(set(a.key)) == 4
+    assert (a.status == "complete").all() and list(a.arch) == ["bert", "bert", "gpt2", "gpt2"]
+    ta, tb = _tables(a), _tables(b)
+    for k in ta:
+        pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=True)
+    # a second sweep finds everything stored and starts no pool
+    monkeypatch.setattr(grid, "_run_process", lambda *a, **k: pytest.fail("started a pool"))
+    again = grid.sweep(configs, executor="process", progress=False)
+    assert again.attrs["sweep"]["trained"] == 0 and list(again.key) == list(b.key)
+
+
+def test_racing_workers_train_one_config_once(runs):
+    """Guarantee "Grid workers are checked and retried": racing workers train one config once."""
+    cfg = resolve_config("gpt2", "ci", max_steps=30)
+    df = grid.sweep([cfg, cfg], executor="process", workers=2, progress=False)
+    assert df.attrs["sweep"]["trained"] == 1 and df.attrs["sweep"]["stored"] == 1
+    assert len(_run_dirs(runs)) == 1 and len(df) == 1
+
+
+def test_code_hash_mismatch_fails_before_training(runs):
+    """Guarantee "Grid workers are checked and retried": a code-hash mismatch stops a worker before training."""
+    configs = _grid()[:2]
+    for executor in ("serial", "process"):
+        with pytest.raises(grid.CodeMismatch, match="code hash"):
+            grid.sweep(configs, executor=executor, workers=2, code_hash="0" * 16, progress=False)
+    assert not runs.exists() or not list(runs.iterdir())  # no run, no lock file: nothing started training
+
+
+def test_a_run_that_raises_is_reported_after_the_others(runs, monkeypatch, capsys):
+    """A run that raises does not stop the sweep; the sweep then raises naming it."""
+    good, bad = resolve_config("gpt2", "ci", max_steps=10), resolve_config("bert", "ci", max_steps=10)
+    real = store.run
+
+    def run(cfg, **kw):
+        if cfg.arch == "bert":
+            raise OSError("disk full")
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(store, "run", run)
+    with pytest.raises(RuntimeError, match="1 of 2 runs did not finish: bert tau=1 head_dim=16 seed=0: OSError: disk full"):
+        grid.sweep([bad, good], executor="serial")
+    assert "bert tau=1 head_dim=16 seed=0: error OSError: disk full" in capsys.readouterr().out
+    assert len(_run_dirs(runs)) == 1
+    with pytest.raises(RuntimeError, match="1 of 1 runs did not finish"):
+        grid.sweep([bad], executor="serial", progress=False)
+
+
+def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
+    """Guarantee "Grid workers are checked and retried": a killed worker's run is retried and leaves one valid run."""
+    code = """
+        from attnrank import grid
+        from attnrank.profiles import resolve_config
+        df = grid.sweep([resolve_config("gpt2", "ci", max_steps=300)], executor="process", workers=1)
+        print("TRAINED", df.attrs["sweep"]["trained"], df.status.iloc[0])
+    """
+    env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC}
+    driver = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    import psutil
+
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(runs.glob(".*.lock")):
+        time.sleep(0.2)
+    time.sleep(2)  # into training
+    workers = [p for p in psutil.Process(driver.pid).children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
+    assert len(workers) == 1, [p.cmdline() for p in psutil.Process(driver.pid).children(recursive=True)]
+    workers[0].send_signal(signal.SIGKILL)
+    out, _ = driver.communicate(timeout=300)
+    assert driver.returncode == 0, out[-3000:]
+    assert "worker process died; retrying 1 run" in out and "TRAINED 1 complete" in out
+    (path,) = _run_dirs(runs)
+    assert store.load_runs().path.tolist() == [str(path)]
+
+
+def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
+    """Guarantee "Same numbers on every executor": serial and ray sweeps give bit-identical tables; a Ray worker
+    with other code stops before training."""
+    pytest.importorskip("ray")
+    configs = _grid()[1::2]  # one BERT, one GPT-2
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "serial"))
+    a = grid.sweep(configs, executor="serial", progress=False)
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "ray"))
+    b = grid.sweep(configs, executor="ray", address="local", workers=2, progress=False)
+    assert b.attrs["sweep"]["trained"] == 2 and list(a.key) == list(b.key)
+    ta, tb = _tables(a), _tables(b)
+    for k in ta:
+        pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=True)
+    # a Ray worker with other code stops before training
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "ray-mismatch"))
+    with pytest.raises(grid.CodeMismatch, match="code hash"):
+        grid.sweep(configs, executor="ray", address="local", workers=2, code_hash="0" * 16, progress=False)
+    assert not (tmp_path / "ray-mismatch").exists() or not list((tmp_path / "ray-mismatch").iterdir())
+
+
+def test_thread_count_is_applied_restored_recorded_and_keyed(runs, monkeypatch):
+    """Guarantee "The run key holds every input of a result": thread count and precision change the key (and
+    retrain); training applies, restores and records the thread count, device type, precision and world size."""
+    base = resolve_config("gpt2", "ci", max_steps=10)
+    two = resolve_config("gpt2", "ci", max_steps=10, threads=2)
+    assert base.threads == 1 and store.run_key(base) != store.run_key(two)
+    monkeypatch.setenv("ATTNRANK_THREADS", "2")
+    assert resolve_config("gpt2", "ci", max_steps=10) == two
+    monkeypatch.setenv("ATTNRANK_THREADS", "zero")
+    with pytest.raises(ConfigError, match="ATTNRANK_THREADS"):
+        resolve_config("gpt2", "ci")
+    monkeypatch.delenv("ATTNRANK_THREADS")
+    with pytest.raises(ConfigError) as e:
+        resolve_config("gpt2", "ci", threads=0)
+    assert e.value.param == "threads"
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        r = store.run(base)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(old)
+    s = r.summary
+    assert (s["torch_threads"], s["device_type"], s["precision"], s["world_size"], s["device"]) == (1, "cpu", "fp32", 1, "cpu")
+    # another precision or device type is another run
+    monkeypatch.setattr("attnrank.train.precision", lambda: "bf16")
+    assert store.run_key(base) != r.key
+    assert store.run(base).fresh
+    monkeypatch.undo()
+
+
+def test_probe_ignores_bf16_autocast():
+    """Guarantee "Probes in full precision": under the Trainer's bf16 autocast wrapper the probe equals the
+    float32 probe to 1e-6; TF32 is off inside the probe and restored."""
+    from accelerate import Accelerator
+
+    from attnrank.models import build_model
+    from attnrank.probe import RankProbe, attention_probabilities
+    from attnrank.train import prepare_data
+
+    for arch, tau in (("gpt2", 1e-3), ("bert", 4e-3)):
+        cfg = resolve_config(arch, "ci", tau=tau)
+        _, tokenizer, _, ids, val_batches = prepare_data(cfg)
+        model = build_model(arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
+                            tau=tau, max_len=cfg.max_len, vocab_size=len(tokenizer), dropout=0.0,
+                            pad_token_id=tokenizer.pad_token_id)
+        ref_probs = attention_probabilities(model, ids)
+        ref = RankProbe(ids, val_batches)(model, 0)
+        # what Trainer(bf16=True) does to the model: forward wrapped in bf16 autocast for the whole run
+        wrapped = Accelerator(cpu=True, mixed_precision="bf16").prepare_model(model)
+        autocast_forward = vars(wrapped)["forward"]
+        got = RankProbe(ids, val_batches)(wrapped, 0)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            probs = attention_probabilities(wrapped, ids)
+            assert torch.is_autocast_enabled("cpu")  # restored on exit
+        assert vars(wrapped)["forward"] is autocast_forward
+        assert probs.dtype == torch.float32
+        # TF32 matmuls are off inside the probe and restored after it
+        seen = []
+        hook = wrapped.register_forward_pre_hook(lambda *a: seen.append(torch.backends.cuda.matmul.allow_tf32))
+        old_tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            RankProbe(ids[:2], val_batches[:1])(wrapped, 0)
+            assert torch.backends.cuda.matmul.allow_tf32 is True
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old_tf32
+            hook.remove()
+        assert seen and not any(seen)
+        assert (probs - ref_probs).abs().max().item() <= 1e-6
+        for k in ref:
+            assert got[k] == pytest.approx(ref[k], abs=1e-6), (arch, k)
+
+
+def test_one_gpu_per_run():
+    """Guarantee "Probes in full precision" (one GPU per run): never DataParallel over several visible GPUs."""
+    from attnrank.train import _one_device
+
+    class Args:
+        _n_gpu = 4
+        n_gpu = property(lambda self: self._n_gpu)
+
+    assert _one_device(Args()).n_gpu == 1
+
+
+def test_world_size_above_one_stops_before_the_lock(runs, monkeypatch, capsys):
+    """Guarantee "No deadlock under torchrun": WORLD_SIZE > 1 stops before the lock with one line (exit 2)."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    assert main(["train", "--arch", "gpt2", "--profile", "ci"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnrank: error: WORLD_SIZE: got 2") and "--executor ray" in err and "\n" not in err
+    assert not runs.exists() or not list(runs.glob(".*.lock"))
+
+
+def test_torchrun_stops_at_once(runs):
+    """Guarantee "No deadlock under torchrun": torchrun --nproc_per_node=2 of a ci training exits with the
+    message within a minute."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun not installed")
+    env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
+    p = subprocess.run([str(torchrun), "--nproc_per_node=2", "--master_port=29517", "-m", "attnrank", "train",
+                        "--arch", "gpt2", "--profile", "ci", "--quiet"],
+                       env=env, capture_output=True, text=True, timeout=90)
+    assert p.returncode != 0
+    out = p.stdout + p.stderr
+    assert out.count("attnrank: error: WORLD_SIZE: got 2") == 2 and "--executor ray" in out
+    assert not _run_dirs(runs)
+
+
+def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
+    """``attnrank sweep --dry-run`` lists the runs to train and how many are stored; bad flags exit 2."""
+    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("52 runs of the ci profile, 0 stored, 52 to train") and "process pool:" in out
+    assert len(experiments.book_runs("ci")) == 52 and experiments.book_runs("ci", ["theory", "target"]) == []
+    for argv, param in ((["--executor", "dask"], "executor"), (["--chapters", "nope"], "chapters"),
+                        (["--workers", "0"], "workers"), (["--threads-per-worker", "0"], "threads_per_worker")):
+        assert main(["sweep", "--profile", "ci", *argv]) == 2
+        assert capsys.readouterr().err.startswith(f"attnrank: error: {param}:")
+
+
+def test_book_build_sweeps_up_front(monkeypatch, tmp_path):
+    """The Sphinx extension trains the toc's runs up front (with the progress bar) before any chapter runs."""
+    from types import SimpleNamespace
+
+    from attnrank import sphinxext
+
+    seen = {}
+    monkeypatch.setattr(grid, "sweep", lambda configs, **kw: seen.update(configs=configs, **kw))
+    monkeypatch.setenv("ATTNRANK_PROFILE", "ci")
+    (tmp_path / "_toc.yml").write_text("root: chapters/intro\nparts:\n  - chapters:\n      - file: chapters/theory\n"
+                                       "      - file: chapters/temp\n")
+    app = SimpleNamespace(srcdir=str(tmp_path))
+    sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="process"))
+    assert seen["configs"] == experiments.book_runs("ci", ["temp"]) and seen["executor"] == "process"
+    assert seen["progress"] is True
+    seen.clear()
+    sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="off"))
+    assert not seen
