@@ -105,7 +105,7 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
     code = """
         from attnrank import grid
         from attnrank.profiles import resolve_config
-        df = grid.sweep([resolve_config("gpt2", "ci", max_steps=300)], executor="process", workers=1)
+        df = grid.sweep([resolve_config("gpt2", "ci", max_steps=1500)], executor="process", workers=1)
         print("TRAINED", df.attrs["sweep"]["trained"], df.status.iloc[0])
     """
     env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC}
@@ -116,11 +116,11 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
     deadline = time.time() + 120
     while time.time() < deadline and not list(runs.glob(".*.lock")):
         time.sleep(0.2)
-    time.sleep(2)  # into training
+    time.sleep(0.5)  # into training (1500 steps take several seconds even on an idle machine)
     workers = [p for p in psutil.Process(driver.pid).children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
     assert len(workers) == 1, [p.cmdline() for p in psutil.Process(driver.pid).children(recursive=True)]
     workers[0].send_signal(signal.SIGKILL)
-    out, _ = driver.communicate(timeout=300)
+    out, _ = driver.communicate(timeout=900)
     assert driver.returncode == 0, out[-3000:]
     assert "worker process died; retrying 1 run" in out and "TRAINED 1 complete" in out
     (path,) = _run_dirs(runs)
