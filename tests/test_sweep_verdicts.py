@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attnrank import stats
 from attnrank import sweep_verdicts as sv
 from attnrank.errors import ConfigError
 
@@ -76,7 +77,8 @@ def test_two_seeds_with_a_small_effect_is_inconclusive_and_states_seeds_needed()
     assert v.status == "inconclusive at this scale"
     r = v["bert"].verdict
     assert r.needed_unit == "seeds per arm"
-    # seeds_needed(spread, 0.5) = ceil(2 * 2.8^2 * (spread / 0.5)^2); spread ~ 0.5 gives ~16
+    # exact t power at the pooled seed spread (stats.seeds_needed_t), more than the 2 seeds we have
+    assert r.needed == stats.seeds_needed_t(v["bert"].spread, 0.5)
     assert 4 <= r.needed <= 60
 
 
@@ -125,8 +127,9 @@ def test_head_dim_lever_larger_is_not_supported():
 
 @pytest.mark.parametrize("fn", ["temperature_rank", "temperature_loss", "lever_comparison"])
 def test_verdicts_stable_to_bootstrap_seed_and_row_order(fn):
-    """Same status and (to Monte Carlo precision) the same interval for another bootstrap seed and
-    shuffled rows; exactly the same numbers for shuffled rows at the same seed."""
+    """README guarantee "The temperature and head-dimension verdicts do not flip with the bootstrap":
+    same status and (to Monte Carlo precision) the same interval for another bootstrap seed;
+    exactly the same numbers for shuffled rows at the same seed."""
     t = _tau_runs(peaked, noise=0.5)
     h = _hd_runs(lambda a, d: 5.0 - 0.3 * np.log2(d), noise=0.5)
     t["final_val_loss"] = t.y

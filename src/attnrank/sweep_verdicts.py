@@ -23,7 +23,8 @@ order of the table or, beyond Monte Carlo noise far below the decision margin, o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -115,6 +116,15 @@ def _check_columns(runs: pd.DataFrame, cols) -> None:
         raise ConfigError("runs", f"missing columns {missing}; expected one row per run with {list(cols)}")
 
 
+def _judge_t(est: Estimate, effect: float, spread: float, unit: str = "seeds per arm") -> Verdict:
+    """:func:`attnrank.verdicts.judge` against 0 ("above"), with the runs needed from the exact t-test
+    power (:func:`attnrank.stats.seeds_needed_t`) rather than the normal approximation."""
+    v = judge(est, 0.0, "above", effect=effect, spread=spread)
+    if v.needed is not None:
+        v = replace(v, needed=stats.seeds_needed_t(spread, effect), needed_unit=unit)
+    return v
+
+
 def two_point(a, b, *, seed: int = 0) -> Estimate:
     """``mean(a) - mean(b)`` for two small sets of runs: :func:`attnrank.stats.compare_means`.
 
@@ -122,7 +132,9 @@ def two_point(a, b, *, seed: int = 0) -> Estimate:
     the Welch interval is undefined, the difference is exact and the interval has zero width, as
     :func:`attnrank.stats.mean_ci` does for equal values.
     """
-    e = stats.compare_means(a, b, seed=seed)
+    with warnings.catch_warnings():  # nearly equal values: scipy warns about precision, the result stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        e = stats.compare_means(a, b, seed=seed)
     a, b = np.asarray(a, float), np.asarray(b, float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if not e.has_interval and len(a) >= 2 and len(b) >= 2 and np.ptp(a) == 0 and np.ptp(b) == 0:
@@ -146,7 +158,7 @@ def temperature_rank(runs: pd.DataFrame, column: str, *, stock: float = 1.0, col
     exact permutation p) must lie above 0 (supported) or below 0 (not supported), else inconclusive
     at this scale; the claim is made for every architecture (:func:`attnrank.verdicts.combine`).
     When not supported, ``verdict.needed`` is the seeds per arm that resolve ``effect`` at the
-    pooled within-tau seed spread. Beside it: where the mean rank peaks over the grid
+    pooled within-tau seed spread (exact two-sample t power, :func:`attnrank.stats.seeds_needed_t`). Beside it: where the mean rank peaks over the grid
     (:func:`attnrank.stats.peak_location`, stratified bootstrap) and :func:`peak_shape`.
 
     Raises:
@@ -165,7 +177,7 @@ def temperature_rank(runs: pd.DataFrame, column: str, *, stock: float = 1.0, col
         x, y = da.tau.to_numpy(float), da[column].to_numpy(float)
         est = two_point(y[np.isclose(x, cold, rtol=1e-9)], y[np.isclose(x, stock, rtol=1e-9)], seed=seed)
         spread = stats.pooled_sd(y, x)
-        v = judge(est, 0.0, "above", effect=effect, spread=spread)
+        v = _judge_t(est, effect, spread)
         peak = stats.peak_location(x, y, n_resamples=n_resamples, seed=seed)
         out[a] = ArchResult(v, peak, peak_shape(peak, x), spread)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
@@ -214,8 +226,11 @@ def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str,
     temperature grid minus its range over the whole head-dimension grid
     (:func:`attnrank.stats.compare_spans`, stratified bootstrap over runs within grid values) must lie
     above 0 (supported) or below 0 (not supported), else inconclusive at this scale; combined over
-    architectures. ``parts`` holds each lever's range (:func:`attnrank.stats.grid_span`) and the signed
-    change from the smallest to the largest head dimension (``kind="endpoints"``, Welch-t).
+    architectures; when not supported, ``verdict.needed`` is the seeds per setting that resolve
+    ``effect`` at the pooled seed spread (:func:`attnrank.stats.seeds_needed_t`, a two-sample
+    approximation for a difference of ranges). ``parts`` holds each lever's range (:func:`attnrank.stats.grid_span`) and the signed
+    change from the smallest to the largest head dimension (:func:`two_point`: Welch-t, exact when
+    both ends are constant).
     """
     _check_columns(tau_runs, ("arch", "tau", column))
     _check_columns(hd_runs, ("arch", "head_dim", column))
@@ -229,10 +244,10 @@ def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str,
         est = stats.compare_spans(xt, yt, xh, yh, n_resamples=n_resamples, seed=seed)
         spread = stats.pooled_sd(np.concatenate([yt, yh]),
                                  np.concatenate([[f"tau={v!r}" for v in xt], [f"hd={v!r}" for v in xh]]))
-        v = judge(est, 0.0, "above", effect=effect, spread=spread)
+        v = _judge_t(est, effect, spread, "seeds per setting")
         parts = {"tau_range": stats.grid_span(xt, yt, n_resamples=n_resamples, seed=seed),
                  "head_dim_range": stats.grid_span(xh, yh, n_resamples=n_resamples, seed=seed),
-                 "head_dim_change": stats.grid_span(xh, yh, kind="endpoints", seed=seed),
+                 "head_dim_change": two_point(yh[np.isclose(xh, xh.max())], yh[np.isclose(xh, xh.min())], seed=seed),
                  "tau_change": two_point(yt[np.isclose(xt, xt.min())], yt[np.isclose(xt, 1.0)], seed=seed)
                  if np.isclose(xt, 1.0).any() else None}
         out[a] = ArchResult(v, None, "", spread, parts)
