@@ -73,7 +73,7 @@
 # need no resampling) plus the location of the peak. The primary measure is now the
 # effective rank, which, unlike a numerical rank, is not saturated by the causal mask of
 # GPT-2 at $n =$ {glue:text}`temp_n` tokens; the uniform (causal) baseline is drawn beside the runs. The loss
-# result, that a colder softmax trains worse, is now its own verdict.
+# question, whether a colder softmax trains better or worse, is now its own verdict.
 
 # %% tags=["parameters"]
 profile = "auto"
