@@ -153,3 +153,11 @@ def test_effect_forest():
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["tau halved", "d_head doubled", "difference"]
     assert fig.axes[0].get_xlabel() == "rank per factor 2"
     assert len(fig.legends[0].get_texts()) == 2
+
+
+def test_by_setting_arch_facets_are_titled_by_architecture():
+    """One panel per architecture (own y axis, e.g. MLM and CLM losses) titled by the architecture's name."""
+    d = _setting_data()
+    d = d[(d.measure == MEASURES[0]) & (d.when == "final")]
+    fig = sweeps.by_setting(d, "tau", facet="arch", highlight=0.1, baseline=1.0, ncols=2)
+    assert [ax.get_title() for ax in fig.axes] == ["BERT (MLM)", "GPT-2 (CLM)"]

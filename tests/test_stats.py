@@ -326,3 +326,16 @@ def test_steps_to_level_smoothing_order_and_never():
     assert S.steps_to_level(log, 1.0, smooth=2) == 30.0
     assert S.steps_to_level(log, 0.5, smooth=1) == 20.0
     assert math.isnan(S.steps_to_level(log, 0.4, smooth=1))
+
+
+def test_seeds_needed_t_exact_power_matches_cohen():
+    """Two-sample t test, alpha 0.05, power 0.8: d = 1 needs 17 per arm, d = 0.5 needs 64 (Cohen 1988,
+    table 2.4.1); with few degrees of freedom it asks for more than the normal approximation, which
+    says 2 whenever the effect is large against the spread."""
+    assert S.seeds_needed_t(1.0, 1.0) == 17
+    assert S.seeds_needed_t(2.0, 1.0) == 64
+    assert S.seeds_needed(0.3, 1.0) == 2
+    assert S.seeds_needed_t(0.3, 1.0) == 3
+    assert S.seeds_needed_t(0.01, 1.0) == 2
+    with pytest.raises(ConfigError, match="spread"):
+        S.seeds_needed_t(0.0, 1.0)

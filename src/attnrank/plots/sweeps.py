@@ -226,8 +226,10 @@ def by_setting(
         _set_xscale(ax, x, d[x])
         ax.set_xlabel(setting_label(x))
         ax.set_ylabel(ylabel or measure_label(f if f is not None else y))
-        if f is not None and facet != "measure":
-            ax.set_title(f"{facet} = {f}", fontsize="medium")
+        if f is not None and facet == "arch":
+            ax.set_title(ARCH_LABELS.get(f, str(f)), fontsize="medium")
+        elif f is not None and facet != "measure":
+            ax.set_title(f"{facet} = {_fmt_value(f)}", fontsize="medium")
     if baseline is not None:
         handles["baseline"] = Line2D([], [], color=BASELINE_COLOR, ls="--", lw=1.4, label=f"baseline {_SYMBOLS.get(x, x)} = {_fmt_value(baseline)}")
     if highlight is not None:

@@ -1,0 +1,162 @@
+"""Tests of the temperature and head-dimension verdicts on constructed runs where the answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnrank import stats
+from attnrank import sweep_verdicts as sv
+from attnrank.errors import ConfigError
+
+TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
+HEAD_DIMS = (4, 8, 16, 32)
+N_RES = 20_000
+
+
+def _tau_runs(response, *, seeds=(0, 1), noise=0.05, archs=("bert", "gpt2"), rng=0):
+    """One row per run: ``response(arch, tau)`` plus seed noise."""
+    g = np.random.default_rng(rng)
+    rows = [dict(arch=a, tau=t, seed=s, y=response(a, t) + noise * g.standard_normal())
+            for a in archs for t in TAUS for s in seeds]
+    return pd.DataFrame(rows)
+
+
+def _hd_runs(response, *, seeds=(0, 1), noise=0.05, archs=("bert", "gpt2"), rng=1):
+    g = np.random.default_rng(rng)
+    return pd.DataFrame([dict(arch=a, head_dim=h, seed=s, y=response(a, h) + noise * g.standard_normal())
+                         for a in archs for h in HEAD_DIMS for s in seeds])
+
+
+def peaked(a, t):
+    """Rises as tau falls from 4 to 0.063, then falls again toward the cold end (the P1/P2 shape)."""
+    return 10.0 - 3.0 * (np.log10(t) - np.log10(0.063)) ** 2
+
+
+def test_fmt_setting():
+    """Grid values print as written by a person: no '97000000.0', no '32.000'."""
+    assert sv.fmt_setting(9.7e7) == "9.7e7"
+    assert sv.fmt_setting(32.0) == "32"
+    assert sv.fmt_setting(0.001) == "0.001"
+    assert sv.fmt_setting(1e-4) == "0.0001"
+    assert sv.fmt_setting(2e-5) == "2e-5"
+    assert sv.fmt_setting(0.25) == "0.25"
+
+
+def test_peaked_response_gives_interior_peak_and_the_two_point_sign():
+    """A peaked tau response: the peak is found at the mid tau (interior), and the two-point comparison
+    tau = 0.001 vs tau = 1 follows the two ends, not the peak."""
+    runs = _tau_runs(peaked)
+    v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
+    for a in ("bert", "gpt2"):
+        r = v[a]
+        assert r.shape.value == pytest.approx(0.063)
+        assert r.shape.low > min(TAUS) and r.shape.high < max(TAUS)
+        assert r.shape_text.startswith("interior peak at 0.063")
+        # ends: peaked(0.001) = 10 - 3 * 1.8^2 = 0.28 and peaked(1) = 10 - 3 * 1.2^2 = 5.68: colder is lower
+        assert r.verdict.estimate.value == pytest.approx(peaked(a, 0.001) - peaked(a, 1.0), abs=0.2)
+        assert r.verdict.status == "not supported"
+        assert r.spread == pytest.approx(0.05, rel=0.8)
+    assert v.status == "not supported"
+    assert v.n_runs == len(runs)
+
+
+def test_monotone_colder_raises_rank_is_supported_and_peak_at_cold_end():
+    runs = _tau_runs(lambda a, t: 5.0 - np.log10(t))
+    v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
+    assert v.status == "supported"
+    assert v["bert"].shape_text == "peak at the low end of the grid"
+    assert v["bert"].verdict.needed is None
+
+
+def test_two_seeds_with_a_small_effect_is_inconclusive_and_states_seeds_needed():
+    """2 seeds per arm, an effect of the size of the noise: inconclusive, with the seeds per arm needed."""
+    runs = _tau_runs(lambda a, t: 5.0 - 0.1 * np.log10(t), noise=0.5)
+    v = sv.temperature_rank(runs, "y", effect=0.5, n_resamples=N_RES)
+    assert v.status == "inconclusive at this scale"
+    r = v["bert"].verdict
+    assert r.needed_unit == "seeds per arm"
+    # exact t power at the pooled seed spread (stats.seeds_needed_t), more than the 2 seeds we have
+    assert r.needed == stats.seeds_needed_t(v["bert"].spread, 0.5)
+    assert 4 <= r.needed <= 60
+
+
+def test_constant_arms_give_an_exact_difference():
+    """A numerical rank that is the same for every seed: the difference is exact, not undefined."""
+    runs = _tau_runs(lambda a, t: 1.0 if t >= 0.25 else 8.0, noise=0.0)
+    v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
+    e = v["bert"].verdict.estimate
+    assert (e.value, e.low, e.high) == (7.0, 7.0, 7.0)
+    assert v.status == "supported"
+
+
+def test_colder_trains_worse_is_not_supported_and_best_tau_is_found():
+    """Loss falls as tau rises to 1, then rises a little: rho(log tau, loss) < 0, lowest loss at tau = 1."""
+    runs = _tau_runs(lambda a, t: 5.0 - 0.3 * np.log10(min(t, 1.0)) + (0.05 if t > 1 else 0.0), noise=0.01)
+    runs = runs.rename(columns={"y": "final_val_loss"})
+    v = sv.temperature_loss(runs, n_resamples=N_RES)
+    assert v.status == "not supported"
+    for a in ("bert", "gpt2"):
+        e = v[a].verdict.estimate
+        assert e.value < -0.8 and e.high < 0
+        assert v[a].shape.value == 1.0
+        assert v[a].verdict.needed == 30  # runs_needed_correlation(0.5)
+
+
+def test_tau_lever_clearly_larger_is_supported():
+    """tau moves the rank by ~9 over its grid, head dimension by ~0.3: supported, with the spans."""
+    t = _tau_runs(lambda a, t: 5.0 - 3.0 * np.log10(t) if t <= 1 else 5.0)
+    h = _hd_runs(lambda a, d: 5.0 - 0.1 * np.log2(d))
+    v = sv.lever_comparison(t, h, "y", n_resamples=N_RES)
+    assert v.status == "supported"
+    r = v["bert"]
+    assert r.verdict.estimate.value == pytest.approx(9.0 - 0.3, abs=0.3)
+    assert r.parts["tau_range"].value == pytest.approx(9.0, abs=0.2)
+    assert r.parts["head_dim_range"].value == pytest.approx(0.3, abs=0.15)
+    # the signed change from the smallest to the largest head dimension: the rank falls
+    assert r.parts["head_dim_change"].value == pytest.approx(-0.3, abs=0.15)
+    assert v.n_runs == len(t) + len(h)
+
+
+def test_head_dim_lever_larger_is_not_supported():
+    t = _tau_runs(lambda a, t: 5.0 + 0.1 * np.log10(t))
+    h = _hd_runs(lambda a, d: 2.0 * np.log2(d))
+    assert sv.lever_comparison(t, h, "y", n_resamples=N_RES).status == "not supported"
+
+
+@pytest.mark.parametrize("fn", ["temperature_rank", "temperature_loss", "lever_comparison"])
+def test_verdicts_stable_to_bootstrap_seed_and_row_order(fn):
+    """README guarantee "The temperature and head-dimension verdicts do not flip with the bootstrap":
+    same status and (to Monte Carlo precision) the same interval for another bootstrap seed;
+    exactly the same numbers for shuffled rows at the same seed."""
+    t = _tau_runs(peaked, noise=0.5)
+    h = _hd_runs(lambda a, d: 5.0 - 0.3 * np.log2(d), noise=0.5)
+    t["final_val_loss"] = t.y
+
+    def run(tt, hh, seed):
+        if fn == "temperature_rank":
+            return sv.temperature_rank(tt, "y", seed=seed)
+        if fn == "temperature_loss":
+            return sv.temperature_loss(tt, seed=seed)
+        return sv.lever_comparison(tt, hh, "y", seed=seed)
+
+    base = run(t, h, 0)
+    shuffled = run(t.sample(frac=1, random_state=3), h.sample(frac=1, random_state=4), 0)
+    other = run(t, h, 7)
+    for a in ("bert", "gpt2"):
+        e0, e1, e2 = (x[a].verdict.estimate for x in (base, shuffled, other))
+        assert (e1.value, e1.low, e1.high) == (e0.value, e0.low, e0.high)
+        assert e2.value == e0.value
+        assert e2.low == pytest.approx(e0.low, abs=0.05) and e2.high == pytest.approx(e0.high, abs=0.05)
+        if base[a].shape is not None:
+            assert (shuffled[a].shape.low, shuffled[a].shape.high) == (base[a].shape.low, base[a].shape.high)
+    assert base.status == shuffled.status == other.status
+
+
+def test_bad_input():
+    runs = _tau_runs(peaked)
+    with pytest.raises(ConfigError, match="runs"):
+        sv.temperature_rank(runs.drop(columns="tau"), "y")
+    with pytest.raises(ConfigError, match="stock"):
+        sv.temperature_rank(runs, "y", stock=0.5)
