@@ -29,8 +29,9 @@
 # each proof, and checks every one on random instances. A proposition is a bound or an
 # identity, so a check counts the instances tested and the violations found. The
 # propositions explain the rest of the book: why every "rank" is a numerical rank (P0), why
-# a larger head raises the rank at initialisation in steps (P1) and only up to a ceiling
-# (P1'), and what the study's low-temperature rank is (P2 and the theorem).
+# small logits cap the rank by a staircase in the head dimension (P1), what the rank of random
+# attention tends to as heads grow (P1'), and what the study's low-temperature rank is (P2
+# and the theorem).
 #
 # **Notation.** One head has queries and keys $Q, K \in \mathbb{R}^{n \times d_h}$ and logits
 # $S = QK^\top / (\tau\sqrt{d_h})$, where $\tau$ is the temperature *ratio* ($\tau = 1$ is
@@ -67,7 +68,7 @@ profile = book.setup(profile)
 
 from attnrank import theory
 from attnrank.plots import theory as tplots
-from attnrank.rank import numerical_rank, rank_measures, singular_values, study_rank
+from attnrank.rank import MEASURES, numerical_rank, rank_measures, singular_values, study_rank
 
 SIZES = {
     #         P0: n, instances, digits | P1: staircase n, taylor n and instances | P1': n, samples
@@ -104,7 +105,7 @@ def record_check(name: str, tested: int, violations: int) -> None:
     book.glue(f"theory_{name}_violations", int(violations))
 
 
-book.glue("theory_profile", profile)
+book.glue("theory_profile", profile);
 
 # %% [markdown]
 # ## P0. The exact rank is always full
@@ -211,8 +212,10 @@ book.show(fig, p0, "theory_p0_spectrum",
 #
 # The bound matters at initialisation: with standard weight initialisation the logits are
 # small, and the rank at a tolerance $\varepsilon$ is then capped by $r_1 = d_h + 1$ or
-# $r_2 = \binom{d_h+2}{2}$, which grows with $d_h$. That is the mechanism behind the study's
-# observation that head dimension raises the rank.
+# $r_2 = \binom{d_h+2}{2}$. The cap grows with $d_h$, but it is an upper bound, not a
+# prediction: when the rank sits below the cap a larger head need not raise it, and whether
+# the initial rank of the trained models grows with $d_h$ at a fixed width is measured, not
+# assumed, in {doc}`headdim`.
 #
 # **The staircase, measured.** We take one random $S_0 = QK^\top/\sqrt{d_h}$ with $d_h = 4$,
 # compute the singular values of $\operatorname{softmax}(\beta S_0)$ in float64 for
@@ -347,8 +350,10 @@ book.show(fig, ty, "theory_p1_bound",
 # $1/\sqrt{d_h}$ scaling, the logits $S$ converge in distribution, as $d_h \to \infty$, to a
 # matrix $G/\tau$ of independent standard Gaussians. Every rank measure is a continuous
 # function of $S$ away from ties of singular values with the threshold, so it converges to its
-# value for $\operatorname{softmax}(G/\tau)$: the rank rises with $d_h$ and saturates at that
-# limit, which is well below $n$ for a relative tolerance.
+# value for $\operatorname{softmax}(G/\tau)$ as $d_h$ grows. The statement is about the limit
+# only: it does not say from which side the limit is approached, so the limit is not a
+# ceiling in general (for small $d_h$ the logits are products of Gaussians, with heavier tails
+# than the limit's), and the direction is read off the measurements below.
 #
 # **Proof sketch.** $S_{ij} = \sum_{l} Q_{il}K_{jl} / (\tau\sqrt{d_h})$ is a normalised sum of
 # $d_h$ independent products of unit variance; by the multivariate central limit theorem the
@@ -371,17 +376,17 @@ lim = theory.monte_carlo_rank(n_sat, None, SIZES["sat_samples"], measures=SAT_ME
 limit = pd.DataFrame([dict(measure=m, **r.as_dict()) for m, (r, _) in lim.items()])
 main = sat[sat.measure == "rank_rtol_1e-2"].sort_values("head_dim")
 lim_main = limit.set_index("measure").loc["rank_rtol_1e-2"]
-# checks: non-decreasing in d_h (a drop beyond both CIs is a violation) and the largest head within 5% of the limit
-sat_viol = 0
-for m, d in sat.groupby("measure"):
-    d = d.sort_values("head_dim")
-    sat_viol += int((d["ci_high"].to_numpy()[1:] < d["ci_low"].to_numpy()[:-1]).sum())
-last = main.iloc[-1]
-sat_gap = abs(float(last["mean"]) - float(lim_main["mean"]))
+# check (the statement is convergence): for every measure, the largest head is within SAT_TOL of its limit
+# (a violation needs a gap beyond SAT_TOL and disjoint intervals)
 SAT_TOL = 0.05  # the largest head must be within this fraction of the limit
 book.glue("theory_sat_tol_pct", f"{SAT_TOL:.0%}")
-sat_viol += int(sat_gap > SAT_TOL * float(lim_main["mean"]))
-record_check("p1p", len(sat) + 1, sat_viol)
+sat_viol = 0
+for m, d in sat.groupby("measure"):
+    big, lm = d.sort_values("head_dim").iloc[-1], limit.set_index("measure").loc[m]
+    disjoint = big["ci_high"] < lm["ci_low"] or big["ci_low"] > lm["ci_high"]
+    sat_viol += int(disjoint and abs(float(big["mean"]) - float(lm["mean"])) > SAT_TOL * float(lm["mean"]))
+last = main.iloc[-1]
+record_check("p1p", sat.measure.nunique(), sat_viol)
 book.glue("theory_sat_n", n_sat)
 book.glue("theory_sat_samples", SIZES["sat_samples"])
 book.glue("theory_sat_list", ", ".join(f"{v:.0f}" for v in main["mean"]))
@@ -394,6 +399,22 @@ book.glue("theory_sat_limit_hi", float(lim_main["ci_high"]))
 book.glue("theory_sat_limit_frac", float(lim_main["mean"]) / n_sat)
 over = main[main["mean"] > theory.study_bound(n_sat)]
 book.glue("theory_sat_bound", theory.study_bound(n_sat))
+
+
+def approach(d: pd.DataFrame, lim_row) -> str:
+    """From which side the smallest head's mean lies relative to the limit's interval."""
+    first = d.sort_values("head_dim").iloc[0]
+    if first["ci_high"] < lim_row["ci_low"]:
+        return "from below"
+    if first["ci_low"] > lim_row["ci_high"]:
+        return "from above"
+    return "from within the limit's interval"
+
+
+lim_by = limit.set_index("measure")
+book.glue("theory_sat_direction", "; ".join(
+    f"{MEASURES[m].label}: {approach(sat[sat.measure == m], lim_by.loc[m])} (limit {lim_by.loc[m, 'mean']:.2f})"
+    for m in SAT_MEASURES))
 book.glue("theory_sat_first_over", f"first exceeds it at d_h = {int(over['head_dim'].iloc[0])}" if len(over)
           else "stays below it at every head dimension of the grid")
 fig = tplots.saturation(sat, limit)
@@ -407,14 +428,16 @@ book.show(fig, pd.concat([sat, limit.assign(head_dim=np.inf)], ignore_index=True
 # limit is {glue:text}`theory_sat_limit:.1f` (95% CI {glue:text}`theory_sat_limit_lo:.1f` to
 # {glue:text}`theory_sat_limit_hi:.1f`), a fraction {glue:text}`theory_sat_limit_frac:.2f` of
 # $n$; at $d_h$ = {glue:text}`theory_sat_last_d` the rank is
-# {glue:text}`theory_sat_last:.1f`. This ceiling is a property of the softmax of Gaussian
-# logits at $\tau = 1$. It is *not* the $0.63\,n$ of the study's theorem, which concerns the
+# {glue:text}`theory_sat_last:.1f`. Per measure, the smallest head lies relative to the
+# limit as follows ("from below": the rank rises towards the limit; "from above": it falls
+# towards it): {glue:text}`theory_sat_direction`. The limit is a property of the softmax of
+# Gaussian logits at $\tau = 1$. It is *not* the $0.63\,n$ of the study's theorem, which concerns the
 # zero-temperature limit (below). Against that bound, $(1 - 1/e)n + 1$ =
 # {glue:text}`theory_sat_bound:.1f` here, the mean rank at $\tau = 1$
 # {glue:text}`theory_sat_first_over`.
 #
-# **Check P1':** {glue:text}`theory_p1p_tested` comparisons (no drop beyond the confidence
-# intervals as $d_h$ grows; largest head within {glue:text}`theory_sat_tol_pct` of the limit),
+# **Check P1':** {glue:text}`theory_p1p_tested` comparisons (one per measure: the largest head
+# within {glue:text}`theory_sat_tol_pct` of the limit, or within the two intervals),
 # {glue:text}`theory_p1p_violations` violations.
 #
 # ## P2. The low-temperature (hardmax) limit
@@ -648,20 +671,19 @@ summary = (
     f"(n = {n_big}: {book.fmt(float(mc_big['mean'].iloc[0]))} at d_h = {int(mc_big['head_dim'].iloc[0])}, "
     f"{book.fmt(float(mc_big['mean'].iloc[-1]), 1)} at d_h = {int(mc_big['head_dim'].iloc[-1])}, limit {book.fmt(ed_big, 1)}). "
     f"The characterisation is specific to tau -> 0: the exact rank is n at every tau > 0 (P0), and at tau = 1 the rtol-1e-2 rank "
-    f"of random attention saturates near {book.fmt(float(lim_main['mean']) / n_sat)} n (P1'), "
+    f"of random attention tends to {book.fmt(float(lim_main['mean']) / n_sat)} n as d_h grows (P1'), "
     f"{'above' if float(lim_main['mean']) > theory.study_bound(n_sat) else 'not above'} the bound (1-1/e)n+1."
 )
 book.verdict("theory", status, summary)
 book.glue("theory_total_tested", int(total_tested))
 book.glue("theory_total_violations", int(total_viol))
-book.glue("theory_seconds", float(time.perf_counter() - t_chapter))
+book.glue("theory_seconds", float(time.perf_counter() - t_chapter));
 
 # %% [markdown]
-# **Claim (iv): {glue:text}`theory_status`.** {glue:text}`theory_summary`
-#
-# What this means for the rest of the book: a "rank" is always a numerical rank, so each
+# The verdict is printed above. What this means for the rest of the book: a "rank" is always a numerical rank, so each
 # chapter names its tolerance; at initialisation, where logits are small, the rank of a head
-# is capped by the Taylor bound and rises with $d_h$ in steps; and the study's $0.63\,n$ is
+# is capped by the Taylor bound, a cap that grows with $d_h$ in steps (a cap, not a prediction
+# of the rank); and the study's $0.63\,n$ is
 # the rank of the zero-temperature limit, which trained models at $\tau = 1$ are far from.
 # The chapter ran in {glue:text}`theory_seconds:.0f` seconds ({glue:text}`theory_profile`
 # profile).

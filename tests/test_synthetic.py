@@ -130,3 +130,33 @@ def test_bad_input_raises_config_error(call, param):
     with pytest.raises(ConfigError) as err:
         call()
     assert err.value.param == param
+
+
+def test_split_seeds_is_disjoint_and_halves():
+    sel, est = Y.split_seeds([5, 1, 3, 0, 2, 4])
+    assert sel == [0, 1, 2] and est == [3, 4, 5]
+    assert Y.split_seeds(range(5)) == ([0, 1], [2, 3, 4])
+    for bad in ([0, 1, 2], [0, 0, 1, 2]):
+        with pytest.raises(ConfigError) as err:
+            Y.split_seeds(bad)
+        assert err.value.param == "seeds"
+
+
+def test_select_best_looks_only_at_the_selection_seeds():
+    import pandas as pd
+
+    # on seeds 0, 1 tau = 0.1 is best; on seeds 2, 3 tau = 0.01 is far better: a selection that
+    # peeked at every seed would pick 0.01
+    rows = []
+    for s, kl in ((0, {0.01: 1.0, 0.1: 0.5}), (1, {0.01: 0.9, 0.1: 0.6}), (2, {0.01: 0.0, 0.1: 2.0}), (3, {0.01: 0.0, 0.1: 2.0})):
+        rows += [dict(seed=s, tau=t, kl=v) for t, v in kl.items()]
+    df = pd.DataFrame(rows)
+    assert Y.select_best(df, "tau", "kl", [0, 1]) == 0.1
+    assert Y.select_best(df, "tau", "kl", [0, 1, 2, 3]) == 0.01
+    assert Y.select_best(df, "tau", "kl", [0, 1], candidates=[0.01]) == 0.01
+    with pytest.raises(ConfigError) as err:
+        Y.select_best(df, "tau", "kl", [7])
+    assert err.value.param == "seeds"
+    with pytest.raises(ConfigError) as err:
+        Y.select_best(df, "temperature", "kl", [0])
+    assert err.value.param == "column"

@@ -40,6 +40,8 @@ __all__ = [
     "toy_kl",
     "train_toy",
     "run_grid",
+    "split_seeds",
+    "select_best",
 ]
 
 #: Attention variants of the toy.
@@ -385,3 +387,58 @@ def run_grid(
     final["kl_floor"] = np.where(is_floor, normalised_kl_floor(n, torch.tensor(final["tau"].to_numpy())).numpy(), np.nan)
     final["kl_simplex"] = np.where(is_floor, simplex_kl(n, torch.tensor(final["tau"].to_numpy())).numpy(), np.nan)
     return final, pd.concat(curves, ignore_index=True)
+
+
+def split_seeds(seeds: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Split seeds into a *selection* half and a disjoint *estimation* half.
+
+    A setting chosen as the best on some seeds (for example the temperature with the lowest
+    KL) is biased on those seeds (the winner's curse); its effect is then estimated on the
+    other seeds only. The seeds are sorted; the first ``len // 2`` select, the rest estimate.
+
+    Returns:
+        ``(select, estimate)``: two disjoint sorted lists, each of at least 2 seeds.
+
+    Raises:
+        ConfigError: naming ``seeds`` for repeated seeds or fewer than 4 (an interval needs at
+            least 2 seeds on the estimation side and the selection needs more than one).
+    """
+    seeds = sorted(int(s) for s in seeds)
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError("seeds", f"got {seeds}; seeds must be distinct")
+    if len(seeds) < 4:
+        raise ConfigError("seeds", f"got {len(seeds)} seeds; held-out selection needs at least 4 (2 to select, 2 to estimate)")
+    half = len(seeds) // 2
+    return seeds[:half], seeds[half:]
+
+
+def select_best(df: pd.DataFrame, column: str, value: str, seeds: Sequence[int], *, candidates=None,
+                seed_column: str = "seed") -> float:
+    """The level of ``column`` with the smallest mean ``value`` over the rows whose seed is in ``seeds``.
+
+    Args:
+        df: one row per run (e.g. :func:`run_grid`'s ``final``, already filtered to the cells
+            that compete).
+        column: the setting to choose (e.g. ``"tau"``).
+        value: the outcome to minimise (e.g. ``"kl"``).
+        seeds: the selection seeds; rows of other seeds are never looked at.
+        candidates: the levels allowed (default: every level present); a level without a row
+            on the selection seeds cannot be chosen.
+        seed_column: the column holding the seed.
+
+    Ties go to the first level in sorted order.
+
+    Raises:
+        ConfigError: naming ``seeds`` or ``candidates`` when no candidate has a row on the
+            selection seeds, or ``column``/``value`` when a column is missing.
+    """
+    for name, col in (("column", column), ("value", value), ("seed_column", seed_column)):
+        if col not in df.columns:
+            raise ConfigError(name, f"got {col!r}; not a column of the table ({', '.join(map(str, df.columns))})")
+    sel = df[df[seed_column].isin(list(seeds))]
+    if candidates is not None:
+        sel = sel[sel[column].isin(list(candidates))]
+    means = sel.groupby(column)[value].mean().dropna().sort_index()
+    if means.empty:
+        raise ConfigError("seeds", f"no row of the candidates {candidates!r} on the selection seeds {list(seeds)!r}")
+    return means.idxmin()
