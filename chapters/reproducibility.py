@@ -105,7 +105,8 @@ table.round({"final_val_loss": 4})
 # %%
 from attnrank.profiles import PROFILES, profile_defaults
 
-pd.DataFrame({p: profile_defaults(p) for p in PROFILES})
+pd.DataFrame({p: {k: f"{v:g}" if isinstance(v, float) else str(v) for k, v in profile_defaults(p).items()}
+              for p in PROFILES})  # each value as written in the profile (integers stay integers)
 
 # %%
 paper = profile_defaults("paper")
