@@ -14,7 +14,7 @@ from .profiles import RunConfig, resolve_config, resolve_profile
 __all__ = ["PRIMARY_MEASURE", "TAU_GRID", "SWEEP_DEFAULTS", "sweep_defaults", "tau_sweep", "head_dim_sweep", "main_sweep"]
 
 #: The rank measure verdicts are computed on (all others are reported beside it).
-PRIMARY_MEASURE = "rank_rtol_1e-2"
+PRIMARY_MEASURE = "effective_rank"
 
 #: Temperature ratios of the main sweep: 7 values, a factor of about 4 apart, from 1e-3 to 4.
 TAU_GRID = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
