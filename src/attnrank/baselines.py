@@ -27,7 +27,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["ngram_counts", "ngram_nll", "target_pairs", "ngram_losses"]
+__all__ = ["ngram_counts", "ngram_nll", "target_pairs", "ngram_losses", "relative_text"]
 
 
 def _ids(name, a) -> np.ndarray:
@@ -144,3 +144,12 @@ def ngram_losses(cfg) -> dict:
     counts = ngram_counts(ctx[keep], tgt[keep], V)
     pairs = [target_pairs(b["input_ids"].numpy(), b["labels"].numpy(), cfg.arch) for b in val_batches]
     return ngram_nll(counts, np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
+
+
+def relative_text(loss: float, baseline: float, digits: int = 2) -> str:
+    """Where a model's loss lies against a baseline, in words: ``"0.19 nats below"`` or ``"0.31 nats above"``
+    (``"level with"`` when equal at ``digits`` decimals)."""
+    d = round(float(baseline) - float(loss), digits)
+    if d == 0:
+        return "level with"
+    return f"{abs(d):.{digits}f} nats {'below' if d > 0 else 'above'}"
