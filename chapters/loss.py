@@ -364,7 +364,8 @@ summary_text = (
     f"(tau as a fixed effect) rho is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) and "
     f"{res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}): "
     + ", ".join(f"{res.per_arch[a]} for {ARCH_LABELS[a]}" for a in archs) + ". "
-    + (f"Runs needed to resolve a within-temperature rho of {rules.LOSS_EFFECT:g}: ".replace("-", "\u2212") + f"{', '.join(needed)}. " if needed else "")
+    + (f"Runs needed to resolve a within-temperature rho of {rules.LOSS_EFFECT:g}".replace("of -", "of \u2212")
+       + f": {', '.join(needed)}. " if needed else "")
     + f"Regime: {regime}."
 )
 by_measure = {mm: r.status for mm, r in results.items()}

@@ -129,14 +129,16 @@ def _panel_refs(references, r, c):
     return references.get((r, c), references.get(r, references.get(c, {}))) or {}
 
 
-def _draw_references(ax, refs: dict, color="0.25") -> None:
+def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list[str]:
     """Horizontal reference lines ``{label: y}`` inside the data's y-range; the others as a note.
+
+    Returns the notes of the references off the scale; with ``note=False`` the caller places them.
 
     The axis keeps the range of the data, so a far-away reference (a baseline loss well above
     every run) does not squash the runs' variation; it is written at the panel's edge instead.
     """
     if not refs:
-        return
+        return []
     lo, hi = ax.get_ylim()
     pad = 0.25 * (hi - lo)
     off = []
@@ -151,9 +153,10 @@ def _draw_references(ax, refs: dict, color="0.25") -> None:
         else:
             off.append(f"{label} {y:.2f} ({'above' if y > hi else 'below'} the scale)")
     ax.set_ylim(lo, hi)
-    if off:
+    if off and note:
         ax.text(0.99, 0.98, "\n".join(off), transform=ax.transAxes, ha="right", va="top", fontsize="x-small",
                 color=color)
+    return off
 
 
 def trajectories(
@@ -330,7 +333,7 @@ def run_scatter(
                 hi = np.nanmax([d[x].max(), d[y].max()])
                 if np.isfinite(lo) and np.isfinite(hi):
                     ax.plot([lo, hi], [lo, hi], color="0.4", ls="--", lw=1, zorder=1)
-            _draw_references(ax, _panel_refs(references, r, c))
+            text += _draw_references(ax, _panel_refs(references, r, c), note=False)
             _title(ax, row, r, col, c, row_labels, col_labels if col_labels is not None else ARCH_LABELS)
             if text:
                 # statistics sit between the panel and its title (the title is pushed up by blank
