@@ -134,3 +134,18 @@ def test_layer_head_heatmaps_grid_and_difference():
     mesh = heat[2].collections[0]
     assert np.allclose(mesh.get_array(), 2.0)
     assert heat[0].get_ylabel() == "layer" and heat[3].get_xlabel() == "head"
+
+
+def test_reference_lines_keep_the_data_range_and_note_far_references():
+    """A reference inside the data's range is a labelled line; one far outside is a corner note and
+    does not stretch the y-axis (so a baseline loss cannot flatten the runs' variation)."""
+    d = _curves(failed=False)
+    d = d[d.measure == "effective_rank"]
+    fig = tp.trajectories(d, y="mean", row=None, col="arch", references={"bert": {"bigram": 12.0, "unigram": 500.0}})
+    ax = fig.axes[0]
+    assert [round(line.get_ydata()[0], 6) for line in ax.lines if len(set(line.get_ydata())) == 1
+            and line.get_ydata()[0] == 12.0] == [12.0]
+    assert ax.get_ylim()[1] < 100
+    notes = [t.get_text() for t in ax.texts]
+    assert any("unigram 500.00 (above the scale)" in t for t in notes)
+    assert not any("unigram" in t for t in (x.get_text() for x in fig.axes[1].texts))

@@ -120,6 +120,45 @@ def _is_complete(df: pd.DataFrame, status: str | None) -> pd.Series:
     return df[status].eq("complete")
 
 
+_REF_STYLES = ((0, (4, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)))
+
+
+def _panel_refs(references, r, c):
+    if not references:
+        return {}
+    return references.get((r, c), references.get(r, references.get(c, {}))) or {}
+
+
+def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list[str]:
+    """Horizontal reference lines ``{label: y}`` inside the data's y-range; the others as a note.
+
+    Returns the notes of the references off the scale; with ``note=False`` the caller places them.
+
+    The axis keeps the range of the data, so a far-away reference (a baseline loss well above
+    every run) does not squash the runs' variation; it is written at the panel's edge instead.
+    """
+    if not refs:
+        return []
+    lo, hi = ax.get_ylim()
+    pad = 0.25 * (hi - lo)
+    off = []
+    for k, (label, y) in enumerate(refs.items()):
+        if y is None or not np.isfinite(y):
+            continue
+        if lo - pad <= y <= hi + pad:
+            ax.axhline(y, color=color, lw=1.1, ls=_REF_STYLES[k % len(_REF_STYLES)], zorder=1)
+            ax.annotate(f"{label} {y:.2f}", (1.0, y), xycoords=("axes fraction", "data"), xytext=(-2, 2),
+                        textcoords="offset points", ha="right", va="bottom", fontsize="x-small", color=color)
+            lo, hi = min(lo, y - 0.05 * (hi - lo)), max(hi, y + 0.05 * (hi - lo))
+        else:
+            off.append(f"{label} {y:.2f} ({'above' if y > hi else 'below'} the scale)")
+    ax.set_ylim(lo, hi)
+    if off and note:
+        ax.text(0.99, 0.98, "\n".join(off), transform=ax.transAxes, ha="right", va="top", fontsize="x-small",
+                color=color)
+    return off
+
+
 def trajectories(
     data: pd.DataFrame,
     *,
@@ -140,6 +179,7 @@ def trajectories(
     col_labels: dict | None = None,
     baseline: dict | None = None,
     baseline_label: str = "reference",
+    references: dict | None = None,
     logy: bool = False,
     sharey: bool | str = False,
     width: float = 4.0,
@@ -156,6 +196,10 @@ def trajectories(
         baseline: optional ``{(row value, col value) or row value or col value: y}`` drawn
             as a grey dotted line labelled ``baseline_label`` (e.g. the rank of uniform
             causal attention, or a loss level).
+        references: optional ``{(row value, col value) or row value or col value: {label: y}}``:
+            labelled horizontal lines (e.g. unigram and bigram losses). The y-range stays that of
+            the data (plus a quarter of it); a reference outside it is written as a note in the
+            panel's corner instead of stretching the axis.
         sharey: ``False``, ``True``, or ``"row"``.
 
     Returns:
@@ -189,6 +233,7 @@ def trajectories(
                     ax.axhline(b, color="0.4", ls=":", lw=1.2, zorder=1)
             if logy:
                 ax.set_yscale("log")
+            _draw_references(ax, _panel_refs(references, r, c))
             _title(ax, row, r, col, c, row_labels if row_labels is not None else ARCH_LABELS, col_labels)
             ax.set_xlabel(xlabel or SETTING_LABELS.get(x, x) if i == len(rows) - 1 else "")
             yl = ylabel.get(r, y) if isinstance(ylabel, dict) else (ylabel or y)
@@ -229,6 +274,7 @@ def run_scatter(
     logx: bool = False,
     logy: bool = False,
     connect: str | None = None,
+    references: dict | None = None,
     width: float = 4.2,
     height: float = 3.4,
 ):
@@ -242,6 +288,7 @@ def run_scatter(
             the key is the ``col`` value, the ``row`` value or ``(row value, col value)``.
         connect: optional column (e.g. ``"seed"``... or a setting) whose equal values,
             sorted by ``hue``, are joined by thin grey lines.
+        references: labelled horizontal lines per panel, as in :func:`trajectories`.
 
     Runs whose ``status`` is not ``"complete"`` are drawn as black crosses where ``x``
     and ``y`` are finite, and counted in the panel's corner text otherwise.
@@ -286,6 +333,7 @@ def run_scatter(
                 hi = np.nanmax([d[x].max(), d[y].max()])
                 if np.isfinite(lo) and np.isfinite(hi):
                     ax.plot([lo, hi], [lo, hi], color="0.4", ls="--", lw=1, zorder=1)
+            text += _draw_references(ax, _panel_refs(references, r, c), note=False)
             _title(ax, row, r, col, c, row_labels, col_labels if col_labels is not None else ARCH_LABELS)
             if text:
                 # statistics sit between the panel and its title (the title is pushed up by blank
