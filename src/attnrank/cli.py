@@ -8,6 +8,7 @@ and exit status 2, no usage block and no traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -167,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     except (_InputError, ConfigError) as exc:
         print(f"attnrank: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader stopped reading (``attnrank runs | head``): no traceback
+        # https://docs.python.org/3/library/signal.html#note-on-sigpipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
