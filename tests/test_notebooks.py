@@ -38,3 +38,16 @@ def test_jupytext_twin_in_sync(path):
     from_py = jupytext.read(twin)
     cells = lambda nb: [(c.cell_type, c.source.strip(), sorted(c.metadata.get("tags", []))) for c in nb.cells]
     assert cells(from_ipynb) == cells(from_py), f"{path.name} and {twin.name} differ: run `jupytext --sync {path}`"
+
+
+def test_values_pasted_from_another_page_name_a_format():
+    """``{glue:text}`page.ipynb::key``` needs a format spec (``:s``, ``:d``, ``:.2f``): without
+    one, myst-nb splits the reference at the last colon of ``::`` and finds no value."""
+    import re
+
+    bad = []
+    for path in sorted(CHAPTERS.glob("*.md")) + sorted(CHAPTERS.glob("*.py")):
+        for ref in re.findall(r"\{glue:text\}`([^`]*)`", path.read_text()):
+            if "::" in ref and ":" not in ref.split("::", 1)[1]:
+                bad.append(f"{path.name}: {ref}")
+    assert not bad, bad
