@@ -168,6 +168,8 @@ def test_a_pasted_value_no_cell_provides_fails_the_build_and_shows(tmp_path):
         assert "'value' is not provided by any cell of 'nb'" in out
     html = (tmp_path / "book" / "_build" / "html" / "intro.html").read_text()
     assert "[missing value: nb::value]" in html
+    log = (tmp_path / "data" / "build_log.csv").read_text().splitlines()
+    assert [row.rsplit(",", 1)[1] for row in log[1:]] == ["error", "error"]  # one row per failed build
 
 
 def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):

@@ -305,6 +305,7 @@ def _log_build(app, exception) -> None:
     start = getattr(app, "attnrank_start", None)
     if start is None:
         return
+    app.attnrank_start = None  # one row per build: a failing build emits build-finished twice
     trained, train_seconds = 0, 0.0
     if runs_dir().is_dir():
         for marker in runs_dir().glob("*/COMPLETE"):
