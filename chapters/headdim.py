@@ -86,7 +86,7 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from attnrank import book, experiments, models, probe, rank, stats, store, sweep_verdicts, theory, train
+from attnrank import book, experiments, models, probe, rank, rules, stats, store, theory, train
 from attnrank.errors import ConfigError
 from attnrank.plots import sweeps
 from attnrank.profiles import resolve_config
@@ -99,7 +99,7 @@ PRIMARY = experiments.PRIMARY_MEASURE
 MEASURE_NAMES = list(rank.MEASURES)
 NUMERICAL = [m for m in MEASURE_NAMES if rank.MEASURES[m].kind == "numerical"]
 RANK_MEASURES = [m for m in MEASURE_NAMES if m != "attention_entropy"]  # the rule is about rank
-fmt_tau = sweep_verdicts.fmt_setting  # grid values for prose: 0.001, 1, 32
+fmt_tau = rules.fmt_setting  # grid values for prose: 0.001, 1, 32
 
 # %% [markdown]
 # ## The runs
@@ -356,12 +356,12 @@ tau_grid_runs = t_runs  # the whole temperature grid at the standard head dimens
 hd1 = hd_runs[np.isclose(hd_runs.tau, 1.0)]
 hdmin = hd_runs[np.isclose(hd_runs.tau, TAU_MIN)]
 EFFECT = 1.0  # pre-registered: a difference of one unit of effective rank between the two ranges
-lever_v = {m: sweep_verdicts.lever_comparison(tau_grid_runs, hd1, f"initial_{m}", effect=EFFECT, archs=("bert", "gpt2"))
+lever_v = {m: rules.lever_comparison(tau_grid_runs, hd1, f"initial_{m}", effect=EFFECT, archs=("bert", "gpt2"))
            for m in RANK_MEASURES}
 lv = lever_v[PRIMARY]
 ok_t, ok_h = tau_grid_runs[tau_grid_runs.status == "complete"], hd1[hd1.status == "complete"]
-loss_lv = sweep_verdicts.lever_comparison(ok_t, ok_h, "final_val_loss", archs=("bert", "gpt2"))
-lv_min = sweep_verdicts.lever_comparison(tau_grid_runs, hdmin, f"initial_{PRIMARY}", effect=EFFECT, archs=("bert", "gpt2"))
+loss_lv = rules.lever_comparison(ok_t, ok_h, "final_val_loss", archs=("bert", "gpt2"))
+lv_min = rules.lever_comparison(tau_grid_runs, hdmin, f"initial_{PRIMARY}", effect=EFFECT, archs=("bert", "gpt2"))
 
 LEVERS = {"tau_range": "τ over its grid", "head_dim_range": "d_head over its grid (τ = 1)", "diff": "difference (τ − d_head)"}
 rows = []

@@ -94,7 +94,7 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from attnrank import book, experiments, models, probe, rank, stats, store, sweep_verdicts, theory, train
+from attnrank import book, experiments, models, probe, rank, rules, stats, store, theory, train
 from attnrank.errors import ConfigError
 from attnrank.plots import sweeps
 from attnrank.plots import training as tplots
@@ -107,7 +107,7 @@ BASELINE = 1.0
 PRIMARY = experiments.PRIMARY_MEASURE
 MEASURE_NAMES = list(rank.MEASURES)
 RANK_MEASURES = [m for m in MEASURE_NAMES if m != "attention_entropy"]  # the rule is about rank
-fmt_tau = sweep_verdicts.fmt_setting  # tau for prose: 0.001, 1, 9.7e7
+fmt_tau = rules.fmt_setting  # tau for prose: 0.001, 1, 9.7e7
 
 # %% [markdown]
 # ## The runs
@@ -313,7 +313,7 @@ book.show(fig, pd.concat([ranks_long.assign(kind="run"), uniform_refs.assign(kin
 grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
 tau_min = float(min(grid["taus"]))
 RANK_EFFECT = 1.0  # pre-registered: one unit of effective rank
-rank_v = {m: sweep_verdicts.temperature_rank(grid_runs, f"initial_{m}", stock=BASELINE, cold=tau_min, effect=RANK_EFFECT,
+rank_v = {m: rules.temperature_rank(grid_runs, f"initial_{m}", stock=BASELINE, cold=tau_min, effect=RANK_EFFECT,
                                              archs=("bert", "gpt2"))
           for m in RANK_MEASURES}
 rv = rank_v[PRIMARY]
@@ -448,7 +448,7 @@ book.show(fig, loss_df, "temp_final_loss_vs_tau",
 # %%
 done = grid_runs[grid_runs.status == "complete"]
 LOSS_EFFECT = 0.5  # pre-registered correlation for the runs needed
-loss_v = sweep_verdicts.temperature_loss(done, "final_val_loss", effect=LOSS_EFFECT, archs=("bert", "gpt2"))
+loss_v = rules.temperature_loss(done, "final_val_loss", effect=LOSS_EFFECT, archs=("bert", "gpt2"))
 for a in ("bert", "gpt2"):
     r = loss_v[a]
     book.glue(f"temp_loss_rho_{a}", r.verdict.estimate.text(2))

@@ -1,27 +1,48 @@
-"""The pre-registered rules of the training chapters (``dynamics`` and ``loss``), as functions of a run table.
+"""The pre-registered verdict rules of the chapters on trained models, as functions of a run table.
 
-Each rule takes one row per run (complete runs only) and returns the verdict on one rank measure;
-the chapters call it once per measure of :data:`attnrank.rank.MEASURES` (the primary one for the
-verdict, every one for the robustness table). All statistics come from :mod:`attnrank.stats`
-(bootstrap intervals over runs with canonical row order, so a result depends neither on the row
-order nor, beyond Monte Carlo error far below the reported digits, on the bootstrap seed) and the
-classification from :mod:`attnrank.verdicts`.
+Each rule takes one row per run (complete runs only; the independent unit is always the run,
+never a probe sequence) and returns the verdict on one rank measure; the chapters call it once per
+measure of :data:`attnrank.rank.MEASURES` (the primary one for the verdict, every one for the
+robustness table). All statistics come from :mod:`attnrank.stats` (exact or Welch-t where n is
+small, bootstraps over runs with a canonical row order and :data:`attnrank.stats.N_RESAMPLES`
+resamples, so a result depends neither on the row order nor, beyond Monte Carlo error far below
+the reported digits, on the bootstrap seed) and the classification from :mod:`attnrank.verdicts`.
 
-Run tables have the columns ``arch``, ``tau``, ``initial_<measure>`` and ``final_<measure>``
-(dynamics) or ``initial_<measure>`` and ``final_val_loss`` (loss).
+* :func:`dynamics_rule` - claim (i): the rank at initialisation predicts the final rank, and the
+  rank hardly moves (``initial_<measure>``, ``final_<measure>``).
+* :func:`loss_rule` - claim (ii): a higher initial rank goes with a lower final loss, also with
+  the temperature held fixed (``initial_<measure>``, ``final_val_loss``).
+* :func:`temperature_rank` - claim (iii): a colder softmax raises the initial rank. The study's own
+  two-point comparison, rank at the coldest grid value minus rank at ``tau = 1``
+  (:func:`attnrank.stats.compare_means`), plus where the rank peaks on the grid
+  (:func:`attnrank.stats.peak_location`).
+* :func:`temperature_loss` - does a colder softmax train to a lower loss: Spearman's rho of
+  ``log tau`` and the final validation loss over runs (:func:`attnrank.stats.spearman`), plus the
+  grid value with the lowest mean loss.
+* :func:`lever_comparison` - claim (iii): temperature is the stronger lever on the initial rank,
+  compared over the range a user can set: range of the mean rank over the whole temperature grid
+  minus its range over the whole head-dimension grid (:func:`attnrank.stats.compare_spans`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import warnings
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from . import stats, verdicts
 from .errors import ConfigError
+from .stats import Estimate
+from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 
-__all__ = ["RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule"]
+__all__ = [
+    "RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule",
+    "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
+    "lever_comparison",
+]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
 RHO_MIN = 0.5
@@ -134,3 +155,213 @@ def loss_rule(runs: pd.DataFrame, measure: str, *, outcome: str = "final_val_los
         res.per_arch[a] = verdicts.combine([verdicts.classify(res.rho[a], 0.0, "below"), res.judged[a].status])
     res.status = verdicts.combine(res.per_arch.values())
     return res
+
+def fmt_setting(v) -> str:
+    """A grid value (tau, head dimension) for prose and tables: ``1``, ``0.001``, ``32``, ``9.7e7``.
+
+    Integer values print without a decimal point, others in ``%g`` form with the exponent written
+    compactly (``9.7e7``, ``1e-4``), never as ``97000000.0``.
+    """
+    v = float(v)
+    if not math.isfinite(v):
+        return "n/a"
+    if v.is_integer() and abs(v) < 1e4:
+        return str(int(v))
+    s = f"{v:g}"
+    if "e" in s:
+        mant, exp = s.split("e")
+        s = f"{mant}e{int(exp)}"
+    return s
+
+
+@dataclass(frozen=True)
+class ArchResult:
+    """One architecture's part of a verdict.
+
+    Attributes:
+        verdict: the classified estimate (status, estimate, threshold, runs needed).
+        shape: where the response peaks (:class:`~attnrank.stats.Estimate` of the grid value; its
+            interval is on the grid) or ``None``.
+        shape_text: the peak in words (see :func:`peak_shape`), or ``""``.
+        spread: pooled within-setting standard deviation over seeds of the outcome (NaN if none).
+        parts: further named estimates shown beside the verdict (e.g. the span of each lever).
+    """
+
+    verdict: Verdict
+    shape: Estimate | None = None
+    shape_text: str = ""
+    spread: float = float("nan")
+    parts: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SweepVerdict:
+    """The combined status over architectures (:func:`attnrank.verdicts.combine`) and the per-arch results."""
+
+    status: str
+    arch: dict
+    n_runs: int
+
+    def __getitem__(self, arch: str) -> ArchResult:
+        return self.arch[arch]
+
+
+def peak_shape(peak: Estimate, levels) -> str:
+    """Where a peak lies on a grid, in words, from :func:`attnrank.stats.peak_location`.
+
+    ``"interior peak at tau = v (interval a to b)"`` when the interval excludes both grid ends;
+    ``"peak at the low end"`` / ``"peak at the high end"`` when the whole interval is that end;
+    otherwise ``"peak location unresolved (interval a to b)"``. The word ``tau`` is the caller's
+    (this function names no setting): the text starts with the shape.
+    """
+    levels = np.sort(np.unique(np.asarray(levels, float)))
+    if len(levels) < 2 or not peak.has_interval:
+        return "peak location unresolved"
+    lo, hi = levels[0], levels[-1]
+    span = f"{fmt_setting(peak.low)} to {fmt_setting(peak.high)}"
+    if peak.low > lo and peak.high < hi:
+        return f"interior peak at {fmt_setting(peak.value)} (interval {span})"
+    if peak.low == peak.high == lo:
+        return "peak at the low end of the grid"
+    if peak.low == peak.high == hi:
+        return "peak at the high end of the grid"
+    return f"peak location unresolved (estimate {fmt_setting(peak.value)}, interval {span})"
+
+
+def _judge_t(est: Estimate, effect: float, spread: float, unit: str = "seeds per arm") -> Verdict:
+    """:func:`attnrank.verdicts.judge` against 0 ("above"), with the runs needed from the exact t-test
+    power (:func:`attnrank.stats.seeds_needed_t`) rather than the normal approximation."""
+    v = judge(est, 0.0, "above", effect=effect, spread=spread)
+    if v.needed is not None:
+        v = replace(v, needed=stats.seeds_needed_t(spread, effect), needed_unit=unit)
+    return v
+
+
+def two_point(a, b, *, seed: int = 0) -> Estimate:
+    """``mean(a) - mean(b)`` for two small sets of runs: :func:`attnrank.stats.compare_means`.
+
+    When both arms are constant (every seed gives the same value, as a numerical rank can) and
+    the Welch interval is undefined, the difference is exact and the interval has zero width, as
+    :func:`attnrank.stats.mean_ci` does for equal values.
+    """
+    with warnings.catch_warnings():  # nearly equal values: scipy warns about precision, the result stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        e = stats.compare_means(a, b, seed=seed)
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if not e.has_interval and len(a) >= 2 and len(b) >= 2 and np.ptp(a) == 0 and np.ptp(b) == 0:
+        return Estimate(e.value, e.value, e.value, e.n, e.method + "; both arms constant: exact difference",
+                        e.confidence, e.p)
+    return e
+
+
+def temperature_rank(runs: pd.DataFrame, column: str, *, stock: float = 1.0, cold: float | None = None,
+                     effect: float = 1.0, seed: int = 0, n_resamples: int = stats.N_RESAMPLES,
+                     archs=None) -> SweepVerdict:
+    """Claim (iii): a colder softmax raises the initial rank (the study's two-point comparison).
+
+    Args:
+        runs: one row per run with columns ``arch``, ``tau`` and ``column`` (e.g.
+            ``initial_effective_rank``); every grid value should have at least 2 seeds.
+        stock, cold: the two temperatures compared (``cold`` defaults to the smallest ``tau``).
+        effect: the pre-registered effect in the units of ``column``, for the seeds needed.
+
+    Rule, per architecture: the difference of means (``cold`` minus ``stock``, Welch-t interval,
+    exact permutation p) must lie above 0 (supported) or below 0 (not supported), else inconclusive
+    at this scale; the claim is made for every architecture (:func:`attnrank.verdicts.combine`).
+    When not supported, ``verdict.needed`` is the seeds per arm that resolve ``effect`` at the
+    pooled within-tau seed spread (exact two-sample t power, :func:`attnrank.stats.seeds_needed_t`). Beside it: where the mean rank peaks over the grid
+    (:func:`attnrank.stats.peak_location`, stratified bootstrap) and :func:`peak_shape`.
+
+    Raises:
+        ConfigError: naming ``runs`` for a missing column, ``stock``/``cold`` when not on the grid.
+    """
+    _need(runs, ("arch", "tau", column))
+    d = runs[np.isfinite(runs[column].astype(float))]
+    levels = np.sort(d.tau.astype(float).unique())
+    cold = float(levels.min()) if cold is None else float(cold)
+    for name, v in (("stock", stock), ("cold", cold)):
+        if not np.isclose(levels, v, rtol=1e-9).any():
+            raise ConfigError(name, f"got {v!r}; expected a tau on the grid {[fmt_setting(t) for t in levels]}")
+    out = {}
+    for a in (archs or sorted(d.arch.unique())):
+        da = d[d.arch == a]
+        x, y = da.tau.to_numpy(float), da[column].to_numpy(float)
+        est = two_point(y[np.isclose(x, cold, rtol=1e-9)], y[np.isclose(x, stock, rtol=1e-9)], seed=seed)
+        spread = stats.pooled_sd(y, x)
+        v = _judge_t(est, effect, spread)
+        peak = stats.peak_location(x, y, n_resamples=n_resamples, seed=seed)
+        out[a] = ArchResult(v, peak, peak_shape(peak, x), spread)
+    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
+
+
+def temperature_loss(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = 0.5, seed: int = 0,
+                     n_resamples: int = stats.N_RESAMPLES, archs=None) -> SweepVerdict:
+    """Does a colder softmax train to a lower loss? Spearman's rho of ``log tau`` and the loss.
+
+    Args:
+        runs: one row per *completed* run with ``arch``, ``tau`` and ``column``.
+        effect: the pre-registered correlation for the runs needed (total runs, Fisher z).
+
+    Rule, per architecture: the claim (a lower tau gives a lower loss) predicts rho > 0; supported
+    if the 95% interval of :func:`attnrank.stats.spearman` (BCa bootstrap over runs) lies above 0,
+    not supported if it lies below 0 (colder trains worse), else inconclusive at this scale; combined
+    over architectures. Beside it: the grid value with the lowest mean loss
+    (:func:`attnrank.stats.peak_location` with ``maximum=False``) and its interval.
+    """
+    _need(runs, ("arch", "tau", column))
+    d = runs[np.isfinite(runs[column].astype(float))]
+    out = {}
+    for a in (archs or sorted(d.arch.unique())):
+        da = d[d.arch == a]
+        x, y = da.tau.to_numpy(float), da[column].to_numpy(float)
+        est = stats.spearman(np.log(x), y, n_resamples=n_resamples, seed=seed)
+        v = judge(est, 0.0, "above", effect=effect)
+        best = stats.peak_location(x, y, n_resamples=n_resamples, seed=seed, maximum=False)
+        out[a] = ArchResult(v, best, peak_shape(best, x).replace("peak", "minimum"), stats.pooled_sd(y, x))
+    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
+
+
+def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str, *, effect: float = 1.0,
+                     seed: int = 0, n_resamples: int = stats.N_RESAMPLES, archs=None) -> SweepVerdict:
+    """Claim (iv): temperature moves the initial rank more than head dimension, over the settable ranges.
+
+    Args:
+        tau_runs: one row per run of the temperature grid (at the standard head dimension), with
+            ``arch``, ``tau`` and ``column``.
+        hd_runs: one row per run of the head-dimension grid (at one temperature), with ``arch``,
+            ``head_dim`` and ``column``.
+        effect: the pre-registered difference of the two ranges (units of ``column``), for the seeds
+            needed.
+
+    Rule, per architecture: the range (max minus min) of the mean ``column`` over the whole
+    temperature grid minus its range over the whole head-dimension grid
+    (:func:`attnrank.stats.compare_spans`, stratified bootstrap over runs within grid values) must lie
+    above 0 (supported) or below 0 (not supported), else inconclusive at this scale; combined over
+    architectures; when not supported, ``verdict.needed`` is the seeds per setting that resolve
+    ``effect`` at the pooled seed spread (:func:`attnrank.stats.seeds_needed_t`, a two-sample
+    approximation for a difference of ranges). ``parts`` holds each lever's range (:func:`attnrank.stats.grid_span`) and the signed
+    change from the smallest to the largest head dimension (:func:`two_point`: Welch-t, exact when
+    both ends are constant).
+    """
+    _need(tau_runs, ("arch", "tau", column))
+    _need(hd_runs, ("arch", "head_dim", column))
+    t = tau_runs[np.isfinite(tau_runs[column].astype(float))]
+    h = hd_runs[np.isfinite(hd_runs[column].astype(float))]
+    out = {}
+    for a in (archs or sorted(set(t.arch) | set(h.arch))):
+        ta, ha = t[t.arch == a], h[h.arch == a]
+        xt, yt = ta.tau.to_numpy(float), ta[column].to_numpy(float)
+        xh, yh = ha.head_dim.to_numpy(float), ha[column].to_numpy(float)
+        est = stats.compare_spans(xt, yt, xh, yh, n_resamples=n_resamples, seed=seed)
+        spread = stats.pooled_sd(np.concatenate([yt, yh]),
+                                 np.concatenate([[f"tau={v!r}" for v in xt], [f"hd={v!r}" for v in xh]]))
+        v = _judge_t(est, effect, spread, "seeds per setting")
+        parts = {"tau_range": stats.grid_span(xt, yt, n_resamples=n_resamples, seed=seed),
+                 "head_dim_range": stats.grid_span(xh, yh, n_resamples=n_resamples, seed=seed),
+                 "head_dim_change": two_point(yh[np.isclose(xh, xh.max())], yh[np.isclose(xh, xh.min())], seed=seed),
+                 "tau_change": two_point(yt[np.isclose(xt, xt.min())], yt[np.isclose(xt, 1.0)], seed=seed)
+                 if np.isclose(xt, 1.0).any() else None}
+        out[a] = ArchResult(v, None, "", spread, parts)
+    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out,
+                        len(t) + len(h))

@@ -1,4 +1,4 @@
-"""Tests of the temperature and head-dimension verdicts on constructed runs where the answer is known."""
+"""The temperature and head-dimension verdict rules (attnrank.rules) on constructed run tables with known answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from attnrank import stats
-from attnrank import sweep_verdicts as sv
+from attnrank import rules as sv
 from attnrank.errors import ConfigError
 
 TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
