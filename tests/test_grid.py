@@ -263,8 +263,8 @@ def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
     monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("52 runs of the ci profile, 0 stored, 52 to train") and "process pool:" in out
-    assert len(experiments.book_runs("ci")) == 52 and experiments.book_runs("ci", ["theory", "target"]) == []
+    assert out.startswith("130 runs of the ci profile, 0 stored, 130 to train") and "process pool:" in out
+    assert len(experiments.book_runs("ci")) == 130 and experiments.book_runs("ci", ["theory", "target"]) == []
     for argv, param in ((["--executor", "dask"], "executor"), (["--chapters", "nope"], "chapters"),
                         (["--workers", "0"], "workers"), (["--threads-per-worker", "0"], "threads_per_worker")):
         assert main(["sweep", "--profile", "ci", *argv]) == 2
