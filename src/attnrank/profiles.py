@@ -263,9 +263,13 @@ _PROFILE_DEFAULTS: dict[str, dict] = {
                max_steps=40, learning_rate=2e-3, warmup_steps=4, rank_every=10, probe_size=16,
                val_blocks=16, log_every=5, dropout=0.0),
     # quick: less than one pass over the corpus, so no dropout (as in nanoGPT's pre-training
-    # default); dropout's Bernoulli masks would also cost a fifth of a CPU step at this width
-    "quick": dict(_COMMON, hidden_size=128, num_layers=2, num_heads=4, max_len=64, vocab_size=2048, batch_size=16,
-                  max_steps=400, learning_rate=1e-3, warmup_steps=40, rank_every=100, probe_size=64,
+    # default); dropout's Bernoulli masks would also cost a fifth of a CPU step at this width.
+    # Its steps and vocabulary are sized so that a cold build of the book (every run of
+    # experiments.book_runs, two at a time, then the chapters) fits in 15 minutes on two CPU
+    # cores: the output layer (vocab_size x hidden_size) was 40% of a step's products at a
+    # vocabulary of 2048 (multiply-adds per token: 2 x 12 x 128^2 in the layers, 128 x 2048 in the output)
+    "quick": dict(_COMMON, hidden_size=128, num_layers=2, num_heads=4, max_len=64, vocab_size=1024, batch_size=16,
+                  max_steps=250, learning_rate=1e-3, warmup_steps=25, rank_every=50, probe_size=64,
                   val_blocks=64, log_every=10, dropout=0.0),
     "paper": dict(_COMMON, hidden_size=512, num_layers=4, num_heads=8, max_len=128, vocab_size=16384, batch_size=64,
                   max_steps=5000, learning_rate=5e-4, warmup_steps=250, rank_every=250, probe_size=128,
