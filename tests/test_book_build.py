@@ -219,3 +219,38 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     text = " ".join(page().split())
     assert "No build has been logged yet" not in text
     assert re.search(r"started seconds profile runs_trained training_seconds status \S+ [\d.]+ ci 0 0.0 ok", text), text
+
+
+TOC_TWO = TOC + "  - file: nb2\n"
+
+
+@pytest.mark.slow
+def test_stale_chapters_execute_up_front_in_parallel_and_are_then_read_from_the_cache(tmp_path):
+    """After the up-front sweep the stale notebooks are executed together by jupyter-cache's
+    parallel executor, and myst-nb reads each of them from the cache (it executes none); a
+    rebuild executes nothing; a notebook that fails up front is executed again while read,
+    so the build fails with its own error.
+
+    README guarantee: "A cold build executes the chapters in parallel after training."
+    """
+    env = make_book(tmp_path)
+    book = tmp_path / "book"
+    (book / "_toc.yml").write_text(TOC_TWO)
+    (book / "nb2.ipynb").write_text(_notebook("from attnrank import book\nbook.glue('other', 'two')",
+                                              "# Two\n\nOther: {glue:text}`other:s`."))
+    result = build(tmp_path, env)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-3000:]
+    assert re.search(r"Executing notebooks up front \(2, \d+ processes\): (nb, nb2|nb2, nb)", log), log[-3000:]
+    assert log.count("Using cached notebook") == 2 and "Executing notebook:" not in log
+    assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
+    assert "Other: two." in re.sub(r"<[^>]+>", "", (book / "_build" / "html" / "nb2.html").read_text())
+    again = build(tmp_path, env)
+    assert again.returncode == 0 and "up front" not in again.stdout + again.stderr
+
+    (book / "nb2.ipynb").write_text(_notebook("raise RuntimeError('broken chapter')", "# Two"))
+    failed = build(tmp_path, env)
+    log = failed.stdout + failed.stderr
+    assert failed.returncode != 0
+    assert "Notebooks that failed up front, executed again while read: nb2" in log
+    assert "broken chapter" in log

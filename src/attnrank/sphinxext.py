@@ -24,7 +24,9 @@ without executing any notebook: it changes how pages are rendered, not what chap
 
 Before any chapter executes, the extension trains every run of the chapters in the toc
 for the resolved profile (:func:`attnrank.grid.sweep` on a local process pool by default,
-with a progress bar in the terminal), so no chapter cell trains for minutes in silence.
+with a progress bar in the terminal), so no chapter cell trains for minutes in silence;
+then it executes the chapters the cache lacks in parallel, one process per core
+(:func:`_execute_up_front`).
 """
 
 from __future__ import annotations
@@ -58,9 +60,11 @@ __all__ = [
 CONTEXT_ENV_PREFIXES = ("ATTNRANK_",)
 #: Further environment variables that change what a chapter computes (hub access).
 CONTEXT_ENV_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-#: Variables that choose how runs are trained, not what they compute: every executor gives
-#: bit-identical runs (the run key holds the thread count, precision, device and world size).
-CONTEXT_ENV_EXCLUDED = ("ATTNRANK_SWEEP",)
+#: Variables that choose how runs are trained and where chapters execute, not what they
+#: compute: every executor gives bit-identical runs (the run key holds the thread count,
+#: precision, device and world size), and a chapter executed up front or while read is the
+#: same notebook run in the same environment.
+CONTEXT_ENV_EXCLUDED = ("ATTNRANK_SWEEP", "ATTNRANK_EXECUTE_UP_FRONT")
 #: Modules of the package that no chapter imports (tools around the library); their source
 #: is not part of the context, so that editing them does not re-execute the book.
 LIBRARY_EXCLUDED = ("bench.py", "cli.py", "__main__.py", "sphinxext.py")
@@ -493,6 +497,58 @@ def _sweep_up_front(app, config) -> None:
 
 def _sweep_up_front_app(app) -> None:
     _sweep_up_front(app, app.config)
+    _execute_up_front(app, app.config)
+
+
+def _execute_up_front(app, config) -> list[str]:
+    """Execute the toc's notebooks that the execution cache lacks, in parallel, into that cache.
+
+    With ``execute_notebooks: cache``, myst-nb executes each stale notebook while it reads
+    it, one after another. After the up-front sweep every run is in the store, so the
+    chapters no longer depend on each other: this step stages the stale ones in the
+    context's jupyter-cache and runs them with jupyter-cache's ``local-parallel`` executor
+    (one process per core), with the book's timeout. myst-nb then finds each of them in
+    the cache. A notebook that fails here is left to myst-nb, which executes it again and
+    reports its error as usual. ``$ATTNRANK_EXECUTE_UP_FRONT=0`` (or the config value
+    ``attnrank_execute_up_front: false``) turns this off.
+
+    Returns:
+        The paths of the notebooks executed here (empty when nothing was stale).
+    """
+    import fnmatch
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors import load_executor
+
+    switch = os.environ.get("ATTNRANK_EXECUTE_UP_FRONT")
+    enabled = config.attnrank_execute_up_front if switch is None else switch not in ("0", "false", "no", "off")
+    if not enabled or config.nb_execution_mode != "cache":
+        return []
+    cache = get_cache(config.nb_execution_cache_path)
+    stale = []
+    for name in _toc_chapters(app.srcdir):
+        path = Path(app.srcdir) / f"{name}.ipynb"
+        if not path.is_file() or any(fnmatch.fnmatch(f"{name}.ipynb", p) for p in config.nb_execution_excludepatterns):
+            continue
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            stale.append(str(path))
+    if not stale:
+        return []
+    log = logging.getLogger("attnrank")
+    log.warning("Executing notebooks up front (%d, %d processes): %s", len(stale), os.cpu_count() or 1,
+                ", ".join(Path(p).stem for p in stale))
+    for path in stale:
+        cache.add_nb_to_project(path)
+    result = load_executor("local-parallel", cache=cache, logger=log).run_and_cache(
+        filter_uris=stale, timeout=config.nb_execution_timeout, allow_errors=config.nb_execution_allow_errors)
+    failed = list(result.excepted) + list(result.errored)
+    if failed:
+        log.warning("Notebooks that failed up front, executed again while read: %s",
+                    ", ".join(Path(p).stem for p in failed))
+    return stale
 
 
 def setup(app):
@@ -525,5 +581,6 @@ def setup(app):
     sphinx_logger.addHandler(_GlueWarnings(app))
     # the executor does not change results (every executor gives bit-identical runs)
     app.add_config_value("attnrank_sweep", "process", "")
+    app.add_config_value("attnrank_execute_up_front", True, "")
     app.connect("builder-inited", _sweep_up_front_app)
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
