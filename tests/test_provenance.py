@@ -33,7 +33,7 @@ def test_closure_follows_imports_and_leaves_out_tools():
     """The closure holds the training path's modules (lazy imports included) and not bench/cli."""
     names = {str(p.relative_to(SRC)) for p in provenance.closure()}
     assert {"train.py", "probe.py", "rank.py", "models.py", "attention.py", "data.py", "profiles.py",
-            "theory.py", "synthetic.py", "rules.py", "stats.py", "__init__.py"} <= names
+            "theory/__init__.py", "theory/hardmax.py", "synthetic.py", "rules.py", "stats.py", "__init__.py"} <= names
     assert not {"bench.py", "cli.py", "__main__.py", "sphinxext.py", "grid.py", "cache.py"} & names
 
 
