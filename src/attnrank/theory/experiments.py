@@ -36,18 +36,19 @@ SAT_MEASURES = ("rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank")
 class Section:
     """One proposition's check: ``tables`` (name -> DataFrame), ``glue`` (chapter name -> value),
     ``tested`` instances and ``violations`` found (both also in ``glue`` as
-    ``theory_<check>_tested`` / ``_violations`` when ``check`` is set)."""
+    ``<prefix>_<check>_tested`` / ``_violations`` when ``check`` is set)."""
 
     tables: dict = field(default_factory=dict)
     glue: dict = field(default_factory=dict)
     check: str | None = None
     tested: int = 0
     violations: int = 0
+    prefix: str = "theory"
 
     def __post_init__(self):
         if self.check is not None:
-            self.glue[f"theory_{self.check}_tested"] = int(self.tested)
-            self.glue[f"theory_{self.check}_violations"] = int(self.violations)
+            self.glue[f"{self.prefix}_{self.check}_tested"] = int(self.tested)
+            self.glue[f"{self.prefix}_{self.check}_violations"] = int(self.violations)
 
 
 def merge(check: str, *sections: Section) -> Section:
