@@ -1,4 +1,7 @@
-"""Cached intermediate tables: every part of the key recomputes, an unchanged call reads."""
+"""Cached intermediate tables: every part of the key recomputes, an unchanged call reads.
+
+README guarantee: "Cached tables are keyed by their inputs." (every test below)
+"""
 
 from __future__ import annotations
 

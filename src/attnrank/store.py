@@ -179,18 +179,22 @@ class Run:
     ranks = property(lambda self: self.table("ranks"))
     rank_summary = property(lambda self: self.table("rank_summary"))
 
+    def initial_model(self):
+        """The model this run started from: same architecture and seed, untrained, in eval mode."""
+        from .models import build_model
+
+        c = self.config
+        return build_model(
+            c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
+            tau=c["tau"], max_len=c["max_len"], vocab_size=self.summary["vocab_size"], dropout=c["dropout"],
+            seed=c["seed"], pad_token_id=self.summary["pad_token_id"],
+        ).eval()
+
     def load_model(self):
         """The trained model (weights read with ``safetensors``, never pickle), in eval mode."""
         from safetensors.torch import load_file
 
-        from .models import build_model
-
-        c = self.config
-        model = build_model(
-            c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
-            tau=c["tau"], max_len=c["max_len"], vocab_size=self.summary["vocab_size"], dropout=c["dropout"],
-            seed=c["seed"], pad_token_id=self.summary["pad_token_id"],
-        )
+        model = self.initial_model()
         state = load_file(str(self.path / "model.safetensors"))
         model.load_state_dict(state, strict=False)  # tied output embeddings are stored once
         return model.eval()
