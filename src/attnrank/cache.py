@@ -111,6 +111,22 @@ def _read(path: Path) -> pd.DataFrame | None:
         return None
 
 
+def _lock(path: Path) -> FileLock:
+    """Create the cache folder and take the lock file ``path``.
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_DATA`` when the folder cannot be written.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path))
+        lock.acquire()
+    except OSError as exc:
+        raise ConfigError("ATTNRANK_DATA", f"cannot write the table cache {path.parent} ({exc.strerror or exc}); "
+                                           "set ATTNRANK_DATA to a writable folder") from None
+    return lock
+
+
 def cached(name: str, compute, **inputs) -> pd.DataFrame:
     """The table ``compute(**inputs)``, computed once per key and then read from the cache.
 
@@ -137,13 +153,7 @@ def cached(name: str, compute, **inputs) -> pd.DataFrame:
     table = _read(path)
     if table is not None:
         return table
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(root / f".{name}-{key}.lock"))
-        lock.acquire()
-    except OSError as exc:
-        raise ConfigError("ATTNRANK_DATA", f"cannot write the table cache {root} ({exc.strerror or exc}); "
-                                           "set ATTNRANK_DATA to a writable folder") from None
+    lock = _lock(root / f".{name}-{key}.lock")
     try:
         table = _read(path)  # another process may have computed it while we waited
         if table is not None:
