@@ -285,3 +285,65 @@ def verdict(values: pd.DataFrame, ratios: dict, *, n: int, tau_max: float, head_
         f"{fmt(ratios['rank_rtol_1e-2'], 2)} times.{needed}")
     glue = {f"measure_excess_{m}": float(e.value) for m, e in excess.items()}
     return status, summary, {"measure_e_max": e_max, "measure_tau_high": tau_high, **glue}
+
+
+def probed_runs(runs: pd.DataFrame, profile: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs the chapter probes: ``tau = 1`` with each architecture's standard heads, complete.
+
+    Returns ``(used, not_probed)`` (the second: such runs that diverged).
+
+    Raises:
+        RuntimeError: when one architecture has no complete run to probe.
+    """
+    from .models import ARCHS
+    from .profiles import resolve_config
+
+    standard_heads = {a: resolve_config(a, profile).num_heads for a in ARCHS}
+    chosen = runs[(runs.tau == 1.0) & (runs.num_heads == runs.arch.map(standard_heads))]
+    used = chosen[chosen.status == "complete"].reset_index(drop=True)
+    if used.arch.nunique() < 2:
+        raise RuntimeError("this chapter needs complete tau = 1 runs of both architectures")
+    return used, chosen[chosen.status != "complete"][["arch", "seed", "failure_step", "failure_reason"]]
+
+
+def temperature_facts(ref: pd.DataFrame, matrices: pd.DataFrame, spectra: pd.DataFrame, taus) -> dict:
+    """Glued facts of trained models over the temperature grid: every measure at both ends of
+    the grid (``ref``: :func:`summarise` of the reference pipeline by arch, tau, measure), the
+    distinct argmax columns at the smallest ``tau``, and the ``tau`` at which trained BERT's
+    median ``sigma_2`` at the largest ``tau`` would reach the study's threshold 1e-8."""
+    from .book import fmt
+
+    lo, hi = min(taus), max(taus)
+    look = ref.set_index(["arch", "tau", "measure"])["mean"]
+    s2 = spectra[(spectra.arch == "bert") & (spectra.state == "trained") & (spectra.tau == hi)
+                 & (spectra.pipeline == REFERENCE) & (spectra.k == 2)]["median"].iloc[0]
+    out = {"measure_tau_atol_one": fmt(hi * float(s2) / rank.STUDY_ATOL, 2)}
+    for a in sorted(set(ref.arch)):
+        out.update({f"measure_{a}_tau{e}_{m}": float(look[a, t, m]) for m in RANK_MEASURES
+                    for e, t in (("max", hi), ("min", lo))})
+        sel = matrices[(matrices.arch == a) & (matrices.state == "trained") & (matrices.tau == lo)]
+        out[f"measure_{a}_taumin_argmax"] = float(sel.distinct_argmax.mean())
+    return out
+
+
+def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tuple[pd.DataFrame, dict]:
+    """Largest deviation of each measure from the float64 reference per pipeline (over archs and
+    temperatures), and trained BERT's median smallest singular value at the largest ``tau`` in
+    each pipeline (the floor each precision reaches). Returns ``(deviation table, glue)``."""
+    from .book import fmt
+
+    wide = by_tau.pivot_table(index=["arch", "tau", "measure"], columns="pipeline", values="mean")
+    p32, s32 = "float32 probs, float64 SVD", "float64 probs, float32 SVD"
+    dev = pd.DataFrame({p: (wide[p] - wide[REFERENCE]).abs().groupby("measure").max()
+                        for p in PIPELINES if p != REFERENCE}).reindex(RANK_MEASURES)
+    top = dev.max(axis=1)
+    glue = {k: float(v) for k, v in dict(
+        measure_dev_rtol2=top["rank_rtol_1e-2"], measure_dev_rtol4=top["rank_rtol_1e-4"], measure_dev_eff=top["effective_rank"],
+        measure_dev_stable=top["stable_rank"], measure_dev_atol=top["rank_atol_1e-8"],
+        measure_dev_others=top.drop("rank_atol_1e-8").max(), measure_dev_atol_probs=dev.loc["rank_atol_1e-8", p32],
+        measure_dev_atol_svd=dev.loc["rank_atol_1e-8", s32]).items()}
+    t = spectra[(spectra.arch == "bert") & (spectra.state == "trained") & (spectra.tau == spectra.tau.max())
+                & (spectra.k == n)].set_index("pipeline")["median"]
+    glue.update({f"measure_floor_{tag}": fmt(float(t[p]), 2) for tag, p in (("ref", REFERENCE), ("probs32", p32),
+                                                                            ("svd32", s32))})
+    return dev.rename_axis("largest |difference| from float64 reference"), glue
