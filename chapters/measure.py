@@ -19,18 +19,16 @@
 # # What is the rank of an attention matrix?
 #
 # **Claim.** A softmax attention matrix never loses rank: in exact arithmetic it is
-# invertible, so every "rank" reported for attention is a *numerical* rank, and the
-# tolerance decides the answer. The study counts singular values above an absolute
-# threshold of $10^{-8}$. We show on real attention from our trained BERT and GPT-2 that
-# this rule counts dimensions far below anything that matters (and below float32 round-off):
-# when the temperature is so high that BERT's attention is uniform and, to any practical
-# tolerance, of rank one, it keeps counting about as many dimensions as a head has, plus
-# one. Relative tolerances, the effective rank and the stable rank do see that limit. The book's primary measure is
-# the effective rank, with the ranks at relative tolerances $10^{-2}$ and $10^{-4}$ and the
-# stable rank reported beside it: of the measures that see the rank-one limit, it is the one
-# that separates what causal attention attends to from what its mask alone imposes (the
-# causal baseline below). This chapter answers the reviewers' fourth critique (why an
-# absolute $10^{-8}$ threshold?).
+# invertible, so every "rank" reported for attention is a *numerical* rank, and the tolerance decides the
+# answer. The study counts singular values above an absolute threshold of $10^{-8}$. We show on real attention
+# from our trained BERT and GPT-2 that this rule counts dimensions far below anything that matters (and below
+# float32 round-off): when the temperature is so high that BERT's attention is uniform and, to any practical
+# tolerance, of rank one, it keeps counting about as many dimensions as a head has, plus one. Relative
+# tolerances, the effective rank and the stable rank do see that limit. The book's primary measure is the
+# effective rank, with the ranks at relative tolerances $10^{-2}$ and $10^{-4}$ and the stable rank reported
+# beside it: of the measures that see the rank-one limit, it is the one that separates what causal attention
+# attends to from what its mask alone imposes (the causal baseline below). This chapter answers the reviewers'
+# fourth critique (why an absolute $10^{-8}$ threshold?).
 
 # %% tags=["parameters"]
 profile = "auto"
@@ -41,18 +39,14 @@ probe_size = 64
 tau_grid_extreme = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
 
 # %%
-import copy
 import time
 
-import numpy as np
 import pandas as pd
-import torch
 from IPython.display import display
 
-from attnrank import book, data, experiments, models, probe, rank, stats, store, verdicts
-from attnrank.errors import ConfigError
+from attnrank import book, experiments, models, store
+from attnrank import measure as ms
 from attnrank.plots import measure as plots
-from attnrank.profiles import resolve_config
 
 book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme"))
 tau_grid_extreme = sorted(set(tau_grid_extreme) | {1.0})  # tau = 1 (the trained model) is always probed
@@ -61,74 +55,40 @@ profile = book.setup(profile)
 # %% [markdown]
 # ## The runs
 #
-# Every trained-model chapter shares one sweep over temperature and head dimension (a cold
-# build trains each run once). This chapter needs only the runs trained at the standard
-# temperature $\tau = 1$ (temperature $T = \tau\sqrt{d_h}$) and the profile's standard
-# head dimension, for both architectures and every seed. Each is probed twice: as trained,
-# and at initialisation (the same architecture rebuilt from the same seed, which gives
-# exactly the weights training started from). Runs that diverged are listed, never
-# silently dropped.
+# Every trained-model chapter shares one sweep over temperature and head dimension (a cold build trains each run
+# once). This chapter needs only the runs trained at the standard temperature $\tau = 1$ (temperature $T =
+# \tau\sqrt{d_h}$) and the profile's standard head dimension, for both architectures and every seed. Each is
+# probed twice: as trained, and at initialisation (the same architecture rebuilt from the same seed, which gives
+# exactly the weights training started from). Runs that diverged are listed, never silently dropped.
 
 # %%
 configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 runs = store.sweep(configs, progress=False)
 t_chapter = time.perf_counter()  # the chapter's own compute starts here
-config_of = {store.run_key(c): c for c in configs}
 failed = runs[runs.status != "complete"]
 print(f"{len(runs)} runs in the shared sweep, {len(failed)} failed")
 if len(failed):
     display(failed[["arch", "tau", "head_dim", "seed", "failure_step", "failure_reason"]])
-
-standard_heads = {a: resolve_config(a, profile).num_heads for a in models.ARCHS}
-chosen = runs[(runs.tau == 1.0) & (runs.num_heads == runs.arch.map(standard_heads))]
-used = chosen[chosen.status == "complete"].reset_index(drop=True)
-if len(used) < len(chosen):
+used, not_probed = ms.probed_runs(runs, profile)
+if len(not_probed):
     print("Not probed (diverged at tau = 1):")
-    display(chosen[chosen.status != "complete"][["arch", "seed", "failure_step", "failure_reason"]])
-if used.arch.nunique() < 2:
-    raise RuntimeError("this chapter needs complete tau = 1 runs of both architectures")
-n_runs, n_seeds = len(used), int(used.groupby("arch").seed.nunique().min())
+    display(not_probed)
+n_runs, n_seeds, n_tokens = len(used), int(used.groupby("arch").seed.nunique().min()), int(used.max_len.iloc[0])
+book.glue_all(dict(measure_n=n_tokens, measure_probe_size=probe_size, measure_n_runs=n_runs, measure_n_seeds=n_seeds,
+                   measure_tau_max=f"{max(tau_grid_extreme):g}", measure_tau_min=f"{min(tau_grid_extreme):g}"))
 used[["arch", "tau", "head_dim", "num_heads", "seed", "status", "final_val_loss"]]
 
 # %% [markdown]
 # The probe sequences are {glue:text}`measure_probe_size` held-out validation blocks, spread evenly over the
-# validation plays (the plays never seen in training), of the run's full length $n$; no
-# sequence is padded, so every matrix is $n \times n$.
-
-# %%
-def probe_ids(run_row) -> torch.Tensor:
-    _, val, _ = data.token_blocks(run_row.arch, run_row.dataset, int(run_row.vocab_size), int(run_row.max_len))
-    if probe_size > len(val):
-        raise ConfigError("probe_size", f"got {probe_size}; the validation split has only {len(val)} blocks of {run_row.max_len} tokens")
-    idx = np.linspace(0, len(val) - 1, probe_size).round().astype(int)
-    return torch.from_numpy(val[idx])
-
-
-def initial_model(run: store.Run):
-    """The model a run started from: same architecture, same seed, untrained."""
-    c = run.config
-    return models.build_model(
-        c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"], tau=c["tau"],
-        max_len=c["max_len"], vocab_size=run.summary["vocab_size"], dropout=c["dropout"], seed=c["seed"],
-        pad_token_id=run.summary["pad_token_id"],
-    ).eval()
-
-
-n_tokens = int(used.max_len.iloc[0])
-book.glue("measure_n", n_tokens)
-book.glue("measure_probe_size", probe_size)
-book.glue("measure_n_runs", n_runs)
-book.glue("measure_n_seeds", n_seeds)
-book.glue("measure_tau_max", f"{max(tau_grid_extreme):g}")
-book.glue("measure_tau_min", f"{min(tau_grid_extreme):g}");
+# validation plays (the plays never seen in training), of the run's full length $n$; no sequence is padded, so
+# every matrix is $n \times n$.
 
 # %% [markdown]
 # ## Four ways to count
 #
-# Let $A$ be an $n \times n$ attention matrix with singular values
-# $\sigma_1 \ge \dots \ge \sigma_n \ge 0$. Its rows are probability vectors, so
-# $A\mathbf 1 = \mathbf 1$ and $\sigma_1 = \|A\|_2 \ge 1$. The measures compared here
-# (all in `attnrank.rank`) are
+# Let $A$ be an $n \times n$ attention matrix with singular values $\sigma_1 \ge \dots \ge \sigma_n \ge 0$. Its
+# rows are probability vectors, so $A\mathbf 1 = \mathbf 1$ and $\sigma_1 = \|A\|_2 \ge 1$. The measures
+# compared here (all in `attnrank.rank`) are
 #
 # * the study's rule, $\operatorname{rank}_{\text{abs}}(A) = \#\{i : \sigma_i > 10^{-8}\}$;
 # * relative tolerances, $\operatorname{rank}_{\varepsilon}(A) = \#\{i : \sigma_i > \varepsilon\,\sigma_1\}$
@@ -139,207 +99,72 @@ book.glue("measure_tau_min", f"{min(tau_grid_extreme):g}");
 # * the stable rank $\|A\|_F^2 / \|A\|_2^2 = \sum_i \sigma_i^2 / \sigma_1^2$, between 1 and
 #   the rank, dominated by the largest singular values.
 #
-# What does a numerical rank measure? By the Eckart–Young–Mirsky theorem,
-# $\#\{i : \sigma_i > t\} = \min\{\operatorname{rank} B : \|A - B\|_2 \le t\}$: the rank at
-# tolerance $t$ is the smallest rank of any matrix within spectral distance $t$ of $A$. So
-# the study's rule asks how many dimensions survive a perturbation of size $10^{-8}$, for a
-# matrix whose largest singular value is at least 1 and whose entries, stored in float32,
-# carry round-off of relative size $2^{-24} \approx 6 \times 10^{-8}$. A relative tolerance
+# What does a numerical rank measure? By the Eckart–Young–Mirsky theorem, $\#\{i : \sigma_i > t\} =
+# \min\{\operatorname{rank} B : \|A - B\|_2 \le t\}$: the rank at tolerance $t$ is the smallest rank of any
+# matrix within spectral distance $t$ of $A$. So the study's rule asks how many dimensions survive a
+# perturbation of size $10^{-8}$, for a matrix whose largest singular value is at least 1 and whose entries,
+# stored in float32, carry round-off of relative size $2^{-24} \approx 6 \times 10^{-8}$. A relative tolerance
 # asks the question at a scale tied to the matrix itself.
 #
-# The trained models run in float32. To separate the precision of the probabilities from
-# the precision of the SVD, we also run a float64 copy of each model: the tempered
-# attention then computes its softmax, and returns the probabilities, in float64 (same
-# temperature, same masking after scaling).
-
-# %%
-def float64_copy(model):
-    """A float64 copy of ``model`` in eval mode: its attention probabilities come out in float64."""
-    return copy.deepcopy(model).double().eval()
-
-
-@torch.no_grad()
-def probabilities(model, model64, ids, tau):
-    """Attention probabilities at temperature ``tau``: {"float32": ..., "float64": ...}, [layers, batch, heads, n, n]."""
-    models.set_tau(model, tau)
-    models.set_tau(model64, tau)
-    return {"float32": probe.attention_probabilities(model, ids), "float64": probe.attention_probabilities(model64, ids)}
-
+# The trained models run in float32. To separate the precision of the probabilities from the precision of the
+# SVD, we also run a float64 copy of each model: the tempered attention then computes its softmax, and returns
+# the probabilities, in float64 (same temperature, same masking after scaling).
 
 # %% [markdown]
 # From one SVD per matrix we read every measure (the same definitions as
-# `attnrank.rank.rank_measures`; the cell checks that they agree). A *pipeline* is the
-# precision of the probabilities and the precision of the SVD; float64 for both is the
-# reference.
-
-# %%
-RANK_MEASURES = [m for m, spec in rank.MEASURES.items() if spec.kind != "entropy"]
-PIPELINES = {  # name: (precision of the probabilities, precision of the SVD)
-    "float64 probs, float64 SVD": ("float64", torch.float64),
-    "float32 probs, float64 SVD": ("float32", torch.float64),
-    "float64 probs, float32 SVD": ("float64", torch.float32),
-}
-REFERENCE = "float64 probs, float64 SVD"
-
-
-def measures_from_singular_values(sv: torch.Tensor) -> dict[str, torch.Tensor]:
-    sv = sv.double()
-    s1 = sv[..., :1]
-    out = {}
-    for name in RANK_MEASURES:
-        spec = rank.MEASURES[name]
-        if spec.kind == "numerical":
-            tol = torch.full_like(s1, spec.atol) if spec.atol is not None else spec.rtol * s1
-            out[name] = (sv > tol).sum(-1).double()
-        elif spec.kind == "effective":
-            p = sv / sv.sum(-1, keepdim=True)
-            out[name] = torch.exp(-torch.special.xlogy(p, p).sum(-1))
-        else:
-            out[name] = (sv**2).sum(-1) / sv[..., 0] ** 2
-    return out
-
-
-_check = torch.softmax(torch.randn(3, 8, 8, dtype=torch.float64) * 3, -1)
-_lib = rank.rank_measures(_check, measures=RANK_MEASURES)
-_ours = measures_from_singular_values(rank.singular_values(_check))
-assert all(torch.allclose(_lib[m], _ours[m]) for m in RANK_MEASURES)
+# `attnrank.rank.rank_measures`; `tests/test_measure.py` checks that they agree). A *pipeline* is the
+# precision of the probabilities and the precision of the SVD; float64 for both is the reference.
 
 # %% [markdown]
-# The probe loop: each trained model over the temperature grid (set with
+# The probe loop (`attnrank.measure.probe`, its tables cached): each trained model over the temperature grid
+# (set with
 # `attnrank.models.set_tau`, weights unchanged) and each initial model at $\tau = 1$,
-# every pipeline, every measure, per sequence (averaged over layers and heads). Spectra are
-# kept at $\tau = 1$ and at the two ends of the grid.
+# every pipeline, every measure, per sequence (averaged over layers and heads). Spectra are kept at $\tau = 1$
+# and at the two ends of the grid.
 
 # %%
 t_probe = time.perf_counter()
-rows, spectra_store, diag_rows = [], {}, []
-keep_spectra = {1.0, min(tau_grid_extreme), max(tau_grid_extreme)}
-for r in used.itertuples():
-    run = store.run(config_of[r.key])  # already trained: read from the store
-    ids = probe_ids(r)
-    for state, model in (("initialisation", initial_model(run)), ("trained", run.load_model())):
-        model64 = float64_copy(model)
-        for tau in tau_grid_extreme if state == "trained" else [1.0]:
-            probs = probabilities(model, model64, ids, tau)
-            p64 = probs["float64"]
-            diag = p64.diagonal(dim1=-2, dim2=-1)
-            argmax_cols = torch.zeros_like(p64).scatter_(-1, p64.argmax(-1, keepdim=True), 1.0).amax(-2).sum(-1)
-            for pipe, (pdt, sdt) in PIPELINES.items():
-                sv = rank.singular_values(probs[pdt], sdt).double()  # [L, B, H, n]
-                vals = measures_from_singular_values(sv)
-                for name, v in vals.items():
-                    per_seq = v.mean(dim=(0, 2)).numpy()  # mean over layers and heads
-                    rows.append(pd.DataFrame({"arch": r.arch, "seed": r.seed, "state": state, "tau": tau, "pipeline": pipe,
-                                              "measure": name, "sequence": np.arange(len(per_seq)), "value": per_seq}))
-                if tau in keep_spectra:
-                    spectra_store.setdefault((r.arch, state, tau, pipe), []).append(sv.reshape(-1, sv.shape[-1]).numpy())
-                if pipe == REFERENCE:
-                    diag_rows.append(pd.DataFrame({
-                        "arch": r.arch, "seed": r.seed, "state": state, "tau": tau,
-                        "sigma_1": sv[..., 0].reshape(-1).numpy(), "sigma_min": sv[..., -1].reshape(-1).numpy(),
-                        "max_gap": (sv[..., :-1] / sv[..., 1:]).amax(-1).reshape(-1).numpy(),
-                        "min_diag": diag.amin(-1).reshape(-1).numpy(),
-                        "log10_det": torch.log10(diag).sum(-1).reshape(-1).numpy() if r.arch == "gpt2" else np.nan,
-                        "distinct_argmax": argmax_cols.reshape(-1).numpy(),
-                    }))
-values = pd.concat(rows, ignore_index=True)
-matrices = pd.concat(diag_rows, ignore_index=True)
+tables = ms.probe(used, probe_size, tau_grid_extreme)  # attnrank.measure.probe_tables, cached
+values, matrices, spectra = tables["values"], tables["matrices"], tables["spectra"]
 probe_seconds = time.perf_counter() - t_probe
-print(f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(PIPELINES)} pipelines in {probe_seconds:.1f} s")
-
-
-# %%
-def summarise(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Mean and 95% CI per group, over runs: the probe sequences of one run are averaged first
-    (they share the run's weights, so they are not independent replicates); ``n`` counts runs."""
-    out = []
-    for key, g in df.groupby(by, sort=False):
-        e = stats.mean_ci(g["value"], clusters=g["seed"])
-        out.append(dict(zip(by, key if isinstance(key, tuple) else (key,)), mean=e.value, low=e.low, high=e.high, n=e.n))
-    return pd.DataFrame(out)
-
-
-def spectrum_frame(keys) -> pd.DataFrame:
-    """Median and 10-90% band of sigma_k over all matrices (layers, heads, sequences, seeds)."""
-    out = []
-    for arch, state, tau, pipe in keys:
-        sv = np.concatenate(spectra_store[(arch, state, tau, pipe)])
-        q = np.quantile(sv, [0.1, 0.5, 0.9], axis=0)
-        out.append(pd.DataFrame({"arch": arch, "state": state, "tau": tau, "pipeline": pipe, "k": np.arange(1, sv.shape[1] + 1),
-                                 "low": q[0], "median": q[1], "high": q[2]}))
-    return pd.concat(out, ignore_index=True)
-
-
-EPS32, EPS64 = float(torch.finfo(torch.float32).eps), float(torch.finfo(torch.float64).eps)
-
-
-def threshold_lines(sigma_1: pd.Series) -> pd.DataFrame:
-    """The thresholds of each measure, per architecture; relative ones at the median sigma_1 of the panel."""
-    out = []
-    for arch, s1 in sigma_1.items():
-        out += [
-            dict(arch=arch, label="study: atol 1e-8", value=rank.STUDY_ATOL, style="-"),
-            dict(arch=arch, label=r"rtol 1e-2 $\times\,\sigma_1$", value=1e-2 * s1, style="--"),
-            dict(arch=arch, label=r"rtol 1e-4 $\times\,\sigma_1$", value=1e-4 * s1, style="-."),
-            dict(arch=arch, label=r"float32 round-off $\varepsilon_{32}\sigma_1$", value=EPS32 * s1, style=":"),
-            dict(arch=arch, label=r"float64 round-off $n\,\varepsilon_{64}\sigma_1$", value=n_tokens * EPS64 * s1, style=(0, (1, 3))),
-        ]
-    return pd.DataFrame(out)
-
+print(f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(ms.PIPELINES)} pipelines in "
+      f"{probe_seconds:.1f} s (or read them from the table cache)")
 
 # %% [markdown]
 # ## The exact rank is always full
 #
-# Write $S = QK^\top / (\tau\sqrt{d_h})$ for the logits. For BERT, $A = D^{-1} e^{S}$ with
-# $D$ the diagonal of row sums, and $\det e^{S}$ is an analytic function of $(Q, K)$ that is
-# not identically zero ($e^{\langle x, y\rangle}$ is a strictly positive-definite kernel), so
-# $A$ is invertible for almost every input and weight ({doc}`theory`, P0). For GPT-2,
-# $A$ is lower-triangular with a positive diagonal, so $\det A = \prod_i A_{ii} > 0$ and
-# $\sigma_{\min} \le \min_i A_{ii}$. Exact rank is $n$ in both cases; what a numerical rank
-# reports is where its threshold cuts a spectrum that has no zero in it.
+# Write $S = QK^\top / (\tau\sqrt{d_h})$ for the logits. For BERT, $A = D^{-1} e^{S}$ with $D$ the
+# diagonal of row sums, and $\det e^{S}$ is an analytic function of $(Q, K)$ that is not identically
+# zero ($e^{\langle x, y\rangle}$ is a strictly positive-definite kernel), so $A$ is invertible for
+# almost every input and weight ({doc}`theory`, P0). For GPT-2, $A$ is lower-triangular with a
+# positive diagonal, so $\det A = \prod_i A_{ii} > 0$ and $\sigma_{\min} \le \min_i A_{ii}$. Exact
+# rank is $n$ in both cases; what a numerical rank reports is where its threshold cuts a spectrum
+# that has no zero in it.
 #
-# The spectra of real attention (trained at $\tau = 1$ and at initialisation, float64
-# throughout) decay over orders of magnitude without ever reaching zero. Across all
-# matrices the median of the largest ratio of consecutive singular values,
-# $\max_k \sigma_k / \sigma_{k+1}$, is {glue:text}`measure_gap_bert_trained:.3g` for trained
-# BERT and {glue:text}`measure_gap_gpt2_trained:.3g` for trained GPT-2
-# ({glue:text}`measure_gap_bert_init:.3g` and {glue:text}`measure_gap_gpt2_init:.3g` at
-# initialisation; where attention is close to uniform the spectrum is the staircase of
-# {doc}`the theory chapter <theory>`, and its steps are the largest ratios), whereas a
-# matrix of exact rank $r < n$ computed in float64 would drop by some $10^{13}$ at $k = r$,
-# to round-off. The smallest singular value is tiny: its median is
-# {glue:text}`measure_smin_bert_trained` (BERT) and {glue:text}`measure_smin_gpt2_trained`
-# (GPT-2) for the trained models and {glue:text}`measure_smin_bert_init` /
-# {glue:text}`measure_smin_gpt2_init` at initialisation. It exceeds float64 round-off,
-# $n\,\varepsilon_{64}\,\sigma_1$, in {glue:text}`measure_certified_bert_pct:.1f`% of the BERT
-# and {glue:text}`measure_certified_gpt2_pct:.1f`% of the GPT-2 matrices, so for those float64
-# arithmetic itself certifies full rank. For GPT-2 the determinant settles every case
-# exactly: the smallest diagonal entry of trained GPT-2 attention has median
-# {glue:text}`measure_mindiag_gpt2_trained` (the weight some token puts on its own
-# position), the determinant is
-# about $10^{x}$ with median $x$ = {glue:text}`measure_logdet_gpt2_trained:.0f`: tiny, never
-# zero; and $\sigma_{\min} \le \min_i A_{ii}$ holds in
-# {glue:text}`measure_diag_bound_pct:.1f`% of the matrices.
+# The spectra of real attention (trained at $\tau = 1$ and at initialisation, float64 throughout) decay over
+# orders of magnitude without ever reaching zero. Across all matrices the median of the largest ratio of
+# consecutive singular values, $\max_k \sigma_k / \sigma_{k+1}$, is {glue:text}`measure_gap_bert_trained:.3g`
+# for trained BERT and {glue:text}`measure_gap_gpt2_trained:.3g` for trained GPT-2
+# ({glue:text}`measure_gap_bert_init:.3g` and {glue:text}`measure_gap_gpt2_init:.3g` at initialisation; where
+# attention is close to uniform the spectrum is the staircase of {doc}`the theory chapter <theory>`, and its
+# steps are the largest ratios), whereas a matrix of exact rank $r < n$ computed in float64 would drop by some
+# $10^{13}$ at $k = r$, to round-off. The smallest singular value is tiny: its median is
+# {glue:text}`measure_smin_bert_trained` (BERT) and {glue:text}`measure_smin_gpt2_trained` (GPT-2) for the
+# trained models and {glue:text}`measure_smin_bert_init` / {glue:text}`measure_smin_gpt2_init` at
+# initialisation. It exceeds float64 round-off, $n\,\varepsilon_{64}\,\sigma_1$, in
+# {glue:text}`measure_certified_bert_pct:.1f`% of the BERT and {glue:text}`measure_certified_gpt2_pct:.1f`% of
+# the GPT-2 matrices, so for those float64 arithmetic itself certifies full rank. For GPT-2 the determinant
+# settles every case exactly: the smallest diagonal entry of trained GPT-2 attention has median
+# {glue:text}`measure_mindiag_gpt2_trained` (the weight some token puts on its own position), the determinant is
+# about $10^{x}$ with median $x$ = {glue:text}`measure_logdet_gpt2_trained:.0f`: tiny, never zero; and
+# $\sigma_{\min} \le \min_i A_{ii}$ holds in {glue:text}`measure_diag_bound_pct:.1f`% of the matrices.
 
 # %%
-ref_tau1 = matrices[matrices.tau == 1.0]
-for (arch, state), g in ref_tau1.groupby(["arch", "state"]):
-    tag = f"{arch}_{'init' if state == 'initialisation' else 'trained'}"
-    book.glue(f"measure_gap_{tag}", float(g.max_gap.median()))
-    book.glue(f"measure_smin_{tag}", book.fmt(float(g.sigma_min.median()), 2))
-certified = (ref_tau1.sigma_min > n_tokens * EPS64 * ref_tau1.sigma_1).groupby(ref_tau1.arch).mean()
-for a in models.ARCHS:
-    book.glue(f"measure_certified_{a}_pct", 100 * float(certified[a]))
-g2 = ref_tau1[(ref_tau1.arch == "gpt2") & (ref_tau1.state == "trained")]
-book.glue("measure_mindiag_gpt2_trained", book.fmt(float(g2.min_diag.median()), 2))
-book.glue("measure_logdet_gpt2_trained", float(g2.log10_det.median()))
-g2all = ref_tau1[ref_tau1.arch == "gpt2"]
-book.glue("measure_diag_bound_pct", 100 * float((g2all.sigma_min <= g2all.min_diag * (1 + 1e-9)).mean()))
-
-spec1 = spectrum_frame([(a, s, 1.0, REFERENCE) for a in models.ARCHS for s in ("initialisation", "trained")])
-sigma1 = ref_tau1.groupby("arch").sigma_1.median()
-fig = plots.spectra(spec1, threshold_lines(sigma1), col="arch", hue="state")
-book.show(fig, spec1, "measure_spectra_tau1",
+book.glue_all(ms.matrix_facts(matrices, n_tokens))
+spec1 = spectra[(spectra.tau == 1.0) & (spectra.pipeline == ms.REFERENCE)].reset_index(drop=True)
+sigma1 = matrices[matrices.tau == 1.0].groupby("arch").sigma_1.median()
+book.show(plots.spectra(spec1, ms.threshold_lines(sigma1, n_tokens), col="arch", hue="state"), spec1,
+          "measure_spectra_tau1",
           f"Singular values of attention matrices at tau = 1 (median over layers, heads, {probe_size} validation "
           f"sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {n_tokens}. "
           f"Grey lines: where each measure cuts (relative thresholds at the panel's median sigma_1) and the "
@@ -348,184 +173,132 @@ book.show(fig, spec1, "measure_spectra_tau1",
 # %% [markdown]
 # ## The causal baseline
 #
-# A causal matrix can never be uniform: its row $i$ has only $i$ keys. The most spread-out
-# causal attention is the uniform causal matrix $U_n$ with $(U_n)_{ij} = 1/i$ for $j \le i$,
-# which is what every GPT-2 head tends to at high temperature. It is lower-triangular with
-# diagonal $1/i$, hence invertible; its spectrum decays smoothly, so its "rank" depends on
-# the measure. At the probe length $n$ = {glue:text}`measure_n`, $U_n$ has rank
-# {glue:text}`measure_causal_rank_rtol_1e-2:.0f` at rtol $10^{-2}$,
+# A causal matrix can never be uniform: its row $i$ has only $i$ keys. The most spread-out causal attention is
+# the uniform causal matrix $U_n$ with $(U_n)_{ij} = 1/i$ for $j \le i$, which is what every GPT-2 head tends to
+# at high temperature. It is lower-triangular with diagonal $1/i$, hence invertible; its spectrum decays
+# smoothly, so its "rank" depends on the measure. At the probe length $n$ = {glue:text}`measure_n`, $U_n$ has
+# rank {glue:text}`measure_causal_rank_rtol_1e-2:.0f` at rtol $10^{-2}$,
 # {glue:text}`measure_causal_rank_rtol_1e-4:.0f` at rtol $10^{-4}$,
 # {glue:text}`measure_causal_rank_atol_1e-8:.0f` by the study's rule, effective rank
-# {glue:text}`measure_causal_effective_rank:.1f` and stable rank
-# {glue:text}`measure_causal_stable_rank:.2f`. GPT-2 ranks are only meaningful against
-# this baseline: a GPT-2 rank at or below it is what causal attention that ignores the
-# content altogether already has. (BERT's content-free baseline, uniform attention, has rank
+# {glue:text}`measure_causal_effective_rank:.1f` and stable rank {glue:text}`measure_causal_stable_rank:.2f`.
+# GPT-2 ranks are only meaningful against this baseline: a GPT-2 rank at or below it is what causal attention
+# that ignores the content altogether already has. (BERT's content-free baseline, uniform attention, has rank
 # one under every measure.)
 #
-# The table below divides GPT-2's rank under each measure by the baseline's, per run (at
-# $\tau = 1$, float64 throughout), and gives the mean ratio with a 95% interval over the
-# {glue:text}`measure_n_gpt2_runs` GPT-2 runs. A ratio of 1 means that a content-blind
-# causal matrix scores the same: the measure reads the mask, not the attention. The column
-# "U_n / n" is the baseline as a fraction of the largest value a measure can take. At rtol
-# $10^{-2}$ the uniform causal matrix already has rank
-# {glue:text}`measure_causal_rank_rtol_1e-2:.0f` of {glue:text}`measure_n`
-# ({glue:text}`measure_causal_frac_rank_rtol_1e-2:.2f` of $n$): causal attention can hardly
-# score above its mask under this measure, whatever it attends to, and trained GPT-2's rank
-# at rtol $10^{-2}$ is {glue:text}`measure_gpt2_ratio_rank_rtol_1e-2` times the baseline's
-# (at initialisation {glue:text}`measure_gpt2_init_ratio_rank_rtol_1e-2`). The effective
-# rank of the baseline is {glue:text}`measure_causal_frac_effective_rank:.2f` of $n$, which
-# leaves room on both sides for attention that depends on the content; trained GPT-2's
-# effective rank is {glue:text}`measure_gpt2_ratio_effective_rank` times the baseline's (at
-# initialisation {glue:text}`measure_gpt2_init_ratio_effective_rank`). This is why the
-# book's primary measure is the effective rank.
+# The table below divides GPT-2's rank under each measure by the baseline's, per run (at $\tau = 1$, float64
+# throughout), and gives the mean ratio with a 95% interval over the {glue:text}`measure_n_gpt2_runs` GPT-2
+# runs. A ratio of 1 means that a content-blind causal matrix scores the same: the measure reads the mask, not
+# the attention. The column "U_n / n" is the baseline as a fraction of the largest value a measure can take. At
+# rtol $10^{-2}$ the uniform causal matrix already has rank {glue:text}`measure_causal_rank_rtol_1e-2:.0f` of
+# {glue:text}`measure_n` ({glue:text}`measure_causal_frac_rank_rtol_1e-2:.2f` of $n$): causal attention can
+# hardly score above its mask under this measure, whatever it attends to, and trained GPT-2's rank at rtol
+# $10^{-2}$ is {glue:text}`measure_gpt2_ratio_rank_rtol_1e-2` times the baseline's (at initialisation
+# {glue:text}`measure_gpt2_init_ratio_rank_rtol_1e-2`). The effective rank of the baseline is
+# {glue:text}`measure_causal_frac_effective_rank:.2f` of $n$, which leaves room on both sides for attention that
+# depends on the content; trained GPT-2's effective rank is {glue:text}`measure_gpt2_ratio_effective_rank` times
+# the baseline's (at initialisation {glue:text}`measure_gpt2_init_ratio_effective_rank`). This is why the book's
+# primary measure is the effective rank.
 
 # %%
-U = torch.tril(torch.ones(n_tokens, n_tokens, dtype=torch.float64)) / torch.arange(1, n_tokens + 1, dtype=torch.float64)[:, None]
-causal = {m: float(v) for m, v in rank.rank_measures(U, measures=RANK_MEASURES).items()}
-for m, v in causal.items():
-    book.glue(f"measure_causal_{m}", v)
-ref_g = values[(values.arch == "gpt2") & (values.tau == 1.0) & (values.pipeline == REFERENCE)]
-ratio_rows = []
-for m in RANK_MEASURES:
-    row = {"measure": m, "uniform causal U_n": causal[m], "U_n / n": causal[m] / n_tokens}
-    book.glue(f"measure_causal_frac_{m}", causal[m] / n_tokens)
-    for state, tag in (("initialisation", "init_"), ("trained", "")):
-        g = ref_g[(ref_g.state == state) & (ref_g.measure == m)]
-        e_val = stats.mean_ci(g["value"], clusters=g["seed"])
-        e_ratio = stats.mean_ci(g["value"] / causal[m], clusters=g["seed"])
-        row[f"GPT-2 {state}"] = e_val.value
-        row[f"ratio {state} (95% CI over runs)"] = e_ratio.text(2, n=False)
-        book.glue(f"measure_gpt2_{tag}ratio_{m}", e_ratio.text(2))
-        book.glue(f"measure_gpt2_{tag}ratio_value_{m}", e_ratio.value)
-    ratio_rows.append(row)
-
-
-def ratio_value(m: str, state: str = "trained") -> float:
-    """Mean over GPT-2 runs of (measure / uniform causal baseline) at tau = 1."""
-    g = ref_g[(ref_g.state == state) & (ref_g.measure == m)]
-    return stats.mean_ci(g["value"] / causal[m], clusters=g["seed"]).value
-
-
-book.glue("measure_n_gpt2_runs", int(ref_g.seed.nunique()))
-pd.DataFrame(ratio_rows).set_index("measure").round(2)
+causal = ms.uniform_causal(n_tokens)
+ratio_table, ratio_glue = ms.causal_ratios(values, causal, n_tokens)
+book.glue_all(ratio_glue)
+ratio_table.round(2)
 
 # %% [markdown]
-# On the same matrices the measures can disagree widely. For trained BERT at
-# $\tau = 1$ the rank is {glue:text}`measure_bert_trained_rank_rtol_1e-2:.2f` at rtol
-# $10^{-2}$, {glue:text}`measure_bert_trained_rank_rtol_1e-4:.1f` at rtol $10^{-4}$ and
-# {glue:text}`measure_bert_trained_rank_atol_1e-8:.1f` by the study's rule (of $n$ =
-# {glue:text}`measure_n`); its effective rank is
-# {glue:text}`measure_bert_trained_effective_rank:.2f` and its stable rank
-# {glue:text}`measure_bert_trained_stable_rank:.2f`. The figure draws the uniform causal
-# baseline beside GPT-2's points (black bars), so a reader sees under each measure how far
-# GPT-2 is from content-blind attention.
+# On the same matrices the measures can disagree widely. For trained BERT at $\tau = 1$ the rank is
+# {glue:text}`measure_bert_trained_rank_rtol_1e-2:.2f` at rtol $10^{-2}$,
+# {glue:text}`measure_bert_trained_rank_rtol_1e-4:.1f` at rtol $10^{-4}$ and
+# {glue:text}`measure_bert_trained_rank_atol_1e-8:.1f` by the study's rule (of $n$ = {glue:text}`measure_n`);
+# its effective rank is {glue:text}`measure_bert_trained_effective_rank:.2f` and its stable rank
+# {glue:text}`measure_bert_trained_stable_rank:.2f`. The figure draws the uniform causal baseline beside GPT-2's
+# points (black bars), so a reader sees under each measure how far GPT-2 is from content-blind attention.
 
 # %%
-at1 = summarise(values[(values.tau == 1.0) & (values.pipeline == REFERENCE)], ["arch", "state", "measure"])
+at1 = ms.summarise(values[(values.tau == 1.0) & (values.pipeline == ms.REFERENCE)], ["arch", "state", "measure"])
 base = pd.DataFrame([dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
                     + [dict(arch=a, measure="n", value=float(n_tokens), label="n") for a in models.ARCHS])
-primary = experiments.PRIMARY_MEASURE
 lookup = at1.set_index(["arch", "state", "measure"])["mean"]
-for a in models.ARCHS:
-    for m in RANK_MEASURES:
-        book.glue(f"measure_{a}_trained_{m}", float(lookup[a, "trained", m]))
-fig = plots.measure_points(at1, base, col="arch", hue="state")
-book.show(fig, at1, "measure_ranks_tau1",
+book.glue_all({f"measure_{a}_trained_{m}": float(lookup[a, "trained", m]) for a in models.ARCHS for m in ms.RANK_MEASURES})
+book.show(plots.measure_points(at1, base, col="arch", hue="state"), at1, "measure_ranks_tau1",
           f"Every rank measure at tau = 1, at initialisation and trained (per run: mean over {probe_size} validation "
-          f"sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 throughout. Black bars: the uniform "
-          f"causal matrix U_n; dotted: n = {n_tokens} ({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
-at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[RANK_MEASURES].round(2)
+          f"sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 throughout. Black bars: "
+          f"the uniform causal matrix U_n; dotted: n = {n_tokens} ({profile} profile, {n_runs} runs, {n_seeds} seeds per "
+          f"architecture).")
+at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[ms.RANK_MEASURES].round(2)
 
 # %% [markdown]
 # ## Temperature without bound
 #
-# Now the reviewers' argument. Take a trained model and change only its temperature
-# (`set_tau`, weights fixed). As $\tau \to \infty$ the logits $S/\tau$ shrink to zero and
-# every BERT row tends to the uniform distribution: $A \to \tfrac1n \mathbf 1 \mathbf 1^\top$,
-# of rank one. Expanding around it,
+# Now the reviewers' argument. Take a trained model and change only its temperature (`set_tau`, weights fixed).
+# As $\tau \to \infty$ the logits $S/\tau$ shrink to zero and every BERT row tends to the uniform distribution:
+# $A \to \tfrac1n \mathbf 1 \mathbf 1^\top$, of rank one. Expanding around it,
 #
 # $$A = \tfrac1n\mathbf 1\mathbf 1^\top + \tfrac{1}{n\tau}\, S_0\big(I - \tfrac1n \mathbf 1\mathbf 1^\top\big) + O(\tau^{-2}),
 # \qquad S_0 = QK^\top/\sqrt{d_h},$$
 #
-# and $S_0$ has rank at most $d_h$. So the singular values beyond the first fall in blocks:
-# up to $d_h$ of order $\tau^{-1}$, then a block of order $\tau^{-2}$, and so on (the
-# staircase of the theory chapter). A relative tolerance $\varepsilon$ stops counting a
-# block once it falls below $\varepsilon\sigma_1$; an absolute tolerance of $10^{-8}$ keeps
-# counting a block until its size itself is below $10^{-8}$. Once the second block is gone,
-# the study's rule reports about $d_h + 1$ (here {glue:text}`measure_dh_plus_1`): the head
-# dimension, not the attention pattern. Extrapolating $\sigma_2 \propto 1/\tau$ from the
-# largest temperature of the grid, BERT's median $\sigma_2$ would fall below $10^{-8}$, and
-# the study's rule read one, only at $\tau \approx$ {glue:text}`measure_tau_atol_one`. GPT-2 rows tend instead to the uniform causal rows,
-# so every GPT-2 measure should tend to its value for $U_n$ (dashed lines). In the other
-# direction, $\tau \to 0$, each row tends to a one-hot vector at its largest logit and every
-# measure tends to the number of distinct argmax columns $r_H$.
+# and $S_0$ has rank at most $d_h$. So the singular values beyond the first fall in blocks: up to $d_h$ of order
+# $\tau^{-1}$, then a block of order $\tau^{-2}$, and so on (the staircase of the theory chapter). A relative
+# tolerance $\varepsilon$ stops counting a block once it falls below $\varepsilon\sigma_1$; an absolute
+# tolerance of $10^{-8}$ keeps counting a block until its size itself is below $10^{-8}$. Once the second block
+# is gone, the study's rule reports about $d_h + 1$ (here {glue:text}`measure_dh_plus_1`): the head dimension,
+# not the attention pattern. Extrapolating $\sigma_2 \propto 1/\tau$ from the largest temperature of the grid,
+# BERT's median $\sigma_2$ would fall below $10^{-8}$, and the study's rule read one, only at $\tau \approx$
+# {glue:text}`measure_tau_atol_one`. GPT-2 rows tend instead to the uniform causal rows, so every GPT-2 measure
+# should tend to its value for $U_n$ (dashed lines). In the other direction, $\tau \to 0$, each row tends to a
+# one-hot vector at its largest logit and every measure tends to the number of distinct argmax columns $r_H$.
 #
 # At $\tau$ = {glue:text}`measure_tau_max` the BERT rank at rtol $10^{-2}$ is
 # {glue:text}`measure_bert_taumax_rank_rtol_1e-2:.2f`, the effective rank
 # {glue:text}`measure_bert_taumax_effective_rank:.2f` and the stable rank
 # {glue:text}`measure_bert_taumax_stable_rank:.3f`, while the study's rule still counts
-# {glue:text}`measure_bert_taumax_rank_atol_1e-8:.1f` of $n$ = {glue:text}`measure_n`
-# dimensions, against $d_h + 1$ = {glue:text}`measure_dh_plus_1` (rtol $10^{-4}$:
-# {glue:text}`measure_bert_taumax_rank_rtol_1e-4:.1f`; the finer tolerance needs a higher
-# temperature to reach one). For GPT-2 at the same
-# temperature, the rank at rtol $10^{-2}$ is {glue:text}`measure_gpt2_taumax_rank_rtol_1e-2:.1f`
-# against {glue:text}`measure_causal_rank_rtol_1e-2:.0f` for $U_n$ and the effective rank
-# {glue:text}`measure_gpt2_taumax_effective_rank:.1f` against
-# {glue:text}`measure_causal_effective_rank:.1f`. At $\tau$ = {glue:text}`measure_tau_min`
-# the rank at rtol $10^{-2}$ is {glue:text}`measure_bert_taumin_rank_rtol_1e-2:.1f` (BERT)
-# and {glue:text}`measure_gpt2_taumin_rank_rtol_1e-2:.1f` (GPT-2), against
-# {glue:text}`measure_bert_taumin_argmax:.1f` and {glue:text}`measure_gpt2_taumin_argmax:.1f`
-# distinct argmax columns.
+# {glue:text}`measure_bert_taumax_rank_atol_1e-8:.1f` of $n$ = {glue:text}`measure_n` dimensions, against $d_h +
+# 1$ = {glue:text}`measure_dh_plus_1` (rtol $10^{-4}$: {glue:text}`measure_bert_taumax_rank_rtol_1e-4:.1f`; the
+# finer tolerance needs a higher temperature to reach one). For GPT-2 at the same temperature, the rank at rtol
+# $10^{-2}$ is {glue:text}`measure_gpt2_taumax_rank_rtol_1e-2:.1f` against
+# {glue:text}`measure_causal_rank_rtol_1e-2:.0f` for $U_n$ and the effective rank
+# {glue:text}`measure_gpt2_taumax_effective_rank:.1f` against {glue:text}`measure_causal_effective_rank:.1f`. At
+# $\tau$ = {glue:text}`measure_tau_min` the rank at rtol $10^{-2}$ is
+# {glue:text}`measure_bert_taumin_rank_rtol_1e-2:.1f` (BERT) and
+# {glue:text}`measure_gpt2_taumin_rank_rtol_1e-2:.1f` (GPT-2), against
+# {glue:text}`measure_bert_taumin_argmax:.1f` and {glue:text}`measure_gpt2_taumin_argmax:.1f` distinct argmax
+# columns.
 
 # %%
-by_tau = summarise(values[values.state == "trained"], ["arch", "tau", "pipeline", "measure"])
-ref = by_tau[by_tau.pipeline == REFERENCE]
+by_tau = ms.summarise(values[values.state == "trained"], ["arch", "tau", "pipeline", "measure"])
+ref = by_tau[by_tau.pipeline == ms.REFERENCE]
 tau_max, tau_min = max(tau_grid_extreme), min(tau_grid_extreme)
 ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
 head_dim = int(used[used.arch == "bert"].head_dim.iloc[0])
 book.glue("measure_dh_plus_1", head_dim + 1)
-sigma2_taumax = float(np.median(np.concatenate(spectra_store[("bert", "trained", tau_max, REFERENCE)])[:, 1]))
-book.glue("measure_tau_atol_one", book.fmt(tau_max * sigma2_taumax / rank.STUDY_ATOL, 2))
-for a in models.ARCHS:
-    for m in RANK_MEASURES:
-        book.glue(f"measure_{a}_taumax_{m}", float(ref_lookup[a, tau_max, m]))
-        book.glue(f"measure_{a}_taumin_{m}", float(ref_lookup[a, tau_min, m]))
-    sel = matrices[(matrices.arch == a) & (matrices.state == "trained") & (matrices.tau == tau_min)]
-    book.glue(f"measure_{a}_taumin_argmax", float(sel.distinct_argmax.mean()))
+book.glue_all(ms.temperature_facts(ref, matrices, spectra, tau_grid_extreme))
 base_tau = pd.concat([
     pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
     pd.DataFrame([dict(arch=a, measure="n", value=float(n_tokens), label=f"n = {n_tokens}") for a in models.ARCHS]),
     pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
 ], ignore_index=True)
-fig = plots.rank_vs_tau(ref, base_tau, col="arch", hue="measure", highlight=primary)
-book.show(fig, ref, "measure_ranks_vs_tau",
+book.show(plots.rank_vs_tau(ref, base_tau, col="arch", hue="measure", highlight=experiments.PRIMARY_MEASURE), ref,
+          "measure_ranks_vs_tau",
           f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is changed, "
           f"tau from {tau_min:g} to {tau_max:g}; float64 probabilities and SVD; per run the mean over {probe_size} "
-          f"validation sequences, then the mean over runs, band: 95% CI over runs. Dashed: each measure's value for the uniform causal matrix U_n (GPT-2) "
-          f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+          f"validation sequences, then the mean over runs, band: 95% CI over runs. Dashed: each measure's value for the "
+          f"uniform causal matrix U_n (GPT-2) ({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
 
 # %% [markdown]
-# The spectra show why. At high temperature the BERT spectrum is one singular value near 1,
-# a first block of $d_h$ values far below it, and a second block lower again; the relative
-# thresholds cut above the first block, the study's rule below it. At low temperature rows
-# are nearly one-hot: the spectrum stays near 1 for a few values and then plunges, far below
-# round-off (values under $10^{-20}$ run off the bottom of the plot). Lower precision
-# replaces the tail by round-off noise: at $\tau$ = {glue:text}`measure_tau_max` the median
-# smallest BERT singular value is {glue:text}`measure_floor_ref` in float64,
-# {glue:text}`measure_floor_probs32` from float32 probabilities and
-# {glue:text}`measure_floor_svd32` from a float32 SVD: compare the study's threshold,
+# The spectra show why. At high temperature the BERT spectrum is one singular value near 1, a first block of
+# $d_h$ values far below it, and a second block lower again; the relative thresholds cut above the first block,
+# the study's rule below it. At low temperature rows are nearly one-hot: the spectrum stays near 1 for a few
+# values and then plunges, far below round-off (values under $10^{-20}$ run off the bottom of the plot). Lower
+# precision replaces the tail by round-off noise: at $\tau$ = {glue:text}`measure_tau_max` the median smallest
+# BERT singular value is {glue:text}`measure_floor_ref` in float64, {glue:text}`measure_floor_probs32` from
+# float32 probabilities and {glue:text}`measure_floor_svd32` from a float32 SVD: compare the study's threshold,
 # $10^{-8}$, with the smallest relative one, $10^{-4}\sigma_1$.
 
 # %%
-spec_tau = spectrum_frame([(a, "trained", t, p) for p in PIPELINES for a in models.ARCHS for t in sorted(keep_spectra)])
-spec_tau["temperature"] = spec_tau.tau.map(lambda t: f"tau = {t:g}")
-floor = spec_tau[(spec_tau.arch == "bert") & (spec_tau.tau == tau_max) & (spec_tau.k == n_tokens)].set_index("pipeline")["median"]
-for tag, pipe in (("ref", REFERENCE), ("probs32", "float32 probs, float64 SVD"), ("svd32", "float64 probs, float32 SVD")):
-    book.glue(f"measure_floor_{tag}", book.fmt(float(floor[pipe]), 2))
+spec_tau = spectra[spectra.state == "trained"].assign(temperature=lambda d: d.tau.map(lambda t: f"tau = {t:g}"))
 sigma1_t = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
-fig = plots.spectra(spec_tau, threshold_lines(sigma1_t), col="arch", row="pipeline", hue="temperature", ymin=1e-20,
-                    height=3.0)
-book.show(fig, spec_tau, "measure_spectra_extremes",
+book.show(plots.spectra(spec_tau, ms.threshold_lines(sigma1_t, n_tokens), col="arch", row="pipeline", hue="temperature",
+                        ymin=1e-20, height=3.0), spec_tau, "measure_spectra_extremes",
           f"Singular values of trained attention at the ends of the temperature grid and at tau = 1 (median and 10-90% "
           f"band over matrices), for each precision pipeline; n = {n_tokens}. Grey lines as in the first figure "
           f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
@@ -533,41 +306,28 @@ book.show(fig, spec_tau, "measure_spectra_extremes",
 # %% [markdown]
 # ## Float32 or float64?
 #
-# The training probe stores float32 probabilities; a GPU would also do the SVD in float32.
-# Which measures survive? A backward-stable SVD in precision $\varepsilon$ returns singular
-# values with absolute errors up to about $\varepsilon\,\sigma_1$ ($\varepsilon_{32} \approx
+# The training probe stores float32 probabilities; a GPU would also do the SVD in float32. Which measures
+# survive? A backward-stable SVD in precision $\varepsilon$ returns singular values with absolute errors up to
+# about $\varepsilon\,\sigma_1$ ($\varepsilon_{32} \approx
 # 1.2 \times 10^{-7}$). Rounding the probabilities to float32 changes each entry by a
-# relative $2^{-24}$ at most; for spread-out rows (entries near $1/n$) these errors add up to
-# a perturbation of spectral norm of order $\varepsilon_{32}/\sqrt n$ (Weyl: no singular
-# value moves by more). Any measure whose threshold sits well above these levels is safe;
-# the study's $10^{-8}$ sits among them. The largest disagreement with the float64 reference over
-# both architectures and all temperatures, in units of rank, is
-# {glue:text}`measure_dev_rtol2:.2f` for rtol $10^{-2}$, {glue:text}`measure_dev_rtol4:.2f`
-# for rtol $10^{-4}$, {glue:text}`measure_dev_eff:.2g` for the effective rank and
-# {glue:text}`measure_dev_stable:.2g` for the stable rank, but
-# {glue:text}`measure_dev_atol:.1f` for the study's rule (table below; float32
-# probabilities: {glue:text}`measure_dev_atol_probs:.1f`, float32 SVD:
-# {glue:text}`measure_dev_atol_svd:.1f`).
+# relative $2^{-24}$ at most; for spread-out rows (entries near $1/n$) these errors add up to a perturbation of
+# spectral norm of order $\varepsilon_{32}/\sqrt n$ (Weyl: no singular value moves by more). Any measure whose
+# threshold sits well above these levels is safe; the study's $10^{-8}$ sits among them. The largest
+# disagreement with the float64 reference over both architectures and all temperatures, in units of rank, is
+# {glue:text}`measure_dev_rtol2:.2f` for rtol $10^{-2}$, {glue:text}`measure_dev_rtol4:.2f` for rtol $10^{-4}$,
+# {glue:text}`measure_dev_eff:.2g` for the effective rank and {glue:text}`measure_dev_stable:.2g` for the stable
+# rank, but {glue:text}`measure_dev_atol:.1f` for the study's rule (table below; float32 probabilities:
+# {glue:text}`measure_dev_atol_probs:.1f`, float32 SVD: {glue:text}`measure_dev_atol_svd:.1f`).
 
 # %%
-fig = plots.precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=REFERENCE)
-book.show(fig, by_tau, "measure_precision",
+book.show(plots.precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=ms.REFERENCE), by_tau,
+          "measure_precision",
           f"Each rank measure of trained models against tau for three precision pipelines (bold: float64 reference; "
           f"solid BERT, dashed GPT-2); mean over runs of each run's mean over {probe_size} validation sequences "
           f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
-wide = by_tau.pivot_table(index=["arch", "tau", "measure"], columns="pipeline", values="mean")
-deviation = pd.DataFrame({p: (wide[p] - wide[REFERENCE]).abs().groupby("measure").max() for p in PIPELINES if p != REFERENCE})
-deviation = deviation.reindex(RANK_MEASURES)
-dev_all = deviation.max(axis=1)
-book.glue("measure_dev_rtol2", float(dev_all["rank_rtol_1e-2"]))
-book.glue("measure_dev_rtol4", float(dev_all["rank_rtol_1e-4"]))
-book.glue("measure_dev_eff", float(dev_all["effective_rank"]))
-book.glue("measure_dev_stable", float(dev_all["stable_rank"]))
-book.glue("measure_dev_atol", float(dev_all["rank_atol_1e-8"]))
-book.glue("measure_dev_others", float(dev_all.drop("rank_atol_1e-8").max()))
-book.glue("measure_dev_atol_probs", float(deviation.loc["rank_atol_1e-8", "float32 probs, float64 SVD"]))
-book.glue("measure_dev_atol_svd", float(deviation.loc["rank_atol_1e-8", "float64 probs, float32 SVD"]))
-deviation.rename_axis("largest |difference| from float64 reference").round(3)
+deviation, precision_glue = ms.precision_facts(by_tau, spectra, n_tokens)
+book.glue_all(precision_glue)
+deviation.round(3)
 
 # %% [markdown]
 # ## Answer to critique 4, and the measures this book uses
@@ -585,87 +345,46 @@ deviation.rename_axis("largest |difference| from float64 reference").round(3)
 #    the head dimension (the verdict below).
 #
 # The book therefore reports the **effective rank** as its primary measure
-# (`attnrank.experiments.PRIMARY_MEASURE`): it has no threshold at all (it weighs every
-# singular value by its share), so it is scale-free, insensitive to precision, continuous,
-# and it goes to 1 when attention becomes uniform; and unlike the rank at rtol $10^{-2}$,
-# under which the content-free uniform causal matrix already scores
-# {glue:text}`measure_causal_frac_rank_rtol_1e-2:.2f` of the largest possible value, it
-# leaves GPT-2's attention room to differ from what its causal mask alone imposes (table
-# above). Beside it: the ranks at rtol $10^{-2}$ and $10^{-4}$ (counts
-# above a cut tied to $\sigma_1$; the finer one still above float32 round-off) and the
+# (`attnrank.experiments.PRIMARY_MEASURE`): it has no threshold at all (it weighs every singular value by its
+# share), so it is scale-free, insensitive to precision, continuous, and it goes to 1 when attention becomes
+# uniform; and unlike the rank at rtol $10^{-2}$, under which the content-free uniform causal matrix already
+# scores {glue:text}`measure_causal_frac_rank_rtol_1e-2:.2f` of the largest possible value, it leaves GPT-2's
+# attention room to differ from what its causal mask alone imposes (table above). Beside it: the ranks at rtol
+# $10^{-2}$ and $10^{-4}$ (counts above a cut tied to $\sigma_1$; the finer one still above float32 round-off)
+# and the
 # **stable rank** (how far $A$ is from rank one; it ignores the tail and barely sees head
-# dimension). Every verdict computed from a rank is also shown under each of these measures
-# in the introduction's robustness table. In the trained-model chapters the probabilities
-# come from the float32 models of the training probe and every SVD is computed in float64;
-# this chapter's float64 pipelines show which measures that rounding can move. The study's
-# rule is still recorded, so its numbers can be compared with the study's.
+# dimension). Every verdict computed from a rank is also shown under each of these measures in the
+# introduction's robustness table. In the trained-model chapters the probabilities come from the float32 models
+# of the training probe and every SVD is computed in float64; this chapter's float64 pipelines show which
+# measures that rounding can move. The study's rule is still recorded, so its numbers can be compared with the
+# study's.
 #
 # **What changed from the previous version of this chapter, and why.** The primary measure
-# was the rank at rtol $10^{-2}$; the causal-baseline table shows that for GPT-2 at this
-# length it reads the mask, so it is now the effective rank. The intervals were computed
-# over all probe sequences of all runs as if they were independent; the sequences of one run
-# share its weights, so every interval is now over runs (the mean of each run's sequences
-# first), and states the number of runs.
+# was the rank at rtol $10^{-2}$; the causal-baseline table shows that for GPT-2 at this length it reads the
+# mask, so it is now the effective rank. The intervals were computed over all probe sequences of all runs as if
+# they were independent; the sequences of one run share its weights, so every interval is now over runs (the
+# mean of each run's sequences first), and states the number of runs.
 #
 # ## Verdict
 #
 # **Rule, fixed before looking.** At the largest temperature of the grid, measure BERT
-# (whose limit is the rank-one uniform matrix) with the float64 reference pipeline and
-# express each measure as excess rank $e = (\text{rank} - 1)/(n - 1)$: 0 at rank one, 1 at
-# full rank, averaged over each run's probe sequences, with a Student-t 95% interval over
-# runs (`attnrank.stats.mean_ci` with the runs as clusters). A measure *detects* the
-# rank-one limit if the whole interval of $e$ lies below {glue:text}`measure_e_max`, and
+# (whose limit is the rank-one uniform matrix) with the float64 reference pipeline and express each measure as
+# excess rank $e = (\text{rank} - 1)/(n - 1)$: 0 at rank one, 1 at full rank, averaged over each run's probe
+# sequences, with a Student-t 95% interval over runs (`attnrank.stats.mean_ci` with the runs as clusters). A
+# measure *detects* the rank-one limit if the whole interval of $e$ lies below {glue:text}`measure_e_max`, and
 # *misses* it if the whole interval lies above (`attnrank.verdicts.classify`). The critique
-# is **supported** if the study's rule misses the limit while the rank at rtol $10^{-2}$ and
-# the effective rank both detect it; **not supported** if the study's rule detects it too,
-# or if the rank at rtol $10^{-2}$ or the effective rank misses it as well; **inconclusive at
-# this scale** otherwise, or if the grid stops below $\tau$ = {glue:text}`measure_tau_high:g`.
+# is **supported** if the study's rule misses the limit while the rank at rtol $10^{-2}$ and the effective rank
+# both detect it; **not supported** if the study's rule detects it too, or if the rank at rtol $10^{-2}$ or the
+# effective rank misses it as well; **inconclusive at this scale** otherwise, or if the grid stops below $\tau$
+# = {glue:text}`measure_tau_high:g`.
 #
 # The verdict is printed below the next cell.
 
 # %%
-hi = values[(values.state == "trained") & (values.pipeline == REFERENCE) & (values.arch == "bert") & (values.tau == tau_max)]
-E_MAX, TAU_HIGH = 0.1, 100.0  # a measure detects the rank-one limit if e < E_MAX; the grid must reach TAU_HIGH
-book.glue("measure_e_max", E_MAX)
-book.glue("measure_tau_high", TAU_HIGH)
-RULE_MEASURES = ("rank_atol_1e-8", "rank_rtol_1e-2", "effective_rank")
-excess, spread = {}, {}
-for m in RULE_MEASURES:
-    g = hi[hi.measure == m]
-    e_run = ((g["value"] - 1.0) / (n_tokens - 1)).groupby(g["seed"]).mean()  # one value per run
-    excess[m] = stats.mean_ci(e_run)
-    spread[m] = float(e_run.std(ddof=1)) if len(e_run) > 1 else float("nan")
-detects = {m: verdicts.classify(e, E_MAX, "below") == verdicts.SUPPORTED for m, e in excess.items()}
-misses = {m: verdicts.classify(e, E_MAX, "above") == verdicts.SUPPORTED for m, e in excess.items()}
-atol_e, rel_e, eff_e = (excess[m] for m in RULE_MEASURES)
-if tau_max < TAU_HIGH:
-    status = verdicts.INCONCLUSIVE
-elif misses["rank_atol_1e-8"] and detects["rank_rtol_1e-2"] and detects["effective_rank"]:
-    status = verdicts.SUPPORTED
-elif detects["rank_atol_1e-8"] or misses["rank_rtol_1e-2"] or misses["effective_rank"]:
-    status = verdicts.NOT_SUPPORTED
-else:
-    status = verdicts.INCONCLUSIVE
-needed = ""
-if status != verdicts.SUPPORTED:
-    undecided = [m for m in RULE_MEASURES if not (detects[m] or misses[m])]
-    counts = [stats.seeds_needed(spread[m], abs(excess[m].value - E_MAX)) for m in undecided
-              if np.isfinite(spread[m]) and spread[m] > 0 and excess[m].value != E_MAX]
-    if counts:
-        needed = (f" About {max(counts)} runs per architecture would place every undecided interval on one side of "
-                  f"{E_MAX:g} at the observed spread.")
-summary = (
-    f"At tau = {tau_max:g}, trained BERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
-    f"{atol_e.text(3)} runs under the study's absolute 1e-8 rule (a rank of "
-    f"{book.fmt(float(ref_lookup['bert', tau_max, 'rank_atol_1e-8']), 1)}, near d_h + 1 = {head_dim + 1}) but "
-    f"{rel_e.text(3, n=False)} at rtol 1e-2 and {eff_e.text(3, n=False)} for the effective rank (n = {n_tokens} tokens, "
-    f"{len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
-    f"{book.fmt(ratio_value('effective_rank'), 2)} times that of uniform causal attention and its rank at rtol 1e-2 "
-    f"{book.fmt(ratio_value('rank_rtol_1e-2'), 2)} times.{needed}"
-)
-for m, e in excess.items():
-    book.glue(f"measure_excess_{m}", float(e.value))
+ratios = {m: ratio_glue[f"measure_gpt2_ratio_value_{m}"] for m in ms.RANK_MEASURES}
+status, summary, rule_glue = ms.verdict(values, ratios, n=n_tokens, tau_max=tau_max, head_dim=head_dim,
+                                        atol_rank=float(ref_lookup["bert", tau_max, "rank_atol_1e-8"]), profile=profile)
+book.glue_all(rule_glue)
 book.verdict("measure", status, summary)
-chapter_seconds = time.perf_counter() - t_chapter
 book.glue("measure_probe_seconds", probe_seconds)
-print(f"chapter compute beyond the shared sweep: {chapter_seconds:.1f} s (probing {probe_seconds:.1f} s)")
+print(f"chapter compute beyond the shared sweep: {time.perf_counter() - t_chapter:.1f} s (probing {probe_seconds:.1f} s)")

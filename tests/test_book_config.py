@@ -98,33 +98,24 @@ def test_the_confidence_level_the_prose_quotes_is_the_code_default():
     assert levels == {"95"}
 
 
-def test_library_modules_left_out_of_the_execution_context_are_not_imported_by_any_chapter():
-    """The execution context hashes every library module except sphinxext.LIBRARY_EXCLUDED; no
-    chapter imports those, directly or through the modules it imports."""
-    import ast
+def test_every_library_module_a_chapter_loads_is_in_the_execution_context():
+    """The execution context hashes the import closure of the result modules and of the chapters'
+    imports (attnrank.provenance); every attnrank module a chapter loads when run is in it, and
+    the tools no chapter loads (bench, cli, sphinxext) are not."""
     import sys
 
-    from attnrank.sphinxext import LIBRARY_EXCLUDED, library_files
+    from attnrank import provenance
+    from attnrank.sphinxext import chapter_roots
 
-    modules = set()
-    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
-        for cell in json.loads(path.read_text())["cells"]:
-            if cell["cell_type"] != "code":
-                continue
-            for node in ast.walk(ast.parse("".join(cell["source"]))):
-                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attnrank"):
-                    modules.add(node.module)
-                    modules.update(f"{node.module}.{a.name}" for a in node.names)
-                elif isinstance(node, ast.Import):
-                    modules.update(a.name for a in node.names if a.name.startswith("attnrank"))
+    modules = chapter_roots(ROOT)
     code = ("import importlib, sys\n"
-            f"for m in {sorted(modules)!r}:\n"
-            "    try: importlib.import_module(m)\n"
-            "    except ImportError: pass\n"
+            f"for m in {list(modules)!r}:\n"
+            "    importlib.import_module(m)\n"
             "print(' '.join(sorted(n for n in sys.modules if n.startswith('attnrank'))))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    excluded = {f"attnrank.{name[:-3]}" for name in LIBRARY_EXCLUDED}
-    assert "attnrank.book" in loaded and not excluded & set(loaded)
-    hashed = {str(p) for p in library_files()}
-    assert not any(str(ROOT / "src" / "attnrank" / name) in hashed for name in LIBRARY_EXCLUDED)
-    assert str(ROOT / "src" / "attnrank" / "plots" / "theory.py") in hashed
+    hashed = set(provenance.closure(provenance.RESULT_ROOTS + modules))
+    assert "attnrank.book" in loaded
+    assert {provenance.module_file(m) for m in loaded} <= hashed
+    assert str(ROOT / "src" / "attnrank" / "plots" / "theory.py") in {str(p) for p in hashed}
+    tools = {ROOT / "src" / "attnrank" / name for name in ("bench.py", "cli.py", "__main__.py", "sphinxext.py")}
+    assert not tools & hashed

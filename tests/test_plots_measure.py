@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from attnrank.plots import measure as pm
+from attnrank.plots.style import axis_label
 
 MEASURES = ["rank_atol_1e-8", "rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank", "stable_rank"]
 
@@ -87,7 +88,7 @@ def test_rank_vs_tau_highlight_baselines_and_scales():
     assert len(axes) == 2
     for ax in axes:
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-        assert ax.get_xlabel().startswith(r"$\tau$")
+        assert ax.get_xlabel() == axis_label("tau", log=True)  # the one wording of the tau axis
         widths = {line.get_label(): line.get_linewidth() for line in ax.get_lines() if not line.get_label().startswith("_")}
         bold = pm.measure_label("rank_rtol_1e-2")
         assert widths[bold] > max(w for k, w in widths.items() if k != bold)
@@ -100,8 +101,12 @@ def test_rank_vs_tau_highlight_baselines_and_scales():
 
 
 def test_rank_vs_tau_requires_columns():
-    with pytest.raises(ValueError, match="mean"):
+    """A missing column raises attnrank.ConfigError naming the data parameter and the column."""
+    from attnrank.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="mean") as err:
         pm.rank_vs_tau(_tau_data().drop(columns="mean"))
+    assert err.value.param == "data"
 
 
 def test_precision_by_tau_one_panel_per_measure():

@@ -18,8 +18,8 @@ from attnrank.rank import numerical_rank, singular_values, study_rank
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _logits(n, d, samples, seed, tau=1.0):
-    return T.sample_logits(n, d, samples, tau=tau, generator=torch.Generator().manual_seed(seed))
+def _logits(n, d, samples, seed):
+    return T.sample_logits(n, d, samples, generator=torch.Generator().manual_seed(seed))
 
 
 # --------------------------------------------------------------------------- hardmax
@@ -173,40 +173,50 @@ def test_expected_distinct_known_values():
 
 
 def test_iid_limit_monte_carlo_matches_expected_distinct():
-    res, ranks = T.monte_carlo_hardmax_rank(64, None, 400, seed=0)
-    assert res.ci_low <= T.expected_distinct(64) <= res.ci_high
-    assert ranks.shape == (400,) and res.ties == 0
+    res, ranks, ties = T.monte_carlo_hardmax_rank(64, None, 400, seed=0)
+    assert res.low <= T.expected_distinct(64) <= res.high
+    assert ranks.shape == (400,) and ties == 0 and res.n == 400
+    assert res.value == pytest.approx(float(ranks.double().mean()))
 
 
 def test_hardmax_rank_grows_with_head_dim_and_respects_the_bound():
     n = 64
     means = []
     for d in (1, 4, 32):
-        res, _ = T.monte_carlo_hardmax_rank(n, d, 200, seed=d)
-        assert res.ci_low <= T.study_bound(n)
+        res, _, _ = T.monte_carlo_hardmax_rank(n, d, 200, seed=d)
+        assert res.low <= T.study_bound(n)
         means.append(res)
-    assert means[0].ci_high < means[1].ci_low < means[1].ci_high < means[2].ci_low
-    assert means[0].mean <= 2.0
+    assert means[0].high < means[1].low < means[1].high < means[2].low
+    assert means[0].value <= 2.0
 
 
 def test_explicit_orthonormal_inputs_agree_with_direct_sampling():
-    direct, _ = T.monte_carlo_hardmax_rank(16, 4, 300, seed=1)
-    explicit, _ = T.monte_carlo_hardmax_rank(16, 4, 300, seed=2, explicit_inputs=True)
-    assert abs(direct.mean - explicit.mean) < 3 * math.hypot(direct.sd, explicit.sd) / math.sqrt(300)
+    direct, r1, _ = T.monte_carlo_hardmax_rank(16, 4, 300, seed=1)
+    explicit, r2, _ = T.monte_carlo_hardmax_rank(16, 4, 300, seed=2, explicit_inputs=True)
+    sd1, sd2 = float(r1.double().std()), float(r2.double().std())
+    assert abs(direct.value - explicit.value) < 3 * math.hypot(sd1, sd2) / math.sqrt(300)
 
 
 def test_monte_carlo_rank_saturates_towards_iid_limit():
     small = T.monte_carlo_rank(32, 1, 16, seed=0)["rank_rtol_1e-2"][0]
     large = T.monte_carlo_rank(32, 256, 16, seed=0)["rank_rtol_1e-2"][0]
     iid = T.monte_carlo_rank(32, None, 16, seed=0)["rank_rtol_1e-2"][0]
-    assert small.mean < large.mean
-    assert abs(large.mean - iid.mean) < 2.0
+    assert small.value < large.value
+    assert abs(large.value - iid.value) < 2.0
 
 
-def test_mean_ci_covers_mean():
-    res = T.mean_ci(torch.tensor([1.0, 2.0, 3.0, 4.0]))
-    assert res.mean == 2.5 and res.ci_low < 2.5 < res.ci_high
-    assert res.ci_high - res.ci_low == pytest.approx(2 * 3.182446305284263 * math.sqrt(5 / 3) / 2, rel=1e-9)
+def test_temperature_is_applied_once():
+    """The package convention: logits carry no temperature and each tau-taking function divides
+    by it once. monte_carlo_rank at tau equals the softmax of the same draws divided by tau once."""
+    S = T.sample_logits(16, 4, 3, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(T.softmax_attention(S, 0.5), torch.softmax(S / 0.5, -1))
+    assert torch.allclose(T.logit_halfrange(S, 0.5), ((S.amax(-1) - S.amin(-1)) / 1.0).amax(-1))
+    res = T.monte_carlo_rank(16, 4, 3, tau=0.5, measures=("stable_rank",), seed=5)["stable_rank"][1]
+    S5 = T.sample_logits(16, 4, 3, generator=torch.Generator().manual_seed(5))
+    from attnrank.rank import rank_measures
+    ref = rank_measures(torch.softmax(S5 / 0.5, -1), measures=("stable_rank",))["stable_rank"]
+    assert torch.allclose(res, ref)
+    assert not hasattr(T, "mean_ci") and not hasattr(T, "MCResult")  # one mean_ci: attnrank.stats
 
 
 # ------------------------------------------------------------------------------- P0
@@ -264,7 +274,8 @@ def test_normalised_kl_floor_holds_on_random_unit_vectors():
         (lambda: T.taylor_rank_bound(2, -1.0, 1e-2), "M"),
         (lambda: T.taylor_rank_bound(2, 1.0, 0.0), "eps"),
         (lambda: T.expected_distinct(0), "n"),
-        (lambda: T.sample_logits(8, 2, 4, tau=-1.0), "tau"),
+        (lambda: T.monte_carlo_rank(8, 2, 4, tau=-1.0), "tau"),
+        (lambda: T.logit_halfrange(torch.zeros(3, 3), tau=0.0), "tau"),
         (lambda: T.sample_logits(8, 2, 4, explicit_inputs=True, d_model=4), "d_model"),
         (lambda: T.measured_threshold([1.0, 0.5], torch.zeros(2, 2), torch.zeros(2)), "taus"),
         (lambda: T.monte_carlo_hardmax_rank(8, 2, 1), "samples"),

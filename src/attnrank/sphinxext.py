@@ -47,11 +47,10 @@ from docutils.parsers.rst import Directive, directives
 __all__ = [
     "CONTEXT_ENV_PREFIXES",
     "CONTEXT_ENV_VARIABLES",
-    "LIBRARY_EXCLUDED",
     "BuildFailed",
     "build_log_path",
     "execution_context",
-    "library_files",
+    "chapter_roots",
     "library_hash",
     "setup",
 ]
@@ -65,9 +64,6 @@ CONTEXT_ENV_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_
 #: precision, device and world size), and a chapter executed up front or while read is the
 #: same notebook run in the same environment.
 CONTEXT_ENV_EXCLUDED = ("ATTNRANK_SWEEP", "ATTNRANK_EXECUTE_UP_FRONT")
-#: Modules of the package that no chapter imports (tools around the library); their source
-#: is not part of the context, so that editing them does not re-execute the book.
-LIBRARY_EXCLUDED = ("bench.py", "cli.py", "__main__.py", "sphinxext.py")
 #: jupyter-cache folders kept (one per context, the most recently used).
 KEEP_CONTEXTS = 8
 
@@ -79,27 +75,40 @@ class BuildFailed(Exception):
 # --------------------------------------------------------------------------- the context
 
 
-def library_files() -> list[Path]:
-    """The library's source files that the chapters' results depend on (sorted).
+def chapter_roots(srcdir: Path | str | None = None) -> tuple[str, ...]:
+    """The ``attnrank`` modules that the book's chapters import (sorted).
 
-    Every ``.py`` file of the ``attnrank`` package except :data:`LIBRARY_EXCLUDED`.
+    Read from the code cells of every notebook in ``<srcdir>/chapters`` (``srcdir``
+    defaults to the checkout holding this package); empty when there is no such folder.
     """
-    root = Path(__file__).parent
-    return sorted(p for p in root.rglob("*.py")
-                  if not (p.parent == root and p.name in LIBRARY_EXCLUDED) and "__pycache__" not in p.parts)
+    from .provenance import imported_modules
+
+    srcdir = Path(srcdir) if srcdir is not None else Path(__file__).resolve().parents[2]
+    modules: set[str] = set()
+    for path in sorted((srcdir / "chapters").glob("*.ipynb")):
+        for cell in json.loads(path.read_text()).get("cells", []):
+            if cell.get("cell_type") == "code":
+                source = "".join(cell.get("source", []))
+                try:
+                    modules |= imported_modules(source)
+                except SyntaxError:  # IPython magics: the cell cannot import a module we would miss
+                    continue
+    return tuple(sorted(modules))
 
 
-def library_hash() -> str:
-    """SHA-256 (hex) of the path and content of every file of :func:`library_files`."""
-    root = Path(__file__).parent
-    h = hashlib.sha256()
-    for path in library_files():
-        h.update(str(path.relative_to(root)).encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
+def library_hash(srcdir: Path | str | None = None) -> str:
+    """:func:`attnrank.provenance.code_hash` of the result modules and the chapters' imports.
+
+    The closure of :data:`attnrank.provenance.RESULT_ROOTS` grown by :func:`chapter_roots`:
+    every module a chapter's results or figures import, and nothing else (``bench``,
+    ``cli``, this extension).
+    """
+    from .provenance import RESULT_ROOTS, code_hash
+
+    return code_hash(tuple(RESULT_ROOTS) + chapter_roots(srcdir))
 
 
-def _context_items() -> dict[str, str]:
+def _context_items(srcdir=None) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     import torch
@@ -107,7 +116,7 @@ def _context_items() -> dict[str, str]:
     from .book import ENVIRONMENT_PACKAGES
     from .profiles import resolve_profile
 
-    items = {"library": library_hash(), "python": sys.version.split()[0], "platform": platform.platform()}
+    items = {"library": library_hash(srcdir), "python": sys.version.split()[0], "platform": platform.platform()}
     for name in ENVIRONMENT_PACKAGES:
         try:
             items[f"package:{name}"] = version(name)
@@ -122,12 +131,12 @@ def _context_items() -> dict[str, str]:
     return items
 
 
-def execution_context() -> tuple[str, dict[str, str]]:
+def execution_context(srcdir=None) -> tuple[str, dict[str, str]]:
     """The hash (hex SHA-256) of everything a chapter's outputs depend on besides its cells.
 
     Returns ``(hash, items)``; ``items`` maps each input to its value:
 
-    * ``library``: :func:`library_hash`;
+    * ``library``: :func:`library_hash` of the chapters under ``srcdir`` (default: this checkout);
     * ``python``, ``platform`` and ``package:NAME`` for every package of
       :data:`attnrank.book.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
     * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` (except the
@@ -139,7 +148,7 @@ def execution_context() -> tuple[str, dict[str, str]]:
     Raises:
         ConfigError: for an invalid ``ATTNRANK_PROFILE``.
     """
-    items = _context_items()
+    items = _context_items(srcdir)
     return hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest(), items
 
 
@@ -157,7 +166,7 @@ def _cache_base(app, config) -> Path:
 
 def _set_context(app, config) -> None:
     """Key the execution cache and the Sphinx environment on the execution context."""
-    context, items = execution_context()
+    context, items = execution_context(app.srcdir)
     config.attnrank_execution_context = context
     config.attnrank_extension = _extension_hash()
     if not config.attnrank_cache_base:

@@ -277,8 +277,8 @@ def mean_ci(values, *, confidence: float = 0.95, clusters=None) -> Estimate:
     one value and has zero width when all values are equal. Each value must be one independent unit.
     With ``clusters`` (``[n]`` labels, e.g. the run of each probe sequence) the values are first
     averaged per cluster and the interval is over cluster means, so ``n`` counts clusters (runs),
-    not the rows inside them. :func:`attnrank.theory.mean_ci` is the Monte Carlo variant returning
-    ``MCResult`` (it raises for fewer than 2 samples). Unpacks as ``(mean, low, high)``.
+    not the rows inside them (the Monte Carlo estimates of :mod:`attnrank.theory` use it too).
+    Unpacks as ``(mean, low, high)``.
     """
     confidence = _check_confidence(confidence)
     v = np.asarray(values, float).reshape(-1)

@@ -2,12 +2,14 @@
 
 :func:`run` returns the results of a run, training it only when no complete result is
 stored. A run is keyed by a hash of its fully resolved :class:`~attnrank.profiles.RunConfig`
-(thread count included), of the library source that determines results, of the
+(thread count included), of the library source that determines results
+(:func:`attnrank.provenance.code_hash`), of the
 ``torch``/``transformers`` versions and of the environment (device type, precision,
 world size), so a code change never serves a stale result.
 
 Layout of ``data/runs/<arch>-<key>/``: ``config.json``, ``train_log.csv``, ``eval_log.csv``,
-``ranks.parquet``, ``rank_summary.csv``, ``summary.json``, ``model.safetensors`` and the
+``ranks.parquet``, ``rank_summary.csv``, ``summary.json`` (with the git commit and whether the
+tree was dirty, ``None`` outside a checkout), ``model.safetensors`` and the
 completion marker ``COMPLETE`` (a JSON manifest with the run's key and the SHA-256 of
 every file). Only a folder named ``<arch>-<16 hex digits>`` whose marker names the same
 key, whose files match their checksums and whose manifest, config and summary have the
@@ -48,8 +50,6 @@ __all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "load_table", "swe
 
 log = logging.getLogger(__name__)
 
-#: Library files whose content determines a run's results (their hash is part of the key).
-RESULT_SOURCES = ("attention.py", "models.py", "data.py", "probe.py", "rank.py", "train.py", "profiles.py")
 _TABLES = {"train_log": "train_log.csv", "eval_log": "eval_log.csv", "ranks": "ranks.parquet", "rank_summary": "rank_summary.csv"}
 #: Name of a result folder: ``<arch>-<key>``.
 RESULT_NAME = re.compile(rf"(?:{'|'.join(ARCHS)})-([0-9a-f]{{16}})")
@@ -97,6 +97,7 @@ SUMMARY_SCHEMA = {
         "final_rank": {"type": "object", "additionalProperties": _NUMBER},
         "device": {"type": "string"}, "code_hash": {"type": "string"},
         "vocab_size": _INTEGER, "pad_token_id": _INTEGER,
+        "git_commit": {"type": ["string", "null"]}, "git_dirty": {"type": ["boolean", "null"]},
     },
 }
 
@@ -126,17 +127,11 @@ def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
 
 
 def code_hash() -> str:
-    """SHA-256 (16 hex digits) of the result-determining sources and library versions."""
-    import torch
-    import transformers
+    """:func:`attnrank.provenance.code_hash`: the import closure of the result-producing modules
+    and the torch/transformers versions (16 hex digits)."""
+    from .provenance import code_hash as provenance_hash
 
-    h = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in RESULT_SOURCES:
-        h.update(name.encode())
-        h.update((here / name).read_bytes())
-    h.update(f"torch={torch.__version__};transformers={transformers.__version__}".encode())
-    return h.hexdigest()[:16]
+    return provenance_hash()
 
 
 def run_key(cfg: RunConfig) -> str:
@@ -184,18 +179,22 @@ class Run:
     ranks = property(lambda self: self.table("ranks"))
     rank_summary = property(lambda self: self.table("rank_summary"))
 
+    def initial_model(self):
+        """The model this run started from: same architecture and seed, untrained, in eval mode."""
+        from .models import build_model
+
+        c = self.config
+        return build_model(
+            c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
+            tau=c["tau"], max_len=c["max_len"], vocab_size=self.summary["vocab_size"], dropout=c["dropout"],
+            seed=c["seed"], pad_token_id=self.summary["pad_token_id"],
+        ).eval()
+
     def load_model(self):
         """The trained model (weights read with ``safetensors``, never pickle), in eval mode."""
         from safetensors.torch import load_file
 
-        from .models import build_model
-
-        c = self.config
-        model = build_model(
-            c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
-            tau=c["tau"], max_len=c["max_len"], vocab_size=self.summary["vocab_size"], dropout=c["dropout"],
-            seed=c["seed"], pad_token_id=self.summary["pad_token_id"],
-        )
+        model = self.initial_model()
         state = load_file(str(self.path / "model.safetensors"))
         model.load_state_dict(state, strict=False)  # tied output embeddings are stored once
         return model.eval()
@@ -322,7 +321,10 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
     result.eval_log.to_csv(tmp / "eval_log.csv", index=False)
     result.ranks.to_parquet(tmp / "ranks.parquet", index=False)
     result.rank_summary.to_csv(tmp / "rank_summary.csv", index=False)
-    summary = {**result.summary, "key": key, "code_hash": code_hash(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    from .provenance import git_state
+
+    summary = {**result.summary, "key": key, "code_hash": code_hash(), **git_state(),
+               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     if result.model is not None:
         save_weights(result.model, tmp / "model.safetensors")
         summary["vocab_size"] = result.model.config.vocab_size

@@ -2,6 +2,8 @@
 
 Every function returns a matplotlib ``Figure`` and takes tidy (long) pandas data, so the
 data behind each figure can be offered for download as it is (:func:`attnrank.book.show`).
+Labels, colours, the failed-run marker and input checks come from one place,
+:mod:`attnrank.plots.style`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,9 @@ matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-__all__ = ["set_theme", "PALETTE", "ARCH_LABELS", "new_figure"]
+from .style import ARCH_LABELS, PALETTE  # the plot grammar: labels, colours, markers, checks
 
-#: Colour palette shared by all figures (colour-blind safe).
-PALETTE = "colorblind"
-#: Display names of the architectures.
-ARCH_LABELS = {"bert": "BERT (MLM)", "gpt2": "GPT-2 (CLM)"}
+__all__ = ["set_theme", "PALETTE", "ARCH_LABELS", "new_figure", "style"]
 
 
 def set_theme() -> None:

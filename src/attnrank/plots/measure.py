@@ -4,8 +4,8 @@ measure, rank measures against the temperature, and the effect of floating-point
 Every function takes tidy (long) pandas data and returns a matplotlib ``Figure``. Colour
 encodes the rank measure (one fixed colour per measure, :data:`MEASURE_COLORS`), the
 state of a model (initialisation / trained) or the numerical pipeline; the book's
-primary measure is drawn bold with markers. Missing panels or columns raise
-``ValueError`` naming the column.
+primary measure is drawn bold with markers. Labels and colours come from
+:mod:`attnrank.plots.style`; missing columns raise :class:`attnrank.ConfigError` naming them.
 """
 
 from __future__ import annotations
@@ -15,27 +15,16 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from ..rank import MEASURES
-from . import ARCH_LABELS, PALETTE, new_figure
+from . import new_figure
+from .style import ARCH_LABELS, MEASURE_COLORS, PALETTE, axis_label, check_columns, fmt_tau, measure_label
 
 __all__ = ["MEASURE_COLORS", "measure_label", "spectra", "rank_vs_tau", "precision_by_tau", "measure_points"]
 
-_colors = sns.color_palette(PALETTE, 10)
-#: One colour per rank measure, shared by every figure of the chapter.
-MEASURE_COLORS = {name: _colors[i] for i, name in enumerate(MEASURES)}
-_TAU_LABEL = r"$\tau$ (temperature $T = \tau\sqrt{d_h}$, log scale)"
+_TAU_LABEL = axis_label("tau", log=True)
 
 
-def measure_label(name: str) -> str:
-    """Axis/legend label of a measure name (its :attr:`~attnrank.rank.Measure.label`, or the name)."""
-    m = MEASURES.get(name)
-    return m.label if m is not None and m.label else str(name)
-
-
-def _require(data: pd.DataFrame, columns) -> None:
-    missing = [c for c in columns if c not in data.columns]
-    if missing:
-        raise ValueError(f"data lacks column(s) {missing}; it has {list(data.columns)}")
+def _require(data: pd.DataFrame, columns, name: str = "data") -> None:
+    check_columns(data, columns, name)
 
 
 def _levels(data: pd.DataFrame, column: str | None) -> list:
@@ -50,7 +39,7 @@ def _panel_title(column: str | None, value) -> str:
     if column == "measure":
         return measure_label(value)
     if column == "tau":
-        return rf"$\tau$ = {value:g}"
+        return fmt_tau(value)
     return f"{column} = {value}"
 
 
@@ -251,7 +240,7 @@ def precision_by_tau(
         if logy:
             ax.set_yscale("log")
         ax.set_title(_panel_title(col, cv), fontsize="medium")
-        ax.set_xlabel(r"$\tau$ (log scale)")
+        ax.set_xlabel(_TAU_LABEL)
         if idx % ncols == 0:
             ax.set_ylabel("rank (mean)" + (", log scale" if logy else ""))
     handles = [Line2D([], [], color=palette[h], lw=4.5 if h == reference else 1.5, marker="o" if h == reference else None,

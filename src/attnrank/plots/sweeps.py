@@ -26,24 +26,16 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 
 from . import ARCH_LABELS, PALETTE, new_figure
+from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS
 
 __all__ = ["arch_color", "measure_label", "setting_label", "by_setting", "curves", "per_layer", "effect_forest",
            "HIGHLIGHT_COLOR", "BASELINE_COLOR", "FAILED_COLOR"]
 
-#: Colour of the highlighted setting and of the baseline (tau = 1).
-HIGHLIGHT_COLOR = "#d62728"
-BASELINE_COLOR = "black"
-FAILED_COLOR = "#d62728"
 _STYLES = ["-", "--", ":", "-."]
 _MARKERS = ["o", "s", "^", "D"]
 _REF_STYLES = [(0, (1, 1.5)), "-.", (0, (5, 2, 1, 2, 1, 2)), (0, (3, 1))]
 
-_SETTING_LABELS = {
-    "tau": r"temperature ratio $\tau = T/\sqrt{d_\mathrm{head}}$",
-    "head_dim": r"head dimension $d_\mathrm{head}$",
-    "step": "training step",
-    "layer": "layer",
-}
+_SETTING_LABELS = LABELS
 
 
 def arch_color(arch: str):
@@ -67,7 +59,7 @@ def setting_label(x: str) -> str:
     return _SETTING_LABELS.get(x, x)
 
 
-_SYMBOLS = {"tau": r"$\tau$", "head_dim": r"$d_\mathrm{head}$"}
+_SYMBOLS = SYMBOLS
 
 
 def _fmt_value(v) -> str:
@@ -196,12 +188,12 @@ def by_setting(
             yv = pd.to_numeric(failed[y], errors="coerce").to_numpy(float)
             fin = np.isfinite(yv)
             if fin.any():
-                ax.scatter(failed[x].astype(float)[fin], yv[fin], marker="x", s=40, color=FAILED_COLOR, lw=1.8, zorder=6, gid="failed")
+                ax.scatter(failed[x].astype(float)[fin], yv[fin], marker=FAILED_MARKER, s=40, color=FAILED_COLOR, lw=1.8, zorder=6, gid="failed")
             if (~fin).any():  # a diverged run has no finite value: mark it at the top edge of the panel
-                ax.scatter(failed[x].astype(float)[~fin], np.full((~fin).sum(), 0.97), marker="x", s=40, color=FAILED_COLOR,
+                ax.scatter(failed[x].astype(float)[~fin], np.full((~fin).sum(), 0.97), marker=FAILED_MARKER, s=40, color=FAILED_COLOR,
                            lw=1.8, zorder=6, gid="failed", transform=mpl.transforms.blended_transform_factory(ax.transData, ax.transAxes),
                            clip_on=False)
-            handles.setdefault("failed run", Line2D([], [], color=FAILED_COLOR, marker="x", ls="none", mew=1.8, label="failed (diverged) run"))
+            handles.setdefault("failed run", Line2D([], [], color=FAILED_COLOR, marker=FAILED_MARKER, ls="none", mew=1.8, label="failed (diverged) run"))
         if refs is not None and len(refs):
             r_sub = refs if (f is None or facet not in refs) else refs[refs[facet] == f]
             for lab in ref_labels:
@@ -307,8 +299,8 @@ def curves(
                 for _, fr in part[part.status == "failed"].groupby(seed):
                     fr = fr.sort_values(x)
                     ax.plot(fr[x], fr[y], color=c, lw=0.9, ls=":", zorder=z)
-                    ax.plot(fr[x].iloc[-1:], fr[y].iloc[-1:], marker="x", color=FAILED_COLOR, ms=7, mew=1.8, zorder=6, gid="failed")
-                    handles.setdefault("failed", Line2D([], [], color=FAILED_COLOR, marker="x", ls=":", label="failed (diverged) run"))
+                    ax.plot(fr[x].iloc[-1:], fr[y].iloc[-1:], marker=FAILED_MARKER, color=FAILED_COLOR, ms=7, mew=1.8, zorder=6, gid="failed")
+                    handles.setdefault("failed", Line2D([], [], color=FAILED_COLOR, marker=FAILED_MARKER, ls=":", label="failed (diverged) run"))
                 if gid == "highlight":
                     handles.setdefault("hl", Line2D([], [], color=c, lw=lw, label=f"detailed {_SYMBOLS.get(hue, hue)} = {_fmt_value(h)}"))
                 elif gid == "baseline":

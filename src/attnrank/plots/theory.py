@@ -14,7 +14,8 @@ import seaborn as sns
 from matplotlib.colors import LogNorm
 
 from ..errors import ConfigError
-from . import PALETTE, new_figure
+from . import new_figure
+from .style import PALETTE, SYMBOLS, axis_label, check_columns, fmt_value
 
 __all__ = [
     "exact_spectrum",
@@ -31,11 +32,7 @@ __all__ = [
 
 
 def _need(df: pd.DataFrame, cols, name: str = "data") -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ConfigError(name, f"expected a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise ConfigError(name, f"missing columns {missing}; needs {list(cols)}")
+    check_columns(df, cols, name)
 
 
 def _dim_palette(dims) -> dict:
@@ -108,7 +105,7 @@ def taylor_bound(df: pd.DataFrame):
         ax.set(xscale="log", yscale="log", title=f"tolerance {e}", xlabel="Taylor bound (P1), count",
                ylabel="measured numerical rank, count")
     if axes[0][-1].get_legend():
-        axes[0][-1].legend(title=r"$d_h$", fontsize=7, title_fontsize=8)
+        axes[0][-1].legend(title=SYMBOLS["head_dim"], fontsize=7, title_fontsize=8)
     return fig
 
 
@@ -131,7 +128,7 @@ def saturation(df: pd.DataFrame, limit: pd.DataFrame):
             ax.axhspan(float(lim["ci_low"].iloc[0]), float(lim["ci_high"].iloc[0]), color=colors[m], alpha=0.2, lw=0)
             ax.axhline(float(lim["mean"].iloc[0]), color=colors[m], ls="--", lw=0.9)
     ax.set_xscale("log", base=2)
-    ax.set(xlabel=r"head dimension $d_h$", ylabel="rank measure (mean, 95% CI), count")
+    ax.set(xlabel=axis_label("head_dim"), ylabel="rank measure (mean, 95% CI), count")
     ax.legend(fontsize=8, title="dashed: i.i.d. Gaussian limit", title_fontsize=8)
     return fig
 
@@ -149,7 +146,7 @@ def hardmax_convergence(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: flo
     sns.lineplot(data=curves, x="tau", y="rank_ratio", units="instance", estimator=None, lw=0.6, alpha=0.5,
                  color=sns.color_palette(PALETTE)[0], ax=a)
     a.axhline(1.0, color="0.2", lw=0.9, ls="--")
-    a.set(xscale="log", xlabel=r"temperature ratio $\tau$ (dimensionless)",
+    a.set(xscale="log", xlabel=axis_label("tau"),
           ylabel=r"rank$_\varepsilon(A)$ / hardmax rank $r_H$")
     t = thresholds[thresholds["tau_meas"] > 0]
     pts = pd.concat([
@@ -184,16 +181,12 @@ def hardmax_monte_carlo(df: pd.DataFrame, refs: pd.DataFrame):
         ax.axhline(r["expected_distinct"] / n, color=colors[n], ls="--", lw=0.9, label=f"n = {n}: n(1-(1-1/n)^n)/n")
         ax.axhline(r["study_bound"] / n, color=colors[n], ls=":", lw=1.1, label=f"n = {n}: ((1-1/e)n+1)/n")
     ax.set_xscale("log", base=2)
-    ax.set(xlabel=r"head dimension $d_h$", ylabel=r"hardmax rank $r_H$ / n (mean, 95% CI)")
+    ax.set(xlabel=axis_label("head_dim"), ylabel=r"hardmax rank $r_H$ / n (mean, 95% CI)")
     ax.legend(fontsize=7, loc="lower right")
     return fig
 
 
 # ----------------------------------------------------------------------------- target
-def _fmt_tau(t: float) -> str:
-    return f"{t:g}"
-
-
 def toy_heatmaps(df: pd.DataFrame, value: str, *, log: bool = False, fmt: str = ".2f", label: str | None = None,
                  row: str = "variant", col: str = "target", mark_tau: float | None = 1.0):
     """Heat maps of the seed-mean of ``value`` over (``tau``, ``head_dim``), one panel per (row, col).
@@ -218,10 +211,10 @@ def toy_heatmaps(df: pd.DataFrame, value: str, *, log: bool = False, fmt: str = 
                         vmin=None if log else vmin, vmax=None if log else vmax,
                         annot=text, fmt="", annot_kws={"fontsize": 6}, cbar=j == len(cols) - 1,
                         cbar_kws={"label": label or value})
-            ax.set_xticklabels([_fmt_tau(float(t.get_text())) for t in ax.get_xticklabels()], rotation=0, fontsize=7)
+            ax.set_xticklabels([fmt_value(float(t.get_text())) for t in ax.get_xticklabels()], rotation=0, fontsize=7)
             ax.set_title(f"{r}, {c}", fontsize=9)
-            ax.set_xlabel(r"temperature ratio $\tau$" if i == len(rows) - 1 else "")
-            ax.set_ylabel(r"head dimension $d_h$" if j == 0 else "")
+            ax.set_xlabel(axis_label("tau") if i == len(rows) - 1 else "")
+            ax.set_ylabel(axis_label("head_dim") if j == 0 else "")
             if mark_tau is not None and mark_tau in list(piv.columns):
                 x = list(piv.columns).index(mark_tau)
                 ax.add_patch(plt.Rectangle((x, 0), 1, len(piv), fill=False, lw=1.6, ec="crimson"))
@@ -247,10 +240,10 @@ def toy_kl_vs_tau(df: pd.DataFrame, *, floor: pd.DataFrame | None = None, kl_min
             for k, (name, f) in enumerate(floor.groupby("curve", sort=False)):
                 ax.plot(f["tau"], f["kl"].clip(lower=kl_min), color="crimson", lw=1.0, ls=["--", ":"][k % 2], label=name)
         ax.axvline(1.0, color="0.5", lw=0.8, ls="--")
-        ax.set(xscale="log", yscale="log", title=f"{v} attention", xlabel=r"temperature ratio $\tau$",
+        ax.set(xscale="log", yscale="log", title=f"{v} attention", xlabel=axis_label("tau"),
                ylabel="final KL to target (nats)")
     axes[0][0].set_ylim(kl_min / 2, float(df.groupby(["variant", "head_dim", "tau"])["kl"].mean().max()) * 2)
-    axes[0][-1].legend(title=r"$d_h$ / reference", fontsize=7, title_fontsize=8)
+    axes[0][-1].legend(title=SYMBOLS["head_dim"] + " / reference", fontsize=7, title_fontsize=8)
     return fig
 
 
@@ -269,7 +262,7 @@ def toy_curves(curves: pd.DataFrame, cells: list[tuple[str, int]]):
         c = curves[(curves["variant"] == v) & (curves["head_dim"] == d)]
         sns.lineplot(data=c, x="step", y="kl", hue="tau", palette=pal, errorbar=("se", 2), lw=1.0, ax=ax,
                      legend=ax is axes[0][-1])
-        ax.set(yscale="log", title=f"{v}, $d_h$ = {d}", xlabel="Adam step", ylabel="KL to target (nats)")
+        ax.set(yscale="log", title=f"{v}, {SYMBOLS['head_dim']} = {d}", xlabel="Adam step", ylabel="KL to target (nats)")
     if axes[0][-1].get_legend():
         axes[0][-1].legend(title=r"$\tau$", fontsize=7, title_fontsize=8)
     return fig

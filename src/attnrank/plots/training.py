@@ -19,6 +19,8 @@ from matplotlib import cm
 from matplotlib.lines import Line2D
 
 from . import ARCH_LABELS, PALETTE, new_figure
+from .style import FAILED_COLOR as _FAILED_COLOR
+from .style import FAILED_MARKER, HEAD_DIM_CMAP, LABELS, SYMBOLS, TAU_CMAP
 
 __all__ = [
     "TAU_CMAP",
@@ -32,24 +34,9 @@ __all__ = [
 ]
 
 
-def _truncated(name: str, low: float, high: float) -> mcolors.Colormap:
-    base = sns.color_palette(name, as_cmap=True)
-    return mcolors.ListedColormap(base(np.linspace(low, high, 256)), name=f"{name}_trunc")
-
-
-#: Colour map of the temperature ratio (log scale); the bright end is cut so lines stay visible on white.
-TAU_CMAP = _truncated("viridis", 0.0, 0.88)
-#: Colour map of the head dimension (log scale).
-HEAD_DIM_CMAP = _truncated("rocket", 0.15, 0.8)
 #: Axis / colour-bar labels of the settings.
-SETTING_LABELS = {
-    "tau": r"$\tau$ (temperature $T = \tau\sqrt{d_h}$)",
-    "head_dim": r"head dimension $d_h$",
-    "step": "training step",
-    "seed": "seed",
-}
-_FAILED_COLOR = "0.15"
-_SYMBOLS = {"tau": "τ", "head_dim": "$d_h$"}
+SETTING_LABELS = {k: LABELS[k] for k in ("tau", "head_dim", "step", "seed")}
+_SYMBOLS = SYMBOLS
 
 
 def hue_scale(values, *, log: bool = True, cmap=None):
@@ -226,7 +213,7 @@ def trajectories(
                 g = g.sort_values(x).dropna(subset=[y])
                 if len(g):
                     ax.plot(g[x], g[y], color=color(h), lw=1.0, ls="--", zorder=2)
-                    ax.plot(g[x].iloc[-1], g[y].iloc[-1], marker="X", color=_FAILED_COLOR, ms=8, zorder=4, ls="none")
+                    ax.plot(g[x].iloc[-1], g[y].iloc[-1], marker=FAILED_MARKER, color=_FAILED_COLOR, ms=8, zorder=4, ls="none")
             if baseline is not None:
                 b = baseline.get((r, c), baseline.get(r, baseline.get(c)))
                 if b is not None and np.isfinite(b):
@@ -244,7 +231,7 @@ def trajectories(
                               label=f"{_SYMBOLS.get(hue, hue)} = {_fmt_tick(float(highlight))} (bold)"))
     handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3, label=f"mean, band = min–max over {unit}s"))
     if any_failed:
-        handles.append(Line2D([], [], color=_FAILED_COLOR, ls="--", marker="X", ms=7, label="diverged run (ends at ×)"))
+        handles.append(Line2D([], [], color=_FAILED_COLOR, ls="--", marker=FAILED_MARKER, ms=7, label="diverged run (ends at ×)"))
     if baseline is not None:
         handles.append(Line2D([], [], color="0.4", ls=":", lw=1.2, label=baseline_label))
     _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
@@ -316,7 +303,7 @@ def run_scatter(
             finite = np.isfinite(bad[x].astype(float)) & np.isfinite(bad[y].astype(float))
             counts["failed"] += len(bad)
             if finite.any():
-                ax.scatter(bad[x][finite], bad[y][finite], marker="X", color=_FAILED_COLOR, s=55, zorder=4)
+                ax.scatter(bad[x][finite], bad[y][finite], marker=FAILED_MARKER, color=_FAILED_COLOR, s=55, zorder=4)
             text = []
             if annotations:
                 key = (r, c) if (row is not None and col is not None) else (c if col is not None else r)
@@ -350,7 +337,7 @@ def run_scatter(
     if counts["censored"]:
         handles.append(Line2D([], [], marker="^", mfc="none", mec="0.3", ls="none", label="never reached (censored)"))
     if counts["failed"]:
-        handles.append(Line2D([], [], marker="X", color=_FAILED_COLOR, ls="none", label="diverged run"))
+        handles.append(Line2D([], [], marker=FAILED_MARKER, color=_FAILED_COLOR, ls="none", label="diverged run"))
     _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
     if handles:
         fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=len(handles), frameon=False)

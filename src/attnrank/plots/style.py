@@ -1,0 +1,116 @@
+"""The book's plot grammar: one glossary of labels, one set of colours and markers, formatters
+and input checks, shared by every figure module.
+
+The glossary follows the book's notation (theory chapter): the temperature *ratio* ``tau``
+(the softmax divides the logits ``QK^T / sqrt(d_h)`` by it, so the temperature is
+``T = tau sqrt(d_h)``), the head dimension ``d_h``, the rank measures by their
+:attr:`attnrank.rank.Measure.label`, the architectures by :data:`ARCH_LABELS`. A figure
+module takes its words from :data:`SYMBOLS` (inside a sentence or a legend title),
+:data:`LABELS` / :func:`axis_label` (axis and colour-bar labels), :func:`measure_label` and
+:data:`ARCH_LABELS`; its colours from :data:`PALETTE`, :data:`MEASURE_COLORS`,
+:data:`TAU_CMAP` / :data:`HEAD_DIM_CMAP`; failed (diverged) runs are drawn with
+:data:`FAILED_COLOR` and :data:`FAILED_MARKER`. :func:`check_columns` checks a figure's data
+and raises :class:`attnrank.ConfigError`, like every other input check of the project.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib import colors as mcolors
+
+from ..errors import ConfigError
+
+__all__ = ["PALETTE", "ARCH_LABELS", "SYMBOLS", "LABELS", "MEASURE_COLORS", "TAU_CMAP", "HEAD_DIM_CMAP",
+           "FAILED_COLOR", "FAILED_MARKER", "HIGHLIGHT_COLOR", "BASELINE_COLOR", "axis_label", "measure_label",
+           "fmt_value", "fmt_tau", "check_columns"]
+
+#: Colour palette shared by all figures (colour-blind safe).
+PALETTE = "colorblind"
+#: Display names of the architectures.
+ARCH_LABELS = {"bert": "BERT (MLM)", "gpt2": "GPT-2 (CLM)"}
+#: The symbol of each quantity, for legend titles, panel titles and sentences.
+SYMBOLS = {"tau": r"$\tau$", "head_dim": r"$d_h$", "n": r"$n$", "T": r"$T$"}
+#: Axis and colour-bar labels (one wording per quantity).
+LABELS = {
+    "tau": r"temperature ratio $\tau$ (temperature $T = \tau\sqrt{d_h}$)",
+    "head_dim": r"head dimension $d_h$",
+    "step": "training step",
+    "seed": "seed",
+    "layer": "layer",
+    "final_val_loss": "final validation loss (nats/token)",
+    "initial_val_loss": "initial validation loss (nats/token)",
+    "val_loss": "validation loss (nats/token)",
+}
+#: Colour of failed (diverged) runs, and their marker (at the last logged value).
+FAILED_COLOR = "#d62728"
+FAILED_MARKER = "X"
+#: Colour of a highlighted setting and of the baseline (tau = 1).
+HIGHLIGHT_COLOR = "#d62728"
+BASELINE_COLOR = "black"
+
+
+def _truncated(name: str, low: float, high: float) -> mcolors.Colormap:
+    base = sns.color_palette(name, as_cmap=True)
+    return mcolors.ListedColormap(base(np.linspace(low, high, 256)), name=f"{name}_trunc")
+
+
+#: Colour map of the temperature ratio (log scale); the bright end is cut so lines stay visible on white.
+TAU_CMAP = _truncated("viridis", 0.0, 0.88)
+#: Colour map of the head dimension (log scale).
+HEAD_DIM_CMAP = _truncated("rocket", 0.15, 0.8)
+
+
+def _measure_colors() -> dict:
+    from ..rank import MEASURES
+
+    colors = sns.color_palette(PALETTE, 10)
+    return {name: colors[i % len(colors)] for i, name in enumerate(MEASURES)}
+
+
+#: One colour per rank measure (order of :data:`attnrank.rank.MEASURES`), shared by every figure.
+MEASURE_COLORS = _measure_colors()
+
+
+def measure_label(name: str) -> str:
+    """Label of a rank measure (its :attr:`~attnrank.rank.Measure.label`), of a loss column
+    (:data:`LABELS`), or the name itself."""
+    from ..rank import MEASURES
+
+    m = MEASURES.get(name)
+    if m is not None and m.label:
+        return m.label
+    return LABELS.get(name, str(name))
+
+
+def axis_label(name: str, *, log: bool = False) -> str:
+    """The axis label of quantity ``name`` (:data:`LABELS`, else :func:`measure_label`), with
+    ``", log scale"`` when ``log``."""
+    text = LABELS.get(name) or measure_label(name)
+    return f"{text}, log scale" if log else text
+
+
+def fmt_value(v) -> str:
+    """A setting's value for a legend or title: ``0.03``, ``1``, ``64``, ``10000``."""
+    v = float(v)
+    return f"{v:g}" if v != int(v) or abs(v) < 1e4 else f"{int(v)}"
+
+
+def fmt_tau(t) -> str:
+    """``tau = 0.03`` in the book's notation (for legends and panel titles)."""
+    return f"{SYMBOLS['tau']} = {fmt_value(t)}"
+
+
+def check_columns(data, columns, name: str = "data") -> None:
+    """Check that ``data`` is a DataFrame with every column of ``columns``.
+
+    Raises:
+        ConfigError: naming ``name`` (the figure function's parameter), listing the missing
+        columns and the ones present.
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise ConfigError(name, f"expected a pandas DataFrame, got {type(data).__name__}")
+    missing = [c for c in columns if c not in data.columns]
+    if missing:
+        raise ConfigError(name, f"missing column(s) {missing}; needs {list(columns)}, has {list(data.columns)}")

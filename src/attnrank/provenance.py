@@ -1,0 +1,141 @@
+"""Provenance: which code a result depends on, as one hash, and the git state of the checkout.
+
+:func:`code_hash` hashes the source of the *import closure* of the modules that produce
+results: the training and probe path (:mod:`attnrank.train`, :mod:`attnrank.probe`), the
+propositions and toy tasks (:mod:`attnrank.theory`, :mod:`attnrank.synthetic`) and the
+verdict rules (:mod:`attnrank.rules`), listed in :data:`RESULT_ROOTS`. The closure is found
+by reading each module's source (``ast``) and following every ``attnrank`` import in it,
+at module level or inside a function, so a new module that any of them imports enters the
+hash without a list to edit, and a module that none of them imports (``bench``, ``cli``)
+does not. The run store keys runs on it (:func:`attnrank.store.run_key`), the table cache
+keys tables on it (:func:`attnrank.cache.cached`) and the book's execution context
+(:mod:`attnrank.sphinxext`) hashes the same closure grown by the modules its chapters
+import (:func:`imported_modules`), so that a plot's code re-executes the chapters that draw
+it.
+
+:func:`git_state` gives the commit and whether the tree has uncommitted changes, recorded
+in each run's summary; outside a git checkout both are ``None``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import subprocess
+from pathlib import Path
+
+__all__ = ["RESULT_ROOTS", "closure", "code_hash", "git_state", "imported_modules", "module_file"]
+
+#: Modules whose results (runs, tables, verdicts) the hash covers, with all they import.
+RESULT_ROOTS = ("attnrank.train", "attnrank.probe", "attnrank.theory", "attnrank.synthetic", "attnrank.rules")
+_PACKAGE = "attnrank"
+_ROOT = Path(__file__).resolve().parent
+
+
+def module_file(name: str) -> Path | None:
+    """Source file of module ``name`` of this package (``attnrank.x.y``), or None if it has none.
+
+    A package resolves to its ``__init__.py``. Looked up in the package folder, without
+    importing anything.
+    """
+    if name != _PACKAGE and not name.startswith(_PACKAGE + "."):
+        return None
+    parts = name.split(".")[1:]
+    base = _ROOT.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str | None:
+    if node.level == 0:
+        return node.module
+    parts = module.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imported_modules(source: str, module: str = "", *, is_package: bool = False) -> set[str]:
+    """The ``attnrank`` modules that ``source`` imports anywhere (any function included).
+
+    ``module`` is the importing module's name (for relative imports). ``from attnrank
+    import x`` counts ``attnrank.x`` when it is a module, and ``attnrank`` itself.
+    """
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(node, module, is_package)
+            if target:
+                found.add(target)
+                found.update(f"{target}.{a.name}" for a in node.names)
+    out = set()
+    for name in found:
+        if module_file(name) is not None:
+            out.add(name)
+            parts = name.split(".")  # importing a submodule imports its parent packages
+            out.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return out
+
+
+def closure(roots=RESULT_ROOTS) -> list[Path]:
+    """Source files of ``roots`` and every ``attnrank`` module they import, transitively (sorted).
+
+    Raises:
+        ConfigError: naming ``roots`` for a name that is not a module of this package.
+    """
+    from .errors import ConfigError
+
+    todo, seen = [], set()
+    for name in roots:
+        if module_file(name) is None:
+            raise ConfigError("roots", f"got {name!r}; expected modules of the {_PACKAGE} package")
+        todo.append(name)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = module_file(name)
+        todo.extend(imported_modules(path.read_text(), name, is_package=path.name == "__init__.py") - seen)
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+    return sorted(module_file(name) for name in seen)
+
+
+def code_hash(roots=RESULT_ROOTS) -> str:
+    """SHA-256 (16 hex digits) of the import closure of ``roots`` and the torch/transformers versions.
+
+    Each file enters with its path inside the package and its content, so renaming or
+    editing a module in the closure changes the hash; editing a module outside it does not.
+    """
+    from importlib.metadata import version
+
+    h = hashlib.sha256()
+    for path in closure(tuple(roots)):
+        h.update(str(path.relative_to(_ROOT)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    h.update(f"torch={version('torch')};transformers={version('transformers')}".encode())
+    return h.hexdigest()[:16]
+
+
+def git_state(path: Path | str | None = None) -> dict:
+    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout holding ``path``.
+
+    ``path`` defaults to this package's folder. Outside a git checkout, or without ``git``,
+    both are ``None`` (never an error). ``git_dirty`` is true when tracked files differ
+    from the commit or untracked, unignored files exist.
+    """
+    where = Path(path) if path is not None else _ROOT
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return {"git_commit": None, "git_dirty": None}
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=where, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return {"git_commit": None, "git_dirty": None}
+    dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+    return {"git_commit": commit.stdout.strip(), "git_dirty": dirty}
