@@ -77,7 +77,18 @@ def test_book_hash_covers_what_chapters_import(package, tmp_path):
     assert (sphinxext.library_hash(book), provenance.code_hash()) == (lib, runs)
     _append(package / "plots" / "theory.py", "\n# a comment\n")
     assert sphinxext.library_hash(book) != lib and provenance.code_hash() == runs  # a figure, not a run
-    assert store.code_hash() == runs
+
+
+def test_a_verdict_rule_is_not_an_input_of_a_run_but_the_training_path_is(package):
+    """Editing rules.py changes the result hash (tables, verdicts) but not the run store's key;
+    editing the attention function (imported by train through models) changes both.
+
+    README guarantee: "The run key holds every input of a result"."""
+    runs, results = store.code_hash(), provenance.code_hash()
+    _append(package / "rules.py", "\n# a comment\n")
+    assert store.code_hash() == runs and provenance.code_hash() != results
+    _append(package / "attention.py", "\n# a comment\n")
+    assert store.code_hash() != runs
 
 
 def test_closure_rejects_an_unknown_root():

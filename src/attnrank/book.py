@@ -21,11 +21,9 @@ import pandas as pd
 from .errors import ConfigError
 from .models import TAU_RANGE
 from .profiles import PROFILES, resolve_profile
+from .verdicts import VERDICTS
 
 __all__ = ["ENVIRONMENT_PACKAGES", "PARAMETERS", "Param", "Text", "setup", "check_parameters", "glue", "glue_all", "show", "verdict", "fmt", "VERDICTS"]
-
-#: The verdicts a chapter may reach.
-VERDICTS = ("supported", "not supported", "inconclusive at this scale")
 
 #: Packages whose versions the reproducibility chapter shows; they are part of the book's
 #: execution context (a new version executes the chapters again).

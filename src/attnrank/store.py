@@ -127,11 +127,11 @@ def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
 
 
 def code_hash() -> str:
-    """:func:`attnrank.provenance.code_hash`: the import closure of the result-producing modules
-    and the torch/transformers versions (16 hex digits)."""
-    from .provenance import code_hash as provenance_hash
+    """:func:`attnrank.provenance.code_hash` of :data:`~attnrank.provenance.RUN_ROOTS`: the import
+    closure of the training path and this store, and the torch/transformers versions (16 hex digits)."""
+    from .provenance import RUN_ROOTS, code_hash as provenance_hash
 
-    return provenance_hash()
+    return provenance_hash(RUN_ROOTS)
 
 
 def run_key(cfg: RunConfig) -> str:

@@ -10,7 +10,7 @@ claim predicts the statistic to lie. Then:
   a missing interval (NaN) and a missing estimate. Too few runs to resolve the effect gives this
   verdict, never "not supported".
 
-The strings are :data:`attnrank.book.VERDICTS`. A :class:`Verdict` also carries, when it is not
+The strings are :data:`VERDICTS`. A :class:`Verdict` also carries, when it is not
 "supported", how many independent runs would resolve the pre-registered effect at the observed
 spread (:func:`attnrank.stats.seeds_needed` or :func:`attnrank.stats.runs_needed_correlation`).
 """
@@ -21,12 +21,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .book import VERDICTS
 from .errors import ConfigError, check_choice
 from .stats import Estimate, _num, runs_needed_correlation, seeds_needed
 
-__all__ = ["SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "DIRECTIONS", "classify", "combine", "Verdict", "judge"]
+__all__ = ["VERDICTS", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "DIRECTIONS", "classify", "combine", "Verdict", "judge"]
 
+#: The three verdicts a chapter can reach on a claim.
+VERDICTS = ("supported", "not supported", "inconclusive at this scale")
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = VERDICTS
 
 #: The sides a claim can predict: the statistic lies above or below the threshold.
@@ -43,7 +44,7 @@ def _check(estimate, threshold, direction) -> float:
 
 
 def classify(estimate: Estimate, threshold: float, direction: str) -> str:
-    """One of :data:`attnrank.book.VERDICTS` for ``estimate`` against a pre-registered threshold.
+    """One of :data:`VERDICTS` for ``estimate`` against a pre-registered threshold.
 
     Args:
         estimate: the statistic with its interval.
@@ -79,7 +80,7 @@ def combine(statuses: Iterable[str]) -> str:
     made for each); otherwise inconclusive at this scale. An empty list is inconclusive.
 
     Raises:
-        ConfigError: a status not in :data:`attnrank.book.VERDICTS`.
+        ConfigError: a status not in :data:`VERDICTS`.
     """
     statuses = list(statuses)
     for s in statuses:
@@ -93,7 +94,7 @@ def combine(statuses: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A classified estimate: ``status`` (one of :data:`attnrank.book.VERDICTS`) and its grounds.
+    """A classified estimate: ``status`` (one of :data:`VERDICTS`) and its grounds.
 
     ``needed`` is the number of independent runs (per arm for a difference of means, in total for a
     correlation) that would resolve the pre-registered ``effect``; ``None`` when not computed.
