@@ -41,7 +41,9 @@ from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 __all__ = [
     "RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule",
     "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
-    "lever_comparison",
+    "lever_comparison", "grid_text", "grid_interval", "needed_text", "verdict_text", "temperature_table",
+    "temperature_loss_table", "lever_table", "lever_effects", "direction_text", "correlation_table", "relative_change",
+    "stability_table", "stability_rows", "convergence_speed", "needed_runs",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -365,3 +367,173 @@ def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str,
         out[a] = ArchResult(v, None, "", spread, parts)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out,
                         len(t) + len(h))
+
+
+# ------------------------------------------------------------------ text and tables of the verdicts
+def grid_text(values) -> str:
+    """A grid in words: ``"11 values a factor of about 4 apart"`` (geometric step), or ``"one value"``."""
+    g = sorted(float(v) for v in values)
+    if len(g) < 2:
+        return "one value"
+    return f"{len(g)} values a factor of about {(g[-1] / g[0]) ** (1 / (len(g) - 1)):.0f} apart"
+
+
+def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
+    """A grid location with its interval on the grid (:func:`attnrank.stats.peak_location`):
+    ``"0.01 [0.001, 0.1]"``, or with ``words=True`` ``"0.01 (95% interval on the grid 0.001 to 0.1)"``
+    (``note`` is added inside the parentheses after a semicolon)."""
+    if words:
+        return (f"{fmt_setting(e.value)} ({e.confidence:.0%} interval on the grid {fmt_setting(e.low)} to "
+                f"{fmt_setting(e.high)}{'; ' + note if note else ''})")
+    return f"{fmt_setting(e.value)} [{fmt_setting(e.low)}, {fmt_setting(e.high)}]"
+
+
+def needed_text(v: Verdict) -> str:
+    """The runs a verdict needs, for prose: ``"12"`` or ``"none (resolved)"`` when it needs none."""
+    return str(v.needed) if v.needed is not None else "none (resolved)"
+
+
+def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | None = None) -> str:
+    """One architecture's estimate for a verdict summary: ``"<what> <estimate> runs"``, and, when the
+    verdict is not supported and more runs would resolve it, ``" (about N <unit> would resolve the
+    pre-registered effect)"`` (``effect`` given: ``"... a difference of <effect>"``)."""
+    v = r.verdict
+    s = f"{what} {v.estimate.text(digits)} runs"
+    if v.status != "supported" and v.needed is not None:
+        target = "the pre-registered effect" if effect is None else f"a difference of {effect:g}"
+        s += f" (about {v.needed} {v.needed_unit} would resolve {target})"
+    return s
+
+
+def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
+    """The rank rule of :func:`temperature_rank` with every measure, one row per measure and architecture:
+    the cold-minus-stock difference (Welch-t interval), its exact p, the runs, the peak on the grid and the status."""
+    rows = [{"measure": m, "arch": a, f"rank at tau = {fmt_setting(cold)} minus tau = 1 [95% CI]":
+             r.verdict.estimate.text(2, n=False), "exact p": round(r.verdict.estimate.p, 3),
+             "runs": r.verdict.estimate.n, "peak at tau [95% CI]": grid_interval(r.shape), "status": r.verdict.status}
+            for m, v in rank_v.items() for a, r in v.arch.items()]
+    return pd.DataFrame(rows).set_index(["measure", "arch"])
+
+
+def temperature_loss_table(loss_v: SweepVerdict) -> pd.DataFrame:
+    """The loss rule of :func:`temperature_loss`, one row per architecture."""
+    return pd.DataFrame([{"arch": a, "rho(log tau, final loss) [95% CI]": r.verdict.estimate.text(2, n=False),
+                          "runs": r.verdict.estimate.n, "lowest mean loss at tau [95% CI]": grid_interval(r.shape),
+                          "seed sd (nats)": round(r.spread, 4), "status": r.verdict.status}
+                         for a, r in loss_v.arch.items()]).set_index("arch")
+
+
+def lever_table(lever_v: dict) -> pd.DataFrame:
+    """The rule of :func:`lever_comparison` with every measure, one row per measure and architecture."""
+    return pd.DataFrame([{"measure": m, "arch": a, "τ range": r.parts["tau_range"].text(2, n=False),
+                          "d_head range": r.parts["head_dim_range"].text(2, n=False),
+                          "d_head: largest − smallest": r.parts["head_dim_change"].text(2, n=False),
+                          "difference of ranges": r.verdict.estimate.text(2, n=False), "runs": r.verdict.estimate.n,
+                          "status": r.verdict.status}
+                         for m, v in lever_v.items() for a, r in v.arch.items()]).set_index(["measure", "arch"])
+
+
+#: The rows of :func:`lever_effects`: each lever's range and their difference.
+LEVERS = {"tau_range": "τ over its grid", "head_dim_range": "d_head over its grid (τ = 1)", "diff": "difference (τ − d_head)"}
+
+
+def lever_effects(panels: dict) -> pd.DataFrame:
+    """The effect sizes of :func:`lever_comparison` for a forest plot (:func:`attnrank.plots.sweeps.effect_forest`).
+
+    ``panels``: ``{panel title: SweepVerdict}``; one row per panel, architecture and lever
+    (:data:`LEVERS`) with ``estimate, low, high, n``.
+    """
+    rows = []
+    for panel, v in panels.items():
+        for a, r in v.arch.items():
+            for key, lab in LEVERS.items():
+                e = r.verdict.estimate if key == "diff" else r.parts[key]
+                rows.append({"panel": panel, "arch": a, "lever": lab, "estimate": e.value, "low": e.low, "high": e.high,
+                             "n": e.n})
+    return pd.DataFrame(rows)
+
+
+def direction_text(change: Estimate, means: pd.Series) -> str:
+    """How a mean moves along a grid, in words: ``"falls from 3.10 at d_head = 4 to 2.50 at d_head = 32
+    (change ...)"``; ``means`` is indexed by the head dimension, ``change`` the signed largest-minus-smallest."""
+    lo, hi = int(means.index.min()), int(means.index.max())
+    word = "falls" if change.high < 0 else "rises" if change.low > 0 else "changes (direction not resolved)"
+    return f"{word} from {means.loc[lo]:.2f} at d_head = {lo} to {means.loc[hi]:.2f} at d_head = {hi} (change {change.text(2)})"
+
+
+def correlation_table(results: dict, labels: dict, arch_labels: dict, outcome: str | None = None) -> pd.DataFrame:
+    """The correlations of :func:`dynamics_rule` or :func:`loss_rule` with every measure, one row per
+    measure and architecture: Spearman's rho across runs and within temperatures (95% intervals), the
+    stratified-permutation p within temperatures and the runs. ``labels``: measure labels;
+    ``outcome``: a label for an ``outcome`` column (left out when None)."""
+    return pd.DataFrame([{"measure": labels[m], **({"outcome": outcome} if outcome else {}), "arch": arch_labels[a],
+                          "Spearman ρ [95% CI]": r.rho[a].text(n=False), "within τ: ρ [95% CI]": r.within[a].text(n=False),
+                          "p (within τ)": f"{r.within[a].p:.3f}", "runs": r.rho[a].n}
+                         for m, r in results.items() for a in r.rho])
+
+
+def relative_change(runs: pd.DataFrame, measures, *, keep=("arch", "tau", "head_dim", "seed", "sweep")) -> pd.DataFrame:
+    """``|final - initial| / initial`` of the mean rank of every run and measure, one row per run and measure.
+
+    Columns: ``keep`` (those present), ``measure, initial, final, rel_change, increased`` (final above initial).
+    """
+    keep = [c for c in keep if c in runs]
+    d = pd.concat([runs[keep].assign(measure=m, initial=runs[f"initial_{m}"], final=runs[f"final_{m}"]) for m in measures],
+                  ignore_index=True)
+    return d.assign(rel_change=(d.final - d.initial).abs() / d.initial, increased=d.final > d.initial)
+
+
+def stability_table(change: pd.DataFrame, tolerance: float) -> pd.DataFrame:
+    """Per measure and architecture of :func:`relative_change`: the share of stable runs (``rel_change`` at
+    most ``tolerance``), the share whose rank went up and the largest relative change; indexed by
+    ``measure, arch``."""
+    return change.groupby(["measure", "arch"], sort=False).agg(
+        share_stable=("rel_change", lambda v: float((v <= tolerance).mean())),
+        share_increased=("increased", "mean"), largest=("rel_change", "max"))
+
+
+def stability_rows(results: dict, shares: pd.DataFrame, tolerance: float, labels: dict, arch_labels: dict) -> pd.DataFrame:
+    """The stability half of :func:`dynamics_rule` with every measure, for display: per measure and
+    architecture the median relative change (95% order-statistic interval), the shares of
+    :func:`stability_table` as percentages and the runs."""
+    return pd.DataFrame([{
+        "measure": labels[m], "arch": arch_labels[a], "median Δrel [95% CI]": r.change[a].text(0, n=False, percent=True),
+        f"stable (Δrel ≤ {tolerance:.0%})": f"{shares.loc[(m, a), 'share_stable']:.0%}",
+        "rank went up": f"{shares.loc[(m, a), 'share_increased']:.0%}", "largest Δrel": f"{shares.loc[(m, a), 'largest']:.0%}",
+        "runs": r.change[a].n} for m, r in results.items() for a in r.change])
+
+
+def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: float, smooth: int):
+    """Steps each run needs to reach a loss level set from the data, with censoring.
+
+    The level of an architecture is the ``quantile`` of the final training losses (mean of the last
+    ``smooth`` logged values) of its complete runs; a run's speed is the first step at which its
+    training loss, averaged over ``smooth`` consecutive logged values, is at or below the level
+    (:func:`attnrank.stats.steps_to_level`). A complete run that never gets there is censored and
+    placed at ``max_steps + log_every`` ("later than every observed step").
+
+    Returns ``(runs, levels, censored_at)``: a copy of ``runs`` with ``final_train_loss``,
+    ``steps_to_level`` (NaN: never), ``censored`` and ``steps_plot``; ``{arch: level}``; the step
+    given to censored runs.
+    """
+    _need(runs, ["key", "arch", "status", "max_steps", "log_every"])
+    runs = runs.copy()
+    ok = runs.status == "complete"
+    final = train_log[train_log.key.isin(runs.key[ok])].groupby("key").apply(
+        lambda g: float(g.sort_values("step").loss.tail(smooth).mean()), include_groups=False)
+    runs["final_train_loss"] = runs.key.map(final)
+    levels = runs[ok].groupby("arch").final_train_loss.quantile(quantile).to_dict()
+    censored_at = int(runs.max_steps.max()) + int(runs.log_every.max())
+    arch = runs.set_index("key").arch
+    steps = {k: stats.steps_to_level(g, levels[arch[k]], smooth=smooth) for k, g in train_log.groupby("key")}
+    runs["steps_to_level"] = runs.key.map(steps)
+    runs["censored"] = ok & runs.steps_to_level.isna()
+    runs["steps_plot"] = runs.steps_to_level.fillna(censored_at)
+    return runs, levels, censored_at
+
+
+def needed_runs(judged: dict, arch_labels: dict, statuses: dict, *, prefix: str = "") -> list[str]:
+    """``["BERT (MLM) <prefix>12", ...]``: the runs each not-supported part of a verdict needs (``judged``:
+    ``{arch: Verdict}``, ``statuses``: ``{arch: status}``)."""
+    return [f"{arch_labels[a]} {prefix}{v.needed}" for a, v in judged.items()
+            if statuses[a] != "supported" and v.needed]
