@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from attnrank import baselines, book, experiments, plots, rank, rules, runs
+from attnrank import baselines, book, evidence, experiments, plots, rank, rules, runs
 from attnrank.errors import ConfigError
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
@@ -86,10 +86,7 @@ for k, v in {"rho_min": rules.RHO_MIN, "taus": ", ".join(f"{t:g}" for t in grid[
              "n_failed": len(failed), "default_head_dim": default_head_dim, "n": max_len,
              "steps": int(ok_runs.steps.max()) if len(ok_runs) else 0}.items():
     book.glue(f"dynamics_{k}", v)
-display(Markdown(f"**{len(failed)} run(s) diverged** and are drawn with a cross in every figure:" if len(failed)
-                 else "No run diverged."))
-if len(failed):
-    display(failed[["arch", "tau", "head_dim", "num_heads", "seed", "failure_step", "failure_reason"]])
+display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a cross in every figure:"))
 
 # %% [markdown]
 # (dynamics-rule)=
@@ -137,7 +134,7 @@ if len(failed):
 # rank one) in the BERT panels: a rank near that line means "close to content-free attention", not "rich attention".
 
 # %%
-summary = runs.load_table(sweep, "rank_summary")
+summary = evidence.load_table(sweep, "rank_summary")
 uniform = baselines.uniform_ranks(max_len)  # uniform rows: causal for GPT-2, bidirectional for BERT
 tau_runs = sweep[sweep.sweep == "temperature grid"]
 d = summary[summary.key.isin(tau_runs.key)]
@@ -155,7 +152,7 @@ book.show(fig, d[["arch", "tau", "head_dim", "seed", "status", "measure", "step"
           f"Mean rank through training for every measure (rows), BERT and GPT-2 (columns), one curve per "
           f"temperature ratio tau (colour, log scale; tau = 1 bold), head dimension {default_head_dim}. "
           f"Line: mean over seeds; band: min-max over seeds. Dotted: uniform attention, causal for GPT-2, "
-          f"bidirectional for BERT. ({runs.caption(tau_runs, profile)}).")
+          f"bidirectional for BERT. ({evidence.caption(tau_runs, profile)}).")
 
 # %% [markdown]
 # Read the figure row by row: the temperature largely sorts the curves at step 0, and the question is whether the
@@ -177,7 +174,7 @@ book.show(fig, d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "ste
           "dynamics_rank_trajectories_head_dim",
           f"Mean rank ({MEASURES[m].label}) through training for each head dimension (colour, log scale) at fixed "
           f"width, at tau = {', '.join(f'{t:g}' for t in hd_taus)} (columns). Line: mean over seeds; band: min-max "
-          f"over seeds. ({runs.caption(hd_runs, profile)}).")
+          f"over seeds. ({evidence.caption(hd_runs, profile)}).")
 
 # %% [markdown]
 # ## Does the initial rank predict the final rank?
@@ -208,7 +205,7 @@ book.show(fig, d, "dynamics_initial_vs_final",
           f"Final against initial mean rank ({MEASURES[m].label}), one point per run of the main sweep (temperature "
           f"and head-dimension grids), colour = tau (log scale). Dashed: final = initial. Text: Spearman rho (95% BCa "
           f"bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect; stratified "
-          f"bootstrap). ({runs.caption(sweep, profile)}).")
+          f"bootstrap). ({evidence.caption(sweep, profile)}).")
 
 # %% [markdown]
 # On the primary measure, Spearman's $\rho$ between initial and final mean rank is {glue:text}`dynamics_rho_bert` for
@@ -240,7 +237,7 @@ fig = tplots.change_distribution(change, x="rel_change", y="measure", y_labels=l
 book.show(fig, change, "dynamics_relative_change",
           f"Relative change of mean rank from the first to the last probe, one dot per complete run, per rank measure "
           f"and architecture (box: quartiles). Dotted: the stability tolerance {stable_tolerance:g}. "
-          f"({runs.caption(sweep, profile)}).")
+          f"({evidence.caption(sweep, profile)}).")
 
 # %%
 S = rules.stability_table(change, stable_tolerance)
@@ -268,9 +265,7 @@ rules.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
 # %%
 heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == default_head_dim)]
 heat_ok = heat_runs[heat_runs.status == "complete"]
-heat = runs.layer_ranks(heat_ok, m).assign(when=lambda x: "step " + x.step.astype(str))
-heat = heat.groupby(["arch", "when", "step", "layer", "head"], as_index=False)["value"].mean()
-heat = heat.sort_values(["arch", "step", "layer", "head"])
+heat = evidence.layer_head_means(heat_ok, m)
 first, last = heat.step.min(), heat.step.max()
 book.glue("dynamics_heatmap_tau", f"{heatmap_tau:g}")
 fig = tplots.layer_head_heatmaps(heat, value="value", cbar_label=MEASURES[m].label)
@@ -297,20 +292,8 @@ for a in heat.arch.unique():
 
 # %%
 regime = baselines.regime_text(ok_runs, {a: baselines.ngram_losses(resolve_config(a, profile)) for a in res.rho}, ARCH_LABELS)
-needed = [f"{ARCH_LABELS[a]} {v.needed}" for (h, a), v in res.judged.items() if h == "predictive"
-          and v.status != "supported" and v.needed]
-summary_text = (
-    f"On the {MEASURES[m].label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in res.rho)} runs "
-    f"({n_seeds} seeds per setting), initial and final mean rank have Spearman rho {res.rho['bert'].text(n=False)} "
-    f"(BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2), and the median relative change is "
-    f"{res.change['bert'].text(0, n=False, percent=True)} (BERT) and {res.change['gpt2'].text(0, n=False, percent=True)} "
-    f"(GPT-2) against a {stable_tolerance:.0%} tolerance: "
-    + "; ".join(f"{h} half for {ARCH_LABELS[a]}: {v}" for (h, a), v in res.halves.items()) + ". "
-    f"Within temperatures the correlation is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) "
-    f"and {res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}). "
-    + (f"Runs needed to resolve a correlation of {rules.RHO_MIN:g}: {', '.join(needed)}. " if needed else "")
-    + f"Regime: {regime}."
-)
+summary_text = rules.dynamics_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds,
+                                      tolerance=stable_tolerance, regime=regime)
 by_measure = {mm: r.status for mm, r in results.items()}
 verdict_line = book.verdict("dynamics", res.status, summary_text, by_measure=by_measure)
 pd.DataFrame({"measure": [labels[mm] for mm in by_measure], "verdict under this measure": list(by_measure.values())})

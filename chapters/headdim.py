@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from attnrank import baselines, book, experiments, rank, rules, runs, stats
+from attnrank import baselines, book, evidence, experiments, rank, rules, runs, stats
 from attnrank.plots import sweeps
 from attnrank.profiles import resolve_config
 
@@ -128,7 +128,7 @@ display(failed[["arch", "tau", "head_dim", "seed", "status", "failure_step", "fa
 
 # %%
 t0 = time.perf_counter()  # per (layer, sequence, head) of each freshly initialised model, seed 0
-init = pd.concat([runs.init_statistics(resolve_config(a, profile, tau=t, head_dim=h, seed=0), bounds=True,
+init = pd.concat([evidence.init_statistics(resolve_config(a, profile, tau=t, head_dim=h, seed=0), bounds=True,
                                        measures=("rank_rtol_1e-2", "rank_rtol_1e-4"))
                   for a in ("bert", "gpt2") for h in grid["head_dims"] for t in HD_TAUS], ignore_index=True)
 theory_seconds = time.perf_counter() - t0
@@ -191,7 +191,7 @@ for t in HD_TAUS:
                  "no staircase: at this temperature the P1 bound computed from the logits is n; ")
               + f"coloured horizontal: P1' limit for i.i.d. Gaussian logits of the same scale and uniform "
               f"attention (causal for GPT-2), the content-free baseline "
-              f"({mc_samples} Monte Carlo matrices) ({runs.caption(d, profile)}).")
+              f"({mc_samples} Monte Carlo matrices) ({evidence.caption(d, profile)}).")
 
 # %% [markdown]
 # ### How close is the staircase bound?
@@ -243,7 +243,7 @@ book.show(fig, eff, "headdim_effect_sizes",
           f"primary rank (left) and the final validation loss (right); tau over its grid of {len(grid['taus'])} values "
           f"at head dimension {head_dim0}, d_head over {', '.join(map(fmt_tau, grid['head_dims']))} at hidden size "
           f"{hidden} and tau = 1, and their difference; 95% stratified-bootstrap intervals over runs "
-          f"({runs.caption(pd.concat([t_runs, hd1]), profile)}).")
+          f"({evidence.caption(pd.concat([t_runs, hd1]), profile)}).")
 display(Markdown("The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension "
                  "change with a Welch-t interval):"))
 display(rules.lever_table(lever_v))
@@ -285,19 +285,8 @@ _ = book.glue("headdim_head_dim0", int(head_dim0))
 
 
 # %% tags=["remove-output"]
-def arch_text(a: str) -> str:
-    r = lv[a]
-    s = (f"the temperature moves the mean initial {rank.MEASURES[PRIMARY].label} by {r.parts['tau_range'].text(2)} runs "
-         f"over its grid and the head dimension by {r.parts['head_dim_range'].text(2)} runs (difference "
-         f"{r.verdict.estimate.text(2, n=False)}")
-    if r.verdict.status != "supported" and r.verdict.needed is not None:
-        s += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve a difference of {EFFECT:g}"
-    return s + ")"
-
-
-summary = (f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
-           f"{arch_text('bert')}, and for GPT-2 {arch_text('gpt2')}. {profile} profile, {n_seeds} seeds per setting, "
-           f"head dimensions {', '.join(map(fmt_tau, grid['head_dims']))} at hidden size {hidden}.")
+summary = rules.lever_summary(lv, label=rank.MEASURES[PRIMARY].label, effect=EFFECT, profile=profile, n_seeds=n_seeds,
+                              head_dims=grid["head_dims"], hidden=hidden)
 book.verdict("headdim", lv.status, summary, by_measure={m: lever_v[m].status for m in RANK_MEASURES})
 _ = book.glue("headdim_seconds", float(time.perf_counter() - t_chapter))
 _ = book.glue("headdim_theory_seconds", float(theory_seconds))

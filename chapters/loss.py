@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from attnrank import baselines, book, experiments, plots, rank, rules, runs, stats
+from attnrank import baselines, book, evidence, experiments, plots, rank, rules, runs, stats
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
@@ -88,10 +88,8 @@ for k, v in {"rho_effect": f"{rules.LOSS_EFFECT:g}", "primary_label": MEASURES[m
              "taus": ", ".join(f"{t:g}" for t in grid["taus"]), "head_dims": ", ".join(str(h) for h in grid["head_dims"]),
              "n_seeds": n_seeds, "n_runs": len(sweep), "n_failed": len(failed)}.items():
     book.glue(f"loss_{k}", v)
-display(Markdown(f"**{len(failed)} run(s) diverged.** They are left out of the correlations and drawn with a cross (or "
-                 "counted in the panel) in every figure:" if len(failed) else "No run diverged."))
-if len(failed):
-    display(failed[["arch", "tau", "head_dim", "num_heads", "seed", "failure_step", "failure_reason"]])
+display(*evidence.failures(sweep, "**{n} run(s) diverged.** They are left out of the correlations and drawn with a cross (or "
+                                  "counted in the panel) in every figure:"))
 
 # %% [markdown]
 # (loss-rule)=
@@ -146,7 +144,7 @@ if len(failed):
 # axes.
 
 # %%
-train_log, eval_log = runs.load_table(sweep, "train_log"), runs.load_table(sweep, "eval_log")
+train_log = evidence.load_table(sweep, "train_log")
 sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
 ok = sweep.status == "complete"
 for a, lv in levels.items():
@@ -157,10 +155,7 @@ for k, v in {"level_quantile": f"{level_quantile:.0%}", "smooth": smooth, "n_cen
 loss_base = {a: baselines.ngram_losses(resolve_config(a, profile)) for a in sweep.arch.unique()}
 refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in loss_base.items()}
 tau_keys = sweep.key[sweep.sweep == "temperature grid"]
-curves = pd.concat([
-    eval_log[eval_log.key.isin(tau_keys)].assign(curve="validation loss", value=lambda x: x.val_loss),
-    train_log[train_log.key.isin(tau_keys)].assign(curve="training loss", value=lambda x: x.loss),
-], ignore_index=True)[["curve", "arch", "tau", "head_dim", "seed", "status", "step", "value"]]
+curves = evidence.loss_curves(sweep[sweep.key.isin(tau_keys)])
 fig = tplots.trajectories(curves, y="value", row="curve", col="arch", hue="tau", highlight=1.0,
                           ylabel={"validation loss": "validation loss (nats)", "training loss": "training loss (nats)"},
                           row_labels={}, col_labels=ARCH_LABELS,
@@ -173,7 +168,7 @@ book.show(fig, curves, "loss_curves",
           f"seeds. Dotted: the convergence level ({level_quantile:.0%} quantile of final training losses). "
           f"Dashed / fine-dotted (validation panels): unigram and bigram count models on the same validation "
           f"targets (or, when far off the runs' range, their values in the panel's corner). Each panel has its "
-          f"own y-axis. ({runs.caption(sweep[sweep.key.isin(tau_keys)], profile)}).")
+          f"own y-axis. ({evidence.caption(sweep[sweep.key.isin(tau_keys)], profile)}).")
 
 # %% [markdown]
 # ## Association across the sweep, and what is left within a temperature
@@ -221,7 +216,7 @@ book.show(fig, sweep[cols], "loss_final_vs_rank",
           f"head-dimension grids), colour = tau (log scale); each architecture on its own y-axis. Text: Spearman rho "
           f"(95% BCa bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect). "
           f"Lines or corner notes: unigram and bigram count models on the same validation targets. "
-          f"({runs.caption(sweep, profile)}).")
+          f"({evidence.caption(sweep, profile)}).")
 
 # %% [markdown]
 # Across all runs, $\rho$(initial rank, final validation loss) is {glue:text}`loss_val_rho_bert` for BERT and
@@ -235,7 +230,7 @@ book.show(fig, sweep[cols], "loss_speed_vs_rank",
           f"Training steps until the smoothed training loss first reaches the level (BERT {levels.get('bert', np.nan):.3f}, "
           f"GPT-2 {levels.get('gpt2', np.nan):.3f} nats; {level_quantile:.0%} quantile of final training losses) against "
           f"initial mean rank; hollow triangles: never reached (censored, drawn at step {cens_value}). "
-          f"Colour = tau (log scale). ({runs.caption(sweep, profile)}).")
+          f"Colour = tau (log scale). ({evidence.caption(sweep, profile)}).")
 
 # %% [markdown]
 # Each run's validation loss is measured on the same held-out blocks, and for BERT on the same masked positions in
@@ -265,7 +260,7 @@ book.show(fig, hd[cols], "loss_head_dim",
           f"Final validation loss against initial mean rank in the head-dimension grid (colour = head dimension, log "
           f"scale; fixed width) at tau = {', '.join(f'{t:g}' for t in hd_taus)} (rows); each panel on its own y-axis. "
           f"Lines join runs of one seed. Text: Spearman rho with 95% BCa bootstrap interval over runs. Lines or corner "
-          f"notes: unigram and bigram count models. ({runs.caption(hd, profile)}).")
+          f"notes: unigram and bigram count models. ({evidence.caption(hd, profile)}).")
 
 # %% [markdown]
 # All correlations of this chapter on every rank measure in one table (negative $\rho$ = higher rank, lower loss or
@@ -285,18 +280,7 @@ pd.concat([rules.correlation_table({mm: r}, labels, ARCH_LABELS, outcome=OUTCOME
 
 # %%
 regime = baselines.regime_text(ok_runs, {a: loss_base[a] for a in archs}, ARCH_LABELS, tau1=True)
-needed = rules.needed_runs(res.judged, ARCH_LABELS, res.per_arch, prefix="about ")
-summary_text = (
-    f"On the {MEASURES[m].label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in archs)} runs "
-    f"({n_seeds} seeds per setting), initial mean rank and final validation loss have Spearman rho "
-    f"{res.rho['bert'].text(n=False)} (BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2); within temperatures "
-    f"(tau as a fixed effect) rho is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) and "
-    f"{res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}): "
-    + ", ".join(f"{res.per_arch[a]} for {ARCH_LABELS[a]}" for a in archs) + ". "
-    + (f"Runs needed to resolve a within-temperature rho of {rules.LOSS_EFFECT:g}".replace("of -", "of \u2212")
-       + f": {', '.join(needed)}. " if needed else "")
-    + f"Regime: {regime}."
-)
+summary_text = rules.loss_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds, regime=regime)
 by_measure = {mm: r.status for mm, r in results.items()}
 verdict_line = book.verdict("loss", res.status, summary_text, by_measure=by_measure)
 pd.DataFrame({"measure": [MEASURES[mm].label for mm in by_measure], "verdict under this measure": list(by_measure.values())})

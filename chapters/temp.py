@@ -84,7 +84,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from attnrank import baselines, book, experiments, rank, rules, runs, stats
+from attnrank import baselines, book, evidence, experiments, rank, rules, runs, stats
 from attnrank.plots import sweeps
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
@@ -105,9 +105,9 @@ RANK_MEASURES = [m for m in rank.MEASURES if m != "attention_entropy"]  # the ru
 
 # %%
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-tsweep = runs.temperature_grid(profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds)
+tsweep = evidence.temperature_grid(profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds)
 failed, n_seeds, head_dim0 = tsweep[tsweep.status != "complete"], tsweep.seed.nunique(), int(tsweep.head_dim.iloc[0])
-for k, v in {"grid_text": rules.grid_text(grid["taus"]), "init_std": runs.init_std(), "n_runs": len(tsweep),
+for k, v in {"grid_text": rules.grid_text(grid["taus"]), "init_std": evidence.init_std(), "n_runs": len(tsweep),
              "n_seeds": n_seeds, "n_taus": tsweep.tau.nunique(), "head_dim": head_dim0, "tau": fmt_tau(tau),
              "n_failed": len(failed), "tau_min": fmt_tau(min(grid["taus"])), "tau_max": fmt_tau(max(grid["taus"]))}.items():
     book.glue(f"temp_{k}", v if isinstance(v, (str, float)) else int(v))
@@ -143,7 +143,7 @@ display(failed[["arch", "tau", "seed", "status", "failure_step", "failure_reason
 
 # %%
 # S = Q K^T / (tau sqrt(d_head)) read at the attention hook of each freshly initialised model, seed 0
-init = runs.init_means([resolve_config(a, profile, tau=t, seed=0) for a in ("bert", "gpt2") for t in sorted({tau, BASELINE})])
+init = evidence.init_means([resolve_config(a, profile, tau=t, seed=0) for a in ("bert", "gpt2") for t in sorted({tau, BASELINE})])
 display(init.assign(tau=init.tau.map(fmt_tau)).round(4))
 n_tok = int(init.n.iloc[0])
 uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
@@ -191,7 +191,7 @@ book.show(fig, pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="unifo
           f"initialisation (solid) and after training (dashed); BERT and GPT-2; mean over seeds with +-1 sd bars, faint "
           f"dots: single runs. Dotted horizontal lines: the same measure for uniform attention (BERT) and uniform causal "
           f"attention (GPT-2) over n = {n_tok} tokens, the content-free baseline. Red: the detailed tau = {fmt_tau(tau)}; "
-          f"dashed black line: the baseline tau = 1; red crosses: diverged runs ({runs.caption(tsweep, profile)}, head "
+          f"dashed black line: the baseline tau = 1; red crosses: diverged runs ({evidence.caption(tsweep, profile)}, head "
           f"dimension {head_dim0}).")
 
 # %% [markdown]
@@ -258,7 +258,7 @@ _ = book.glue("temp_rank_min_p", float(min(rv[a].verdict.estimate.p for a in ("b
 # %%
 pair = tsweep[np.isclose(tsweep.tau, tau) | np.isclose(tsweep.tau, BASELINE)]
 curve_measures = [PRIMARY, "rank_atol_1e-8", "rank_rtol_1e-2"]
-summ, labels = runs.rank_curves(pair, curve_measures), {m: rank.MEASURES[m].label for m in curve_measures}
+summ, labels = evidence.rank_curves(pair, curve_measures), {m: rank.MEASURES[m].label for m in curve_measures}
 fig = tplots.trajectories(summ, y="value", row="measure", col="arch", hue="tau", highlight=tau, ylabel=labels,
                           row_labels=labels, col_labels=sweeps.ARCH_LABELS,
                           baseline={(m, "gpt2"): uniform["gpt2"][m] for m in curve_measures},
@@ -266,7 +266,7 @@ fig = tplots.trajectories(summ, y="value", row="measure", col="arch", hue="tau",
 book.show(fig, summ[["arch", "tau", "seed", "status", "measure", "step", "value"]], "temp_rank_curves",
           f"Mean attention rank through training for tau = {fmt_tau(tau)} (bold) and tau = 1, three measures (rows) for "
           f"BERT and GPT-2 (columns); line: mean over seeds, band: min-max over seeds; dotted: uniform causal attention "
-          f"(GPT-2) ({runs.caption(pair, profile)}).")
+          f"(GPT-2) ({evidence.caption(pair, profile)}).")
 
 # %% [markdown]
 # ## Per-layer ranks
@@ -275,11 +275,11 @@ book.show(fig, summ[["arch", "tau", "seed", "status", "measure", "step", "value"
 # (open markers), for the two temperatures (error bars: $\pm 1$ sd over heads and seeds).
 
 # %%
-layer_df = runs.layer_ranks(pair, PRIMARY)
+layer_df = evidence.layer_ranks(pair, PRIMARY)
 fig = sweeps.per_layer(layer_df, highlight=tau, baseline=BASELINE, ylabel=rank.MEASURES[PRIMARY].label)
 book.show(fig, layer_df, "temp_rank_per_layer",
           f"Primary rank ({rank.MEASURES[PRIMARY].label}) per layer at initialisation (filled) and after training "
-          f"(open), tau = {fmt_tau(tau)} (red) and tau = 1 (black); +-1 sd over heads and seeds ({runs.caption(pair, profile)}).")
+          f"(open), tau = {fmt_tau(tau)} (red) and tau = 1 (black); +-1 sd over heads and seeds ({evidence.caption(pair, profile)}).")
 
 # %% [markdown]
 # ## Does a lower temperature give a lower loss?
@@ -289,12 +289,12 @@ book.show(fig, layer_df, "temp_rank_per_layer",
 # as in the chapter on loss.
 
 # %%
-evals = runs.load_table(tsweep, "eval_log")
+evals = evidence.load_table(tsweep, "eval_log")
 fig = tplots.trajectories(evals, y="val_loss", row=None, col="arch", hue="tau", highlight=BASELINE,
                           ylabel="validation loss (nats/token)", col_labels=sweeps.ARCH_LABELS, width=4.6, height=3.0)
 book.show(fig, evals[["arch", "tau", "seed", "status", "step", "val_loss"]], "temp_loss_curves",
           f"Validation loss through training for every temperature ratio tau (colour, log scale; tau = 1 bold); line: "
-          f"mean over seeds, band: min-max over seeds; dashed ending in a cross: diverged runs ({runs.caption(tsweep, profile)}).")
+          f"mean over seeds, band: min-max over seeds; dashed ending in a cross: diverged runs ({evidence.caption(tsweep, profile)}).")
 
 # %%
 loss_df = tsweep[["key", "arch", "tau", "seed", "status", "final_val_loss", "initial_val_loss"]]
@@ -303,7 +303,7 @@ fig = sweeps.by_setting(loss_df, "tau", "final_val_loss", facet="arch", highligh
 book.show(fig, loss_df, "temp_final_loss_vs_tau",
           f"Final validation loss against tau (log axis), one panel per architecture with its own y axis (masked-token "
           f"loss for BERT, next-token loss for GPT-2); mean over seeds with +-1 sd bars, faint dots: single runs; red: "
-          f"tau = {fmt_tau(tau)}; dashed: tau = 1; crosses at the top: diverged runs ({runs.caption(tsweep, profile)}).")
+          f"tau = {fmt_tau(tau)}; dashed: tau = 1; crosses at the top: diverged runs ({evidence.caption(tsweep, profile)}).")
 
 # %% [markdown]
 # The rule for the loss (above) on the completed runs of the grid:
@@ -337,19 +337,9 @@ display(rules.temperature_loss_table(loss_v))
 
 
 # %% tags=["remove-output"]
-summary = (f"On the initial {rank.MEASURES[PRIMARY].label}, the mean at tau = {fmt_tau(tau_min)} minus the mean at "
-           f"tau = 1 (Welch-t 95% interval) is {rules.verdict_text(rv['bert'], 'for BERT')} and "
-           f"{rules.verdict_text(rv['gpt2'], 'for GPT-2')}; the mean initial rank peaks at tau = "
-           f"{fmt_tau(rv['bert'].shape.value)} for BERT ({rv['bert'].shape_text.split(' (')[0]}) and at tau = "
-           f"{fmt_tau(rv['gpt2'].shape.value)} for GPT-2 ({rv['gpt2'].shape_text.split(' (')[0]}). {profile} profile, "
-           f"{n_seeds} seeds per temperature, {rv.n_runs} runs.")
+summary = rules.temperature_summary(rv, label=rank.MEASURES[PRIMARY].label, cold=tau_min, profile=profile, n_seeds=n_seeds)
 book.verdict("temp", rv.status, summary, by_measure={m: rank_v[m].status for m in RANK_MEASURES})
-loss_summary = (f"Spearman's rho of log tau and the final validation loss (BCa bootstrap over runs) is "
-                f"{rules.verdict_text(loss_v['bert'], 'for BERT')} and {rules.verdict_text(loss_v['gpt2'], 'for GPT-2')}; "
-                f"a negative rho means a colder softmax trains worse. The lowest mean final loss is at tau = "
-                f"{fmt_tau(loss_v['bert'].shape.value)} (BERT) and tau = {fmt_tau(loss_v['gpt2'].shape.value)} (GPT-2). "
-                f"{profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs.")
-book.verdict("temp_loss", loss_v.status, loss_summary)
+book.verdict("temp_loss", loss_v.status, rules.temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds))
 _ = book.glue("temp_seconds", float(time.perf_counter() - t_chapter))
 _ = book.glue("temp_extra_seconds", float(tsweep.attrs["extra_seconds"]))
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import baselines, rules, runs, theory
+from attnrank import baselines, evidence, rules, theory
 from attnrank.errors import ConfigError
 from attnrank.rank import MEASURES, rank_measures
 from attnrank.stats import Estimate
@@ -143,4 +143,4 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
 
 def test_caption_counts_runs_once_and_seeds():
     d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
-    assert runs.caption(d, "ci") == "ci profile, 3 runs, 2 seeds per setting"
+    assert evidence.caption(d, "ci") == "ci profile, 3 runs, 2 seeds per setting"

@@ -43,7 +43,8 @@ __all__ = [
     "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
     "lever_comparison", "grid_text", "grid_interval", "needed_text", "verdict_text", "temperature_table",
     "temperature_loss_table", "lever_table", "lever_effects", "direction_text", "correlation_table", "relative_change",
-    "stability_table", "stability_rows", "convergence_speed", "needed_runs",
+    "stability_table", "stability_rows", "convergence_speed", "needed_runs", "dynamics_summary", "loss_summary",
+    "temperature_summary", "temperature_loss_summary", "lever_summary",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -537,3 +538,80 @@ def needed_runs(judged: dict, arch_labels: dict, statuses: dict, *, prefix: str 
     ``{arch: Verdict}``, ``statuses``: ``{arch: status}``)."""
     return [f"{arch_labels[a]} {prefix}{v.needed}" for a, v in judged.items()
             if statuses[a] != "supported" and v.needed]
+
+
+# ------------------------------------------------------------------ the verdict summaries of the chapters
+def dynamics_summary(res: DynamicsResult, *, label: str, arch_labels: dict, n_seeds: int, tolerance: float,
+                     regime: str) -> str:
+    """The summary of the dynamics verdict (:func:`dynamics_rule` on the primary measure ``label``): the
+    correlation and the median relative change per architecture, each half's status, the within-temperature
+    correlation, the runs a not-supported predictive half needs and the loss ``regime``."""
+    needed = [f"{arch_labels[a]} {v.needed}" for (h, a), v in res.judged.items() if h == "predictive"
+              and v.status != "supported" and v.needed]
+    return (
+        f"On the {label}, across {', '.join(f'{res.rho[a].n} {arch_labels[a]}' for a in res.rho)} runs "
+        f"({n_seeds} seeds per setting), initial and final mean rank have Spearman rho {res.rho['bert'].text(n=False)} "
+        f"(BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2), and the median relative change is "
+        f"{res.change['bert'].text(0, n=False, percent=True)} (BERT) and "
+        f"{res.change['gpt2'].text(0, n=False, percent=True)} (GPT-2) against a {tolerance:.0%} tolerance: "
+        + "; ".join(f"{h} half for {arch_labels[a]}: {v}" for (h, a), v in res.halves.items()) + ". "
+        f"Within temperatures the correlation is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) "
+        f"and {res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}). "
+        + (f"Runs needed to resolve a correlation of {RHO_MIN:g}: {', '.join(needed)}. " if needed else "")
+        + f"Regime: {regime}.")
+
+
+def loss_summary(res: LossResult, *, label: str, arch_labels: dict, n_seeds: int, regime: str) -> str:
+    """The summary of the loss verdict (:func:`loss_rule` on the primary measure ``label``): the correlation
+    across runs and within temperatures per architecture, their statuses, the runs a not-supported
+    architecture needs and the loss ``regime``."""
+    archs = list(res.rho)
+    needed = needed_runs(res.judged, arch_labels, res.per_arch, prefix="about ")
+    return (
+        f"On the {label}, across {', '.join(f'{res.rho[a].n} {arch_labels[a]}' for a in archs)} runs "
+        f"({n_seeds} seeds per setting), initial mean rank and final validation loss have Spearman rho "
+        f"{res.rho['bert'].text(n=False)} (BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2); within temperatures "
+        f"(tau as a fixed effect) rho is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) and "
+        f"{res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}): "
+        + ", ".join(f"{res.per_arch[a]} for {arch_labels[a]}" for a in archs) + ". "
+        + (f"Runs needed to resolve a within-temperature rho of {LOSS_EFFECT:g}".replace("of -", "of \u2212")
+           + f": {', '.join(needed)}. " if needed else "")
+        + f"Regime: {regime}.")
+
+
+def _shape(r: ArchResult) -> str:
+    return r.shape_text.split(" (")[0]
+
+
+def temperature_summary(rv: SweepVerdict, *, label: str, cold: float, profile: str, n_seeds: int) -> str:
+    """The summary of the rank verdict of :func:`temperature_rank` on the primary measure ``label``."""
+    return (f"On the initial {label}, the mean at tau = {fmt_setting(cold)} minus the mean at tau = 1 (Welch-t 95% "
+            f"interval) is {verdict_text(rv['bert'], 'for BERT')} and {verdict_text(rv['gpt2'], 'for GPT-2')}; the mean "
+            f"initial rank peaks at tau = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) and at "
+            f"tau = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile} profile, "
+            f"{n_seeds} seeds per temperature, {rv.n_runs} runs.")
+
+
+def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int) -> str:
+    """The summary of the loss verdict of :func:`temperature_loss`."""
+    return (f"Spearman's rho of log tau and the final validation loss (BCa bootstrap over runs) is "
+            f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; a negative "
+            f"rho means a colder softmax trains worse. The lowest mean final loss is at tau = "
+            f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and tau = {fmt_setting(loss_v['gpt2'].shape.value)} "
+            f"(GPT-2). {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs.")
+
+
+def lever_summary(lv: SweepVerdict, *, label: str, effect: float, profile: str, n_seeds: int, head_dims,
+                  hidden: int) -> str:
+    """The summary of the verdict of :func:`lever_comparison` on the primary measure ``label``."""
+    def arch_text(r: ArchResult) -> str:
+        s = (f"the temperature moves the mean initial {label} by {r.parts['tau_range'].text(2)} runs over its grid "
+             f"and the head dimension by {r.parts['head_dim_range'].text(2)} runs (difference "
+             f"{r.verdict.estimate.text(2, n=False)}")
+        if r.verdict.status != "supported" and r.verdict.needed is not None:
+            s += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve a difference of {effect:g}"
+        return s + ")"
+
+    return (f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
+            f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile} profile, {n_seeds} seeds per "
+            f"setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}.")
