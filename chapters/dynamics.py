@@ -197,10 +197,9 @@ for a in res.rho:
     book.glue(f"dynamics_within_{a}", res.within[a].text())
     book.glue(f"dynamics_n_ok_{a}", res.rho[a].n)
 d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
-notes = {a: f"ρ = {res.rho[a].text(n=False)}\nwithin τ: ρ = {res.within[a].text(n=False)}\nn = {res.rho[a].n} runs"
-         for a in res.rho}
-fig = tplots.run_scatter(d, x=f"initial_{m}", y=f"final_{m}", hue="tau", identity=True, annotations=notes,
-                         xlabel=f"initial mean rank ({MEASURES[m].label})", ylabel="final mean rank")
+fig = tplots.run_scatter(d, x=f"initial_{m}", y=f"final_{m}", hue="tau", identity=True,
+                         annotations=rules.correlation_notes(res), xlabel=f"initial mean rank ({MEASURES[m].label})",
+                         ylabel="final mean rank")
 book.show(fig, d, "dynamics_initial_vs_final",
           f"Final against initial mean rank ({MEASURES[m].label}), one point per run of the main sweep (temperature "
           f"and head-dimension grids), colour = tau (log scale). Dashed: final = initial. Text: Spearman rho (95% BCa "

@@ -135,9 +135,8 @@ theory_seconds = time.perf_counter() - t0
 scale = init.groupby(["arch", "tau", "head_dim"]).agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median")).reset_index()
 display(Markdown("Logit scale at initialisation (mean within-row sd of the logits; median half-range M), seed 0:"))
 display(scale.assign(tau=scale.tau.map(fmt_tau)).pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd").round(4))
-for a in ("bert", "gpt2"):
-    for t, name in ((1.0, "base"), (TAU_MIN, "min")):
-        book.glue(f"headdim_logit_sd_{name}_{a}", float(scale[(scale.arch == a) & np.isclose(scale.tau, t)].logit_sd.mean()))
+for k, v in evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": TAU_MIN}).items():
+    book.glue(f"headdim_logit_sd_{k}", v)
 n_tok = int(init.n.iloc[0])
 _ = book.glue("headdim_n", n_tok)
 

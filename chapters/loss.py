@@ -202,15 +202,11 @@ for a in archs:
 book.glue("loss_tau_min", f"{tau_min:g}")
 
 
-def notes(r):
-    return {a: f"ρ = {r.rho[a].text(n=False)}\nwithin τ: ρ = {r.within[a].text(n=False)}\nn = {r.rho[a].n} runs"
-            for a in archs}
-
-
 cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss",
         "final_train_loss", "steps_to_level", "censored", "steps_plot"]
-fig = tplots.run_scatter(sweep[cols], x=f"initial_{m}", y="final_val_loss", hue="tau", annotations=notes(res),
-                         references=refs, xlabel=rank_label, ylabel="final validation loss (nats)")
+fig = tplots.run_scatter(sweep[cols], x=f"initial_{m}", y="final_val_loss", hue="tau",
+                         annotations=rules.correlation_notes(res), references=refs, xlabel=rank_label,
+                         ylabel="final validation loss (nats)")
 book.show(fig, sweep[cols], "loss_final_vs_rank",
           f"Final validation loss against initial mean rank, one point per run of the main sweep (temperature and "
           f"head-dimension grids), colour = tau (log scale); each architecture on its own y-axis. Text: Spearman rho "
@@ -225,7 +221,8 @@ book.show(fig, sweep[cols], "loss_final_vs_rank",
 
 # %%
 fig = tplots.run_scatter(sweep[cols], x=f"initial_{m}", y="steps_plot", hue="tau", censored="censored",
-                         annotations=notes(speed), xlabel=rank_label, ylabel="steps to reach the loss level")
+                         annotations=rules.correlation_notes(speed), xlabel=rank_label,
+                         ylabel="steps to reach the loss level")
 book.show(fig, sweep[cols], "loss_speed_vs_rank",
           f"Training steps until the smoothed training loss first reaches the level (BERT {levels.get('bert', np.nan):.3f}, "
           f"GPT-2 {levels.get('gpt2', np.nan):.3f} nats; {level_quantile:.0%} quantile of final training losses) against "

@@ -147,11 +147,10 @@ init = evidence.init_means([resolve_config(a, profile, tau=t, seed=0) for a in (
 display(init.assign(tau=init.tau.map(fmt_tau)).round(4))
 n_tok = int(init.n.iloc[0])
 uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
+for col, name in (("logit_sd", "logit_sd"), ("attention_entropy", "entropy")):
+    for k, v in evidence.means_at(init, col, {"tau": tau, "base": BASELINE}).items():
+        book.glue(f"temp_{name}_{k}", v)
 for a in ("bert", "gpt2"):
-    for t, name in ((tau, "tau"), (BASELINE, "base")):
-        row = init[(init.arch == a) & np.isclose(init.tau, t)].iloc[0]
-        book.glue(f"temp_logit_sd_{name}_{a}", float(row.logit_sd))
-        book.glue(f"temp_entropy_{name}_{a}", float(row.attention_entropy))
     book.glue(f"temp_uniform_{a}", uniform[a][PRIMARY])
 _ = book.glue("temp_uniform_causal_rank_rtol", uniform["gpt2"]["rank_rtol_1e-2"])
 _ = book.glue("temp_log_n", float(math.log(n_tok)))
@@ -222,8 +221,8 @@ for a in ("bert", "gpt2"):
                  "peak": rules.grid_interval(r.shape, words=True, note=r.shape_text.split(" (")[0]),
                  "rank_needed": rules.needed_text(r.verdict)}.items():
         book.glue(f"temp_{k}_{a}", v)
-    for t, name in ((tau, "tau"), (BASELINE, "base"), (tau_min, "min")):
-        book.glue(f"temp_rank0_{name}_{a}", float(tsweep[(tsweep.arch == a) & np.isclose(tsweep.tau, t)][f"initial_{PRIMARY}"].mean()))
+for k, v in evidence.means_at(tsweep, f"initial_{PRIMARY}", {"tau": tau, "base": BASELINE, "min": tau_min}).items():
+    book.glue(f"temp_rank0_{k}", v)
 book.glue("temp_n_resamples", f"{stats.N_RESAMPLES:,}")
 book.glue("temp_min_p", 2 / math.comb(2 * n_seeds, n_seeds))
 _ = book.glue("temp_rank_min_p", float(min(rv[a].verdict.estimate.p for a in ("bert", "gpt2"))))
@@ -313,12 +312,13 @@ LOSS_EFFECT = 0.5  # pre-registered correlation for the runs needed
 loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss", effect=LOSS_EFFECT,
                                 archs=("bert", "gpt2"))
 for a in ("bert", "gpt2"):
-    r, ok = loss_v[a], tsweep[(tsweep.arch == a) & (tsweep.status == "complete")]
+    r = loss_v[a]
     book.glue(f"temp_loss_rho_{a}", r.verdict.estimate.text(2))
     book.glue(f"temp_loss_best_{a}", rules.grid_interval(r.shape, words=True))
     book.glue(f"temp_loss_spread_{a}", float(r.spread))
-    for t, name in ((tau, "tau"), (BASELINE, "base"), (tau_min, "min")):
-        book.glue(f"temp_loss_{name}_{a}", float(ok[np.isclose(ok.tau, t)].final_val_loss.mean()))
+for k, v in evidence.means_at(tsweep[tsweep.status == "complete"], "final_val_loss",
+                              {"tau": tau, "base": BASELINE, "min": tau_min}).items():
+    book.glue(f"temp_loss_{k}", v)
 display(rules.temperature_loss_table(loss_v))
 
 # %% [markdown]

@@ -21,7 +21,7 @@ from .profiles import RunConfig, resolve_config
 from .runs import RANK_COLUMN, model_from_config, table, tokenizer_pad_id
 
 __all__ = ["caption", "init_statistics", "init_means", "init_std", "load_table", "temperature_grid", "rank_curves",
-           "layer_ranks", "layer_head_means", "loss_curves", "failures"]
+           "layer_ranks", "layer_head_means", "loss_curves", "failures", "means_at"]
 
 
 def caption(runs: pd.DataFrame, profile: str) -> str:
@@ -204,3 +204,15 @@ def failures(runs: pd.DataFrame, intro: str, cols=("arch", "tau", "head_dim", "n
     bad = runs[runs.status != "complete"]
     return (Markdown(intro.format(n=len(bad))), bad[[c for c in cols if c in bad]]) if len(bad) else (
         Markdown("No run diverged."),)
+
+
+def means_at(runs: pd.DataFrame, column: str, settings: dict, *, by: str = "tau", archs=("bert", "gpt2")) -> dict:
+    """Mean of ``column`` over the rows at each named setting, per architecture, for glueing.
+
+    ``settings``: ``{name: value of by}``; returns ``{f"{name}_{arch}": mean}`` (NaN where no row
+    matches; values are compared with ``numpy.isclose``).
+    """
+    import numpy as np
+
+    return {f"{name}_{a}": float(runs[(runs.arch == a) & np.isclose(runs[by], v)][column].mean())
+            for a in archs for name, v in settings.items()}

@@ -44,7 +44,7 @@ __all__ = [
     "lever_comparison", "grid_text", "grid_interval", "needed_text", "verdict_text", "temperature_table",
     "temperature_loss_table", "lever_table", "lever_effects", "direction_text", "correlation_table", "relative_change",
     "stability_table", "stability_rows", "convergence_speed", "needed_runs", "dynamics_summary", "loss_summary",
-    "temperature_summary", "temperature_loss_summary", "lever_summary",
+    "temperature_summary", "temperature_loss_summary", "lever_summary", "correlation_notes",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -471,6 +471,13 @@ def correlation_table(results: dict, labels: dict, arch_labels: dict, outcome: s
                           "Spearman ρ [95% CI]": r.rho[a].text(n=False), "within τ: ρ [95% CI]": r.within[a].text(n=False),
                           "p (within τ)": f"{r.within[a].p:.3f}", "runs": r.rho[a].n}
                          for m, r in results.items() for a in r.rho])
+
+
+def correlation_notes(res) -> dict:
+    """Per architecture, the text drawn in a scatter panel for :func:`dynamics_rule` or :func:`loss_rule`:
+    Spearman's rho across runs, within temperatures and the number of runs, on three lines."""
+    return {a: f"ρ = {res.rho[a].text(n=False)}\nwithin τ: ρ = {res.within[a].text(n=False)}\nn = {res.rho[a].n} runs"
+            for a in res.rho}
 
 
 def relative_change(runs: pd.DataFrame, measures, *, keep=("arch", "tau", "head_dim", "seed", "sweep")) -> pd.DataFrame:
