@@ -126,3 +126,20 @@ def test_long_form_order_and_values_on_a_constructed_frame():
     got = long.set_index(["key", "when", "measure"]).value
     assert got[("a", "final", "effective_rank")] == 2.9 and got[("b", "initial", "stable_rank")] == 1.1
     assert np.allclose(long.groupby("key", sort=False).final_val_loss.first(), [3.0, 2.0])
+
+
+def test_the_model_builder_is_in_the_run_key(monkeypatch):
+    """`runs.model_from_config` builds every trained model, so a change to `runs.py` changes every run's key."""
+    from pathlib import Path
+
+    from attnrank import store
+
+    before = store.code_hash()
+    real = Path.read_bytes
+
+    def edited(self):
+        data = real(self)
+        return data + b"\n# edited\n" if self.name == "runs.py" and self.parent.name == "attnrank" else data
+
+    monkeypatch.setattr(Path, "read_bytes", edited)
+    assert store.code_hash() != before
