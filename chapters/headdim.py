@@ -246,20 +246,10 @@ book.show(fig, eff, "headdim_effect_sizes",
 display(Markdown("The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension "
                  "change with a Welch-t interval):"))
 display(rules.lever_table(lever_v))
-for a in ("bert", "gpt2"):
-    r, means = lv[a], hd1[hd1.arch == a].groupby("head_dim")[f"initial_{PRIMARY}"].mean()
-    for k, v in {"tau_range": r.parts["tau_range"].text(2), "hd_range": r.parts["head_dim_range"].text(2),
-                 "hd_range_min": lv_min[a].parts["head_dim_range"].text(2), "diff": r.verdict.estimate.text(2),
-                 "loss_tau_range": loss_lv[a].parts["tau_range"].text(3),
-                 "loss_hd_range": loss_lv[a].parts["head_dim_range"].text(3),
-                 "direction": rules.direction_text(r.parts["head_dim_change"], means), "spread": float(r.spread)}.items():
-        book.glue(f"headdim_{k}_{a}", v)
-falls = [a for a in ("bert", "gpt2") if lv[a].parts["head_dim_change"].high < 0]
-rises = [a for a in ("bert", "gpt2") if lv[a].parts["head_dim_change"].low > 0]
-book.glue("headdim_direction_note",
-          "at this width the measured rank does not follow the staircase bound upward" if not rises else
-          "the measured rank rises with the head dimension for " + " and ".join(sweeps.ARCH_LABELS[a] for a in rises)
-          + ("" if not falls else ", and falls for " + " and ".join(sweeps.ARCH_LABELS[a] for a in falls)))
+means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{PRIMARY}"].mean() for a in ("bert", "gpt2")}
+for k, v in rules.lever_texts(lv, lv_min, loss_lv, means).items():
+    book.glue(f"headdim_{k}", v)
+book.glue("headdim_direction_note", rules.direction_note(lv, sweeps.ARCH_LABELS))
 book.glue("headdim_n_resamples", f"{stats.N_RESAMPLES:,}")
 _ = book.glue("headdim_head_dim0", int(head_dim0))
 

@@ -144,3 +144,20 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
 def test_caption_counts_runs_once_and_seeds():
     d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
     assert evidence.caption(d, "ci") == "ci profile, 3 runs, 2 seeds per setting"
+
+
+def test_lever_texts_and_direction_note():
+    def arch(change):
+        return rules.ArchResult(Verdict("supported", _est(2.0, 1.0, 3.0), 0.0, "above"), spread=0.25,
+                                parts={"tau_range": _est(3.0, 2.0, 4.0), "head_dim_range": _est(1.0, 0.5, 1.5),
+                                       "head_dim_change": change})
+    lv = rules.SweepVerdict("supported", {"bert": arch(_est(-0.6, -0.9, -0.3)), "gpt2": arch(_est(0.6, 0.3, 0.9))}, 20)
+    means = {a: pd.Series([3.1, 2.5], index=[4, 32]) for a in ("bert", "gpt2")}
+    t = rules.lever_texts(lv, lv, lv, means)
+    assert t["tau_range_bert"] == "3.00 [2.00, 4.00], n = 10" and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
+    assert t["diff_gpt2"] == "2.00 [1.00, 3.00], n = 10" and t["spread_bert"] == 0.25
+    assert t["direction_bert"].startswith("falls") and t["direction_gpt2"].startswith("rises")
+    labels = {"bert": "BERT", "gpt2": "GPT-2"}
+    assert rules.direction_note(lv, labels) == "the measured rank rises with the head dimension for GPT-2, and falls for BERT"
+    flat = rules.SweepVerdict("x", {"bert": arch(_est(0.1, -0.2, 0.3))}, 5)
+    assert rules.direction_note(flat, labels) == "at this width the measured rank does not follow the staircase bound upward"

@@ -44,7 +44,8 @@ __all__ = [
     "lever_comparison", "grid_text", "grid_interval", "needed_text", "verdict_text", "temperature_table",
     "temperature_loss_table", "lever_table", "lever_effects", "direction_text", "correlation_table", "relative_change",
     "stability_table", "stability_rows", "convergence_speed", "needed_runs", "dynamics_summary", "loss_summary",
-    "temperature_summary", "temperature_loss_summary", "lever_summary", "correlation_notes",
+    "temperature_summary", "temperature_loss_summary", "lever_summary", "correlation_notes", "lever_texts",
+    "direction_note",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -460,6 +461,33 @@ def direction_text(change: Estimate, means: pd.Series) -> str:
     lo, hi = int(means.index.min()), int(means.index.max())
     word = "falls" if change.high < 0 else "rises" if change.low > 0 else "changes (direction not resolved)"
     return f"{word} from {means.loc[lo]:.2f} at d_head = {lo} to {means.loc[hi]:.2f} at d_head = {hi} (change {change.text(2)})"
+
+
+def lever_texts(lv: SweepVerdict, lv_min: SweepVerdict, loss_lv: SweepVerdict, means: dict) -> dict:
+    """The numbers the head-dimension chapter pastes from :func:`lever_comparison`, per architecture:
+    ``{f"{name}_{arch}": text or number}`` with the ranges of each lever (``tau_range``, ``hd_range``; at the
+    lowest temperature ``hd_range_min``), their difference (``diff``), the loss ranges (``loss_tau_range``,
+    ``loss_hd_range``), the direction of the head-dimension change (``direction``, :func:`direction_text`
+    with ``means[arch]``, the mean per head dimension) and the seed spread (``spread``)."""
+    out = {}
+    for a, r in lv.arch.items():
+        out.update({f"tau_range_{a}": r.parts["tau_range"].text(2), f"hd_range_{a}": r.parts["head_dim_range"].text(2),
+                    f"hd_range_min_{a}": lv_min[a].parts["head_dim_range"].text(2), f"diff_{a}": r.verdict.estimate.text(2),
+                    f"loss_tau_range_{a}": loss_lv[a].parts["tau_range"].text(3),
+                    f"loss_hd_range_{a}": loss_lv[a].parts["head_dim_range"].text(3),
+                    f"direction_{a}": direction_text(r.parts["head_dim_change"], means[a]), f"spread_{a}": float(r.spread)})
+    return out
+
+
+def direction_note(lv: SweepVerdict, arch_labels: dict) -> str:
+    """Whether the measured rank follows the staircase bound upward with the head dimension, in words, from the
+    signed largest-minus-smallest change of :func:`lever_comparison` (``parts["head_dim_change"]``)."""
+    falls = [a for a, r in lv.arch.items() if r.parts["head_dim_change"].high < 0]
+    rises = [a for a, r in lv.arch.items() if r.parts["head_dim_change"].low > 0]
+    if not rises:
+        return "at this width the measured rank does not follow the staircase bound upward"
+    return ("the measured rank rises with the head dimension for " + " and ".join(arch_labels[a] for a in rises)
+            + ("" if not falls else ", and falls for " + " and ".join(arch_labels[a] for a in falls)))
 
 
 def correlation_table(results: dict, labels: dict, arch_labels: dict, outcome: str | None = None) -> pd.DataFrame:
