@@ -144,7 +144,7 @@ display(failed[["arch", "tau", "seed", "status", "failure_step", "failure_reason
 # %%
 # S = Q K^T / (tau sqrt(d_head)) read at the attention hook of each freshly initialised model, seed 0
 init = evidence.init_means([resolve_config(a, profile, tau=t, seed=0) for a in ("bert", "gpt2") for t in sorted({tau, BASELINE})])
-display(init.assign(tau=init.tau.map(fmt_tau)).round(4))
+display(init.assign(tau=init.tau.map(fmt_tau))[["arch", "tau", "logit_sd", "n", PRIMARY, "attention_entropy"]].round(4))
 n_tok = int(init.n.iloc[0])
 uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
 for col, name in (("logit_sd", "logit_sd"), ("attention_entropy", "entropy")):
