@@ -18,23 +18,20 @@
 # %% [markdown]
 # # Rank through training: stable, and set at initialisation?
 #
-# The study's first claim {cite}`min2023efficiency` is that **the mean rank of the attention
-# matrices hardly moves while a model trains, so that the rank at initialisation is a
-# dependable forecast of the rank at the end**. If that holds, everything the later chapters
-# say about the initial rank (how temperature and head dimension set it) carries over to the
-# trained model; if it fails, the initial rank is only a property of the random weights.
+# The study's first claim {cite}`min2023efficiency` is that **the mean rank of the attention matrices hardly moves
+# while a model trains, so that the rank at initialisation is a dependable forecast of the rank at the end**. If that
+# holds, everything the later chapters say about the initial rank (how temperature and head dimension set it) carries
+# over to the trained model; if it fails, the initial rank is only a property of the random weights.
 #
-# We test the claim on BERT (masked LM) {cite}`devlin2019bert` and GPT-2 (causal LM)
-# {cite}`radford2019language` trained from scratch, over the book's shared sweep: a grid of
-# temperatures a factor of about four apart and several head dimensions, each with several seeds.
-# We ask three questions:
+# We test the claim on BERT (masked LM) {cite}`devlin2019bert` and GPT-2 (causal LM) {cite}`radford2019language`
+# trained from scratch, over the book's shared sweep: a grid of temperatures a factor of about four apart and several
+# head dimensions, each with several seeds. We ask three questions:
 #
-# 1. How does the mean rank move through training, for each rank measure, temperature and
-#    head dimension?
-# 2. Across runs, does the initial mean rank predict the final one, and does it still do so
-#    within one temperature, which sets the initial rank?
-# 3. How large is the change $|r_\text{final} - r_\text{init}| / r_\text{init}$ of a single
-#    run, and is it the same in every layer and head?
+# 1. How does the mean rank move through training, for each rank measure, temperature and head dimension?
+# 2. Across runs, does the initial mean rank predict the final one, and does it still do so within one temperature,
+#    which sets the initial rank?
+# 3. How large is the change $|r_\text{final} - r_\text{init}| / r_\text{init}$ of a single run, and is it the same in
+#    every layer and head?
 
 # %% tags=["parameters"]
 profile = "auto"
@@ -49,10 +46,9 @@ import time
 
 import numpy as np
 import pandas as pd
-import torch
 from IPython.display import Markdown, display
 
-from attnrank import baselines, book, experiments, plots, rank, rules, store
+from attnrank import baselines, book, evidence, experiments, plots, rank, rules, runs
 from attnrank.errors import ConfigError
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
@@ -63,328 +59,240 @@ if not any(np.isclose(heatmap_tau, t) for t in grid["taus"]):
     raise ConfigError("heatmap_tau", f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): "
                       f"{', '.join(f'{t:g}' for t in grid['taus'])}")
 profile = book.setup(profile)
-MEASURES, ARCH_LABELS = rank.MEASURES, plots.ARCH_LABELS
+MEASURES, ARCH_LABELS, m = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
+labels = {mm: MEASURES[mm].label for mm in MEASURES}
+rank_measures_only = [mm for mm in MEASURES if MEASURES[mm].kind != "entropy"]
 
 # %% [markdown]
 # ## The runs
 #
-# Every trained-model chapter reads the same runs from the run store: the temperature grid
-# $\tau \in$ {glue:text}`dynamics_taus` at the profile's head dimension, plus a head-dimension
-# grid $d_h \in$ {glue:text}`dynamics_head_dims` (at fixed width, so more heads of smaller
-# dimension) at $\tau = 1$ and at the smallest $\tau$; each setting with
-# {glue:text}`dynamics_n_seeds` seeds. Here $\tau$ is the ratio of the softmax temperature to the
-# standard one, $T = \tau\sqrt{d_h}$ in $\operatorname{softmax}(QK^\top / T)$: $\tau = 1$ is
-# the stock transformer {cite}`vaswani2017attention`, $\tau = 10^{-3}$ the study's
-# low-temperature setting. A cold build trains each run once (the first chapter that needs it);
-# afterwards this cell only reads.
+# Every trained-model chapter reads the same runs from the run store: the temperature grid $\tau \in$
+# {glue:text}`dynamics_taus` at the profile's head dimension, plus a head-dimension grid $d_h \in$
+# {glue:text}`dynamics_head_dims` (at fixed width, so more heads of smaller dimension) at $\tau = 1$ and at the
+# smallest $\tau$; each setting with {glue:text}`dynamics_n_seeds` seeds. Here $\tau$ is the ratio of the softmax
+# temperature to the standard one, $T = \tau\sqrt{d_h}$ in $\operatorname{softmax}(QK^\top / T)$: $\tau = 1$ is the
+# stock transformer {cite}`vaswani2017attention`, $\tau = 10^{-3}$ the study's low-temperature setting. A cold build
+# trains each run once (the first chapter that needs it); afterwards this cell only reads.
 
 # %%
-configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-runs = store.sweep(configs, progress=False)
+sweep = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds), long=False)
 default_head_dim = resolve_config("bert", profile).head_dim
-runs["sweep"] = np.where(runs.head_dim == default_head_dim, "temperature grid", "head-dimension grid")
-ok_runs = runs[runs.status == "complete"]
+sweep["sweep"] = np.where(sweep.head_dim == default_head_dim, "temperature grid", "head-dimension grid")
+ok_runs, failed = sweep[sweep.status == "complete"], sweep[sweep.status != "complete"]
 t_loaded = time.perf_counter()  # the analysis below reads the store only
-n_runs, n_seeds = len(runs), runs.seed.nunique()
-book.glue("dynamics_rho_min", rules.RHO_MIN)
-max_len = int(runs.max_len.iloc[0])
-
-book.glue("dynamics_taus", ", ".join(f"{t:g}" for t in grid["taus"]))
-book.glue("dynamics_head_dims", ", ".join(str(h) for h in grid["head_dims"]))
-book.glue("dynamics_n_seeds", n_seeds)
-book.glue("dynamics_n_runs", n_runs)
-book.glue("dynamics_n_failed", int((runs.status != "complete").sum()))
-book.glue("dynamics_default_head_dim", default_head_dim)
-book.glue("dynamics_n", max_len)
-book.glue("dynamics_steps", int(ok_runs.steps.max()) if len(ok_runs) else 0)
-
-
-def caption_tail(df=runs):
-    """Profile, runs and seeds behind a figure, for its caption."""
-    return f"({profile} profile, {len(df)} runs, {df.seed.nunique()} seeds per setting)"
-
-
-failed = runs[runs.status != "complete"]
-if len(failed):
-    display(Markdown(f"**{len(failed)} run(s) diverged** and are drawn with a cross in every figure:"))
-    display(failed[["arch", "tau", "head_dim", "num_heads", "seed", "failure_step", "failure_reason"]])
-else:
-    display(Markdown("No run diverged."))
+n_seeds, max_len = sweep.seed.nunique(), int(sweep.max_len.iloc[0])
+for k, v in {"rho_min": rules.RHO_MIN, "taus": ", ".join(f"{t:g}" for t in grid["taus"]),
+             "head_dims": ", ".join(str(h) for h in grid["head_dims"]), "n_seeds": n_seeds, "n_runs": len(sweep),
+             "n_failed": len(failed), "default_head_dim": default_head_dim, "n": max_len,
+             "steps": int(ok_runs.steps.max()) if len(ok_runs) else 0}.items():
+    book.glue(f"dynamics_{k}", v)
+display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a cross in every figure:"))
 
 # %% [markdown]
 # (dynamics-rule)=
 # ## The rule, fixed before looking
 #
-# We judge the claim on the primary measure, the **effective rank** (the exponential of the
-# entropy of the normalised singular values {cite}`roy2007effective`), and require both of its
-# halves for both architectures:
+# We judge the claim on the primary measure, the **effective rank** (the exponential of the entropy of the normalised
+# singular values {cite}`roy2007effective`), and require both of its halves for both architectures:
 #
-# * *predictive*: the 95 % BCa bootstrap interval (over runs) of Spearman's $\rho$ between initial
-#   and final mean rank lies above {glue:text}`dynamics_rho_min` (it fails if the whole interval
-#   lies below it);
-# * *stable*: the 95 % interval of the median relative change (exact, from order statistics)
-#   lies below the tolerance {glue:text}`dynamics_tolerance_pct` (it fails if the whole interval
-#   lies above it).
+# * *predictive*: the 95 % BCa bootstrap interval (over runs) of Spearman's $\rho$ between initial and final mean rank
+#   lies above {glue:text}`dynamics_rho_min` (it fails if the whole interval lies below it);
+# * *stable*: the 95 % interval of the median relative change (exact, from order statistics) lies below the tolerance
+#   {glue:text}`dynamics_tolerance_pct` (it fails if the whole interval lies above it).
 #
-# The claim is **supported** if all four halves hold, **not supported** if any fails, and
-# **inconclusive at this scale** otherwise. The within-temperature correlation is reported beside
-# the rule, not in it (the claim is about prediction across settings).
+# The claim is **supported** if all four halves hold, **not supported** if any fails, and **inconclusive at this
+# scale** otherwise. The within-temperature correlation is reported beside the rule, not in it (the claim is about
+# prediction across settings).
 #
-# *What changed from the previous version of this chapter, and why.* The primary measure was the
-# rank at relative threshold $10^{-2}$; on GPT-2 it equals the rank of the content-free uniform
-# causal matrix, so it read the mask, not the attention. The effective rank is continuous and
-# separates the two (both lines are drawn below). The "temperature held fixed" numbers were a
-# partial correlation that removes only a *linear* trend in $\log\tau$; since the rank responds
-# to $\tau$ with a peak, such a partial correlation keeps most of the temperature's effect. Each
-# temperature is now its own category. The intervals were percentile bootstraps of 2,000
-# resamples that moved with the bootstrap seed and the row order; they are now 100,000-resample
-# BCa intervals on canonically ordered runs (correlations) and exact order-statistic intervals
-# (medians), stable to both (tested). Every verdict now states its number of runs, the runs a
-# non-supported half would need, and the loss regime of the models.
+# *What changed from the previous version of this chapter, and why.* The primary measure was the rank at relative
+# threshold $10^{-2}$; on GPT-2 it equals the rank of the content-free uniform causal matrix, so it read the mask, not
+# the attention. The effective rank is continuous and separates the two (both lines are drawn below). The "temperature
+# held fixed" numbers were a partial correlation that removes only a *linear* trend in $\log\tau$; since the rank
+# responds to $\tau$ with a peak, such a partial correlation keeps most of the temperature's effect. Each temperature
+# is now its own category. The intervals were percentile bootstraps of 2,000 resamples that moved with the bootstrap
+# seed and the row order; they are now 100,000-resample BCa intervals on canonically ordered runs (correlations) and
+# exact order-statistic intervals (medians), stable to both (tested). Every verdict now states its number of runs, the
+# runs a non-supported half would need, and the loss regime of the models.
 
 # %% [markdown]
-# The sweep holds {glue:text}`dynamics_n_runs` runs ({glue:text}`dynamics_n_failed` diverged), each
-# trained for {glue:text}`dynamics_steps` steps on sequences of $n =$ {glue:text}`dynamics_n`
-# tokens. During training a probe measures every attention matrix $A^{(\ell, h)}(x)$ of every
-# layer $\ell$ and head $h$ on a fixed set of held-out sequences $x$ at step 0 (the
-# initialisation) and at regular steps after. The **mean rank** at a step is
+# The sweep holds {glue:text}`dynamics_n_runs` runs ({glue:text}`dynamics_n_failed` diverged), each trained for
+# {glue:text}`dynamics_steps` steps on sequences of $n =$ {glue:text}`dynamics_n` tokens. During training a probe
+# measures every attention matrix $A^{(\ell, h)}(x)$ of every layer $\ell$ and head $h$ on a fixed set of held-out
+# sequences $x$ at step 0 (the initialisation) and at regular steps after. The **mean rank** at a step is
 #
 # $$\bar r(t) = \frac{1}{L\,H\,B} \sum_{\ell=1}^{L} \sum_{h=1}^{H} \sum_{b=1}^{B} r\big(A^{(\ell,h)}(x_b; \theta_t)\big),$$
 #
-# for each measure $r$ of the {doc}`measure chapter <measure>`: the study's absolute threshold
-# ($\sigma_i > 10^{-8}$), relative thresholds ($\sigma_i > \epsilon\,\sigma_1$,
-# $\epsilon = 10^{-2}$ and $10^{-4}$), the effective rank {cite}`roy2007effective` (our primary
-# measure: continuous, and not pinned to the causal mask), stable rank $\|A\|_F^2/\|A\|_2^2$, and the mean row entropy of $A$
-# (not a rank, but the quantity temperature acts on directly {cite}`zhai2023stabilizing`).
+# for each measure $r$ of the {doc}`measure chapter <measure>`: the study's absolute threshold ($\sigma_i > 10^{-8}$),
+# relative thresholds ($\sigma_i > \epsilon\,\sigma_1$, $\epsilon = 10^{-2}$ and $10^{-4}$), the effective rank
+# {cite}`roy2007effective` (our primary measure: continuous, and not pinned to the causal mask), stable rank
+# $\|A\|_F^2/\|A\|_2^2$, and the mean row entropy of $A$ (not a rank, but the quantity temperature acts on directly
+# {cite}`zhai2023stabilizing`).
 #
-# A causal (GPT-2) attention matrix is lower-triangular with a positive diagonal, so even the
-# uniform causal matrix $U_{ij} = 1[j \le i]/i$, which carries no information at all, has a
-# sizeable numerical rank. We draw its value for each measure as a dotted line in the GPT-2
-# panels, and the value of uniform bidirectional attention ($U_{ij} = 1/n$, rank one) in the BERT
-# panels: a rank near that line means "close to content-free attention", not "rich attention".
+# A causal (GPT-2) attention matrix is lower-triangular with a positive diagonal, so even the uniform causal matrix
+# $U_{ij} = 1[j \le i]/i$, which carries no information at all, has a sizeable numerical rank. We draw its value for
+# each measure as a dotted line in the GPT-2 panels, and the value of uniform bidirectional attention ($U_{ij} = 1/n$,
+# rank one) in the BERT panels: a rank near that line means "close to content-free attention", not "rich attention".
 
 # %%
-summary = store.load_table(runs, "rank_summary")
-measures = list(MEASURES)
-U = torch.tril(torch.ones(max_len, max_len, dtype=torch.float64))
-U = U / U.sum(-1, keepdim=True)
-uniform_causal = {m: float(v) for m, v in rank.rank_measures(U, measures=measures).items()}
-uniform_full = {m: float(v) for m, v in rank.rank_measures(torch.full((max_len, max_len), 1.0 / max_len,
-                                                                       dtype=torch.float64), measures=measures).items()}
-baseline = {**{(m, "gpt2"): uniform_causal[m] for m in measures}, **{(m, "bert"): uniform_full[m] for m in measures}}
-labels = {m: MEASURES[m].label for m in measures}
-
-tau_runs = runs[runs.sweep == "temperature grid"]
+summary = evidence.load_table(sweep, "rank_summary")
+uniform = baselines.uniform_ranks(max_len)  # uniform rows: causal for GPT-2, bidirectional for BERT
+tau_runs = sweep[sweep.sweep == "temperature grid"]
 d = summary[summary.key.isin(tau_runs.key)]
 fig = tplots.trajectories(d, y="mean", row="measure", col="arch", hue="tau", highlight=1.0, ylabel=labels,
-                          row_labels=labels, col_labels=ARCH_LABELS, baseline=baseline,
+                          row_labels=labels, col_labels=ARCH_LABELS,
+                          baseline={(mm, a): v for a, u in uniform.items() for mm, v in u.items()},
                           baseline_label="uniform attention (causal for GPT-2)", width=4.3, height=2.3)
 g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
-book.glue("dynamics_gpt2_tau1_init", f"{g1[f'initial_{experiments.PRIMARY_MEASURE}'].mean():.1f}")
-book.glue("dynamics_uniform_causal", f"{uniform_causal[experiments.PRIMARY_MEASURE]:.1f}")
-book.glue("dynamics_gpt2_tau1_final", f"{g1[f'final_{experiments.PRIMARY_MEASURE}'].mean():.1f}")
-book.glue("dynamics_primary_label", MEASURES[experiments.PRIMARY_MEASURE].label)
+book.glue("dynamics_gpt2_tau1_init", f"{g1[f'initial_{m}'].mean():.1f}")
+book.glue("dynamics_uniform_causal", f"{uniform['gpt2'][m]:.1f}")
+book.glue("dynamics_gpt2_tau1_final", f"{g1[f'final_{m}'].mean():.1f}")
+book.glue("dynamics_primary_label", MEASURES[m].label)
 book.show(fig, d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
           "dynamics_rank_trajectories",
           f"Mean rank through training for every measure (rows), BERT and GPT-2 (columns), one curve per "
           f"temperature ratio tau (colour, log scale; tau = 1 bold), head dimension {default_head_dim}. "
           f"Line: mean over seeds; band: min-max over seeds. Dotted: uniform attention, causal for GPT-2, "
-          f"bidirectional for BERT. "
-          f"{caption_tail(tau_runs)}.")
+          f"bidirectional for BERT. ({evidence.caption(tau_runs, profile)}).")
 
 # %% [markdown]
-# Read the figure row by row: the temperature largely sorts the curves at step 0, and the
-# question is whether the curves stay where they started. For GPT-2 at $\tau = 1$ the initial
-# mean rank is {glue:text}`dynamics_gpt2_tau1_init` (final: {glue:text}`dynamics_gpt2_tau1_final`)
-# against {glue:text}`dynamics_uniform_causal` for the uniform causal matrix (primary measure,
-# {glue:text}`dynamics_primary_label`): a GPT-2 value close to that line is the triangular mask,
-# not content. The same view
-# for the head-dimension grid, on the primary measure, at $\tau = 1$ and at the smallest
-# $\tau$ (colour is now $d_h$; the profile's default $d_h$ = {glue:text}`dynamics_default_head_dim`
-# is bold):
+# Read the figure row by row: the temperature largely sorts the curves at step 0, and the question is whether the
+# curves stay where they started. For GPT-2 at $\tau = 1$ the initial mean rank is
+# {glue:text}`dynamics_gpt2_tau1_init` (final: {glue:text}`dynamics_gpt2_tau1_final`) against
+# {glue:text}`dynamics_uniform_causal` for the uniform causal matrix (primary measure,
+# {glue:text}`dynamics_primary_label`): a GPT-2 value close to that line is the triangular mask, not content. The same
+# view for the head-dimension grid, on the primary measure, at $\tau = 1$ and at the smallest $\tau$ (colour is now
+# $d_h$; the profile's default $d_h$ = {glue:text}`dynamics_default_head_dim` is bold):
 
 # %%
 hd_taus = sorted({1.0, min(grid["taus"])})
-hd_runs = runs[runs.tau.isin(hd_taus)]
-d = summary[summary.key.isin(hd_runs.key) & (summary.measure == experiments.PRIMARY_MEASURE)]
+hd_runs = sweep[sweep.tau.isin(hd_taus)]
+d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
 fig = tplots.trajectories(d, y="mean", row="arch", col="tau", hue="head_dim", log_hue=True, cmap=tplots.HEAD_DIM_CMAP,
-                          highlight=default_head_dim, ylabel=MEASURES[experiments.PRIMARY_MEASURE].label,
+                          highlight=default_head_dim, ylabel=MEASURES[m].label,
                           col_labels={t: f"τ = {t:g}" for t in hd_taus}, width=4.3, height=2.8)
 book.show(fig, d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
           "dynamics_rank_trajectories_head_dim",
-          f"Mean rank ({MEASURES[experiments.PRIMARY_MEASURE].label}) through training for each head dimension "
-          f"(colour, log scale) at fixed width, at tau = {', '.join(f'{t:g}' for t in hd_taus)} (columns). "
-          f"Line: mean over seeds; band: min-max over seeds. {caption_tail(hd_runs)}.")
+          f"Mean rank ({MEASURES[m].label}) through training for each head dimension (colour, log scale) at fixed "
+          f"width, at tau = {', '.join(f'{t:g}' for t in hd_taus)} (columns). Line: mean over seeds; band: min-max "
+          f"over seeds. ({evidence.caption(hd_runs, profile)}).")
 
 # %% [markdown]
 # ## Does the initial rank predict the final rank?
 #
-# For each run we take the mean rank at the first probe (step 0) and at the last one, and
-# compute Spearman's $\rho$ between them across all complete runs of an architecture, with a
-# 95 % BCa bootstrap interval that resamples runs (one run is one independent unit; the probe
-# sequences of a run are not). The catch: across runs, the temperature sets the initial rank,
-# and it also shapes the whole training run. A high $\rho$ across the grid can therefore come
-# from $\tau$ alone ("runs with a small $\tau$ start high and end high"). To see whether the
-# initial rank carries information *beyond* the temperature, we also report the rank
-# correlation **within temperatures**: each value of $\tau$ is its own category (a fixed
-# effect), both ranks are centred within each temperature, and the $p$-value comes from
-# permuting runs only within a temperature. What is left varies through the seed and, at
-# $\tau = 1$ and the smallest $\tau$, the head dimension; any effect of $\tau$ on either rank,
-# monotone or peaked, is removed.
+# For each run we take the mean rank at the first probe (step 0) and at the last one, and compute Spearman's $\rho$
+# between them across all complete runs of an architecture, with a 95 % BCa bootstrap interval that resamples runs
+# (one run is one independent unit; the probe sequences of a run are not). The catch: across runs, the temperature
+# sets the initial rank, and it also shapes the whole training run. A high $\rho$ across the grid can therefore come
+# from $\tau$ alone ("runs with a small $\tau$ start high and end high"). To see whether the initial rank carries
+# information *beyond* the temperature, we also report the rank correlation **within temperatures**: each value of
+# $\tau$ is its own category (a fixed effect), both ranks are centred within each temperature, and the $p$-value comes
+# from permuting runs only within a temperature. What is left varies through the seed and, at $\tau = 1$ and the
+# smallest $\tau$, the head dimension; any effect of $\tau$ on either rank, monotone or peaked, is removed.
 
 # %%
-rank_measures_only = [mm for mm in measures if MEASURES[mm].kind != "entropy"]
-m = experiments.PRIMARY_MEASURE
 results = {mm: rules.dynamics_rule(ok_runs, mm, tolerance=stable_tolerance) for mm in rank_measures_only}
 res = results[m]
 for a in res.rho:
     book.glue(f"dynamics_rho_{a}", res.rho[a].text())
     book.glue(f"dynamics_within_{a}", res.within[a].text())
     book.glue(f"dynamics_n_ok_{a}", res.rho[a].n)
-
-d = runs[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
-notes = {a: f"ρ = {res.rho[a].text(n=False)}\nwithin τ: ρ = {res.within[a].text(n=False)}\nn = {res.rho[a].n} runs"
-         for a in res.rho}
-fig = tplots.run_scatter(d, x=f"initial_{m}", y=f"final_{m}", hue="tau", identity=True, annotations=notes,
-                         xlabel=f"initial mean rank ({MEASURES[m].label})", ylabel="final mean rank")
+d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
+fig = tplots.run_scatter(d, x=f"initial_{m}", y=f"final_{m}", hue="tau", identity=True,
+                         annotations=rules.correlation_notes(res), xlabel=f"initial mean rank ({MEASURES[m].label})",
+                         ylabel="final mean rank")
 book.show(fig, d, "dynamics_initial_vs_final",
           f"Final against initial mean rank ({MEASURES[m].label}), one point per run of the main sweep (temperature "
           f"and head-dimension grids), colour = tau (log scale). Dashed: final = initial. Text: Spearman rho (95% BCa "
           f"bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect; stratified "
-          f"bootstrap). {caption_tail()}.")
+          f"bootstrap). ({evidence.caption(sweep, profile)}).")
 
 # %% [markdown]
-# On the primary measure, Spearman's $\rho$ between initial and final mean rank is
-# {glue:text}`dynamics_rho_bert` for BERT and {glue:text}`dynamics_rho_gpt2` for GPT-2 (95 %
-# intervals in brackets, $n$ = runs). Within temperatures it is {glue:text}`dynamics_within_bert`
-# (BERT) and {glue:text}`dynamics_within_gpt2` (GPT-2). The table gives the same numbers for every
-# measure.
+# On the primary measure, Spearman's $\rho$ between initial and final mean rank is {glue:text}`dynamics_rho_bert` for
+# BERT and {glue:text}`dynamics_rho_gpt2` for GPT-2 (95 % intervals in brackets, $n$ = runs). Within temperatures it
+# is {glue:text}`dynamics_within_bert` (BERT) and {glue:text}`dynamics_within_gpt2` (GPT-2). The table gives the same
+# numbers for every measure.
 
 # %%
-pd.DataFrame([{"measure": labels[mm], "arch": ARCH_LABELS[a], "Spearman ρ [95% CI]": r.rho[a].text(n=False),
-               "within τ: ρ [95% CI]": r.within[a].text(n=False), "p (within τ)": f"{r.within[a].p:.3f}",
-               "runs": r.rho[a].n} for mm, r in results.items() for a in r.rho])
+rules.correlation_table(results, labels, ARCH_LABELS)
 
 # %% [markdown]
 # ## How much does a run's rank change?
 #
-# A correlation near one says the runs keep their *order*; it does not say the rank stays
-# put (every run could double its rank). The claim of stability is about the size of the
-# change, so for every complete run and every rank measure we compute the relative change
+# A correlation near one says the runs keep their *order*; it does not say the rank stays put (every run could double
+# its rank). The claim of stability is about the size of the change, so for every complete run and every rank measure
+# we compute the relative change
 #
 # $$\Delta_\text{rel} = \frac{|\bar r_\text{final} - \bar r_\text{init}|}{\bar r_\text{init}}.$$
 #
-# We call a run stable on a measure when $\Delta_\text{rel} \le$ {glue:text}`dynamics_tolerance_pct`
-# (the parameter `stable_tolerance`). The attention entropy is left out here: it is not a rank,
-# and at low temperature it starts near zero, where a relative change is meaningless.
+# We call a run stable on a measure when $\Delta_\text{rel} \le$ {glue:text}`dynamics_tolerance_pct` (the parameter
+# `stable_tolerance`). The attention entropy is left out here: it is not a rank, and at low temperature it starts near
+# zero, where a relative change is meaningless.
 
 # %%
-change = pd.concat([
-    ok_runs[["arch", "tau", "head_dim", "seed", "sweep"]].assign(
-        measure=mm, initial=ok_runs[f"initial_{mm}"], final=ok_runs[f"final_{mm}"])
-    for mm in rank_measures_only], ignore_index=True)
-change["rel_change"] = (change.final - change.initial).abs() / change.initial
-change["increased"] = change.final > change.initial
+change = rules.relative_change(ok_runs, rank_measures_only)
 book.glue("dynamics_tolerance_pct", f"{stable_tolerance:.0%}")
-
 fig = tplots.change_distribution(change, x="rel_change", y="measure", y_labels=labels, reference=stable_tolerance,
                                  xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$")
 book.show(fig, change, "dynamics_relative_change",
           f"Relative change of mean rank from the first to the last probe, one dot per complete run, per rank measure "
-          f"and architecture (box: quartiles). Dotted: the stability tolerance {stable_tolerance:g}. {caption_tail()}.")
+          f"and architecture (box: quartiles). Dotted: the stability tolerance {stable_tolerance:g}. "
+          f"({evidence.caption(sweep, profile)}).")
 
 # %%
-share = change.groupby(["measure", "arch"], sort=False).agg(
-    share_stable=("rel_change", lambda v: float((v <= stable_tolerance).mean())),
-    share_increased=("increased", "mean"), largest=("rel_change", "max")).reset_index()
-S = share.set_index(["measure", "arch"])
+S = rules.stability_table(change, stable_tolerance)
 for a in res.change:
     book.glue(f"dynamics_median_change_{a}", res.change[a].text(0, percent=True))
-    book.glue(f"dynamics_share_stable_{a}", f"{S.loc[(m, a), 'share_stable']:.0%}")
-    book.glue(f"dynamics_share_increased_{a}", f"{S.loc[(m, a), 'share_increased']:.0%}")
-    book.glue(f"dynamics_max_change_{a}", f"{S.loc[(m, a), 'largest']:.0%}")
-
-pd.DataFrame([{
-    "measure": labels[mm], "arch": ARCH_LABELS[a], "median Δrel [95% CI]": r.change[a].text(0, n=False, percent=True),
-    f"stable (Δrel ≤ {stable_tolerance:.0%})": f"{S.loc[(mm, a), 'share_stable']:.0%}",
-    "rank went up": f"{S.loc[(mm, a), 'share_increased']:.0%}", "largest Δrel": f"{S.loc[(mm, a), 'largest']:.0%}",
-    "runs": r.change[a].n} for mm, r in results.items() for a in r.change])
+    for k, col in (("share_stable", "share_stable"), ("share_increased", "share_increased"), ("max_change", "largest")):
+        book.glue(f"dynamics_{k}_{a}", f"{S.loc[(m, a), col]:.0%}")
+rules.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
 
 # %% [markdown]
-# On the primary measure the median relative change is {glue:text}`dynamics_median_change_bert`
-# for BERT and {glue:text}`dynamics_median_change_gpt2` for GPT-2 (95 % distribution-free interval
-# of the median from order statistics, no resampling); {glue:text}`dynamics_share_stable_bert` of BERT runs and
-# {glue:text}`dynamics_share_stable_gpt2` of GPT-2 runs stay within the tolerance, and the largest
-# changes are {glue:text}`dynamics_max_change_bert` and {glue:text}`dynamics_max_change_gpt2`.
-# The rank went *up* in {glue:text}`dynamics_share_increased_bert` (BERT) and
-# {glue:text}`dynamics_share_increased_gpt2` (GPT-2) of the runs.
+# On the primary measure the median relative change is {glue:text}`dynamics_median_change_bert` for BERT and
+# {glue:text}`dynamics_median_change_gpt2` for GPT-2 (95 % distribution-free interval of the median from order
+# statistics, no resampling); {glue:text}`dynamics_share_stable_bert` of BERT runs and
+# {glue:text}`dynamics_share_stable_gpt2` of GPT-2 runs stay within the tolerance, and the largest changes are
+# {glue:text}`dynamics_max_change_bert` and {glue:text}`dynamics_max_change_gpt2`. The rank went *up* in
+# {glue:text}`dynamics_share_increased_bert` (BERT) and {glue:text}`dynamics_share_increased_gpt2` (GPT-2) of the
+# runs.
 #
 # ## Layer by layer, head by head
 #
-# A stable mean can hide heads that move in opposite directions. The heat maps show the
-# rank of each layer and head (mean over probe sequences and seeds) at the first and the last
-# probe, and their difference, at $\tau$ = {glue:text}`dynamics_heatmap_tau` and the default head
-# dimension.
+# A stable mean can hide heads that move in opposite directions. The heat maps show the rank of each layer and head
+# (mean over probe sequences and seeds) at the first and the last probe, and their difference, at $\tau$ =
+# {glue:text}`dynamics_heatmap_tau` and the default head dimension.
 
 # %%
-heat_runs = runs[np.isclose(runs.tau, heatmap_tau) & (runs.head_dim == default_head_dim)]
+heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == default_head_dim)]
 heat_ok = heat_runs[heat_runs.status == "complete"]
-ranks = store.load_table(heat_ok, "ranks")
-ranks = ranks[ranks.measure == m]
-first, last = ranks.step.min(), ranks.step.max()
-heat = ranks[ranks.step.isin([first, last])].assign(
-    when=lambda x: np.where(x.step == first, f"step {first}", f"step {last}"))
-heat = heat.groupby(["arch", "when", "step", "layer", "head"], as_index=False)["value"].mean()
-heat = heat.sort_values(["arch", "step", "layer", "head"])
+heat = evidence.layer_head_means(heat_ok, m)
+first, last = heat.step.min(), heat.step.max()
 book.glue("dynamics_heatmap_tau", f"{heatmap_tau:g}")
 fig = tplots.layer_head_heatmaps(heat, value="value", cbar_label=MEASURES[m].label)
 book.show(fig, heat, "dynamics_layer_head",
           f"Rank ({MEASURES[m].label}) of each layer (rows) and head (columns) at the first and last probe and their "
           f"difference, tau = {heatmap_tau:g}, head dimension {default_head_dim}, mean over probe sequences and "
-          f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of "
-          f"{len(heat_runs)}).")
-
+          f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).")
 wide = heat.pivot_table(index=["arch", "layer", "head"], columns="step", values="value")
 head_change = (wide[last] - wide[first]).abs() / wide[first]
 for a in heat.arch.unique():
     book.glue(f"dynamics_head_max_change_{a}", f"{head_change.loc[a].max():.0%}")
 
 # %% [markdown]
-# The largest relative change of a single head's rank at this setting is
-# {glue:text}`dynamics_head_max_change_bert` for BERT and {glue:text}`dynamics_head_max_change_gpt2`
-# for GPT-2.
+# The largest relative change of a single head's rank at this setting is {glue:text}`dynamics_head_max_change_bert`
+# for BERT and {glue:text}`dynamics_head_max_change_gpt2` for GPT-2.
 #
 # ## Verdict
 #
-# The rule was stated before the evidence (see {ref}`the rule <dynamics-rule>`); applied on the primary
-# measure it gives the verdict below. The same rule on every other rank measure gives the
-# robustness table that follows. The *regime* of these models matters for how far any verdict
-# carries: a count-based unigram model (no context) and bigram model (one token of context), fitted
-# on the training blocks and scored on the runs' own validation targets, set the loss a model
-# reaches without using attention for anything beyond the previous token.
+# The rule was stated before the evidence (see {ref}`the rule <dynamics-rule>`); applied on the primary measure it
+# gives the verdict below. The same rule on every other rank measure gives the robustness table that follows. The
+# *regime* of these models matters for how far any verdict carries: a count-based unigram model (no context) and
+# bigram model (one token of context), fitted on the training blocks and scored on the runs' own validation targets,
+# set the loss a model reaches without using attention for anything beyond the previous token.
 
 # %%
-loss_base = {a: baselines.ngram_losses(resolve_config(a, profile)) for a in res.rho}
-best = ok_runs.groupby("arch").final_val_loss.min()
-regime = "; ".join(
-    f"{ARCH_LABELS[a]}'s best final validation loss is {best[a]:.2f} nats, "
-    f"{baselines.relative_text(best[a], loss_base[a]['unigram'])} a unigram model ({loss_base[a]['unigram']:.2f}) and "
-    f"{baselines.relative_text(best[a], loss_base[a]['bigram'])} a bigram model ({loss_base[a]['bigram']:.2f})"
-    for a in res.rho)
-needed = [f"{ARCH_LABELS[a]} {v.needed}" for (h, a), v in res.judged.items() if h == "predictive"
-          and v.status != "supported" and v.needed]
-summary_text = (
-    f"On the {MEASURES[m].label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in res.rho)} runs "
-    f"({n_seeds} seeds per setting), initial and final mean rank have Spearman rho {res.rho['bert'].text(n=False)} "
-    f"(BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2), and the median relative change is "
-    f"{res.change['bert'].text(0, n=False, percent=True)} (BERT) and {res.change['gpt2'].text(0, n=False, percent=True)} "
-    f"(GPT-2) against a {stable_tolerance:.0%} tolerance: "
-    + "; ".join(f"{h} half for {ARCH_LABELS[a]}: {v}" for (h, a), v in res.halves.items()) + ". "
-    f"Within temperatures the correlation is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) "
-    f"and {res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}). "
-    + (f"Runs needed to resolve a correlation of {rules.RHO_MIN:g}: {', '.join(needed)}. " if needed else "")
-    + f"Regime: {regime}."
-)
+regime = baselines.regime_text(ok_runs, {a: baselines.ngram_losses(resolve_config(a, profile)) for a in res.rho}, ARCH_LABELS)
+summary_text = rules.dynamics_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds,
+                                      tolerance=stable_tolerance, regime=regime)
 by_measure = {mm: r.status for mm, r in results.items()}
 verdict_line = book.verdict("dynamics", res.status, summary_text, by_measure=by_measure)
 pd.DataFrame({"measure": [labels[mm] for mm in by_measure], "verdict under this measure": list(by_measure.values())})
@@ -392,11 +300,10 @@ pd.DataFrame({"measure": [labels[mm] for mm in by_measure], "verdict under this 
 # %% [markdown]
 # **Verdict: {glue:text}`dynamics_status`.** {glue:text}`dynamics_summary`
 #
-# How to read the within-temperature correlation: the temperature is the main knob that separates
-# the runs, so an across-run correlation can be the temperature showing up twice, at the start and
-# at the end, without the initial rank adding anything. The within-temperature correlation is the
-# part of the claim that would let a practitioner read the final rank off an initialisation
-# *without* already knowing the temperature.
+# How to read the within-temperature correlation: the temperature is the main knob that separates the runs, so an
+# across-run correlation can be the temperature showing up twice, at the start and at the end, without the initial
+# rank adding anything. The within-temperature correlation is the part of the claim that would let a practitioner read
+# the final rank off an initialisation *without* already knowing the temperature.
 
 # %%
 book.glue("dynamics_seconds", round(time.perf_counter() - t_loaded, 1))

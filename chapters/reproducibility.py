@@ -18,13 +18,11 @@
 # %% [markdown]
 # # Reproducibility
 #
-# Everything in this book is computed when the book is built. This page records the
-# environment that built it, the training runs behind the figures, and how long the
-# build took, so that a reader can tell what produced each number and re-run it. Like every
-# chapter, it is executed again whenever anything its results depend on changes (its cells,
-# the library, the `ATTNRANK_*` settings, the profile, the device, the thread count or a
-# package version shown below); the build log at the end is read from the build's own log
-# file by every build, without executing the page again.
+# Everything in this book is computed when the book is built. This page records the environment that built it, the
+# training runs behind the figures, and how long the build took, so that a reader can tell what produced each number
+# and re-run it. Like every chapter, it is executed again whenever anything its results depend on changes (its cells,
+# the library, the `ATTNRANK_*` settings, the profile, the device, the thread count or a package version shown below);
+# the build log at the end is read from the build's own log file by every build, without executing the page again.
 
 # %% tags=["parameters"]
 profile = "auto"
@@ -36,7 +34,7 @@ from importlib.metadata import version
 
 import pandas as pd
 
-from attnrank import book, experiments, store
+from attnrank import book, experiments, runs, store
 
 book.check_parameters(globals(), ("profile",))
 profile = book.setup(profile)
@@ -44,8 +42,8 @@ profile = book.setup(profile)
 # %% [markdown]
 # ## Environment
 #
-# The profile of this build is **{glue:text}`repro_profile`** on **{glue:text}`repro_device`**
-# with {glue:text}`repro_threads` torch thread(s) per run. Library code hash (part of every run's key):
+# The profile of this build is **{glue:text}`repro_profile`** on **{glue:text}`repro_device`** with
+# {glue:text}`repro_threads` torch thread(s) per run. Library code hash (part of every run's key):
 # {glue:text}`repro_code_hash`.
 
 # %%
@@ -66,32 +64,30 @@ env
 # %% [markdown]
 # ## The runs behind the figures
 #
-# The chapters on trained models share one sweep over temperature and head dimension
-# ({glue:text}`repro_n_runs` runs of the {glue:text}`repro_profile` profile). Each run's
-# folder under `data/runs/` holds its configuration, logs, rank tables, weights and its
-# training time; its key is a hash of the configuration (thread count included), of the
-# library code, of the dataset's content and of the environment (device type, precision,
-# world size). The training time of each build is in the build log below.
+# The chapters on trained models share one sweep over temperature and head dimension ({glue:text}`repro_n_runs` runs
+# of the {glue:text}`repro_profile` profile). Each run's folder under `data/runs/` holds its configuration, logs, rank
+# tables, weights and its training time; its key is a hash of the configuration (thread count included), of the
+# library code, of the dataset's content and of the environment (device type, precision, world size). The training
+# time of each build is in the build log below.
 
 # %%
-runs = store.sweep(experiments.main_sweep(profile), progress=False)
-book.glue("repro_n_runs", len(runs))
-table = runs[["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]]
+sweep = runs.table(experiments.main_sweep(profile), long=False)
+book.glue("repro_n_runs", len(sweep))
+table = sweep[["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]]
 table.round({"final_val_loss": 4})
 
 # %% [markdown]
 # ## Build times
 #
-# Execution time of each chapter (`Method` is `cache` for a chapter served from the
-# execution cache, which happens when nothing it depends on changed):
+# Execution time of each chapter (`Method` is `cache` for a chapter served from the execution cache, which happens
+# when nothing it depends on changed):
 #
 # ```{nb-exec-table}
 # ```
 #
-# Past builds on this machine, as logged by the book's Sphinx extension (`seconds` runs from
-# the start of Sphinx to the end of the build, so it leaves out the few seconds Python takes
-# to import the tools; `runs_trained` counts the runs that build had to train and
-# `training_seconds` their training time):
+# Past builds on this machine, as logged by the book's Sphinx extension (`seconds` runs from the start of Sphinx to
+# the end of the build, so it leaves out the few seconds Python takes to import the tools; `runs_trained` counts the
+# runs that build had to train and `training_seconds` their training time):
 #
 # ```{attnrank-build-log}
 # ```
@@ -99,8 +95,8 @@ table.round({"final_val_loss": 4})
 # %% [markdown]
 # ## Settings of each profile
 #
-# A run is a profile plus plain overrides (`attnrank.profiles.resolve_config`). The
-# defaults of each profile, and the sweep grids the chapters use:
+# A run is a profile plus plain overrides (`attnrank.profiles.resolve_config`). The defaults of each profile, and the
+# sweep grids the chapters use:
 
 # %%
 from attnrank.profiles import PROFILES, profile_defaults
@@ -119,12 +115,10 @@ pd.DataFrame({p: {k: str(v) for k, v in experiments.SWEEP_DEFAULTS[p].items()} f
 # %% [markdown]
 # ## Running the `paper` profile on a GPU
 #
-# On a machine with CUDA, `profile = "auto"` selects `paper` (width
-# {glue:text}`repro_paper_width`, {glue:text}`repro_paper_layers` layers,
-# {glue:text}`repro_paper_heads` heads, {glue:text}`repro_paper_tokens` tokens,
-# {glue:text}`repro_paper_steps` steps, {glue:text}`repro_paper_seeds` seeds); training uses
-# bf16 autocast with the attention softmax kept in float32, and TF32 matrix products. From a
-# fresh clone:
+# On a machine with CUDA, `profile = "auto"` selects `paper` (width {glue:text}`repro_paper_width`,
+# {glue:text}`repro_paper_layers` layers, {glue:text}`repro_paper_heads` heads, {glue:text}`repro_paper_tokens`
+# tokens, {glue:text}`repro_paper_steps` steps, {glue:text}`repro_paper_seeds` seeds); training uses bf16 autocast
+# with the attention softmax kept in float32, and TF32 matrix products. From a fresh clone:
 #
 # ```bash
 # python3 -m venv .venv && . .venv/bin/activate
@@ -133,7 +127,6 @@ pd.DataFrame({p: {k: str(v) for k, v in experiments.SWEEP_DEFAULTS[p].items()} f
 # ```
 #
 # To train on a larger corpus, override the dataset of a run
-# (`attnrank train --arch bert --profile paper --dataset hf:Salesforce/wikitext:wikitext-103-raw-v1`)
-# or pass `dataset=` to `attnrank.profiles.resolve_config`. The chapters read whatever runs
-# their parameters ask for, so `papermill chapters/loss.ipynb out.ipynb -p profile paper` re-runs
-# one chapter on the GPU sweep.
+# (`attnrank train --arch bert --profile paper --dataset hf:Salesforce/wikitext:wikitext-103-raw-v1`) or pass
+# `dataset=` to `attnrank.profiles.resolve_config`. The chapters read whatever runs their parameters ask for, so
+# `papermill chapters/loss.ipynb out.ipynb -p profile paper` re-runs one chapter on the GPU sweep.

@@ -100,38 +100,6 @@ def test_by_setting_head_dim_refs():
     assert "r_1" in labels and "P1' limit" in labels
 
 
-def test_curves_highlight_baseline_colorbar():
-    rows = []
-    for arch in ("bert", "gpt2"):
-        for tau in TAUS + [0.3]:
-            for seed in (0, 1):
-                for step in (0, 10, 20):
-                    rows.append(dict(arch=arch, tau=tau, seed=seed, step=step, val_loss=6 - step / 10 + tau + seed * 0.1,
-                                     status="failed" if (tau == 4.0 and seed == 1) else "complete"))
-    d = pd.DataFrame(rows)
-    fig = sweeps.curves(d, highlight=0.3, baseline=1.0)
-    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
-    assert len(panels) == 2
-    assert len(fig.axes) == 3  # two panels and the colour bar of the sweep's taus
-    for ax in panels:
-        hl = _gids(ax, "highlight")
-        assert len(hl) == 1 and hl[0].get_linewidth() > 2
-        assert len(_gids(ax, "baseline")) == 1
-        assert len(_gids(ax, "failed")) == 1
-        assert ax.get_xlabel() == "training step"
-        assert "validation loss" in ax.get_ylabel()
-    assert panels[0].get_title().startswith("BERT")
-
-
-def test_curves_rows_by_measure_no_colorbar_for_two_taus():
-    rows = [dict(arch=a, tau=t, seed=s, step=st, measure=m, value=st + s, status="complete")
-            for a in ("bert", "gpt2") for t in (0.25, 1.0) for s in (0, 1) for st in (0, 5) for m in MEASURES[:2]]
-    fig = sweeps.curves(pd.DataFrame(rows), y="value", row="measure", highlight=0.25, baseline=1.0)
-    assert len(fig.axes) == 4
-    assert fig.axes[0].get_ylabel() == sweeps.measure_label(MEASURES[0])
-    assert fig.axes[2].get_ylabel() == sweeps.measure_label(MEASURES[1])
-
-
 def test_per_layer():
     rows = [dict(arch=a, tau=t, seed=s, layer=layer, head=h, when=w, value=layer + t + h)
             for a in ("bert", "gpt2") for t in (0.25, 1.0) for s in (0, 1) for layer in range(3) for h in range(2)

@@ -24,10 +24,13 @@ validation loss. No parameter is tuned on the validation targets.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from .errors import ConfigError
 
-__all__ = ["ngram_counts", "ngram_nll", "target_pairs", "ngram_losses", "relative_text"]
+__all__ = ["ngram_counts", "ngram_nll", "target_pairs", "ngram_losses", "relative_text", "causal_mask", "visible_keys",
+           "uniform_attention", "uniform_ranks", "logit_sd", "iid_limits", "staircase", "small_logits", "bound_check",
+           "regime_text"]
 
 
 def _ids(name, a) -> np.ndarray:
@@ -153,3 +156,151 @@ def relative_text(loss: float, baseline: float, digits: int = 2) -> str:
     if d == 0:
         return "level with"
     return f"{abs(d):.{digits}f} nats {'below' if d > 0 else 'above'}"
+
+
+def causal_mask(n: int, device=None) -> torch.Tensor:
+    """Boolean ``[n, n]`` mask of the keys a causal (GPT-2) query sees: ``j <= i``."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def visible_keys(n: int, causal: bool, device=None) -> torch.Tensor:
+    """Boolean ``[n, n]`` mask of the visible keys: :func:`causal_mask`, or all keys for bidirectional attention."""
+    return causal_mask(n, device) if causal else torch.ones(n, n, dtype=torch.bool, device=device)
+
+
+def uniform_attention(n: int, *, causal: bool) -> torch.Tensor:
+    """The content-free attention matrix, float64 ``[n, n]``: ``1/n`` everywhere (bidirectional) or
+    ``U_ij = 1[j <= i] / i`` (causal, rows uniform over the visible keys).
+
+    Raises:
+        ConfigError: for ``n`` < 1.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ConfigError("n", f"got {n!r}; expected a positive int")
+    U = visible_keys(int(n), causal).double()
+    return U / U.sum(-1, keepdim=True)
+
+
+def uniform_ranks(n: int, measures=None) -> dict[str, dict[str, float]]:
+    """Every rank measure of :func:`uniform_attention` over ``n`` tokens, the baseline a head that
+    ignores the content gives: ``{"bert": {measure: value}, "gpt2": {...}}`` (GPT-2 causal)."""
+    from .rank import MEASURES, rank_measures
+
+    measures = list(measures or MEASURES)
+    return {arch: {m: float(v) for m, v in rank_measures(uniform_attention(n, causal=arch == "gpt2"),
+                                                          measures=measures).items()}
+            for arch in ("bert", "gpt2")}
+
+
+def logit_sd(S: torch.Tensor, causal: bool) -> torch.Tensor:
+    """Within-row standard deviation of the visible logits, averaged over the rows with at least two
+    visible keys: ``[..., n, n] -> [...]`` (float64; the unbiased sd of each row)."""
+    n = S.shape[-1]
+    vis = visible_keys(n, causal, S.device)
+    cnt = vis.sum(-1).double()
+    Sv = S.double().masked_fill(~vis, 0.0)
+    mean = Sv.sum(-1) / cnt
+    var = ((Sv - mean[..., None]).masked_fill(~vis, 0.0) ** 2).sum(-1) / (cnt - 1).clamp_min(1)
+    return var.sqrt()[..., cnt >= 2].mean(-1)
+
+
+def iid_limits(scale, n: int, samples: int, *, seed: int = 0):
+    """The i.i.d.-logit limit of P1' for each architecture and temperature: every rank measure of
+    ``softmax(sigma G)``, ``G`` an ``n x n`` matrix of i.i.d. standard Gaussians (causal mask for GPT-2),
+    by Monte Carlo (:func:`attnrank.theory.monte_carlo_rank` with ``tau = 1 / sigma``).
+
+    Args:
+        scale: a frame with ``arch``, ``tau`` and ``logit_sd`` (the measured logit scale ``sigma``), one
+            row per architecture and temperature.
+        n: tokens per sequence.
+        samples: Monte Carlo matrices per row of ``scale``.
+
+    Returns one row per ``arch, tau, measure`` with ``sigma``, ``value`` (the Monte Carlo mean) and
+    ``mc_sem`` (its standard error).
+    """
+    import pandas as pd
+
+    from .rank import MEASURES
+    from .theory import monte_carlo_rank
+
+    rows = []
+    for r in scale.itertuples():
+        sigma = float(r.logit_sd)
+        mc = monte_carlo_rank(n, None, samples, tau=1.0 / sigma, measures=tuple(MEASURES), seed=seed,
+                              causal=r.arch == "gpt2")
+        rows += [{"arch": r.arch, "tau": r.tau, "sigma": sigma, "measure": m, "value": res.mean,
+                  "mc_sem": res.sd / np.sqrt(res.samples)} for m, (res, _) in mc.items()]
+    return pd.DataFrame(rows)
+
+
+#: Labels of the first two steps of the P1 staircase, ``r_1`` and ``r_2``.
+STAIRCASE_LABELS = {1: r"staircase $r_1 = d_\mathrm{head}+1$", 2: r"staircase $r_2 = \binom{d_\mathrm{head}+2}{2}$"}
+
+
+def staircase(head_dims, n: int):
+    """Reference curves of the P1 staircase ``r_m = C(d_head + m, m)`` (``m = 1, 2``), capped at ``n``.
+
+    One row per relative-tolerance measure (the bound is on ranks relative to ``sigma_1``), step and
+    head dimension: ``measure, label, x, value, hue`` (``hue`` NaN: grey), as
+    :func:`attnrank.plots.sweeps.by_setting` draws them.
+    """
+    import math
+
+    import pandas as pd
+
+    from .rank import MEASURES
+
+    return pd.DataFrame([{"measure": m, "label": lab, "x": h, "value": min(math.comb(h + k, k), n), "hue": np.nan}
+                         for m, spec in MEASURES.items() if spec.kind == "numerical" and spec.rtol is not None
+                         for k, lab in STAIRCASE_LABELS.items() for h in head_dims])
+
+
+def small_logits(init, n: int) -> dict:
+    """``{tau: bool}``: whether the P1 bound at relative tolerance 1e-2, from the measured half-range ``M``,
+    is below ``n`` for the median BERT matrix at some head dimension (the small-logit regime where the
+    staircase bounds anything). ``init`` holds the rows of :func:`attnrank.runs.init_statistics` with bounds."""
+    b = init[init.arch == "bert"]
+    return {t: bool(g.groupby("head_dim")["bound_rtol_1e-2"].median().lt(n).any()) for t, g in b.groupby("tau")}
+
+
+def bound_check(init, n: int):
+    """How close the P1 bound is, on the rows of :func:`attnrank.runs.init_statistics` (with bounds) of BERT.
+
+    Returns ``(table, facts)``: the table has one row per ``tau, head_dim`` with the median ``M``, ``r_1``,
+    ``r_2`` (capped at ``n``) and the mean measured ranks and bounds at relative tolerances 1e-2 and 1e-4;
+    ``facts`` has ``matrices`` (rows), ``violations`` (matrices whose rank exceeds its bound at either
+    tolerance) and, at ``tau = 1``, the fractions ``bound_is_r1`` (bound at 1e-2 equals ``r_1``),
+    ``r1_at_rtol2``, ``r1_at_rtol4`` (measured rank equals ``r_1``) and ``rank1_at_rtol2`` (rank 1 at 1e-2).
+    """
+    import math
+
+    table = init.groupby(["tau", "head_dim"]).agg(
+        M=("M", "median"), **{f"rank {c.removeprefix('rank_')}": (c, "mean") for c in ("rank_rtol_1e-2", "rank_rtol_1e-4")},
+        **{f"bound {c}": (f"bound_{c}", "mean") for c in ("rtol_1e-2", "rtol_1e-4")}).reset_index()
+    table.insert(2, "r_1", np.minimum(table.head_dim + 1, n))
+    table.insert(3, "r_2", [min(math.comb(h + 2, 2), n) for h in table.head_dim])
+    viol = (init["rank_rtol_1e-2"] > init["bound_rtol_1e-2"]) | (init["rank_rtol_1e-4"] > init["bound_rtol_1e-4"])
+    b1 = init[np.isclose(init.tau, 1.0)]
+    r1 = np.minimum(b1.head_dim + 1, n)
+    facts = {"matrices": int(len(init)), "violations": int(viol.sum()),
+             "bound_is_r1": float((b1["bound_rtol_1e-2"] == r1).mean()),
+             "r1_at_rtol2": float((b1["rank_rtol_1e-2"] == r1).mean()),
+             "r1_at_rtol4": float((b1["rank_rtol_1e-4"] == r1).mean()),
+             "rank1_at_rtol2": float((b1["rank_rtol_1e-2"] == 1).mean())}
+    return table, facts
+
+
+def regime_text(runs, losses: dict, arch_labels: dict, *, tau1: bool = False) -> str:
+    """The loss regime of the trained models in words, per architecture: the best final validation loss
+    (and with ``tau1`` the mean at ``tau = 1`` of the temperature grid) against the unigram and bigram
+    baselines (``losses``: ``{arch: ngram_losses(...)}``); ``runs`` are the complete runs (with ``sweep``
+    when ``tau1``)."""
+    best = runs.groupby("arch").final_val_loss.min()
+    at1 = (runs[np.isclose(runs.tau, 1.0) & (runs.sweep == "temperature grid")].groupby("arch").final_val_loss.mean()
+           if tau1 else {})
+    return "; ".join(
+        f"{arch_labels[a]}'s best final validation loss is {best[a]:.2f} nats"
+        + (f" (tau = 1: {at1.get(a, np.nan):.2f})" if tau1 else "")
+        + f", {relative_text(best[a], b['unigram'])} a unigram model ({b['unigram']:.2f}) and "
+        f"{relative_text(best[a], b['bigram'])} a bigram model ({b['bigram']:.2f})"
+        for a, b in losses.items())

@@ -37,7 +37,6 @@ import time
 
 import torch
 
-from .models import build_model
 from .profiles import resolve_config
 
 __all__ = ["main", "peak_matmul_flops", "model_flops_per_token"]
@@ -82,9 +81,9 @@ def _batches(cfg, count: int):
 
 
 def _model(cfg, vocab, impl, tau, device):
-    return build_model(cfg.arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                       tau=tau, max_len=cfg.max_len, vocab_size=vocab, dropout=cfg.dropout, seed=0,
-                       attn_implementation=impl).to(device)
+    from .runs import model_from_config
+
+    return model_from_config(cfg, vocab_size=vocab, pad_token_id=0, tau=tau, seed=0, attn_implementation=impl).to(device)
 
 
 def _bare_steps(model, batches, device, autocast: bool) -> float:
@@ -114,8 +113,10 @@ def _interleave(variants: dict, reps: int) -> dict:
 
 def _trainer_seconds(cfg, model, batches, device) -> float:
     """Seconds per step of ``transformers.Trainer`` (our settings, no probes), after 2 warm-up steps."""
-    from transformers import Trainer, TrainerCallback, TrainingArguments
+    from transformers import Trainer, TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from .train import training_arguments
 
     class _Clock(TrainerCallback):
         marks: list = []
@@ -135,12 +136,9 @@ def _trainer_seconds(cfg, model, batches, device) -> float:
     clock = _Clock()
     clock.marks = []
     with tempfile.TemporaryDirectory() as tmp:
-        args = TrainingArguments(
-            output_dir=tmp, max_steps=len(batches), per_device_train_batch_size=cfg.batch_size, learning_rate=1e-4,
-            warmup_steps=1, lr_scheduler_type="linear", max_grad_norm=1.0, logging_steps=cfg.log_every,
-            save_strategy="no", report_to="none", use_cpu=not device.startswith("cuda"), disable_tqdm=True,
-            bf16=device.startswith("cuda"), remove_unused_columns=False, dataloader_num_workers=0,
-        )
+        cuda = device.startswith("cuda")
+        args = training_arguments(cfg, tmp, max_steps=len(batches), learning_rate=1e-4, warmup_steps=1, weight_decay=0.0,
+                                  use_cpu=not cuda, bf16=cuda)
         trainer = Trainer(model=model, args=args, train_dataset=_Fixed(), callbacks=[clock],
                           data_collator=lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]})
         trainer.remove_callback(PrinterCallback)

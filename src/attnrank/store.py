@@ -181,14 +181,10 @@ class Run:
 
     def initial_model(self):
         """The model this run started from: same architecture and seed, untrained, in eval mode."""
-        from .models import build_model
+        from .runs import model_from_config
 
-        c = self.config
-        return build_model(
-            c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
-            tau=c["tau"], max_len=c["max_len"], vocab_size=self.summary["vocab_size"], dropout=c["dropout"],
-            seed=c["seed"], pad_token_id=self.summary["pad_token_id"],
-        ).eval()
+        return model_from_config(self.config, vocab_size=self.summary["vocab_size"],
+                                 pad_token_id=self.summary["pad_token_id"]).eval()
 
     def load_model(self):
         """The trained model (weights read with ``safetensors``, never pickle), in eval mode."""
@@ -452,18 +448,14 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
 
 
 def sweep(configs: list[RunConfig], *, progress: bool = True, desc: str = "runs") -> pd.DataFrame:
-    """Run (or load) every config; returns :func:`load_runs` restricted to them, in order.
+    """Run (or load) every config, one after another; :func:`attnrank.grid.sweep` with the serial executor.
 
-    A failed (diverged) run is kept with ``status == "failed"``; the sweep goes on.
+    Returns :func:`load_runs` restricted to them, in order. A failed (diverged) run is kept
+    with ``status == "failed"``; the sweep goes on.
     """
-    from tqdm.auto import tqdm
+    from .grid import sweep as grid_sweep
 
-    keys = []
-    for cfg in tqdm(configs, desc=desc, disable=not progress):
-        keys.append(run(cfg).key)
-    df = load_runs(keys=set(keys))
-    order = {k: i for i, k in enumerate(keys)}
-    return df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
+    return grid_sweep(configs, executor="serial", progress=progress, desc=desc)
 
 
 #: Config columns copied onto every row by :func:`load_table`.

@@ -35,11 +35,11 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import logging as hf_logging
 
 from .errors import ConfigError, RunFailed
-from .models import build_model
 from .probe import RankProbe
 from .profiles import RunConfig
+from .runs import model_from_config, tokenizer_pad_id
 
-__all__ = ["TrainResult", "RankCallback", "prepare_data", "train", "device_name", "precision", "run_environment"]
+__all__ = ["TrainResult", "RankCallback", "prepare_data", "probe_indices", "training_arguments", "train", "device_name", "precision", "run_environment"]
 
 
 def device_name() -> str:
@@ -77,6 +77,30 @@ def _one_device(args: TrainingArguments) -> TrainingArguments:
     if args.n_gpu > 1:
         args._n_gpu = 1
     return args
+
+
+def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = False, **overrides) -> TrainingArguments:
+    """The ``TrainingArguments`` of a run of ``cfg`` (AdamW, linear warm-up and decay, clipping at 1), on one device.
+
+    bf16 autocast on a CUDA GPU that supports it, else float32 on the CPU; no checkpoints,
+    no evaluation by the Trainer (the rank probe measures), no reporting. ``overrides``
+    replace single arguments (the benchmark times the same Trainer with its own step count).
+    """
+    cuda = torch.cuda.is_available()
+    kw = dict(
+        output_dir=output_dir, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
+        lr_scheduler_type="linear", max_grad_norm=1.0, logging_steps=cfg.log_every, logging_first_step=True,
+        logging_nan_inf_filter=False, save_strategy="no", eval_strategy="no", report_to="none",
+        seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, use_cpu=not cuda,
+        bf16=precision() == "bf16", disable_tqdm=not progress, remove_unused_columns=False,
+    )
+    return _one_device(TrainingArguments(**{**kw, **overrides}))
+
+
+def probe_indices(n_val: int, count: int) -> np.ndarray:
+    """Indices of ``count`` blocks spread evenly over ``n_val`` validation blocks (the probe and validation sets)."""
+    return np.linspace(0, n_val - 1, min(count, n_val)).round().astype(int)
 
 
 class _Blocks(torch.utils.data.Dataset):
@@ -173,8 +197,8 @@ def prepare_data(cfg: RunConfig):
         if mlm else default_data_collator
     )
     # probe and validation blocks are spread evenly over the validation plays
-    probe_idx = np.linspace(0, len(val) - 1, min(cfg.probe_size, len(val))).round().astype(int)
-    val_idx = np.linspace(0, len(val) - 1, min(cfg.val_blocks, len(val))).round().astype(int)
+    probe_idx = probe_indices(len(val), cfg.probe_size)
+    val_idx = probe_indices(len(val), cfg.val_blocks)
     probe_ids = torch.from_numpy(val[probe_idx])
     val_examples = _Blocks(val[val_idx], labels=not mlm)
     with torch.random.fork_rng(devices=[]):
@@ -211,13 +235,7 @@ def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = Tru
 def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> TrainResult:
     t_start = time.perf_counter()
     dataset, tokenizer, collator, probe_ids, val_batches = prepare_data(cfg)
-    model = build_model(
-        cfg.arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads, tau=cfg.tau,
-        max_len=cfg.max_len, vocab_size=len(tokenizer), dropout=cfg.dropout, seed=cfg.seed,
-        # GPT-2's tokenizer has no padding token (its batches are never padded); its model
-        # config names <|endoftext|> as bos/eos, and as the pad id that no loss or collator uses
-        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
-    )
+    model = model_from_config(cfg, vocab_size=len(tokenizer), pad_token_id=tokenizer_pad_id(tokenizer))
     cuda = torch.cuda.is_available()
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -225,15 +243,7 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
     probe = RankProbe(probe_ids, val_batches)
     callback = RankCallback(probe, cfg.rank_every, cfg.max_steps)
     with tempfile.TemporaryDirectory() as tmp:
-        args = TrainingArguments(
-            output_dir=output_dir or tmp, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
-            learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
-            lr_scheduler_type="linear", max_grad_norm=1.0, logging_steps=cfg.log_every, logging_first_step=True,
-            logging_nan_inf_filter=False, save_strategy="no", eval_strategy="no", report_to="none",
-            seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, use_cpu=not cuda,
-            bf16=env["precision"] == "bf16", disable_tqdm=not progress, remove_unused_columns=False,
-        )
-        _one_device(args)
+        args = training_arguments(cfg, output_dir or tmp, progress=progress)
         trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator, callbacks=[callback])
         if not progress:
             trainer.remove_callback(PrinterCallback)

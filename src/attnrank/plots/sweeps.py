@@ -9,7 +9,7 @@ bold, the *baseline* (``tau = 1``, the stock transformer) bold and dashed.
 * :func:`by_setting`: a value against a swept setting (``tau`` or ``head_dim``), one panel
   per measure, hue = architecture, optional line style (initial / final), optional
   reference curves (theory);
-* :func:`curves`: curves over training steps, hue = ``tau`` on a logarithmic colour scale;
+* curves over training steps are drawn by :func:`attnrank.plots.training.trajectories`;
 * :func:`per_layer`: a value per layer, hue = ``tau``, style = initial / final;
 * :func:`effect_forest`: effect sizes with confidence intervals on one common scale.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import matplotlib as mpl
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -28,7 +27,7 @@ from matplotlib.lines import Line2D
 from . import ARCH_LABELS, PALETTE, new_figure
 from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS
 
-__all__ = ["arch_color", "measure_label", "setting_label", "by_setting", "curves", "per_layer", "effect_forest",
+__all__ = ["arch_color", "measure_label", "setting_label", "by_setting", "per_layer", "effect_forest", "reference_lines",
            "HIGHLIGHT_COLOR", "BASELINE_COLOR", "FAILED_COLOR"]
 
 _STYLES = ["-", "--", ":", "-."]
@@ -232,97 +231,6 @@ def by_setting(
     return fig
 
 
-def _tau_norm(values):
-    v = np.asarray([float(t) for t in values if np.isfinite(t)])
-    return mpl.colors.LogNorm(vmin=v.min(), vmax=v.max() if v.max() > v.min() else v.min() * 10)
-
-
-def curves(
-    data: pd.DataFrame,
-    x: str = "step",
-    y: str = "val_loss",
-    *,
-    hue: str = "tau",
-    col: str | None = "arch",
-    row: str | None = None,
-    seed: str = "seed",
-    highlight=None,
-    baseline=None,
-    width: float = 4.0,
-    height: float = 3.0,
-    ylabel: str | None = None,
-    logy: bool = False,
-    cmap: str = "viridis",
-):
-    """Curves over training: mean over seeds with a +-1 sd band, one line per ``hue`` value.
-
-    ``hue`` (``tau``) is coloured on a logarithmic scale with a colour bar; the
-    ``highlight`` value is drawn bold in red, the ``baseline`` bold, dashed and black.
-    Rows with ``status == "failed"`` are drawn thin and dotted, with a cross at their last
-    point. Panels: one column per ``col`` value and one row per ``row`` value.
-
-    Returns:
-        The figure (the colour bar axis is the last element of ``fig.axes`` when more than
-        the highlighted and baseline values are present).
-    """
-    d = data.copy()
-    if "status" not in d:
-        d["status"] = "complete"
-    cols = list(dict.fromkeys(d[col])) if col else [None]
-    rows = list(dict.fromkeys(d[row])) if row else [None]
-    fig, axes = new_figure(len(cols), len(rows), width=width, height=height, squeeze=False)
-    hues = sorted(set(d[hue].astype(float)))
-    norm = _tau_norm(hues)
-    cm = plt.get_cmap(cmap)
-    special = {h for h in hues if _is_close(h, highlight) or _is_close(h, baseline)}
-    handles: dict[str, Line2D] = {}
-    for i, rv in enumerate(rows):
-        for j, cv in enumerate(cols):
-            ax = axes[i, j]
-            sub = d[((d[row] == rv) if row else True) & ((d[col] == cv) if col else True)]
-            for h in hues:
-                part = sub[np.isclose(sub[hue].astype(float), h, rtol=1e-6)]
-                if part.empty:
-                    continue
-                if _is_close(h, highlight):
-                    c, lw, ls, z, gid = HIGHLIGHT_COLOR, 2.8, "-", 5, "highlight"
-                elif _is_close(h, baseline):
-                    c, lw, ls, z, gid = BASELINE_COLOR, 2.0, "--", 6, "baseline"
-                else:
-                    c, lw, ls, z, gid = cm(norm(h)), 1.2, "-", 2, None
-                ok = part[part.status != "failed"]
-                if len(ok):
-                    s = _summarise(ok, [x], y).sort_values(x)
-                    ax.plot(s[x], s["mean"], color=c, lw=lw, ls=ls, zorder=z, gid=gid)
-                    ax.fill_between(s[x], s["mean"] - s["sd"], s["mean"] + s["sd"], color=c, alpha=0.15 if gid else 0.08,
-                                    lw=0, zorder=z - 1)
-                for _, fr in part[part.status == "failed"].groupby(seed):
-                    fr = fr.sort_values(x)
-                    ax.plot(fr[x], fr[y], color=c, lw=0.9, ls=":", zorder=z)
-                    ax.plot(fr[x].iloc[-1:], fr[y].iloc[-1:], marker=FAILED_MARKER, color=FAILED_COLOR, ms=7, mew=1.8, zorder=6, gid="failed")
-                    handles.setdefault("failed", Line2D([], [], color=FAILED_COLOR, marker=FAILED_MARKER, ls=":", label="failed (diverged) run"))
-                if gid == "highlight":
-                    handles.setdefault("hl", Line2D([], [], color=c, lw=lw, label=f"detailed {_SYMBOLS.get(hue, hue)} = {_fmt_value(h)}"))
-                elif gid == "baseline":
-                    handles.setdefault("bl", Line2D([], [], color=c, lw=lw, ls=ls, label=f"baseline {_SYMBOLS.get(hue, hue)} = {_fmt_value(h)}"))
-            if logy:
-                ax.set_yscale("log")
-            ax.set_xlabel(setting_label(x))
-            ax.set_ylabel(ylabel or measure_label(rv if row == "measure" else y))
-            title = " / ".join(str(v) for v in (ARCH_LABELS.get(cv, cv) if cv is not None else None,
-                                                   measure_label(rv) if (rv is not None and row == "measure") else rv) if v is not None)
-            if title:
-                ax.set_title(title, fontsize="medium")
-    others = [h for h in hues if h not in special]
-    if others:
-        sm = mpl.cm.ScalarMappable(norm=norm, cmap=cm)
-        cb = fig.colorbar(sm, ax=axes.ravel().tolist(), shrink=0.85, pad=0.02)
-        cb.set_label(f"{hue} (log scale)" if hue != "tau" else r"$\tau$ (log scale)")
-    if handles:
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False, fontsize="small")
-    return fig
-
-
 def per_layer(
     data: pd.DataFrame,
     y: str = "value",
@@ -419,3 +327,18 @@ def effect_forest(
         ax.set_title(str(p), fontsize="medium")
     fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False, fontsize="small")
     return fig
+
+
+def reference_lines(values: dict, label: str) -> pd.DataFrame:
+    """Horizontal reference lines for :func:`by_setting`: one row per architecture and measure.
+
+    Args:
+        values: ``{arch: {measure: value}}`` (for example :func:`attnrank.baselines.uniform_ranks`).
+        label: the legend entry of the lines.
+
+    Returns the ``refs`` frame (``measure, label, x, hue, value``; ``x`` NaN: horizontal; ``hue``
+    the architecture, drawn in its colour).
+    """
+    return pd.DataFrame([{"measure": m, "label": label, "x": np.nan, "hue": a, "value": v}
+                         for a, by_m in values.items() for m, v in by_m.items()],
+                        columns=["measure", "label", "x", "hue", "value"])

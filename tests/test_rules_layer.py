@@ -1,0 +1,163 @@
+"""Library functions the chapters on trained models call for their tables, texts and references:
+`attnrank.rules` (text and tables of the verdicts, relative change, convergence speed) and
+`attnrank.baselines` (uniform attention, logit scale, the P1 staircase and its check, the i.i.d. limit)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attnrank import baselines, evidence, rules, theory
+from attnrank.errors import ConfigError
+from attnrank.rank import MEASURES, rank_measures
+from attnrank.stats import Estimate
+from attnrank.verdicts import Verdict
+
+
+def test_uniform_attention_and_its_ranks():
+    U = baselines.uniform_attention(4, causal=True)
+    assert torch.equal(U[2], torch.tensor([1 / 3, 1 / 3, 1 / 3, 0], dtype=torch.float64))
+    assert torch.allclose(baselines.uniform_attention(3, causal=False), torch.full((3, 3), 1 / 3, dtype=torch.float64))
+    # the same matrices as the softmax of zero logits (theory.softmax_attention)
+    Z = torch.zeros(8, 8, dtype=torch.float64)
+    for causal in (False, True):
+        assert torch.allclose(baselines.uniform_attention(8, causal=causal), theory.softmax_attention(Z, causal=causal))
+    u = baselines.uniform_ranks(8)
+    assert set(u) == {"bert", "gpt2"} and set(u["bert"]) == set(MEASURES)
+    assert u["bert"]["rank_rtol_1e-2"] == 1 and u["gpt2"]["rank_rtol_1e-2"] == 8  # the causal one has full rank
+    assert u["bert"]["effective_rank"] == pytest.approx(1.0)
+    assert u["bert"]["attention_entropy"] == pytest.approx(math.log(8))
+    with pytest.raises(ConfigError, match="n"):
+        baselines.uniform_attention(0, causal=True)
+
+
+def test_logit_sd_matches_numpy_row_by_row():
+    g = torch.Generator().manual_seed(0)
+    S = torch.randn(2, 3, 5, 5, generator=g, dtype=torch.float64)
+    full = baselines.logit_sd(S, causal=False)
+    assert full.shape == (2, 3)
+    assert float(full[1, 2]) == pytest.approx(np.std(S[1, 2].numpy(), axis=-1, ddof=1).mean())
+    causal = baselines.logit_sd(S, causal=True)
+    rows = [np.std(S[0, 0, i, : i + 1].numpy(), ddof=1) for i in range(1, 5)]  # row 0 has one visible key: left out
+    assert float(causal[0, 0]) == pytest.approx(np.mean(rows))
+
+
+def test_staircase_is_capped_and_on_relative_tolerance_panels_only():
+    s = baselines.staircase([4, 8], n=32)
+    assert set(s.measure) == {m for m, spec in MEASURES.items() if spec.kind == "numerical" and spec.rtol is not None}
+    one = s[(s.measure == "rank_rtol_1e-2")]
+    assert list(one.value) == [5, 9, 15, 32]  # r_1 = d + 1; r_2 = C(d + 2, 2) = 15, 45 capped at n = 32
+    assert s.hue.isna().all()
+
+
+def test_bound_check_counts_violations_and_fractions():
+    init = pd.DataFrame({"tau": [1.0, 1.0, 1.0, 0.01], "head_dim": [4, 4, 8, 4], "M": [0.1, 0.2, 0.1, 5.0],
+                         "rank_rtol_1e-2": [5, 1, 9, 16], "rank_rtol_1e-4": [5, 5, 12, 16],
+                         "bound_rtol_1e-2": [5, 5, 9, 16], "bound_rtol_1e-4": [15, 15, 10, 16]})
+    table, facts = baselines.bound_check(init, n=16)
+    assert facts == {"matrices": 4, "violations": 1, "bound_is_r1": 1.0, "r1_at_rtol2": 2 / 3, "r1_at_rtol4": 2 / 3,
+                     "rank1_at_rtol2": 1 / 3}
+    assert list(table.columns[:4]) == ["tau", "head_dim", "r_1", "r_2"]
+    assert table.set_index(["tau", "head_dim"]).loc[(1.0, 4), "rank rtol_1e-2"] == 3.0
+    assert baselines.small_logits(init.assign(arch="bert"), n=16) == {0.01: False, 1.0: True}
+
+
+def test_iid_limits_is_the_monte_carlo_of_the_theory_module():
+    scale = pd.DataFrame({"arch": ["bert", "gpt2"], "tau": [1.0, 1.0], "logit_sd": [0.5, 2.0]})
+    lim = baselines.iid_limits(scale, n=8, samples=16)
+    assert len(lim) == 2 * len(MEASURES)
+    row = lim[(lim.arch == "gpt2") & (lim.measure == "effective_rank")].iloc[0]
+    mc = theory.monte_carlo_rank(8, None, 16, tau=0.5, measures=("effective_rank",), causal=True)["effective_rank"]
+    assert row.value == mc[0].mean and row.sigma == 2.0
+    # the same numbers as softmax(sigma * G) by hand, with the same generator
+    G = torch.randn(16, 8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2.0
+    A = torch.softmax(G.masked_fill(~baselines.causal_mask(8), -torch.inf), -1)
+    assert row.value == pytest.approx(float(rank_measures(A, measures=("effective_rank",))["effective_rank"].mean()))
+
+
+def _est(v, lo, hi, n=10):
+    return Estimate(v, lo, hi, n, "test")
+
+
+def test_text_helpers():
+    assert rules.grid_text([0.001, 0.004, 0.016, 0.064]) == "4 values a factor of about 4 apart"
+    assert rules.grid_text([1.0]) == "one value"
+    peak = _est(0.016, 0.004, 0.064)
+    assert rules.grid_interval(peak) == "0.016 [0.004, 0.064]"
+    assert rules.grid_interval(peak, words=True, note="interior") == "0.016 (95% interval on the grid 0.004 to 0.064; interior)"
+    v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
+    assert rules.needed_text(v) == "12"
+    assert rules.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == "none (resolved)"
+    r = rules.ArchResult(v)
+    assert rules.verdict_text(r, "for BERT") == ("for BERT 1.00 [−0.50, 2.50], n = 10 runs (about 12 seeds per arm would "
+                                                 "resolve the pre-registered effect)")
+    assert rules.verdict_text(r, "x", effect=1).endswith("would resolve a difference of 1)")
+    means = pd.Series([3.1, 2.5], index=[4, 32])
+    assert rules.direction_text(_est(-0.6, -0.9, -0.3), means).startswith("falls from 3.10 at d_head = 4 to 2.50 at d_head = 32")
+    assert rules.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
+    judged = {"bert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
+    assert rules.needed_runs(judged, {"bert": "BERT", "gpt2": "GPT-2"}, {"bert": "x", "gpt2": "supported"},
+                             prefix="about ") == ["BERT about 12"]
+
+
+def test_relative_change_and_stability_table():
+    d = pd.DataFrame({"arch": ["bert", "bert", "gpt2"], "tau": [1.0, 0.1, 1.0], "seed": [0, 0, 0],
+                      "initial_effective_rank": [2.0, 4.0, 5.0], "final_effective_rank": [2.1, 2.0, 5.0]})
+    c = rules.relative_change(d, ["effective_rank"])
+    assert list(c.rel_change) == pytest.approx([0.05, 0.5, 0.0])
+    assert list(c.increased) == [True, False, False]
+    t = rules.stability_table(c, 0.1)
+    assert t.loc[("effective_rank", "bert")].tolist() == [0.5, 0.5, 0.5]
+    assert t.loc[("effective_rank", "gpt2"), "share_stable"] == 1.0
+
+
+def test_convergence_speed_level_and_censoring():
+    runs_df = pd.DataFrame({"key": ["a", "b", "c"], "arch": ["bert"] * 3, "status": ["complete"] * 3,
+                            "max_steps": [30] * 3, "log_every": [10] * 3})
+    logs = pd.concat([pd.DataFrame({"key": k, "step": [10, 20, 30], "loss": v})
+                      for k, v in (("a", [3.0, 2.0, 1.0]), ("b", [3.0, 3.0, 3.0]), ("c", [2.0, 1.0, 1.0]))])
+    out, levels, cens = rules.convergence_speed(runs_df, logs, quantile=0.5, smooth=1)
+    assert levels == {"bert": 1.0} and cens == 40
+    assert list(out.final_train_loss) == [1.0, 3.0, 1.0]
+    assert list(out.steps_plot) == [30.0, 40.0, 20.0] and list(out.censored) == [False, True, False]
+
+
+def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
+    est = _est(1.0, 0.5, 1.5)
+    arch = {a: rules.ArchResult(Verdict("supported", est, 0.0, "above"), shape=_est(0.016, 0.004, 0.064), spread=0.1,
+                                parts={"tau_range": est, "head_dim_range": est, "head_dim_change": est})
+            for a in ("bert", "gpt2")}
+    sv = rules.SweepVerdict("supported", arch, 20)
+    t = rules.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
+    assert t.shape[0] == 4 and t.loc[("stable_rank", "gpt2"), "peak at tau [95% CI]"] == "0.016 [0.004, 0.064]"
+    assert "rank at tau = 0.001 minus tau = 1 [95% CI]" in t.columns
+    assert rules.temperature_loss_table(sv).loc["bert", "seed sd (nats)"] == 0.1
+    assert rules.lever_table({"effective_rank": sv}).loc[("effective_rank", "bert"), "status"] == "supported"
+    eff = rules.lever_effects({"rank": sv})
+    assert len(eff) == 6 and set(eff.lever) == set(rules.LEVERS.values()) and (eff.estimate == 1.0).all()
+
+
+def test_caption_counts_runs_once_and_seeds():
+    d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
+    assert evidence.caption(d, "ci") == "ci profile, 3 runs, 2 seeds per setting"
+
+
+def test_lever_texts_and_direction_note():
+    def arch(change):
+        return rules.ArchResult(Verdict("supported", _est(2.0, 1.0, 3.0), 0.0, "above"), spread=0.25,
+                                parts={"tau_range": _est(3.0, 2.0, 4.0), "head_dim_range": _est(1.0, 0.5, 1.5),
+                                       "head_dim_change": change})
+    lv = rules.SweepVerdict("supported", {"bert": arch(_est(-0.6, -0.9, -0.3)), "gpt2": arch(_est(0.6, 0.3, 0.9))}, 20)
+    means = {a: pd.Series([3.1, 2.5], index=[4, 32]) for a in ("bert", "gpt2")}
+    t = rules.lever_texts(lv, lv, lv, means)
+    assert t["tau_range_bert"] == "3.00 [2.00, 4.00], n = 10" and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
+    assert t["diff_gpt2"] == "2.00 [1.00, 3.00], n = 10" and t["spread_bert"] == 0.25
+    assert t["direction_bert"].startswith("falls") and t["direction_gpt2"].startswith("rises")
+    labels = {"bert": "BERT", "gpt2": "GPT-2"}
+    assert rules.direction_note(lv, labels) == "the measured rank rises with the head dimension for GPT-2, and falls for BERT"
+    flat = rules.SweepVerdict("x", {"bert": arch(_est(0.1, -0.2, 0.3))}, 5)
+    assert rules.direction_note(flat, labels) == "at this width the measured rank does not follow the staircase bound upward"

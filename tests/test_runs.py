@@ -1,0 +1,145 @@
+"""The run-facing layer `attnrank.runs`: one model builder, stored runs as objects, long tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+
+from attnrank import runs
+from attnrank.errors import ConfigError
+from attnrank.probe import RankProbe
+from attnrank.profiles import resolve_config
+from attnrank.rank import MEASURES
+
+
+@pytest.fixture
+def private_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+    return tmp_path / "runs"
+
+
+@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+def test_model_from_config_equals_the_stock_hf_model_at_tau_1(arch):
+    """At tau = 1 the model built by `model_from_config` gives the outputs of the stock HF class
+    (eager attention) built from the same config and seed."""
+    cfg = resolve_config(arch, "ci", tau=1.0, seed=3)
+    ours = runs.model_from_config(cfg, vocab_size=100, pad_token_id=0).eval()
+    kw = dict(vocab_size=100, pad_token_id=0)
+    if arch == "bert":
+        hf = BertConfig(hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
+                        intermediate_size=4 * cfg.hidden_size, max_position_embeddings=cfg.max_len,
+                        hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.dropout, **kw)
+        cls = BertForMaskedLM
+    else:
+        hf = GPT2Config(n_embd=cfg.hidden_size, n_layer=cfg.num_layers, n_head=cfg.num_heads, n_inner=4 * cfg.hidden_size,
+                        n_positions=cfg.max_len, resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout,
+                        bos_token_id=0, eos_token_id=0, **kw)
+        cls = GPT2LMHeadModel
+    hf._attn_implementation = "eager"
+    torch.manual_seed(cfg.seed)
+    stock = cls(hf).eval()
+    ids = torch.randint(1, 100, (3, cfg.max_len), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        a, b = ours(input_ids=ids).logits, stock(input_ids=ids).logits
+    assert a.shape == (3, cfg.max_len, 100)
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    # the seed and tau overrides act: another seed gives other weights, tau enters the config
+    other = runs.model_from_config(cfg, vocab_size=100, pad_token_id=0, seed=4, tau=0.5)
+    assert other.config.tau == 0.5
+    assert not torch.equal(other.get_input_embeddings().weight, ours.get_input_embeddings().weight)
+
+
+def test_model_from_config_reads_a_stored_config_and_rejects_other_input():
+    cfg = resolve_config("gpt2", "ci")
+    stored = {**cfg.to_dict(), "head_dim": cfg.head_dim}
+    a = runs.model_from_config(cfg, vocab_size=64, pad_token_id=1)
+    b = runs.model_from_config(stored, vocab_size=64, pad_token_id=1)
+    for (n, p), (_, q) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(p, q), n
+    with pytest.raises(ConfigError, match="cfg"):
+        runs.model_from_config(["gpt2"])
+    with pytest.raises(ConfigError, match="config"):
+        runs.get({"arch": "gpt2"})
+
+
+def test_tokenizer_pad_id_falls_back_to_end_of_text():
+    class Tok:
+        pad_token_id, eos_token_id = None, 7
+
+    assert runs.tokenizer_pad_id(Tok()) == 7
+    Tok.pad_token_id = 2
+    assert runs.tokenizer_pad_id(Tok()) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(private_store, arch):
+    """`Run.initial_model()` on `Run.probe_batch()` gives exactly the stored step-0 ranks and
+    validation-free summary; `Run.final_model()` gives the last stored ranks."""
+    cfg = resolve_config(arch, "ci", max_steps=10, rank_every=10)
+    run = runs.get(cfg)
+    assert run.fresh and run.config is cfg and run.summary["status"] == "complete"
+    ids = run.probe_batch()
+    assert ids.shape == (cfg.probe_size, cfg.max_len) and ids.dtype == torch.int64
+    for model, step, which in ((run.initial_model(), 0, "initial_rank"), (run.final_model(), 10, "final_rank")):
+        probe = RankProbe(ids, [])
+        probe.validation_loss = lambda m: float("nan")  # ranks only
+        got = probe(model, step)
+        assert {m: got[m] for m in run.summary[which]} == run.summary[which]  # exactly, not approximately
+        stored = run.ranks().query("step == @step").reset_index(drop=True)
+        pd.testing.assert_frame_equal(probe.ranks, stored, check_dtype=False)
+    wide = run.ranks(long=False)
+    assert set(wide.columns) == {"step", "layer", "head", *run.summary["initial_rank"]}
+    assert len(wide) == 2 * cfg.num_layers * cfg.num_heads
+    again = runs.get(cfg)
+    assert not again.fresh and again.key == run.key
+
+
+@pytest.mark.slow
+def test_table_long_has_the_numbers_of_the_wide_table(private_store):
+    cfgs = [resolve_config("gpt2", "ci", max_steps=5, rank_every=5, tau=t) for t in (1.0, 0.1)]
+    wide = runs.table(cfgs, long=False)
+    long = runs.table(cfgs)
+    assert list(wide.tau) == [1.0, 0.1]
+    measures = list(MEASURES)
+    assert len(long) == 2 * 2 * len(measures)
+    assert list(long.columns[-3:]) == ["measure", "when", "value"]
+    assert not any(c.startswith(("initial_", "final_")) and c != "initial_val_loss" and c != "final_val_loss"
+                   for c in long.columns)
+    for _, r in long.iterrows():
+        w = wide[wide.key == r.key].iloc[0]
+        assert r.value == w[f"{r.when}_{r.measure}"]
+        assert r.final_val_loss == w.final_val_loss and r.tau == w.tau
+    assert list(long.drop_duplicates("key").key) == list(wide.key)  # order of the configs
+
+
+def test_long_form_order_and_values_on_a_constructed_frame():
+    wide = pd.DataFrame({"key": ["b", "a"], "tau": [1.0, 0.5], "final_val_loss": [3.0, 2.0],
+                         "initial_effective_rank": [1.5, 2.5], "final_effective_rank": [1.7, 2.9],
+                         "initial_stable_rank": [1.1, 1.2], "final_stable_rank": [1.3, 1.4]})
+    long = runs.long_form(wide)
+    assert list(long.key) == ["b"] * 4 + ["a"] * 4
+    assert list(long.when[:4]) == ["initial", "initial", "final", "final"]
+    got = long.set_index(["key", "when", "measure"]).value
+    assert got[("a", "final", "effective_rank")] == 2.9 and got[("b", "initial", "stable_rank")] == 1.1
+    assert np.allclose(long.groupby("key", sort=False).final_val_loss.first(), [3.0, 2.0])
+
+
+def test_the_model_builder_is_in_the_run_key(monkeypatch):
+    """`runs.model_from_config` builds every trained model, so a change to `runs.py` changes every run's key."""
+    from pathlib import Path
+
+    from attnrank import store
+
+    before = store.code_hash()
+    real = Path.read_bytes
+
+    def edited(self):
+        data = real(self)
+        return data + b"\n# edited\n" if self.name == "runs.py" and self.parent.name == "attnrank" else data
+
+    monkeypatch.setattr(Path, "read_bytes", edited)
+    assert store.code_hash() != before
