@@ -72,7 +72,7 @@ def test_iid_limits_is_the_monte_carlo_of_the_theory_module():
     assert len(lim) == 2 * len(MEASURES)
     row = lim[(lim.arch == "gpt2") & (lim.measure == "effective_rank")].iloc[0]
     mc = theory.monte_carlo_rank(8, None, 16, tau=0.5, measures=("effective_rank",), causal=True)["effective_rank"]
-    assert row.value == mc[0].mean and row.sigma == 2.0
+    assert row.value == mc[0].value and row.sigma == 2.0
     # the same numbers as softmax(sigma * G) by hand, with the same generator
     G = torch.randn(16, 8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2.0
     A = torch.softmax(G.masked_fill(~baselines.causal_mask(8), -torch.inf), -1)

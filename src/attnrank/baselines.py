@@ -228,8 +228,8 @@ def iid_limits(scale, n: int, samples: int, *, seed: int = 0):
         sigma = float(r.logit_sd)
         mc = monte_carlo_rank(n, None, samples, tau=1.0 / sigma, measures=tuple(MEASURES), seed=seed,
                               causal=r.arch == "gpt2")
-        rows += [{"arch": r.arch, "tau": r.tau, "sigma": sigma, "measure": m, "value": res.mean,
-                  "mc_sem": res.sd / np.sqrt(res.samples)} for m, (res, _) in mc.items()]
+        rows += [{"arch": r.arch, "tau": r.tau, "sigma": sigma, "measure": m, "value": est.value,
+                  "mc_sem": float(values.double().std()) / np.sqrt(len(values))} for m, (est, values) in mc.items()]
     return pd.DataFrame(rows)
 
 

@@ -7,14 +7,16 @@ download); the temperature enters only through the registered attention function
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, PreTrainedModel
 
 from . import attention
 from .errors import ConfigError, check_choice, check_positive_int
-from .profiles import ARCHS, FIELD_CHECKS, TAU_RANGE, check_tau, resolve_heads  # the checks live with the run config
+from .profiles import ARCHS, FIELD_CHECKS, TAU_RANGE, RunConfig, check_tau, resolve_heads  # the checks live with the run config
 
-__all__ = ["ARCHS", "TAU_RANGE", "build_model", "resolve_heads", "set_tau"]
+__all__ = ["ARCHS", "TAU_RANGE", "build_model", "model_from_config", "tokenizer_pad_id", "resolve_heads", "set_tau"]
 
 def set_tau(model: PreTrainedModel, tau: float) -> PreTrainedModel:
     """Set the temperature ratio of a model built by :func:`build_model` (in place)."""
@@ -94,3 +96,58 @@ def build_model(
         model = cls(config)
     model.train()
     return model
+
+
+def tokenizer_pad_id(tokenizer) -> int:
+    """The pad id a model of ``tokenizer`` is built with.
+
+    GPT-2's tokenizer has no padding token (its batches are never padded); its model
+    config names ``<|endoftext|>`` as bos/eos, and as the pad id that no loss or collator uses.
+    """
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
+def _fields(cfg) -> dict:
+    if isinstance(cfg, RunConfig):
+        return {**cfg.to_dict(), "head_dim": cfg.head_dim}
+    if isinstance(cfg, Mapping):
+        return dict(cfg)
+    raise ConfigError("cfg", f"got a {type(cfg).__name__}; expected a RunConfig (resolve_config(...)) or a stored "
+                      "config.json mapping")
+
+
+def model_from_config(cfg, *, vocab_size: int | None = None, pad_token_id: int | None = None, tau: float | None = None,
+                      seed: int | None = None, attn_implementation: str | None = None):
+    """The model of a run, freshly initialised from its seed: exactly the weights its training started from.
+
+    Args:
+        cfg: a :class:`~attnrank.profiles.RunConfig`, or a run's stored ``config.json``
+            (a mapping with ``arch``, ``hidden_size``, ``num_layers``, ``num_heads``, ``tau``,
+            ``max_len``, ``dropout``, ``seed``).
+        vocab_size, pad_token_id: of the run's tokenizer; by default read from the tokenizer
+            of ``cfg`` (built and cached by :func:`attnrank.data.get_tokenizer`, which needs
+            ``dataset`` and ``vocab_size`` in ``cfg``).
+        tau, seed: override the config's temperature ratio and initialisation seed.
+        attn_implementation: ``None`` for the tempered attention of :mod:`attnrank.attention`,
+            or a stock HF name (``"eager"``, ``"sdpa"``; then ``tau`` must be 1).
+
+    Returns:
+        ``BertForMaskedLM`` or ``GPT2LMHeadModel`` in train mode, float32 on the CPU.
+
+    Raises:
+        ConfigError: for a ``cfg`` that is neither, or the checks of
+        :func:`attnrank.models.build_model`.
+    """
+    c = _fields(cfg)
+    if vocab_size is None or pad_token_id is None:
+        from .data import get_tokenizer
+
+        tokenizer = get_tokenizer(c["arch"], c["dataset"], c["vocab_size"])
+        vocab_size = len(tokenizer) if vocab_size is None else vocab_size
+        pad_token_id = tokenizer_pad_id(tokenizer) if pad_token_id is None else pad_token_id
+    return build_model(
+        c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
+        tau=c["tau"] if tau is None else tau, max_len=c["max_len"], vocab_size=vocab_size, dropout=c["dropout"],
+        seed=c["seed"] if seed is None else seed, pad_token_id=pad_token_id,
+        attn_implementation=attn_implementation or attention.ATTN_IMPLEMENTATION,
+    )

@@ -7,7 +7,7 @@ verdict rules (:mod:`attnrank.rules`), listed in :data:`RESULT_ROOTS`. The closu
 by reading each module's source (``ast``) and following every ``attnrank`` import in it,
 at module level or inside a function, so a new module that any of them imports enters the
 hash without a list to edit, and a module that none of them imports (``bench``, ``cli``)
-does not. The run store keys runs on the closure of the training path and the store
+does not. The run store keys runs on the closure of the training path
 (:data:`RUN_ROOTS`, :func:`attnrank.store.run_key`), so that editing a verdict rule does not
 retrain a run; the table cache
 keys tables on it (:func:`attnrank.cache.cached`) and the book's execution context
@@ -30,9 +30,9 @@ __all__ = ["RESULT_ROOTS", "RUN_ROOTS", "closure", "code_hash", "git_state", "im
 
 #: Modules whose results (runs, tables, verdicts) the hash covers, with all they import.
 RESULT_ROOTS = ("attnrank.train", "attnrank.probe", "attnrank.theory", "attnrank.synthetic", "attnrank.rules")
-#: Modules a stored training run depends on, with all they import: the training path and
-#: the store that writes its tables (a verdict rule or a proposition is not an input of a run).
-RUN_ROOTS = ("attnrank.train", "attnrank.store")
+#: Modules a stored training run depends on, with all they import: the training path (a
+#: verdict rule, a proposition or the grid runner is not an input of a run).
+RUN_ROOTS = ("attnrank.train",)
 _PACKAGE = "attnrank"
 _ROOT = Path(__file__).resolve().parent
 

@@ -1,7 +1,9 @@
 """The run-facing layer: what chapters and tools use instead of ``train``/``models``/``probe`` internals.
 
-* :func:`model_from_config` is the one place a model is built from a run's config (the
-  training path, the store's trained weights, the benchmark and the chapters call it);
+* :func:`model_from_config` (defined in :mod:`attnrank.models`, beside the model builder,
+  so that the training path does not import this layer) is the one place a model is built
+  from a run's config (the training path, the store's trained weights, the benchmark and
+  the chapters call it);
 * :func:`get` returns a :class:`Run` (trained if missing, through :mod:`attnrank.store`)
   that gives its config, summary, initial and final model, probe batch and rank tables;
 * :func:`table` returns the runs of a list of configs in long form, one row per run x
@@ -14,13 +16,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 import pandas as pd
 
 from .errors import ConfigError
+from .models import model_from_config, tokenizer_pad_id  # re-exported: the run layer's model builder
 from .profiles import RunConfig, resolve_config
 
 __all__ = ["model_from_config", "tokenizer_pad_id", "Run", "get", "table", "long_form", "WHEN", "RANK_COLUMN"]
@@ -29,64 +31,6 @@ __all__ = ["model_from_config", "tokenizer_pad_id", "Run", "get", "table", "long
 WHEN = ("initial", "final")
 #: Name of the value column of the long tables.
 RANK_COLUMN = "value"
-
-
-def tokenizer_pad_id(tokenizer) -> int:
-    """The pad id a model of ``tokenizer`` is built with.
-
-    GPT-2's tokenizer has no padding token (its batches are never padded); its model
-    config names ``<|endoftext|>`` as bos/eos, and as the pad id that no loss or collator uses.
-    """
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-
-
-def _fields(cfg) -> dict:
-    if isinstance(cfg, RunConfig):
-        return {**cfg.to_dict(), "head_dim": cfg.head_dim}
-    if isinstance(cfg, Mapping):
-        return dict(cfg)
-    raise ConfigError("cfg", f"got a {type(cfg).__name__}; expected a RunConfig (resolve_config(...)) or a stored "
-                      "config.json mapping")
-
-
-def model_from_config(cfg, *, vocab_size: int | None = None, pad_token_id: int | None = None, tau: float | None = None,
-                      seed: int | None = None, attn_implementation: str | None = None):
-    """The model of a run, freshly initialised from its seed: exactly the weights its training started from.
-
-    Args:
-        cfg: a :class:`~attnrank.profiles.RunConfig`, or a run's stored ``config.json``
-            (a mapping with ``arch``, ``hidden_size``, ``num_layers``, ``num_heads``, ``tau``,
-            ``max_len``, ``dropout``, ``seed``).
-        vocab_size, pad_token_id: of the run's tokenizer; by default read from the tokenizer
-            of ``cfg`` (built and cached by :func:`attnrank.data.get_tokenizer`, which needs
-            ``dataset`` and ``vocab_size`` in ``cfg``).
-        tau, seed: override the config's temperature ratio and initialisation seed.
-        attn_implementation: ``None`` for the tempered attention of :mod:`attnrank.attention`,
-            or a stock HF name (``"eager"``, ``"sdpa"``; then ``tau`` must be 1).
-
-    Returns:
-        ``BertForMaskedLM`` or ``GPT2LMHeadModel`` in train mode, float32 on the CPU.
-
-    Raises:
-        ConfigError: for a ``cfg`` that is neither, or the checks of
-        :func:`attnrank.models.build_model`.
-    """
-    from . import attention
-    from .models import build_model
-
-    c = _fields(cfg)
-    if vocab_size is None or pad_token_id is None:
-        from .data import get_tokenizer
-
-        tokenizer = get_tokenizer(c["arch"], c["dataset"], c["vocab_size"])
-        vocab_size = len(tokenizer) if vocab_size is None else vocab_size
-        pad_token_id = tokenizer_pad_id(tokenizer) if pad_token_id is None else pad_token_id
-    return build_model(
-        c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
-        tau=c["tau"] if tau is None else tau, max_len=c["max_len"], vocab_size=vocab_size, dropout=c["dropout"],
-        seed=c["seed"] if seed is None else seed, pad_token_id=pad_token_id,
-        attn_implementation=attn_implementation or attention.ATTN_IMPLEMENTATION,
-    )
 
 
 @dataclass

@@ -128,7 +128,7 @@ def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
 
 def code_hash() -> str:
     """:func:`attnrank.provenance.code_hash` of :data:`~attnrank.provenance.RUN_ROOTS`: the import
-    closure of the training path and this store, and the torch/transformers versions (16 hex digits)."""
+    closure of the training path, and the torch/transformers versions (16 hex digits)."""
     from .provenance import RUN_ROOTS, code_hash as provenance_hash
 
     return provenance_hash(RUN_ROOTS)
@@ -181,7 +181,7 @@ class Run:
 
     def initial_model(self):
         """The model this run started from: same architecture and seed, untrained, in eval mode."""
-        from .runs import model_from_config
+        from .models import model_from_config
 
         return model_from_config(self.config, vocab_size=self.summary["vocab_size"],
                                  pad_token_id=self.summary["pad_token_id"]).eval()

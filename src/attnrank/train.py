@@ -37,7 +37,7 @@ from transformers.utils import logging as hf_logging
 from .errors import ConfigError, RunFailed
 from .probe import RankProbe
 from .profiles import RunConfig
-from .runs import model_from_config, tokenizer_pad_id
+from .models import model_from_config, tokenizer_pad_id
 
 __all__ = ["TrainResult", "RankCallback", "prepare_data", "probe_indices", "training_arguments", "train", "device_name", "precision", "run_environment"]
 
