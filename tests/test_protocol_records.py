@@ -37,6 +37,8 @@ def test_probe_schedule_is_log_spaced_below_rank_every():
 
 @pytest.mark.slow
 def test_trained_run_records_every_sequence_at_every_scheduled_step(runs):
+    """README, "Per-sequence probe records": a trained ci run has one row per scheduled step, split and
+    sequence, and its held-out rows average to the stored summary."""
     cfg = resolve_config("gpt2", "ci")
     r = store.run(cfg)
     steps = [0, 1, 2, 4, 8, 10, 20, 30, 40]
