@@ -180,9 +180,9 @@ book.verdict("protocol", res.status, (
 all_summary = store.load_table(ok, "rank_summary")
 by_step = protocol.rank_by_step(all_summary, PRIMARY)
 early = rules.set_early_rule(by_step)
-forest = by_step.assign(panel="rho", lever=by_step.step.map(lambda s: f"step {s}"))
+forest = by_step.assign(panel=MEASURES[PRIMARY].label, lever=by_step.step.map(lambda s: f"step {s}"))
 fig = splots.effect_forest(forest, panel="panel", label="lever", estimate="rho",
-                           xlabels={"rho": f"Spearman rho, rank at step k vs step {final_step}"})
+                           xlabels={MEASURES[PRIMARY].label: f"Spearman rho, rank at step k vs step {final_step}"})
 for ax in fig.axes:
     ax.axvline(rules.SET_EARLY_RHO, color="0.3", ls=":")
 book.show(fig, by_step.drop(columns="estimate"), "protocol_set_early",
