@@ -149,6 +149,7 @@ PARAMETERS: dict[str, Param] = {
     "n": Param(int, 3, 512, optional=True, help="tokens of the toy task"),
     "steps": Param(int, 1, 100_000, optional=True, help="training steps of the toy task"),
     "n_seeds": Param(int, 2, 100, optional=True, help="seeds per cell of the toy task"),
+    "n_draws": Param(int, 10, 1_000_000, help="random draws of the study's examples and runs"),
 }
 
 

@@ -94,6 +94,7 @@ def _temp_runs(profile: str) -> list[RunConfig]:
 CHAPTERS = {
     "intro": None, "measure": main_sweep, "theory": None, "dynamics": main_sweep, "loss": main_sweep,
     "temp": _temp_runs, "headdim": main_sweep, "target": None, "reproducibility": main_sweep, "bibliography": None,
+    "protocol": main_sweep,
 }
 
 

@@ -4,8 +4,9 @@
 tempered attention then takes its explicit softmax path) in eval mode and under
 ``torch.no_grad``, and stacks the result as ``[layers, batch, heads, n, n]``.
 
-:class:`RankProbe` measures a fixed set of held-out sequences with every rank measure,
-per layer and per head, without changing the training run: it forks the RNG, switches
+:class:`RankProbe` measures a fixed set of held-out sequences (and optionally a few training
+sequences, recorded per sequence) with every rank measure, per layer and per head, without
+changing the training run: it forks the RNG, switches
 to eval mode (attention dropout changes the probabilities) and restores train mode.
 """
 
@@ -134,16 +135,25 @@ class RankProbe:
             on the model's device, so memory is bounded by one chunk
             (``layers x chunk_size x heads x n x n`` float64 values).
 
+        train_ids: optional ``[k, n]`` token ids of training sequences, measured like the
+            probe sequences but recorded only in :attr:`sequences` (split ``"train"``).
+
     After each call the tables :attr:`ranks` (``step, layer, head, measure, value, sd``:
     mean and standard deviation over probe sequences) and :attr:`summary`
     (``step, measure, mean, sd, sem``: over all heads, layers and sequences; ``sem`` is
-    the standard error over sequences) grow by one step; :attr:`timing` records seconds
-    spent in the forward pass, the SVDs and the bookkeeping.
+    the standard error over sequences) grow by one step, both over the (held-out) probe
+    sequences only; :attr:`sequences` (``step, split, sequence`` and one float32 column per
+    measure: the value of one sequence averaged over layers and heads; ``split`` is
+    ``"val"`` for the probe sequences and ``"train"`` for ``train_ids``) grows by one row per
+    sequence. :attr:`timing` records seconds spent in the forward pass, the SVDs and the
+    bookkeeping.
     """
 
     def __init__(self, probe_ids: torch.Tensor, val_batches: list[dict], measures=DEFAULT_MEASURES, *,
-                 chunk_size: int = 16):
+                 chunk_size: int = 16, train_ids: torch.Tensor | None = None):
         self.probe_ids = probe_ids
+        self.train_ids = train_ids
+        self._sequence_rows: list[pd.DataFrame] = []
         self.chunk_size = chunk_size
         self.val_batches = val_batches
         self.measures = check_measures(measures)
@@ -172,14 +182,14 @@ class RankProbe:
                     count += n
         return total / max(count, 1)
 
-    def __call__(self, model: torch.nn.Module, step: int) -> dict:
-        """Probe ``model`` at training ``step``; returns ``{"val_loss": ..., measure: mean, ...}``."""
+    def _measure(self, model: torch.nn.Module, ids: torch.Tensor) -> tuple[dict[str, np.ndarray], float, float]:
+        """Every measure of every attention matrix of ``ids``: ``({measure: [L, B, H]}, forward s, svd s)``."""
         forward = svd = 0.0
         parts: dict[str, list[torch.Tensor]] = {m: [] for m in self.measures}
         # chunks of sequences: probabilities and their float64 SVDs stay on the model's
         # device (batched on a GPU) and host memory stays bounded by one chunk
         with evaluation_mode(model):
-            chunks = _probabilities(model, self.probe_ids, batch_size=self.chunk_size)
+            chunks = _probabilities(model, ids, batch_size=self.chunk_size)
             while True:
                 t = time.perf_counter()
                 probs = next(chunks, None)  # [L, b, H, n, n]
@@ -191,13 +201,20 @@ class RankProbe:
                     parts[name].append(v.cpu())
                 del probs
                 svd += time.perf_counter() - t
-        values = {name: torch.cat(v, dim=1) for name, v in parts.items()}  # [L, B, H] each
+        return {name: torch.cat(v, dim=1).numpy() for name, v in parts.items()}, forward, svd
+
+    def __call__(self, model: torch.nn.Module, step: int) -> dict:
+        """Probe ``model`` at training ``step``; returns ``{"val_loss": ..., measure: mean, ...}``."""
+        values, forward, svd = self._measure(model, self.probe_ids)  # [L, B, H] each
+        splits = {"val": values}
+        if self.train_ids is not None and len(self.train_ids):
+            splits["train"], f2, s2 = self._measure(model, self.train_ids)
+            forward, svd = forward + f2, svd + s2
         t2 = time.perf_counter()
         L, B, H = values[self.measures[0]].shape
         frames = []
         result: dict = {}
         for name, v in values.items():
-            v = v.numpy()  # [L, B, H]
             frames.append(pd.DataFrame({
                 "step": step, "layer": np.repeat(np.arange(L), H), "head": np.tile(np.arange(H), L),
                 "measure": name, "value": v.mean(axis=1).reshape(-1), "sd": v.std(axis=1, ddof=1).reshape(-1) if B > 1 else 0.0,
@@ -210,6 +227,12 @@ class RankProbe:
             })
             result[name] = mean
         self._rank_rows.append(pd.concat(frames, ignore_index=True))
+        for split, vals in splits.items():
+            b = vals[self.measures[0]].shape[1]
+            self._sequence_rows.append(pd.DataFrame({
+                "step": np.full(b, step, dtype=np.int32), "split": split, "sequence": np.arange(b, dtype=np.int32),
+                **{name: v.mean(axis=(0, 2)).astype(np.float32) for name, v in vals.items()},
+            }))
         t3 = time.perf_counter()
         result["val_loss"] = self.validation_loss(model)
         t4 = time.perf_counter()
@@ -225,6 +248,12 @@ class RankProbe:
     @property
     def summary(self) -> pd.DataFrame:
         return pd.DataFrame(self._summary_rows)
+
+    @property
+    def sequences(self) -> pd.DataFrame:
+        """One row per probe step, split and sequence: ``step, split, sequence`` and one float32
+        column per measure (the sequence's value averaged over layers and heads)."""
+        return pd.concat(self._sequence_rows, ignore_index=True) if self._sequence_rows else pd.DataFrame()
 
     @property
     def eval_log(self) -> pd.DataFrame:

@@ -22,6 +22,10 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 * :func:`lever_comparison` - claim (iii): temperature is the stronger lever on the initial rank,
   compared over the range a user can set: range of the mean rank over the whole temperature grid
   minus its range over the whole head-dimension grid (:func:`attnrank.stats.compare_spans`).
+* :func:`protocol_rule` - the study's protocol (4 + 4 examples, one run per temperature, absolute
+  1e-8 rank): how often a random draw flips its conclusion, and whether it agrees with ours.
+* :func:`set_early_rule` - the rank at an early probe step predicts the final rank (Spearman's rho
+  over runs against a pre-registered threshold, :func:`attnrank.protocol.rank_by_step`).
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ __all__ = [
     "temperature_loss_table", "lever_table", "lever_effects", "direction_text", "correlation_table", "relative_change",
     "stability_table", "stability_rows", "convergence_speed", "needed_runs", "dynamics_summary", "loss_summary",
     "temperature_summary", "temperature_loss_summary", "lever_summary", "correlation_notes", "lever_texts",
-    "direction_note",
+    "direction_note", "MAX_FLIP", "SET_EARLY_RHO", "EARLY_FRACTION", "ProtocolResult", "protocol_rule",
+    "SetEarlyResult", "set_early_rule",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -650,3 +655,127 @@ def lever_summary(lv: SweepVerdict, *, label: str, effect: float, profile: str, 
     return (f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
             f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile} profile, {n_seeds} seeds per "
             f"setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}.")
+
+
+#: The protocol rule: the study's four-plus-four-example conclusion is dependable if at most this
+#: share of random draws flips it.
+MAX_FLIP = 0.05
+#: The "set early" rule: the rank at step k predicts the final rank when Spearman's rho clears this.
+SET_EARLY_RHO = 0.9
+#: The "set early" rule: "early" is at most this fraction of the training steps.
+EARLY_FRACTION = 0.1
+
+
+@dataclass
+class ProtocolResult:
+    """The protocol rule: ``status``; per architecture ``flip`` (the flip-rate Estimate), ``ours``
+    (our statistic's Estimate), ``reference`` (the study's statistic with every run and sequence),
+    ``parts`` (``{(part, arch): status}`` for ``"stable"`` and ``"agrees"``)."""
+
+    status: str
+    flip: dict = field(default_factory=dict)
+    ours: dict = field(default_factory=dict)
+    reference: dict = field(default_factory=dict)
+    parts: dict = field(default_factory=dict)
+
+
+def protocol_rule(flips: dict, reference: dict, ours: dict, *, max_flip: float = MAX_FLIP) -> ProtocolResult:
+    """Does the study's protocol give a dependable conclusion, and the one ours gives?
+
+    Args:
+        flips: ``{arch: Estimate}``, the share of random 4 + 4 draws whose sign differs from the
+            reference's (:func:`attnrank.protocol.flip_rate` at the final step).
+        reference: ``{arch: float}``, the study's statistic (stock minus cold) with every run and
+            every recorded sequence (:func:`attnrank.protocol.study_reference`).
+        ours: ``{arch: Estimate}``, the same difference under our protocol (primary measure, every
+            probe sequence, every seed: :func:`two_point`).
+        max_flip: the largest acceptable flip rate.
+
+    Per architecture two parts:
+
+    * *stable*: the flip rate's interval lies below ``max_flip`` (supported), wholly above it (not
+      supported), else inconclusive (:func:`attnrank.verdicts.classify`);
+    * *agrees*: when our interval excludes 0, supported if its sign is the reference's and not
+      supported if it is the opposite (a reference of exactly 0 against a resolved difference
+      disagrees); inconclusive when our interval includes 0.
+
+    The status is :func:`attnrank.verdicts.combine` over both parts and architectures.
+
+    Raises:
+        ConfigError: naming ``flips``/``reference``/``ours`` when their architectures differ, or
+        ``max_flip`` outside (0, 1).
+    """
+    if not 0 < max_flip < 1:
+        raise ConfigError("max_flip", f"got {max_flip!r}; expected a share in (0, 1)")
+    if not (set(flips) == set(reference) == set(ours)) or not flips:
+        raise ConfigError("flips", f"architectures differ or are missing: flips {sorted(flips)}, reference "
+                                   f"{sorted(reference)}, ours {sorted(ours)}")
+    res = ProtocolResult(status=INCONCLUSIVE, flip=dict(flips), ours=dict(ours), reference=dict(reference))
+    for a in sorted(flips):
+        res.parts[("stable", a)] = verdicts.classify(flips[a], max_flip, "below")
+        sign = {verdicts.SUPPORTED: 1.0, verdicts.NOT_SUPPORTED: -1.0}.get(verdicts.classify(ours[a], 0.0, "above"))
+        if sign is None:
+            res.parts[("agrees", a)] = INCONCLUSIVE
+        else:
+            same = np.sign(float(reference[a])) == sign
+            res.parts[("agrees", a)] = verdicts.SUPPORTED if same else verdicts.NOT_SUPPORTED
+    res.status = combine(res.parts.values())
+    return res
+
+
+@dataclass
+class SetEarlyResult:
+    """The set-early rule: ``status``; per architecture ``first`` (the first probe step whose rho
+    interval lies above the threshold, or None), ``limit`` (the last step counted as early),
+    ``per_arch`` (status) and ``shown`` (``(step, Estimate)`` at ``first``, or at the last early
+    step when none clears the threshold; None without early steps)."""
+
+    status: str
+    first: dict = field(default_factory=dict)
+    limit: dict = field(default_factory=dict)
+    per_arch: dict = field(default_factory=dict)
+    shown: dict = field(default_factory=dict)
+
+
+def set_early_rule(table: pd.DataFrame, *, rho_min: float = SET_EARLY_RHO,
+                   early_fraction: float = EARLY_FRACTION) -> SetEarlyResult:
+    """Is the final rank set early in training? Spearman's rho of the rank at step k against the final rank.
+
+    Args:
+        table: :func:`attnrank.protocol.rank_by_step` rows (``arch, step, final_step, estimate``).
+        rho_min: the correlation the rank at step k must clear.
+        early_fraction: "early" is ``step <= early_fraction * final_step``.
+
+    Per architecture, over the early steps in increasing order: supported if some step's interval
+    lies wholly above ``rho_min`` (the first such step is reported), not supported if every early
+    step's interval lies wholly below it, otherwise inconclusive at this scale (including no early
+    step at all). The claim is made for every architecture (:func:`attnrank.verdicts.combine`).
+
+    Raises:
+        ConfigError: naming ``table`` for missing columns, ``rho_min`` outside (-1, 1) or
+        ``early_fraction`` outside (0, 1).
+    """
+    missing = [c for c in ("arch", "step", "final_step", "estimate") if c not in table.columns]
+    if missing:
+        raise ConfigError("table", f"missing columns {missing}; got {list(table.columns)}")
+    if not -1 < rho_min < 1:
+        raise ConfigError("rho_min", f"got {rho_min!r}; expected a correlation in (-1, 1)")
+    if not 0 < early_fraction < 1:
+        raise ConfigError("early_fraction", f"got {early_fraction!r}; expected a fraction in (0, 1)")
+    res = SetEarlyResult(status=INCONCLUSIVE)
+    for a, d in table.sort_values("step").groupby("arch", sort=True):
+        res.limit[a] = early_fraction * float(d.final_step.max())
+        early = d[d.step <= res.limit[a]]
+        status = [verdicts.classify(e, rho_min, "above") for e in early.estimate]
+        hit = [s for s, st in zip(early.step, status) if st == verdicts.SUPPORTED]
+        res.first[a] = int(hit[0]) if hit else None
+        pick = early[early.step == hit[0]] if hit else early.tail(1)
+        res.shown[a] = (int(pick.step.iloc[0]), pick.estimate.iloc[0]) if len(pick) else None
+        if hit:
+            res.per_arch[a] = verdicts.SUPPORTED
+        elif status and all(s == verdicts.NOT_SUPPORTED for s in status):
+            res.per_arch[a] = verdicts.NOT_SUPPORTED
+        else:
+            res.per_arch[a] = INCONCLUSIVE
+    res.status = combine(res.per_arch.values()) if res.per_arch else INCONCLUSIVE
+    return res

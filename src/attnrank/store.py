@@ -8,13 +8,14 @@ stored. A run is keyed by a hash of its fully resolved :class:`~attnrank.profile
 world size), so a code change never serves a stale result.
 
 Layout of ``data/runs/<arch>-<key>/``: ``config.json``, ``train_log.csv``, ``eval_log.csv``,
-``ranks.parquet``, ``rank_summary.csv``, ``summary.json`` (with the git commit and whether the
-tree was dirty, ``None`` outside a checkout), ``model.safetensors`` and the
+``ranks.parquet``, ``rank_summary.csv``, ``sequences.parquet`` (per-sequence probe values),
+``summary.json`` (with the git commit and whether the tree was dirty, ``None`` outside a
+checkout), ``model.safetensors`` and the
 completion marker ``COMPLETE`` (a JSON manifest with the run's key and the SHA-256 of
 every file). Only a folder named ``<arch>-<16 hex digits>`` whose marker names the same
 key, whose files match their checksums and whose manifest, config and summary have the
-expected shape (:data:`MANIFEST_SCHEMA`, :data:`CONFIG_SCHEMA`, :data:`SUMMARY_SCHEMA`) is
-a result; anything else is ignored with a warning and trained again.
+expected shape (:data:`MANIFEST_SCHEMA`, :data:`CONFIG_SCHEMA`, :data:`SUMMARY_SCHEMA`, and
+:data:`SEQUENCES_SCHEMA` for the columns of ``sequences.parquet``) is a result; anything else is ignored with a warning and trained again.
 
 A run is written to a temporary folder ``.tmp-<key>-<pid>`` and renamed into place only
 when complete. Replacing a stored run (``force=True``, or a damaged one) first renames the
@@ -45,12 +46,14 @@ from filelock import FileLock
 from .data import data_dir
 from .errors import ConfigError
 from .profiles import ARCHS, RunConfig, resolve_config
+from .rank import MEASURES
 
 __all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "load_table", "sweep", "runs_dir"]
 
 log = logging.getLogger(__name__)
 
-_TABLES = {"train_log": "train_log.csv", "eval_log": "eval_log.csv", "ranks": "ranks.parquet", "rank_summary": "rank_summary.csv"}
+_TABLES = {"train_log": "train_log.csv", "eval_log": "eval_log.csv", "ranks": "ranks.parquet", "rank_summary": "rank_summary.csv",
+           "sequences": "sequences.parquet"}
 #: Name of a result folder: ``<arch>-<key>``.
 RESULT_NAME = re.compile(rf"(?:{'|'.join(ARCHS)})-([0-9a-f]{{16}})")
 #: Prefix of a result moved out of the way while its replacement is renamed into place.
@@ -99,6 +102,20 @@ SUMMARY_SCHEMA = {
         "vocab_size": _INTEGER, "pad_token_id": _INTEGER,
         "git_commit": {"type": ["string", "null"]}, "git_dirty": {"type": ["boolean", "null"]},
     },
+}
+
+_INTEGERS = {"enum": ["int16", "int32", "int64"]}
+#: Shape of ``sequences.parquet``, written as ``{column: Arrow type}`` (read from the file's
+#: footer): ``step`` and ``sequence`` integers, ``split`` a string (``"val"``: the held-out
+#: probe sequences; ``"train"``: the fixed training blocks), and one float32 column per rank
+#: measure of :data:`attnrank.rank.MEASURES`, at least one, nothing else.
+SEQUENCES_SCHEMA = {
+    "type": "object",
+    "required": ["step", "split", "sequence"],
+    "minProperties": 4,
+    "properties": {"step": _INTEGERS, "sequence": _INTEGERS, "split": {"enum": ["string", "large_string"]}},
+    "propertyNames": {"enum": ["step", "split", "sequence", *MEASURES]},
+    "additionalProperties": {"const": "float"},
 }
 
 
@@ -170,14 +187,28 @@ class Run:
         return self.path.name.rsplit("-", 1)[1]
 
     def table(self, name: str) -> pd.DataFrame:
-        """One of ``train_log``, ``eval_log``, ``ranks``, ``rank_summary``."""
+        """One of ``train_log``, ``eval_log``, ``ranks``, ``rank_summary``, ``sequences``.
+
+        ``sequences`` has one row per probe step, split (``"val"``, ``"train"``) and sequence,
+        and one float32 column per rank measure (the sequence's value averaged over layers
+        and heads); see :class:`attnrank.probe.RankProbe`.
+
+        Raises:
+            ConfigError: naming ``name`` for another name, or for ``sequences`` of a run stored
+            without it.
+        """
+        if name not in _TABLES:
+            raise ConfigError("name", f"got {name!r}; allowed values: {', '.join(_TABLES)}")
         file = self.path / _TABLES[name]
+        if not file.exists() and name == "sequences":
+            raise ConfigError("name", f"run {self.path.name} has no per-sequence table (stored by older code)")
         return pd.read_parquet(file) if file.suffix == ".parquet" else pd.read_csv(file)
 
     train_log = property(lambda self: self.table("train_log"))
     eval_log = property(lambda self: self.table("eval_log"))
     ranks = property(lambda self: self.table("ranks"))
     rank_summary = property(lambda self: self.table("rank_summary"))
+    sequences = property(lambda self: self.table("sequences"))
 
     def initial_model(self):
         """The model this run started from: same architecture and seed, untrained, in eval mode."""
@@ -200,7 +231,8 @@ class Run:
 def _validator(name: str):
     import jsonschema
 
-    schema = {"COMPLETE": MANIFEST_SCHEMA, "config.json": CONFIG_SCHEMA, "summary.json": SUMMARY_SCHEMA}[name]
+    schema = {"COMPLETE": MANIFEST_SCHEMA, "config.json": CONFIG_SCHEMA, "summary.json": SUMMARY_SCHEMA,
+              "sequences.parquet": SEQUENCES_SCHEMA}[name]
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -239,10 +271,23 @@ def _read(path: Path) -> Run | None:
         _validate(summary, "summary.json")
         if set(summary["initial_rank"]) != set(summary["final_rank"]):
             raise ValueError("summary.json has different measures in initial_rank and final_rank")
+        if "sequences.parquet" in manifest["files"]:
+            _validate(_arrow_columns(path / "sequences.parquet"), "sequences.parquet")
         return Run(path, config, summary)
     except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
         log.warning("run %s is damaged (%s); it will be trained again", path, exc)
         return None
+
+
+def _arrow_columns(file: Path) -> dict:
+    """``{column: Arrow type name}`` of a Parquet file, from its footer (the data are not read)."""
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(file)
+    except Exception as exc:  # pyarrow raises ArrowInvalid and others on a damaged file
+        raise ValueError(f"{file.name} is not a readable Parquet file ({exc})") from None
+    return {f.name: str(f.type) for f in schema if not f.name.startswith("__index_level")}
 
 
 def _result_path(root: Path, name: str) -> Path:
@@ -319,6 +364,8 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
     result.rank_summary.to_csv(tmp / "rank_summary.csv", index=False)
     from .provenance import git_state
 
+    if len(getattr(result, "sequences", ())):
+        result.sequences.to_parquet(tmp / "sequences.parquet", index=False)
     summary = {**result.summary, "key": key, "code_hash": code_hash(), **git_state(),
                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     if result.model is not None:
@@ -463,7 +510,7 @@ ID_COLUMNS = ("key", "arch", "profile", "tau", "head_dim", "num_heads", "hidden_
 
 
 def load_table(runs: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Concatenate one table (``train_log``, ``eval_log``, ``ranks``, ``rank_summary``) over ``runs``.
+    """Concatenate one table (``train_log``, ``eval_log``, ``ranks``, ``rank_summary``, ``sequences``) over ``runs``.
 
     ``runs`` is a :func:`load_runs` / :func:`sweep` frame; each row of the result carries
     the run's :data:`ID_COLUMNS`.

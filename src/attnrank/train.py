@@ -3,7 +3,10 @@
 :func:`train` runs one :class:`~attnrank.profiles.RunConfig`: it builds the tokenizer,
 the token blocks and the model, then trains with the stock ``Trainer`` (AdamW, linear
 warm-up and decay, gradient clipping at 1) while :class:`RankCallback` probes attention
-ranks and validation loss at step 0 (initialisation) and every ``rank_every`` steps.
+ranks and validation loss on the schedule of :func:`probe_steps`: step 0 (initialisation),
+the powers of two below ``rank_every`` (1, 2, 4, ...: the first steps on a log scale), then every ``rank_every`` steps and the last step. Each probe also
+measures :data:`TRAIN_PROBE_SIZE` fixed training blocks, recorded per sequence beside the
+held-out probe sequences (:attr:`TrainResult.sequences`).
 On CUDA it trains under bf16 autocast (the attention softmax stays in float32) with
 TF32 matmuls on one GPU (never ``DataParallel``); otherwise on the CPU in float32. The
 rank probes and the validation loss always run in float32 without autocast or TF32
@@ -34,12 +37,17 @@ from transformers import (
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import logging as hf_logging
 
-from .errors import ConfigError, RunFailed
+from .errors import ConfigError, RunFailed, check_int
 from .probe import RankProbe
 from .profiles import RunConfig
 from .models import model_from_config, tokenizer_pad_id
 
-__all__ = ["TrainResult", "RankCallback", "prepare_data", "probe_indices", "training_arguments", "train", "device_name", "precision", "run_environment"]
+__all__ = ["TrainResult", "RankCallback", "TRAIN_PROBE_SIZE", "probe_steps", "training_probe_ids", "prepare_data",
+           "probe_indices", "training_arguments", "train", "device_name", "precision", "run_environment"]
+
+#: Training blocks measured at every probe beside the held-out probe sequences (per-sequence
+#: records only: the study averaged its ranks over 4 training and 4 test examples).
+TRAIN_PROBE_SIZE = 16
 
 
 def device_name() -> str:
@@ -119,7 +127,11 @@ class _Blocks(torch.utils.data.Dataset):
 
 @dataclass
 class TrainResult:
-    """What a run produced: logs as DataFrames and a summary dict."""
+    """What a run produced: logs as DataFrames and a summary dict.
+
+    ``sequences`` is :attr:`attnrank.probe.RankProbe.sequences` (one row per probe step, split
+    and sequence); empty when not recorded.
+    """
 
     train_log: pd.DataFrame
     eval_log: pd.DataFrame
@@ -127,16 +139,41 @@ class TrainResult:
     rank_summary: pd.DataFrame
     summary: dict
     model: torch.nn.Module | None = field(default=None, repr=False)
+    sequences: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+
+
+def probe_steps(max_steps: int, rank_every: int) -> list[int]:
+    """The training steps at which a run is probed, in increasing order.
+
+    Step 0 (the initialisation), every power of two below ``rank_every`` (1, 2, 4, 8, ...),
+    every multiple of ``rank_every`` up to ``max_steps``, and ``max_steps`` itself. For the
+    ``ci`` profile (``max_steps=40, rank_every=10``): ``[0, 1, 2, 4, 8, 10, 20, 30, 40]``.
+
+    Raises:
+        ConfigError: naming ``max_steps`` or ``rank_every`` when it is not a positive integer.
+    """
+    max_steps = check_int("max_steps", max_steps, low=1)
+    rank_every = check_int("rank_every", rank_every, low=1)
+    early = {2**k for k in range(rank_every.bit_length()) if 2**k < rank_every}
+    regular = set(range(0, max_steps + 1, rank_every))
+    return sorted(s for s in {0, max_steps} | early | regular if s <= max_steps)
+
+
+def training_probe_ids(blocks: np.ndarray, size: int = TRAIN_PROBE_SIZE) -> torch.Tensor:
+    """``[min(size, len(blocks)), n]`` training blocks spread evenly over ``blocks [N, n]`` (fixed, no RNG)."""
+    idx = np.linspace(0, len(blocks) - 1, min(size, len(blocks))).round().astype(int)
+    return torch.from_numpy(np.asarray(blocks)[idx])
 
 
 class RankCallback(TrainerCallback):
-    """Probes ranks and validation loss at step 0 and every ``rank_every`` steps; stops on NaN.
+    """Probes ranks and validation loss at the steps of :func:`probe_steps`; stops on NaN.
 
     Adds the mean rtol-1e-2 rank to the logged values so the progress output shows it.
     """
 
     def __init__(self, probe: RankProbe, rank_every: int, max_steps: int):
         self.probe, self.rank_every, self.max_steps = probe, rank_every, max_steps
+        self.steps = frozenset(probe_steps(max_steps, rank_every))
         self.train_rows: list[dict] = []
         self.failure: dict | None = None
         self.last: dict = {}
@@ -158,7 +195,7 @@ class RankCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, model=None, **kw):
         step = state.global_step
-        if step % self.rank_every == 0 or step == self.max_steps:
+        if step in self.steps:
             self._probe(model, step)
         if self.failure:
             control.should_training_stop = True
@@ -240,7 +277,7 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    probe = RankProbe(probe_ids, val_batches)
+    probe = RankProbe(probe_ids, val_batches, train_ids=training_probe_ids(dataset.blocks.numpy()))
     callback = RankCallback(probe, cfg.rank_every, cfg.max_steps)
     with tempfile.TemporaryDirectory() as tmp:
         args = training_arguments(cfg, output_dir or tmp, progress=progress)
@@ -289,5 +326,5 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
     }
     return TrainResult(
         train_log=pd.DataFrame(callback.train_rows), eval_log=eval_log, ranks=probe.ranks,
-        rank_summary=rank_summary, summary=summary, model=model if keep_model else None,
+        rank_summary=rank_summary, summary=summary, model=model if keep_model else None, sequences=probe.sequences,
     )

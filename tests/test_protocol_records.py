@@ -1,0 +1,176 @@
+"""Per-sequence probe records, the log-spaced probe schedule, their storage, and the tables built on them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnrank import protocol, store
+from attnrank.errors import ConfigError
+from attnrank.profiles import resolve_config
+from attnrank.rank import MEASURES
+from attnrank.train import TRAIN_PROBE_SIZE, TrainResult, probe_steps
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """A private, empty run store."""
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+    return tmp_path / "runs"
+
+
+def test_probe_schedule_is_log_spaced_below_rank_every():
+    ci = resolve_config("gpt2", "ci")
+    assert probe_steps(ci.max_steps, ci.rank_every) == [0, 1, 2, 4, 8, 10, 20, 30, 40]
+    quick = resolve_config("gpt2", "quick")
+    assert probe_steps(quick.max_steps, quick.rank_every) == [0, 1, 2, 4, 8, 16, 32, 64, 100, 200, 300, 400]
+    assert probe_steps(20, 5) == [0, 1, 2, 4, 5, 10, 15, 20]
+    assert probe_steps(7, 10) == [0, 1, 2, 4, 7]  # the last step is always probed
+    assert probe_steps(1, 1) == [0, 1]
+    with pytest.raises(ConfigError, match="rank_every"):
+        probe_steps(40, 0)
+
+
+@pytest.mark.slow
+def test_trained_run_records_every_sequence_at_every_scheduled_step(runs):
+    """README, "Per-sequence probe records": a trained ci run has one row per scheduled step, split and
+    sequence, and its held-out rows average to the stored summary."""
+    cfg = resolve_config("gpt2", "ci")
+    r = store.run(cfg)
+    steps = [0, 1, 2, 4, 8, 10, 20, 30, 40]
+    seq, summary = r.sequences, r.rank_summary
+    assert sorted(set(r.ranks.step)) == steps and sorted(set(summary.step)) == steps
+    assert sorted(set(seq.step)) == steps
+    sizes = seq.groupby(["step", "split"]).sequence.nunique().unstack()
+    assert (sizes["val"] == cfg.probe_size).all() and (sizes["train"] == TRAIN_PROBE_SIZE).all()
+    assert len(seq) == len(steps) * (cfg.probe_size + TRAIN_PROBE_SIZE)
+    assert all(seq[m].dtype == np.float32 for m in MEASURES)
+    # the held-out sequences' mean is the stored summary mean, for every measure and step
+    means = seq[seq.split == "val"].groupby("step")[list(MEASURES)].mean(numeric_only=True)
+    for m in MEASURES:
+        expected = summary[summary.measure == m].set_index("step")["mean"]
+        np.testing.assert_allclose(means[m].to_numpy(float), expected.loc[means.index].to_numpy(), rtol=2e-6)
+    # the training blocks are other sequences than the held-out ones
+    final = seq[seq.step == 40]
+    assert not np.allclose(final[final.split == "train"].effective_rank.mean(),
+                           final[final.split == "val"].effective_rank.mean(), rtol=1e-7)
+
+
+def _fake(sequences):
+    def train(cfg, progress=False):
+        log = pd.DataFrame({"step": [0, cfg.max_steps], "loss": [7.0, 3.0]})
+        summary = {"status": "complete", "failure": None, "steps": cfg.max_steps, "initial_val_loss": 7.0,
+                   "final_val_loss": 3.0, "initial_rank": {"effective_rank": 9.0}, "final_rank": {"effective_rank": 4.0},
+                   "wall_seconds": 0.5, "probe_seconds": 0.1, "validation_seconds": 0.1, "device": "cpu"}
+        return TrainResult(train_log=log, eval_log=log, ranks=log, rank_summary=log, summary=summary, model=None,
+                           sequences=sequences)
+    return train
+
+
+SEQ = pd.DataFrame({"step": np.array([0, 0, 0, 7], np.int32), "split": ["val", "val", "train", "val"],
+                    "sequence": np.array([0, 1, 0, 0], np.int32),
+                    "effective_rank": np.array([1.5, 2.25, 3.0, 4.125], np.float32),
+                    "rank_atol_1e-8": np.array([31, 30, 32, 29], np.float32)})
+
+
+def test_sequences_table_round_trips_through_the_store(runs, monkeypatch):
+    """README, "Per-sequence probe records": the table comes back as written, and one of the wrong
+    shape makes the run damaged (trained again)."""
+    monkeypatch.setattr("attnrank.train.train", _fake(SEQ))
+    r = store.run(arch="gpt2", profile="ci", max_steps=7)
+    assert (r.path / "sequences.parquet").exists()
+    pd.testing.assert_frame_equal(r.sequences, SEQ, check_dtype=True)
+    pd.testing.assert_frame_equal(store.load_table(store.load_runs(), "sequences")[SEQ.columns], SEQ)
+    # a float64 measure column (or an unknown column) is the wrong shape, even with valid checksums
+    for bad in (SEQ.astype({"effective_rank": "float64"}), SEQ.assign(other=np.float32(1)), SEQ.drop(columns="split")):
+        bad.to_parquet(r.path / "sequences.parquet", index=False)
+        manifest = json.loads((r.path / "COMPLETE").read_text())
+        manifest["files"]["sequences.parquet"] = hashlib.sha256((r.path / "sequences.parquet").read_bytes()).hexdigest()
+        (r.path / "COMPLETE").write_text(json.dumps(manifest))
+        assert store.load_runs().empty
+    assert store.run(arch="gpt2", profile="ci", max_steps=7).fresh
+
+
+def test_a_run_without_records_says_so(runs, monkeypatch):
+    monkeypatch.setattr("attnrank.train.train", _fake(pd.DataFrame()))
+    r = store.run(arch="gpt2", profile="ci", max_steps=7)
+    assert not (r.path / "sequences.parquet").exists()
+    with pytest.raises(ConfigError, match="per-sequence"):
+        r.sequences
+    with pytest.raises(ConfigError, match="allowed values"):
+        r.table("nope")
+
+
+def _records(stock_train, stock_val, cold_value, steps=(0, 10), n_runs=1):
+    rows = []
+    for tau, key0 in ((1.0, "s"), (1e-3, "c")):
+        for k in range(n_runs):
+            for step in steps:
+                for split, vals in (("train", stock_train), ("val", stock_val)):
+                    for i, v in enumerate(vals):
+                        rows.append({"key": f"{key0}{k}", "arch": "bert", "tau": tau, "step": step, "split": split,
+                                     "sequence": i, "rank_atol_1e-8": v if tau == 1.0 else cold_value})
+    return pd.DataFrame(rows)
+
+
+def test_study_draws_flip_as_often_as_the_one_outlier_sequence_is_drawn():
+    # stock: one training sequence at 1, the other 15 at 0; cold: 0.1 everywhere. A draw of 4 + 4
+    # holds the outlier with probability 4/8, and then reads stock > cold (+1/8 - 0.1); the mean over
+    # every sequence reads stock < cold (1/16 - 0.1), so half the draws flip.
+    seq = _records([1.0] + [0.0] * 7, [0.0] * 8, 0.1)
+    ref = protocol.study_reference(seq)
+    np.testing.assert_allclose(ref.stat, [1 / 16 - 0.1] * 2)
+    draws = protocol.study_draws(seq, n_draws=4000, seed=1)
+    assert len(draws) == 4000 * 2 and set(np.round(draws.stat, 12)) == {round(1 / 8 - 0.1, 12), -0.1}
+    flips = protocol.flip_rate(draws, ref)
+    assert list(flips.step) == [0, 10] and (flips.draws == 4000).all()
+    est = flips.estimate.iloc[0]
+    assert abs(est.value - 0.5) < 0.03 and est.low < 0.5 < est.high and est.n == 4000
+    # drawing every sequence (8 + 8) reproduces the reference: nothing flips
+    all_in = protocol.study_draws(seq, examples=(8, 8), n_draws=50)
+    np.testing.assert_allclose(all_in.stat, 1 / 16 - 0.1)
+    assert (protocol.flip_rate(all_in, ref).flips == 0).all()
+    with pytest.raises(ConfigError, match="examples"):
+        protocol.study_draws(seq, examples=(9, 4))
+    with pytest.raises(ConfigError, match="tau"):
+        protocol.study_draws(seq[seq.tau == 1.0])
+
+
+def test_study_draws_pick_one_run_per_temperature():
+    seq = _records([2.0] * 8, [2.0] * 8, 1.0, n_runs=3)
+    seq.loc[seq.key == "s2", "rank_atol_1e-8"] = 0.0  # one stock run below the cold runs
+    draws = protocol.study_draws(seq, n_draws=3000)
+    low = draws.key_stock == "s2"
+    assert set(draws[low].stat) == {-1.0} and set(draws[~low].stat) == {1.0}
+    assert abs(low.mean() - 1 / 3) < 0.03
+    assert protocol.study_reference(seq).stat.iloc[0] == pytest.approx(4 / 3 - 1)
+
+
+def test_rank_by_step_correlates_every_step_with_the_last():
+    rng = np.random.default_rng(0)
+    final = rng.normal(size=30)
+    rows = []
+    for i, f in enumerate(final):
+        for step, v in ((0, rng.normal()), (5, -f), (10, f + 0.01 * rng.normal()), (40, f)):
+            rows.append({"key": f"k{i}", "arch": "gpt2", "step": step, "measure": "effective_rank", "mean": v})
+    t = protocol.rank_by_step(pd.DataFrame(rows), "effective_rank", n_resamples=2000)
+    assert list(t.step) == [0, 5, 10] and (t.final_step == 40).all() and (t.n == 30).all()
+    assert abs(t.rho.iloc[0]) < 0.5 and t.rho.iloc[1] == -1.0 and t.rho.iloc[2] > 0.99
+    with pytest.raises(ConfigError, match="measure"):
+        protocol.rank_by_step(pd.DataFrame(rows), "stable_rank")
+
+
+def test_agreement_names_each_protocols_side():
+    from attnrank.stats import Estimate
+
+    up, down, open_ = (Estimate(v, lo, hi, 5, "t") for v, lo, hi in ((2, 1, 3), (-2, -3, -1), (1, -1, 3)))
+    text = protocol.agreement({"bert": 20.0, "gpt2": 9.0, "x": 1.0}, {"bert": down, "gpt2": up, "x": open_},
+                              {"bert": "BERT", "gpt2": "GPT-2"})
+    assert text[0].startswith("for BERT they part: the study's rank puts tau = 1 higher (difference 20.00")
+    assert "the effective rank tau = 0.001 (-2.00" in text[0].replace("−", "-")
+    assert text[1] == "for GPT-2 both protocols rank tau = 1 higher"
+    assert text[2].startswith("for x they part") and text[2].endswith(", unresolved)")
