@@ -27,7 +27,7 @@ def test_probe_schedule_is_log_spaced_below_rank_every():
     ci = resolve_config("gpt2", "ci")
     assert probe_steps(ci.max_steps, ci.rank_every) == [0, 1, 2, 4, 8, 10, 20, 30, 40]
     quick = resolve_config("gpt2", "quick")
-    assert probe_steps(quick.max_steps, quick.rank_every) == [0, 1, 2, 4, 8, 16, 32, 64, 100, 200, 300, 400]
+    assert probe_steps(quick.max_steps, quick.rank_every) == [0, 1, 2, 4, 8, 16, 32, 50, 100, 150, 200, 250]
     assert probe_steps(20, 5) == [0, 1, 2, 4, 5, 10, 15, 20]
     assert probe_steps(7, 10) == [0, 1, 2, 4, 7]  # the last step is always probed
     assert probe_steps(1, 1) == [0, 1]

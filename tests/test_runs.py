@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+
+from attnrank.train import probe_steps
 from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
 
 from attnrank import runs
@@ -93,7 +95,7 @@ def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(pr
         pd.testing.assert_frame_equal(probe.ranks, stored, check_dtype=False)
     wide = run.ranks(long=False)
     assert set(wide.columns) == {"step", "layer", "head", *run.summary["initial_rank"]}
-    assert len(wide) == 2 * cfg.num_layers * cfg.num_heads
+    assert len(wide) == len(probe_steps(cfg.max_steps, cfg.rank_every)) * cfg.num_layers * cfg.num_heads  # 0, 1, 2, 4, 8, 10
     again = runs.get(cfg)
     assert not again.fresh and again.key == run.key
 
