@@ -73,6 +73,7 @@ seeds = None
 taus = None
 head_dims = None
 mc_samples = 256
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import warnings
@@ -91,7 +92,7 @@ from attnrank.errors import ConfigError
 from attnrank.plots import sweeps
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "mc_samples"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "mc_samples", "dataset"))
 mc_samples = 256 if mc_samples is None else mc_samples
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
@@ -111,7 +112,7 @@ fmt_tau = rules.fmt_setting  # grid values for prose: 0.001, 1, 32
 # %%
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 t0 = time.perf_counter()
-runs = store.sweep(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds), progress=False)
+runs = store.sweep(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), progress=False)
 sweep_seconds = time.perf_counter() - t0
 TAU_MIN = float(min(grid["taus"]))
 HD_TAUS = sorted({1.0, TAU_MIN}, reverse=True)

@@ -53,6 +53,7 @@ taus = None
 head_dims = None
 level_quantile = 0.75   # the convergence level is this quantile of the runs' final training losses (per arch)
 smooth = 3              # logged training-loss points averaged before testing the level
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import time
@@ -66,7 +67,7 @@ from attnrank.errors import ConfigError
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth", "dataset"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 profile = book.setup(profile)
 MEASURES, ARCH_LABELS = rank.MEASURES, plots.ARCH_LABELS
@@ -84,7 +85,7 @@ rank_label = f"initial mean rank ({MEASURES[m].label})"
 # {glue:text}`loss_n_failed` diverged.
 
 # %%
-configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
 runs = store.sweep(configs, progress=False)
 default_head_dim = resolve_config("bert", profile).head_dim
 runs["sweep"] = np.where(runs.head_dim == default_head_dim, "temperature grid", "head-dimension grid")

@@ -28,6 +28,7 @@
 
 # %% tags=["parameters"]
 profile = "auto"
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import platform
@@ -38,7 +39,7 @@ import pandas as pd
 
 from attnrank import book, experiments, store
 
-book.check_parameters(globals(), ("profile",))
+book.check_parameters(globals(), ("profile", "dataset"))
 profile = book.setup(profile)
 
 # %% [markdown]
@@ -74,10 +75,20 @@ env
 # world size). The training time of each build is in the build log below.
 
 # %%
-runs = store.sweep(experiments.main_sweep(profile), progress=False)
+runs = store.sweep(experiments.main_sweep(profile, dataset=dataset), progress=False)
 book.glue("repro_n_runs", len(runs))
 table = runs[["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]]
 table.round({"final_val_loss": 4})
+
+# %% [markdown]
+# ## The scale of each verdict
+#
+# Each verdict of this build ({glue:text}`repro_profile` profile) and the runs it rests on: their
+# profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A `long`
+# or `paper` build computes the same verdicts on longer-trained or larger models.
+
+# %%
+book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=dataset), display=True)
 
 # %% [markdown]
 # ## Build times

@@ -66,6 +66,7 @@ import torch
 from IPython.display import Markdown, display
 from attnrank import book
 from attnrank.errors import ConfigError
+from attnrank.profiles import base_profile
 
 book.check_parameters(globals(), ("profile", "seed", "taus", "head_dims", "n", "steps", "n_seeds"))
 profile = book.setup(profile)
@@ -80,7 +81,7 @@ DEFAULTS = {
                   n_seeds=6, log_every=20),
     "paper": dict(n=128, steps=2000, taus=[float(f"{t:.3g}") for t in np.logspace(-2, 1, 13)],
                   head_dims=[1, 2, 4, 16, 32, 64, 128], n_seeds=6, log_every=20),
-}[profile]
+}[base_profile(profile)]  # long: the quick sizes
 if taus is not None:
     if 1.0 not in taus:
         raise ConfigError("taus", f"got {taus!r}; the grid must contain the standard tau = 1")

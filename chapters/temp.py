@@ -81,6 +81,7 @@ seeds = None
 taus = None
 head_dims = None
 tau = 0.25
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import warnings
@@ -100,7 +101,7 @@ from attnrank.plots import sweeps
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "tau"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "tau", "dataset"))
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
 BASELINE = 1.0
@@ -129,13 +130,13 @@ _init_std = {a: models.build_model(a, hidden_size=32, num_layers=1, num_heads=2,
 assert len(set(_init_std.values())) == 1, _init_std
 book.glue("temp_init_std", float(next(iter(_init_std.values()))))
 t0 = time.perf_counter()
-runs = store.sweep(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds), progress=False)
+runs = store.sweep(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), progress=False)
 sweep_seconds = time.perf_counter() - t0
 
 head_dim0 = resolve_config("bert", profile).head_dim  # the profile's standard head dimension (same for both archs)
 missing = [t for t in sorted({tau, BASELINE}) if not any(math.isclose(t, g, rel_tol=1e-9) for g in grid["taus"])]
 t0 = time.perf_counter()
-extra = (store.sweep(experiments.tau_sweep(profile, taus=missing, seeds=list(grid["seeds"])), progress=False)
+extra = (store.sweep(experiments.tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), progress=False)
          if missing else runs.iloc[:0])
 extra_seconds = time.perf_counter() - t0
 

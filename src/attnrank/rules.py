@@ -22,6 +22,8 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 * :func:`lever_comparison` - claim (iii): temperature is the stronger lever on the initial rank,
   compared over the range a user can set: range of the mean rank over the whole temperature grid
   minus its range over the whole head-dimension grid (:func:`attnrank.stats.compare_spans`).
+* :func:`seq_len_rule` - generality in sequence length: the trained rank stays below the study's
+  bound ``(1 - 1/e) n + 1`` at every ``n`` (``final_<measure>``, ``max_len``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 __all__ = [
     "RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule",
     "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
-    "lever_comparison",
+    "lever_comparison", "SeqLenResult", "seq_len_rule",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -365,3 +367,52 @@ def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str,
         out[a] = ArchResult(v, None, "", spread, parts)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out,
                         len(t) + len(h))
+
+
+# ------------------------------------------------------------------------- sequence length
+@dataclass(frozen=True)
+class SeqLenResult:
+    """The sequence-length rule on one measure.
+
+    ``status`` combines the cases (:func:`attnrank.verdicts.combine`); ``cases`` maps
+    ``(arch, n)`` to the classified :class:`~attnrank.verdicts.Verdict` of the trained rank
+    against the study's bound at that ``n``; ``n_runs`` counts the complete runs.
+    """
+
+    status: str
+    cases: dict
+    n_runs: int
+
+    def worst(self) -> tuple:
+        """The ``(arch, n)`` whose trained rank comes closest to (or goes furthest above) its bound, relative to ``n``."""
+        return max(self.cases, key=lambda k: (self.cases[k].estimate.high - self.cases[k].threshold) / k[1])
+
+
+def seq_len_rule(runs: pd.DataFrame, measure: str) -> SeqLenResult:
+    """Does the trained rank stay below the study's bound ``(1 - 1/e) n + 1`` at every sequence length?
+
+    For each architecture and sequence length ``n`` (the runs' ``max_len``), the mean over seeds of
+    ``final_<measure>`` with its 95% Student-t interval (:func:`attnrank.stats.mean_ci`) is classified
+    against ``(1 - 1/e) n + 1`` with ``"below"`` predicted (:func:`attnrank.verdicts.classify`):
+    supported if the whole interval lies below the bound, not supported if it lies wholly above it,
+    inconclusive otherwise (one seed: no interval). The claim is made for every case, so the
+    verdict is :func:`attnrank.verdicts.combine` of them.
+
+    Raises:
+        ConfigError: naming ``runs`` for missing columns or no complete run, ``measure`` for an
+        unknown measure.
+    """
+    from .rank import check_measures
+    from .theory import study_bound
+
+    (measure,) = check_measures(measure)
+    col = f"final_{measure}"
+    _need(runs, ["arch", "max_len", "status", col])
+    ok = runs[runs.status == "complete"]
+    if ok.empty:
+        raise ConfigError("runs", "no complete run")
+    cases = {}
+    for (arch, n), g in ok.groupby(["arch", "max_len"], sort=True):
+        est = stats.mean_ci(g[col].to_numpy(float))
+        cases[(arch, int(n))] = judge(est, study_bound(int(n)), "below")
+    return SeqLenResult(combine(v.status for v in cases.values()), cases, len(ok))
