@@ -164,6 +164,14 @@ def test_long_profile_is_quick_trained_ten_times_longer(clean_env):
     assert {c.max_steps for c in experiments.main_sweep("auto")} == {4000}
 
 
+def test_chapters_size_per_profile_tables_by_the_base_profile():
+    """A chapter with its own per-profile sizes (Monte Carlo samples, the toy task) looks them up
+    by :func:`base_profile`, so ``-p profile long`` runs it at the quick sizes instead of failing."""
+    for path in sorted(CHAPTERS.glob("*.py")):
+        source = path.read_text()
+        assert "}[profile]" not in source and "DEFAULTS[profile]" not in source, path.name
+
+
 def test_long_profile_on_the_command_line(clean_env, capsys):
     assert main(["sweep", "--profile", "long", "--chapters", "dynamics", "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("52 runs of the long profile")
