@@ -88,7 +88,7 @@ table.round({"final_val_loss": 4})
 # or `paper` build computes the same verdicts on longer-trained or larger models.
 
 # %%
-book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=dataset), display=True)
+book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=dataset), display=True);
 
 # %% [markdown]
 # ## Build times
