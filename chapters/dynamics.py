@@ -40,6 +40,7 @@ taus = None
 head_dims = None
 heatmap_tau = 1.0        # temperature ratio of the layer x head heat maps (must be in the sweep)
 stable_tolerance = 0.1   # a run is "stable" if its relative change of mean rank is at most this
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import time
@@ -53,7 +54,7 @@ from attnrank.errors import ConfigError
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance", "dataset"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 if not any(np.isclose(heatmap_tau, t) for t in grid["taus"]):
     raise ConfigError("heatmap_tau", f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): "
@@ -75,7 +76,7 @@ rank_measures_only = [mm for mm in MEASURES if MEASURES[mm].kind != "entropy"]
 # trains each run once (the first chapter that needs it); afterwards this cell only reads.
 
 # %%
-sweep = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds), long=False)
+sweep = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
 default_head_dim = resolve_config("bert", profile).head_dim
 sweep["sweep"] = np.where(sweep.head_dim == default_head_dim, "temperature grid", "head-dimension grid")
 ok_runs, failed = sweep[sweep.status == "complete"], sweep[sweep.status != "complete"]

@@ -64,6 +64,7 @@ seeds = None
 taus = None
 head_dims = None
 mc_samples = 256
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import time
@@ -78,7 +79,7 @@ from attnrank import baselines, book, evidence, experiments, rank, rules, runs, 
 from attnrank.plots import sweeps
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "mc_samples"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "mc_samples", "dataset"))
 mc_samples = 256 if mc_samples is None else mc_samples
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
@@ -94,7 +95,7 @@ RANK_MEASURES = [m for m in rank.MEASURES if m != "attention_entropy"]  # the ru
 
 # %%
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-sweep_runs = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds), long=False)
+sweep_runs = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
 TAU_MIN = float(min(grid["taus"]))
 HD_TAUS = sorted({1.0, TAU_MIN}, reverse=True)
 head_dim0, hidden = resolve_config("bert", profile).head_dim, resolve_config("bert", profile).hidden_size

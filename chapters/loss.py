@@ -51,6 +51,7 @@ taus = None
 head_dims = None
 level_quantile = 0.75   # the convergence level is this quantile of the runs' final training losses (per arch)
 smooth = 3              # logged training-loss points averaged before testing the level
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import time
@@ -63,7 +64,7 @@ from attnrank import baselines, book, evidence, experiments, plots, rank, rules,
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth", "dataset"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 profile = book.setup(profile)
 MEASURES, ARCH_LABELS, m = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
@@ -79,7 +80,7 @@ rank_label = f"initial mean rank ({MEASURES[m].label})"
 # {glue:text}`loss_n_failed` diverged.
 
 # %%
-sweep = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds), long=False)
+sweep = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
 default_head_dim = resolve_config("bert", profile).head_dim
 sweep["sweep"] = np.where(sweep.head_dim == default_head_dim, "temperature grid", "head-dimension grid")
 t_loaded = time.perf_counter()  # the analysis below reads the store only

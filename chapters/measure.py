@@ -37,6 +37,7 @@ taus = None
 head_dims = None
 probe_size = 64
 tau_grid_extreme = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import time
@@ -48,7 +49,7 @@ from attnrank import book, experiments, models, store
 from attnrank import measure as ms
 from attnrank.plots import measure as plots
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme", "dataset"))
 tau_grid_extreme = sorted(set(tau_grid_extreme) | {1.0})  # tau = 1 (the trained model) is always probed
 profile = book.setup(profile)
 
@@ -62,7 +63,7 @@ profile = book.setup(profile)
 # exactly the weights training started from). Runs that diverged are listed, never silently dropped.
 
 # %%
-configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
 runs = store.sweep(configs, progress=False)
 t_chapter = time.perf_counter()  # the chapter's own compute starts here
 failed = runs[runs.status != "complete"]

@@ -26,6 +26,7 @@
 
 # %% tags=["parameters"]
 profile = "auto"
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import platform
@@ -36,7 +37,7 @@ import pandas as pd
 
 from attnrank import book, experiments, runs, store
 
-book.check_parameters(globals(), ("profile",))
+book.check_parameters(globals(), ("profile", "dataset"))
 profile = book.setup(profile)
 
 # %% [markdown]
@@ -71,10 +72,20 @@ env
 # time of each build is in the build log below.
 
 # %%
-sweep = runs.table(experiments.main_sweep(profile), long=False)
+sweep = runs.table(experiments.main_sweep(profile, dataset=dataset), long=False)
 book.glue("repro_n_runs", len(sweep))
 table = sweep[["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]]
 table.round({"final_val_loss": 4})
+
+# %% [markdown]
+# ## The scale of each verdict
+#
+# Each verdict of this build ({glue:text}`repro_profile` profile) and the runs it rests on: their
+# profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A `long`
+# or `paper` build computes the same verdicts on longer-trained or larger models.
+
+# %%
+book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=dataset), display=True);
 
 # %% [markdown]
 # ## Build times

@@ -73,6 +73,7 @@ seeds = None
 taus = None
 head_dims = None
 tau = 0.25
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import math
@@ -89,7 +90,7 @@ from attnrank.plots import sweeps
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "tau"))
+book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "tau", "dataset"))
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
 BASELINE, PRIMARY, fmt_tau = 1.0, experiments.PRIMARY_MEASURE, rules.fmt_setting  # fmt_tau: 0.001, 1, 9.7e7
@@ -105,7 +106,7 @@ RANK_MEASURES = [m for m in rank.MEASURES if m != "attention_entropy"]  # the ru
 
 # %%
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-tsweep = evidence.temperature_grid(profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds)
+tsweep = evidence.temperature_grid(profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
 failed, n_seeds, head_dim0 = tsweep[tsweep.status != "complete"], tsweep.seed.nunique(), int(tsweep.head_dim.iloc[0])
 for k, v in {"grid_text": rules.grid_text(grid["taus"]), "init_std": evidence.init_std(), "n_runs": len(tsweep),
              "n_seeds": n_seeds, "n_taus": tsweep.tau.nunique(), "head_dim": head_dim0, "tau": fmt_tau(tau),

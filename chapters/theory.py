@@ -48,6 +48,7 @@ profile = "auto"
 seed = 0
 head_dims = None
 mc_samples = None
+dataset = None  # training corpus of the sequence-length runs; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import math
@@ -59,7 +60,7 @@ from IPython.display import display
 
 from attnrank import book
 
-book.check_parameters(globals(), ("profile", "seed", "head_dims", "mc_samples"))
+book.check_parameters(globals(), ("profile", "seed", "head_dims", "mc_samples", "dataset"))
 profile = book.setup(profile)
 
 from attnrank.plots import theory as tplots
@@ -367,6 +368,41 @@ book.verdict("theory", status, summary)
 book.glue("theory_total_tested", sum(s.tested for s in sections.values() if s.check))
 book.glue("theory_total_violations", sum(s.violations for s in sections.values() if s.check))
 book.glue("theory_seconds", float(time.perf_counter() - t_chapter));
+
+# %% [markdown]
+# ## Rank and sequence length
+#
+# The bound above grows with $n$; so does the rank of content-free attention. Both models at
+# $\tau = 1$ are trained at $n \in$ {glue:text}`seq_len_ns` ({glue:text}`seq_len_setting`,
+# {glue:text}`seq_len_n_runs` runs), and their initial and trained ranks are set beside uniform
+# attention over the visible keys (causal for GPT-2) and the study's bound $(1 - 1/e)\,n + 1$.
+# **Rule, fixed before looking:** for each model and $n$, the mean trained effective rank over
+# seeds with its 95% Student-t interval is compared with the bound: supported if every interval
+# lies below it, not supported if any lies wholly above it, otherwise inconclusive at this scale.
+# The same rule is applied with every measure (the intro's robustness table).
+
+# %%
+from attnrank import book, experiments, rules, runs, seqlen
+from attnrank.rank import MEASURES
+from attnrank.plots.seqlen import rank_vs_seq_len
+
+sl_configs = experiments.seq_len_sweep(profile, dataset=dataset)
+sl_runs = runs.table(sl_configs, long=False)
+sl_table = seqlen.seq_len_table(sl_runs)
+c0 = sl_configs[0]
+sl_setting = f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), {c0.max_steps} steps"
+book.glue("seq_len_ns", ", ".join(map(str, experiments.SEQ_LENS)))
+book.glue("seq_len_setting", sl_setting)
+book.glue("seq_len_n_runs", len(sl_runs))
+sl_measures = ["effective_rank", "rank_rtol_1e-2"]
+book.show(rank_vs_seq_len(sl_table, sl_measures), sl_table[sl_table.measure.isin(sl_measures)], "seq_len",
+          f"Mean rank against sequence length, {sl_setting}, {sl_runs.seed.nunique()} seeds per setting "
+          f"({profile} build). Dashed: initialisation; solid with 95% intervals: trained; dotted: uniform "
+          f"attention (causal for GPT-2); black: the study's bound (1 - 1/e) n + 1.")
+sl_rules = {m: rules.seq_len_rule(sl_runs, m) for m in MEASURES}
+book.verdict("seq_len", sl_rules["effective_rank"].status,
+             seqlen.summary(sl_rules["effective_rank"], sl_table, "effective_rank", sl_setting),
+             by_measure={m: r.status for m, r in sl_rules.items()})
 
 # %% [markdown]
 # The verdict is printed above. What this means for the rest of the book: a "rank" is always a numerical rank,

@@ -264,7 +264,8 @@ def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("130 runs of the ci profile, 0 stored, 130 to train") and "process pool:" in out
-    assert len(experiments.book_runs("ci")) == 130 and experiments.book_runs("ci", ["theory", "target"]) == []
+    # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1
+    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 and experiments.book_runs("ci", ["target"]) == []
     for argv, param in ((["--executor", "dask"], "executor"), (["--chapters", "nope"], "chapters"),
                         (["--workers", "0"], "workers"), (["--threads-per-worker", "0"], "threads_per_worker")):
         assert main(["sweep", "--profile", "ci", *argv]) == 2
@@ -284,7 +285,7 @@ def test_book_build_sweeps_up_front(monkeypatch, tmp_path):
                                        "      - file: chapters/temp\n")
     app = SimpleNamespace(srcdir=str(tmp_path))
     sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="process"))
-    assert seen["configs"] == experiments.book_runs("ci", ["temp"]) and seen["executor"] == "process"
+    assert seen["configs"] == experiments.book_runs("ci", ["theory", "temp"]) and seen["executor"] == "process"
     assert seen["progress"] is True
     seen.clear()
     sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="off"))

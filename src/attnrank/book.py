@@ -46,6 +46,9 @@ class Param:
         optional: ``None`` is accepted (it means the profile's default).
         choices: the allowed values, if they are a fixed set.
         help: what the parameter means (shown in error messages).
+        validate: for values no fixed set or range describes (a dataset name), a check
+            ``validate(name, value) -> value`` applied last; it raises :class:`ConfigError`
+            naming ``name``.
     """
 
     kind: type
@@ -57,6 +60,7 @@ class Param:
     choices: tuple | None = None
     open_low: bool = False
     help: str = ""
+    validate: object = None
 
     def describe(self) -> str:
         """The allowed values, in words."""
@@ -122,7 +126,7 @@ class Param:
         too_low = self.low is not None and (value <= self.low if self.open_low else value < self.low)
         if too_low or (self.high is not None and value > self.high):
             raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
-        return value
+        return self.validate(name, value) if self.validate is not None else value
 
 
 def _bound(x, infinite: str) -> str:
@@ -150,7 +154,19 @@ PARAMETERS: dict[str, Param] = {
     "steps": Param(int, 1, 100_000, optional=True, help="training steps of the toy task"),
     "n_seeds": Param(int, 2, 100, optional=True, help="seeds per cell of the toy task"),
     "n_draws": Param(int, 10, 1_000_000, help="random draws of the study's examples and runs"),
+    "dataset": Param(str, optional=True, validate=lambda name, value: _check_dataset(name, value),
+                     help="the training corpus, 'shakespeare' or 'hf:NAME[:CONFIG]' (a hub dataset or a local folder); "
+                          "None is ATTNRANK_DATASET or 'shakespeare'"),
 }
+
+
+def _check_dataset(name: str, value: str) -> str:
+    from .data import check_dataset  # imports the data stack only when a chapter names a dataset
+
+    try:
+        return check_dataset(value)
+    except ConfigError as exc:
+        raise ConfigError(name, str(exc).split(": ", 1)[-1]) from None
 
 
 def check_parameters(namespace: dict, names) -> dict:

@@ -104,9 +104,14 @@ def _sweep(args) -> int:
         os.environ["ATTNRANK_THREADS"] = str(check_positive_int("threads_per_worker", args.threads_per_worker))
     if args.workers is not None:
         check_positive_int("workers", args.workers)
+    if args.dataset is not None:
+        from .data import check_dataset
+
+        # the chapters resolve their runs with the same variable, or they would not find these runs
+        os.environ["ATTNRANK_DATASET"] = check_dataset(args.dataset)
     profile = resolve_profile(args.profile)
     chapters = [c.strip() for c in args.chapters.split(",") if c.strip()] if args.chapters else None
-    configs = book_runs(profile, chapters)
+    configs = book_runs(profile, chapters, dataset=args.dataset)
     if args.dry_run:
         table = plan(configs)
         todo = table[~table.stored]
@@ -119,6 +124,9 @@ def _sweep(args) -> int:
     if args.threads_per_worker is not None:
         print(f"runs use {args.threads_per_worker} thread(s); build the book with ATTNRANK_THREADS="
               f"{args.threads_per_worker} so that the chapters find them")
+    if args.dataset is not None:
+        print(f"runs train on {os.environ['ATTNRANK_DATASET']}; build the book with ATTNRANK_DATASET="
+              f"{os.environ['ATTNRANK_DATASET']} so that the chapters find them")
     sweep(configs, executor=args.executor, workers=args.workers, address=args.address, desc=f"{profile} runs")
     return 0
 
@@ -135,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         t.add_argument(flag, type=_typed(kind), default=None, **kw)
 
     t.add_argument("--arch", required=True, help="bert or gpt2")
-    t.add_argument("--profile", default="auto", help="ci, quick, paper or auto (default)")
+    t.add_argument("--profile", default="auto", help="ci, quick, paper, long or auto (default)")
     number("--tau", float, help="temperature ratio: logits / (tau * sqrt(head_dim))")
     number("--num-heads", int)
     number("--head-dim", int)
@@ -148,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
     s = sub.add_parser("sweep", help="train (or find) every run the book's chapters need, before building it")
-    s.add_argument("--profile", default="auto", help="ci, quick, paper or auto (default)")
+    s.add_argument("--profile", default="auto", help="ci, quick, paper, long or auto (default)")
+    s.add_argument("--dataset", default=None,
+                   help="shakespeare or hf:NAME[:CONFIG] (a hub dataset or a local folder); default $ATTNRANK_DATASET or shakespeare")
     s.add_argument("--chapters", default=None, help="comma-separated chapter names (default: all)")
     s.add_argument("--executor", default="process", help="serial, process (default, a local pool) or ray")
     s.add_argument("--workers", type=_typed(int), default=None,

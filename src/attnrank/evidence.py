@@ -127,11 +127,12 @@ def load_table(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     return _load(runs, name)
 
 
-def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds=None) -> pd.DataFrame:
+def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
     """The runs of the temperature grid at the profile's standard head dimension, plus ``extra`` temperatures.
 
     The grid comes from the shared sweep (:func:`attnrank.experiments.main_sweep`); an ``extra``
-    value off the grid trains its own runs (both architectures, the grid's seeds). Returns the
+    value off the grid trains its own runs (both architectures, the grid's seeds); every run trains on
+    ``dataset`` (None: the profile's corpus, ``ATTNRANK_DATASET`` or Shakespeare). Returns the
     wide run frame sorted by ``arch, tau, seed``, with ``log10_tau``; ``attrs["missing"]`` lists
     the extra values that were off the grid and ``attrs["extra_seconds"]`` the time their runs took.
     """
@@ -143,11 +144,12 @@ def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds
     from .experiments import main_sweep, sweep_defaults, tau_sweep
 
     grid = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds), long=False)
+    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
     head_dim0 = resolve_config("bert", profile).head_dim
     missing = [t for t in sorted(set(extra)) if not any(math.isclose(t, g, rel_tol=1e-9) for g in grid["taus"])]
     t0 = time.perf_counter()
-    more = table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"])), long=False) if missing else wide.iloc[:0]
+    more = (table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), long=False) if missing
+            else wide.iloc[:0])
     seconds = time.perf_counter() - t0
     on_grid = wide[(wide.head_dim == head_dim0) & wide.tau.isin(grid["taus"])]
     out = pd.concat([on_grid, more]).drop_duplicates("key").sort_values(["arch", "tau", "seed"]).reset_index(drop=True)

@@ -3,16 +3,21 @@
 The chapters on dynamics, loss, temperature and head dimension share these runs through
 the run store, so a cold build trains each configuration once. Grids are defaults: each
 chapter's ``parameters`` cell can override them (``None`` means "the profile's default").
+Every sweep takes a ``dataset`` (``shakespeare`` or ``hf:NAME[:CONFIG]``); its default is the
+profile's, ``ATTNRANK_DATASET`` when set (:func:`attnrank.profiles.default_dataset`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from .errors import ConfigError, check_positive_int
 from .models import ARCHS, check_tau
-from .profiles import RunConfig, resolve_config, resolve_profile
+from .profiles import RunConfig, default_dataset, resolve_config, resolve_profile
 
 __all__ = ["PRIMARY_MEASURE", "TAU_GRID", "SWEEP_DEFAULTS", "sweep_defaults", "tau_sweep", "head_dim_sweep", "main_sweep",
-           "CHAPTERS", "book_runs"]
+           "SEQ_LENS", "SEQ_LEN_PRESET", "seq_len_sweep", "CHAPTERS", "book_runs",
+           "VERDICT_RUNS", "verdict_scales"]
 
 #: The rank measure verdicts are computed on (all others are reported beside it).
 PRIMARY_MEASURE = "effective_rank"
@@ -28,14 +33,26 @@ SWEEP_DEFAULTS = {
     "quick": dict(taus=TAU_GRID, head_dims=(8, 16, 32, 64), seeds=(0, 1)),
     "paper": dict(taus=TAU_GRID, head_dims=(16, 32, 64, 128), seeds=(0, 1, 2)),
 }
+SWEEP_DEFAULTS["long"] = dict(SWEEP_DEFAULTS["quick"])  # the quick grid, trained ten times longer
 
 
-def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=None) -> dict:
-    """The profile's grids with any of ``taus``, ``head_dims``, ``seeds`` overridden (validated).
+def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> dict:
+    """The profile's grids with any of ``taus``, ``head_dims``, ``seeds``, ``dataset`` overridden (validated).
 
-    ``seeds`` may be an int (that many seeds, 0..n-1) or a list of seeds.
+    ``seeds`` may be an int (that many seeds, 0..n-1) or a list of seeds. ``dataset`` (key
+    ``"dataset"``, normalised by :func:`attnrank.data.check_dataset`) defaults to the
+    profile's, ``ATTNRANK_DATASET`` or ``shakespeare``.
+
+    Raises:
+        ConfigError: naming ``profile``, ``taus``, ``head_dims``, ``seeds`` or ``dataset``.
     """
     d = dict(SWEEP_DEFAULTS[resolve_profile(profile)])
+    if dataset is None:
+        d["dataset"] = default_dataset()
+    else:
+        from .data import check_dataset
+
+        d["dataset"] = check_dataset(dataset)
     if taus is not None:
         d["taus"] = tuple(check_tau(t) for t in (taus if isinstance(taus, (list, tuple)) else [taus]))
     if head_dims is not None:
@@ -57,29 +74,67 @@ def _archs(archs) -> tuple[str, ...]:
     return archs
 
 
-def tau_sweep(profile: str = "auto", archs=ARCHS, taus=None, seeds=None, **overrides) -> list[RunConfig]:
-    """Configs over the temperature grid at the profile's head dimension."""
-    d = sweep_defaults(profile, taus=taus, seeds=seeds)
-    return [resolve_config(a, profile, tau=t, seed=s, **overrides) for a in _archs(archs) for t in d["taus"] for s in d["seeds"]]
+def tau_sweep(profile: str = "auto", archs=ARCHS, taus=None, seeds=None, dataset=None, **overrides) -> list[RunConfig]:
+    """Configs over the temperature grid at the profile's head dimension, trained on ``dataset``."""
+    d = sweep_defaults(profile, taus=taus, seeds=seeds, dataset=dataset)
+    return [resolve_config(a, profile, tau=t, seed=s, dataset=d["dataset"], **overrides)
+            for a in _archs(archs) for t in d["taus"] for s in d["seeds"]]
 
 
-def head_dim_sweep(profile: str = "auto", archs=ARCHS, head_dims=None, seeds=None, tau: float = 1.0, **overrides) -> list[RunConfig]:
+def head_dim_sweep(profile: str = "auto", archs=ARCHS, head_dims=None, seeds=None, tau: float = 1.0, dataset=None,
+                   **overrides) -> list[RunConfig]:
     """Configs over the head-dimension grid at fixed ``hidden_size`` (``num_heads = hidden_size / head_dim``)."""
-    d = sweep_defaults(profile, head_dims=head_dims, seeds=seeds)
-    return [resolve_config(a, profile, tau=tau, head_dim=h, seed=s, **overrides)
+    d = sweep_defaults(profile, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    return [resolve_config(a, profile, tau=tau, head_dim=h, seed=s, dataset=d["dataset"], **overrides)
             for a in _archs(archs) for h in d["head_dims"] for s in d["seeds"]]
 
 
-def main_sweep(profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, seeds=None) -> list[RunConfig]:
+def main_sweep(profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, seeds=None, dataset=None) -> list[RunConfig]:
     """Temperature sweep plus head-dimension sweep (at tau = 1 and at the smallest tau), without duplicates."""
-    d = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-    configs = tau_sweep(profile, archs, d["taus"], d["seeds"])
+    d = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    configs = tau_sweep(profile, archs, d["taus"], d["seeds"], dataset=d["dataset"])
     for t in sorted({1.0, min(d["taus"])}):
-        configs += head_dim_sweep(profile, archs, d["head_dims"], d["seeds"], tau=t)
+        configs += head_dim_sweep(profile, archs, d["head_dims"], d["seeds"], tau=t, dataset=d["dataset"])
     unique = {}
     for c in configs:
         unique.setdefault(c, c)
     return list(unique)
+
+
+#: Sequence lengths of the theory chapter's sequence-length runs.
+SEQ_LENS = (32, 64, 128, 256)
+
+#: Per profile: the profile whose sizes the sequence-length runs have (at ``tau = 1``, with
+#: ``max_len`` varied), further overrides and the seeds. Eight settings cost what a short
+#: chapter may add to a cold build: ``ci`` sizes at ``ci`` and, trained four times as long,
+#: at ``quick``; ``quick`` sizes at ``long`` and ``paper``.
+SEQ_LEN_PRESET = {
+    "ci": dict(sizes="ci", overrides={}, seeds=(0, 1, 2)),
+    "quick": dict(sizes="ci", overrides=dict(max_steps=160, warmup_steps=16, rank_every=40), seeds=(0, 1, 2)),
+    "long": dict(sizes="quick", overrides={}, seeds=(0, 1)),
+    "paper": dict(sizes="quick", overrides={}, seeds=(0, 1, 2)),
+}
+
+
+def seq_len_sweep(profile: str = "auto", archs=ARCHS, seq_lens=None, seeds=None, dataset=None) -> list[RunConfig]:
+    """Configs at ``tau = 1`` over the sequence lengths ``seq_lens`` (default :data:`SEQ_LENS`).
+
+    The runs have the sizes of ``SEQ_LEN_PRESET[profile]["sizes"]`` (their config's
+    ``profile`` field names it) and its ``overrides``, with ``max_len`` set to each sequence length; a longer
+    sequence also makes every training batch and probe longer.
+
+    Raises:
+        ConfigError: naming ``seq_lens`` (an integer >= 8, within memory), ``seeds``,
+        ``dataset`` or ``profile``.
+    """
+    preset = SEQ_LEN_PRESET[resolve_profile(profile)]
+    d = sweep_defaults(preset["sizes"], seeds=preset["seeds"] if seeds is None else seeds, dataset=dataset)
+    lens = SEQ_LENS if seq_lens is None else seq_lens if isinstance(seq_lens, (list, tuple)) else [seq_lens]
+    if not lens:
+        raise ConfigError("seq_lens", "got an empty list; expected sequence lengths >= 8")
+    lens = tuple(check_positive_int("seq_lens", n, low=8) for n in lens)
+    return [resolve_config(a, preset["sizes"], max_len=n, seed=s, dataset=d["dataset"], **preset["overrides"])
+            for a in _archs(archs) for n in lens for s in d["seeds"]]
 
 
 def _temp_runs(profile: str) -> list[RunConfig]:
@@ -92,20 +147,26 @@ def _temp_runs(profile: str) -> list[RunConfig]:
 #: for at its default parameters (``None``: none; a chapter's papermill parameters can
 #: change its grid, and it then trains the difference itself).
 CHAPTERS = {
-    "intro": None, "measure": main_sweep, "theory": None, "dynamics": main_sweep, "loss": main_sweep,
+    "intro": None, "measure": main_sweep, "theory": seq_len_sweep, "dynamics": main_sweep, "loss": main_sweep,
     "temp": _temp_runs, "headdim": main_sweep, "target": None, "reproducibility": main_sweep, "bibliography": None,
     "protocol": main_sweep,
 }
 
 
-def book_runs(profile: str = "auto", chapters=None) -> list[RunConfig]:
+def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunConfig]:
     """Every run the given chapters (default: all) train or read, without duplicates, in order.
 
     ``chapters`` are names of :data:`CHAPTERS` (``"temp"`` or ``"chapters/temp"``).
+    ``dataset`` (default: the profile's, ``ATTNRANK_DATASET`` or ``shakespeare``) replaces
+    the dataset of every run, as a chapter's ``dataset`` parameter does.
 
     Raises:
-        ConfigError: naming ``chapters`` for an unknown chapter.
+        ConfigError: naming ``chapters`` for an unknown chapter, ``dataset`` for an invalid one.
     """
+    if dataset is not None:
+        from .data import check_dataset
+
+        dataset = check_dataset(dataset)
     names = list(CHAPTERS) if chapters is None else [chapters] if isinstance(chapters, str) else list(chapters)
     unique: dict[RunConfig, RunConfig] = {}
     for name in names:
@@ -113,5 +174,50 @@ def book_runs(profile: str = "auto", chapters=None) -> list[RunConfig]:
         if short not in CHAPTERS:
             raise ConfigError("chapters", f"got {name!r}; allowed values: {', '.join(CHAPTERS)}")
         for c in (CHAPTERS[short] or (lambda p: []))(profile):
+            if dataset is not None:
+                c = dataclasses.replace(c, dataset=dataset)
             unique.setdefault(c, c)
     return list(unique)
+
+
+#: Each verdict of the book (its glue prefix, ``<name>_status``) and the runs it is computed
+#: from at a profile's defaults; ``None``: no trained language model (random matrices or the
+#: toy task, sized by the profile's model sizes).
+VERDICT_RUNS = {
+    "measure": main_sweep, "dynamics": main_sweep, "loss": main_sweep, "temp": _temp_runs, "temp_loss": _temp_runs,
+    "headdim": main_sweep, "theory": None, "target": None, "seq_len": seq_len_sweep,
+}
+
+
+def verdict_scales(profile: str = "auto", dataset=None):
+    """The scale each verdict of a build at ``profile`` is computed at, one row per :data:`VERDICT_RUNS` entry.
+
+    Columns: ``verdict``; ``scale`` (the profile named by its runs' configs, ``+`` joined when
+    several, or the words for a verdict without trained models); ``model`` (width x layers,
+    sequence lengths); ``steps`` (training steps); ``runs`` (count; 0 without trained models).
+
+    Raises:
+        ConfigError: naming ``profile`` or ``dataset``.
+    """
+    import pandas as pd
+
+    from .profiles import base_profile
+
+    profile = resolve_profile(profile)
+    rows = []
+    for name, fn in VERDICT_RUNS.items():
+        configs = fn(profile) if fn is not None else []
+        if dataset is not None:
+            configs = [dataclasses.replace(c, dataset=dataset) for c in configs]
+        if not configs:
+            rows.append(dict(verdict=name, scale=f"no trained models (sized for {base_profile(profile)})", model="",
+                             steps="", runs=0))
+            continue
+
+        def values(field):
+            return "/".join(str(v) for v in sorted({getattr(c, field) for c in configs}))
+
+        rows.append(dict(verdict=name, scale="+".join(sorted({c.profile for c in configs})),
+                         model=f"width {values('hidden_size')} x {values('num_layers')} layers, n = {values('max_len')}",
+                         steps=values("max_steps"), runs=len(set(configs))))
+    return pd.DataFrame(rows, columns=["verdict", "scale", "model", "steps", "runs"])

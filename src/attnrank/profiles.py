@@ -5,10 +5,15 @@ overrides (nanoGPT style): ``resolve_config("gpt2", profile="quick", tau=0.3)``.
 
 * ``ci``: a whole run in seconds, for tests and the CI build of the book;
 * ``quick``: the CPU default, a run in well under a minute on two cores;
-* ``paper``: for a GPU, sizes close to BERT-small / GPT-2-small.
+* ``paper``: for a GPU, sizes close to BERT-small / GPT-2-small;
+* ``long``: the ``quick`` sizes trained ten times as many steps, on a CPU (hours; opt-in
+  with ``ATTNRANK_PROFILE=long``, never the default).
 
 ``profile="auto"`` picks ``paper`` on CUDA and ``quick`` otherwise; the environment
-variable ``ATTNRANK_PROFILE`` overrides ``auto``.
+variable ``ATTNRANK_PROFILE`` overrides ``auto``. Every profile trains on the offline
+default corpus unless ``ATTNRANK_DATASET`` names another (``shakespeare`` or
+``hf:NAME[:CONFIG]``, a hub dataset or a local folder); the dataset is a config field, so
+it is in every run's key.
 
 Every field of a :class:`RunConfig` is checked in one place, :data:`FIELD_CHECKS`, when
 the config is built (by :func:`resolve_config` or directly), before any work: its type
@@ -38,10 +43,13 @@ __all__ = [
     "preset_table",
     "PROFILES", "ARCHS", "TAU_RANGE", "SEED_RANGE", "INT_MAX", "FIELD_CHECKS", "RunConfig", "check_tau",
     "resolve_heads", "memory_estimate", "resolve_profile", "resolve_config", "profile_defaults",
+    "default_dataset", "base_profile",
 ]
 
 #: Profile names accepted everywhere (``auto`` resolves to one of the others).
-PROFILES = ("ci", "quick", "paper")
+PROFILES = ("ci", "quick", "paper", "long")
+#: Profiles with the model sizes of another one (``long`` is ``quick`` trained longer).
+SIZES_OF = {"long": "quick"}
 #: Supported architectures: BERT trained as a masked LM, GPT-2 as a causal LM.
 ARCHS = ("bert", "gpt2")
 #: Allowed range of the temperature ratio ``tau`` (inclusive).
@@ -278,10 +286,14 @@ _PROFILE_DEFAULTS: dict[str, dict] = {
                   max_steps=5000, learning_rate=5e-4, warmup_steps=250, rank_every=250, probe_size=128,
                   val_blocks=256, log_every=50, dropout=0.1),
 }
+# long: the quick sizes and optimiser, ten times the steps and warm-up; the rank probe at
+# the same 11 points of training as quick's 5 would be too sparse, so every 400 steps
+_PROFILE_DEFAULTS["long"] = dict(_PROFILE_DEFAULTS["quick"], max_steps=4000, warmup_steps=400, rank_every=400,
+                                 log_every=20)
 
 
 def resolve_profile(profile: str = "auto") -> str:
-    """Return a concrete profile name for ``profile`` (``auto``, ``ci``, ``quick`` or ``paper``).
+    """Return a concrete profile name for ``profile`` (``auto`` or one of :data:`PROFILES`).
 
     ``auto`` reads ``ATTNRANK_PROFILE`` if set, else picks ``paper`` on CUDA and ``quick``
     otherwise. Raises :class:`ConfigError` naming ``profile`` for anything else.
@@ -301,9 +313,41 @@ def resolve_profile(profile: str = "auto") -> str:
 def profile_defaults(profile: str = "auto") -> dict:
     """The values a profile sets for every field except ``arch`` and ``profile`` (a copy).
 
-    ``threads`` is ``ATTNRANK_THREADS`` when that is set.
+    ``threads`` is ``ATTNRANK_THREADS`` and ``dataset`` is ``ATTNRANK_DATASET`` when set.
+
+    Raises:
+        ConfigError: naming ``profile``, ``ATTNRANK_PROFILE``, ``ATTNRANK_THREADS`` or
+            ``ATTNRANK_DATASET`` for an invalid value.
     """
-    return {**_PROFILE_DEFAULTS[resolve_profile(profile)], "threads": _default_threads()}
+    return {**_PROFILE_DEFAULTS[resolve_profile(profile)], "threads": _default_threads(), "dataset": default_dataset()}
+
+
+def base_profile(profile: str = "auto") -> str:
+    """The profile whose model sizes ``profile`` has: ``quick`` for ``long``, else ``profile`` resolved.
+
+    For per-profile settings that depend on sizes, not on training length (a chapter's
+    Monte Carlo sizes, a preset of small runs).
+    """
+    p = resolve_profile(profile)
+    return SIZES_OF.get(p, p)
+
+
+def default_dataset() -> str:
+    """``ATTNRANK_DATASET`` if set (validated and normalised), else the offline default ``shakespeare``.
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_DATASET`` (with the allowed values) for an invalid name
+        or a path to no folder.
+    """
+    env = os.environ.get("ATTNRANK_DATASET")
+    if not env:
+        return _COMMON["dataset"]
+    from .data import check_dataset
+
+    try:
+        return check_dataset(env)
+    except ConfigError as exc:
+        raise ConfigError("ATTNRANK_DATASET", str(exc).split(": ", 1)[-1]) from None
 
 
 def _default_threads() -> int:
@@ -376,13 +420,13 @@ PRESETS = {
 
 
 def preset(chapter: str, profile: str = "auto") -> dict:
-    """A copy of the sizes of ``chapter`` (``theory`` or ``target``) for ``profile``.
+    """A copy of the sizes of ``chapter`` (``theory`` or ``target``) for ``profile`` (``long``: the ``quick`` sizes).
 
     Raises:
         ConfigError: naming ``chapter`` or ``profile`` for an unknown value.
     """
     check_choice("chapter", chapter, tuple(PRESETS))
-    return {k: list(v) if isinstance(v, list) else v for k, v in PRESETS[chapter][resolve_profile(profile)].items()}
+    return {k: list(v) if isinstance(v, list) else v for k, v in PRESETS[chapter][base_profile(profile)].items()}
 
 
 def preset_table():
@@ -390,6 +434,6 @@ def preset_table():
     import pandas as pd
 
     rows = [{"chapter": c, "size": k, **{p: ", ".join(map(str, v)) if isinstance(v, list) else str(v)
-                                         for p, v in ((p, PRESETS[c][p][k]) for p in PROFILES)}}
+                                         for p, v in ((p, PRESETS[c][base_profile(p)][k]) for p in PROFILES)}}
             for c in PRESETS for k in PRESETS[c]["ci"]]
     return pd.DataFrame(rows)

@@ -26,6 +26,8 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
   1e-8 rank): how often a random draw flips its conclusion, and whether it agrees with ours.
 * :func:`set_early_rule` - the rank at an early probe step predicts the final rank (Spearman's rho
   over runs against a pre-registered threshold, :func:`attnrank.protocol.rank_by_step`).
+* :func:`seq_len_rule` - generality in sequence length: the trained rank stays below the study's
+  bound ``(1 - 1/e) n + 1`` at every ``n`` (``final_<measure>``, ``max_len``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "temperature_summary", "temperature_loss_summary", "lever_summary", "correlation_notes", "lever_texts",
     "direction_note", "MAX_FLIP", "SET_EARLY_RHO", "EARLY_FRACTION", "ProtocolResult", "protocol_rule",
     "SetEarlyResult", "set_early_rule",
+    "SeqLenResult", "seq_len_rule",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -779,3 +782,52 @@ def set_early_rule(table: pd.DataFrame, *, rho_min: float = SET_EARLY_RHO,
             res.per_arch[a] = INCONCLUSIVE
     res.status = combine(res.per_arch.values()) if res.per_arch else INCONCLUSIVE
     return res
+
+
+# ------------------------------------------------------------------------- sequence length
+@dataclass(frozen=True)
+class SeqLenResult:
+    """The sequence-length rule on one measure.
+
+    ``status`` combines the cases (:func:`attnrank.verdicts.combine`); ``cases`` maps
+    ``(arch, n)`` to the classified :class:`~attnrank.verdicts.Verdict` of the trained rank
+    against the study's bound at that ``n``; ``n_runs`` counts the complete runs.
+    """
+
+    status: str
+    cases: dict
+    n_runs: int
+
+    def worst(self) -> tuple:
+        """The ``(arch, n)`` whose trained rank comes closest to (or goes furthest above) its bound, relative to ``n``."""
+        return max(self.cases, key=lambda k: (self.cases[k].estimate.high - self.cases[k].threshold) / k[1])
+
+
+def seq_len_rule(runs: pd.DataFrame, measure: str) -> SeqLenResult:
+    """Does the trained rank stay below the study's bound ``(1 - 1/e) n + 1`` at every sequence length?
+
+    For each architecture and sequence length ``n`` (the runs' ``max_len``), the mean over seeds of
+    ``final_<measure>`` with its 95% Student-t interval (:func:`attnrank.stats.mean_ci`) is classified
+    against ``(1 - 1/e) n + 1`` with ``"below"`` predicted (:func:`attnrank.verdicts.classify`):
+    supported if the whole interval lies below the bound, not supported if it lies wholly above it,
+    inconclusive otherwise (one seed: no interval). The claim is made for every case, so the
+    verdict is :func:`attnrank.verdicts.combine` of them.
+
+    Raises:
+        ConfigError: naming ``runs`` for missing columns or no complete run, ``measure`` for an
+        unknown measure.
+    """
+    from .rank import check_measures
+    from .theory import study_bound
+
+    (measure,) = check_measures(measure)
+    col = f"final_{measure}"
+    _need(runs, ["arch", "max_len", "status", col])
+    ok = runs[runs.status == "complete"]
+    if ok.empty:
+        raise ConfigError("runs", "no complete run")
+    cases = {}
+    for (arch, n), g in ok.groupby(["arch", "max_len"], sort=True):
+        est = stats.mean_ci(g[col].to_numpy(float))
+        cases[(arch, int(n))] = judge(est, study_bound(int(n)), "below")
+    return SeqLenResult(combine(v.status for v in cases.values()), cases, len(ok))

@@ -368,7 +368,8 @@ class BuildLog(Directive):
         return [_table(rows[0], rows[1:][-self.options.get("rows", 10):])]
 
 
-_PROFILE_USE = {"ci": "tests and the CI build", "quick": "the default on a CPU", "paper": "a GPU"}
+_PROFILE_USE = {"ci": "tests and the CI build", "quick": "the default on a CPU", "paper": "a GPU",
+                "long": "longer training on a CPU (opt-in, hours)"}
 
 
 class ProfileTable(Directive):

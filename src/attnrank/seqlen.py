@@ -1,0 +1,107 @@
+"""Rank against sequence length: initial and trained rank of both models for each ``n``.
+
+The runs are :func:`attnrank.experiments.seq_len_sweep` (``tau = 1``, ``max_len = n``). Each
+rank is set beside two references that also grow with ``n``:
+
+* the content-free baseline, uniform attention over the visible keys: the uniform causal
+  matrix ``U_ij = 1[j <= i] / (i + 1)`` for GPT-2 (invertible, so its numerical ranks grow
+  with ``n``), ``1/n`` everywhere for BERT (rank one);
+* the study's bound ``(1 - 1/e) n + 1`` on the expected hardmax rank
+  (:func:`attnrank.theory.study_bound`).
+
+The verdict on these numbers is :func:`attnrank.rules.seq_len_rule`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from . import stats
+from .errors import ConfigError, check_positive_int
+from .rank import MEASURES, check_measures, rank_measures
+from .theory import study_bound
+
+__all__ = ["uniform_ranks", "seq_len_table", "summary"]
+
+#: Columns of :func:`seq_len_table`.
+TABLE_COLUMNS = ("arch", "n", "measure", "when", "mean", "low", "high", "runs", "uniform", "bound")
+
+
+def uniform_ranks(n: int, causal: bool, measures=tuple(MEASURES)) -> dict[str, float]:
+    """Every measure of uniform attention over the visible keys of ``n`` tokens.
+
+    ``causal``: row ``i`` spreads evenly over keys ``0..i`` (GPT-2's content-free attention);
+    otherwise over all ``n`` keys (BERT's, rank one).
+
+    Raises:
+        ConfigError: naming ``n`` (an integer >= 1) or ``measures``.
+    """
+    n = check_positive_int("n", n)
+    U = torch.tril(torch.ones(n, n, dtype=torch.float64)) if causal else torch.ones(n, n, dtype=torch.float64)
+    U = U / U.sum(-1, keepdim=True)
+    return {m: float(v) for m, v in rank_measures(U, measures=check_measures(measures)).items()}
+
+
+def seq_len_table(runs: pd.DataFrame, measures=tuple(MEASURES)) -> pd.DataFrame:
+    """Initial and trained rank per model and sequence length, with the two references, in long form.
+
+    Args:
+        runs: one row per run (``load_runs`` / ``store.sweep`` columns): ``arch``, ``max_len``,
+            ``status`` and ``initial_<measure>``, ``final_<measure>``. Failed runs are left out.
+        measures: names from :data:`attnrank.rank.MEASURES`.
+
+    Returns:
+        One row per ``(arch, n, measure, when)`` with ``when`` in {initial, trained}: ``mean``
+        over seeds with its 95% Student-t interval ``low``, ``high`` (:func:`attnrank.stats.mean_ci`),
+        ``runs``, the ``uniform`` baseline (causal for GPT-2) and the study's ``bound``
+        ``(1 - 1/e) n + 1`` (``n`` is ``max_len``).
+
+    Raises:
+        ConfigError: naming ``runs`` for missing columns or no complete run, ``measures`` for an
+        unknown measure.
+    """
+    measures = check_measures(measures)
+    need = ["arch", "max_len", "status"] + [f"{w}_{m}" for m in measures for w in ("initial", "final")]
+    missing = [c for c in need if c not in runs.columns]
+    if missing:
+        raise ConfigError("runs", f"missing columns {missing}")
+    ok = runs[runs.status == "complete"]
+    if ok.empty:
+        raise ConfigError("runs", "no complete run")
+    rows = []
+    for (arch, n), g in ok.groupby(["arch", "max_len"], sort=True):
+        uniform = uniform_ranks(int(n), causal=arch == "gpt2", measures=measures)
+        for m in measures:
+            for when, col in (("initial", f"initial_{m}"), ("trained", f"final_{m}")):
+                e = stats.mean_ci(g[col].to_numpy(float))
+                rows.append(dict(arch=arch, n=int(n), measure=m, when=when, mean=e.value, low=e.low, high=e.high,
+                                 runs=e.n, uniform=uniform[m], bound=study_bound(int(n))))
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def summary(result, table: pd.DataFrame, measure: str, setting: str) -> str:
+    """The sentence of the ``seq_len`` verdict: trained rank per model over ``n`` beside both references.
+
+    Args:
+        result: :func:`attnrank.rules.seq_len_rule` on ``measure``.
+        table: :func:`seq_len_table` of the same runs.
+        measure: the rank measure of the verdict.
+        setting: the runs' sizes in words (for example ``"ci sizes, 40 steps"``).
+    """
+    from .book import fmt
+    from .plots import ARCH_LABELS
+
+    d = table[(table.measure == measure) & (table.when == "trained")].sort_values("n")
+    ns = sorted(set(d.n))
+    parts = []
+    for arch, g in d.groupby("arch"):
+        lo, hi = g.iloc[0], g.iloc[-1]
+        parts.append(f"{ARCH_LABELS[arch]} {fmt(lo['mean'], 1)} at n = {lo.n} to {fmt(hi['mean'], 1)} at n = {hi.n} "
+                     f"(uniform attention {fmt(lo.uniform, 1)} to {fmt(hi.uniform, 1)})")
+    arch, n = result.worst()
+    v = result.cases[(arch, n)]
+    return (f"Trained {MEASURES[measure].label} for n = {', '.join(map(str, ns))}: {'; '.join(parts)}; "
+            f"the bound (1 - 1/e) n + 1 runs from {fmt(study_bound(ns[0]), 1)} to {fmt(study_bound(ns[-1]), 1)}. "
+            f"Closest to it relative to n: {ARCH_LABELS[arch]} at n = {n}, {v.estimate.text(1)} against {fmt(v.threshold, 1)} "
+            f"({result.n_runs} runs, {setting}).")

@@ -1,0 +1,190 @@
+"""Generality: a dataset for every sweep and chapter (ATTNRANK_DATASET, ``attnrank sweep
+--dataset``, the chapters' ``dataset`` parameter), the opt-in ``long`` profile and the table of
+the scale each verdict is computed at."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attnrank import book, experiments
+from attnrank.cli import main
+from attnrank.errors import ConfigError
+from attnrank.profiles import PROFILES, base_profile, profile_defaults, resolve_config, resolve_profile
+
+CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    """A local dataset folder: three plays to train on, a fourth to validate on."""
+    from attnrank.data import shakespeare_plays
+
+    plays = shakespeare_plays()
+    names = sorted(plays)
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "train.txt").write_text("\n".join(plays[n] for n in names[:3]))
+    (folder / "validation.txt").write_text(plays[names[3]])
+    return folder
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    """No dataset or profile from the environment; restored after the test (the CLI sets the variable)."""
+    monkeypatch.setenv("ATTNRANK_DATASET", "")
+    monkeypatch.delenv("ATTNRANK_PROFILE", raising=False)
+    return monkeypatch
+
+
+# ----------------------------------------------------------------------------- dataset
+def test_every_sweep_takes_a_dataset(corpus, clean_env):
+    name = f"hf:{corpus}"
+    assert experiments.sweep_defaults("ci", dataset=name)["dataset"] == name
+    assert experiments.sweep_defaults("ci")["dataset"] == "shakespeare"
+    sweeps = {
+        "tau": experiments.tau_sweep("ci", taus=[1.0], seeds=1, dataset=name),
+        "head_dim": experiments.head_dim_sweep("ci", head_dims=[8], seeds=1, dataset=name),
+        "main": experiments.main_sweep("ci", dataset=name),
+        "seq_len": experiments.seq_len_sweep("ci", dataset=name),
+        "book": experiments.book_runs("ci", dataset=name),
+    }
+    for kind, configs in sweeps.items():
+        assert configs and {c.dataset for c in configs} == {name}, kind
+    assert len(sweeps["main"]) == len(experiments.main_sweep("ci")) == 130
+    assert len(sweeps["book"]) == len(experiments.book_runs("ci"))
+    with pytest.raises(ConfigError) as e:
+        experiments.main_sweep("ci", dataset="wikitext")
+    assert e.value.param == "dataset"
+    with pytest.raises(ConfigError) as e:
+        experiments.book_runs("ci", dataset=f"hf:{corpus / 'missing'}")
+    assert e.value.param == "dataset"
+
+
+def test_attnrank_dataset_switches_every_run_and_its_key(corpus, clean_env):
+    from attnrank.store import run_key
+
+    stock = resolve_config("gpt2", "ci")
+    clean_env.setenv("ATTNRANK_DATASET", f"hf:{corpus}")
+    assert profile_defaults("ci")["dataset"] == f"hf:{corpus}"
+    other = resolve_config("gpt2", "ci")
+    assert other.dataset == f"hf:{corpus}" and stock.dataset == "shakespeare"
+    assert run_key(other) != run_key(stock)
+    assert {c.dataset for c in experiments.book_runs("ci")} == {f"hf:{corpus}"}
+    assert resolve_config("gpt2", "ci", dataset="shakespeare") == stock  # an explicit dataset wins
+    for bad in ("wikitext", f"hf:{corpus / 'missing'}"):
+        clean_env.setenv("ATTNRANK_DATASET", bad)
+        with pytest.raises(ConfigError) as e:
+            resolve_config("gpt2", "ci")
+        assert e.value.param == "ATTNRANK_DATASET"
+
+
+def test_attnrank_dataset_is_in_the_books_execution_context(corpus, clean_env):
+    from attnrank.sphinxext import execution_context
+
+    before, _ = execution_context()
+    clean_env.setenv("ATTNRANK_DATASET", f"hf:{corpus}")
+    after, items = execution_context()
+    assert items["env:ATTNRANK_DATASET"] == f"hf:{corpus}" and after != before
+
+
+def test_chapter_parameter_dataset(corpus):
+    """README guarantee: "Bad input fails first." (the chapters' ``dataset`` parameter)"""
+    check = book.PARAMETERS["dataset"].check
+    assert check("dataset", None) is None
+    assert check("dataset", "shakespeare") == "shakespeare"
+    assert check("dataset", f"hf:{corpus}/") == f"hf:{corpus}"  # normalised as the run config stores it
+    for bad, words in (("wikitext", "'hf:NAME[:CONFIG]'"), (f"hf:{corpus / 'missing'}", "does not exist"),
+                       (3, "string")):
+        with pytest.raises(ConfigError) as e:
+            book.check_parameters({"dataset": bad}, ("dataset",))
+        assert e.value.param == "dataset" and words in str(e.value)
+
+
+def test_every_chapter_that_trains_passes_its_dataset_to_its_sweep():
+    for name, runs in experiments.CHAPTERS.items():
+        if runs is None:
+            continue
+        source = (CHAPTERS / f"{name}.py").read_text()
+        assert "\ndataset = None" in source, name
+        assert "dataset=dataset" in source, name
+
+
+def test_cli_sweep_dataset(corpus, clean_env, capsys):
+    assert main(["sweep", "--profile", "ci", "--chapters", "theory", "--dataset", f"hf:{corpus}", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("24 runs of the ci profile, 0 stored, 24 to train")
+    import os
+
+    assert os.environ["ATTNRANK_DATASET"] == f"hf:{corpus}"  # so the chapters resolve the same runs
+    assert main(["sweep", "--profile", "ci", "--dataset", "wikitext", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnrank: error: dataset: got 'wikitext'")
+
+
+@pytest.mark.slow
+def test_papermill_chapter_trains_on_the_dataset_parameter(corpus, tmp_path, monkeypatch):
+    """``papermill -p dataset hf:<folder>`` at ci: the chapter's runs are trained on that folder
+    (their stored config names it); a bad dataset stops in the first cell, naming ``dataset``,
+    before anything is trained."""
+    papermill = pytest.importorskip("papermill")
+    monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
+    monkeypatch.delenv("ATTNRANK_DATASET", raising=False)
+    run = lambda params: papermill.execute_notebook(  # noqa: E731
+        str(CHAPTERS / "dynamics.ipynb"), str(tmp_path / "out.ipynb"), cwd=str(CHAPTERS), kernel_name="python3",
+        progress_bar=False, parameters={"profile": "ci", "seeds": 2, "taus": [0.001, 1.0], "head_dims": [16], **params})
+    with pytest.raises(papermill.PapermillExecutionError) as e:
+        run({"dataset": f"hf:{corpus / 'missing'}"})
+    assert e.value.ename == "ConfigError" and e.value.evalue.startswith("dataset: ")
+    assert e.value.exec_count == 3  # the first cell after the parameters cell and papermill's injected one
+    assert "book.check_parameters(" in e.value.source
+    assert not (tmp_path / "data" / "runs").exists()
+    run({"dataset": f"hf:{corpus}"})
+    configs = [json.loads(p.read_text()) for p in (tmp_path / "data" / "runs").glob("*/config.json")]
+    assert len(configs) == 8  # 2 temperatures x 2 seeds x 2 models at the profile's head dimension
+    assert {c["dataset"] for c in configs} == {f"hf:{corpus}"}
+
+
+# ----------------------------------------------------------------------------- long profile
+def test_long_profile_is_quick_trained_ten_times_longer(clean_env):
+    quick, long = resolve_config("bert", "quick"), resolve_config("bert", "long")
+    sizes = ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size", "batch_size", "probe_size")
+    assert [getattr(long, f) for f in sizes] == [getattr(quick, f) for f in sizes]
+    assert long.max_steps == 10 * quick.max_steps == 4000 and long.profile == "long"
+    assert long.warmup_steps == 10 * quick.warmup_steps and long.learning_rate == quick.learning_rate
+    assert "long" in PROFILES and base_profile("long") == "quick" and base_profile("ci") == "ci"
+    assert experiments.SWEEP_DEFAULTS["long"] == experiments.SWEEP_DEFAULTS["quick"]
+    assert resolve_profile("auto") in ("quick", "paper")  # never the default
+    clean_env.setenv("ATTNRANK_PROFILE", "long")
+    assert resolve_profile("auto") == "long"
+    assert book.check_parameters({"profile": "long"}, ("profile",)) == {"profile": "long"}
+    assert {c.max_steps for c in experiments.main_sweep("auto")} == {4000}
+
+
+def test_chapters_size_per_profile_tables_by_the_base_profile():
+    """A chapter with its own per-profile sizes (Monte Carlo samples, the toy task) looks them up
+    by :func:`base_profile`, so ``-p profile long`` runs it at the quick sizes instead of failing."""
+    for path in sorted(CHAPTERS.glob("*.py")):
+        source = path.read_text()
+        assert "}[profile]" not in source and "DEFAULTS[profile]" not in source, path.name
+
+
+def test_long_profile_on_the_command_line(clean_env, capsys):
+    assert main(["sweep", "--profile", "long", "--chapters", "dynamics", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("52 runs of the long profile")
+
+
+def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
+    quick = experiments.verdict_scales("quick").set_index("verdict")
+    assert set(quick.index) == set(experiments.VERDICT_RUNS)
+    assert quick.loc["dynamics", "scale"] == "quick" and quick.loc["dynamics", "steps"] == "400"
+    assert quick.loc["dynamics", "runs"] == 52
+    assert quick.loc["seq_len", "scale"] == "ci" and quick.loc["seq_len", "steps"] == "160"
+    assert quick.loc["seq_len", "model"] == "width 32 x 2 layers, n = 32/64/128/256"
+    assert quick.loc["theory", "runs"] == 0 and "no trained models" in quick.loc["theory", "scale"]
+    long = experiments.verdict_scales("long").set_index("verdict")
+    assert long.loc["temp", "scale"] == "long" and long.loc["temp", "steps"] == "4000"
+    assert long.loc["seq_len", "scale"] == "quick"
