@@ -32,6 +32,7 @@
 profile = "auto"
 seeds = None
 n_draws = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import numpy as np
@@ -41,11 +42,11 @@ from attnrank import book, experiments, plots, protocol, rank, rules, store
 from attnrank.plots import sweeps as splots, training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "n_draws"))
+book.check_parameters(globals(), ("profile", "seeds", "n_draws", "dataset"))
 profile = book.setup(profile)
 MEASURES, ARCH_LABELS, PRIMARY = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
 STUDY, (STOCK, COLD), (N_TRAIN, N_TEST) = protocol.STUDY_MEASURE, protocol.STUDY_TAUS, protocol.STUDY_EXAMPLES
-runs = store.sweep(experiments.main_sweep(profile, seeds=seeds), progress=False)
+runs = store.sweep(experiments.main_sweep(profile, seeds=seeds, dataset=dataset), progress=False)
 ok = runs[runs.status == "complete"]
 head_dim = resolve_config("bert", profile).head_dim
 pair = ok[(ok.head_dim == head_dim) & (np.isclose(ok.tau, STOCK) | np.isclose(ok.tau, COLD))]
