@@ -152,6 +152,7 @@ PARAMETERS: dict[str, Param] = {
     "n": Param(int, 3, 512, optional=True, help="tokens of the toy task"),
     "steps": Param(int, 1, 100_000, optional=True, help="training steps of the toy task"),
     "n_seeds": Param(int, 2, 100, optional=True, help="seeds per cell of the toy task"),
+    "eval_taus": Param(float, *TAU_RANGE, many=True, help="evaluation temperature ratios of the trained models"),
 }
 
 

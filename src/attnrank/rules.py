@@ -19,6 +19,10 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 * :func:`temperature_loss` - does a colder softmax train to a lower loss: Spearman's rho of
   ``log tau`` and the final validation loss over runs (:func:`attnrank.stats.spearman`), plus the
   grid value with the lowest mean loss.
+* :func:`causal_rule` - the reviewers' causality critique: does temperature act on the loss through
+  the initial logit scale (which sets the initial rank) or through the query/key step size? The
+  2 x 2 at ``tau = 1`` of :mod:`attnrank.causal`: the loss of the initial-scale-only cell minus the
+  loss of the step-size-only cell, oriented by the temperature's own loss effect.
 * :func:`lever_comparison` - claim (iii): temperature is the stronger lever on the initial rank,
   compared over the range a user can set: range of the mean rank over the whole temperature grid
   minus its range over the whole head-dimension grid (:func:`attnrank.stats.compare_spans`).
@@ -41,7 +45,7 @@ from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 __all__ = [
     "RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule",
     "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
-    "lever_comparison",
+    "lever_comparison", "CAUSAL_EFFECT", "causal_rule",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -365,3 +369,61 @@ def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str,
         out[a] = ArchResult(v, None, "", spread, parts)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out,
                         len(t) + len(h))
+
+
+#: Pre-registered loss difference (nats/token) the causal rule should resolve (for the seeds needed).
+CAUSAL_EFFECT = 0.01
+
+
+def causal_rule(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = CAUSAL_EFFECT, seed: int = 0,
+                archs=None) -> SweepVerdict:
+    """Does temperature act on the loss through the initial logit scale (rank), or the step size?
+
+    Args:
+        runs: one row per run with ``arch``, ``cell`` (:data:`attnrank.causal.CELLS`: ``stock``,
+            ``init``, ``lr``, ``twin``, ``tau``) and ``column``; NaN values (failed runs) are left out.
+        effect: the pre-registered difference in the units of ``column``, for the seeds needed.
+
+    Rule, per architecture (the claim: the loss follows the initial logit scale, which alone
+    reproduces the temperature's initial rank, rather than the query/key step size):
+
+    1. the temperature's effect ``mean(tau) - mean(stock)`` (:func:`two_point`, Welch-t 95%
+       interval): if its interval contains 0 there is no loss effect to attribute, and the
+       architecture is *inconclusive at this scale*;
+    2. otherwise, with ``d`` its sign, the statistic ``d * (mean(init) - mean(lr))``: *supported* if
+       its interval lies above 0 (the initial scale alone moves the loss further in the temperature's
+       direction than the step size alone), *not supported* if below 0 (the step size does), else
+       inconclusive at this scale.
+
+    The claim is made for every architecture (:func:`attnrank.verdicts.combine`). ``parts`` holds
+    each cell's difference from ``stock`` (``temperature``, ``init``, ``lr``, ``twin``) and the
+    twin gap ``tau - twin`` (zero if P3 holds), all :func:`two_point` estimates; ``spread`` is the
+    pooled seed standard deviation over the five cells.
+
+    Raises:
+        ConfigError: naming ``runs`` for a missing column or a cell without runs.
+    """
+    _need(runs, ("arch", "cell", column))
+    d = runs[np.isfinite(runs[column].astype(float))]
+    out = {}
+    for a in (archs or sorted(d.arch.unique())):
+        da = d[d.arch == a]
+        y = {c: da.loc[da.cell == c, column].to_numpy(float) for c in ("stock", "init", "lr", "twin", "tau")}
+        empty = [c for c, v in y.items() if not len(v)]
+        if empty:
+            raise ConfigError("runs", f"no runs with a finite {column} in cells {empty} for arch {a!r}")
+        parts = {"temperature": two_point(y["tau"], y["stock"], seed=seed),
+                 **{c: two_point(y[c], y["stock"], seed=seed) for c in ("init", "lr", "twin")},
+                 "twin_gap": two_point(y["tau"], y["twin"], seed=seed)}
+        temp = parts["temperature"]
+        sign = 1.0 if temp.value >= 0 else -1.0
+        raw = two_point(y["init"], y["lr"], seed=seed)
+        lo, hi = sorted((sign * raw.low, sign * raw.high))
+        est = Estimate(sign * raw.value, lo, hi, raw.n, raw.method + f"; sign of the temperature effect {sign:+.0f}",
+                       raw.confidence, raw.p)
+        spread = stats.pooled_sd(np.concatenate(list(y.values())), np.concatenate([[c] * len(v) for c, v in y.items()]))
+        v = _judge_t(est, effect, spread)
+        if verdicts.classify(temp, 0.0, "above") == INCONCLUSIVE:
+            v = replace(v, status=INCONCLUSIVE)
+        out[a] = ArchResult(v, None, "", spread, parts)
+    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
