@@ -133,24 +133,23 @@ def outcomes(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def effects(table: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+def effects(table: pd.DataFrame) -> pd.DataFrame:
     """Each cell's difference from ``stock`` for every outcome and architecture, and the twin gap.
 
     Returns rows ``arch, outcome, contrast, value, low, high, p, n`` where ``contrast`` is a cell
-    of :data:`CELLS` other than ``stock`` (its mean minus the mean of ``stock``) or ``"tau - twin"``
-    (the temperature run minus its twin: zero if P3 holds). Difference of means over seeds,
-    Welch-t 95% interval, exact permutation p (:func:`attnrank.rules.two_point`).
+    of :data:`CELLS` other than ``stock`` (its runs minus the ``stock`` runs of the same seeds) or
+    ``"tau - twin"`` (the temperature run minus its twin: zero if P3 holds): the mean of the
+    per-seed differences with a Student-t 95% interval (:func:`attnrank.rules.paired_difference`).
     """
-    from .rules import two_point
+    from .rules import paired_difference
 
     rows = []
     for a in sorted(table.arch.unique()):
         d = table[table.arch == a]
         for o in OUTCOMES:
-            y = {c: d.loc[d.cell == c, o].to_numpy(float) for c in CELLS}
-            pairs = [(c, y[c], y["stock"]) for c in CELLS[1:]] + [("tau - twin", y["tau"], y["twin"])]
+            pairs = [(c, c, "stock") for c in CELLS[1:]] + [("tau - twin", "tau", "twin")]
             for name, u, v in pairs:
-                e = two_point(u, v, seed=seed)
+                e = paired_difference(d, o, u, v)
                 rows.append({"arch": a, "outcome": o, "contrast": name, "value": e.value, "low": e.low, "high": e.high,
                              "p": e.p, "n": e.n})
     return pd.DataFrame(rows)

@@ -45,7 +45,7 @@ from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 __all__ = [
     "RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule",
     "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
-    "lever_comparison", "CAUSAL_EFFECT", "causal_rule",
+    "lever_comparison", "CAUSAL_EFFECT", "paired_difference", "causal_rule",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -375,54 +375,82 @@ def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str,
 CAUSAL_EFFECT = 0.01
 
 
-def causal_rule(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = CAUSAL_EFFECT, seed: int = 0,
+def paired_difference(runs: pd.DataFrame, column: str, cell: str, base: str) -> Estimate:
+    """Mean over seeds of ``column`` in ``cell`` minus ``base``, paired by seed, with a Student-t interval.
+
+    Runs of one seed share the data order, the masked tokens and every initial weight outside the
+    query/key scale, so the seed is a block: the per-seed differences are the independent units
+    (:func:`attnrank.stats.mean_ci`; ``n`` counts seeds with both runs finite). ``p`` is the two-sided
+    one-sample t-test p of the differences (NaN when they are all equal).
+    """
+    from scipy import stats as sps
+
+    diff = _per_seed(runs, column, cell, base)
+    e = stats.mean_ci(diff)
+    p = float(sps.ttest_1samp(diff, 0.0).pvalue) if len(diff) >= 2 and np.ptp(diff) > 0 else float("nan")
+    return Estimate(e.value, e.low, e.high, e.n, f"mean of per-seed differences {cell} - {base}, Student-t interval",
+                    e.confidence, p)
+
+
+def _per_seed(runs: pd.DataFrame, column: str, cell: str, base: str) -> np.ndarray:
+    pick = lambda c: runs[runs.cell == c].set_index("seed")[column].astype(float)
+    return (pick(cell) - pick(base)).dropna().sort_index().to_numpy()
+
+
+def causal_rule(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = CAUSAL_EFFECT,
                 archs=None) -> SweepVerdict:
     """Does temperature act on the loss through the initial logit scale (rank), or the step size?
 
     Args:
-        runs: one row per run with ``arch``, ``cell`` (:data:`attnrank.causal.CELLS`: ``stock``,
-            ``init``, ``lr``, ``twin``, ``tau``) and ``column``; NaN values (failed runs) are left out.
+        runs: one row per run with ``arch``, ``seed``, ``cell`` (:data:`attnrank.causal.CELLS`:
+            ``stock``, ``init``, ``lr``, ``twin``, ``tau``) and ``column``; NaN values (failed runs)
+            are left out, with their seed's pairs.
         effect: the pre-registered difference in the units of ``column``, for the seeds needed.
 
     Rule, per architecture (the claim: the loss follows the initial logit scale, which alone
-    reproduces the temperature's initial rank, rather than the query/key step size):
+    reproduces the temperature's initial rank, rather than the query/key step size); every
+    difference is paired by seed (:func:`paired_difference`):
 
-    1. the temperature's effect ``mean(tau) - mean(stock)`` (:func:`two_point`, Welch-t 95%
-       interval): if its interval contains 0 there is no loss effect to attribute, and the
-       architecture is *inconclusive at this scale*;
-    2. otherwise, with ``d`` its sign, the statistic ``d * (mean(init) - mean(lr))``: *supported* if
-       its interval lies above 0 (the initial scale alone moves the loss further in the temperature's
-       direction than the step size alone), *not supported* if below 0 (the step size does), else
-       inconclusive at this scale.
+    1. the temperature's effect ``tau - stock``: if its 95% interval contains 0 there is no loss
+       effect to attribute, and the architecture is *inconclusive at this scale*;
+    2. otherwise, with ``d`` its sign, the statistic ``d * (init - lr)``: *supported* if its interval
+       lies above 0 (the initial scale alone moves the loss further in the temperature's direction
+       than the step size alone), *not supported* if below 0 (the step size does), else inconclusive
+       at this scale (with the seeds that would resolve ``effect`` at the observed spread of the
+       per-seed differences).
 
     The claim is made for every architecture (:func:`attnrank.verdicts.combine`). ``parts`` holds
-    each cell's difference from ``stock`` (``temperature``, ``init``, ``lr``, ``twin``) and the
-    twin gap ``tau - twin`` (zero if P3 holds), all :func:`two_point` estimates; ``spread`` is the
-    pooled seed standard deviation over the five cells.
+    each cell's paired difference from ``stock`` (``temperature``, ``init``, ``lr``, ``twin``) and
+    the twin gap ``tau - twin`` (zero if P3 holds); ``spread`` is the standard deviation of the
+    per-seed ``init - lr`` differences. The seeds that would resolve ``effect`` are those of a
+    two-sample t test at spread ``spread / sqrt(2)`` (the same noncentrality as the paired test).
 
     Raises:
         ConfigError: naming ``runs`` for a missing column or a cell without runs.
     """
-    _need(runs, ("arch", "cell", column))
+    _need(runs, ("arch", "seed", "cell", column))
     d = runs[np.isfinite(runs[column].astype(float))]
     out = {}
     for a in (archs or sorted(d.arch.unique())):
         da = d[d.arch == a]
-        y = {c: da.loc[da.cell == c, column].to_numpy(float) for c in ("stock", "init", "lr", "twin", "tau")}
-        empty = [c for c, v in y.items() if not len(v)]
+        empty = [c for c in ("stock", "init", "lr", "twin", "tau") if not (da.cell == c).any()]
         if empty:
             raise ConfigError("runs", f"no runs with a finite {column} in cells {empty} for arch {a!r}")
-        parts = {"temperature": two_point(y["tau"], y["stock"], seed=seed),
-                 **{c: two_point(y[c], y["stock"], seed=seed) for c in ("init", "lr", "twin")},
-                 "twin_gap": two_point(y["tau"], y["twin"], seed=seed)}
+        parts = {"temperature": paired_difference(da, column, "tau", "stock"),
+                 **{c: paired_difference(da, column, c, "stock") for c in ("init", "lr", "twin")},
+                 "twin_gap": paired_difference(da, column, "tau", "twin")}
         temp = parts["temperature"]
         sign = 1.0 if temp.value >= 0 else -1.0
-        raw = two_point(y["init"], y["lr"], seed=seed)
+        raw = paired_difference(da, column, "init", "lr")
         lo, hi = sorted((sign * raw.low, sign * raw.high))
         est = Estimate(sign * raw.value, lo, hi, raw.n, raw.method + f"; sign of the temperature effect {sign:+.0f}",
                        raw.confidence, raw.p)
-        spread = stats.pooled_sd(np.concatenate(list(y.values())), np.concatenate([[c] * len(v) for c, v in y.items()]))
-        v = _judge_t(est, effect, spread)
+        diff = _per_seed(da, column, "init", "lr")
+        spread = float(diff.std(ddof=1)) if len(diff) >= 2 else float("nan")
+        # seeds for the paired test: a two-sample t test with spread sd/sqrt(2) per arm has the same
+        # noncentrality (its degrees of freedom differ a little)
+        v = _judge_t(est, effect, spread / math.sqrt(2)) if math.isfinite(spread) and spread > 0 else judge(est, 0.0, "above")
+        v = replace(v, needed_unit="seeds") if v.needed is not None else v
         if verdicts.classify(temp, 0.0, "above") == INCONCLUSIVE:
             v = replace(v, status=INCONCLUSIVE)
         out[a] = ArchResult(v, None, "", spread, parts)
