@@ -173,19 +173,9 @@ _ = book.glue("causal_int_loss", f"{span.loss_range.min():.2g} to {span.loss_ran
 v = rules.causal_rule(table)
 
 
-def arch_text(a: str) -> str:
-    r, p = v[a], v[a].parts
-    txt = (f"{a.upper() if a == 'bert' else 'GPT-2'}: temperature effect {p['temperature'].text(4)} seeds, initial scale "
-           f"alone {p['init'].text(4, n=False)}, step size alone {p['lr'].text(4, n=False)}, oriented difference "
-           f"{r.verdict.estimate.text(4, n=False)} ({r.verdict.status})")
-    if r.verdict.status != "supported" and r.verdict.needed is not None:
-        txt += f"; about {r.verdict.needed} seeds would resolve {rules.CAUSAL_EFFECT} nats"
-    return txt
-
-
 summary = (f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) rather "
            f"than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt(tau)}, s = {s:.3g}. "
-           f"{arch_text('bert')}. {arch_text('gpt2')}. Twins match to {twins['largest per-seed |tau - twin|'].max():.2g}. "
+           f"{rules.causal_text(v, 'bert')}. {rules.causal_text(v, 'gpt2')}. Twins match to {twins['largest per-seed |tau - twin|'].max():.2g}. "
            f"{profile} profile at {sizes} sizes, {len(runs)} runs.")
 _ = book.verdict("causal", v.status, summary)
 

@@ -19,7 +19,9 @@ SIZES = dict(hidden_size=32, num_layers=2, num_heads=2, max_len=16, vocab_size=6
 
 
 def test_twin_has_the_attention_of_its_temperature_at_initialisation():
-    """A model at tau and its twin at tau = 1 with the query/key weights and biases scaled by
+    """README guarantee: "A temperature is a query/key scale." (at initialisation)
+
+    A model at tau and its twin at tau = 1 with the query/key weights and biases scaled by
     1/sqrt(tau) have the same attention probabilities at initialisation (to 1e-6); an unscaled model
     at tau = 1 does not."""
     ids = torch.randint(0, 64, (4, 16), generator=torch.Generator().manual_seed(0))
@@ -49,7 +51,9 @@ def _train64(cfg, steps: int):
 
 @pytest.mark.parametrize("arch", ["bert", "gpt2"])
 def test_twins_follow_the_same_trajectory_in_float64(arch):
-    """Under P3's conditions (Adam epsilon -> 0, no weight decay on query/key, no clipping) a run at
+    """README guarantee: "A temperature is a query/key scale." (through training)
+
+    Under P3's conditions (Adam epsilon -> 0, no weight decay on query/key, no clipping) a run at
     tau = 0.25 and its twin at tau = 1 (qk_init_scale = qk_lr_scale = 2) have the same attention after
     4 float64 steps (measured 1e-13); the twin without the learning-rate scale drifts away (> 1e-3)."""
     tau, s = 0.25, causal.twin_scale(0.25)
@@ -64,7 +68,9 @@ def test_twins_follow_the_same_trajectory_in_float64(arch):
 
 @pytest.mark.parametrize("arch", ["bert", "gpt2"])
 def test_query_key_parameters_get_their_own_learning_rate(arch):
-    """The Trainer's optimizer puts exactly the query/key weights and biases (GPT-2: the query/key part
+    """README guarantee: "A temperature is a query/key scale." (the optimizer groups)
+
+    The Trainer's optimizer puts exactly the query/key weights and biases (GPT-2: the query/key part
     of c_attn) in groups with learning rate x qk_lr_scale and weight decay x qk_decay_scale; every
     other parameter keeps the stock groups, and after training c_attn is one plain tensor again."""
     cfg = resolve_config(arch, "ci", qk_lr_scale=3.0, qk_decay_scale=0.5)
@@ -93,7 +99,9 @@ def test_query_key_parameters_get_their_own_learning_rate(arch):
 @pytest.mark.parametrize("field,value", [("qk_init_scale", 0.0), ("qk_lr_scale", 1e4), ("qk_decay_scale", -1.0),
                                          ("adam_epsilon", 0.0), ("max_grad_norm", -1.0)])
 def test_field_out_of_range_names_it(field, value):
-    """A query/key scale, Adam epsilon or clipping norm out of range gives a ConfigError naming the field
+    """README guarantee: "Bad input fails first." (the query/key and optimizer fields)
+
+    A query/key scale, Adam epsilon or clipping norm out of range gives a ConfigError naming the field
     and stating the allowed range, before any work."""
     with pytest.raises(ConfigError, match=rf"^{field}: got .*allowed range is"):
         resolve_config("bert", "ci", **{field: value})
@@ -129,6 +137,10 @@ def test_causal_runs_and_cells():
     assert list(cells[:10]) == [c for c in causal.CELLS for _ in (0, 1)]
     twin = df[cells == "twin"].iloc[0]
     assert twin.tau == 1.0 and twin.qk_init_scale == pytest.approx(10.0) and twin.qk_lr_scale == pytest.approx(10.0)
+    from attnrank import experiments
+
+    assert experiments.book_runs("ci", "causal") == causal.causal_runs("ci")  # `attnrank sweep` trains them up front
+    assert len(experiments.book_runs("ci", "causal")) == 50
     quick = causal.causal_runs("quick", seeds=[0])
     assert quick[0].hidden_size == resolve_config("bert", "ci").hidden_size and quick[0].max_steps == 80
 

@@ -57,6 +57,7 @@ def test_single_factors_alike_is_inconclusive_and_states_seeds_needed():
     v = rules.causal_rule(table({**BASE, "init": 5.05, "lr": 5.051}))
     assert v.status == "inconclusive at this scale"
     assert v["bert"].verdict.needed is not None and v["bert"].verdict.needed >= 2
+    assert f"about {v['bert'].verdict.needed} seeds would resolve 0.01 nats" in rules.causal_text(v, "bert")
 
 
 def test_one_architecture_against_makes_the_claim_not_supported():

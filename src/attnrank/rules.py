@@ -45,7 +45,7 @@ from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 __all__ = [
     "RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule",
     "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
-    "lever_comparison", "CAUSAL_EFFECT", "paired_difference", "causal_rule",
+    "lever_comparison", "CAUSAL_EFFECT", "paired_difference", "causal_rule", "causal_text",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -455,3 +455,21 @@ def causal_rule(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: f
             v = replace(v, status=INCONCLUSIVE)
         out[a] = ArchResult(v, None, "", spread, parts)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
+
+
+def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
+    """One architecture's part of :func:`causal_rule` in words, for a verdict's summary: the
+    temperature's effect, each single factor's, the oriented difference, the status and, when not
+    supported, the seeds that would resolve :data:`CAUSAL_EFFECT`."""
+    r, p = result[arch], result[arch].parts
+    name = {"bert": "BERT", "gpt2": "GPT-2"}.get(arch, arch)
+    txt = (f"{name}: temperature effect {p['temperature'].text(digits)} seeds, initial scale alone "
+           f"{p['init'].text(digits, n=False)}, step size alone {p['lr'].text(digits, n=False)}, oriented difference "
+           f"{r.verdict.estimate.text(digits, n=False)} ({r.verdict.status})")
+    if r.verdict.status != "supported" and r.verdict.needed is not None:
+        txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {_fmt_effect(r.verdict.effect)} nats"
+    return txt
+
+
+def _fmt_effect(x) -> str:
+    return "n/a" if x is None else f"{x:g}"
