@@ -332,14 +332,19 @@ def _default_threads() -> int:
 def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = None, **overrides) -> RunConfig:
     """Resolve ``profile`` values plus ``overrides`` into a validated :class:`RunConfig`.
 
+    Every field is an override, e.g. the P3 twin of a run at ``tau = 0.01``:
+    ``resolve_config("bert", "ci", qk_init_scale=10.0, qk_lr_scale=10.0)``.
+
     ``head_dim`` may be given instead of ``num_heads`` (it must divide ``hidden_size``).
     An override of None keeps the profile's value.
 
     Raises:
         ConfigError: naming the parameter, for an unknown arch, profile or field, or an
         invalid value (see :data:`FIELD_CHECKS`; ``tau`` outside [1e-3, 1e3], heads not
-        dividing ``hidden_size``, ``seed`` outside [0, 2**32 - 1], a run too large for
-        this machine's memory, ...).
+        dividing ``hidden_size``, ``seed`` outside [0, 2**32 - 1], ``qk_init_scale`` or
+        ``qk_lr_scale`` outside [1e-3, 1e3], ``qk_decay_scale`` outside [0, 1e3],
+        ``adam_epsilon`` outside (0, 1e-2], ``max_grad_norm`` outside [0, 1e6], a run too
+        large for this machine's memory, ...).
     """
     check_choice("arch", arch, ARCHS)
     profile = resolve_profile(profile)
