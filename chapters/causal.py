@@ -31,7 +31,7 @@
 # **The design.** Per seed and architecture, five runs for $\tau =$ {glue:text}`causal_tau`
 # ($s =$ {glue:text}`causal_s`): `tau = 1`, `init x s` (query/key weights scaled at
 # initialisation), `q/k lr x s` (their learning rate scaled), both (the twin), and the temperature
-# itself, all under P3's conditions (Adam $\epsilon = 10^{-16}$, no weight decay on the query/key
+# itself, all under P3's conditions (Adam $\epsilon =$ {glue:text}`causal_eps`, no weight decay on the query/key
 # weights, no clipping). A seed fixes the data order, the masks and every other initial weight:
 # the five runs of a seed are paired.
 #
@@ -70,11 +70,12 @@ s = causal.twin_scale(tau)
 fmt = rules.fmt_setting
 sizes, preset = causal.PRESETS[profile]
 book.glue("causal_tau", fmt(tau)), book.glue("causal_s", f"{s:.3g}")
+book.glue("causal_eps", f"{causal.P3_CONDITIONS['adam_epsilon']:g}")
 
 # %% [markdown]
 # ## The runs
 #
-# Fifty runs are many for a CPU build: the chapter trains the sizes of a smaller profile (`ci`
+# The design needs many runs, so the chapter trains the sizes of a smaller profile (`ci`
 # sizes at `ci` and `quick`, `quick` sizes at `paper`; `causal.PRESETS`): {glue:text}`causal_runs_text`.
 
 # %%
@@ -146,7 +147,7 @@ display(eff_tab.assign(outcome=eff_tab.outcome.map(causal.OUTCOMES))
 # ## Intervention at fixed weights: move the rank, keep the model
 #
 # A trained model evaluated at another temperature keeps its weights; its logits are rescaled and
-# its rank moves. Below, the `tau = 1` and `tau` runs of the first two seeds at every temperature of
+# its rank moves. Below, the `tau = 1` and `tau` runs of the first seeds at every temperature of
 # `eval_taus` (circles: the training temperature).
 
 # %%
