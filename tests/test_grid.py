@@ -264,7 +264,8 @@ def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("130 runs of the ci profile, 0 stored, 130 to train") and "process pool:" in out
-    assert len(experiments.book_runs("ci")) == 130 and experiments.book_runs("ci", ["theory", "target"]) == []
+    assert len(experiments.book_runs("ci")) == 130 + 50  # the shared grid and the causal chapter's 2 x 2 and twins
+    assert experiments.book_runs("ci", ["theory", "target"]) == []
     for argv, param in ((["--executor", "dask"], "executor"), (["--chapters", "nope"], "chapters"),
                         (["--workers", "0"], "workers"), (["--threads-per-worker", "0"], "threads_per_worker")):
         assert main(["sweep", "--profile", "ci", *argv]) == 2
