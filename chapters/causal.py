@@ -115,7 +115,9 @@ book.glue("causal_twin_max_loss", float(gap[True])), book.glue("causal_twin_max_
 # %% [markdown]
 # The largest difference between a run and its twin (seeds, architectures) is
 # {glue:text}`causal_twin_max_loss:.2g` nats in the final loss and {glue:text}`causal_twin_max_rank:.2g`
-# in the rank: a temperature is an initial logit scale together with a query/key step size.
+# in the rank. In float32 the twins' rounding differs, and over many steps the difference grows as
+# in any chaotic training, which is why they are compared as distributions: a temperature is an
+# initial logit scale together with a query/key step size.
 #
 # ## The 2 x 2 at $\tau = 1$: which half reproduces the temperature's effects?
 #

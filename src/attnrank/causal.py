@@ -47,7 +47,7 @@ CELL_LABELS = {"stock": "tau = 1", "init": "init x s", "lr": "q/k lr x s", "twin
 #: of the chapter fit the build's time budget.
 PRESETS = {
     "ci": ("ci", {}),
-    "quick": ("ci", {"max_steps": 80, "warmup_steps": 8, "rank_every": 10}),
+    "quick": ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20}),
     "paper": ("quick", {}),
 }
 
