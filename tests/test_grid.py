@@ -264,8 +264,9 @@ def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("130 runs of the ci profile, 0 stored, 130 to train") and "process pool:" in out
-    # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1
-    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 and experiments.book_runs("ci", ["target"]) == []
+    # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1;
+    # the causal chapter adds its 2 x 2 and twins
+    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 and experiments.book_runs("ci", ["target"]) == []
     for argv, param in ((["--executor", "dask"], "executor"), (["--chapters", "nope"], "chapters"),
                         (["--workers", "0"], "workers"), (["--threads-per-worker", "0"], "threads_per_worker")):
         assert main(["sweep", "--profile", "ci", *argv]) == 2

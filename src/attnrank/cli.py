@@ -20,12 +20,16 @@ __all__ = ["main"]
 def _train(args) -> int:
     from .store import run
 
-    overrides = {k: getattr(args, k) for k in ("tau", "num_heads", "head_dim", "seed", "max_steps", "dataset", "hidden_size", "num_layers")}
+    overrides = {k: getattr(args, k) for k in ("tau", "num_heads", "head_dim", "seed", "max_steps", "dataset", "hidden_size", "num_layers",
+                                               "qk_init_scale", "qk_lr_scale", "qk_decay_scale", "adam_epsilon", "max_grad_norm")}
     r = run(arch=args.arch, profile=args.profile, force=args.force, progress=not args.quiet, **overrides)
     s, c = r.summary, r.config
     print(f"\nrun {r.path}")
     print(f"  {c['arch']} ({'MLM' if c['arch'] == 'bert' else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
           f"head_dim {c['head_dim']} ({c['num_heads']} heads x {c['num_layers']} layers), seed {c['seed']}, {s['device']}")
+    scales = {k: c.get(k, 1.0) for k in ("qk_init_scale", "qk_lr_scale")}
+    if any(v != 1.0 for v in scales.values()):
+        print(f"  query/key initial scale {scales['qk_init_scale']:g}, learning-rate scale {scales['qk_lr_scale']:g}")
     print(f"  status {s['status']}" + (f" at step {s['failure']['step']}: {s['failure']['reason']}" if s["failure"] else ""))
     print(f"  {'measure':<20}{'initial':>10}{'final':>10}")
     print(f"  {'validation loss':<20}{s['initial_val_loss']:>10.4f}{s['final_val_loss']:>10.4f}")
@@ -151,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     number("--num-layers", int)
     number("--seed", int)
     number("--max-steps", int)
+    number("--qk-init-scale", float, help="factor on the initial query/key weights and biases (default 1)")
+    number("--qk-lr-scale", float, help="factor on the learning rate of the query/key parameters (default 1)")
+    number("--qk-decay-scale", float, help="factor on the weight decay of the query/key weights (default 1; 0: none)")
+    number("--adam-epsilon", float, help="Adam's epsilon (default 1e-8)")
+    number("--max-grad-norm", float, help="gradient clipping norm (default 1; 0: no clipping)")
     t.add_argument("--dataset", default=None, help="shakespeare (offline default) or hf:NAME[:CONFIG]")
     t.add_argument("--force", action="store_true", help="train again even if stored")
     t.add_argument("--quiet", action="store_true", help="no progress bar")

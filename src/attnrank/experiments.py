@@ -143,13 +143,19 @@ def _temp_runs(profile: str) -> list[RunConfig]:
     return main_sweep(profile) + tau_sweep(profile, taus=[0.25, 1.0])
 
 
+def _causal_runs(profile: str) -> list[RunConfig]:
+    from .causal import causal_runs  # the causal chapter's 2 x 2 and twins, at its preset sizes
+
+    return causal_runs(profile)
+
+
 #: Chapters of the book (``chapters/<name>``) and the trained runs each asks the run store
 #: for at its default parameters (``None``: none; a chapter's papermill parameters can
 #: change its grid, and it then trains the difference itself).
 CHAPTERS = {
-    "intro": None, "measure": main_sweep, "theory": seq_len_sweep, "dynamics": main_sweep, "loss": main_sweep,
-    "temp": _temp_runs, "headdim": main_sweep, "target": None, "reproducibility": main_sweep, "bibliography": None,
-    "protocol": main_sweep,
+    "intro": None, "measure": main_sweep, "theory": seq_len_sweep, "dynamics": main_sweep, "protocol": main_sweep,
+    "loss": main_sweep, "temp": _temp_runs, "headdim": main_sweep, "causal": _causal_runs, "target": None,
+    "reproducibility": main_sweep, "bibliography": None,
 }
 
 

@@ -7,16 +7,20 @@ download); the temperature enters only through the registered attention function
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Mapping
 
 import torch
+from torch.nn.utils import parametrize
 from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, PreTrainedModel
 
 from . import attention
 from .errors import ConfigError, check_choice, check_positive_int
 from .profiles import ARCHS, FIELD_CHECKS, TAU_RANGE, RunConfig, check_tau, resolve_heads  # the checks live with the run config
 
-__all__ = ["ARCHS", "TAU_RANGE", "build_model", "model_from_config", "tokenizer_pad_id", "resolve_heads", "set_tau"]
+__all__ = ["ARCHS", "TAU_RANGE", "build_model", "model_from_config", "tokenizer_pad_id", "resolve_heads", "set_tau",
+           "scale_qk", "qk_parameter_names", "split_qk"]
 
 def set_tau(model: PreTrainedModel, tau: float) -> PreTrainedModel:
     """Set the temperature ratio of a model built by :func:`build_model` (in place)."""
@@ -39,6 +43,7 @@ def build_model(
     intermediate_size: int | None = None,
     pad_token_id: int = 0,
     attn_implementation: str = attention.ATTN_IMPLEMENTATION,
+    qk_init_scale: float = 1.0,
 ) -> PreTrainedModel:
     """Build ``BertForMaskedLM`` or ``GPT2LMHeadModel`` from config with temperature ``tau``.
 
@@ -56,13 +61,15 @@ def build_model(
         pad_token_id: id of the padding token.
         attn_implementation: ``"attnrank"`` (tempered), or a stock HF name such as
             ``"eager"`` or ``"sdpa"`` for comparisons (then ``tau`` must be 1).
+        qk_init_scale: factor on the initial query and key weights and biases
+            (:func:`scale_qk`); at ``tau = 1``, ``1 / sqrt(t)`` gives the initial logits of ``tau = t``.
 
     Returns:
         The HF model in train mode, weights in float32 on the CPU.
 
     Raises:
-        ConfigError: for an unknown ``arch``, a ``tau`` outside [1e-3, 1e3], or heads that
-        do not divide ``hidden_size``.
+        ConfigError: for an unknown ``arch``, a ``tau`` outside [1e-3, 1e3], heads that
+        do not divide ``hidden_size``, or a ``qk_init_scale`` outside [1e-3, 1e3].
     """
     check_choice("arch", arch, ARCHS)
     tau = check_tau(tau)
@@ -71,6 +78,7 @@ def build_model(
     max_len = check_positive_int("max_len", max_len, low=2)
     vocab_size = check_positive_int("vocab_size", vocab_size, low=2)
     dropout = FIELD_CHECKS["dropout"]("dropout", dropout)
+    qk_init_scale = FIELD_CHECKS["qk_init_scale"]("qk_init_scale", qk_init_scale)
     if attn_implementation != attention.ATTN_IMPLEMENTATION and tau != 1.0:
         raise ConfigError("tau", f"tau={tau} needs attn_implementation={attention.ATTN_IMPLEMENTATION!r}")
     intermediate_size = intermediate_size or 4 * hidden_size
@@ -94,6 +102,8 @@ def build_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = cls(config)
+    if qk_init_scale != 1.0:
+        scale_qk(model, qk_init_scale)
     model.train()
     return model
 
@@ -123,7 +133,7 @@ def model_from_config(cfg, *, vocab_size: int | None = None, pad_token_id: int |
     Args:
         cfg: a :class:`~attnrank.profiles.RunConfig`, or a run's stored ``config.json``
             (a mapping with ``arch``, ``hidden_size``, ``num_layers``, ``num_heads``, ``tau``,
-            ``max_len``, ``dropout``, ``seed``).
+            ``max_len``, ``dropout``, ``seed`` and ``qk_init_scale``).
         vocab_size, pad_token_id: of the run's tokenizer; by default read from the tokenizer
             of ``cfg`` (built and cached by :func:`attnrank.data.get_tokenizer`, which needs
             ``dataset`` and ``vocab_size`` in ``cfg``).
@@ -150,4 +160,87 @@ def model_from_config(cfg, *, vocab_size: int | None = None, pad_token_id: int |
         tau=c["tau"] if tau is None else tau, max_len=c["max_len"], vocab_size=vocab_size, dropout=c["dropout"],
         seed=c["seed"] if seed is None else seed, pad_token_id=pad_token_id,
         attn_implementation=attn_implementation or attention.ATTN_IMPLEMENTATION,
+        qk_init_scale=c.get("qk_init_scale", 1.0),  # runs stored before the field have 1
     )
+
+
+#: Query/key parameters of BERT: the ``query`` and ``key`` Linear layers of every self-attention.
+_BERT_QK = re.compile(r"(?:^|\.)attention\.self\.(?:query|key)\.(?:weight|bias)$")
+#: GPT-2's fused projection (query, key, value along its last dimension) and, while
+#: :func:`split_qk` is active, its query/key part.
+_GPT2_QKV = re.compile(r"(?:^|\.)attn\.c_attn\.(?:weight|bias)$")
+_GPT2_QK = re.compile(r"(?:^|\.)attn\.c_attn\.parametrizations\.(?:weight|bias)\.original0$")
+
+
+def scale_qk(model: PreTrainedModel, scale: float) -> PreTrainedModel:
+    """Multiply the query and key weights and biases of every layer by ``scale`` (in place).
+
+    BERT: the ``query`` and ``key`` Linear layers; GPT-2: the first ``2 * hidden_size`` output
+    columns of ``c_attn`` (``[hidden, 3 * hidden]`` Conv1D weight and ``[3 * hidden]`` bias: query,
+    key, value in that order). The logits ``Q K^T`` are then ``scale**2`` times larger, which at
+    ``tau = 1`` with ``scale = 1 / sqrt(t)`` is the model at temperature ``t`` (P3).
+
+    Raises:
+        ConfigError: naming ``scale`` outside [1e-3, 1e3].
+    """
+    scale = FIELD_CHECKS["qk_init_scale"]("scale", scale)
+    hidden = model.config.hidden_size
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if _BERT_QK.search(name):
+                p.mul_(scale)
+            elif _GPT2_QKV.search(name):
+                p[..., : 2 * hidden].mul_(scale)
+    return model
+
+
+def qk_parameter_names(model: PreTrainedModel) -> list[str]:
+    """Names of the parameters that hold exactly the query and key weights and biases.
+
+    BERT: ``...attention.self.query.weight`` (and ``.bias``, ``key``). GPT-2 only inside
+    :func:`split_qk`, which gives the query/key part of ``c_attn`` a parameter of its own
+    (``...c_attn.parametrizations.weight.original0``); outside it the list is empty for GPT-2 (its
+    query, key and value share one tensor).
+    """
+    return [n for n, _ in model.named_parameters() if _BERT_QK.search(n) or _GPT2_QK.search(n)]
+
+
+class _Concat(torch.nn.Module):
+    """Parametrization of GPT-2's ``c_attn`` weight or bias as ``[query/key part, value part]``."""
+
+    def __init__(self, split: int):
+        super().__init__()
+        self.split = split
+
+    def forward(self, qk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.cat([qk, v], dim=-1)
+
+    def right_inverse(self, w: torch.Tensor):
+        # contiguous copies: views of one storage would share it between the two parameters
+        return w[..., : self.split].contiguous().clone(), w[..., self.split :].contiguous().clone()
+
+
+@contextlib.contextmanager
+def split_qk(model: PreTrainedModel):
+    """Give GPT-2's query/key projection parameters of their own for the duration (for an optimizer group).
+
+    Each ``c_attn`` weight ``[hidden, 3 hidden]`` and bias ``[3 hidden]`` is parametrized
+    (``torch.nn.utils.parametrize``) as the concatenation of a query/key parameter (first
+    ``2 hidden`` columns) and a value parameter; the model computes the same function. On exit
+    the parametrizations are removed and ``c_attn`` holds plain parameters with the trained values,
+    under their usual names. BERT is left as it is (its query and key are separate layers).
+    """
+    if model.config.model_type != "gpt2":
+        yield model
+        return
+    modules = [m for name, m in model.named_modules() if name.endswith("attn.c_attn")]
+    split = 2 * model.config.hidden_size
+    for m in modules:
+        for tensor in ("weight", "bias"):
+            parametrize.register_parametrization(m, tensor, _Concat(split), unsafe=True)
+    try:
+        yield model
+    finally:
+        for m in modules:
+            for tensor in ("weight", "bias"):
+                parametrize.remove_parametrizations(m, tensor, leave_parametrized=True)

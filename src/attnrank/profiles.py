@@ -41,7 +41,7 @@ __all__ = [
     "PRESETS",
     "preset",
     "preset_table",
-    "PROFILES", "ARCHS", "TAU_RANGE", "SEED_RANGE", "INT_MAX", "FIELD_CHECKS", "RunConfig", "check_tau",
+    "PROFILES", "ARCHS", "TAU_RANGE", "QK_SCALE_RANGE", "SEED_RANGE", "INT_MAX", "FIELD_CHECKS", "RunConfig", "check_tau",
     "resolve_heads", "memory_estimate", "resolve_profile", "resolve_config", "profile_defaults",
     "default_dataset", "base_profile",
 ]
@@ -56,6 +56,9 @@ ARCHS = ("bert", "gpt2")
 TAU_RANGE = (1e-3, 1e3)
 #: Allowed range of ``seed`` (inclusive): NumPy's and the Trainer's seeds are unsigned 32-bit.
 SEED_RANGE = (0, 2**32 - 1)
+#: Allowed range (inclusive) of the query/key scales ``qk_init_scale`` and ``qk_lr_scale``: the
+#: twin of a run at ``tau`` uses ``1 / sqrt(tau)``, within it for every ``tau`` in :data:`TAU_RANGE`.
+QK_SCALE_RANGE = (1e-3, 1e3)
 #: Upper bound of every count (sizes, steps): a signed 32-bit integer, as token ids and
 #: step counters are stored.
 INT_MAX = 2**31 - 1
@@ -145,6 +148,11 @@ FIELD_CHECKS = {
     "log_every": _int(1),
     "mlm_probability": _real(0.0, 1.0, low_open=True, high_open=True),
     "threads": _int(1, 1024),
+    "qk_init_scale": _real(*QK_SCALE_RANGE),
+    "qk_lr_scale": _real(*QK_SCALE_RANGE),
+    "qk_decay_scale": _real(0.0, QK_SCALE_RANGE[1]),
+    "adam_epsilon": _real(0.0, 1e-2, low_open=True),
+    "max_grad_norm": _real(0.0, 1e6),
 }
 
 
@@ -243,6 +251,17 @@ class RunConfig:
     mlm_probability: float
     #: torch threads (intra-op) of the run; set by training and restored after it
     threads: int
+    #: factor on the initial query and key weights and biases (BERT ``query``/``key``, GPT-2's
+    #: query/key slices of ``c_attn``); ``1 / sqrt(tau)`` at ``tau = 1`` gives the logits of ``tau``
+    qk_init_scale: float
+    #: factor on the learning rate of the query and key parameters (their own optimizer group)
+    qk_lr_scale: float
+    #: factor on the weight decay of the query and key weights (0: none on them)
+    qk_decay_scale: float
+    #: Adam's epsilon (the denominator's floor)
+    adam_epsilon: float
+    #: gradient clipping: the largest global gradient norm (0: no clipping)
+    max_grad_norm: float
 
     def __post_init__(self):
         values = {}
@@ -267,7 +286,8 @@ class RunConfig:
 
 
 #: Values shared by every profile.
-_COMMON = dict(tau=1.0, seed=0, dataset="shakespeare", weight_decay=0.01, mlm_probability=0.15, threads=1)
+_COMMON = dict(tau=1.0, seed=0, dataset="shakespeare", weight_decay=0.01, mlm_probability=0.15, threads=1,
+               qk_init_scale=1.0, qk_lr_scale=1.0, qk_decay_scale=1.0, adam_epsilon=1e-8, max_grad_norm=1.0)
 
 _PROFILE_DEFAULTS: dict[str, dict] = {
     "ci": dict(_COMMON, hidden_size=32, num_layers=2, num_heads=2, max_len=32, vocab_size=512, batch_size=8,
@@ -363,14 +383,19 @@ def _default_threads() -> int:
 def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = None, **overrides) -> RunConfig:
     """Resolve ``profile`` values plus ``overrides`` into a validated :class:`RunConfig`.
 
+    Every field is an override, e.g. the P3 twin of a run at ``tau = 0.01``:
+    ``resolve_config("bert", "ci", qk_init_scale=10.0, qk_lr_scale=10.0)``.
+
     ``head_dim`` may be given instead of ``num_heads`` (it must divide ``hidden_size``).
     An override of None keeps the profile's value.
 
     Raises:
         ConfigError: naming the parameter, for an unknown arch, profile or field, or an
         invalid value (see :data:`FIELD_CHECKS`; ``tau`` outside [1e-3, 1e3], heads not
-        dividing ``hidden_size``, ``seed`` outside [0, 2**32 - 1], a run too large for
-        this machine's memory, ...).
+        dividing ``hidden_size``, ``seed`` outside [0, 2**32 - 1], ``qk_init_scale`` or
+        ``qk_lr_scale`` outside [1e-3, 1e3], ``qk_decay_scale`` outside [0, 1e3],
+        ``adam_epsilon`` outside (0, 1e-2], ``max_grad_norm`` outside [0, 1e6], a run too
+        large for this machine's memory, ...).
     """
     check_choice("arch", arch, ARCHS)
     profile = resolve_profile(profile)

@@ -19,6 +19,10 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 * :func:`temperature_loss` - does a colder softmax train to a lower loss: Spearman's rho of
   ``log tau`` and the final validation loss over runs (:func:`attnrank.stats.spearman`), plus the
   grid value with the lowest mean loss.
+* :func:`causal_rule` - the reviewers' causality critique: does temperature act on the loss through
+  the initial logit scale (which sets the initial rank) or through the query/key step size? The
+  2 x 2 at ``tau = 1`` of :mod:`attnrank.causal`: the loss of the initial-scale-only cell minus the
+  loss of the step-size-only cell, oriented by the temperature's own loss effect.
 * :func:`lever_comparison` - claim (iii): temperature is the stronger lever on the initial rank,
   compared over the range a user can set: range of the mean rank over the whole temperature grid
   minus its range over the whole head-dimension grid (:func:`attnrank.stats.compare_spans`).
@@ -54,6 +58,9 @@ __all__ = [
     "direction_note", "MAX_FLIP", "SET_EARLY_RHO", "EARLY_FRACTION", "ProtocolResult", "protocol_rule",
     "SetEarlyResult", "set_early_rule",
     "SeqLenResult", "seq_len_rule",
+
+
+    "lever_comparison", "CAUSAL_EFFECT", "paired_difference", "causal_rule", "causal_text",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -831,3 +838,4 @@ def seq_len_rule(runs: pd.DataFrame, measure: str) -> SeqLenResult:
         est = stats.mean_ci(g[col].to_numpy(float))
         cases[(arch, int(n))] = judge(est, study_bound(int(n)), "below")
     return SeqLenResult(combine(v.status for v in cases.values()), cases, len(ok))
+    "CAUSAL_EFFECT", "paired_difference", "causal_rule", "causal_text",

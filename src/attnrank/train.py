@@ -2,7 +2,8 @@
 
 :func:`train` runs one :class:`~attnrank.profiles.RunConfig`: it builds the tokenizer,
 the token blocks and the model, then trains with the stock ``Trainer`` (AdamW, linear
-warm-up and decay, gradient clipping at 1) while :class:`RankCallback` probes attention
+warm-up and decay, gradient clipping at ``max_grad_norm``; the query and key parameters in
+an optimizer group of their own, see :func:`optimizer_groups`) while :class:`RankCallback` probes attention
 ranks and validation loss on the schedule of :func:`probe_steps`: step 0 (initialisation),
 the powers of two below ``rank_every`` (1, 2, 4, ...: the first steps on a log scale), then every ``rank_every`` steps and the last step. Each probe also
 measures :data:`TRAIN_PROBE_SIZE` fixed training blocks, recorded per sequence beside the
@@ -21,6 +22,7 @@ one run per GPU (``attnrank sweep --executor ray``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import tempfile
@@ -38,12 +40,14 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import logging as hf_logging
 
 from .errors import ConfigError, RunFailed, check_int
+from .models import qk_parameter_names, split_qk
 from .probe import RankProbe
 from .profiles import RunConfig
 from .models import model_from_config, tokenizer_pad_id
 
 __all__ = ["TrainResult", "RankCallback", "TRAIN_PROBE_SIZE", "probe_steps", "training_probe_ids", "prepare_data",
-           "probe_indices", "training_arguments", "train", "device_name", "precision", "run_environment"]
+           "probe_indices", "training_arguments", "optimizer_groups", "make_trainer", "train", "device_name", "precision",
+           "run_environment"]
 
 #: Training blocks measured at every probe beside the held-out probe sequences (per-sequence
 #: records only: the study averaged its ranks over 4 training and 4 test examples).
@@ -88,7 +92,8 @@ def _one_device(args: TrainingArguments) -> TrainingArguments:
 
 
 def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = False, **overrides) -> TrainingArguments:
-    """The ``TrainingArguments`` of a run of ``cfg`` (AdamW, linear warm-up and decay, clipping at 1), on one device.
+    """The ``TrainingArguments`` of a run of ``cfg`` (AdamW with ``cfg.adam_epsilon``, linear warm-up and decay,
+    clipping at ``cfg.max_grad_norm``, 0: none), on one device.
 
     bf16 autocast on a CUDA GPU that supports it, else float32 on the CPU; no checkpoints,
     no evaluation by the Trainer (the rank probe measures), no reporting. ``overrides``
@@ -98,7 +103,8 @@ def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = Fals
     kw = dict(
         output_dir=output_dir, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
         learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
-        lr_scheduler_type="linear", max_grad_norm=1.0, logging_steps=cfg.log_every, logging_first_step=True,
+        adam_epsilon=cfg.adam_epsilon, lr_scheduler_type="linear", max_grad_norm=cfg.max_grad_norm,
+        logging_steps=cfg.log_every, logging_first_step=True,
         logging_nan_inf_filter=False, save_strategy="no", eval_strategy="no", report_to="none",
         seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, use_cpu=not cuda,
         bf16=precision() == "bf16", disable_tqdm=not progress, remove_unused_columns=False,
@@ -109,6 +115,62 @@ def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = Fals
 def probe_indices(n_val: int, count: int) -> np.ndarray:
     """Indices of ``count`` blocks spread evenly over ``n_val`` validation blocks (the probe and validation sets)."""
     return np.linspace(0, n_val - 1, min(count, n_val)).round().astype(int)
+
+
+def optimizer_groups(model: torch.nn.Module, cfg: RunConfig, decay_names) -> list[dict]:
+    """The optimizer's parameter groups for ``cfg``: the stock Trainer's two, the query/key apart.
+
+    ``decay_names`` are the parameter names that get weight decay (the Trainer's rule: not the
+    biases, not the LayerNorms). Groups (empty ones left out), each with its ``lr`` and
+    ``weight_decay``: the other parameters with and without decay at ``cfg.learning_rate`` and
+    ``cfg.weight_decay`` (the stock groups), then the query/key parameters
+    (:func:`attnrank.models.qk_parameter_names`; for GPT-2 call this inside
+    :func:`attnrank.models.split_qk`) at ``cfg.learning_rate * cfg.qk_lr_scale``, with
+    ``cfg.weight_decay * cfg.qk_decay_scale`` on their weights. The learning-rate schedule
+    multiplies every group's rate by the same factor, so the ratio holds throughout.
+    """
+    qk, decay = set(qk_parameter_names(model)), set(decay_names)
+    lr, wd = cfg.learning_rate, cfg.weight_decay
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for n, p in named if n not in qk and n in decay], "lr": lr, "weight_decay": wd},
+        {"params": [p for n, p in named if n not in qk and n not in decay], "lr": lr, "weight_decay": 0.0},
+        {"params": [p for n, p in named if n in qk and n in decay], "lr": lr * cfg.qk_lr_scale,
+         "weight_decay": wd * cfg.qk_decay_scale},
+        {"params": [p for n, p in named if n in qk and n not in decay], "lr": lr * cfg.qk_lr_scale, "weight_decay": 0.0},
+    ]
+    return [g for g in groups if g["params"]]
+
+
+class _Trainer(Trainer):
+    """The stock ``Trainer`` whose optimizer gives the query/key parameters a group of their own."""
+
+    def __init__(self, *args, run_config: RunConfig, **kwargs):
+        self.run_config = run_config
+        super().__init__(*args, **kwargs)
+
+    def create_optimizer(self, model=None):
+        if self.optimizer is None:
+            model = self.model if model is None else model
+            cls, kwargs = self.get_optimizer_cls_and_kwargs(self.args, model)
+            self.optimizer = cls(optimizer_groups(model, self.run_config, self.get_decay_parameter_names(model)), **kwargs)
+        return self.optimizer
+
+
+def make_trainer(cfg: RunConfig, model: torch.nn.Module, dataset, collator, *, output_dir: str, progress: bool = False,
+                 callbacks=()) -> Trainer:
+    """The ``transformers.Trainer`` of a run: the arguments of :func:`training_arguments` and the
+    query/key optimizer groups of :func:`optimizer_groups`.
+
+    For GPT-2 with ``cfg.qk_lr_scale != 1`` or ``cfg.qk_decay_scale != 1`` build and train it
+    inside :func:`attnrank.models.split_qk`, so that its query/key part has a parameter of its own.
+    """
+    trainer = _Trainer(model=model, args=training_arguments(cfg, output_dir, progress=progress), train_dataset=dataset,
+                       data_collator=collator, callbacks=list(callbacks), run_config=cfg)
+    if not progress:
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+    return trainer
 
 
 class _Blocks(torch.utils.data.Dataset):
@@ -279,12 +341,10 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         torch.backends.cudnn.allow_tf32 = True
     probe = RankProbe(probe_ids, val_batches, train_ids=training_probe_ids(dataset.blocks.numpy()))
     callback = RankCallback(probe, cfg.rank_every, cfg.max_steps)
-    with tempfile.TemporaryDirectory() as tmp:
-        args = training_arguments(cfg, output_dir or tmp, progress=progress)
-        trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator, callbacks=[callback])
-        if not progress:
-            trainer.remove_callback(PrinterCallback)
-            trainer.remove_callback(ProgressCallback)
+    split = split_qk(model) if cfg.qk_lr_scale != 1.0 or cfg.qk_decay_scale != 1.0 else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as tmp, split:
+        trainer = make_trainer(cfg, model, dataset, collator, output_dir=output_dir or tmp, progress=progress,
+                               callbacks=[callback])
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
         # At low tau the softmax and its gradient underflow into subnormal floats, which

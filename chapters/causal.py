@@ -1,0 +1,191 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,mystnb
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Temperature: a capacity knob or an optimisation knob?
+#
+# **The reviewers' first critique, in our words.** The study reads a causal chain: a colder softmax
+# raises the attention rank, a higher rank lowers the loss {cite}`min2023efficiency`. Does
+# temperature act on the loss *through* the rank, or on the optimisation directly? Proposition {ref}`P3 <target-p3>` separates
+# the two. Dividing the logits by $\tau$ is the same model as multiplying the query and key
+# weights and biases by $s = 1/\sqrt\tau$; under Adam with $\epsilon \to 0$, no weight decay on
+# $W_Q, W_K$ and no gradient clipping, training with the query/key learning rate also multiplied
+# by $s$ follows the same trajectory. So a run at $\tau$ has a *twin* at $\tau = 1$, and the twin
+# has two halves that can be set one at a time: the **initial logit scale** (which alone gives
+# the initial attention, hence the initial rank, of $\tau$) and the **query/key step size**.
+#
+# **The design.** Per seed and architecture, five runs for $\tau =$ {glue:text}`causal_tau`
+# ($s =$ {glue:text}`causal_s`): `tau = 1`, `init x s` (query/key weights scaled at
+# initialisation), `q/k lr x s` (their learning rate scaled), both (the twin), and the temperature
+# itself, all under P3's conditions (Adam $\epsilon =$ {glue:text}`causal_eps`, no weight decay on the query/key
+# weights, no clipping). A seed fixes the data order, the masks and every other initial weight:
+# the five runs of a seed are paired.
+#
+# **The rule, fixed before looking** (`attnrank.rules.causal_rule`, final validation loss, per
+# architecture; every difference is a mean of per-seed differences with a Student-t 95% interval).
+# First the temperature's own loss effect, `tau` minus `tau = 1`: if its interval contains 0 there is
+# nothing to attribute (*inconclusive at this scale*). Otherwise, oriented by its sign, the
+# statistic is `init x s` minus `q/k lr x s`: the claim (the loss follows the initial logit scale,
+# the only path through which the initial rank can act) is *supported* if the interval lies above 0,
+# *not supported* if below 0 (the loss follows the step size), else inconclusive. The claim is made
+# for both architectures. Beside it: every cell's effect on the initial rank, the mean rank through
+# training and the final loss, and the twin gap (`tau` minus twin, zero if P3 holds).
+
+# %% tags=["parameters"]
+profile = "auto"
+seeds = None
+tau = 0.01
+eval_taus = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]
+
+# %%
+import warnings
+
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
+import numpy as np
+import pandas as pd
+from IPython.display import display
+
+from attnrank import book, causal, experiments, rank, rules, store
+from attnrank.plots import causal as cplots
+
+book.check_parameters(globals(), ("profile", "seeds", "tau", "eval_taus"))
+profile = book.setup(profile)
+PRIMARY = experiments.PRIMARY_MEASURE
+seeds = seeds or list(range(5))
+s = causal.twin_scale(tau)
+fmt = rules.fmt_setting
+sizes, preset = causal.PRESETS[profile]
+book.glue("causal_tau", fmt(tau)), book.glue("causal_s", f"{s:.3g}")
+book.glue("causal_eps", f"{causal.P3_CONDITIONS['adam_epsilon']:g}")
+
+# %% [markdown]
+# ## The runs
+#
+# The design needs many runs, so the chapter trains the sizes of a smaller profile (`ci`
+# sizes at `ci` and `quick`, `quick` sizes at `paper`; `causal.PRESETS`): {glue:text}`causal_runs_text`.
+
+# %%
+runs = store.sweep(causal.causal_runs(profile, tau=tau, seeds=seeds), progress=False)
+runs["cell"] = causal.label_cells(runs, tau)
+table = causal.outcomes(runs, PRIMARY)
+c0 = runs.iloc[0]
+book.glue("causal_runs_text", f"{len(runs)} runs ({profile} profile: {sizes} sizes, hidden size {c0.hidden_size}, "
+          f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {len(seeds)} seeds), "
+          f"{int((runs.status != 'complete').sum())} diverged")
+labels = {c: causal.CELL_LABELS[c].replace("tau", f"tau = {fmt(tau)}") if c == "tau" else causal.CELL_LABELS[c]
+          for c in causal.CELLS}
+ylab = {"initial": f"initial {rank.MEASURES[PRIMARY].label}", "during": f"mean {rank.MEASURES[PRIMARY].label}\nthrough training",
+        "final_val_loss": "final validation loss\n(nats/token)"}
+fig = cplots.cells(table, ylab, causal.CELLS, labels)
+book.show(fig, table, "causal_cells",
+          f"The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over {len(seeds)} seeds) "
+          f"for BERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. s = {s:.3g} = "
+          f"1/sqrt(tau), tau = {fmt(tau)}; {profile} profile at {sizes} sizes, {len(runs)} runs.")
+
+# %% [markdown]
+# ## Twins: the temperature and its rescaled twin
+#
+# P3 predicts that the `tau` run and its twin are the same model at every step. We compare them as
+# distributions over seeds (difference of means, Welch-t interval) and point by point:
+
+# %%
+eff = causal.effects(table)
+pair = lambda a, o: [table[(table.arch == a) & (table.cell == c)].sort_values("seed")[o].to_numpy(float) for c in ("tau", "twin")]
+twins = pd.DataFrame([{"arch": a, "outcome": o, "tau - twin, over seeds [95% CI]": rules.two_point(*pair(a, o)).text(4, n=False),
+                       "largest per-seed |tau - twin|": float(np.nanmax(np.abs(np.subtract(*pair(a, o))))),
+                       "seed sd": float(np.nanstd(pair(a, o)[0], ddof=1))} for a in ("bert", "gpt2") for o in causal.OUTCOMES])
+display(twins.set_index(["arch", "outcome"]))
+gap = twins.groupby(twins.outcome == "final_val_loss")["largest per-seed |tau - twin|"].max()
+book.glue("causal_twin_max_loss", float(gap[True])), book.glue("causal_twin_max_rank", float(gap[False]))
+
+# %% [markdown]
+# The largest difference between a run and its twin (seeds, architectures) is
+# {glue:text}`causal_twin_max_loss:.2g` nats in the final loss and {glue:text}`causal_twin_max_rank:.2g`
+# in the rank. In float32 the twins' rounding differs, and over many steps the difference grows as
+# in any chaotic training, which is why they are compared as distributions: a temperature is an
+# initial logit scale together with a query/key step size.
+#
+# ## The 2 x 2 at $\tau = 1$: which half reproduces the temperature's effects?
+#
+# Each cell minus `tau = 1`, per seed (mean of the per-seed differences, Student-t 95% interval):
+
+# %%
+eff_tab = eff[eff.contrast != "tau - twin"].copy()
+eff_tab["effect"] = [rules.Estimate(r.value, r.low, r.high, r.n, "").text(4 if r.outcome == "final_val_loss" else 3, n=False)
+                     for r in eff_tab.itertuples()]
+for r in eff_tab.itertuples():
+    book.glue(f"causal_{r.outcome}_{r.contrast}_{r.arch}", r.effect)
+display(eff_tab.assign(outcome=eff_tab.outcome.map(causal.OUTCOMES))
+        .pivot_table(index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first")[list(causal.CELLS[1:])])
+
+# %% [markdown]
+# **Initial rank.** The initial scale alone moves the initial effective rank by
+# {glue:text}`causal_initial_init_bert` (BERT) and {glue:text}`causal_initial_init_gpt2` (GPT-2),
+# exactly what the temperature does ({glue:text}`causal_initial_tau_bert`,
+# {glue:text}`causal_initial_tau_gpt2`); the step size alone leaves it where it is
+# ({glue:text}`causal_initial_lr_bert`). **Rank through training.** The temperature moves it by
+# {glue:text}`causal_during_tau_bert` (BERT) and {glue:text}`causal_during_tau_gpt2` (GPT-2); the
+# initial scale alone by {glue:text}`causal_during_init_bert` and {glue:text}`causal_during_init_gpt2`,
+# the step size alone by {glue:text}`causal_during_lr_bert` and {glue:text}`causal_during_lr_gpt2`.
+# **Final loss.** The temperature moves it by {glue:text}`causal_final_val_loss_tau_bert` nats (BERT)
+# and {glue:text}`causal_final_val_loss_tau_gpt2` (GPT-2); the initial scale alone by
+# {glue:text}`causal_final_val_loss_init_bert` and {glue:text}`causal_final_val_loss_init_gpt2`, the
+# step size alone by {glue:text}`causal_final_val_loss_lr_bert` and {glue:text}`causal_final_val_loss_lr_gpt2`.
+#
+# ## Intervention at fixed weights: move the rank, keep the model
+#
+# A trained model evaluated at another temperature keeps its weights; its logits are rescaled and
+# its rank moves. Below, the `tau = 1` and `tau` runs of the first seeds at every temperature of
+# `eval_taus` (circles: the training temperature).
+
+# %%
+pick = runs[runs.cell.isin(["stock", "tau"]) & runs.seed.isin(seeds[:2]) & (runs.status == "complete")]
+inter = pd.concat([causal.eval_temperatures(r.path, eval_taus).assign(arch=r.arch, seed=r.seed) for r in pick.itertuples()],
+                  ignore_index=True)
+fig = cplots.intervention(inter, PRIMARY, rank.MEASURES[PRIMARY].label)
+book.show(fig, inter, "causal_intervention",
+          f"Trained models evaluated at other temperatures, weights fixed: {rank.MEASURES[PRIMARY].label} (top) and "
+          f"validation loss (bottom); one line per run ({len(pick)} runs: tau = 1 and tau = {fmt(tau)}, seeds "
+          f"{', '.join(map(str, seeds[:2]))}); circles: the training temperature. {profile} profile at {sizes} sizes.")
+span = inter.groupby(["arch", "train_tau", "seed"]).agg(rank_range=(PRIMARY, np.ptp), loss_range=("val_loss", np.ptp))
+book.glue("causal_int_rank", f"{span.rank_range.min():.2f} to {span.rank_range.max():.2f}")
+_ = book.glue("causal_int_loss", f"{span.loss_range.min():.2g} to {span.loss_range.max():.2g}")
+
+# %% [markdown]
+# Over the evaluation temperatures a run's mean rank spans {glue:text}`causal_int_rank` units, its
+# validation loss {glue:text}`causal_int_loss` nats: the rank moves with everything else fixed, and
+# if the loss followed it a higher rank would lower the loss along each line.
+#
+# ## Verdict
+
+# %% tags=["remove-output"]
+v = rules.causal_rule(table)
+
+
+summary = (f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) rather "
+           f"than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt(tau)}, s = {s:.3g}. "
+           f"{rules.causal_text(v, 'bert')}. {rules.causal_text(v, 'gpt2')}. Twins match to {twins['largest per-seed |tau - twin|'].max():.2g}. "
+           f"{profile} profile at {sizes} sizes, {len(runs)} runs.")
+_ = book.verdict("causal", v.status, summary)
+
+# %% [markdown]
+# **The loss follows the initial logit scale (and with it the initial rank), not the query/key step
+# size: {glue:text}`causal_status`.** {glue:text}`causal_summary`
+#
+# Whatever the verdict, a temperature is exactly a pair (initial logit scale, query/key step size):
+# "temperature raises the rank, rank lowers the loss" is one of two readings, and the final loss
+# tells which half it follows.

@@ -1,0 +1,205 @@
+"""Is temperature a capacity knob or an optimisation knob? The runs and measurements of that test.
+
+Proposition P3 of the theory notes: dividing the logits by ``tau`` is the same model as
+multiplying the query and key weights and biases by ``s = 1 / sqrt(tau)``; under Adam with
+epsilon -> 0, no weight decay on the query/key weights and no gradient clipping, training with the
+query/key learning rate also multiplied by ``s`` follows the same trajectory. So a run at ``tau``
+has a *twin* at ``tau = 1`` (``qk_init_scale = qk_lr_scale = s``), and the two halves of the twin,
+the initial logit scale and the query/key step size, can be set one at a time:
+
+* :data:`CELLS` - the five runs of one seed: ``stock`` (``tau = 1``), ``init`` (``qk_init_scale =
+  s``), ``lr`` (``qk_lr_scale = s``), ``twin`` (both), ``tau`` (the temperature itself); all
+  trained under :data:`P3_CONDITIONS`;
+* :func:`causal_runs` - their configs at a profile's chapter preset (:data:`PRESETS`);
+* :func:`label_cells`, :func:`outcomes`, :func:`effects` - the outcome of every run (initial rank,
+  mean rank through training, final loss) and each cell's difference from ``stock``;
+* :func:`eval_temperatures` - the intervention at fixed weights: a trained model evaluated at
+  other temperatures (rank and validation loss per evaluation ``tau``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError, check_real
+from .profiles import ARCHS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
+
+__all__ = ["P3_CONDITIONS", "CELLS", "CELL_LABELS", "PRESETS", "twin_scale", "causal_runs", "label_cells", "outcomes",
+           "OUTCOMES", "effects", "eval_temperatures"]
+
+#: The training conditions under which P3 makes twins exact: Adam's epsilon far below every
+#: gradient's scale, no weight decay on the query/key weights, no gradient clipping (the global
+#: norm mixes the query/key gradients, which differ between twins by the factor ``s``).
+P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 0.0}
+
+#: The five runs of one seed, in display order.
+CELLS = ("stock", "init", "lr", "twin", "tau")
+#: Their names in tables and figures (``s`` is the scale ``1 / sqrt(tau)``).
+CELL_LABELS = {"stock": "tau = 1", "init": "init x s", "lr": "q/k lr x s", "twin": "init x s, lr x s (twin)",
+               "tau": "tau"}
+
+#: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides: at
+#: ``quick`` the ``ci`` sizes with more steps, at ``paper`` the ``quick`` sizes, so that the 50 runs
+#: of the chapter fit the build's time budget.
+PRESETS = {
+    "ci": ("ci", {}),
+    "quick": ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20}),
+    "paper": ("quick", {}),
+}
+
+
+def twin_scale(tau: float) -> float:
+    """``1 / sqrt(tau)``: the query/key scale whose logits at ``tau = 1`` equal those at ``tau``.
+
+    Raises:
+        ConfigError: naming ``tau`` outside [1e-3, 1e3].
+    """
+    return 1.0 / math.sqrt(check_tau(tau))
+
+
+def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=(0, 1, 2, 3, 4), archs=ARCHS) -> list[RunConfig]:
+    """The configs of the chapter: :data:`CELLS` x ``seeds`` x ``archs`` at the profile's preset.
+
+    Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
+    ``qk_init_scale`` and ``qk_lr_scale`` (``s = twin_scale(tau)``).
+
+    Raises:
+        ConfigError: naming ``tau``, ``profile``, ``archs`` or ``seeds`` for invalid values.
+    """
+    sizes, overrides = PRESETS[resolve_profile(profile)]
+    s = twin_scale(tau)
+    settings = {"stock": dict(), "init": dict(qk_init_scale=s), "lr": dict(qk_lr_scale=s),
+                "twin": dict(qk_init_scale=s, qk_lr_scale=s), "tau": dict(tau=tau)}
+    archs = (archs,) if isinstance(archs, str) else tuple(archs)
+    if not seeds:
+        raise ConfigError("seeds", "got an empty list; expected at least one seed")
+    return [resolve_config(a, sizes, seed=seed, **overrides, **P3_CONDITIONS, **settings[c])
+            for a in archs for c in CELLS for seed in seeds]
+
+
+def label_cells(runs: pd.DataFrame, tau: float) -> pd.Series:
+    """The cell (:data:`CELLS`) of each run of a :func:`attnrank.store.load_runs` table, or NaN.
+
+    Raises:
+        ConfigError: naming ``runs`` when the columns ``tau``, ``qk_init_scale``, ``qk_lr_scale`` are missing.
+    """
+    need = [c for c in ("tau", "qk_init_scale", "qk_lr_scale") if c not in runs.columns]
+    if need:
+        raise ConfigError("runs", f"missing columns {need}")
+    s = twin_scale(tau)
+    t, i, lr = (runs[c].astype(float).to_numpy() for c in ("tau", "qk_init_scale", "qk_lr_scale"))
+    one, scaled = np.isclose(t, 1.0), np.isclose(t, tau)
+    i1, is_, l1, ls = np.isclose(i, 1.0), np.isclose(i, s), np.isclose(lr, 1.0), np.isclose(lr, s)
+    out = np.select([one & i1 & l1, one & is_ & l1, one & i1 & ls, one & is_ & ls, scaled & i1 & l1],
+                    list(CELLS), default="")
+    return pd.Series([c or np.nan for c in out], index=runs.index, name="cell", dtype=object)
+
+
+#: The outcomes of a run compared across cells: ``(column, description)``.
+OUTCOMES = {
+    "initial": "rank at initialisation",
+    "during": "mean rank through training (probe steps after 0)",
+    "final_val_loss": "final validation loss (nats/token)",
+}
+
+
+def outcomes(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """One row per run: ``key, arch, seed, cell, status`` and the :data:`OUTCOMES` for ``measure``.
+
+    ``initial`` is the run's mean ``measure`` at step 0, ``during`` the mean over its later probe
+    steps (from its ``rank_summary``), ``final_val_loss`` its last validation loss (NaN for a
+    failed run).
+
+    Raises:
+        ConfigError: naming ``runs`` without a ``cell`` column, ``measure`` for an unknown measure.
+    """
+    from .rank import check_measures
+    from .store import load_table
+
+    check_measures([measure])
+    if "cell" not in runs.columns:
+        raise ConfigError("runs", "needs a 'cell' column (label_cells)")
+    summ = load_table(runs, "rank_summary")
+    summ = summ[summ.measure == measure]
+    during = summ[summ.step > 0].groupby("key")["mean"].mean()
+    out = runs[["key", "arch", "seed", "cell", "status"]].copy()
+    out["initial"] = runs[f"initial_{measure}"].to_numpy(float)
+    out["during"] = out.key.map(during).astype(float)
+    out["final_val_loss"] = np.where(runs.status == "complete", runs.final_val_loss.astype(float), np.nan)
+    return out.reset_index(drop=True)
+
+
+def effects(table: pd.DataFrame) -> pd.DataFrame:
+    """Each cell's difference from ``stock`` for every outcome and architecture, and the twin gap.
+
+    Returns rows ``arch, outcome, contrast, value, low, high, p, n`` where ``contrast`` is a cell
+    of :data:`CELLS` other than ``stock`` (its runs minus the ``stock`` runs of the same seeds) or
+    ``"tau - twin"`` (the temperature run minus its twin: zero if P3 holds): the mean of the
+    per-seed differences with a Student-t 95% interval (:func:`attnrank.rules.paired_difference`).
+    """
+    from .rules import paired_difference
+
+    rows = []
+    for a in sorted(table.arch.unique()):
+        d = table[table.arch == a]
+        for o in OUTCOMES:
+            pairs = [(c, c, "stock") for c in CELLS[1:]] + [("tau - twin", "tau", "twin")]
+            for name, u, v in pairs:
+                e = paired_difference(d, o, u, v)
+                rows.append({"arch": a, "outcome": o, "contrast": name, "value": e.value, "low": e.low, "high": e.high,
+                             "p": e.p, "n": e.n})
+    return pd.DataFrame(rows)
+
+
+def eval_temperatures(run, taus, *, measures=("effective_rank",)) -> pd.DataFrame:
+    """A trained model evaluated at other temperatures, its weights fixed (the intervention).
+
+    Args:
+        run: a stored run (:class:`attnrank.store.Run`, or its folder as a path or string).
+        taus: evaluation temperature ratios (each in [1e-3, 1e3]); the logits are
+            ``Q K^T / (tau_eval sqrt(head_dim))`` with the trained ``Q, K``.
+        measures: rank measures of :data:`attnrank.rank.MEASURES`.
+
+    Returns:
+        One row per evaluation ``tau``: ``eval_tau``, ``train_tau``, the mean of each measure over
+        heads, layers and the run's probe sequences (``[probe_size, max_len]``, as in training)
+        and ``val_loss`` (nats/token on the run's fixed validation batches), all in float32 as the
+        run's own probes; the model's ``tau`` is restored.
+
+    Raises:
+        ConfigError: naming ``taus`` for a value outside [1e-3, 1e3] or an empty list,
+        ``measures`` for an unknown measure, ``run`` for a folder that is not a complete run.
+    """
+    from .models import set_tau
+    from .probe import RankProbe
+    from .rank import check_measures
+    from .store import Run, _read
+    from .train import prepare_data
+
+    taus = [check_real("taus", t, low=TAU_RANGE[0], high=TAU_RANGE[1])
+            for t in (taus if isinstance(taus, (list, tuple, np.ndarray)) else [taus])]
+    if not taus:
+        raise ConfigError("taus", "got an empty list; expected evaluation temperature ratios")
+    measures = check_measures(measures)
+    if not isinstance(run, Run):
+        found = _read(Path(run))
+        if found is None:
+            raise ConfigError("run", f"{run} is not a complete stored run")
+        run = found
+    cfg = RunConfig(**{k: v for k, v in run.config.items() if k != "head_dim"})
+    _, _, _, probe_ids, val_batches = prepare_data(cfg)
+    model = run.load_model()
+    probe = RankProbe(probe_ids, val_batches, measures)
+    rows = []
+    try:
+        for i, t in enumerate(taus):
+            set_tau(model, t)
+            r = probe(model, i)
+            rows.append({"eval_tau": t, "train_tau": cfg.tau, **{m: r[m] for m in measures}, "val_loss": r["val_loss"]})
+    finally:
+        set_tau(model, cfg.tau)
+    return pd.DataFrame(rows)

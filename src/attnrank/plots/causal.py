@@ -1,0 +1,79 @@
+"""Figures of the causal chapter: the five cells of the 2 x 2 design, and the intervention at fixed weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from . import ARCH_LABELS, new_figure
+
+__all__ = ["cells", "intervention"]
+
+
+def cells(table: pd.DataFrame, outcomes: dict, order, labels: dict, *, width: float = 4.4, height: float = 2.5):
+    """One panel per outcome (rows) and architecture (columns): every run as a dot over its cell,
+    the mean over seeds as a bar, and the runs of one seed joined by a faint line (the design is
+    paired by seed).
+
+    Args:
+        table: one row per run with ``arch``, ``seed``, ``cell`` and the ``outcomes`` columns.
+        outcomes: ``{column: axis label}``.
+        order: the cells in display order; ``labels``: ``{cell: tick label}``.
+    """
+    archs = sorted(table.arch.unique())
+    fig, axes = new_figure(len(archs), len(outcomes), width=width, height=height, squeeze=False)
+    x = {c: i for i, c in enumerate(order)}
+    for r, (col, label) in enumerate(outcomes.items()):
+        for j, a in enumerate(archs):
+            ax, d = axes[r, j], table[table.arch == a]
+            for _, s in d.groupby("seed"):
+                s = s.assign(x=s.cell.map(x)).sort_values("x")
+                ax.plot(s.x, s[col], color="0.75", lw=0.7, zorder=1)
+            sns.stripplot(d, x="cell", y=col, order=list(order), hue="cell", hue_order=list(order), legend=False,
+                          ax=ax, size=4, jitter=False, zorder=2)
+            means = d.groupby("cell")[col].mean().reindex(order)
+            ax.hlines(means.to_numpy(), np.arange(len(order)) - 0.3, np.arange(len(order)) + 0.3, color="k", lw=1.5,
+                      zorder=3)
+            ax.set_xlabel("")
+            ax.set_ylabel(label if j == 0 else "")
+            ax.set_xticks(range(len(order)), [labels[c] for c in order] if r == len(outcomes) - 1 else [""] * len(order),
+                          rotation=30, ha="right", fontsize=8)
+            if r == 0:
+                ax.set_title(ARCH_LABELS.get(a, a))
+    fig.tight_layout()
+    return fig
+
+
+def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: float = 4.2, height: float = 2.6):
+    """The intervention at fixed weights: rank (top) and the change of validation loss from its value at
+    the training temperature (bottom) against the evaluation temperature, one line per trained run,
+    coloured by its training temperature; a circle at the training temperature itself.
+
+    Args:
+        df: rows of :func:`attnrank.causal.eval_temperatures` with ``arch``, ``seed``, ``train_tau``.
+    """
+    archs = sorted(df.arch.unique())
+    fig, axes = new_figure(len(archs), 2, width=width, height=height, squeeze=False, sharex=True)
+    taus = sorted(df.train_tau.unique())
+    palette = dict(zip(taus, sns.color_palette("colorblind", len(taus))))
+    for j, a in enumerate(archs):
+        for r, (col, label) in enumerate(((measure, measure_label), ("loss_change", "validation loss change\n(nats/token)"))):
+            ax = axes[r, j]
+            for (t, seed), d in df[df.arch == a].groupby(["train_tau", "seed"]):
+                d = d.sort_values("eval_tau")
+                d = d.assign(loss_change=d.val_loss - d.val_loss[np.isclose(d.eval_tau, t)].mean())
+                ax.plot(d.eval_tau, d[col], color=palette[t], lw=1, marker=".", label=f"trained at tau = {t:g}")
+                own = d[np.isclose(d.eval_tau, t)]
+                ax.plot(own.eval_tau, own[col], "o", mfc="none", color=palette[t], ms=8)
+            ax.set_xscale("log")
+            ax.set_ylabel(label if j == 0 else "")
+            if r == 1:
+                ax.set_xlabel("evaluation tau")
+            else:
+                ax.set_title(ARCH_LABELS.get(a, a))
+    handles, names = axes[0, 0].get_legend_handles_labels()
+    uniq = dict(zip(names, handles))
+    fig.legend(uniq.values(), uniq.keys(), loc="lower center", ncol=len(uniq), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig

@@ -1,0 +1,89 @@
+"""The causal rule on constructed 2 x 2 tables, at and around its thresholds."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnrank import rules
+from attnrank.errors import ConfigError
+
+SEED = np.array([-0.05, -0.02, 0.0, 0.02, 0.05])  # a seed's effect, shared by its five runs
+#: each run's own noise: per cell, five values of mean 0 and sd 0.0016
+JITTER = {c: np.roll([-0.002, -0.001, 0.0, 0.001, 0.002], k) for k, c in enumerate(("stock", "init", "lr", "twin", "tau"))}
+
+
+def table(means: dict, archs=("bert", "gpt2")) -> pd.DataFrame:
+    """Five seeds per cell: ``mean + SEED[seed] + JITTER[cell][seed]`` (paired by seed)."""
+    return pd.DataFrame([{"arch": a, "cell": c, "seed": i, "final_val_loss": m + SEED[i] + JITTER[c][i]}
+                         for a in archs for c, m in means.items() for i in range(5)])
+
+
+BASE = {"stock": 5.0, "twin": 5.1, "tau": 5.1}
+
+
+def test_loss_follows_the_step_size_is_not_supported():
+    """Colder trains worse (+0.1), the step-size-only cell reproduces it and the initial-scale-only
+    cell does not: not supported, for each architecture."""
+    v = rules.causal_rule(table({**BASE, "init": 5.0, "lr": 5.1}))
+    assert v.status == "not supported"
+    e = v["bert"].verdict.estimate
+    assert e.value == pytest.approx(-0.1) and e.high < 0
+    assert v["bert"].parts["temperature"].value == pytest.approx(0.1)
+    assert v["bert"].parts["twin_gap"].value == pytest.approx(0.0, abs=1e-12)
+    assert v["bert"].parts["temperature"].n == 5  # paired by seed: five differences
+
+
+def test_loss_follows_the_initial_scale_is_supported():
+    """The initial-scale-only cell reproduces the temperature's loss effect: supported. The
+    orientation follows the temperature's sign: the mirror case (colder trains better) too."""
+    assert rules.causal_rule(table({**BASE, "init": 5.1, "lr": 5.0})).status == "supported"
+    mirror = {"stock": 5.0, "twin": 4.9, "tau": 4.9, "init": 4.9, "lr": 5.0}
+    v = rules.causal_rule(table(mirror))
+    assert v.status == "supported" and v["gpt2"].verdict.estimate.value == pytest.approx(0.1)
+
+
+def test_no_temperature_effect_is_inconclusive():
+    """With no resolved loss effect of temperature (its interval contains 0) nothing can be
+    attributed: inconclusive at this scale, even when the two single-factor cells differ."""
+    v = rules.causal_rule(table({"stock": 5.0, "twin": 5.0, "tau": 5.001, "init": 5.1, "lr": 5.0}))
+    assert v.status == "inconclusive at this scale"
+    assert v["bert"].parts["temperature"].low < 0 < v["bert"].parts["temperature"].high
+
+
+def test_single_factors_alike_is_inconclusive_and_states_seeds_needed():
+    """A temperature effect that neither single factor carries more than the other (difference
+    within the seed noise): inconclusive at this scale, with the seeds per arm that would resolve
+    the pre-registered 0.01 nats."""
+    v = rules.causal_rule(table({**BASE, "init": 5.05, "lr": 5.051}))
+    assert v.status == "inconclusive at this scale"
+    assert v["bert"].verdict.needed is not None and v["bert"].verdict.needed >= 2
+    assert f"about {v['bert'].verdict.needed} seeds would resolve 0.01 nats" in rules.causal_text(v, "bert")
+
+
+def test_one_architecture_against_makes_the_claim_not_supported():
+    """The claim is made for both architectures: one not supported makes it not supported."""
+    t = pd.concat([table({**BASE, "init": 5.1, "lr": 5.0}, archs=("bert",)),
+                   table({**BASE, "init": 5.0, "lr": 5.1}, archs=("gpt2",))])
+    v = rules.causal_rule(t)
+    assert v["bert"].verdict.status == "supported" and v["gpt2"].verdict.status == "not supported"
+    assert v.status == "not supported"
+
+
+def test_missing_cell_or_column_names_runs():
+    """A table without a cell's runs, or without the outcome column, gives a ConfigError naming runs."""
+    t = table({**BASE, "init": 5.1, "lr": 5.0})
+    with pytest.raises(ConfigError, match="^runs"):
+        rules.causal_rule(t[t.cell != "lr"])
+    with pytest.raises(ConfigError, match="^runs"):
+        rules.causal_rule(t.drop(columns="cell"))
+
+
+def test_pairing_by_seed_removes_the_seed_effect():
+    """The shared seed effect (sd 0.04) cancels in the paired differences: a 0.01 difference between
+    the single-factor cells is resolved, which an unpaired comparison of the same runs is not."""
+    t = table({**BASE, "init": 5.05, "lr": 5.06})
+    e = rules.paired_difference(t[t.arch == "bert"], "final_val_loss", "init", "lr")
+    assert e.value == pytest.approx(-0.01) and e.high < 0
+    unpaired = rules.two_point(t[(t.arch == "bert") & (t.cell == "init")].final_val_loss,
+                               t[(t.arch == "bert") & (t.cell == "lr")].final_val_loss)
+    assert unpaired.low < 0 < unpaired.high
