@@ -78,14 +78,16 @@ class BuildFailed(Exception):
 def chapter_roots(srcdir: Path | str | None = None) -> tuple[str, ...]:
     """The ``attnrank`` modules that the book's chapters import (sorted).
 
-    Read from the code cells of every notebook in ``<srcdir>/chapters`` (``srcdir``
-    defaults to the checkout holding this package); empty when there is no such folder.
+    Read from the code cells of every notebook the book's ``_toc.yml`` lists, and of every
+    notebook in ``<srcdir>/chapters`` (``srcdir`` defaults to the checkout holding this
+    package); empty when there are none.
     """
     from .provenance import imported_modules
 
     srcdir = Path(srcdir) if srcdir is not None else Path(__file__).resolve().parents[2]
+    toc = [srcdir / f"{name}.ipynb" for name in _toc_chapters(srcdir)] if (srcdir / "_toc.yml").is_file() else []
     modules: set[str] = set()
-    for path in sorted((srcdir / "chapters").glob("*.ipynb")):
+    for path in sorted({p for p in toc if p.is_file()} | set((srcdir / "chapters").glob("*.ipynb"))):
         for cell in json.loads(path.read_text()).get("cells", []):
             if cell.get("cell_type") == "code":
                 source = "".join(cell.get("source", []))
