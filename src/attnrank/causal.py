@@ -49,6 +49,7 @@ PRESETS = {
     "ci": ("ci", {}),
     "quick": ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20}),
     "paper": ("quick", {}),
+    "long": ("quick", {}),  # the opt-in CPU profile: a step up from quick's preset, at the quick sizes
 }
 
 

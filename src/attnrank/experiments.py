@@ -191,7 +191,8 @@ def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunCon
 #: toy task, sized by the profile's model sizes).
 VERDICT_RUNS = {
     "measure": main_sweep, "dynamics": main_sweep, "loss": main_sweep, "temp": _temp_runs, "temp_loss": _temp_runs,
-    "headdim": main_sweep, "theory": None, "target": None, "seq_len": seq_len_sweep,
+    "headdim": main_sweep, "theory": None, "target": None, "seq_len": seq_len_sweep, "protocol": main_sweep,
+    "set_early": main_sweep, "causal": _causal_runs,
 }
 
 
