@@ -261,7 +261,7 @@ book.glue_all({f"dynamics_head_max_change_{a}": f"{v:.0%}" for a, v in evidence.
 regime = baselines.regime_text(ok_runs, evidence.ngram_references(profile, res.rho)[0], ARCH_LABELS)
 summary_text = rules.dynamics_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds,
                                       tolerance=stable_tolerance, regime=regime)
-verdict_line = book.verdict("dynamics", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
+book.verdict("dynamics", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
 evidence.verdict_table(results)
 
 # %% [markdown]

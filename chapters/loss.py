@@ -244,7 +244,7 @@ pd.concat([rules.correlation_table({mm: r}, evidence.MEASURE_LABELS, ARCH_LABELS
 # %%
 regime = baselines.regime_text(ok_runs, {a: loss_base[a] for a in archs}, ARCH_LABELS, tau1=True)
 summary_text = rules.loss_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds, regime=regime)
-verdict_line = book.verdict("loss", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
+book.verdict("loss", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
 evidence.verdict_table(results)
 
 # %% [markdown]

@@ -76,8 +76,10 @@ def test_sweep_facts_count_runs_seeds_and_failures():
 def test_estimate_texts_names_each_estimate_by_prefix_name_and_arch():
     out = evidence.estimate_texts("loss", {"val_rho": {"bert": _est(-0.5, -0.8, -0.1, n=12)},
                                            "speed_rho": {"gpt2": _est(0.25, 0.0, 0.5, n=9)}})
-    assert out == {"loss_val_rho_bert": "−0.50 [−0.80, −0.10], n = 12", "loss_speed_rho_gpt2": "0.25 [0.00, 0.50], n = 9"}
-    assert evidence.estimate_texts("d", {"r": {"bert": _est(0.5, 0.4, 0.6)}}, n=False) == {"d_r_bert": "0.50 [0.40, 0.60]"}
+    assert out == {"loss_val_rho_bert": "−0.50 [−0.80, −0.10], n = 12",
+                   "loss_speed_rho_gpt2": "0.25 [0.00, 0.50], n = 9"}
+    short = evidence.estimate_texts("d", {"r": {"bert": _est(0.5, 0.4, 0.6)}}, n=False)
+    assert short == {"d_r_bert": "0.50 [0.40, 0.60]"}
 
 
 def test_grid_correlations_per_temperature_and_architecture():
@@ -264,7 +266,8 @@ def _dotted(ax):
 
 
 def test_measure_trajectories_draw_the_uniform_baseline_only_for_the_given_archs():
-    uniform = {"bert": {"effective_rank": 1.0, "rank_rtol_1e-2": 1.0}, "gpt2": {"effective_rank": 7.5, "rank_rtol_1e-2": 32}}
+    uniform = {"bert": {"effective_rank": 1.0, "rank_rtol_1e-2": 1.0},
+               "gpt2": {"effective_rank": 7.5, "rank_rtol_1e-2": 32}}
     fig = tp.measure_trajectories(_rank_summary(), uniform, label="uniform", archs=("gpt2",))
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert len(panels) == 4
