@@ -1,14 +1,5 @@
 # ---
 # jupyter:
-#   jupytext:
-#     cell_metadata_filter: tags,-all
-#     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext,mystnb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -46,23 +37,18 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 import time
 
 import numpy as np
-import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import display
 
-from attnrank import baselines, book, evidence, experiments, plots, rank, rules, runs
-from attnrank.errors import ConfigError
+from attnrank import baselines, book, evidence, experiments, plots, rank, rules
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
 book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance", "dataset"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-if not any(np.isclose(heatmap_tau, t) for t in grid["taus"]):
-    raise ConfigError("heatmap_tau", f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): "
-                      f"{', '.join(f'{t:g}' for t in grid['taus'])}")
+evidence.check_in_grid("heatmap_tau", heatmap_tau, grid["taus"])
 profile = book.setup(profile)
 MEASURES, ARCH_LABELS, m = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
-labels = {mm: MEASURES[mm].label for mm in MEASURES}
-rank_measures_only = [mm for mm in MEASURES if MEASURES[mm].kind != "entropy"]
+labels, rank_measures_only = evidence.MEASURE_LABELS, evidence.RANK_MEASURES
 
 # %% [markdown]
 # ## The runs
@@ -76,17 +62,13 @@ rank_measures_only = [mm for mm in MEASURES if MEASURES[mm].kind != "entropy"]
 # trains each run once (the first chapter that needs it); afterwards this cell only reads.
 
 # %%
-sweep = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
-default_head_dim = resolve_config("bert", profile).head_dim
-sweep["sweep"] = np.where(sweep.head_dim == default_head_dim, "temperature grid", "head-dimension grid")
-ok_runs, failed = sweep[sweep.status == "complete"], sweep[sweep.status != "complete"]
+sweep = evidence.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+default_head_dim, ok_runs = resolve_config("bert", profile).head_dim, sweep[sweep.status == "complete"]
 t_loaded = time.perf_counter()  # the analysis below reads the store only
 n_seeds, max_len = sweep.seed.nunique(), int(sweep.max_len.iloc[0])
-for k, v in {"rho_min": rules.RHO_MIN, "taus": ", ".join(f"{t:g}" for t in grid["taus"]),
-             "head_dims": ", ".join(str(h) for h in grid["head_dims"]), "n_seeds": n_seeds, "n_runs": len(sweep),
-             "n_failed": len(failed), "default_head_dim": default_head_dim, "n": max_len,
-             "steps": int(ok_runs.steps.max()) if len(ok_runs) else 0}.items():
-    book.glue(f"dynamics_{k}", v)
+book.glue_all({**evidence.sweep_facts("dynamics", sweep, grid), "dynamics_rho_min": rules.RHO_MIN,
+               "dynamics_default_head_dim": default_head_dim, "dynamics_n": max_len,
+               "dynamics_steps": int(ok_runs.steps.max()) if len(ok_runs) else 0})
 display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a cross in every figure:"))
 
 # %% [markdown]
@@ -139,15 +121,11 @@ summary = evidence.load_table(sweep, "rank_summary")
 uniform = baselines.uniform_ranks(max_len)  # uniform rows: causal for GPT-2, bidirectional for BERT
 tau_runs = sweep[sweep.sweep == "temperature grid"]
 d = summary[summary.key.isin(tau_runs.key)]
-fig = tplots.trajectories(d, y="mean", row="measure", col="arch", hue="tau", highlight=1.0, ylabel=labels,
-                          row_labels=labels, col_labels=ARCH_LABELS,
-                          baseline={(mm, a): v for a, u in uniform.items() for mm, v in u.items()},
-                          baseline_label="uniform attention (causal for GPT-2)", width=4.3, height=2.3)
+fig = tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)")
 g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
-book.glue("dynamics_gpt2_tau1_init", f"{g1[f'initial_{m}'].mean():.1f}")
-book.glue("dynamics_uniform_causal", f"{uniform['gpt2'][m]:.1f}")
-book.glue("dynamics_gpt2_tau1_final", f"{g1[f'final_{m}'].mean():.1f}")
-book.glue("dynamics_primary_label", MEASURES[m].label)
+book.glue_all({"dynamics_gpt2_tau1_init": f"{g1[f'initial_{m}'].mean():.1f}",
+               "dynamics_gpt2_tau1_final": f"{g1[f'final_{m}'].mean():.1f}",
+               "dynamics_uniform_causal": f"{uniform['gpt2'][m]:.1f}", "dynamics_primary_label": MEASURES[m].label})
 book.show(fig, d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
           "dynamics_rank_trajectories",
           f"Mean rank through training for every measure (rows), BERT and GPT-2 (columns), one curve per "
@@ -168,9 +146,7 @@ book.show(fig, d[["arch", "tau", "head_dim", "seed", "status", "measure", "step"
 hd_taus = sorted({1.0, min(grid["taus"])})
 hd_runs = sweep[sweep.tau.isin(hd_taus)]
 d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
-fig = tplots.trajectories(d, y="mean", row="arch", col="tau", hue="head_dim", log_hue=True, cmap=tplots.HEAD_DIM_CMAP,
-                          highlight=default_head_dim, ylabel=MEASURES[m].label,
-                          col_labels={t: f"τ = {t:g}" for t in hd_taus}, width=4.3, height=2.8)
+fig = tplots.head_dim_trajectories(d, highlight=default_head_dim, ylabel=MEASURES[m].label)
 book.show(fig, d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
           "dynamics_rank_trajectories_head_dim",
           f"Mean rank ({MEASURES[m].label}) through training for each head dimension (colour, log scale) at fixed "
@@ -193,10 +169,8 @@ book.show(fig, d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "ste
 # %%
 results = {mm: rules.dynamics_rule(ok_runs, mm, tolerance=stable_tolerance) for mm in rank_measures_only}
 res = results[m]
-for a in res.rho:
-    book.glue(f"dynamics_rho_{a}", res.rho[a].text())
-    book.glue(f"dynamics_within_{a}", res.within[a].text())
-    book.glue(f"dynamics_n_ok_{a}", res.rho[a].n)
+book.glue_all({**evidence.estimate_texts("dynamics", {"rho": res.rho, "within": res.within}),
+               **{f"dynamics_n_ok_{a}": e.n for a, e in res.rho.items()}})
 d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
 fig = tplots.run_scatter(d, x=f"initial_{m}", y=f"final_{m}", hue="tau", identity=True,
                          annotations=rules.correlation_notes(res), xlabel=f"initial mean rank ({MEASURES[m].label})",
@@ -241,10 +215,7 @@ book.show(fig, change, "dynamics_relative_change",
 
 # %%
 S = rules.stability_table(change, stable_tolerance)
-for a in res.change:
-    book.glue(f"dynamics_median_change_{a}", res.change[a].text(0, percent=True))
-    for k, col in (("share_stable", "share_stable"), ("share_increased", "share_increased"), ("max_change", "largest")):
-        book.glue(f"dynamics_{k}_{a}", f"{S.loc[(m, a), col]:.0%}")
+book.glue_all(evidence.stability_facts("dynamics", res, S, m))
 rules.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
 
 # %% [markdown]
@@ -266,17 +237,13 @@ rules.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
 heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == default_head_dim)]
 heat_ok = heat_runs[heat_runs.status == "complete"]
 heat = evidence.layer_head_means(heat_ok, m)
-first, last = heat.step.min(), heat.step.max()
 book.glue("dynamics_heatmap_tau", f"{heatmap_tau:g}")
 fig = tplots.layer_head_heatmaps(heat, value="value", cbar_label=MEASURES[m].label)
 book.show(fig, heat, "dynamics_layer_head",
           f"Rank ({MEASURES[m].label}) of each layer (rows) and head (columns) at the first and last probe and their "
           f"difference, tau = {heatmap_tau:g}, head dimension {default_head_dim}, mean over probe sequences and "
           f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).")
-wide = heat.pivot_table(index=["arch", "layer", "head"], columns="step", values="value")
-head_change = (wide[last] - wide[first]).abs() / wide[first]
-for a in heat.arch.unique():
-    book.glue(f"dynamics_head_max_change_{a}", f"{head_change.loc[a].max():.0%}")
+book.glue_all({f"dynamics_head_max_change_{a}": f"{v:.0%}" for a, v in evidence.head_changes(heat).items()})
 
 # %% [markdown]
 # The largest relative change of a single head's rank at this setting is {glue:text}`dynamics_head_max_change_bert`
@@ -291,12 +258,11 @@ for a in heat.arch.unique():
 # set the loss a model reaches without using attention for anything beyond the previous token.
 
 # %%
-regime = baselines.regime_text(ok_runs, {a: baselines.ngram_losses(resolve_config(a, profile)) for a in res.rho}, ARCH_LABELS)
+regime = baselines.regime_text(ok_runs, evidence.ngram_references(profile, res.rho)[0], ARCH_LABELS)
 summary_text = rules.dynamics_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds,
                                       tolerance=stable_tolerance, regime=regime)
-by_measure = {mm: r.status for mm, r in results.items()}
-verdict_line = book.verdict("dynamics", res.status, summary_text, by_measure=by_measure)
-pd.DataFrame({"measure": [labels[mm] for mm in by_measure], "verdict under this measure": list(by_measure.values())})
+book.verdict("dynamics", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
+evidence.verdict_table(results)
 
 # %% [markdown]
 # **Verdict: {glue:text}`dynamics_status`.** {glue:text}`dynamics_summary`

@@ -1,14 +1,5 @@
 # ---
 # jupyter:
-#   jupytext:
-#     cell_metadata_filter: tags,-all
-#     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext,mystnb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -68,9 +59,6 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 
 # %%
 import time
-import warnings
-
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -84,7 +72,6 @@ mc_samples = 256 if mc_samples is None else mc_samples
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
 PRIMARY, fmt_tau = experiments.PRIMARY_MEASURE, rules.fmt_setting  # grid values for prose: 0.001, 1, 32
-RANK_MEASURES = [m for m in rank.MEASURES if m != "attention_entropy"]  # the rule is about rank
 
 # %% [markdown]
 # ## The runs
@@ -99,19 +86,14 @@ sweep_runs = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=hea
 TAU_MIN = float(min(grid["taus"]))
 HD_TAUS = sorted({1.0, TAU_MIN}, reverse=True)
 head_dim0, hidden = resolve_config("bert", profile).head_dim, resolve_config("bert", profile).hidden_size
-hd_runs = sweep_runs[sweep_runs.head_dim.isin(grid["head_dims"]) & sweep_runs.tau.isin(HD_TAUS)].sort_values(
-    ["arch", "tau", "head_dim", "seed"])
+hd_runs = evidence.grid_runs(sweep_runs, head_dims=grid["head_dims"], taus=HD_TAUS)
 t_runs = sweep_runs[(sweep_runs.head_dim == head_dim0) & sweep_runs.tau.isin(grid["taus"])]
-failed, n_seeds = sweep_runs[sweep_runs.status != "complete"], sweep_runs.seed.nunique()
-for k, v in {"n_runs": len(hd_runs), "n_seeds": n_seeds, "hidden": hidden, "n_failed": len(failed)}.items():
-    book.glue(f"headdim_{k}", int(v))
-book.glue("headdim_tau_min", fmt_tau(TAU_MIN))
-display(Markdown(f"{len(hd_runs)} head-dimension runs ({profile} profile): head dimensions "
-                 f"{', '.join(map(str, grid['head_dims']))} at hidden size {hidden} (heads: "
-                 f"{', '.join(str(hidden // h) for h in grid['head_dims'])}), tau in {{{', '.join(map(fmt_tau, HD_TAUS))}}}, "
-                 f"{n_seeds} seeds, both archs."))
-display(failed[["arch", "tau", "head_dim", "seed", "status", "failure_step", "failure_reason"]] if len(failed)
-        else Markdown("No run of the sweep diverged."))
+n_seeds, n_failed = sweep_runs.seed.nunique(), int((sweep_runs.status != "complete").sum())
+book.glue_all({"headdim_n_runs": len(hd_runs), "headdim_n_seeds": int(n_seeds), "headdim_hidden": int(hidden),
+               "headdim_n_failed": n_failed, "headdim_tau_min": fmt_tau(TAU_MIN)})
+display(Markdown(evidence.head_dim_grid_text(hd_runs, profile, grid["head_dims"], hidden, HD_TAUS)))
+display(*evidence.failures(sweep_runs, None, ("arch", "tau", "head_dim", "seed", "status", "failure_step",
+                                              "failure_reason"), none="No run of the sweep diverged."))
 
 # %% [markdown]
 # {glue:text}`headdim_n_runs` runs at hidden size {glue:text}`headdim_hidden`, {glue:text}`headdim_n_seeds` seeds per
@@ -136,10 +118,9 @@ theory_seconds = time.perf_counter() - t0
 scale = init.groupby(["arch", "tau", "head_dim"]).agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median")).reset_index()
 display(Markdown("Logit scale at initialisation (mean within-row sd of the logits; median half-range M), seed 0:"))
 display(scale.assign(tau=scale.tau.map(fmt_tau)).pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd").round(4))
-for k, v in evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": TAU_MIN}).items():
-    book.glue(f"headdim_logit_sd_{k}", v)
 n_tok = int(init.n.iloc[0])
-_ = book.glue("headdim_n", n_tok)
+book.glue_all({**evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": TAU_MIN}, prefix="headdim_logit_sd_"),
+               "headdim_n": n_tok})
 
 # %% [markdown]
 # The logit scale hardly depends on the head dimension (the $1/\sqrt{d_\mathrm{head}}$ in $T$ is there for that):
@@ -154,8 +135,7 @@ _ = book.glue("headdim_n", n_tok)
 limits = baselines.iid_limits(scale.groupby(["arch", "tau"]).logit_sd.mean().reset_index(), n_tok, mc_samples)
 display(limits.assign(tau=limits.tau.map(fmt_tau)).pivot(index="measure", columns=["arch", "tau"], values="value").round(2))
 uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
-for a in ("bert", "gpt2"):
-    _ = book.glue(f"headdim_uniform_{a}", uniform[a][PRIMARY])
+book.glue_all({f"headdim_uniform_{a}": u[PRIMARY] for a, u in uniform.items()})
 
 # %% [markdown]
 # ## Rank against head dimension
@@ -178,11 +158,9 @@ staircase, small_logits = baselines.staircase(grid["head_dims"], n_tok), baselin
 uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
 for t in HD_TAUS:
     d = hd_long[np.isclose(hd_long.tau, t)]
-    lim = sweeps.reference_lines({a: g.set_index("measure").value.to_dict() for a, g in limits[np.isclose(limits.tau, t)]
-                                  .groupby("arch")}, "P1' i.i.d.-logit limit (initialisation)")
+    lim = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
     refs = pd.concat(([staircase] if small_logits[t] else []) + [lim, uni], ignore_index=True)
-    fig = sweeps.by_setting(d, "head_dim", facet="measure", style="when", refs=refs, baseline=None)
-    fig.suptitle(rf"$\tau$ = {fmt_tau(t)}", fontsize="medium")
+    fig = sweeps.by_setting(d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_tau(t)}")
     book.show(fig, pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
               f"headdim_rank_vs_head_dim_tau{fmt_tau(t)}",
               f"Attention rank against head dimension at fixed hidden size {hidden} and tau = {fmt_tau(t)}, one panel per "
@@ -203,8 +181,7 @@ for t in HD_TAUS:
 # %%
 check, facts = baselines.bound_check(init[init.arch == "bert"], n_tok)
 display(check.assign(tau=check.tau.map(fmt_tau)).round(3))
-for k, v in facts.items():
-    _ = book.glue(f"headdim_p1_{k}", v)
+book.glue_all({f"headdim_p1_{k}": v for k, v in facts.items()})
 
 # %% [markdown]
 # The bound holds for all but {glue:text}`headdim_p1_violations` of {glue:text}`headdim_p1_matrices` BERT matrices. At
@@ -229,12 +206,8 @@ for k, v in facts.items():
 # %%
 hd1, hdmin = hd_runs[np.isclose(hd_runs.tau, 1.0)], hd_runs[np.isclose(hd_runs.tau, TAU_MIN)]
 EFFECT = 1.0  # pre-registered: a difference of one unit of effective rank between the two ranges
-lever_v = {m: rules.lever_comparison(t_runs, hd1, f"initial_{m}", effect=EFFECT, archs=("bert", "gpt2"))
-           for m in RANK_MEASURES}
+lever_v, loss_lv, lv_min = evidence.lever_verdicts(t_runs, hd1, hdmin, primary=PRIMARY, effect=EFFECT)
 lv = lever_v[PRIMARY]
-loss_lv = rules.lever_comparison(t_runs[t_runs.status == "complete"], hd1[hd1.status == "complete"], "final_val_loss",
-                                 archs=("bert", "gpt2"))
-lv_min = rules.lever_comparison(t_runs, hdmin, f"initial_{PRIMARY}", effect=EFFECT, archs=("bert", "gpt2"))
 eff = rules.lever_effects({f"initial {rank.MEASURES[PRIMARY].label}": lv, "final validation loss": loss_lv})
 fig = sweeps.effect_forest(eff, xlabels={f"initial {rank.MEASURES[PRIMARY].label}": "range of the mean over the grid",
                                          "final validation loss": "range of the mean over the grid (nats/token)"})
@@ -248,11 +221,9 @@ display(Markdown("The rule with every rank measure (ranges with 95% stratified-b
                  "change with a Welch-t interval):"))
 display(rules.lever_table(lever_v))
 means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{PRIMARY}"].mean() for a in ("bert", "gpt2")}
-for k, v in rules.lever_texts(lv, lv_min, loss_lv, means).items():
-    book.glue(f"headdim_{k}", v)
-book.glue("headdim_direction_note", rules.direction_note(lv, sweeps.ARCH_LABELS))
-book.glue("headdim_n_resamples", f"{stats.N_RESAMPLES:,}")
-_ = book.glue("headdim_head_dim0", int(head_dim0))
+book.glue_all({**{f"headdim_{k}": v for k, v in rules.lever_texts(lv, lv_min, loss_lv, means).items()},
+               "headdim_direction_note": rules.direction_note(lv, sweeps.ARCH_LABELS),
+               "headdim_n_resamples": f"{stats.N_RESAMPLES:,}", "headdim_head_dim0": int(head_dim0)})
 
 # %% [markdown]
 # At $\tau = 1$ and fixed width, the mean initial effective rank of BERT {glue:text}`headdim_direction_bert`, and that
@@ -273,11 +244,10 @@ _ = book.glue("headdim_head_dim0", int(head_dim0))
 #
 # ## Verdict
 
-
 # %% tags=["remove-output"]
 summary = rules.lever_summary(lv, label=rank.MEASURES[PRIMARY].label, effect=EFFECT, profile=profile, n_seeds=n_seeds,
                               head_dims=grid["head_dims"], hidden=hidden)
-book.verdict("headdim", lv.status, summary, by_measure={m: lever_v[m].status for m in RANK_MEASURES})
+book.verdict("headdim", lv.status, summary, by_measure={m: lever_v[m].status for m in evidence.RANK_MEASURES})
 _ = book.glue("headdim_seconds", float(time.perf_counter() - t_chapter))
 _ = book.glue("headdim_theory_seconds", float(theory_seconds))
 

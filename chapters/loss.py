@@ -1,14 +1,5 @@
 # ---
 # jupyter:
-#   jupytext:
-#     cell_metadata_filter: tags,-all
-#     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext,mystnb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -58,9 +49,9 @@ import time
 
 import numpy as np
 import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import display
 
-from attnrank import baselines, book, evidence, experiments, plots, rank, rules, runs, stats
+from attnrank import baselines, book, evidence, experiments, plots, rank, rules
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
@@ -80,17 +71,13 @@ rank_label = f"initial mean rank ({MEASURES[m].label})"
 # {glue:text}`loss_n_failed` diverged.
 
 # %%
-sweep = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
-default_head_dim = resolve_config("bert", profile).head_dim
-sweep["sweep"] = np.where(sweep.head_dim == default_head_dim, "temperature grid", "head-dimension grid")
+sweep = evidence.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+default_head_dim, n_seeds = resolve_config("bert", profile).head_dim, sweep.seed.nunique()
 t_loaded = time.perf_counter()  # the analysis below reads the store only
-n_seeds, failed = sweep.seed.nunique(), sweep[sweep.status != "complete"]
-for k, v in {"rho_effect": f"{rules.LOSS_EFFECT:g}", "primary_label": MEASURES[m].label,
-             "taus": ", ".join(f"{t:g}" for t in grid["taus"]), "head_dims": ", ".join(str(h) for h in grid["head_dims"]),
-             "n_seeds": n_seeds, "n_runs": len(sweep), "n_failed": len(failed)}.items():
-    book.glue(f"loss_{k}", v)
-display(*evidence.failures(sweep, "**{n} run(s) diverged.** They are left out of the correlations and drawn with a cross (or "
-                                  "counted in the panel) in every figure:"))
+book.glue_all({**evidence.sweep_facts("loss", sweep, grid), "loss_rho_effect": f"{rules.LOSS_EFFECT:g}",
+               "loss_primary_label": MEASURES[m].label})
+display(*evidence.failures(sweep, "**{n} run(s) diverged.** They are left out of the correlations and drawn with a "
+                                  "cross (or counted in the panel) in every figure:"))
 
 # %% [markdown]
 # (loss-rule)=
@@ -147,22 +134,11 @@ display(*evidence.failures(sweep, "**{n} run(s) diverged.** They are left out of
 # %%
 train_log = evidence.load_table(sweep, "train_log")
 sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
-ok = sweep.status == "complete"
-for a, lv in levels.items():
-    book.glue(f"loss_level_{a}", f"{lv:.3f}")
-for k, v in {"level_quantile": f"{level_quantile:.0%}", "smooth": smooth, "n_censored": int(sweep.censored.sum()),
-             "n_complete": int(ok.sum()), "cens_value": cens_value}.items():
-    book.glue(f"loss_{k}", v)
-loss_base = {a: baselines.ngram_losses(resolve_config(a, profile)) for a in sweep.arch.unique()}
-refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in loss_base.items()}
+book.glue_all(evidence.convergence_facts("loss", sweep, levels, cens_value, quantile=level_quantile, smooth=smooth))
+loss_base, refs = evidence.ngram_references(profile, sweep.arch.unique())
 tau_keys = sweep.key[sweep.sweep == "temperature grid"]
 curves = evidence.loss_curves(sweep[sweep.key.isin(tau_keys)])
-fig = tplots.trajectories(curves, y="value", row="curve", col="arch", hue="tau", highlight=1.0,
-                          ylabel={"validation loss": "validation loss (nats)", "training loss": "training loss (nats)"},
-                          row_labels={}, col_labels=ARCH_LABELS,
-                          baseline={("training loss", a): lv for a, lv in levels.items()},
-                          baseline_label="level for convergence speed",
-                          references={("validation loss", a): r for a, r in refs.items()}, width=4.6, height=3.0)
+fig = tplots.loss_trajectories(curves, levels, refs)
 book.show(fig, curves, "loss_curves",
           f"Validation loss (top) and training loss (bottom) through training for each temperature ratio tau (colour, "
           f"log scale; tau = 1 bold), head dimension {default_head_dim}. Line: mean over seeds; band: min-max over "
@@ -187,22 +163,16 @@ book.show(fig, curves, "loss_curves",
 
 # %%
 OUTCOMES = {"final_val_loss": "final validation loss (nats)", "steps_plot": "steps to reach the level"}
-ok_runs = sweep[ok]
-rank_measures_only = [mm for mm in MEASURES if MEASURES[mm].kind != "entropy"]
-results = {mm: rules.loss_rule(ok_runs, mm) for mm in rank_measures_only}
+ok_runs = sweep[sweep.status == "complete"]
+results = {mm: rules.loss_rule(ok_runs, mm) for mm in evidence.RANK_MEASURES}
 res, speed = results[m], rules.loss_rule(ok_runs, m, outcome="steps_plot")
 archs, tau_min = list(res.rho), min(grid["taus"])
 hd_taus = sorted(sweep.tau[sweep.sweep == "head-dimension grid"].unique())
-hd_rho = {(t, a): stats.spearman(d[f"initial_{m}"], d.final_val_loss) for t in hd_taus for a in archs
-          for d in [ok_runs[(ok_runs.arch == a) & np.isclose(ok_runs.tau, t)]]}
-for a in archs:
-    for k, v in {"val_rho": res.rho[a], "val_within": res.within[a], "speed_rho": speed.rho[a],
-                 "speed_within": speed.within[a], "val_hdmin": hd_rho[(tau_min, a)],
-                 **{f"val_hd{t:g}".replace(".", "p"): hd_rho[(t, a)] for t in hd_taus}}.items():
-        book.glue(f"loss_{k}_{a}", v.text())
+hd_rho = evidence.grid_correlations(ok_runs, f"initial_{m}", "final_val_loss", hd_taus, archs)
+book.glue_all(evidence.estimate_texts("loss", {"val_rho": res.rho, "val_within": res.within, "speed_rho": speed.rho,
+                                               "speed_within": speed.within, "val_hdmin": hd_rho[tau_min],
+                                               **{f"val_hd{t:g}".replace(".", "p"): hd_rho[t] for t in hd_taus}}))
 book.glue("loss_tau_min", f"{tau_min:g}")
-
-
 cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss",
         "final_train_loss", "steps_to_level", "censored", "steps_plot"]
 fig = tplots.run_scatter(sweep[cols], x=f"initial_{m}", y="final_val_loss", hue="tau",
@@ -248,12 +218,8 @@ book.show(fig, sweep[cols], "loss_speed_vs_rank",
 
 # %%
 hd = sweep[sweep.tau.isin(hd_taus)]
-hd_notes = {(t, a): f"ρ = {hd_rho[(t, a)].text(n=False)}\nn = {hd_rho[(t, a)].n} runs" for t in hd_taus for a in archs}
-fig = tplots.run_scatter(hd[cols], x=f"initial_{m}", y="final_val_loss", hue="head_dim", row="tau", col="arch",
-                         cmap=tplots.HEAD_DIM_CMAP, connect="seed", annotations=hd_notes,
-                         references={(t, a): refs[a] for t in hd_taus for a in archs},
-                         row_labels={t: f"τ = {t:g}" for t in hd_taus}, xlabel=rank_label,
-                         ylabel="final validation loss (nats)")
+fig = tplots.head_dim_scatter(hd[cols], x=f"initial_{m}", y="final_val_loss", rho=hd_rho, references=refs,
+                              xlabel=rank_label, ylabel="final validation loss (nats)")
 book.show(fig, hd[cols], "loss_head_dim",
           f"Final validation loss against initial mean rank in the head-dimension grid (colour = head dimension, log "
           f"scale; fixed width) at tau = {', '.join(f'{t:g}' for t in hd_taus)} (rows); each panel on its own y-axis. "
@@ -265,9 +231,8 @@ book.show(fig, hd[cols], "loss_head_dim",
 # faster convergence; $n$ = runs):
 
 # %%
-speed_all = {mm: rules.loss_rule(ok_runs, mm, outcome="steps_plot") for mm in rank_measures_only}
-labels = {mm: MEASURES[mm].label for mm in MEASURES}
-pd.concat([rules.correlation_table({mm: r}, labels, ARCH_LABELS, outcome=OUTCOMES[y]) for mm in rank_measures_only
+speed_all = {mm: rules.loss_rule(ok_runs, mm, outcome="steps_plot") for mm in results}
+pd.concat([rules.correlation_table({mm: r}, evidence.MEASURE_LABELS, ARCH_LABELS, outcome=OUTCOMES[y]) for mm in results
            for y, r in (("final_val_loss", results[mm]), ("steps_plot", speed_all[mm]))], ignore_index=True)
 
 # %% [markdown]
@@ -279,9 +244,8 @@ pd.concat([rules.correlation_table({mm: r}, labels, ARCH_LABELS, outcome=OUTCOME
 # %%
 regime = baselines.regime_text(ok_runs, {a: loss_base[a] for a in archs}, ARCH_LABELS, tau1=True)
 summary_text = rules.loss_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds, regime=regime)
-by_measure = {mm: r.status for mm, r in results.items()}
-verdict_line = book.verdict("loss", res.status, summary_text, by_measure=by_measure)
-pd.DataFrame({"measure": [MEASURES[mm].label for mm in by_measure], "verdict under this measure": list(by_measure.values())})
+book.verdict("loss", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
+evidence.verdict_table(results)
 
 # %% [markdown]
 # **Verdict: {glue:text}`loss_status`.** {glue:text}`loss_summary`

@@ -1,14 +1,5 @@
 # ---
 # jupyter:
-#   jupytext:
-#     cell_metadata_filter: tags,-all
-#     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext,mystnb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -29,13 +20,7 @@ profile = "auto"
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
-import platform
-import sys
-from importlib.metadata import version
-
-import pandas as pd
-
-from attnrank import book, experiments, runs, store
+from attnrank import book, evidence, experiments, runs
 
 book.check_parameters(globals(), ("profile", "dataset"))
 profile = book.setup(profile)
@@ -48,18 +33,8 @@ profile = book.setup(profile)
 # {glue:text}`repro_code_hash`.
 
 # %%
-from attnrank.profiles import resolve_config
-from attnrank.train import device_name
-
-env = pd.DataFrame(
-    [("python", sys.version.split()[0]), ("platform", platform.platform())]
-    + [(p, version(p)) for p in book.ENVIRONMENT_PACKAGES],
-    columns=["package", "version"],
-)
-book.glue("repro_profile", profile)
-book.glue("repro_device", device_name())
-book.glue("repro_threads", resolve_config("bert", profile).threads)  # part of every run's config
-book.glue("repro_code_hash", store.code_hash())
+env, facts = evidence.environment("repro", profile)  # the thread count is part of every run's config
+book.glue_all(facts)
 env
 
 # %% [markdown]
@@ -110,18 +85,12 @@ book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=da
 # sweep grids the chapters use:
 
 # %%
-from attnrank.profiles import PROFILES, profile_defaults
-
-pd.DataFrame({p: {k: f"{v:g}" if isinstance(v, float) else str(v) for k, v in profile_defaults(p).items()}
-              for p in PROFILES})  # each value as written in the profile (integers stay integers)
+defaults, grids = evidence.profile_tables()
+defaults  # each value as written in the profile (integers stay integers)
 
 # %%
-paper = profile_defaults("paper")
-for key, value in (("width", paper["hidden_size"]), ("layers", paper["num_layers"]), ("heads", paper["num_heads"]),
-                   ("tokens", paper["max_len"]), ("steps", paper["max_steps"]),
-                   ("seeds", len(experiments.SWEEP_DEFAULTS["paper"]["seeds"]))):
-    book.glue(f"repro_paper_{key}", int(value))
-pd.DataFrame({p: {k: str(v) for k, v in experiments.SWEEP_DEFAULTS[p].items()} for p in PROFILES})
+book.glue_all(evidence.paper_facts("repro"))
+grids
 
 # %% [markdown]
 # ## Running the `paper` profile on a GPU

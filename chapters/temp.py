@@ -1,14 +1,5 @@
 # ---
 # jupyter:
-#   jupytext:
-#     cell_metadata_filter: tags,-all
-#     formats: ipynb,py:percent
-#     notebook_metadata_filter: kernelspec,jupytext,mystnb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -78,9 +69,6 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 # %%
 import math
 import time
-import warnings
-
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -94,7 +82,6 @@ book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "tau"
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
 BASELINE, PRIMARY, fmt_tau = 1.0, experiments.PRIMARY_MEASURE, rules.fmt_setting  # fmt_tau: 0.001, 1, 9.7e7
-RANK_MEASURES = [m for m in rank.MEASURES if m != "attention_entropy"]  # the rule is about rank
 
 # %% [markdown]
 # ## The runs
@@ -106,17 +93,12 @@ RANK_MEASURES = [m for m in rank.MEASURES if m != "attention_entropy"]  # the ru
 
 # %%
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-tsweep = evidence.temperature_grid(profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-failed, n_seeds, head_dim0 = tsweep[tsweep.status != "complete"], tsweep.seed.nunique(), int(tsweep.head_dim.iloc[0])
-for k, v in {"grid_text": rules.grid_text(grid["taus"]), "init_std": evidence.init_std(), "n_runs": len(tsweep),
-             "n_seeds": n_seeds, "n_taus": tsweep.tau.nunique(), "head_dim": head_dim0, "tau": fmt_tau(tau),
-             "n_failed": len(failed), "tau_min": fmt_tau(min(grid["taus"])), "tau_max": fmt_tau(max(grid["taus"]))}.items():
-    book.glue(f"temp_{k}", v if isinstance(v, (str, float)) else int(v))
-display(Markdown(f"{len(tsweep)} runs ({profile} profile): {tsweep.tau.nunique()} temperatures x 2 architectures x "
-                 f"{n_seeds} seeds at head dimension {head_dim0}; off-grid settings added (trained once, then served by "
-                 f"the store): {', '.join(map(fmt_tau, tsweep.attrs['missing'])) or 'none'}."))
-display(failed[["arch", "tau", "seed", "status", "failure_step", "failure_reason"]] if len(failed)
-        else Markdown("No run diverged."))
+tsweep = evidence.temperature_grid(profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds,
+                                   dataset=dataset)
+n_seeds, head_dim0 = tsweep.seed.nunique(), int(tsweep.head_dim.iloc[0])
+book.glue_all(evidence.temperature_facts("temp", tsweep, grid, tau))
+display(Markdown(evidence.temperature_grid_text(tsweep, profile)))
+display(*evidence.failures(tsweep, None, ("arch", "tau", "seed", "status", "failure_step", "failure_reason")))
 
 # %% [markdown]
 # {glue:text}`temp_n_runs` runs, {glue:text}`temp_n_seeds` seeds per setting, of which {glue:text}`temp_n_failed`
@@ -144,18 +126,12 @@ display(failed[["arch", "tau", "seed", "status", "failure_step", "failure_reason
 
 # %%
 # S = Q K^T / (tau sqrt(d_head)) read at the attention hook of each freshly initialised model, seed 0
-init = evidence.init_means([resolve_config(a, profile, tau=t, seed=0) for a in ("bert", "gpt2") for t in sorted({tau, BASELINE})])
+init = evidence.init_means([resolve_config(a, profile, tau=t, seed=0) for a in ("bert", "gpt2")
+                            for t in sorted({tau, BASELINE})])
 display(init.assign(tau=init.tau.map(fmt_tau))[["arch", "tau", "logit_sd", "n", PRIMARY, "attention_entropy"]].round(4))
-n_tok = int(init.n.iloc[0])
+n_tok, at = int(init.n.iloc[0]), {"tau": tau, "base": BASELINE}
 uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
-for col, name in (("logit_sd", "logit_sd"), ("attention_entropy", "entropy")):
-    for k, v in evidence.means_at(init, col, {"tau": tau, "base": BASELINE}).items():
-        book.glue(f"temp_{name}_{k}", v)
-for a in ("bert", "gpt2"):
-    book.glue(f"temp_uniform_{a}", uniform[a][PRIMARY])
-_ = book.glue("temp_uniform_causal_rank_rtol", uniform["gpt2"]["rank_rtol_1e-2"])
-_ = book.glue("temp_log_n", float(math.log(n_tok)))
-_ = book.glue("temp_n", n_tok)
+book.glue_all(evidence.init_facts("temp", init, uniform, at, primary=PRIMARY))
 
 # %% [markdown]
 # At $\tau = 1$ the logits of BERT have a within-row standard deviation of {glue:text}`temp_logit_sd_base_bert:.3g`
@@ -210,23 +186,16 @@ book.show(fig, pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="unifo
 grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
 tau_min, RANK_EFFECT = float(min(grid["taus"])), 1.0  # pre-registered: one unit of effective rank
 rank_v = {m: rules.temperature_rank(grid_runs, f"initial_{m}", stock=BASELINE, cold=tau_min, effect=RANK_EFFECT,
-                                    archs=("bert", "gpt2")) for m in RANK_MEASURES}
+                                    archs=("bert", "gpt2")) for m in evidence.RANK_MEASURES}
 rv = rank_v[PRIMARY]
 display(Markdown(f"The rule with every rank measure (Welch-t interval of the difference of means, exact permutation p; "
                  f"peak: argmax of the mean initial rank over the {len(grid['taus'])} grid values, stratified bootstrap "
                  f"interval on the grid):"))
 display(rules.temperature_table(rank_v, tau_min))
-for a in ("bert", "gpt2"):
-    r, e = rv[a], rv[a].verdict.estimate
-    for k, v in {"cold_diff": e.text(2), "cold_p": float(e.p), "rank_spread": float(r.spread),
-                 "peak": rules.grid_interval(r.shape, words=True, note=r.shape_text.split(" (")[0]),
-                 "rank_needed": rules.needed_text(r.verdict)}.items():
-        book.glue(f"temp_{k}_{a}", v)
-for k, v in evidence.means_at(tsweep, f"initial_{PRIMARY}", {"tau": tau, "base": BASELINE, "min": tau_min}).items():
-    book.glue(f"temp_rank0_{k}", v)
-book.glue("temp_n_resamples", f"{stats.N_RESAMPLES:,}")
-book.glue("temp_min_p", 2 / math.comb(2 * n_seeds, n_seeds))
-_ = book.glue("temp_rank_min_p", float(min(rv[a].verdict.estimate.p for a in ("bert", "gpt2"))))
+book.glue_all({**evidence.rank_verdict_facts("temp", rv), "temp_n_resamples": f"{stats.N_RESAMPLES:,}",
+               **evidence.means_at(tsweep, f"initial_{PRIMARY}", {**at, "min": tau_min}, prefix="temp_rank0_"),
+               "temp_min_p": 2 / math.comb(2 * n_seeds, n_seeds),
+               "temp_rank_min_p": float(min(rv[a].verdict.estimate.p for a in ("bert", "gpt2")))})
 
 # %% [markdown]
 # The mean initial effective rank goes from {glue:text}`temp_rank0_base_bert:.2f` at $\tau = 1$ to
@@ -257,12 +226,9 @@ _ = book.glue("temp_rank_min_p", float(min(rv[a].verdict.estimate.p for a in ("b
 
 # %%
 pair = tsweep[np.isclose(tsweep.tau, tau) | np.isclose(tsweep.tau, BASELINE)]
-curve_measures = [PRIMARY, "rank_atol_1e-8", "rank_rtol_1e-2"]
-summ, labels = evidence.rank_curves(pair, curve_measures), {m: rank.MEASURES[m].label for m in curve_measures}
-fig = tplots.trajectories(summ, y="value", row="measure", col="arch", hue="tau", highlight=tau, ylabel=labels,
-                          row_labels=labels, col_labels=sweeps.ARCH_LABELS,
-                          baseline={(m, "gpt2"): uniform["gpt2"][m] for m in curve_measures},
-                          baseline_label="uniform causal attention (GPT-2)", width=4.3, height=2.4)
+summ = evidence.rank_curves(pair, [PRIMARY, "rank_atol_1e-8", "rank_rtol_1e-2"])
+fig = tplots.measure_trajectories(summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau,
+                                  archs=("gpt2",), height=2.4)
 book.show(fig, summ[["arch", "tau", "seed", "status", "measure", "step", "value"]], "temp_rank_curves",
           f"Mean attention rank through training for tau = {fmt_tau(tau)} (bold) and tau = 1, three measures (rows) for "
           f"BERT and GPT-2 (columns); line: mean over seeds, band: min-max over seeds; dotted: uniform causal attention "
@@ -290,8 +256,7 @@ book.show(fig, layer_df, "temp_rank_per_layer",
 
 # %%
 evals = evidence.load_table(tsweep, "eval_log")
-fig = tplots.trajectories(evals, y="val_loss", row=None, col="arch", hue="tau", highlight=BASELINE,
-                          ylabel="validation loss (nats/token)", col_labels=sweeps.ARCH_LABELS, width=4.6, height=3.0)
+fig = tplots.val_loss_trajectories(evals, highlight=BASELINE)
 book.show(fig, evals[["arch", "tau", "seed", "status", "step", "val_loss"]], "temp_loss_curves",
           f"Validation loss through training for every temperature ratio tau (colour, log scale; tau = 1 bold); line: "
           f"mean over seeds, band: min-max over seeds; dashed ending in a cross: diverged runs ({evidence.caption(tsweep, profile)}).")
@@ -312,14 +277,8 @@ book.show(fig, loss_df, "temp_final_loss_vs_tau",
 LOSS_EFFECT = 0.5  # pre-registered correlation for the runs needed
 loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss", effect=LOSS_EFFECT,
                                 archs=("bert", "gpt2"))
-for a in ("bert", "gpt2"):
-    r = loss_v[a]
-    book.glue(f"temp_loss_rho_{a}", r.verdict.estimate.text(2))
-    book.glue(f"temp_loss_best_{a}", rules.grid_interval(r.shape, words=True))
-    book.glue(f"temp_loss_spread_{a}", float(r.spread))
-for k, v in evidence.means_at(tsweep[tsweep.status == "complete"], "final_val_loss",
-                              {"tau": tau, "base": BASELINE, "min": tau_min}).items():
-    book.glue(f"temp_loss_{k}", v)
+book.glue_all({**evidence.loss_verdict_facts("temp", loss_v), **evidence.means_at(
+    tsweep[tsweep.status == "complete"], "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_")})
 display(rules.temperature_loss_table(loss_v))
 
 # %% [markdown]
@@ -336,10 +295,9 @@ display(rules.temperature_loss_table(loss_v))
 #
 # ## Verdicts
 
-
 # %% tags=["remove-output"]
 summary = rules.temperature_summary(rv, label=rank.MEASURES[PRIMARY].label, cold=tau_min, profile=profile, n_seeds=n_seeds)
-book.verdict("temp", rv.status, summary, by_measure={m: rank_v[m].status for m in RANK_MEASURES})
+book.verdict("temp", rv.status, summary, by_measure={m: rank_v[m].status for m in evidence.RANK_MEASURES})
 book.verdict("temp_loss", loss_v.status, rules.temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds))
 _ = book.glue("temp_seconds", float(time.perf_counter() - t_chapter))
 _ = book.glue("temp_extra_seconds", float(tsweep.attrs["extra_seconds"]))

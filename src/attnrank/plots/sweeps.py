@@ -28,6 +28,7 @@ from . import ARCH_LABELS, PALETTE, new_figure
 from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS
 
 __all__ = ["arch_color", "measure_label", "setting_label", "by_setting", "per_layer", "effect_forest", "reference_lines",
+           "limit_lines",
            "HIGHLIGHT_COLOR", "BASELINE_COLOR", "FAILED_COLOR"]
 
 _STYLES = ["-", "--", ":", "-."]
@@ -110,6 +111,7 @@ def by_setting(
     ylabel: str | None = None,
     sharey: bool = False,
     legend: bool = True,
+    title: str | None = None,
 ):
     """A value against a swept setting: mean over seeds with +-1 sd error bars.
 
@@ -128,6 +130,7 @@ def by_setting(
             (same name as ``facet``), ``x`` (NaN or missing: a horizontal line) and ``hue``
             (NaN: grey); one line style per label.
         ncols, width, height: panel grid and size (inches per panel).
+        title: optional title of the whole figure (``suptitle``, medium font).
 
     Returns:
         The figure; each panel has an x label, a y label, and the legend is attached to the
@@ -228,6 +231,8 @@ def by_setting(
     if legend and handles:
         fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(4, len(handles)), frameon=False,
                    fontsize="small")
+    if title is not None:
+        fig.suptitle(title, fontsize="medium")
     return fig
 
 
@@ -342,3 +347,13 @@ def reference_lines(values: dict, label: str) -> pd.DataFrame:
     return pd.DataFrame([{"measure": m, "label": label, "x": np.nan, "hue": a, "value": v}
                          for a, by_m in values.items() for m, v in by_m.items()],
                         columns=["measure", "label", "x", "hue", "value"])
+
+
+def limit_lines(limits: pd.DataFrame, tau: float, label: str) -> pd.DataFrame:
+    """:func:`reference_lines` of the rows of ``limits`` at temperature ratio ``tau`` (``numpy.isclose``).
+
+    ``limits``: one row per ``arch, tau, measure`` with ``value`` (for example
+    :func:`attnrank.baselines.iid_limits`); the lines are labelled ``label``.
+    """
+    at = limits[np.isclose(limits.tau, tau)]
+    return reference_lines({a: g.set_index("measure").value.to_dict() for a, g in at.groupby("arch")}, label)

@@ -31,6 +31,11 @@ __all__ = [
     "run_scatter",
     "change_distribution",
     "layer_head_heatmaps",
+    "measure_trajectories",
+    "head_dim_trajectories",
+    "head_dim_scatter",
+    "val_loss_trajectories",
+    "loss_trajectories",
 ]
 
 
@@ -448,3 +453,98 @@ def layer_head_heatmaps(
             axes[i, j].set_ylabel("layer" if j == 0 else "")
             axes[i, j].tick_params(axis="y", rotation=0)
     return fig
+
+
+def measure_trajectories(data: pd.DataFrame, uniform: dict, *, label: str, y: str = "mean", highlight=1.0,
+                         archs=("bert", "gpt2"), height: float = 2.3):
+    """Mean rank through training, one row of panels per rank measure and one column per architecture, one
+    curve per temperature ratio (:func:`trajectories` with ``hue="tau"``).
+
+    Args:
+        data: tidy rows with ``measure, arch, tau, seed, status, step`` and ``y`` (the mean rank).
+        uniform: ``{arch: {measure: rank of uniform attention}}`` (:func:`attnrank.baselines.uniform_ranks`),
+            drawn as the dotted baseline in the panels of ``archs``, labelled ``label``.
+        highlight: the temperature ratio drawn bold.
+
+    Returns:
+        the Figure (panels 4.3 wide and ``height`` high).
+    """
+    from ..rank import MEASURES
+
+    labels = {m: MEASURES[m].label for m in MEASURES}
+    return trajectories(data, y=y, row="measure", col="arch", hue="tau", highlight=highlight, ylabel=labels,
+                        row_labels=labels, col_labels=ARCH_LABELS,
+                        baseline={(m, a): v for a in archs for m, v in uniform[a].items()}, baseline_label=label,
+                        width=4.3, height=height)
+
+
+def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
+    """Validation loss (top row) and training loss (bottom row) through training, one column per architecture,
+    one curve per temperature ratio (``tau = 1`` bold).
+
+    Args:
+        curves: :func:`attnrank.evidence.loss_curves` (``curve, arch, tau, seed, status, step, value``; nats).
+        levels: ``{arch: loss level}`` drawn dotted in the training-loss panels (the convergence level).
+        references: ``{arch: {label: nats}}`` drawn in the validation-loss panels (unigram and bigram models).
+
+    Returns:
+        the Figure.
+    """
+    return trajectories(curves, y="value", row="curve", col="arch", hue="tau", highlight=1.0,
+                        ylabel={"validation loss": "validation loss (nats)", "training loss": "training loss (nats)"},
+                        row_labels={}, col_labels=ARCH_LABELS,
+                        baseline={("training loss", a): lv for a, lv in levels.items()},
+                        baseline_label="level for convergence speed",
+                        references={("validation loss", a): r for a, r in references.items()}, width=4.6, height=3.0)
+
+
+def head_dim_trajectories(data: pd.DataFrame, *, highlight: int, ylabel: str, y: str = "mean"):
+    """Mean rank of one measure through training, one row of panels per architecture and one column per
+    temperature ratio (titled ``τ = <tau>``), one curve per head dimension (log colour scale).
+
+    Args:
+        data: tidy rows with ``arch, tau, head_dim, seed, status, step`` and ``y``.
+        highlight: the head dimension drawn bold (the profile's default).
+        ylabel: the measure's label.
+
+    Returns:
+        the Figure (panels 4.3 x 2.8).
+    """
+    return trajectories(data, y=y, row="arch", col="tau", hue="head_dim", log_hue=True, cmap=HEAD_DIM_CMAP,
+                        highlight=highlight, ylabel=ylabel,
+                        col_labels={t: f"τ = {t:g}" for t in sorted(data.tau.unique())}, width=4.3, height=2.8)
+
+
+def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, references: dict, xlabel: str, ylabel: str):
+    """One point per run of the head-dimension grid: ``y`` against ``x``, coloured by head dimension (log scale),
+    one row of panels per temperature ratio (titled ``τ = <tau>``) and one column per architecture; the runs of
+    one seed are joined by thin lines.
+
+    Args:
+        data: one row per run with ``arch, tau, head_dim, seed, status``, ``x`` and ``y``.
+        rho: ``{tau: {arch: Estimate}}`` (e.g. :func:`attnrank.evidence.grid_correlations`), written in each
+            panel's corner as ``ρ = value [low, high]`` and the number of runs; its keys are the rows, in order.
+        references: ``{arch: {label: y}}``, drawn in every panel of that architecture (e.g. unigram and bigram
+            losses).
+
+    Returns:
+        the Figure.
+    """
+    notes = {(t, a): f"ρ = {e.text(n=False)}\nn = {e.n} runs" for t, by_a in rho.items() for a, e in by_a.items()}
+    return run_scatter(data, x=x, y=y, hue="head_dim", row="tau", col="arch", cmap=HEAD_DIM_CMAP, connect="seed",
+                       annotations=notes, references={(t, a): r for t in rho for a, r in references.items()},
+                       row_labels={t: f"τ = {t:g}" for t in rho}, xlabel=xlabel, ylabel=ylabel)
+
+
+def val_loss_trajectories(evals: pd.DataFrame, *, highlight=1.0):
+    """Validation loss through training, one panel per architecture, one curve per temperature ratio (log
+    colour scale; ``highlight`` bold).
+
+    Args:
+        evals: the runs' ``eval_log`` rows (``arch, tau, seed, status, step, val_loss``; nats per token).
+
+    Returns:
+        the Figure (panels 4.6 x 3.0).
+    """
+    return trajectories(evals, y="val_loss", row=None, col="arch", hue="tau", highlight=highlight,
+                        ylabel="validation loss (nats/token)", col_labels=ARCH_LABELS, width=4.6, height=3.0)
