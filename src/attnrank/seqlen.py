@@ -24,7 +24,7 @@ from .errors import ConfigError, check_positive_int
 from .rank import MEASURES, check_measures, rank_measures
 from .theory import study_bound
 
-__all__ = ["uniform_ranks", "seq_len_table", "summary", "Report", "report", "section"]
+__all__ = ["uniform_ranks", "seq_len_table", "summary", "Report", "report_from_runs", "section"]
 
 #: Columns of :func:`seq_len_table`.
 TABLE_COLUMNS = ("arch", "n", "measure", "when", "mean", "low", "high", "runs", "uniform", "bound")
@@ -126,7 +126,7 @@ class Report:
     by_measure: dict
 
 
-def report(runs: pd.DataFrame, setting: str, profile: str, ns) -> Report:
+def report_from_runs(runs: pd.DataFrame, setting: str, profile: str, ns) -> Report:
     """The section's numbers, figure and verdict from the runs of the sequence-length sweep.
 
     Args:
@@ -159,7 +159,7 @@ def report(runs: pd.DataFrame, setting: str, profile: str, ns) -> Report:
 
 
 def section(profile: str, dataset=None) -> Report:
-    """:func:`report` on the runs of :func:`attnrank.experiments.seq_len_sweep` (trained where missing).
+    """:func:`report_from_runs` on the runs of :func:`attnrank.experiments.seq_len_sweep` (trained where missing).
 
     Raises:
         ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.
@@ -170,4 +170,4 @@ def section(profile: str, dataset=None) -> Report:
     c0 = configs[0]
     setting = (f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), "
                f"{c0.max_steps} steps")
-    return report(runs_mod.table(configs, long=False), setting, profile, experiments.SEQ_LENS)
+    return report_from_runs(runs_mod.table(configs, long=False), setting, profile, experiments.SEQ_LENS)
