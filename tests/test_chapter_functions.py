@@ -9,12 +9,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from attnrank import protocol, rules, seqlen  # noqa: E402
+from attnrank import causal, protocol, rules, seqlen  # noqa: E402
 from attnrank import measure as ms  # noqa: E402
 from attnrank.errors import ConfigError  # noqa: E402
+from attnrank.plots import causal as cplots  # noqa: E402
 from attnrank.plots import measure as mplots  # noqa: E402
 from attnrank.plots import theory as tplots  # noqa: E402
 from attnrank.rank import MEASURES  # noqa: E402
@@ -151,6 +153,75 @@ def test_protocol_set_early_summary():
     assert text.startswith(f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}")
     assert "(40 steps, effective rank): BERT: first early step 4, rho 0.95 [0.91, 0.99]" in text
     assert "GPT-2: none clears it; last early step 4" in text
+
+
+# --- causal -------------------------------------------------------------------------------------
+
+
+def _outcomes() -> pd.DataFrame:
+    rows = []
+    for a in ("bert", "gpt2"):
+        for c, shift in (("stock", 0.0), ("init", 0.1), ("lr", 0.0), ("twin", 0.1), ("tau", 0.1)):
+            for seed in range(3):
+                gap = 0.01 * seed if c == "tau" else 0.0
+                rows.append({"arch": a, "cell": c, "seed": seed, "status": "complete", "initial": 2.0 + 10 * shift,
+                             "during": 3.0 + shift + gap, "final_val_loss": 5.0 + shift + seed * 0.02 + gap})
+    return pd.DataFrame(rows)
+
+
+def test_causal_twins_table_and_gaps():
+    twins = causal.twins_table(_outcomes())
+    assert list(twins.index.get_level_values("outcome")[:3]) == ["initial", "during", "final_val_loss"]
+    assert twins.loc[("bert", "final_val_loss"), "largest per-seed |tau - twin|"] == pytest.approx(0.02)
+    assert twins.loc[("bert", "initial"), "largest per-seed |tau - twin|"] == 0.0
+    assert twins.loc[("gpt2", "final_val_loss"), "seed sd"] == pytest.approx(0.03)  # 5.1 + 0.03 seed
+    assert twins.loc[("bert", "during"), "tau - twin, over seeds [95% CI]"].startswith("0.0100 [")
+    assert causal.twin_gaps(twins) == pytest.approx({"causal_twin_max_loss": 0.02, "causal_twin_max_rank": 0.02})
+
+
+def test_causal_effects_table_glue_and_order():
+    eff = causal.effects(_outcomes())
+    tab, glue = causal.effects_table(eff)
+    assert list(tab.columns) == ["init", "lr", "twin", "tau"]
+    assert glue["causal_initial_init_bert"] == "1.000 [1.000, 1.000]"
+    assert glue["causal_final_val_loss_lr_gpt2"] == "0.0000 [0.0000, 0.0000]"
+    assert len(glue) == 2 * 3 * 4 and not any("twin_" in k and "tau - twin" in k for k in glue)
+    assert tab.loc[("bert", causal.OUTCOMES["initial"]), "tau"] == "1.000 [1.000, 1.000]"
+
+
+def test_causal_runs_text_spans_and_summary():
+    runs = pd.DataFrame({"hidden_size": [32] * 4, "num_layers": 2, "head_dim": 8, "max_steps": 40.0,
+                         "status": ["complete", "complete", "failed", "complete"]})
+    assert causal.runs_text(runs, "quick", 2) == ("4 runs (quick profile: ci sizes, hidden size 32, 2 layers, head "
+                                                   "dimension 8, 40 steps; 2 seeds), 1 diverged")
+    inter = pd.DataFrame({"arch": "bert", "train_tau": [1.0] * 3 + [0.01] * 3, "seed": 0,
+                          "effective_rank": [1.0, 2.0, 4.0, 3.0, 3.5, 3.25],
+                          "val_loss": [5.0, 5.1, 5.3, 5.0, 5.0, 5.01]})
+    assert causal.intervention_spans(inter, "effective_rank") == {"causal_int_rank": "0.50 to 3.00",
+                                                                   "causal_int_loss": "0.01 to 0.3"}
+    table = _outcomes()
+    v = rules.causal_rule(table)
+    text = causal.verdict_summary(v, causal.twins_table(table), tau=0.01, profile="ci", n_runs=30)
+    assert text.startswith("Does temperature act on the final loss through the initial logit scale")
+    assert "tau = 0.01, s = 10." in text and "Twins match to 0.02. ci profile at ci sizes, 30 runs." in text
+    assert rules.causal_text(v, "gpt2") in text
+
+
+def test_causal_figures_name_data_and_caption():
+    table = _outcomes()
+    fig, data, name, caption = cplots.cells_figure(table, tau=0.01, measure="effective_rank", profile="paper",
+                                                   n_seeds=3, n_runs=30)
+    assert name == "causal_cells" and data is table
+    assert caption.endswith("s = 10 = 1/sqrt(tau), tau = 0.01; paper profile at quick sizes, 30 runs.")
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
+    assert "tau = 0.01" in labels and "q/k lr x s" in labels
+    inter = pd.DataFrame({"arch": ["bert"] * 4, "train_tau": [1.0, 1.0, 0.01, 0.01], "seed": 0,
+                          "eval_tau": [0.1, 1.0, 0.01, 1.0], "effective_rank": [1.0, 2.0, 3.0, 4.0],
+                          "val_loss": [5.0, 5.1, 5.2, 5.3]})
+    fig, data, name, caption = cplots.intervention_figure(inter, measure="effective_rank", tau=0.01, seeds=[0, 1],
+                                                          profile="ci")
+    assert name == "causal_intervention" and "(2 runs: tau = 1 and tau = 0.01, seeds 0, 1)" in caption
+    assert np.isclose(data.effective_rank.sum(), 10.0)
 
 
 # --- measure ------------------------------------------------------------------------------------
