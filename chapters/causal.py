@@ -46,22 +46,17 @@ eval_taus = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]
 import warnings
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
-import numpy as np
-import pandas as pd
 from IPython.display import display
 
-from attnrank import book, causal, experiments, rank, rules, store
+from attnrank import book, causal, experiments, rules, store
 from attnrank.plots import causal as cplots
 
 book.check_parameters(globals(), ("profile", "seeds", "tau", "eval_taus"))
 profile = book.setup(profile)
 PRIMARY = experiments.PRIMARY_MEASURE
 seeds = seeds or list(range(5))
-s = causal.twin_scale(tau)
-fmt = rules.fmt_setting
-sizes, preset = causal.PRESETS[profile]
-book.glue("causal_tau", fmt(tau)), book.glue("causal_s", f"{s:.3g}")
-book.glue("causal_eps", f"{causal.P3_CONDITIONS['adam_epsilon']:g}")
+book.glue_all({"causal_tau": rules.fmt_setting(tau), "causal_s": f"{causal.twin_scale(tau):.3g}",
+               "causal_eps": f"{causal.P3_CONDITIONS['adam_epsilon']:g}"})
 
 # %% [markdown]
 # ## The runs
@@ -73,19 +68,8 @@ book.glue("causal_eps", f"{causal.P3_CONDITIONS['adam_epsilon']:g}")
 runs = store.sweep(causal.causal_runs(profile, tau=tau, seeds=seeds), progress=False)
 runs["cell"] = causal.label_cells(runs, tau)
 table = causal.outcomes(runs, PRIMARY)
-c0 = runs.iloc[0]
-book.glue("causal_runs_text", f"{len(runs)} runs ({profile} profile: {sizes} sizes, hidden size {c0.hidden_size}, "
-          f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {len(seeds)} seeds), "
-          f"{int((runs.status != 'complete').sum())} diverged")
-labels = {c: causal.CELL_LABELS[c].replace("tau", f"tau = {fmt(tau)}") if c == "tau" else causal.CELL_LABELS[c]
-          for c in causal.CELLS}
-ylab = {"initial": f"initial {rank.MEASURES[PRIMARY].label}", "during": f"mean {rank.MEASURES[PRIMARY].label}\nthrough training",
-        "final_val_loss": "final validation loss\n(nats/token)"}
-fig = cplots.cells(table, ylab, causal.CELLS, labels)
-book.show(fig, table, "causal_cells",
-          f"The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over {len(seeds)} seeds) "
-          f"for BERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. s = {s:.3g} = "
-          f"1/sqrt(tau), tau = {fmt(tau)}; {profile} profile at {sizes} sizes, {len(runs)} runs.")
+book.glue("causal_runs_text", causal.runs_text(runs, profile, len(seeds)))
+book.show(*cplots.cells_figure(table, tau=tau, measure=PRIMARY, profile=profile, n_seeds=len(seeds), n_runs=len(runs)))
 
 # %% [markdown]
 # ## Twins: the temperature and its rescaled twin
@@ -95,13 +79,9 @@ book.show(fig, table, "causal_cells",
 
 # %%
 eff = causal.effects(table)
-pair = lambda a, o: [table[(table.arch == a) & (table.cell == c)].sort_values("seed")[o].to_numpy(float) for c in ("tau", "twin")]
-twins = pd.DataFrame([{"arch": a, "outcome": o, "tau - twin, over seeds [95% CI]": rules.two_point(*pair(a, o)).text(4, n=False),
-                       "largest per-seed |tau - twin|": float(np.nanmax(np.abs(np.subtract(*pair(a, o))))),
-                       "seed sd": float(np.nanstd(pair(a, o)[0], ddof=1))} for a in ("bert", "gpt2") for o in causal.OUTCOMES])
-display(twins.set_index(["arch", "outcome"]))
-gap = twins.groupby(twins.outcome == "final_val_loss")["largest per-seed |tau - twin|"].max()
-book.glue("causal_twin_max_loss", float(gap[True])), book.glue("causal_twin_max_rank", float(gap[False]))
+twins = causal.twins_table(table)
+display(twins)
+book.glue_all(causal.twin_gaps(twins))
 
 # %% [markdown]
 # The largest difference between a run and its twin (seeds, architectures) is
@@ -115,13 +95,9 @@ book.glue("causal_twin_max_loss", float(gap[True])), book.glue("causal_twin_max_
 # Each cell minus `tau = 1`, per seed (mean of the per-seed differences, Student-t 95% interval):
 
 # %%
-eff_tab = eff[eff.contrast != "tau - twin"].copy()
-eff_tab["effect"] = [rules.Estimate(r.value, r.low, r.high, r.n, "").text(4 if r.outcome == "final_val_loss" else 3, n=False)
-                     for r in eff_tab.itertuples()]
-for r in eff_tab.itertuples():
-    book.glue(f"causal_{r.outcome}_{r.contrast}_{r.arch}", r.effect)
-display(eff_tab.assign(outcome=eff_tab.outcome.map(causal.OUTCOMES))
-        .pivot_table(index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first")[list(causal.CELLS[1:])])
+eff_tab, eff_glue = causal.effects_table(eff)
+book.glue_all(eff_glue)
+display(eff_tab)
 
 # %% [markdown]
 # **Initial rank.** The initial scale alone moves the initial effective rank by
@@ -144,17 +120,9 @@ display(eff_tab.assign(outcome=eff_tab.outcome.map(causal.OUTCOMES))
 # `eval_taus` (circles: the training temperature).
 
 # %%
-pick = runs[runs.cell.isin(["stock", "tau"]) & runs.seed.isin(seeds[:2]) & (runs.status == "complete")]
-inter = pd.concat([causal.eval_temperatures(r.path, eval_taus).assign(arch=r.arch, seed=r.seed) for r in pick.itertuples()],
-                  ignore_index=True)
-fig = cplots.intervention(inter, PRIMARY, rank.MEASURES[PRIMARY].label)
-book.show(fig, inter, "causal_intervention",
-          f"Trained models evaluated at other temperatures, weights fixed: {rank.MEASURES[PRIMARY].label} (top) and "
-          f"validation loss (bottom); one line per run ({len(pick)} runs: tau = 1 and tau = {fmt(tau)}, seeds "
-          f"{', '.join(map(str, seeds[:2]))}); circles: the training temperature. {profile} profile at {sizes} sizes.")
-span = inter.groupby(["arch", "train_tau", "seed"]).agg(rank_range=(PRIMARY, np.ptp), loss_range=("val_loss", np.ptp))
-book.glue("causal_int_rank", f"{span.rank_range.min():.2f} to {span.rank_range.max():.2f}")
-_ = book.glue("causal_int_loss", f"{span.loss_range.min():.2g} to {span.loss_range.max():.2g}")
+inter = causal.intervention(runs, seeds[:2], eval_taus, PRIMARY)
+book.show(*cplots.intervention_figure(inter, measure=PRIMARY, tau=tau, seeds=seeds[:2], profile=profile))
+book.glue_all(causal.intervention_spans(inter, PRIMARY))
 
 # %% [markdown]
 # Over the evaluation temperatures a run's mean rank spans {glue:text}`causal_int_rank` units, its
@@ -165,13 +133,7 @@ _ = book.glue("causal_int_loss", f"{span.loss_range.min():.2g} to {span.loss_ran
 
 # %% tags=["remove-output"]
 v = rules.causal_rule(table)
-
-
-summary = (f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) rather "
-           f"than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt(tau)}, s = {s:.3g}. "
-           f"{rules.causal_text(v, 'bert')}. {rules.causal_text(v, 'gpt2')}. Twins match to {twins['largest per-seed |tau - twin|'].max():.2g}. "
-           f"{profile} profile at {sizes} sizes, {len(runs)} runs.")
-_ = book.verdict("causal", v.status, summary)
+_ = book.verdict("causal", v.status, causal.verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)))
 
 # %% [markdown]
 # **The loss follows the initial logit scale (and with it the initial rank), not the query/key step

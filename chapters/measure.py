@@ -33,10 +33,9 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 # %%
 import time
 
-import pandas as pd
 from IPython.display import display
 
-from attnrank import book, experiments, models, store
+from attnrank import book, experiments, store
 from attnrank import measure as ms
 from attnrank.plots import measure as plots
 
@@ -65,9 +64,9 @@ used, not_probed = ms.probed_runs(runs, profile)
 if len(not_probed):
     print("Not probed (diverged at tau = 1):")
     display(not_probed)
-n_runs, n_seeds, n_tokens = len(used), int(used.groupby("arch").seed.nunique().min()), int(used.max_len.iloc[0])
-book.glue_all(dict(measure_n=n_tokens, measure_probe_size=probe_size, measure_n_runs=n_runs, measure_n_seeds=n_seeds,
-                   measure_tau_max=f"{max(tau_grid_extreme):g}", measure_tau_min=f"{min(tau_grid_extreme):g}"))
+S = ms.Setting.of(used, profile, probe_size, tau_grid_extreme)  # sizes quoted in the glue and the captions
+n_tokens = S.n
+book.glue_all(S.glue())
 used[["arch", "tau", "head_dim", "num_heads", "seed", "status", "final_val_loss"]]
 
 # %% [markdown]
@@ -153,14 +152,7 @@ print(f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(ms
 
 # %%
 book.glue_all(ms.matrix_facts(matrices, n_tokens))
-spec1 = spectra[(spectra.tau == 1.0) & (spectra.pipeline == ms.REFERENCE)].reset_index(drop=True)
-sigma1 = matrices[matrices.tau == 1.0].groupby("arch").sigma_1.median()
-book.show(plots.spectra(spec1, ms.threshold_lines(sigma1, n_tokens), col="arch", hue="state"), spec1,
-          "measure_spectra_tau1",
-          f"Singular values of attention matrices at tau = 1 (median over layers, heads, {probe_size} validation "
-          f"sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {n_tokens}. "
-          f"Grey lines: where each measure cuts (relative thresholds at the panel's median sigma_1) and the "
-          f"round-off levels of float32 and float64 ({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+book.show(*plots.spectra_tau1_figure(spectra, matrices, S))
 
 # %% [markdown]
 # ## The causal baseline
@@ -208,15 +200,8 @@ ratio_table.round(2)
 
 # %%
 at1 = ms.summarise(values[(values.tau == 1.0) & (values.pipeline == ms.REFERENCE)], ["arch", "state", "measure"])
-base = pd.DataFrame([dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
-                    + [dict(arch=a, measure="n", value=float(n_tokens), label="n") for a in models.ARCHS])
-lookup = at1.set_index(["arch", "state", "measure"])["mean"]
-book.glue_all({f"measure_{a}_trained_{m}": float(lookup[a, "trained", m]) for a in models.ARCHS for m in ms.RANK_MEASURES})
-book.show(plots.measure_points(at1, base, col="arch", hue="state"), at1, "measure_ranks_tau1",
-          f"Every rank measure at tau = 1, at initialisation and trained (per run: mean over {probe_size} validation "
-          f"sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 throughout. Black bars: "
-          f"the uniform causal matrix U_n; dotted: n = {n_tokens} ({profile} profile, {n_runs} runs, {n_seeds} seeds per "
-          f"architecture).")
+book.glue_all(ms.trained_facts(at1))
+book.show(*plots.ranks_tau1_figure(at1, causal, S))
 at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[ms.RANK_MEASURES].round(2)
 
 # %% [markdown]
@@ -259,22 +244,12 @@ at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[ms.RA
 # %%
 by_tau = ms.summarise(values[values.state == "trained"], ["arch", "tau", "pipeline", "measure"])
 ref = by_tau[by_tau.pipeline == ms.REFERENCE]
-tau_max, tau_min = max(tau_grid_extreme), min(tau_grid_extreme)
+tau_max = max(tau_grid_extreme)
 ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
 head_dim = int(used[used.arch == "bert"].head_dim.iloc[0])
 book.glue("measure_dh_plus_1", head_dim + 1)
 book.glue_all(ms.temperature_facts(ref, matrices, spectra, tau_grid_extreme))
-base_tau = pd.concat([
-    pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
-    pd.DataFrame([dict(arch=a, measure="n", value=float(n_tokens), label=f"n = {n_tokens}") for a in models.ARCHS]),
-    pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
-], ignore_index=True)
-book.show(plots.rank_vs_tau(ref, base_tau, col="arch", hue="measure", highlight=experiments.PRIMARY_MEASURE), ref,
-          "measure_ranks_vs_tau",
-          f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is changed, "
-          f"tau from {tau_min:g} to {tau_max:g}; float64 probabilities and SVD; per run the mean over {probe_size} "
-          f"validation sequences, then the mean over runs, band: 95% CI over runs. Dashed: each measure's value for the "
-          f"uniform causal matrix U_n (GPT-2) ({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+book.show(*plots.ranks_vs_tau_figure(ref, causal, S, highlight=experiments.PRIMARY_MEASURE))
 
 # %% [markdown]
 # The spectra show why. At high temperature the BERT spectrum is one singular value near 1, a first block of
@@ -287,13 +262,7 @@ book.show(plots.rank_vs_tau(ref, base_tau, col="arch", hue="measure", highlight=
 # $10^{-8}$, with the smallest relative one, $10^{-4}\sigma_1$.
 
 # %%
-spec_tau = spectra[spectra.state == "trained"].assign(temperature=lambda d: d.tau.map(lambda t: f"tau = {t:g}"))
-sigma1_t = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
-book.show(plots.spectra(spec_tau, ms.threshold_lines(sigma1_t, n_tokens), col="arch", row="pipeline", hue="temperature",
-                        ymin=1e-20, height=3.0), spec_tau, "measure_spectra_extremes",
-          f"Singular values of trained attention at the ends of the temperature grid and at tau = 1 (median and 10-90% "
-          f"band over matrices), for each precision pipeline; n = {n_tokens}. Grey lines as in the first figure "
-          f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+book.show(*plots.spectra_extremes_figure(spectra, matrices, S))
 
 # %% [markdown]
 # ## Float32 or float64?
@@ -312,11 +281,7 @@ book.show(plots.spectra(spec_tau, ms.threshold_lines(sigma1_t, n_tokens), col="a
 # {glue:text}`measure_dev_atol_probs:.1f`, float32 SVD: {glue:text}`measure_dev_atol_svd:.1f`).
 
 # %%
-book.show(plots.precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=ms.REFERENCE), by_tau,
-          "measure_precision",
-          f"Each rank measure of trained models against tau for three precision pipelines (bold: float64 reference; "
-          f"solid BERT, dashed GPT-2); mean over runs of each run's mean over {probe_size} validation sequences "
-          f"({profile} profile, {n_runs} runs, {n_seeds} seeds per architecture).")
+book.show(*plots.precision_figure(by_tau, S))
 deviation, precision_glue = ms.precision_facts(by_tau, spectra, n_tokens)
 book.glue_all(precision_glue)
 deviation.round(3)

@@ -26,28 +26,14 @@ n_draws = 1000  # random draws of the study's 4 + 4 examples and its one run per
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
-import numpy as np
-import pandas as pd
-
 from attnrank import book, experiments, plots, protocol, rank, rules, store
-from attnrank.plots import sweeps as splots, training as tplots
-from attnrank.profiles import resolve_config
+from attnrank.plots import protocol as pplots
 
 book.check_parameters(globals(), ("profile", "seeds", "n_draws", "dataset"))
 profile = book.setup(profile)
 MEASURES, ARCH_LABELS, PRIMARY = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
-STUDY, (STOCK, COLD), (N_TRAIN, N_TEST) = protocol.STUDY_MEASURE, protocol.STUDY_TAUS, protocol.STUDY_EXAMPLES
-runs = store.sweep(experiments.main_sweep(profile, seeds=seeds, dataset=dataset), progress=False)
-ok = runs[runs.status == "complete"]
-head_dim = resolve_config("bert", profile).head_dim
-pair = ok[(ok.head_dim == head_dim) & (np.isclose(ok.tau, STOCK) | np.isclose(ok.tau, COLD))]
-seq, summary = store.load_table(pair, "sequences"), store.load_table(pair, "rank_summary")
-final_step = int(seq.step.max())
-for k, v in {"n_val": seq[seq.split == "val"].sequence.nunique(), "n_train": seq[seq.split == "train"].sequence.nunique(),
-             "n_seeds": pair.seed.nunique(), "n_draws": n_draws, "final_step": final_step, "n_runs": len(ok),
-             "max_flip": f"{rules.MAX_FLIP:.0%}", "rho_min": rules.SET_EARLY_RHO,
-             "early_pct": f"{rules.EARLY_FRACTION:.0%}", "steps": ", ".join(map(str, sorted(seq.step.unique())))}.items():
-    book.glue(f"protocol_{k}", v)
+d = protocol.load(profile, seeds=seeds, dataset=dataset)  # the main grid's runs and probe records
+book.glue_all(d.glue(n_draws))
 
 # %% [markdown]
 # (protocol-rule)=
@@ -79,18 +65,8 @@ for k, v in {"n_val": seq[seq.split == "val"].sequence.nunique(), "n_train": seq
 # loss of the same runs.
 
 # %%
-first = pair[pair.seed == pair.seed.min()]
-few = seq[seq.key.isin(first.key) & (seq.sequence < np.where(seq.split == "train", N_TRAIN, N_TEST))]
-study_curve = few.groupby(["arch", "tau", "seed", "status", "step"], as_index=False)[STUDY].mean()
-study_view = pd.concat([study_curve.rename(columns={STUDY: "value"}).assign(panel="rank"), store.load_table(
-    first, "eval_log").rename(columns={"val_loss": "value"}).assign(panel="loss")], ignore_index=True)
-labels = {"rank": f"rank (atol 1e-8), {N_TRAIN} + {N_TEST} examples", "loss": "validation loss (nats)"}
-fig = tplots.trajectories(study_view, y="value", row="panel", col="arch", hue="tau", ylabel=labels, row_labels=labels,
-                          col_labels=ARCH_LABELS, highlight=STOCK, width=4.3, height=2.6)
-book.show(fig, study_view[["arch", "tau", "seed", "panel", "step", "value"]], "protocol_study_view",
-          f"The study's view: rank (absolute threshold 1e-8, mean over {N_TRAIN} training + {N_TEST} held-out "
-          f"sequences, layers and heads) and validation loss through training at tau = 1 (bold) and tau = 0.001, "
-          f"one run each ({profile} profile, seed {int(first.seed.min())}, head dimension {head_dim}).")
+first = d.pair[d.pair.seed == d.pair.seed.min()]
+book.show(*pplots.study_view(d, store.load_table(first, "eval_log"), profile))
 
 # %% [markdown]
 # ## How much do four plus four examples decide?
@@ -101,17 +77,10 @@ book.show(fig, study_view[["arch", "tau", "seed", "panel", "step", "value"]], "p
 # {glue:text}`protocol_flip_bert` for BERT and {glue:text}`protocol_flip_gpt2` for GPT-2.
 
 # %%
-draws = protocol.study_draws(seq, n_draws=n_draws, seed=0)
-reference = protocol.study_reference(seq)
-flips = protocol.flip_rate(draws, reference)
-ends = draws[draws.step.isin([0, final_step])].assign(when=lambda d: np.where(d.step == 0, "step 0", "last step"))
-fig = tplots.change_distribution(ends, x="stat", y="when", reference=0.0,
-                                 xlabel="rank at tau = 1 minus rank at tau = 0.001 (atol 1e-8)")
-book.show(fig, ends, "protocol_draws",
-          f"The study's statistic over {n_draws} draws of one run per temperature and {N_TRAIN} + {N_TEST} sequences, "
-          f"one dot per draw (box: quartiles). {profile} profile, {pair.seed.nunique()} seeds per temperature.")
-flips.assign(**{"flip rate [95% CI]": flips.estimate.map(lambda e: e.text(1, n=False, percent=True))}).pivot(
-    index="step", columns="arch", values="flip rate [95% CI]")
+draws = protocol.study_draws(d.seq, n_draws=n_draws, seed=0)
+flips = protocol.flip_rate(draws, protocol.study_reference(d.seq))
+book.show(*pplots.draws_figure(draws, d, n_draws, profile))
+protocol.flip_table(flips)
 
 # %% [markdown]
 # ## The same comparison under our protocol
@@ -120,27 +89,9 @@ flips.assign(**{"flip rate [95% CI]": flips.estimate.map(lambda e: e.text(1, n=F
 # rank and under our primary measure.
 
 # %%
-ours_view = summary[summary.measure.isin([STUDY, PRIMARY])]
-mlabels = {m: MEASURES[m].label for m in (STUDY, PRIMARY)}
-fig = tplots.trajectories(ours_view, y="mean", row="measure", col="arch", hue="tau", ylabel=mlabels, row_labels=mlabels,
-                          col_labels=ARCH_LABELS, highlight=STOCK, width=4.3, height=2.6)
-book.show(fig, ours_view[["arch", "tau", "seed", "measure", "step", "mean", "sem"]], "protocol_our_view",
-          f"Our view: mean rank over all {seq[seq.split == 'val'].sequence.nunique()} held-out probe sequences, "
-          f"layers and heads, at tau = 1 (bold) and 0.001, mean and min-max over {pair.seed.nunique()} seeds "
-          f"({profile} profile, head dimension {head_dim}).")
-end = {a: ok[(ok.arch == a) & (ok.head_dim == head_dim)] for a in sorted(pair.arch.unique())}
-ours = {a: rules.two_point(d.loc[np.isclose(d.tau, STOCK), f"final_{PRIMARY}"],
-                           d.loc[np.isclose(d.tau, COLD), f"final_{PRIMARY}"]) for a, d in end.items()}
-at_end = flips[flips.step == final_step].set_index("arch")
-res = rules.protocol_rule(at_end.estimate.to_dict(), at_end.reference.to_dict(), ours)
-sentences = protocol.agreement(res.reference, ours, ARCH_LABELS)
-book.glue("protocol_agreement", "; ".join(sentences)[0].upper() + "; ".join(sentences)[1:])
-_ = [book.glue(f"protocol_flip_{a}", e.text(1, n=False, percent=True)) for a, e in res.flip.items()]
-stable = all(res.parts[("stable", a)] == "supported" for a in res.flip)
-book.glue("protocol_examples", "Eight examples and one run were enough for the sign the study read: the gap between "
-          "the temperatures under its threshold is large against the spread between sequences and seeds" if stable else
-          "Eight examples and one run do not settle the sign the study read: the flip rate is not resolved below "
-          f"{rules.MAX_FLIP:.0%}")
+book.show(*pplots.our_view(d, profile))
+res, protocol_glue, protocol_summary = protocol.judge(d, flips, n_draws, PRIMARY, ARCH_LABELS)
+book.glue_all(protocol_glue)
 
 # %% [markdown]
 # ## Verdict on the protocol
@@ -154,12 +105,7 @@ book.glue("protocol_examples", "Eight examples and one run were enough for the s
 # run per setting shows no spread over seeds, which our intervals carry.
 
 # %%
-book.verdict("protocol", res.status, (
-    f"Over {n_draws} draws of {N_TRAIN} + {N_TEST} examples and one run per temperature, the study's conclusion at "
-    f"the last step flips in {res.flip['bert'].text(1, n=False, percent=True)} of draws for BERT and "
-    f"{res.flip['gpt2'].text(1, n=False, percent=True)} for GPT-2 (at most {rules.MAX_FLIP:.0%} allowed). Against our "
-    f"protocol (effective rank, all sequences, {pair.seed.nunique()} seeds): {'; '.join(sentences)}. "
-    + "; ".join(f"{part} for {ARCH_LABELS[a]}: {st}" for (part, a), st in res.parts.items()) + "."))
+book.verdict("protocol", res.status, protocol_summary)
 
 # %% [markdown]
 # ## Is the rank set early?
@@ -169,23 +115,11 @@ book.verdict("protocol", res.status, (
 # primary measure; 95 % BCa bootstrap over runs, a tenth of the book's usual resamples per step).
 
 # %%
-all_summary = store.load_table(ok, "rank_summary")
-by_step = protocol.rank_by_step(all_summary, PRIMARY)
+by_step = protocol.rank_by_step(store.load_table(d.ok, "rank_summary"), PRIMARY)
 early = rules.set_early_rule(by_step)
-forest = by_step.assign(panel=MEASURES[PRIMARY].label, lever=by_step.step.map(lambda s: f"step {s}"))
-fig = splots.effect_forest(forest, panel="panel", label="lever", estimate="rho",
-                           xlabels={MEASURES[PRIMARY].label: f"Spearman rho, rank at step k vs step {final_step}"})
-for ax in fig.axes:
-    ax.axvline(rules.SET_EARLY_RHO, color="0.3", ls=":")
-book.show(fig, by_step.drop(columns="estimate"), "protocol_set_early",
-          f"Spearman rho (95% BCa bootstrap over runs) of the mean {MEASURES[PRIMARY].label} at each probe step "
-          f"against the last step, per architecture; dotted: the pre-registered {rules.SET_EARLY_RHO:g}. {profile} "
-          f"profile, {len(ok)} complete runs of the main grid.")
-text = "; ".join(f"{ARCH_LABELS[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
-                 f"{early.shown[a][0]}, rho {early.shown[a][1]}" for a in early.per_arch if early.shown[a])
-book.verdict("set_early", early.status, (
-    f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}, 95% interval) within "
-    f"the first {rules.EARLY_FRACTION:.0%} of training ({final_step} steps, {MEASURES[PRIMARY].label}): {text}."))
+book.show(*pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO))
+book.verdict("set_early", early.status,
+             protocol.set_early_summary(early, d.final_step, MEASURES[PRIMARY].label, ARCH_LABELS))
 
 # %% [markdown]
 # **Verdict: {glue:text}`set_early_status`.** {glue:text}`set_early_summary` (Step 1 equals step 0

@@ -42,10 +42,8 @@ mc_samples = None
 dataset = None  # training corpus of the sequence-length runs; None: ATTNRANK_DATASET or shakespeare
 
 # %%
-import math
 import time
 
-import pandas as pd
 import torch
 from IPython.display import display
 
@@ -55,14 +53,9 @@ book.check_parameters(globals(), ("profile", "seed", "head_dims", "mc_samples", 
 profile = book.setup(profile)
 
 from attnrank.plots import theory as tplots
-from attnrank.profiles import preset
 from attnrank.theory import experiments as tx
 
-SIZES = preset("theory", profile)  # sizes per profile: attnrank.profiles.PRESETS
-if head_dims is not None:
-    SIZES["mc_head_dims"] = SIZES["sat_head_dims"] = sorted(set(head_dims))
-if mc_samples is not None:
-    SIZES["mc_samples"] = mc_samples
+SIZES = tx.sizes(profile, head_dims=head_dims, mc_samples=mc_samples)  # per profile: attnrank.profiles.PRESETS
 if profile != "paper":
     torch.set_num_threads(1)  # small matrices on a shared CPU: more threads only spin-wait
 t_chapter = time.perf_counter()
@@ -102,11 +95,8 @@ book.glue("theory_profile", profile);
 # count the rank that float64 reports with NumPy's default tolerance $\sigma_1 n \epsilon_{64}$.
 
 # %%
-p0 = report("p0", tx.p0(**SIZES, seed=seed)).tables["spectrum"]
-book.show(tplots.exact_spectrum(p0, {"float64 resolution, log10(n eps)": math.log10(SIZES["p0_n"] * 2.0**-52)}), p0,
-          "theory_p0_spectrum",
-          f"P0: singular values of softmax(S) for head dimension 1, n = {SIZES['p0_n']}, tau = 1, in float64 and in "
-          f"{SIZES['p0_digits']}-digit arithmetic ({profile} profile, {SIZES['p0_inst']} random instances).")
+p0 = report("p0", tx.p0(**SIZES, seed=seed))
+book.show(*tplots.section_figure("p0", p0, SIZES, profile))
 
 # %% [markdown]
 # With $d_h$ = {glue:text}`theory_p0_d` and $n$ = {glue:text}`theory_p0_n`, float64 with the default tolerance
@@ -156,12 +146,7 @@ book.show(tplots.exact_spectrum(p0, {"float64 resolution, log10(n eps)": math.lo
 # %%
 st = report("p1_staircase", tx.p1_staircase(**SIZES, seed=seed))
 display(st.tables["blocks"].round(4))
-sv_df, slope_df = st.tables["sv"], st.tables["slopes"]
-book.show(tplots.staircase(sv_df, slope_df),
-          pd.concat([sv_df.assign(kind="sigma"), slope_df.assign(kind="slope")], ignore_index=True), "theory_p1_staircase",
-          f"P1 staircase: singular values of softmax(beta S0) against beta (left, coloured by predicted block m) and fitted "
-          f"exponents (right) for one random S0 with head dimension 4, n = {SIZES['stair_n']} ({profile} profile, "
-          f"1 instance, 9 values of beta).")
+book.show(*tplots.section_figure("p1_staircase", st, SIZES, profile))
 
 # %% [markdown]
 # The blocks of equal exponent are exactly the predicted ones for the {glue:text}`theory_stair_nblocks` blocks
@@ -178,10 +163,7 @@ book.show(tplots.staircase(sv_df, slope_df),
 # %%
 ty = report("p1_taylor", tx.p1_taylor(**SIZES, seed=seed))
 report("p1", tx.merge("p1", st, ty))
-book.show(tplots.taylor_bound(ty.tables["bound"]), ty.tables["bound"], "theory_p1_bound",
-          f"P1 bound: measured numerical rank against the Taylor bound, n = {SIZES['taylor_n']}, head dimensions 1-8, logit "
-          f"multipliers 0.03-3 ({profile} profile, {SIZES['taylor_inst']} instances per setting, "
-          f"{len(ty.tables['bound'])} points); dashed: equality.")
+book.show(*tplots.section_figure("p1_taylor", ty, SIZES, profile))
 
 # %% [markdown]
 # Of the {glue:text}`theory_ty_points` (instance, tolerance) points, {glue:text}`theory_ty_informative` have a
@@ -217,12 +199,7 @@ book.show(tplots.taylor_bound(ty.tables["bound"]), ty.tables["bound"], "theory_p
 
 # %%
 sat = report("p1p", tx.p1p_saturation(**SIZES, seed=seed))
-book.show(tplots.saturation(sat.tables["sat"], sat.tables["limit"]),
-          pd.concat([sat.tables["sat"], sat.tables["limit"].assign(head_dim=float("inf"))], ignore_index=True),
-          "theory_p1p_saturation",
-          f"P1': rank measures of softmax(QK^T / sqrt(d_h)) at tau = 1, n = {SIZES['sat_n']}, against head dimension; "
-          f"dashed lines and bands: the i.i.d. Gaussian limit ({profile} profile, {SIZES['sat_samples']} random matrices "
-          f"per point).")
+book.show(*tplots.section_figure("p1p", sat, SIZES, profile))
 
 # %% [markdown]
 # At $\tau = 1$ and $n$ = {glue:text}`theory_sat_n`, the mean rank at $\varepsilon = 10^{-2}$ for $d_h$ =
@@ -273,12 +250,7 @@ book.show(tplots.saturation(sat.tables["sat"], sat.tables["limit"]),
 
 # %%
 p2 = report("p2", tx.p2_hardmax(**SIZES, seed=seed))
-curves2, thr = p2.tables["curves"], p2.tables["thresholds"]
-book.show(tplots.hardmax_convergence(curves2, thr, eps=1e-2), curves2.merge(thr, on=["instance", "r_H"]),
-          "theory_p2_hardmax",
-          f"P2: numerical rank (rtol 1e-2) over the hardmax rank against tau (left) and the predicted and measured "
-          f"thresholds against the smallest logit gap (right), n = {SIZES['p2_n']}, head dimension {SIZES['p2_d']} "
-          f"({profile} profile, {SIZES['p2_inst']} random instances, {SIZES['p2_grid']} temperatures).")
+book.show(*tplots.section_figure("p2", p2, SIZES, profile))
 
 # %% [markdown]
 # Over {glue:text}`theory_p2_inst` instances ($n$ = {glue:text}`theory_p2_n`, $d_h$ = {glue:text}`theory_p2_d`,
@@ -332,11 +304,7 @@ book.show(tplots.hardmax_convergence(curves2, thr, eps=1e-2), curves2.merge(thr,
 
 # %%
 thm = report("thm", tx.theorem(**SIZES, seed=seed))
-mc, refs = thm.tables["mc"], thm.tables["refs"]
-book.show(tplots.hardmax_monte_carlo(mc, refs), mc.merge(refs, on="n"), "theory_thm_montecarlo",
-          f"The study's theorem: mean hardmax rank over n against head dimension, n in {SIZES['n_values']}, with the "
-          f"i.i.d. value n(1-(1-1/n)^n) (dashed) and the study's bound (1-1/e)n+1 (dotted) ({profile} profile, "
-          f"{SIZES['mc_samples']} draws of (W_Q, W_K) per point).")
+book.show(*tplots.section_figure("thm", thm, SIZES, profile))
 
 # %% [markdown]
 # With {glue:text}`theory_thm_samples` draws per point: for $n = 64$ the mean hardmax rank rises from
@@ -356,8 +324,7 @@ book.show(tplots.hardmax_monte_carlo(mc, refs), mc.merge(refs, on="n"), "theory_
 # %%
 status, summary = tx.verdict(sections, mc_samples=SIZES["mc_samples"], profile=profile)
 book.verdict("theory", status, summary)
-book.glue("theory_total_tested", sum(s.tested for s in sections.values() if s.check))
-book.glue("theory_total_violations", sum(s.violations for s in sections.values() if s.check))
+book.glue_all(tx.totals(sections))
 book.glue("theory_seconds", float(time.perf_counter() - t_chapter));
 
 # %% [markdown]
@@ -373,27 +340,12 @@ book.glue("theory_seconds", float(time.perf_counter() - t_chapter));
 # The same rule is applied with every measure (the intro's robustness table).
 
 # %%
-from attnrank import book, experiments, rules, runs, seqlen
-from attnrank.rank import MEASURES
-from attnrank.plots.seqlen import rank_vs_seq_len
+from attnrank import seqlen
 
-sl_configs = experiments.seq_len_sweep(profile, dataset=dataset)
-sl_runs = runs.table(sl_configs, long=False)
-sl_table = seqlen.seq_len_table(sl_runs)
-c0 = sl_configs[0]
-sl_setting = f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), {c0.max_steps} steps"
-book.glue("seq_len_ns", ", ".join(map(str, experiments.SEQ_LENS)))
-book.glue("seq_len_setting", sl_setting)
-book.glue("seq_len_n_runs", len(sl_runs))
-sl_measures = ["effective_rank", "rank_rtol_1e-2"]
-book.show(rank_vs_seq_len(sl_table, sl_measures), sl_table[sl_table.measure.isin(sl_measures)], "seq_len",
-          f"Mean rank against sequence length, {sl_setting}, {sl_runs.seed.nunique()} seeds per setting "
-          f"({profile} build). Dashed: initialisation; solid with 95% intervals: trained; dotted: uniform "
-          f"attention (causal for GPT-2); black: the study's bound (1 - 1/e) n + 1.")
-sl_rules = {m: rules.seq_len_rule(sl_runs, m) for m in MEASURES}
-book.verdict("seq_len", sl_rules["effective_rank"].status,
-             seqlen.summary(sl_rules["effective_rank"], sl_table, "effective_rank", sl_setting),
-             by_measure={m: r.status for m, r in sl_rules.items()})
+sl = seqlen.section(profile, dataset=dataset)  # the seq_len sweep's runs, trained where missing
+book.glue_all(sl.glue)
+book.show(*sl.figure)
+book.verdict("seq_len", sl.status, sl.summary, by_measure=sl.by_measure)
 
 # %% [markdown]
 # The verdict is printed above. What this means for the rest of the book: a "rank" is always a numerical rank,

@@ -14,7 +14,10 @@ the initial logit scale and the query/key step size, can be set one at a time:
 * :func:`label_cells`, :func:`outcomes`, :func:`effects` - the outcome of every run (initial rank,
   mean rank through training, final loss) and each cell's difference from ``stock``;
 * :func:`eval_temperatures` - the intervention at fixed weights: a trained model evaluated at
-  other temperatures (rank and validation loss per evaluation ``tau``).
+  other temperatures (rank and validation loss per evaluation ``tau``);
+* :func:`runs_text`, :func:`twins_table`, :func:`twin_gaps`, :func:`effects_table`,
+  :func:`intervention`, :func:`intervention_spans`, :func:`verdict_summary` - the chapter's tables,
+  glued numbers and verdict sentence (its figures: :mod:`attnrank.plots.causal`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from .errors import ConfigError, check_real
 from .profiles import ARCHS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
 
 __all__ = ["P3_CONDITIONS", "CELLS", "CELL_LABELS", "PRESETS", "twin_scale", "causal_runs", "label_cells", "outcomes",
-           "OUTCOMES", "effects", "eval_temperatures"]
+           "OUTCOMES", "effects", "eval_temperatures", "runs_text", "twins_table", "twin_gaps", "effects_table",
+           "intervention", "intervention_spans", "verdict_summary"]
 
 #: The training conditions under which P3 makes twins exact: Adam's epsilon far below every
 #: gradient's scale, no weight decay on the query/key weights, no gradient clipping (the global
@@ -204,3 +208,96 @@ def eval_temperatures(run, taus, *, measures=("effective_rank",)) -> pd.DataFram
     finally:
         set_tau(model, cfg.tau)
     return pd.DataFrame(rows)
+
+
+def runs_text(runs: pd.DataFrame, profile: str, n_seeds: int) -> str:
+    """The chapter's sentence on its runs: count, sizes (from the first run), seeds and diverged runs.
+
+    ``runs``: one row per run with ``hidden_size``, ``num_layers``, ``head_dim``, ``max_steps``,
+    ``status``; the sizes' profile is :data:`PRESETS` ``[profile]``.
+    """
+    c0 = runs.iloc[0]
+    return (f"{len(runs)} runs ({profile} profile: {PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
+            f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
+            f"{int((runs.status != 'complete').sum())} diverged")
+
+
+def _twin_pair(table: pd.DataFrame, arch: str, outcome: str) -> list[np.ndarray]:
+    return [table[(table.arch == arch) & (table.cell == c)].sort_values("seed")[outcome].to_numpy(float)
+            for c in ("tau", "twin")]
+
+
+def twins_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The ``tau`` runs against their twins, per architecture and outcome (rows ``arch, outcome``).
+
+    Columns: the difference of means over seeds with its Welch-t interval as text
+    (:func:`attnrank.rules.two_point`), the largest per-seed ``|tau - twin|`` and the standard
+    deviation over seeds of the ``tau`` runs (``ddof=1``). ``table``: :func:`outcomes`, for
+    architectures ``bert`` and ``gpt2``.
+    """
+    from .rules import two_point
+
+    rows = []
+    for a in ("bert", "gpt2"):
+        for o in OUTCOMES:
+            tau_runs, twin_runs = _twin_pair(table, a, o)
+            rows.append({"arch": a, "outcome": o,
+                         "tau - twin, over seeds [95% CI]": two_point(tau_runs, twin_runs).text(4, n=False),
+                         "largest per-seed |tau - twin|": float(np.nanmax(np.abs(tau_runs - twin_runs))),
+                         "seed sd": float(np.nanstd(tau_runs, ddof=1))})
+    return pd.DataFrame(rows).set_index(["arch", "outcome"])
+
+
+def twin_gaps(twins: pd.DataFrame) -> dict:
+    """``causal_twin_max_loss`` and ``causal_twin_max_rank``: the largest per-seed ``|tau - twin|`` of
+    :func:`twins_table` over the final loss and over the two rank outcomes."""
+    gap = twins["largest per-seed |tau - twin|"]
+    is_loss = gap.index.get_level_values("outcome") == "final_val_loss"
+    return {"causal_twin_max_loss": float(gap[is_loss].max()), "causal_twin_max_rank": float(gap[~is_loss].max())}
+
+
+def effects_table(eff: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """:func:`effects` without the twin gap as ``(table, glue)``.
+
+    ``table``: rows ``(arch, outcome label)``, one column per cell other than ``stock``, each
+    effect as text with its interval (4 decimals for the loss, 3 for the ranks); ``glue``:
+    ``causal_<outcome>_<cell>_<arch>`` -> the same text.
+    """
+    from .rules import Estimate
+
+    tab = eff[eff.contrast != "tau - twin"].copy()
+    tab["effect"] = [Estimate(r.value, r.low, r.high, r.n, "").text(4 if r.outcome == "final_val_loss" else 3, n=False)
+                     for r in tab.itertuples()]
+    glue = {f"causal_{r.outcome}_{r.contrast}_{r.arch}": r.effect for r in tab.itertuples()}
+    shown = tab.assign(outcome=tab.outcome.map(OUTCOMES)).pivot_table(
+        index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first")[list(CELLS[1:])]
+    return shown, glue
+
+
+def intervention(runs: pd.DataFrame, seeds, taus, measure: str) -> pd.DataFrame:
+    """:func:`eval_temperatures` for the complete ``stock`` and ``tau`` runs of ``seeds``, stacked,
+    with the run's ``arch`` and ``seed`` (``runs``: labelled with :func:`label_cells`, with ``path``)."""
+    pick = runs[runs.cell.isin(["stock", "tau"]) & runs.seed.isin(seeds) & (runs.status == "complete")]
+    return pd.concat([eval_temperatures(r.path, taus, measures=(measure,)).assign(arch=r.arch, seed=r.seed)
+                      for r in pick.itertuples()], ignore_index=True)
+
+
+def intervention_spans(inter: pd.DataFrame, measure: str) -> dict:
+    """``causal_int_rank`` and ``causal_int_loss``: the smallest to the largest range over evaluation
+    temperatures of a run's ``measure`` and of its validation loss, as text."""
+    span = inter.groupby(["arch", "train_tau", "seed"]).agg(rank_range=(measure, np.ptp),
+                                                            loss_range=("val_loss", np.ptp))
+    return {"causal_int_rank": f"{span.rank_range.min():.2f} to {span.rank_range.max():.2f}",
+            "causal_int_loss": f"{span.loss_range.min():.2g} to {span.loss_range.max():.2g}"}
+
+
+def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_runs: int) -> str:
+    """The sentence of the ``causal`` verdict: the question, :func:`attnrank.rules.causal_text` per
+    architecture, how closely the twins match (:func:`twins_table`) and the runs."""
+    from .rules import causal_text, fmt_setting
+
+    return (f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) "
+            f"rather than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
+            f"s = {twin_scale(tau):.3g}. {causal_text(result, 'bert')}. {causal_text(result, 'gpt2')}. Twins match to "
+            f"{twins['largest per-seed |tau - twin|'].max():.2g}. {profile} profile at {PRESETS[profile][0]} sizes, "
+            f"{n_runs} runs.")

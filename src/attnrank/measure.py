@@ -13,6 +13,7 @@ glued numbers and its pre-registered verdict (:func:`verdict`).
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,7 @@ from .rank import MEASURES
 
 __all__ = ["RANK_MEASURES", "PIPELINES", "REFERENCE", "RULE_MEASURES", "measures_from_singular_values", "probe_ids",
            "initial_model", "probe_tables", "probe", "summarise", "threshold_lines", "uniform_causal",
-           "matrix_facts", "causal_ratios", "verdict"]
+           "matrix_facts", "causal_ratios", "verdict", "Setting", "baselines", "trained_facts"]
 
 #: The measures computed from singular values (all but the entropy).
 RANK_MEASURES = [m for m, spec in MEASURES.items() if spec.kind != "entropy"]
@@ -347,3 +348,75 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
     glue.update({f"measure_floor_{tag}": fmt(float(t[p]), 2) for tag, p in (("ref", REFERENCE), ("probs32", p32),
                                                                             ("svd32", s32))})
     return dev.rename_axis("largest |difference| from float64 reference"), glue
+
+
+@dataclass
+class Setting:
+    """What the measure chapter's captions and glue state about its probe: the ``profile``, the
+    ``probe_size`` (sequences per run), the temperature grid ``taus``, the probed runs ``n_runs``,
+    the fewest seeds of an architecture ``n_seeds`` and the sequence length ``n`` (tokens)."""
+
+    profile: str
+    probe_size: int
+    taus: list
+    n_runs: int
+    n_seeds: int
+    n: int
+
+    @classmethod
+    def of(cls, used: pd.DataFrame, profile: str, probe_size: int, taus) -> "Setting":
+        """From the probed runs ``used`` (:func:`probed_runs`; columns ``arch``, ``seed``, ``max_len``).
+
+        Raises:
+            ConfigError: naming ``used`` when it has no run.
+        """
+        if used.empty:
+            raise ConfigError("used", "no probed run")
+        return cls(profile, int(probe_size), sorted(taus), len(used), int(used.groupby("arch").seed.nunique().min()),
+                   int(used.max_len.iloc[0]))
+
+    @property
+    def runs_text(self) -> str:
+        """``"ci profile, 4 runs, 2 seeds per architecture"``: the end of every figure's caption."""
+        return f"{self.profile} profile, {self.n_runs} runs, {self.n_seeds} seeds per architecture"
+
+    def glue(self) -> dict:
+        """``measure_n``, ``measure_probe_size``, ``measure_n_runs``, ``measure_n_seeds`` and the ends of
+        the temperature grid ``measure_tau_max``, ``measure_tau_min`` (as ``%g`` text)."""
+        return dict(measure_n=self.n, measure_probe_size=self.probe_size, measure_n_runs=self.n_runs,
+                    measure_n_seeds=self.n_seeds, measure_tau_max=f"{max(self.taus):g}",
+                    measure_tau_min=f"{min(self.taus):g}")
+
+
+def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFrame:
+    """Reference values drawn beside the measures: ``arch, measure, value, label``.
+
+    ``causal``: :func:`uniform_causal` (drawn for GPT-2, under each measure); ``n``: the sequence
+    length, the largest rank (both architectures). With ``temperature=True`` (the figure against
+    the temperature) the causal rows have no label, ``n`` is labelled ``"n = <n>"`` and BERT also
+    gets the rank-one line of uniform attention (``measure = "rank one"``, value 1).
+    """
+    from .models import ARCHS
+
+    if not temperature:
+        return pd.DataFrame([dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$")
+                             for m, v in causal.items()]
+                            + [dict(arch=a, measure="n", value=float(n), label="n") for a in ARCHS])
+    return pd.concat([
+        pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
+        pd.DataFrame([dict(arch=a, measure="n", value=float(n), label=f"n = {n}") for a in ARCHS]),
+        pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
+    ], ignore_index=True)
+
+
+def trained_facts(at1: pd.DataFrame) -> dict:
+    """``measure_<arch>_trained_<measure>``: the mean over runs of every rank measure of the trained
+    models at ``tau = 1`` (``at1``: :func:`summarise` by ``arch, state, measure``).
+
+    Raises:
+        KeyError: when ``at1`` lacks a trained architecture or measure.
+    """
+    from .models import ARCHS
+
+    lookup = at1.set_index(["arch", "state", "measure"])["mean"]
+    return {f"measure_{a}_trained_{m}": float(lookup[a, "trained", m]) for a in ARCHS for m in RANK_MEASURES}

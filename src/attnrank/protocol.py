@@ -16,10 +16,14 @@ at every probe step, the value of each rank measure for each of its held-out pro
   the final one (the "set early" question).
 
 The verdict rules built on these tables are :func:`attnrank.rules.protocol_rule` and
-:func:`attnrank.rules.set_early_rule`.
+:func:`attnrank.rules.set_early_rule`. For the chapter: :func:`load` gathers the main grid's runs
+and records (:class:`Records`), :func:`flip_table`, :func:`judge` and :func:`set_early_summary` give
+its table, glued numbers and verdict sentences; its figures are in :mod:`attnrank.plots.protocol`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -31,7 +35,7 @@ from .rank import MEASURES, STUDY_ATOL
 from .stats import Estimate
 
 __all__ = ["STUDY_MEASURE", "STUDY_TAUS", "STUDY_EXAMPLES", "study_draws", "study_reference", "flip_rate",
-           "rank_by_step", "agreement"]
+           "rank_by_step", "agreement", "Records", "load", "flip_table", "judge", "set_early_summary"]
 
 #: The study's rank: singular values above the absolute threshold 1e-8.
 STUDY_MEASURE = next(m.name for m in MEASURES.values() if m.atol == STUDY_ATOL and m.rtol is None)
@@ -241,3 +245,126 @@ def agreement(reference: dict, ours: dict, labels: dict | None = None, *, stock:
                        f"{reference[a]:.2f} with every sequence), the effective rank {mine} "
                        f"({e.text(2)}{'' if resolved else ', unresolved'})")
     return out
+
+
+@dataclass
+class Records:
+    """The protocol chapter's runs and probe records (:func:`load`).
+
+    ``ok``: the complete runs of the main grid (one row per run); ``pair``: those at the
+    profile's standard head dimension ``head_dim`` and the study's two temperatures;
+    ``seq`` and ``summary``: their ``sequences`` and ``rank_summary`` tables;
+    ``final_step``: the last probe step.
+    """
+
+    ok: pd.DataFrame
+    pair: pd.DataFrame
+    head_dim: int
+    seq: pd.DataFrame
+    summary: pd.DataFrame
+    final_step: int
+
+    def glue(self, n_draws: int) -> dict:
+        """The chapter's ``protocol_*`` numbers about the records and its pre-registered thresholds."""
+        from . import rules
+
+        seq = self.seq
+        values = {"n_val": seq[seq.split == "val"].sequence.nunique(),
+                  "n_train": seq[seq.split == "train"].sequence.nunique(), "n_seeds": self.pair.seed.nunique(),
+                  "n_draws": n_draws, "final_step": self.final_step, "n_runs": len(self.ok),
+                  "max_flip": f"{rules.MAX_FLIP:.0%}", "rho_min": rules.SET_EARLY_RHO,
+                  "early_pct": f"{rules.EARLY_FRACTION:.0%}", "steps": ", ".join(map(str, sorted(seq.step.unique())))}
+        return {f"protocol_{k}": v for k, v in values.items()}
+
+
+def select(runs: pd.DataFrame, head_dim: int, *, stock: float = STUDY_TAUS[0], cold: float = STUDY_TAUS[1]):
+    """``(ok, pair)``: the complete runs of ``runs``, and those with ``head_dim`` at ``stock`` or ``cold``.
+
+    Raises:
+        ConfigError: naming ``runs`` for missing columns ``status``, ``head_dim``, ``tau``.
+    """
+    _need(runs, ["status", "head_dim", "tau"], "runs")
+    ok = runs[runs.status == "complete"]
+    return ok, ok[(ok.head_dim == head_dim) & (np.isclose(ok.tau, stock) | np.isclose(ok.tau, cold))]
+
+
+def load(profile: str, *, seeds=None, dataset=None) -> Records:
+    """The :class:`Records` of the main grid (:func:`attnrank.experiments.main_sweep`, trained where missing).
+
+    Raises:
+        ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
+    """
+    from . import experiments, store
+    from .profiles import resolve_config
+
+    runs = store.sweep(experiments.main_sweep(profile, seeds=seeds, dataset=dataset), progress=False)
+    head_dim = resolve_config("bert", profile).head_dim
+    ok, pair = select(runs, head_dim)
+    seq = store.load_table(pair, "sequences")
+    return Records(ok, pair, head_dim, seq, store.load_table(pair, "rank_summary"), int(seq.step.max()))
+
+
+def flip_table(flips: pd.DataFrame) -> pd.DataFrame:
+    """:func:`flip_rate` as a table: one row per probe step, one column per architecture, each cell
+    the flip rate in percent with its 95% interval (``"12.0% [8.1%, 16.5%]"``-style text)."""
+    text = flips.estimate.map(lambda e: e.text(1, n=False, percent=True))
+    return flips.assign(**{"flip rate [95% CI]": text}).pivot(index="step", columns="arch",
+                                                               values="flip rate [95% CI]")
+
+
+def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, labels: dict):
+    """The ``protocol`` verdict at the last probe step: ``(result, glue, summary)``.
+
+    Args:
+        records: :func:`load` (``ok`` gives our statistic: ``final_<measure>`` at the stock
+            minus the cold temperature, every seed, :func:`attnrank.rules.two_point`).
+        flips: :func:`flip_rate` of the records' draws.
+        n_draws: the number of draws (for the summary).
+        measure: our measure (the book's primary measure).
+        labels: ``{arch: name}`` for the text.
+
+    ``result`` is :func:`attnrank.rules.protocol_rule`; ``glue`` holds ``protocol_agreement``
+    (:func:`agreement`, capitalised), ``protocol_flip_<arch>`` and ``protocol_examples``.
+
+    Raises:
+        ConfigError: from :func:`attnrank.rules.protocol_rule` when the architectures differ.
+    """
+    from . import rules
+
+    stock, cold = STUDY_TAUS
+    ok, hd, final_step = records.ok, records.head_dim, records.final_step
+    end = {a: ok[(ok.arch == a) & (ok.head_dim == hd)] for a in sorted(records.pair.arch.unique())}
+    ours = {a: rules.two_point(d.loc[np.isclose(d.tau, stock), f"final_{measure}"],
+                               d.loc[np.isclose(d.tau, cold), f"final_{measure}"]) for a, d in end.items()}
+    at_end = flips[flips.step == final_step].set_index("arch")
+    res = rules.protocol_rule(at_end.estimate.to_dict(), at_end.reference.to_dict(), ours)
+    sentences = agreement(res.reference, ours, labels)
+    joined = "; ".join(sentences)
+    glue = {"protocol_agreement": joined[0].upper() + joined[1:]}
+    glue.update({f"protocol_flip_{a}": e.text(1, n=False, percent=True) for a, e in res.flip.items()})
+    stable = all(res.parts[("stable", a)] == "supported" for a in res.flip)
+    glue["protocol_examples"] = (
+        "Eight examples and one run were enough for the sign the study read: the gap between the temperatures "
+        "under its threshold is large against the spread between sequences and seeds" if stable else
+        f"Eight examples and one run do not settle the sign the study read: the flip rate is not resolved below "
+        f"{rules.MAX_FLIP:.0%}")
+    n_train, n_test = STUDY_EXAMPLES
+    summary = (
+        f"Over {n_draws} draws of {n_train} + {n_test} examples and one run per temperature, the study's conclusion "
+        f"at the last step flips in {res.flip['bert'].text(1, n=False, percent=True)} of draws for BERT and "
+        f"{res.flip['gpt2'].text(1, n=False, percent=True)} for GPT-2 (at most {rules.MAX_FLIP:.0%} allowed). "
+        f"Against our protocol (effective rank, all sequences, {records.pair.seed.nunique()} seeds): {joined}. "
+        + "; ".join(f"{part} for {labels[a]}: {st}" for (part, a), st in res.parts.items()) + ".")
+    return res, glue, summary
+
+
+def set_early_summary(early, final_step: int, measure_label: str, labels: dict) -> str:
+    """The sentence of the ``set_early`` verdict from :func:`attnrank.rules.set_early_rule`'s result ``early``:
+    per architecture the first early step whose interval clears the threshold (or, if none does, the
+    last early step shown), with its rho."""
+    from . import rules
+
+    text = "; ".join(f"{labels[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
+                     f"{early.shown[a][0]}, rho {early.shown[a][1]}" for a in early.per_arch if early.shown[a])
+    return (f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}, 95% interval) "
+            f"within the first {rules.EARLY_FRACTION:.0%} of training ({final_step} steps, {measure_label}): {text}.")

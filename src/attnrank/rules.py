@@ -57,10 +57,7 @@ __all__ = [
     "temperature_summary", "temperature_loss_summary", "lever_summary", "correlation_notes", "lever_texts",
     "direction_note", "MAX_FLIP", "SET_EARLY_RHO", "EARLY_FRACTION", "ProtocolResult", "protocol_rule",
     "SetEarlyResult", "set_early_rule",
-    "SeqLenResult", "seq_len_rule",
-
-
-    "lever_comparison", "CAUSAL_EFFECT", "paired_difference", "causal_rule", "causal_text",
+    "SeqLenResult", "seq_len_rule", "CAUSAL_EFFECT", "paired_difference", "causal_rule", "causal_text",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -838,4 +835,107 @@ def seq_len_rule(runs: pd.DataFrame, measure: str) -> SeqLenResult:
         est = stats.mean_ci(g[col].to_numpy(float))
         cases[(arch, int(n))] = judge(est, study_bound(int(n)), "below")
     return SeqLenResult(combine(v.status for v in cases.values()), cases, len(ok))
-    "CAUSAL_EFFECT", "paired_difference", "causal_rule", "causal_text",
+
+
+#: Pre-registered loss difference (nats/token) the causal rule should resolve (for the seeds needed).
+CAUSAL_EFFECT = 0.01
+
+
+def paired_difference(runs: pd.DataFrame, column: str, cell: str, base: str) -> Estimate:
+    """Mean over seeds of ``column`` in ``cell`` minus ``base``, paired by seed, with a Student-t interval.
+
+    Runs of one seed share the data order, the masked tokens and every initial weight outside the
+    query/key scale, so the seed is a block: the per-seed differences are the independent units
+    (:func:`attnrank.stats.mean_ci`; ``n`` counts seeds with both runs finite). ``p`` is the two-sided
+    one-sample t-test p of the differences (NaN when they are all equal).
+    """
+    from scipy import stats as sps
+
+    diff = _per_seed(runs, column, cell, base)
+    e = stats.mean_ci(diff)
+    p = float(sps.ttest_1samp(diff, 0.0).pvalue) if len(diff) >= 2 and np.ptp(diff) > 0 else float("nan")
+    return Estimate(e.value, e.low, e.high, e.n, f"mean of per-seed differences {cell} - {base}, Student-t interval",
+                    e.confidence, p)
+
+
+def _per_seed(runs: pd.DataFrame, column: str, cell: str, base: str) -> np.ndarray:
+    pick = lambda c: runs[runs.cell == c].set_index("seed")[column].astype(float)
+    return (pick(cell) - pick(base)).dropna().sort_index().to_numpy()
+
+
+def causal_rule(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = CAUSAL_EFFECT,
+                archs=None) -> SweepVerdict:
+    """Does temperature act on the loss through the initial logit scale (rank), or the step size?
+
+    Args:
+        runs: one row per run with ``arch``, ``seed``, ``cell`` (:data:`attnrank.causal.CELLS`:
+            ``stock``, ``init``, ``lr``, ``twin``, ``tau``) and ``column``; NaN values (failed runs)
+            are left out, with their seed's pairs.
+        effect: the pre-registered difference in the units of ``column``, for the seeds needed.
+
+    Rule, per architecture (the claim: the loss follows the initial logit scale, which alone
+    reproduces the temperature's initial rank, rather than the query/key step size); every
+    difference is paired by seed (:func:`paired_difference`):
+
+    1. the temperature's effect ``tau - stock``: if its 95% interval contains 0 there is no loss
+       effect to attribute, and the architecture is *inconclusive at this scale*;
+    2. otherwise, with ``d`` its sign, the statistic ``d * (init - lr)``: *supported* if its interval
+       lies above 0 (the initial scale alone moves the loss further in the temperature's direction
+       than the step size alone), *not supported* if below 0 (the step size does), else inconclusive
+       at this scale (with the seeds that would resolve ``effect`` at the observed spread of the
+       per-seed differences).
+
+    The claim is made for every architecture (:func:`attnrank.verdicts.combine`). ``parts`` holds
+    each cell's paired difference from ``stock`` (``temperature``, ``init``, ``lr``, ``twin``) and
+    the twin gap ``tau - twin`` (zero if P3 holds); ``spread`` is the standard deviation of the
+    per-seed ``init - lr`` differences. The seeds that would resolve ``effect`` are those of a
+    two-sample t test at spread ``spread / sqrt(2)`` (the same noncentrality as the paired test).
+
+    Raises:
+        ConfigError: naming ``runs`` for a missing column or a cell without runs.
+    """
+    _need(runs, ("arch", "seed", "cell", column))
+    d = runs[np.isfinite(runs[column].astype(float))]
+    out = {}
+    for a in (archs or sorted(d.arch.unique())):
+        da = d[d.arch == a]
+        empty = [c for c in ("stock", "init", "lr", "twin", "tau") if not (da.cell == c).any()]
+        if empty:
+            raise ConfigError("runs", f"no runs with a finite {column} in cells {empty} for arch {a!r}")
+        parts = {"temperature": paired_difference(da, column, "tau", "stock"),
+                 **{c: paired_difference(da, column, c, "stock") for c in ("init", "lr", "twin")},
+                 "twin_gap": paired_difference(da, column, "tau", "twin")}
+        temp = parts["temperature"]
+        sign = 1.0 if temp.value >= 0 else -1.0
+        raw = paired_difference(da, column, "init", "lr")
+        lo, hi = sorted((sign * raw.low, sign * raw.high))
+        est = Estimate(sign * raw.value, lo, hi, raw.n, raw.method + f"; sign of the temperature effect {sign:+.0f}",
+                       raw.confidence, raw.p)
+        diff = _per_seed(da, column, "init", "lr")
+        spread = float(diff.std(ddof=1)) if len(diff) >= 2 else float("nan")
+        # seeds for the paired test: a two-sample t test with spread sd/sqrt(2) per arm has the same
+        # noncentrality (its degrees of freedom differ a little)
+        v = _judge_t(est, effect, spread / math.sqrt(2)) if math.isfinite(spread) and spread > 0 else judge(est, 0.0, "above")
+        v = replace(v, needed_unit="seeds") if v.needed is not None else v
+        if verdicts.classify(temp, 0.0, "above") == INCONCLUSIVE:
+            v = replace(v, status=INCONCLUSIVE)
+        out[a] = ArchResult(v, None, "", spread, parts)
+    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
+
+
+def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
+    """One architecture's part of :func:`causal_rule` in words, for a verdict's summary: the
+    temperature's effect, each single factor's, the oriented difference, the status and, when not
+    supported, the seeds that would resolve :data:`CAUSAL_EFFECT`."""
+    r, p = result[arch], result[arch].parts
+    name = {"bert": "BERT", "gpt2": "GPT-2"}.get(arch, arch)
+    txt = (f"{name}: temperature effect {p['temperature'].text(digits)} seeds, initial scale alone "
+           f"{p['init'].text(digits, n=False)}, step size alone {p['lr'].text(digits, n=False)}, oriented difference "
+           f"{r.verdict.estimate.text(digits, n=False)} ({r.verdict.status})")
+    if r.verdict.status != "supported" and r.verdict.needed is not None:
+        txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {_fmt_effect(r.verdict.effect)} nats"
+    return txt
+
+
+def _fmt_effect(x) -> str:
+    return "n/a" if x is None else f"{x:g}"

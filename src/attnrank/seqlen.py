@@ -14,6 +14,8 @@ The verdict on these numbers is :func:`attnrank.rules.seq_len_rule`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 import torch
 
@@ -22,7 +24,7 @@ from .errors import ConfigError, check_positive_int
 from .rank import MEASURES, check_measures, rank_measures
 from .theory import study_bound
 
-__all__ = ["uniform_ranks", "seq_len_table", "summary"]
+__all__ = ["uniform_ranks", "seq_len_table", "summary", "Report", "report_from_runs", "section"]
 
 #: Columns of :func:`seq_len_table`.
 TABLE_COLUMNS = ("arch", "n", "measure", "when", "mean", "low", "high", "runs", "uniform", "bound")
@@ -105,3 +107,67 @@ def summary(result, table: pd.DataFrame, measure: str, setting: str) -> str:
             f"the bound (1 - 1/e) n + 1 runs from {fmt(study_bound(ns[0]), 1)} to {fmt(study_bound(ns[-1]), 1)}. "
             f"Closest to it relative to n: {ARCH_LABELS[arch]} at n = {n}, {v.estimate.text(1)} against {fmt(v.threshold, 1)} "
             f"({result.n_runs} runs, {setting}).")
+
+
+#: The measures drawn in the chapter's figure (the verdict is on the first).
+FIGURE_MEASURES = ("effective_rank", "rank_rtol_1e-2")
+
+
+@dataclass
+class Report:
+    """The theory chapter's section on sequence length: ``glue`` (name -> value), ``figure``
+    (the arguments of :func:`attnrank.book.show`), and the ``seq_len`` verdict (``status``,
+    ``summary``, ``by_measure``: the same rule with every measure)."""
+
+    glue: dict
+    figure: tuple
+    status: str
+    summary: str
+    by_measure: dict
+
+
+def report_from_runs(runs: pd.DataFrame, setting: str, profile: str, ns) -> Report:
+    """The section's numbers, figure and verdict from the runs of the sequence-length sweep.
+
+    Args:
+        runs: one row per run, as for :func:`seq_len_table` (plus ``seed`` and every
+            ``final_<measure>`` of :data:`attnrank.rank.MEASURES`).
+        setting: the runs' sizes in words, quoted in the glue, caption and summary.
+        profile: the build's profile, named in the caption.
+        ns: the sequence lengths of the sweep (glued as ``seq_len_ns``).
+
+    The verdict is :func:`attnrank.rules.seq_len_rule` on the effective rank, its sentence
+    :func:`summary`.
+
+    Raises:
+        ConfigError: naming ``runs`` for missing columns or no complete run.
+    """
+    from .plots.seqlen import rank_vs_seq_len
+    from .rules import seq_len_rule
+
+    table = seq_len_table(runs)
+    glue = {"seq_len_ns": ", ".join(map(str, ns)), "seq_len_setting": setting, "seq_len_n_runs": len(runs)}
+    shown = table[table.measure.isin(FIGURE_MEASURES)]
+    figure = (rank_vs_seq_len(table, list(FIGURE_MEASURES)), shown, "seq_len",
+              f"Mean rank against sequence length, {setting}, {runs.seed.nunique()} seeds per setting "
+              f"({profile} build). Dashed: initialisation; solid with 95% intervals: trained; dotted: uniform "
+              f"attention (causal for GPT-2); black: the study's bound (1 - 1/e) n + 1.")
+    results = {m: seq_len_rule(runs, m) for m in MEASURES}
+    main = results[FIGURE_MEASURES[0]]
+    return Report(glue, figure, main.status, summary(main, table, FIGURE_MEASURES[0], setting),
+                  {m: r.status for m, r in results.items()})
+
+
+def section(profile: str, dataset=None) -> Report:
+    """:func:`report_from_runs` on the runs of :func:`attnrank.experiments.seq_len_sweep` (trained where missing).
+
+    Raises:
+        ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.
+    """
+    from . import experiments, runs as runs_mod
+
+    configs = experiments.seq_len_sweep(profile, dataset=dataset)
+    c0 = configs[0]
+    setting = (f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), "
+               f"{c0.max_steps} steps")
+    return report_from_runs(runs_mod.table(configs, long=False), setting, profile, experiments.SEQ_LENS)

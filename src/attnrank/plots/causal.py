@@ -8,7 +8,7 @@ import seaborn as sns
 
 from . import ARCH_LABELS, new_figure
 
-__all__ = ["cells", "intervention"]
+__all__ = ["cells", "intervention", "cells_figure", "intervention_figure"]
 
 
 def cells(table: pd.DataFrame, outcomes: dict, order, labels: dict, *, width: float = 4.4, height: float = 2.5):
@@ -77,3 +77,43 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
     fig.legend(uniq.values(), uniq.keys(), loc="lower center", ncol=len(uniq), frameon=False, bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
+
+
+def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str, n_seeds: int, n_runs: int):
+    """:func:`cells` for the causal chapter, as ``(figure, data, name, caption)`` for :func:`attnrank.book.show`.
+
+    ``table``: :func:`attnrank.causal.outcomes` for ``measure`` at temperature ``tau``; the panels
+    are the initial rank, the mean rank through training and the final loss, the cells in
+    :data:`attnrank.causal.CELLS` order (the ``tau`` cell named with its value).
+    """
+    from ..causal import CELL_LABELS, CELLS, PRESETS, twin_scale
+    from ..rank import MEASURES
+    from ..rules import fmt_setting
+
+    label = MEASURES[measure].label
+    labels = {c: CELL_LABELS[c].replace("tau", f"tau = {fmt_setting(tau)}") if c == "tau" else CELL_LABELS[c]
+              for c in CELLS}
+    ylab = {"initial": f"initial {label}", "during": f"mean {label}\nthrough training",
+            "final_val_loss": "final validation loss\n(nats/token)"}
+    return cells(table, ylab, CELLS, labels), table, "causal_cells", (
+        f"The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over {n_seeds} seeds) "
+        f"for BERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. "
+        f"s = {twin_scale(tau):.3g} = 1/sqrt(tau), tau = {fmt_setting(tau)}; {profile} profile at "
+        f"{PRESETS[profile][0]} sizes, {n_runs} runs.")
+
+
+def intervention_figure(inter: pd.DataFrame, *, measure: str, tau: float, seeds, profile: str):
+    """:func:`intervention` for the causal chapter, as ``(figure, data, name, caption)``.
+
+    ``inter``: :func:`attnrank.causal.intervention` of the runs at ``tau = 1`` and ``tau`` of ``seeds``.
+    """
+    from ..causal import PRESETS
+    from ..rank import MEASURES
+    from ..rules import fmt_setting
+
+    label = MEASURES[measure].label
+    n_runs = inter.groupby(["arch", "train_tau", "seed"]).ngroups
+    return intervention(inter, measure, label), inter, "causal_intervention", (
+        f"Trained models evaluated at other temperatures, weights fixed: {label} (top) and validation loss (bottom); "
+        f"one line per run ({n_runs} runs: tau = 1 and tau = {fmt_setting(tau)}, seeds {', '.join(map(str, seeds))}); "
+        f"circles: the training temperature. {profile} profile at {PRESETS[profile][0]} sizes.")

@@ -18,7 +18,9 @@ from matplotlib.lines import Line2D
 from . import new_figure
 from .style import ARCH_LABELS, MEASURE_COLORS, PALETTE, axis_label, check_columns, fmt_tau, measure_label
 
-__all__ = ["MEASURE_COLORS", "measure_label", "spectra", "rank_vs_tau", "precision_by_tau", "measure_points"]
+__all__ = ["MEASURE_COLORS", "measure_label", "spectra", "rank_vs_tau", "precision_by_tau", "measure_points",
+           "spectra_tau1_figure", "ranks_tau1_figure", "ranks_vs_tau_figure", "spectra_extremes_figure",
+           "precision_figure"]
 
 _TAU_LABEL = axis_label("tau", log=True)
 
@@ -315,3 +317,76 @@ def measure_points(
         handles.append(Line2D([], [], color="0.4", ls=":", label="matrix size n"))
     fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
     return fig
+
+
+# ---------------------------------------------------------------- the chapter's figures with data and caption
+# Each returns ``(figure, data, name, caption)``, the arguments of :func:`attnrank.book.show`; ``setting``
+# is :class:`attnrank.measure.Setting`.
+
+
+def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
+    """Spectra at ``tau = 1``, float64 throughout, by architecture and state, with where each measure
+    cuts (:func:`attnrank.measure.threshold_lines` at the median ``sigma_1`` of the panel)."""
+    from ..measure import REFERENCE, threshold_lines
+
+    spec = spectra_table[(spectra_table.tau == 1.0) & (spectra_table.pipeline == REFERENCE)].reset_index(drop=True)
+    sigma1 = matrices[matrices.tau == 1.0].groupby("arch").sigma_1.median()
+    fig = spectra(spec, threshold_lines(sigma1, setting.n), col="arch", hue="state")
+    return fig, spec, "measure_spectra_tau1", (
+        f"Singular values of attention matrices at tau = 1 (median over layers, heads, {setting.probe_size} validation "
+        f"sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {setting.n}. "
+        f"Grey lines: where each measure cuts (relative thresholds at the panel's median sigma_1) and the "
+        f"round-off levels of float32 and float64 ({setting.runs_text}).")
+
+
+def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
+    """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.measure.summarise`),
+    beside the uniform causal matrix and ``n`` (:func:`attnrank.measure.baselines`)."""
+    from ..measure import baselines
+
+    fig = measure_points(at1, baselines(causal, setting.n), col="arch", hue="state")
+    return fig, at1, "measure_ranks_tau1", (
+        f"Every rank measure at tau = 1, at initialisation and trained (per run: mean over {setting.probe_size} "
+        f"validation sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 "
+        f"throughout. Black bars: the uniform causal matrix U_n; dotted: n = {setting.n} ({setting.runs_text}).")
+
+
+def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str):
+    """The rank measures of trained models against the temperature (``ref``: the reference pipeline's
+    :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
+    from ..measure import baselines
+
+    fig = rank_vs_tau(ref, baselines(causal, setting.n, temperature=True), col="arch", hue="measure",
+                      highlight=highlight)
+    return fig, ref, "measure_ranks_vs_tau", (
+        f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is "
+        f"changed, tau from {min(setting.taus):g} to {max(setting.taus):g}; float64 probabilities and SVD; per run "
+        f"the mean over {setting.probe_size} validation sequences, then the mean over runs, band: 95% CI over runs. "
+        f"Dashed: each measure's value for the uniform causal matrix U_n (GPT-2) ({setting.runs_text}).")
+
+
+def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
+    """Spectra of trained attention at every probed temperature, one row of panels per precision pipeline."""
+    from ..measure import threshold_lines
+
+    spec = spectra_table[spectra_table.state == "trained"]
+    spec = spec.assign(temperature=spec.tau.map(lambda t: f"tau = {t:g}"))
+    sigma1 = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
+    fig = spectra(spec, threshold_lines(sigma1, setting.n), col="arch", row="pipeline", hue="temperature",
+                  ymin=1e-20, height=3.0)
+    return fig, spec, "measure_spectra_extremes", (
+        f"Singular values of trained attention at the ends of the temperature grid and at tau = 1 (median and 10-90% "
+        f"band over matrices), for each precision pipeline; n = {setting.n}. Grey lines as in the first figure "
+        f"({setting.runs_text}).")
+
+
+def precision_figure(by_tau: pd.DataFrame, setting):
+    """Each rank measure against the temperature for the three precision pipelines (the float64
+    reference bold; ``by_tau``: :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``)."""
+    from ..measure import REFERENCE
+
+    fig = precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=REFERENCE)
+    return fig, by_tau, "measure_precision", (
+        f"Each rank measure of trained models against tau for three precision pipelines (bold: float64 reference; "
+        f"solid BERT, dashed GPT-2); mean over runs of each run's mean over {setting.probe_size} validation sequences "
+        f"({setting.runs_text}).")

@@ -26,7 +26,7 @@ from .sampling import expected_distinct, monte_carlo_hardmax_rank, monte_carlo_r
 from .taylor import logit_halfrange, staircase_blocks, staircase_slopes, taylor_rank_bound, taylor_terms
 
 __all__ = ["Section", "merge", "p0", "p1_staircase", "p1_taylor", "p1p_saturation", "p2_hardmax", "theorem", "verdict",
-           "exact_spectra", "saturation_table", "hardmax_mc_table", "SAT_MEASURES"]
+           "exact_spectra", "saturation_table", "hardmax_mc_table", "SAT_MEASURES", "sizes", "totals"]
 
 #: Rank measures of the P1' saturation check (the first is the one the text quotes).
 SAT_MEASURES = ("rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank")
@@ -54,6 +54,40 @@ class Section:
 def merge(check: str, *sections: Section) -> Section:
     """One check made of several sections (P1: the staircase and the Taylor bound)."""
     return Section({}, {}, check, sum(s.tested for s in sections), sum(s.violations for s in sections))
+
+
+def sizes(profile: str, *, head_dims=None, mc_samples=None) -> dict:
+    """The chapter's sizes for ``profile`` (:func:`attnrank.profiles.preset` ``("theory", profile)``), overridden.
+
+    Args:
+        profile: a resolved profile name.
+        head_dims: if given, the head dimensions of both the theorem's Monte Carlo
+            (``mc_head_dims``) and the P1' saturation check (``sat_head_dims``), sorted and
+            deduplicated.
+        mc_samples: if given, the theorem's draws of ``(W_Q, W_K)`` per point (``mc_samples``).
+
+    Raises:
+        ConfigError: naming ``profile`` for an unknown profile (from :func:`~attnrank.profiles.preset`).
+    """
+    from ..profiles import preset
+
+    out = preset("theory", profile)
+    if head_dims is not None:
+        out["mc_head_dims"] = out["sat_head_dims"] = sorted(set(head_dims))
+    if mc_samples is not None:
+        out["mc_samples"] = mc_samples
+    return out
+
+
+def totals(sections: dict) -> dict:
+    """``theory_total_tested`` and ``theory_total_violations``: the sums over the sections that are checks.
+
+    ``sections``: name -> :class:`Section`; a section without ``check`` (a part of a merged
+    check) is not counted, so nothing is counted twice.
+    """
+    checks = [s for s in sections.values() if s.check]
+    return {"theory_total_tested": sum(s.tested for s in checks),
+            "theory_total_violations": sum(s.violations for s in checks)}
 
 
 def _gen(seed: int, offset: int) -> torch.Generator:

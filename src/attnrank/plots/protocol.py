@@ -1,0 +1,91 @@
+"""Figures of the ``protocol`` chapter, each returned with its data, glue name and caption.
+
+Every function returns ``(figure, data, name, caption)``, the arguments of
+:func:`attnrank.book.show`; the figures are drawn with :func:`attnrank.plots.training.trajectories`,
+:func:`~attnrank.plots.training.change_distribution` and
+:func:`attnrank.plots.sweeps.effect_forest`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..experiments import PRIMARY_MEASURE
+from ..protocol import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS, Records
+from ..rank import MEASURES
+from . import ARCH_LABELS
+from .sweeps import effect_forest
+from .training import change_distribution, trajectories
+
+__all__ = ["study_view", "draws_figure", "our_view", "set_early_figure"]
+
+
+def study_view(records: Records, eval_log: pd.DataFrame, profile: str):
+    """The study's view: its rank (mean over the first 4 training + 4 held-out sequences) and the
+    validation loss through training, one run (the first seed) per temperature.
+
+    Args:
+        records: :func:`attnrank.protocol.load`.
+        eval_log: the ``eval_log`` table of the first seed's runs (columns ``arch``, ``tau``,
+            ``seed``, ``step``, ``val_loss``).
+        profile: named in the caption.
+
+    The data has one row per ``(arch, tau, seed, panel, step)``, ``panel`` in {rank, loss}.
+    """
+    (n_train, n_test), stock, seq = STUDY_EXAMPLES, STUDY_TAUS[0], records.seq
+    first = records.pair[records.pair.seed == records.pair.seed.min()]
+    few = seq[seq.key.isin(first.key) & (seq.sequence < np.where(seq.split == "train", n_train, n_test))]
+    curve = few.groupby(["arch", "tau", "seed", "status", "step"], as_index=False)[STUDY_MEASURE].mean()
+    view = pd.concat([curve.rename(columns={STUDY_MEASURE: "value"}).assign(panel="rank"),
+                      eval_log.rename(columns={"val_loss": "value"}).assign(panel="loss")], ignore_index=True)
+    labels = {"rank": f"rank (atol 1e-8), {n_train} + {n_test} examples", "loss": "validation loss (nats)"}
+    fig = trajectories(view, y="value", row="panel", col="arch", hue="tau", ylabel=labels, row_labels=labels,
+                       col_labels=ARCH_LABELS, highlight=stock, width=4.3, height=2.6)
+    return fig, view[["arch", "tau", "seed", "panel", "step", "value"]], "protocol_study_view", (
+        f"The study's view: rank (absolute threshold 1e-8, mean over {n_train} training + {n_test} held-out "
+        f"sequences, layers and heads) and validation loss through training at tau = 1 (bold) and tau = 0.001, "
+        f"one run each ({profile} profile, seed {int(first.seed.min())}, head dimension {records.head_dim}).")
+
+
+def draws_figure(draws: pd.DataFrame, records: Records, n_draws: int, profile: str):
+    """The study's statistic over random draws (:func:`attnrank.protocol.study_draws`) at step 0
+    and at the last probe step, one dot per draw; the data is those draws with a ``when`` column."""
+    n_train, n_test = STUDY_EXAMPLES
+    ends = draws[draws.step.isin([0, records.final_step])]
+    ends = ends.assign(when=np.where(ends.step == 0, "step 0", "last step"))
+    fig = change_distribution(ends, x="stat", y="when", reference=0.0,
+                              xlabel="rank at tau = 1 minus rank at tau = 0.001 (atol 1e-8)")
+    return fig, ends, "protocol_draws", (
+        f"The study's statistic over {n_draws} draws of one run per temperature and {n_train} + {n_test} sequences, "
+        f"one dot per draw (box: quartiles). {profile} profile, {records.pair.seed.nunique()} seeds per temperature.")
+
+
+def our_view(records: Records, profile: str):
+    """Our view: the mean rank over every held-out probe sequence, per seed, under the study's
+    rank and the primary measure, through training at both temperatures."""
+    view = records.summary[records.summary.measure.isin([STUDY_MEASURE, PRIMARY_MEASURE])]
+    labels = {m: MEASURES[m].label for m in (STUDY_MEASURE, PRIMARY_MEASURE)}
+    fig = trajectories(view, y="mean", row="measure", col="arch", hue="tau", ylabel=labels, row_labels=labels,
+                       col_labels=ARCH_LABELS, highlight=STUDY_TAUS[0], width=4.3, height=2.6)
+    seq, seeds = records.seq, records.pair.seed.nunique()
+    return fig, view[["arch", "tau", "seed", "measure", "step", "mean", "sem"]], "protocol_our_view", (
+        f"Our view: mean rank over all {seq[seq.split == 'val'].sequence.nunique()} held-out probe sequences, "
+        f"layers and heads, at tau = 1 (bold) and 0.001, mean and min-max over {seeds} seeds "
+        f"({profile} profile, head dimension {records.head_dim}).")
+
+
+def set_early_figure(by_step: pd.DataFrame, records: Records, profile: str, rho_min: float):
+    """Spearman's rho (:func:`attnrank.protocol.rank_by_step`) at each probe step against the last,
+    per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without
+    its ``estimate`` objects."""
+    label = MEASURES[PRIMARY_MEASURE].label
+    forest = by_step.assign(panel=label, lever=by_step.step.map(lambda s: f"step {s}"))
+    fig = effect_forest(forest, panel="panel", label="lever", estimate="rho",
+                        xlabels={label: f"Spearman rho, rank at step k vs step {records.final_step}"})
+    for ax in fig.axes:
+        ax.axvline(rho_min, color="0.3", ls=":")
+    return fig, by_step.drop(columns="estimate"), "protocol_set_early", (
+        f"Spearman rho (95% BCa bootstrap over runs) of the mean {label} at each probe step against the last step, "
+        f"per architecture; dotted: the pre-registered {rho_min:g}. {profile} profile, {len(records.ok)} complete "
+        f"runs of the main grid.")

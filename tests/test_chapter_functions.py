@@ -1,0 +1,273 @@
+"""Library functions that build the theory, protocol and causal chapters' figures, tables, glued
+numbers and verdict sentences, on small constructed cases."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from attnrank import causal, protocol, rules, seqlen  # noqa: E402
+from attnrank import measure as ms  # noqa: E402
+from attnrank.errors import ConfigError  # noqa: E402
+from attnrank.plots import causal as cplots  # noqa: E402
+from attnrank.plots import measure as mplots  # noqa: E402
+from attnrank.plots import theory as tplots  # noqa: E402
+from attnrank.rank import MEASURES  # noqa: E402
+from attnrank.stats import Estimate  # noqa: E402
+from attnrank.theory import experiments as tx  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _data(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path))
+    yield
+    plt.close("all")
+
+
+# --- theory -------------------------------------------------------------------------------------
+
+
+def test_theory_sizes_overrides_head_dims_and_samples():
+    base = tx.sizes("ci")
+    assert base["mc_head_dims"] == [1, 2, 4, 8, 16, 64, 256] and base["mc_samples"] == 40
+    z = tx.sizes("ci", head_dims=[8, 2, 8, 4], mc_samples=7)
+    assert z["mc_head_dims"] == z["sat_head_dims"] == [2, 4, 8] and z["mc_samples"] == 7
+    assert {k: v for k, v in z.items() if k not in ("mc_head_dims", "sat_head_dims", "mc_samples")} == \
+        {k: v for k, v in base.items() if k not in ("mc_head_dims", "sat_head_dims", "mc_samples")}
+    with pytest.raises(ConfigError, match="profile"):
+        tx.sizes("nope")
+
+
+def test_theory_totals_count_only_checks():
+    sections = {"a": tx.Section(check="a", tested=10, violations=1), "part": tx.Section(tested=99, violations=9),
+                "b": tx.Section(check="b", tested=5, violations=0)}
+    assert tx.totals(sections) == {"theory_total_tested": 15, "theory_total_violations": 1}
+
+
+def test_theory_section_figure_names_data_and_caption():
+    z = {"taylor_n": 8, "taylor_inst": 1, "p0_n": 6, "p0_inst": 2, "p0_digits": 30}
+    ty = tx.p1_taylor(**z)
+    fig, data, name, caption = tplots.section_figure("p1_taylor", ty, z, "ci")
+    assert name == "theory_p1_bound" and data is ty.tables["bound"] and len(data) == 40
+    assert caption.startswith("P1 bound: measured numerical rank against the Taylor bound, n = 8,")
+    assert "(ci profile, 1 instances per setting, 40 points); dashed: equality." in caption
+    assert (data.bound >= data.measured).all()
+    p0 = tx.p0(**z)
+    fig, data, name, caption = tplots.section_figure("p0", p0, z, "paper")
+    assert name == "theory_p0_spectrum" and len(data) == 2 * 6 * 2  # instances x n x {float64, exact}
+    assert caption.endswith("n = 6, tau = 1, in float64 and in 30-digit arithmetic "
+                            "(paper profile, 2 random instances).")
+    with pytest.raises(ConfigError, match="name"):
+        tplots.section_figure("p9", p0, z, "ci")
+
+
+def _seq_runs(values: dict) -> pd.DataFrame:
+    rows = []
+    for (arch, n), finals in values.items():
+        for seed, v in enumerate(finals):
+            row = {"arch": arch, "max_len": n, "seed": seed, "status": "complete"}
+            row.update({f"{w}_{m}": v for m in MEASURES for w in ("initial", "final")})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_seq_len_report_glue_figure_and_verdict():
+    bound = {n: (1 - math.exp(-1)) * n + 1 for n in (32, 64)}  # 21.23, 41.46
+    runs = _seq_runs({("bert", 32): [1.1, 1.2, 1.3], ("bert", 64): [1.5, 1.6, 1.7],
+                      ("gpt2", 32): [10.0, 10.1, 10.2],
+                      ("gpt2", 64): [bound[64] + 5, bound[64] + 5.1, bound[64] + 5.2]})
+    r = seqlen.report_from_runs(runs, "ci sizes, 40 steps", "ci", (32, 64))
+    assert r.glue == {"seq_len_ns": "32, 64", "seq_len_setting": "ci sizes, 40 steps", "seq_len_n_runs": 12}
+    fig, data, name, caption = r.figure
+    assert name == "seq_len" and set(data.measure) == {"effective_rank", "rank_rtol_1e-2"} and len(data) == 16
+    assert caption.startswith("Mean rank against sequence length, ci sizes, 40 steps, 3 seeds per setting (ci build).")
+    assert r.status == "not supported"  # GPT-2 at n = 64 lies wholly above the bound
+    assert set(r.by_measure) == set(MEASURES) and set(r.by_measure.values()) == {"not supported"}
+    assert "GPT-2 (CLM) at n = 64, 46.6 [46.3, 46.8], n = 3 against 41.5" in r.summary
+    assert "(12 runs, ci sizes, 40 steps)." in r.summary
+    below = seqlen.report_from_runs(runs[~((runs.arch == "gpt2") & (runs.max_len == 64))], "s", "ci", (32, 64))
+    assert below.status == "supported" and below.glue["seq_len_n_runs"] == 9
+
+
+# --- protocol -----------------------------------------------------------------------------------
+
+
+def _records() -> protocol.Records:
+    seq = pd.DataFrame([{"split": sp, "sequence": i, "step": st} for sp, k in (("val", 6), ("train", 3))
+                        for i in range(k) for st in (0, 1, 5, 20)])
+    ok = pd.DataFrame({"arch": ["bert"] * 4 + ["gpt2"] * 4, "tau": [1.0, 1.0, 1e-3, 1e-3] * 2, "head_dim": 16,
+                       "seed": [0, 1] * 4, "final_effective_rank": [5.0, 5.2, 3.0, 3.1, 2.0, 2.1, 2.9, 3.0]})
+    return protocol.Records(ok, ok, 16, seq, pd.DataFrame(), 20)
+
+
+def test_protocol_select_and_records_glue():
+    runs = pd.DataFrame({"status": ["complete", "complete", "failed", "complete"], "head_dim": [16, 16, 16, 32],
+                         "tau": [1.0, 0.001, 1.0, 1.0], "seed": [0, 0, 1, 0]})
+    ok, pair = protocol.select(runs, 16)
+    assert list(ok.index) == [0, 1, 3] and list(pair.index) == [0, 1]
+    with pytest.raises(ConfigError, match="runs"):
+        protocol.select(runs.drop(columns="tau"), 16)
+    g = _records().glue(250)
+    assert g["protocol_n_val"] == 6 and g["protocol_n_train"] == 3 and g["protocol_n_seeds"] == 2
+    assert g["protocol_n_draws"] == 250 and g["protocol_final_step"] == 20 and g["protocol_n_runs"] == 8
+    assert g["protocol_steps"] == "0, 1, 5, 20" and g["protocol_max_flip"] == f"{rules.MAX_FLIP:.0%}"
+
+
+def _flips(bert: Estimate, gpt2: Estimate) -> pd.DataFrame:
+    return pd.DataFrame([{"arch": "bert", "step": 20, "estimate": bert, "reference": 2.0},
+                         {"arch": "gpt2", "step": 20, "estimate": gpt2, "reference": 0.8},
+                         {"arch": "bert", "step": 0, "estimate": bert, "reference": 0.1}])
+
+
+def test_protocol_flip_table_and_judge():
+    good, flaky = Estimate(0.01, 0.0, 0.03, 1000, ""), Estimate(0.3, 0.27, 0.33, 1000, "")
+    t = protocol.flip_table(_flips(good, flaky))
+    assert list(t.index) == [0, 20] and t.loc[20, "gpt2"] == "30.0% [27.0%, 33.0%]"
+    labels = {"bert": "BERT", "gpt2": "GPT-2"}
+    res, glue, summary = protocol.judge(_records(), _flips(good, good), 500, "effective_rank", labels)
+    # BERT: ours 5.1 - 3.05 > 0 resolved, reference 2.0 > 0: agree; GPT-2: ours -0.9 resolved, reference 0.8: part
+    assert res.parts[("agrees", "bert")] == "supported" and res.parts[("agrees", "gpt2")] == "not supported"
+    assert res.status == "not supported"
+    assert glue["protocol_agreement"].startswith("For BERT both protocols rank tau = 1 higher; for GPT-2 they part")
+    assert glue["protocol_flip_bert"] == "1.0% [0.0%, 3.0%]"
+    assert glue["protocol_examples"].startswith("Eight examples and one run were enough")
+    assert summary.startswith("Over 500 draws of 4 + 4 examples and one run per temperature")
+    assert "(effective rank, all sequences, 2 seeds)" in summary and "agrees for GPT-2: not supported" in summary
+    _, glue, _ = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank", labels)
+    assert glue["protocol_examples"].startswith("Eight examples and one run do not settle")
+
+
+def test_protocol_set_early_summary():
+    t = pd.DataFrame([{"arch": a, "step": s, "final_step": 40, "estimate": Estimate((lo + hi) / 2, lo, hi, 30, "")}
+                      for a, iv in (("bert", {0: (0.5, 0.95), 4: (0.91, 0.99)}),
+                                    ("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)}))
+                      for s, (lo, hi) in iv.items()])
+    text = protocol.set_early_summary(rules.set_early_rule(t), 40, "effective rank", {"bert": "BERT", "gpt2": "GPT-2"})
+    assert text.startswith(f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}")
+    assert "(40 steps, effective rank): BERT: first early step 4, rho 0.95 [0.91, 0.99]" in text
+    assert "GPT-2: none clears it; last early step 4" in text
+
+
+# --- causal -------------------------------------------------------------------------------------
+
+
+def _outcomes() -> pd.DataFrame:
+    rows = []
+    for a in ("bert", "gpt2"):
+        for c, shift in (("stock", 0.0), ("init", 0.1), ("lr", 0.0), ("twin", 0.1), ("tau", 0.1)):
+            for seed in range(3):
+                gap = 0.01 * seed if c == "tau" else 0.0
+                rows.append({"arch": a, "cell": c, "seed": seed, "status": "complete", "initial": 2.0 + 10 * shift,
+                             "during": 3.0 + shift + gap, "final_val_loss": 5.0 + shift + seed * 0.02 + gap})
+    return pd.DataFrame(rows)
+
+
+def test_causal_twins_table_and_gaps():
+    twins = causal.twins_table(_outcomes())
+    assert list(twins.index.get_level_values("outcome")[:3]) == ["initial", "during", "final_val_loss"]
+    assert twins.loc[("bert", "final_val_loss"), "largest per-seed |tau - twin|"] == pytest.approx(0.02)
+    assert twins.loc[("bert", "initial"), "largest per-seed |tau - twin|"] == 0.0
+    assert twins.loc[("gpt2", "final_val_loss"), "seed sd"] == pytest.approx(0.03)  # 5.1 + 0.03 seed
+    assert twins.loc[("bert", "during"), "tau - twin, over seeds [95% CI]"].startswith("0.0100 [")
+    assert causal.twin_gaps(twins) == pytest.approx({"causal_twin_max_loss": 0.02, "causal_twin_max_rank": 0.02})
+
+
+def test_causal_effects_table_glue_and_order():
+    eff = causal.effects(_outcomes())
+    tab, glue = causal.effects_table(eff)
+    assert list(tab.columns) == ["init", "lr", "twin", "tau"]
+    assert glue["causal_initial_init_bert"] == "1.000 [1.000, 1.000]"
+    assert glue["causal_final_val_loss_lr_gpt2"] == "0.0000 [0.0000, 0.0000]"
+    assert len(glue) == 2 * 3 * 4 and not any("twin_" in k and "tau - twin" in k for k in glue)
+    assert tab.loc[("bert", causal.OUTCOMES["initial"]), "tau"] == "1.000 [1.000, 1.000]"
+
+
+def test_causal_runs_text_spans_and_summary():
+    runs = pd.DataFrame({"hidden_size": [32] * 4, "num_layers": 2, "head_dim": 8, "max_steps": 40.0,
+                         "status": ["complete", "complete", "failed", "complete"]})
+    assert causal.runs_text(runs, "quick", 2) == ("4 runs (quick profile: ci sizes, hidden size 32, 2 layers, head "
+                                                   "dimension 8, 40 steps; 2 seeds), 1 diverged")
+    inter = pd.DataFrame({"arch": "bert", "train_tau": [1.0] * 3 + [0.01] * 3, "seed": 0,
+                          "effective_rank": [1.0, 2.0, 4.0, 3.0, 3.5, 3.25],
+                          "val_loss": [5.0, 5.1, 5.3, 5.0, 5.0, 5.01]})
+    assert causal.intervention_spans(inter, "effective_rank") == {"causal_int_rank": "0.50 to 3.00",
+                                                                   "causal_int_loss": "0.01 to 0.3"}
+    table = _outcomes()
+    v = rules.causal_rule(table)
+    text = causal.verdict_summary(v, causal.twins_table(table), tau=0.01, profile="ci", n_runs=30)
+    assert text.startswith("Does temperature act on the final loss through the initial logit scale")
+    assert "tau = 0.01, s = 10." in text and "Twins match to 0.02. ci profile at ci sizes, 30 runs." in text
+    assert rules.causal_text(v, "gpt2") in text
+
+
+def test_causal_figures_name_data_and_caption():
+    table = _outcomes()
+    fig, data, name, caption = cplots.cells_figure(table, tau=0.01, measure="effective_rank", profile="paper",
+                                                   n_seeds=3, n_runs=30)
+    assert name == "causal_cells" and data is table
+    assert caption.endswith("s = 10 = 1/sqrt(tau), tau = 0.01; paper profile at quick sizes, 30 runs.")
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
+    assert "tau = 0.01" in labels and "q/k lr x s" in labels
+    inter = pd.DataFrame({"arch": ["bert"] * 4, "train_tau": [1.0, 1.0, 0.01, 0.01], "seed": 0,
+                          "eval_tau": [0.1, 1.0, 0.01, 1.0], "effective_rank": [1.0, 2.0, 3.0, 4.0],
+                          "val_loss": [5.0, 5.1, 5.2, 5.3]})
+    fig, data, name, caption = cplots.intervention_figure(inter, measure="effective_rank", tau=0.01, seeds=[0, 1],
+                                                          profile="ci")
+    assert name == "causal_intervention" and "(2 runs: tau = 1 and tau = 0.01, seeds 0, 1)" in caption
+    assert np.isclose(data.effective_rank.sum(), 10.0)
+
+
+# --- measure ------------------------------------------------------------------------------------
+
+
+def _setting() -> ms.Setting:
+    used = pd.DataFrame({"arch": ["bert", "bert", "bert", "gpt2", "gpt2"], "seed": [0, 1, 2, 0, 1], "max_len": 64})
+    return ms.Setting.of(used, "ci", 16, [10.0, 0.1, 1.0])
+
+
+def test_measure_setting_glue_and_caption_tail():
+    S = _setting()
+    assert (S.n_runs, S.n_seeds, S.n, S.taus) == (5, 2, 64, [0.1, 1.0, 10.0])  # fewest seeds of an architecture
+    assert S.glue() == dict(measure_n=64, measure_probe_size=16, measure_n_runs=5, measure_n_seeds=2,
+                            measure_tau_max="10", measure_tau_min="0.1")
+    assert S.runs_text == "ci profile, 5 runs, 2 seeds per architecture"
+    with pytest.raises(ConfigError, match="used"):
+        ms.Setting.of(pd.DataFrame(columns=["arch", "seed", "max_len"]), "ci", 16, [1.0])
+
+
+def test_measure_baselines_and_trained_facts():
+    causal_ranks = {"rank_rtol_1e-2": 30.0, "effective_rank": 20.0}
+    b = ms.baselines(causal_ranks, 64)
+    assert list(b.label) == ["uniform causal attention $U_n$"] * 2 + ["n", "n"]
+    assert list(b.arch) == ["gpt2", "gpt2", "bert", "gpt2"] and b.value.tolist() == [30.0, 20.0, 64.0, 64.0]
+    t = ms.baselines(causal_ranks, 64, temperature=True)
+    assert t.label.isna().sum() == 2 and "n = 64" in set(t.label)
+    one = t[t.measure == "rank one"].iloc[0]
+    assert (one.arch, one.value, one.label) == ("bert", 1.0, "uniform attention: rank 1")
+    at1 = pd.DataFrame([dict(arch=a, state=s, measure=m, mean=i + (10 if s == "trained" else 0))
+                        for a in ("bert", "gpt2") for s in ("initialisation", "trained")
+                        for i, m in enumerate(ms.RANK_MEASURES)])
+    facts = ms.trained_facts(at1)
+    assert len(facts) == 2 * len(ms.RANK_MEASURES)
+    assert facts[f"measure_gpt2_trained_{ms.RANK_MEASURES[2]}"] == 12.0
+
+
+def test_measure_figures_name_data_and_caption():
+    S = _setting()
+    rows = [dict(arch=a, tau=t, pipeline=p, measure=m, mean=5.0, low=4.0, high=6.0, n=2)
+            for a in ("bert", "gpt2") for t in (0.1, 1.0, 10.0) for p in (ms.REFERENCE, "float32 probs, float64 SVD")
+            for m in ms.RANK_MEASURES]
+    by_tau = pd.DataFrame(rows)
+    fig, data, name, caption = mplots.precision_figure(by_tau, S)
+    assert name == "measure_precision" and data is by_tau
+    assert caption.endswith("mean over 16 validation sequences (ci profile, 5 runs, 2 seeds per architecture).")
+    ref = by_tau[by_tau.pipeline == ms.REFERENCE]
+    fig, data, name, caption = mplots.ranks_vs_tau_figure(ref, ms.uniform_causal(8), S, highlight="effective_rank")
+    assert name == "measure_ranks_vs_tau" and "tau from 0.1 to 10; float64" in caption
