@@ -41,6 +41,7 @@ profile = "auto"
 seeds = None
 tau = 0.01
 eval_taus = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
 import warnings
@@ -51,7 +52,7 @@ from IPython.display import display
 from attnrank import book, causal, experiments, rules, store
 from attnrank.plots import causal as cplots
 
-book.check_parameters(globals(), ("profile", "seeds", "tau", "eval_taus"))
+book.check_parameters(globals(), ("profile", "seeds", "tau", "eval_taus", "dataset"))
 profile = book.setup(profile)
 PRIMARY = experiments.PRIMARY_MEASURE
 seeds = seeds or list(range(5))
@@ -65,7 +66,7 @@ book.glue_all({"causal_tau": rules.fmt_setting(tau), "causal_s": f"{causal.twin_
 # sizes at `ci` and `quick`, `quick` sizes at `paper`; `causal.PRESETS`): {glue:text}`causal_runs_text`.
 
 # %%
-runs = store.sweep(causal.causal_runs(profile, tau=tau, seeds=seeds), progress=False)
+runs = store.sweep(causal.causal_runs(profile, tau=tau, seeds=seeds, dataset=dataset), progress=False)
 runs["cell"] = causal.label_cells(runs, tau)
 table = causal.outcomes(runs, PRIMARY)
 book.glue("causal_runs_text", causal.runs_text(runs, profile, len(seeds)))

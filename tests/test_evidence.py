@@ -11,6 +11,7 @@ import torch
 from attnrank import baselines, evidence, runs
 from attnrank.probe import attention_logits
 from attnrank.profiles import resolve_config
+from attnrank.train import probe_steps
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +44,7 @@ def test_run_tables(private_store):
     wide = runs.table(cfgs, long=False)
     curves = evidence.rank_curves(wide, ["rank_rtol_1e-2", "effective_rank"])
     assert list(curves.measure.unique()) == ["rank_rtol_1e-2", "effective_rank"]  # in the order given
-    assert len(curves) == 2 * 4 * 3 and "value" in curves
+    assert len(curves) == 2 * 4 * len(probe_steps(4, 2)) and "value" in curves  # steps 0, 1, 2, 4
     layers = evidence.layer_ranks(wide, "effective_rank")
     assert set(layers.when) == {"initial", "final"} and len(layers) == 4 * 2 * cfgs[0].num_layers * cfgs[0].num_heads
     assert set(layers[layers.when == "initial"].step) == {0} and set(layers[layers.when == "final"].step) == {4}
@@ -53,7 +54,7 @@ def test_run_tables(private_store):
     assert heat.query("step == 4 and layer == 0 and head == 0").value.iloc[0] == pytest.approx(one.value.mean())
     loss = evidence.loss_curves(wide)
     assert set(loss.curve) == {"validation loss", "training loss"}
-    assert len(loss[loss.curve == "validation loss"]) == 4 * 3
+    assert len(loss[loss.curve == "validation loss"]) == 4 * len(probe_steps(4, 2))
     shown = evidence.failures(wide, "{n} diverged")
     assert len(shown) == 1 and shown[0].data == "No run diverged."
     bad = wide.assign(status=["failed", "complete", "complete", "complete"])

@@ -66,14 +66,16 @@ def twin_scale(tau: float) -> float:
     return 1.0 / math.sqrt(check_tau(tau))
 
 
-def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=(0, 1, 2, 3, 4), archs=ARCHS) -> list[RunConfig]:
-    """The configs of the chapter: :data:`CELLS` x ``seeds`` x ``archs`` at the profile's preset.
+def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=(0, 1, 2, 3, 4), archs=ARCHS,
+                dataset: str | None = None) -> list[RunConfig]:
+    """The configs of the chapter: :data:`CELLS` x ``seeds`` x ``archs`` at the profile's preset,
+    trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
 
     Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
     ``qk_init_scale`` and ``qk_lr_scale`` (``s = twin_scale(tau)``).
 
     Raises:
-        ConfigError: naming ``tau``, ``profile``, ``archs`` or ``seeds`` for invalid values.
+        ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds`` or ``dataset`` for invalid values.
     """
     sizes, overrides = PRESETS[resolve_profile(profile)]
     s = twin_scale(tau)
@@ -82,7 +84,7 @@ def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=(0, 1, 2, 3, 
     archs = (archs,) if isinstance(archs, str) else tuple(archs)
     if not seeds:
         raise ConfigError("seeds", "got an empty list; expected at least one seed")
-    return [resolve_config(a, sizes, seed=seed, **overrides, **P3_CONDITIONS, **settings[c])
+    return [resolve_config(a, sizes, seed=seed, dataset=dataset, **overrides, **P3_CONDITIONS, **settings[c])
             for a in archs for c in CELLS for seed in seeds]
 
 

@@ -306,10 +306,10 @@ _PROFILE_DEFAULTS: dict[str, dict] = {
                   max_steps=5000, learning_rate=5e-4, warmup_steps=250, rank_every=250, probe_size=128,
                   val_blocks=256, log_every=50, dropout=0.1),
 }
-# long: the quick sizes and optimiser, ten times the steps and warm-up; the rank probe at
-# the same 11 points of training as quick's 5 would be too sparse, so every 400 steps
-_PROFILE_DEFAULTS["long"] = dict(_PROFILE_DEFAULTS["quick"], max_steps=4000, warmup_steps=400, rank_every=400,
-                                 log_every=20)
+# long: the quick sizes and optimiser, ten times the steps, the warm-up and the probe interval
+# (the probes at the same fractions of training, plus the early log-spaced ones)
+_PROFILE_DEFAULTS["long"] = dict(_PROFILE_DEFAULTS["quick"], log_every=20,
+                                 **{k: 10 * _PROFILE_DEFAULTS["quick"][k] for k in ("max_steps", "warmup_steps", "rank_every")})
 
 
 def resolve_profile(profile: str = "auto") -> str:
