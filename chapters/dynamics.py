@@ -101,7 +101,8 @@ display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a 
 # The sweep holds {glue:text}`dynamics_n_runs` runs ({glue:text}`dynamics_n_failed` diverged), each trained for
 # {glue:text}`dynamics_steps` steps on sequences of $n =$ {glue:text}`dynamics_n` tokens. During training a probe
 # measures every attention matrix $A^{(\ell, h)}(x)$ of every layer $\ell$ and head $h$ on a fixed set of held-out
-# sequences $x$ at step 0 (the initialisation), at steps 1, 2, 4, 8, ... early on, then at regular steps. The **mean rank** at a step is
+# sequences $x$ at step 0 (the initialisation), at steps 1, 2, 4, 8, ... early on, then at regular steps. The
+# **mean rank** at a step is
 #
 # $$\bar r(t) = \frac{1}{L\,H\,B} \sum_{\ell=1}^{L} \sum_{h=1}^{H} \sum_{b=1}^{B} r\big(A^{(\ell,h)}(x_b; \theta_t)\big),$$
 #
