@@ -20,7 +20,7 @@ profile = "auto"
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
-from attnrank import book, evidence, experiments, runs
+from attnrank import book, evidence, experiments, profiles, runs
 
 book.check_parameters(globals(), ("profile", "dataset"))
 profile = book.setup(profile)
@@ -91,6 +91,14 @@ defaults  # each value as written in the profile (integers stay integers)
 # %%
 book.glue_all(evidence.paper_facts("repro"))
 grids
+
+# %% [markdown]
+# The sizes of the work that is not a run of the profile's sweep (the theory chapter's propositions, the target
+# chapter's toy task; `attnrank.profiles.PRESETS`), and the runs that chapters train at other sizes than the
+# build's profile (`attnrank.profiles.RUN_PRESETS`):
+
+# %%
+display(profiles.preset_table(), profiles.run_preset_table())
 
 # %% [markdown]
 # ## Running the `paper` profile on a GPU

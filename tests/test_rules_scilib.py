@@ -161,3 +161,20 @@ def test_presets_sit_beside_the_profiles_and_print():
     with pytest.raises(ConfigError) as err:
         preset("nope")
     assert err.value.param == "chapter"
+
+
+def test_run_presets_sit_beside_the_profiles_and_print():
+    """The runs chapters train at other sizes than the build's profile (sequence lengths, the causal
+    chapter) are set in one table beside the profiles, which the reproducibility chapter prints."""
+    from attnrank import causal, experiments
+    from attnrank.profiles import PROFILES, RUN_PRESETS, run_preset_table
+
+    assert experiments.SEQ_LEN_PRESET is RUN_PRESETS["seq_len"]
+    assert causal.PRESETS["quick"] == ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20})
+    assert {c.seed for c in causal.causal_runs("ci")} == set(RUN_PRESETS["causal"]["ci"]["seeds"]) == set(range(5))
+    assert {(c.profile, c.max_steps) for c in experiments.seq_len_sweep("quick")} == {("ci", 160)}
+    table = run_preset_table()
+    row = table[(table.chapter == "causal") & (table["build profile"] == "quick")].iloc[0]
+    assert (row["sizes of"], row.overrides, row.seeds) == ("ci", "max_steps=200, warmup_steps=20, rank_every=20",
+                                                           "0, 1, 2, 3, 4")
+    assert len(table) == len(RUN_PRESETS) * len(PROFILES)

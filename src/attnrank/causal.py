@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError, check_real
-from .profiles import ARCHS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
+from .profiles import ARCHS, RUN_PRESETS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
 
 __all__ = ["P3_CONDITIONS", "CELLS", "CELL_LABELS", "PRESETS", "twin_scale", "causal_runs", "label_cells", "outcomes",
            "OUTCOMES", "effects", "eval_temperatures", "runs_text", "twins_table", "twin_gaps", "effects_table",
@@ -46,15 +46,11 @@ CELLS = ("stock", "init", "lr", "twin", "tau")
 CELL_LABELS = {"stock": "tau = 1", "init": "init x s", "lr": "q/k lr x s", "twin": "init x s, lr x s (twin)",
                "tau": "tau"}
 
-#: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides: at
-#: ``quick`` the ``ci`` sizes with more steps, at ``paper`` the ``quick`` sizes, so that the 50 runs
-#: of the chapter fit the build's time budget.
-PRESETS = {
-    "ci": ("ci", {}),
-    "quick": ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20}),
-    "paper": ("quick", {}),
-    "long": ("quick", {}),  # the opt-in CPU profile: a step up from quick's preset, at the quick sizes
-}
+#: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
+#: (:data:`attnrank.profiles.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
+#: steps, at ``paper`` and ``long`` the ``quick`` sizes, so that the 50 runs of the chapter fit the
+#: build's time budget.
+PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
 
 
 def twin_scale(tau: float) -> float:
@@ -66,9 +62,9 @@ def twin_scale(tau: float) -> float:
     return 1.0 / math.sqrt(check_tau(tau))
 
 
-def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=(0, 1, 2, 3, 4), archs=ARCHS,
+def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=ARCHS,
                 dataset: str | None = None) -> list[RunConfig]:
-    """The configs of the chapter: :data:`CELLS` x ``seeds`` x ``archs`` at the profile's preset,
+    """The configs of the chapter: :data:`CELLS` x ``seeds`` (None: the preset's) x ``archs`` at the profile's preset,
     trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
 
     Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
@@ -77,7 +73,9 @@ def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=(0, 1, 2, 3, 
     Raises:
         ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds`` or ``dataset`` for invalid values.
     """
-    sizes, overrides = PRESETS[resolve_profile(profile)]
+    profile = resolve_profile(profile)
+    sizes, overrides = PRESETS[profile]
+    seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
     s = twin_scale(tau)
     settings = {"stock": dict(), "init": dict(qk_init_scale=s), "lr": dict(qk_lr_scale=s),
                 "twin": dict(qk_init_scale=s, qk_lr_scale=s), "tau": dict(tau=tau)}

@@ -13,7 +13,7 @@ import dataclasses
 
 from .errors import ConfigError, check_positive_int
 from .models import ARCHS, check_tau
-from .profiles import RunConfig, default_dataset, resolve_config, resolve_profile
+from .profiles import RUN_PRESETS, RunConfig, default_dataset, resolve_config, resolve_profile
 
 __all__ = ["PRIMARY_MEASURE", "TAU_GRID", "SWEEP_DEFAULTS", "sweep_defaults", "tau_sweep", "head_dim_sweep", "main_sweep",
            "SEQ_LENS", "SEQ_LEN_PRESET", "seq_len_sweep", "CHAPTERS", "book_runs",
@@ -105,15 +105,8 @@ def main_sweep(profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, se
 SEQ_LENS = (32, 64, 128, 256)
 
 #: Per profile: the profile whose sizes the sequence-length runs have (at ``tau = 1``, with
-#: ``max_len`` varied), further overrides and the seeds. Eight settings cost what a short
-#: chapter may add to a cold build: ``ci`` sizes at ``ci`` and, trained four times as long,
-#: at ``quick``; ``quick`` sizes at ``long`` and ``paper``.
-SEQ_LEN_PRESET = {
-    "ci": dict(sizes="ci", overrides={}, seeds=(0, 1, 2)),
-    "quick": dict(sizes="ci", overrides=dict(max_steps=160, warmup_steps=16, rank_every=40), seeds=(0, 1, 2)),
-    "long": dict(sizes="quick", overrides={}, seeds=(0, 1)),
-    "paper": dict(sizes="quick", overrides={}, seeds=(0, 1, 2)),
-}
+#: ``max_len`` varied), further overrides and the seeds (:data:`attnrank.profiles.RUN_PRESETS`).
+SEQ_LEN_PRESET = RUN_PRESETS["seq_len"]
 
 
 def seq_len_sweep(profile: str = "auto", archs=ARCHS, seq_lens=None, seeds=None, dataset=None) -> list[RunConfig]:

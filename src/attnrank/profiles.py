@@ -41,6 +41,8 @@ __all__ = [
     "PRESETS",
     "preset",
     "preset_table",
+    "RUN_PRESETS",
+    "run_preset_table",
     "PROFILES", "ARCHS", "TAU_RANGE", "QK_SCALE_RANGE", "SEED_RANGE", "INT_MAX", "FIELD_CHECKS", "RunConfig", "check_tau",
     "resolve_heads", "memory_estimate", "resolve_profile", "resolve_config", "profile_defaults",
     "default_dataset", "base_profile",
@@ -442,6 +444,40 @@ PRESETS = {
                       head_dims=[1, 2, 4, 16, 32, 64, 128], n_seeds=6, log_every=20),
     },
 }
+
+
+#: Per chapter and profile, the runs a chapter trains at sizes other than the build's own
+#: profile: ``sizes`` (the profile whose defaults they take; their config's ``profile`` names
+#: it), ``overrides`` of those defaults and ``seeds``. Each costs what a short chapter may add
+#: to a cold build: the theory chapter's sequence lengths (``max_len`` varied over
+#: ``attnrank.experiments.SEQ_LENS``) and the causal chapter's 2 x 2 and twins at ``ci`` sizes
+#: for ``ci`` and ``quick`` builds (trained longer at ``quick``), at ``quick`` sizes for ``long``
+#: and ``paper``.
+RUN_PRESETS = {
+    "seq_len": {
+        "ci": dict(sizes="ci", overrides={}, seeds=(0, 1, 2)),
+        "quick": dict(sizes="ci", overrides=dict(max_steps=160, warmup_steps=16, rank_every=40), seeds=(0, 1, 2)),
+        "paper": dict(sizes="quick", overrides={}, seeds=(0, 1, 2)),
+        "long": dict(sizes="quick", overrides={}, seeds=(0, 1)),
+    },
+    "causal": {
+        "ci": dict(sizes="ci", overrides={}, seeds=(0, 1, 2, 3, 4)),
+        "quick": dict(sizes="ci", overrides=dict(max_steps=200, warmup_steps=20, rank_every=20), seeds=(0, 1, 2, 3, 4)),
+        "paper": dict(sizes="quick", overrides={}, seeds=(0, 1, 2, 3, 4)),
+        "long": dict(sizes="quick", overrides={}, seeds=(0, 1, 2, 3, 4)),
+    },
+}
+
+
+def run_preset_table():
+    """:data:`RUN_PRESETS` as a table: one row per chapter and profile of the build, with the sizes'
+    profile, the overrides and the seeds (text)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"chapter": c, "build profile": p, "sizes of": v["sizes"],
+                          "overrides": ", ".join(f"{k}={x}" for k, x in v["overrides"].items()) or "none",
+                          "seeds": ", ".join(map(str, v["seeds"]))}
+                         for c in RUN_PRESETS for p, v in RUN_PRESETS[c].items()])
 
 
 def preset(chapter: str, profile: str = "auto") -> dict:
