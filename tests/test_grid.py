@@ -264,6 +264,10 @@ def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("130 runs of the ci profile, 0 stored, 130 to train") and "process pool:" in out
+    # runs that differ beyond arch, tau, heads and seed say how (the causal chapter's query/key scales)
+    assert main(["sweep", "--profile", "ci", "--chapters", "causal", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "qk_init_scale=10" in out and "qk_lr_scale=10" in out and "max_grad_norm=0" in out
     # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1;
     # the causal chapter adds its 2 x 2 and twins
     assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 and experiments.book_runs("ci", ["target"]) == []

@@ -183,6 +183,8 @@ def test_resolve_profile_auto_honours_environment(monkeypatch):
     assert resolve_profile("auto") == ("paper" if torch.cuda.is_available() else "quick")
     monkeypatch.setenv("ATTNRANK_PROFILE", "")
     assert resolve_profile("auto") == ("paper" if torch.cuda.is_available() else "quick")
+    monkeypatch.setenv("ATTNRANK_PROFILE", "auto")  # the variable takes what --profile takes
+    assert resolve_profile("auto") == ("paper" if torch.cuda.is_available() else "quick")
 
 
 def test_bad_environment_profile_raises(monkeypatch):

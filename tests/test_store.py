@@ -172,3 +172,19 @@ def test_equal_weights_give_byte_identical_files(tmp_path):
         fresh.load_state_dict(state, strict=False)
         for name, t in model.state_dict().items():
             assert torch.equal(fresh.state_dict()[name], t), name
+
+
+def test_nothing_is_loaded_with_pickle_or_remote_code():
+    """No module of the library can unpickle or run a hub repository's code: no `torch.load`, no
+    `pickle`, no pandas/NumPy pickles, no `trust_remote_code=True`.
+
+    README guarantee: "Safe loading." (the stored weights are read with `safetensors`, tested above)."""
+    import re
+
+    import attnrank
+
+    patterns = [r"torch\.load\(", r"^\s*(?:import|from)\s+(?:c?pickle|joblib|dill)\b", r"pickle\.loads?\(",
+                r"read_pickle\(", r"to_pickle\(", r"allow_pickle\s*=\s*True", r"trust_remote_code\s*=\s*True"]
+    found = [f"{p.name}: {m.group(0).strip()}" for p in Path(attnrank.__file__).parent.rglob("*.py")
+             for pattern in patterns for m in re.finditer(pattern, p.read_text(), flags=re.M)]
+    assert not found, found

@@ -121,7 +121,7 @@ def _sweep(args) -> int:
         todo = table[~table.stored]
         print(f"{len(table)} runs of the {profile} profile, {int(table.stored.sum())} stored, {len(todo)} to train")
         if len(todo):
-            print(todo.drop(columns=["stored", "profile"]).to_string(index=False))
+            print(todo.drop(columns=["stored"]).to_string(index=False))
         if args.executor == "process":
             print(f"process pool: {args.workers or default_workers(int(table.threads.max()) if len(table) else 1)} workers")
         return 0
@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     number("--qk-decay-scale", float, help="factor on the weight decay of the query/key weights (default 1; 0: none)")
     number("--adam-epsilon", float, help="Adam's epsilon (default 1e-8)")
     number("--max-grad-norm", float, help="gradient clipping norm (default 1; 0: no clipping)")
-    t.add_argument("--dataset", default=None, help="shakespeare (offline default) or hf:NAME[:CONFIG]")
+    t.add_argument("--dataset", default=None,
+                   help="shakespeare (offline default) or hf:NAME[:CONFIG] (a hub dataset or a local folder)")
     t.add_argument("--force", action="store_true", help="train again even if stored")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)

@@ -105,8 +105,19 @@ def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> N
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[i % len(gpus)]
 
 
+def _settings(c: RunConfig) -> str:
+    """The fields of ``c`` other than its sizes' profile's defaults, beside ``arch, tau, heads, seed,
+    threads`` (e.g. ``"max_len=128"``, ``"qk_init_scale=10, ..."``), or ``""``."""
+    from .profiles import profile_defaults
+
+    base, shown = profile_defaults(c.profile), {"tau", "num_heads", "seed", "threads"}
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in c.to_dict().items()
+                     if k in base and k not in shown and v != base[k])
+
+
 def plan(configs) -> pd.DataFrame:
-    """One row per config: ``arch, tau, head_dim, seed, threads, key, stored`` (a complete run exists).
+    """One row per config: ``arch, profile, tau, head_dim, seed, threads, settings`` (the fields that
+    differ from its profile's defaults), ``key, stored`` (a complete run exists).
 
     Raises:
         ConfigError: for something that is not a :class:`RunConfig`, or under ``torchrun``
@@ -122,8 +133,9 @@ def plan(configs) -> pd.DataFrame:
         path = store.runs_dir() / f"{c.arch}-{key}"
         stored = path.exists() and store._read(path) is not None
         rows.append({"arch": c.arch, "profile": c.profile, "tau": c.tau, "head_dim": c.head_dim, "seed": c.seed,
-                     "threads": c.threads, "key": key, "stored": stored})
-    return pd.DataFrame(rows, columns=["arch", "profile", "tau", "head_dim", "seed", "threads", "key", "stored"])
+                     "threads": c.threads, "settings": _settings(c), "key": key, "stored": stored})
+    return pd.DataFrame(rows, columns=["arch", "profile", "tau", "head_dim", "seed", "threads", "settings", "key",
+                                       "stored"])
 
 
 def _label(c: RunConfig) -> str:

@@ -317,15 +317,16 @@ _PROFILE_DEFAULTS["long"] = dict(_PROFILE_DEFAULTS["quick"], log_every=20,
 def resolve_profile(profile: str = "auto") -> str:
     """Return a concrete profile name for ``profile`` (``auto`` or one of :data:`PROFILES`).
 
-    ``auto`` reads ``ATTNRANK_PROFILE`` if set, else picks ``paper`` on CUDA and ``quick``
-    otherwise. Raises :class:`ConfigError` naming ``profile`` for anything else.
+    ``auto`` reads ``ATTNRANK_PROFILE`` if set (to a profile, or to ``auto`` itself, the same
+    as unset), else picks ``paper`` on CUDA and ``quick`` otherwise. Raises
+    :class:`ConfigError` naming ``profile`` (or ``ATTNRANK_PROFILE``) for anything else.
     """
     check_choice("profile", profile, ("auto",) + PROFILES)
     if profile != "auto":
         return profile
     env = os.environ.get("ATTNRANK_PROFILE")
-    if env:
-        check_choice("ATTNRANK_PROFILE", env, PROFILES)
+    if env and env != "auto":
+        check_choice("ATTNRANK_PROFILE", env, ("auto",) + PROFILES)
         return env
     import torch
 
