@@ -90,6 +90,17 @@ class DynamicsResult:
     judged: dict = field(default_factory=dict)
 
 
+def _by_arch(runs: pd.DataFrame, x_col: str, y_col: str, res, *, seed, n_resamples):
+    """Per architecture (sorted): Spearman's rho of ``x_col`` and ``y_col`` across runs and within
+    temperatures, stored in ``res.rho[arch]`` and ``res.within[arch]``; yields ``(arch, x, y)``."""
+    for a in sorted(runs.arch.unique()):
+        d = runs[runs.arch == a]
+        x, y = d[x_col].to_numpy(float), d[y_col].to_numpy(float)
+        res.rho[a] = stats.spearman(x, y, seed=seed, n_resamples=n_resamples)
+        res.within[a] = stats.spearman_within(x, y, d.tau.to_numpy(float), seed=seed, n_resamples=n_resamples)
+        yield a, x, y
+
+
 def dynamics_rule(runs: pd.DataFrame, measure: str, *, tolerance: float = 0.1, rho_min: float = RHO_MIN,
                   seed: int = 0, n_resamples: int = stats.N_RESAMPLES) -> DynamicsResult:
     """Is the mean rank predictable from initialisation and stable through training?
@@ -111,11 +122,7 @@ def dynamics_rule(runs: pd.DataFrame, measure: str, *, tolerance: float = 0.1, r
     ini, fin = f"initial_{measure}", f"final_{measure}"
     _need(runs, ["arch", "tau", ini, fin])
     res = DynamicsResult(status=verdicts.INCONCLUSIVE)
-    for a in sorted(runs.arch.unique()):
-        d = runs[runs.arch == a]
-        x, y = d[ini].to_numpy(float), d[fin].to_numpy(float)
-        res.rho[a] = stats.spearman(x, y, seed=seed, n_resamples=n_resamples)
-        res.within[a] = stats.spearman_within(x, y, d.tau.to_numpy(float), seed=seed, n_resamples=n_resamples)
+    for a, x, y in _by_arch(runs, ini, fin, res, seed=seed, n_resamples=n_resamples):
         with np.errstate(invalid="ignore", divide="ignore"):
             rel = np.abs(y - x) / x
         res.change[a] = stats.median_ci(rel)
@@ -162,11 +169,7 @@ def loss_rule(runs: pd.DataFrame, measure: str, *, outcome: str = "final_val_los
     ini = f"initial_{measure}"
     _need(runs, ["arch", "tau", ini, outcome])
     res = LossResult(status=verdicts.INCONCLUSIVE)
-    for a in sorted(runs.arch.unique()):
-        d = runs[runs.arch == a]
-        x, y = d[ini].to_numpy(float), d[outcome].to_numpy(float)
-        res.rho[a] = stats.spearman(x, y, seed=seed, n_resamples=n_resamples)
-        res.within[a] = stats.spearman_within(x, y, d.tau.to_numpy(float), seed=seed, n_resamples=n_resamples)
+    for a, _, _ in _by_arch(runs, ini, outcome, res, seed=seed, n_resamples=n_resamples):
         res.judged[a] = verdicts.judge(res.within[a], 0.0, "below", effect=effect)
         res.per_arch[a] = verdicts.combine([verdicts.classify(res.rho[a], 0.0, "below"), res.judged[a].status])
     res.status = verdicts.combine(res.per_arch.values())
