@@ -56,8 +56,13 @@ book.check_parameters(globals(), ("profile", "seeds", "tau", "eval_taus", "datas
 profile = book.setup(profile)
 PRIMARY = experiments.PRIMARY_MEASURE
 seeds = seeds or list(range(5))
-book.glue_all({"causal_tau": rules.fmt_setting(tau), "causal_s": f"{causal.twin_scale(tau):.3g}",
-               "causal_eps": f"{causal.P3_CONDITIONS['adam_epsilon']:g}"})
+book.glue_all(
+    {
+        "causal_tau": rules.fmt_setting(tau),
+        "causal_s": f"{causal.twin_scale(tau):.3g}",
+        "causal_eps": f"{causal.P3_CONDITIONS['adam_epsilon']:g}",
+    }
+)
 
 # %% [markdown]
 # ## The runs

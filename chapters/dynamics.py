@@ -29,8 +29,8 @@ profile = "auto"
 seeds = None
 taus = None
 head_dims = None
-heatmap_tau = 1.0        # temperature ratio of the layer x head heat maps (must be in the sweep)
-stable_tolerance = 0.1   # a run is "stable" if its relative change of mean rank is at most this
+heatmap_tau = 1.0  # temperature ratio of the layer x head heat maps (must be in the sweep)
+stable_tolerance = 0.1  # a run is "stable" if its relative change of mean rank is at most this
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
@@ -43,7 +43,9 @@ from attnrank import baselines, book, evidence, experiments, plots, rank, rules
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance", "dataset"))
+book.check_parameters(
+    globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance", "dataset")
+)
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 evidence.check_in_grid("heatmap_tau", heatmap_tau, grid["taus"])
 profile = book.setup(profile)
@@ -66,9 +68,15 @@ sweep = evidence.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds,
 default_head_dim, ok_runs = resolve_config("bert", profile).head_dim, sweep[sweep.status == "complete"]
 t_loaded = time.perf_counter()  # the analysis below reads the store only
 n_seeds, max_len = sweep.seed.nunique(), int(sweep.max_len.iloc[0])
-book.glue_all({**evidence.sweep_facts("dynamics", sweep, grid), "dynamics_rho_min": rules.RHO_MIN,
-               "dynamics_default_head_dim": default_head_dim, "dynamics_n": max_len,
-               "dynamics_steps": int(ok_runs.steps.max()) if len(ok_runs) else 0})
+book.glue_all(
+    {
+        **evidence.sweep_facts("dynamics", sweep, grid),
+        "dynamics_rho_min": rules.RHO_MIN,
+        "dynamics_default_head_dim": default_head_dim,
+        "dynamics_n": max_len,
+        "dynamics_steps": int(ok_runs.steps.max()) if len(ok_runs) else 0,
+    }
+)
 display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a cross in every figure:"))
 
 # %% [markdown]
@@ -124,15 +132,23 @@ tau_runs = sweep[sweep.sweep == "temperature grid"]
 d = summary[summary.key.isin(tau_runs.key)]
 fig = tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)")
 g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
-book.glue_all({"dynamics_gpt2_tau1_init": f"{g1[f'initial_{m}'].mean():.1f}",
-               "dynamics_gpt2_tau1_final": f"{g1[f'final_{m}'].mean():.1f}",
-               "dynamics_uniform_causal": f"{uniform['gpt2'][m]:.1f}", "dynamics_primary_label": MEASURES[m].label})
-book.show(fig, d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
-          "dynamics_rank_trajectories",
-          f"Mean rank through training for every measure (rows), BERT and GPT-2 (columns), one curve per "
-          f"temperature ratio tau (colour, log scale; tau = 1 bold), head dimension {default_head_dim}. "
-          f"Line: mean over seeds; band: min-max over seeds. Dotted: uniform attention, causal for GPT-2, "
-          f"bidirectional for BERT. ({evidence.caption(tau_runs, profile)}).")
+book.glue_all(
+    {
+        "dynamics_gpt2_tau1_init": f"{g1[f'initial_{m}'].mean():.1f}",
+        "dynamics_gpt2_tau1_final": f"{g1[f'final_{m}'].mean():.1f}",
+        "dynamics_uniform_causal": f"{uniform['gpt2'][m]:.1f}",
+        "dynamics_primary_label": MEASURES[m].label,
+    }
+)
+book.show(
+    fig,
+    d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
+    "dynamics_rank_trajectories",
+    f"Mean rank through training for every measure (rows), BERT and GPT-2 (columns), one curve per "
+    f"temperature ratio tau (colour, log scale; tau = 1 bold), head dimension {default_head_dim}. "
+    f"Line: mean over seeds; band: min-max over seeds. Dotted: uniform attention, causal for GPT-2, "
+    f"bidirectional for BERT. ({evidence.caption(tau_runs, profile)}).",
+)
 
 # %% [markdown]
 # Read the figure row by row: the temperature largely sorts the curves at step 0, and the question is whether the
@@ -148,11 +164,14 @@ hd_taus = sorted({1.0, min(grid["taus"])})
 hd_runs = sweep[sweep.tau.isin(hd_taus)]
 d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
 fig = tplots.head_dim_trajectories(d, highlight=default_head_dim, ylabel=MEASURES[m].label)
-book.show(fig, d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
-          "dynamics_rank_trajectories_head_dim",
-          f"Mean rank ({MEASURES[m].label}) through training for each head dimension (colour, log scale) at fixed "
-          f"width, at tau = {', '.join(f'{t:g}' for t in hd_taus)} (columns). Line: mean over seeds; band: min-max "
-          f"over seeds. ({evidence.caption(hd_runs, profile)}).")
+book.show(
+    fig,
+    d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
+    "dynamics_rank_trajectories_head_dim",
+    f"Mean rank ({MEASURES[m].label}) through training for each head dimension (colour, log scale) at fixed "
+    f"width, at tau = {', '.join(f'{t:g}' for t in hd_taus)} (columns). Line: mean over seeds; band: min-max "
+    f"over seeds. ({evidence.caption(hd_runs, profile)}).",
+)
 
 # %% [markdown]
 # ## Does the initial rank predict the final rank?
@@ -170,17 +189,32 @@ book.show(fig, d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "ste
 # %%
 results = {mm: rules.dynamics_rule(ok_runs, mm, tolerance=stable_tolerance) for mm in rank_measures_only}
 res = results[m]
-book.glue_all({**evidence.estimate_texts("dynamics", {"rho": res.rho, "within": res.within}),
-               **{f"dynamics_n_ok_{a}": e.n for a, e in res.rho.items()}})
+book.glue_all(
+    {
+        **evidence.estimate_texts("dynamics", {"rho": res.rho, "within": res.within}),
+        **{f"dynamics_n_ok_{a}": e.n for a, e in res.rho.items()},
+    }
+)
 d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
-fig = tplots.run_scatter(d, x=f"initial_{m}", y=f"final_{m}", hue="tau", identity=True,
-                         annotations=rules.correlation_notes(res), xlabel=f"initial mean rank ({MEASURES[m].label})",
-                         ylabel="final mean rank")
-book.show(fig, d, "dynamics_initial_vs_final",
-          f"Final against initial mean rank ({MEASURES[m].label}), one point per run of the main sweep (temperature "
-          f"and head-dimension grids), colour = tau (log scale). Dashed: final = initial. Text: Spearman rho (95% BCa "
-          f"bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect; stratified "
-          f"bootstrap). ({evidence.caption(sweep, profile)}).")
+fig = tplots.run_scatter(
+    d,
+    x=f"initial_{m}",
+    y=f"final_{m}",
+    hue="tau",
+    identity=True,
+    annotations=rules.correlation_notes(res),
+    xlabel=f"initial mean rank ({MEASURES[m].label})",
+    ylabel="final mean rank",
+)
+book.show(
+    fig,
+    d,
+    "dynamics_initial_vs_final",
+    f"Final against initial mean rank ({MEASURES[m].label}), one point per run of the main sweep (temperature "
+    f"and head-dimension grids), colour = tau (log scale). Dashed: final = initial. Text: Spearman rho (95% BCa "
+    f"bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect; stratified "
+    f"bootstrap). ({evidence.caption(sweep, profile)}).",
+)
 
 # %% [markdown]
 # On the primary measure, Spearman's $\rho$ between initial and final mean rank is {glue:text}`dynamics_rho_bert` for
@@ -207,12 +241,22 @@ rules.correlation_table(results, labels, ARCH_LABELS)
 # %%
 change = rules.relative_change(ok_runs, rank_measures_only)
 book.glue("dynamics_tolerance_pct", f"{stable_tolerance:.0%}")
-fig = tplots.change_distribution(change, x="rel_change", y="measure", y_labels=labels, reference=stable_tolerance,
-                                 xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$")
-book.show(fig, change, "dynamics_relative_change",
-          f"Relative change of mean rank from the first to the last probe, one dot per complete run, per rank measure "
-          f"and architecture (box: quartiles). Dotted: the stability tolerance {stable_tolerance:g}. "
-          f"({evidence.caption(sweep, profile)}).")
+fig = tplots.change_distribution(
+    change,
+    x="rel_change",
+    y="measure",
+    y_labels=labels,
+    reference=stable_tolerance,
+    xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$",
+)
+book.show(
+    fig,
+    change,
+    "dynamics_relative_change",
+    f"Relative change of mean rank from the first to the last probe, one dot per complete run, per rank measure "
+    f"and architecture (box: quartiles). Dotted: the stability tolerance {stable_tolerance:g}. "
+    f"({evidence.caption(sweep, profile)}).",
+)
 
 # %%
 S = rules.stability_table(change, stable_tolerance)
@@ -240,10 +284,14 @@ heat_ok = heat_runs[heat_runs.status == "complete"]
 heat = evidence.layer_head_means(heat_ok, m)
 book.glue("dynamics_heatmap_tau", f"{heatmap_tau:g}")
 fig = tplots.layer_head_heatmaps(heat, value="value", cbar_label=MEASURES[m].label)
-book.show(fig, heat, "dynamics_layer_head",
-          f"Rank ({MEASURES[m].label}) of each layer (rows) and head (columns) at the first and last probe and their "
-          f"difference, tau = {heatmap_tau:g}, head dimension {default_head_dim}, mean over probe sequences and "
-          f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).")
+book.show(
+    fig,
+    heat,
+    "dynamics_layer_head",
+    f"Rank ({MEASURES[m].label}) of each layer (rows) and head (columns) at the first and last probe and their "
+    f"difference, tau = {heatmap_tau:g}, head dimension {default_head_dim}, mean over probe sequences and "
+    f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).",
+)
 book.glue_all({f"dynamics_head_max_change_{a}": f"{v:.0%}" for a, v in evidence.head_changes(heat).items()})
 
 # %% [markdown]
@@ -260,8 +308,9 @@ book.glue_all({f"dynamics_head_max_change_{a}": f"{v:.0%}" for a, v in evidence.
 
 # %%
 regime = baselines.regime_text(ok_runs, evidence.ngram_references(profile, res.rho)[0], ARCH_LABELS)
-summary_text = rules.dynamics_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds,
-                                      tolerance=stable_tolerance, regime=regime)
+summary_text = rules.dynamics_summary(
+    res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds, tolerance=stable_tolerance, regime=regime
+)
 book.verdict("dynamics", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
 evidence.verdict_table(results)
 

@@ -59,6 +59,7 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 
 # %%
 import time
+
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -82,18 +83,33 @@ PRIMARY, fmt_tau = experiments.PRIMARY_MEASURE, rules.fmt_setting  # grid values
 
 # %%
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-sweep_runs = runs.table(experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
+sweep_runs = runs.table(
+    experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False
+)
 TAU_MIN = float(min(grid["taus"]))
 HD_TAUS = sorted({1.0, TAU_MIN}, reverse=True)
 head_dim0, hidden = resolve_config("bert", profile).head_dim, resolve_config("bert", profile).hidden_size
 hd_runs = evidence.grid_runs(sweep_runs, head_dims=grid["head_dims"], taus=HD_TAUS)
 t_runs = sweep_runs[(sweep_runs.head_dim == head_dim0) & sweep_runs.tau.isin(grid["taus"])]
 n_seeds, n_failed = sweep_runs.seed.nunique(), int((sweep_runs.status != "complete").sum())
-book.glue_all({"headdim_n_runs": len(hd_runs), "headdim_n_seeds": int(n_seeds), "headdim_hidden": int(hidden),
-               "headdim_n_failed": n_failed, "headdim_tau_min": fmt_tau(TAU_MIN)})
+book.glue_all(
+    {
+        "headdim_n_runs": len(hd_runs),
+        "headdim_n_seeds": int(n_seeds),
+        "headdim_hidden": int(hidden),
+        "headdim_n_failed": n_failed,
+        "headdim_tau_min": fmt_tau(TAU_MIN),
+    }
+)
 display(Markdown(evidence.head_dim_grid_text(hd_runs, profile, grid["head_dims"], hidden, HD_TAUS)))
-display(*evidence.failures(sweep_runs, None, ("arch", "tau", "head_dim", "seed", "status", "failure_step",
-                                              "failure_reason"), none="No run of the sweep diverged."))
+display(
+    *evidence.failures(
+        sweep_runs,
+        None,
+        ("arch", "tau", "head_dim", "seed", "status", "failure_step", "failure_reason"),
+        none="No run of the sweep diverged.",
+    )
+)
 
 # %% [markdown]
 # {glue:text}`headdim_n_runs` runs at hidden size {glue:text}`headdim_hidden`, {glue:text}`headdim_n_seeds` seeds per
@@ -111,16 +127,36 @@ display(*evidence.failures(sweep_runs, None, ("arch", "tau", "head_dim", "seed",
 
 # %%
 t0 = time.perf_counter()  # per (layer, sequence, head) of each freshly initialised model, seed 0
-init = pd.concat([evidence.init_statistics(resolve_config(a, profile, tau=t, head_dim=h, seed=0), bounds=True,
-                                       measures=("rank_rtol_1e-2", "rank_rtol_1e-4"))
-                  for a in ("bert", "gpt2") for h in grid["head_dims"] for t in HD_TAUS], ignore_index=True)
+init = pd.concat(
+    [
+        evidence.init_statistics(
+            resolve_config(a, profile, tau=t, head_dim=h, seed=0),
+            bounds=True,
+            measures=("rank_rtol_1e-2", "rank_rtol_1e-4"),
+        )
+        for a in ("bert", "gpt2")
+        for h in grid["head_dims"]
+        for t in HD_TAUS
+    ],
+    ignore_index=True,
+)
 theory_seconds = time.perf_counter() - t0
-scale = init.groupby(["arch", "tau", "head_dim"]).agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median")).reset_index()
+scale = (
+    init.groupby(["arch", "tau", "head_dim"]).agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median")).reset_index()
+)
 display(Markdown("Logit scale at initialisation (mean within-row sd of the logits; median half-range M), seed 0:"))
-display(scale.assign(tau=scale.tau.map(fmt_tau)).pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd").round(4))
+display(
+    scale.assign(tau=scale.tau.map(fmt_tau))
+    .pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd")
+    .round(4)
+)
 n_tok = int(init.n.iloc[0])
-book.glue_all({**evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": TAU_MIN}, prefix="headdim_logit_sd_"),
-               "headdim_n": n_tok})
+book.glue_all(
+    {
+        **evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": TAU_MIN}, prefix="headdim_logit_sd_"),
+        "headdim_n": n_tok,
+    }
+)
 
 # %% [markdown]
 # The logit scale hardly depends on the head dimension (the $1/\sqrt{d_\mathrm{head}}$ in $T$ is there for that):
@@ -133,7 +169,9 @@ book.glue_all({**evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": TAU_M
 
 # %%
 limits = baselines.iid_limits(scale.groupby(["arch", "tau"]).logit_sd.mean().reset_index(), n_tok, mc_samples)
-display(limits.assign(tau=limits.tau.map(fmt_tau)).pivot(index="measure", columns=["arch", "tau"], values="value").round(2))
+display(
+    limits.assign(tau=limits.tau.map(fmt_tau)).pivot(index="measure", columns=["arch", "tau"], values="value").round(2)
+)
 uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
 book.glue_all({f"headdim_uniform_{a}": u[PRIMARY] for a, u in uniform.items()})
 
@@ -161,15 +199,21 @@ for t in HD_TAUS:
     lim = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
     refs = pd.concat(([staircase] if small_logits[t] else []) + [lim, uni], ignore_index=True)
     fig = sweeps.by_setting(d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_tau(t)}")
-    book.show(fig, pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
-              f"headdim_rank_vs_head_dim_tau{fmt_tau(t)}",
-              f"Attention rank against head dimension at fixed hidden size {hidden} and tau = {fmt_tau(t)}, one panel per "
-              f"measure: initialisation (solid) and after training (dashed), mean over seeds with +-1 sd bars; "
-              + ("grey: P1 staircase r_1, r_2 (capped at n); " if small_logits[t] else
-                 "no staircase: at this temperature the P1 bound computed from the logits is n; ")
-              + f"coloured horizontal: P1' limit for i.i.d. Gaussian logits of the same scale and uniform "
-              f"attention (causal for GPT-2), the content-free baseline "
-              f"({mc_samples} Monte Carlo matrices) ({evidence.caption(d, profile)}).")
+    book.show(
+        fig,
+        pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
+        f"headdim_rank_vs_head_dim_tau{fmt_tau(t)}",
+        f"Attention rank against head dimension at fixed hidden size {hidden} and tau = {fmt_tau(t)}, one panel per "
+        f"measure: initialisation (solid) and after training (dashed), mean over seeds with +-1 sd bars; "
+        + (
+            "grey: P1 staircase r_1, r_2 (capped at n); "
+            if small_logits[t]
+            else "no staircase: at this temperature the P1 bound computed from the logits is n; "
+        )
+        + f"coloured horizontal: P1' limit for i.i.d. Gaussian logits of the same scale and uniform "
+        f"attention (causal for GPT-2), the content-free baseline "
+        f"({mc_samples} Monte Carlo matrices) ({evidence.caption(d, profile)}).",
+    )
 
 # %% [markdown]
 # ### How close is the staircase bound?
@@ -209,21 +253,39 @@ EFFECT = 1.0  # pre-registered: a difference of one unit of effective rank betwe
 lever_v, loss_lv, lv_min = evidence.lever_verdicts(t_runs, hd1, hdmin, primary=PRIMARY, effect=EFFECT)
 lv = lever_v[PRIMARY]
 eff = rules.lever_effects({f"initial {rank.MEASURES[PRIMARY].label}": lv, "final validation loss": loss_lv})
-fig = sweeps.effect_forest(eff, xlabels={f"initial {rank.MEASURES[PRIMARY].label}": "range of the mean over the grid",
-                                         "final validation loss": "range of the mean over the grid (nats/token)"})
-book.show(fig, eff, "headdim_effect_sizes",
-          f"How far each lever moves the mean over its whole grid (range of the seed means, a magnitude): the initial "
-          f"primary rank (left) and the final validation loss (right); tau over its grid of {len(grid['taus'])} values "
-          f"at head dimension {head_dim0}, d_head over {', '.join(map(fmt_tau, grid['head_dims']))} at hidden size "
-          f"{hidden} and tau = 1, and their difference; 95% stratified-bootstrap intervals over runs "
-          f"({evidence.caption(pd.concat([t_runs, hd1]), profile)}).")
-display(Markdown("The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension "
-                 "change with a Welch-t interval):"))
+fig = sweeps.effect_forest(
+    eff,
+    xlabels={
+        f"initial {rank.MEASURES[PRIMARY].label}": "range of the mean over the grid",
+        "final validation loss": "range of the mean over the grid (nats/token)",
+    },
+)
+book.show(
+    fig,
+    eff,
+    "headdim_effect_sizes",
+    f"How far each lever moves the mean over its whole grid (range of the seed means, a magnitude): the initial "
+    f"primary rank (left) and the final validation loss (right); tau over its grid of {len(grid['taus'])} values "
+    f"at head dimension {head_dim0}, d_head over {', '.join(map(fmt_tau, grid['head_dims']))} at hidden size "
+    f"{hidden} and tau = 1, and their difference; 95% stratified-bootstrap intervals over runs "
+    f"({evidence.caption(pd.concat([t_runs, hd1]), profile)}).",
+)
+display(
+    Markdown(
+        "The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension "
+        "change with a Welch-t interval):"
+    )
+)
 display(rules.lever_table(lever_v))
 means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{PRIMARY}"].mean() for a in ("bert", "gpt2")}
-book.glue_all({**{f"headdim_{k}": v for k, v in rules.lever_texts(lv, lv_min, loss_lv, means).items()},
-               "headdim_direction_note": rules.direction_note(lv, sweeps.ARCH_LABELS),
-               "headdim_n_resamples": f"{stats.N_RESAMPLES:,}", "headdim_head_dim0": int(head_dim0)})
+book.glue_all(
+    {
+        **{f"headdim_{k}": v for k, v in rules.lever_texts(lv, lv_min, loss_lv, means).items()},
+        "headdim_direction_note": rules.direction_note(lv, sweeps.ARCH_LABELS),
+        "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
+        "headdim_head_dim0": int(head_dim0),
+    }
+)
 
 # %% [markdown]
 # At $\tau = 1$ and fixed width, the mean initial effective rank of BERT {glue:text}`headdim_direction_bert`, and that
@@ -245,8 +307,15 @@ book.glue_all({**{f"headdim_{k}": v for k, v in rules.lever_texts(lv, lv_min, lo
 # ## Verdict
 
 # %% tags=["remove-output"]
-summary = rules.lever_summary(lv, label=rank.MEASURES[PRIMARY].label, effect=EFFECT, profile=profile, n_seeds=n_seeds,
-                              head_dims=grid["head_dims"], hidden=hidden)
+summary = rules.lever_summary(
+    lv,
+    label=rank.MEASURES[PRIMARY].label,
+    effect=EFFECT,
+    profile=profile,
+    n_seeds=n_seeds,
+    head_dims=grid["head_dims"],
+    hidden=hidden,
+)
 book.verdict("headdim", lv.status, summary, by_measure={m: lever_v[m].status for m in evidence.RANK_MEASURES})
 _ = book.glue("headdim_seconds", float(time.perf_counter() - t_chapter))
 _ = book.glue("headdim_theory_seconds", float(theory_seconds))

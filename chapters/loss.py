@@ -40,8 +40,8 @@ profile = "auto"
 seeds = None
 taus = None
 head_dims = None
-level_quantile = 0.75   # the convergence level is this quantile of the runs' final training losses (per arch)
-smooth = 3              # logged training-loss points averaged before testing the level
+level_quantile = 0.75  # the convergence level is this quantile of the runs' final training losses (per arch)
+smooth = 3  # logged training-loss points averaged before testing the level
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
@@ -74,10 +74,20 @@ rank_label = f"initial mean rank ({MEASURES[m].label})"
 sweep = evidence.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
 default_head_dim, n_seeds = resolve_config("bert", profile).head_dim, sweep.seed.nunique()
 t_loaded = time.perf_counter()  # the analysis below reads the store only
-book.glue_all({**evidence.sweep_facts("loss", sweep, grid), "loss_rho_effect": f"{rules.LOSS_EFFECT:g}",
-               "loss_primary_label": MEASURES[m].label})
-display(*evidence.failures(sweep, "**{n} run(s) diverged.** They are left out of the correlations and drawn with a "
-                                  "cross (or counted in the panel) in every figure:"))
+book.glue_all(
+    {
+        **evidence.sweep_facts("loss", sweep, grid),
+        "loss_rho_effect": f"{rules.LOSS_EFFECT:g}",
+        "loss_primary_label": MEASURES[m].label,
+    }
+)
+display(
+    *evidence.failures(
+        sweep,
+        "**{n} run(s) diverged.** They are left out of the correlations and drawn with a "
+        "cross (or counted in the panel) in every figure:",
+    )
+)
 
 # %% [markdown]
 # (loss-rule)=
@@ -139,13 +149,17 @@ loss_base, refs = evidence.ngram_references(profile, sweep.arch.unique())
 tau_keys = sweep.key[sweep.sweep == "temperature grid"]
 curves = evidence.loss_curves(sweep[sweep.key.isin(tau_keys)])
 fig = tplots.loss_trajectories(curves, levels, refs)
-book.show(fig, curves, "loss_curves",
-          f"Validation loss (top) and training loss (bottom) through training for each temperature ratio tau (colour, "
-          f"log scale; tau = 1 bold), head dimension {default_head_dim}. Line: mean over seeds; band: min-max over "
-          f"seeds. Dotted: the convergence level ({level_quantile:.0%} quantile of final training losses). "
-          f"Dashed / fine-dotted (validation panels): unigram and bigram count models on the same validation "
-          f"targets (or, when far off the runs' range, their values in the panel's corner). Each panel has its "
-          f"own y-axis. ({evidence.caption(sweep[sweep.key.isin(tau_keys)], profile)}).")
+book.show(
+    fig,
+    curves,
+    "loss_curves",
+    f"Validation loss (top) and training loss (bottom) through training for each temperature ratio tau (colour, "
+    f"log scale; tau = 1 bold), head dimension {default_head_dim}. Line: mean over seeds; band: min-max over "
+    f"seeds. Dotted: the convergence level ({level_quantile:.0%} quantile of final training losses). "
+    f"Dashed / fine-dotted (validation panels): unigram and bigram count models on the same validation "
+    f"targets (or, when far off the runs' range, their values in the panel's corner). Each panel has its "
+    f"own y-axis. ({evidence.caption(sweep[sweep.key.isin(tau_keys)], profile)}).",
+)
 
 # %% [markdown]
 # ## Association across the sweep, and what is left within a temperature
@@ -169,21 +183,55 @@ res, speed = results[m], rules.loss_rule(ok_runs, m, outcome="steps_plot")
 archs, tau_min = list(res.rho), min(grid["taus"])
 hd_taus = sorted(sweep.tau[sweep.sweep == "head-dimension grid"].unique())
 hd_rho = evidence.grid_correlations(ok_runs, f"initial_{m}", "final_val_loss", hd_taus, archs)
-book.glue_all(evidence.estimate_texts("loss", {"val_rho": res.rho, "val_within": res.within, "speed_rho": speed.rho,
-                                               "speed_within": speed.within, "val_hdmin": hd_rho[tau_min],
-                                               **{f"val_hd{t:g}".replace(".", "p"): hd_rho[t] for t in hd_taus}}))
+book.glue_all(
+    evidence.estimate_texts(
+        "loss",
+        {
+            "val_rho": res.rho,
+            "val_within": res.within,
+            "speed_rho": speed.rho,
+            "speed_within": speed.within,
+            "val_hdmin": hd_rho[tau_min],
+            **{f"val_hd{t:g}".replace(".", "p"): hd_rho[t] for t in hd_taus},
+        },
+    )
+)
 book.glue("loss_tau_min", f"{tau_min:g}")
-cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss",
-        "final_train_loss", "steps_to_level", "censored", "steps_plot"]
-fig = tplots.run_scatter(sweep[cols], x=f"initial_{m}", y="final_val_loss", hue="tau",
-                         annotations=rules.correlation_notes(res), references=refs, xlabel=rank_label,
-                         ylabel="final validation loss (nats)")
-book.show(fig, sweep[cols], "loss_final_vs_rank",
-          f"Final validation loss against initial mean rank, one point per run of the main sweep (temperature and "
-          f"head-dimension grids), colour = tau (log scale); each architecture on its own y-axis. Text: Spearman rho "
-          f"(95% BCa bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect). "
-          f"Lines or corner notes: unigram and bigram count models on the same validation targets. "
-          f"({evidence.caption(sweep, profile)}).")
+cols = [
+    "arch",
+    "tau",
+    "head_dim",
+    "num_heads",
+    "seed",
+    "status",
+    "sweep",
+    f"initial_{m}",
+    "final_val_loss",
+    "final_train_loss",
+    "steps_to_level",
+    "censored",
+    "steps_plot",
+]
+fig = tplots.run_scatter(
+    sweep[cols],
+    x=f"initial_{m}",
+    y="final_val_loss",
+    hue="tau",
+    annotations=rules.correlation_notes(res),
+    references=refs,
+    xlabel=rank_label,
+    ylabel="final validation loss (nats)",
+)
+book.show(
+    fig,
+    sweep[cols],
+    "loss_final_vs_rank",
+    f"Final validation loss against initial mean rank, one point per run of the main sweep (temperature and "
+    f"head-dimension grids), colour = tau (log scale); each architecture on its own y-axis. Text: Spearman rho "
+    f"(95% BCa bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect). "
+    f"Lines or corner notes: unigram and bigram count models on the same validation targets. "
+    f"({evidence.caption(sweep, profile)}).",
+)
 
 # %% [markdown]
 # Across all runs, $\rho$(initial rank, final validation loss) is {glue:text}`loss_val_rho_bert` for BERT and
@@ -191,14 +239,25 @@ book.show(fig, sweep[cols], "loss_final_vs_rank",
 # {glue:text}`loss_val_within_gpt2` (GPT-2). The same for convergence speed:
 
 # %%
-fig = tplots.run_scatter(sweep[cols], x=f"initial_{m}", y="steps_plot", hue="tau", censored="censored",
-                         annotations=rules.correlation_notes(speed), xlabel=rank_label,
-                         ylabel="steps to reach the loss level")
-book.show(fig, sweep[cols], "loss_speed_vs_rank",
-          f"Training steps until the smoothed training loss first reaches the level (BERT {levels.get('bert', np.nan):.3f}, "
-          f"GPT-2 {levels.get('gpt2', np.nan):.3f} nats; {level_quantile:.0%} quantile of final training losses) against "
-          f"initial mean rank; hollow triangles: never reached (censored, drawn at step {cens_value}). "
-          f"Colour = tau (log scale). ({evidence.caption(sweep, profile)}).")
+fig = tplots.run_scatter(
+    sweep[cols],
+    x=f"initial_{m}",
+    y="steps_plot",
+    hue="tau",
+    censored="censored",
+    annotations=rules.correlation_notes(speed),
+    xlabel=rank_label,
+    ylabel="steps to reach the loss level",
+)
+book.show(
+    fig,
+    sweep[cols],
+    "loss_speed_vs_rank",
+    f"Training steps until the smoothed training loss first reaches the level (BERT {levels.get('bert', np.nan):.3f}, "
+    f"GPT-2 {levels.get('gpt2', np.nan):.3f} nats; {level_quantile:.0%} quantile of final training losses) against "
+    f"initial mean rank; hollow triangles: never reached (censored, drawn at step {cens_value}). "
+    f"Colour = tau (log scale). ({evidence.caption(sweep, profile)}).",
+)
 
 # %% [markdown]
 # Each run's validation loss is measured on the same held-out blocks, and for BERT on the same masked positions in
@@ -218,13 +277,24 @@ book.show(fig, sweep[cols], "loss_speed_vs_rank",
 
 # %%
 hd = sweep[sweep.tau.isin(hd_taus)]
-fig = tplots.head_dim_scatter(hd[cols], x=f"initial_{m}", y="final_val_loss", rho=hd_rho, references=refs,
-                              xlabel=rank_label, ylabel="final validation loss (nats)")
-book.show(fig, hd[cols], "loss_head_dim",
-          f"Final validation loss against initial mean rank in the head-dimension grid (colour = head dimension, log "
-          f"scale; fixed width) at tau = {', '.join(f'{t:g}' for t in hd_taus)} (rows); each panel on its own y-axis. "
-          f"Lines join runs of one seed. Text: Spearman rho with 95% BCa bootstrap interval over runs. Lines or corner "
-          f"notes: unigram and bigram count models. ({evidence.caption(hd, profile)}).")
+fig = tplots.head_dim_scatter(
+    hd[cols],
+    x=f"initial_{m}",
+    y="final_val_loss",
+    rho=hd_rho,
+    references=refs,
+    xlabel=rank_label,
+    ylabel="final validation loss (nats)",
+)
+book.show(
+    fig,
+    hd[cols],
+    "loss_head_dim",
+    f"Final validation loss against initial mean rank in the head-dimension grid (colour = head dimension, log "
+    f"scale; fixed width) at tau = {', '.join(f'{t:g}' for t in hd_taus)} (rows); each panel on its own y-axis. "
+    f"Lines join runs of one seed. Text: Spearman rho with 95% BCa bootstrap interval over runs. Lines or corner "
+    f"notes: unigram and bigram count models. ({evidence.caption(hd, profile)}).",
+)
 
 # %% [markdown]
 # All correlations of this chapter on every rank measure in one table (negative $\rho$ = higher rank, lower loss or
@@ -232,8 +302,14 @@ book.show(fig, hd[cols], "loss_head_dim",
 
 # %%
 speed_all = {mm: rules.loss_rule(ok_runs, mm, outcome="steps_plot") for mm in results}
-pd.concat([rules.correlation_table({mm: r}, evidence.MEASURE_LABELS, ARCH_LABELS, outcome=OUTCOMES[y]) for mm in results
-           for y, r in (("final_val_loss", results[mm]), ("steps_plot", speed_all[mm]))], ignore_index=True)
+pd.concat(
+    [
+        rules.correlation_table({mm: r}, evidence.MEASURE_LABELS, ARCH_LABELS, outcome=OUTCOMES[y])
+        for mm in results
+        for y, r in (("final_val_loss", results[mm]), ("steps_plot", speed_all[mm]))
+    ],
+    ignore_index=True,
+)
 
 # %% [markdown]
 # ## Verdict

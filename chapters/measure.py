@@ -118,8 +118,10 @@ t_probe = time.perf_counter()
 tables = ms.probe(used, probe_size, tau_grid_extreme)  # attnrank.measure.probe_tables, cached
 values, matrices, spectra = tables["values"], tables["matrices"], tables["spectra"]
 probe_seconds = time.perf_counter() - t_probe
-print(f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(ms.PIPELINES)} pipelines in "
-      f"{probe_seconds:.1f} s (or read them from the table cache)")
+print(
+    f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(ms.PIPELINES)} pipelines in "
+    f"{probe_seconds:.1f} s (or read them from the table cache)"
+)
 
 # %% [markdown]
 # ## The exact rank is always full
@@ -339,9 +341,18 @@ deviation.round(3)
 
 # %%
 ratios = {m: ratio_glue[f"measure_gpt2_ratio_value_{m}"] for m in ms.RANK_MEASURES}
-status, summary, rule_glue = ms.verdict(values, ratios, n=n_tokens, tau_max=tau_max, head_dim=head_dim,
-                                        atol_rank=float(ref_lookup["bert", tau_max, "rank_atol_1e-8"]), profile=profile)
+status, summary, rule_glue = ms.verdict(
+    values,
+    ratios,
+    n=n_tokens,
+    tau_max=tau_max,
+    head_dim=head_dim,
+    atol_rank=float(ref_lookup["bert", tau_max, "rank_atol_1e-8"]),
+    profile=profile,
+)
 book.glue_all(rule_glue)
 book.verdict("measure", status, summary)
 book.glue("measure_probe_seconds", probe_seconds)
-print(f"chapter compute beyond the shared sweep: {time.perf_counter() - t_chapter:.1f} s (probing {probe_seconds:.1f} s)")
+print(
+    f"chapter compute beyond the shared sweep: {time.perf_counter() - t_chapter:.1f} s (probing {probe_seconds:.1f} s)"
+)

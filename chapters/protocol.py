@@ -118,8 +118,9 @@ book.verdict("protocol", res.status, protocol_summary)
 by_step = protocol.rank_by_step(store.load_table(d.ok, "rank_summary"), PRIMARY)
 early = rules.set_early_rule(by_step)
 book.show(*pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO))
-book.verdict("set_early", early.status,
-             protocol.set_early_summary(early, d.final_step, MEASURES[PRIMARY].label, ARCH_LABELS))
+book.verdict(
+    "set_early", early.status, protocol.set_early_summary(early, d.final_step, MEASURES[PRIMARY].label, ARCH_LABELS)
+)
 
 # %% [markdown]
 # **Verdict: {glue:text}`set_early_status`.** {glue:text}`set_early_summary` (Step 1 equals step 0

@@ -20,6 +20,8 @@ profile = "auto"
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
+from IPython.display import display
+
 from attnrank import book, evidence, experiments, profiles, runs
 
 book.check_parameters(globals(), ("profile", "dataset"))
@@ -49,7 +51,9 @@ env
 # %%
 sweep = runs.table(experiments.main_sweep(profile, dataset=dataset), long=False)
 book.glue("repro_n_runs", len(sweep))
-table = sweep[["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]]
+table = sweep[
+    ["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]
+]
 table.round({"final_val_loss": 4})
 
 # %% [markdown]
@@ -60,7 +64,7 @@ table.round({"final_val_loss": 4})
 # or `paper` build computes the same verdicts on longer-trained or larger models.
 
 # %%
-book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=dataset), display=True);
+book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=dataset), display=True)
 
 # %% [markdown]
 # ## Build times

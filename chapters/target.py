@@ -58,10 +58,12 @@ profile = book.setup(profile)
 from attnrank import target as tg
 from attnrank.plots import theory as tplots
 
-S = tg.settings(profile, seed=seed, taus=taus, head_dims=head_dims, n=n, steps=steps, n_seeds=n_seeds)  # sizes: profiles.PRESETS
+S = tg.settings(
+    profile, seed=seed, taus=taus, head_dims=head_dims, n=n, steps=steps, n_seeds=n_seeds
+)  # sizes: profiles.PRESETS
 t_chapter = time.perf_counter()
 checks = []
-book.glue_all(S.glue());
+book.glue_all(S.glue())
 
 # %% [markdown]
 # Sizes of this run: $n$ = {glue:text}`target_n` tokens, {glue:text}`target_steps` Adam steps (learning rate
@@ -82,7 +84,9 @@ final, curves = tg.grid(S)  # trained once per input and code (attnrank.cache)
 grid_seconds = time.perf_counter() - t0
 book.glue("target_n_runs", int(len(final)))
 book.glue("target_grid_seconds", float(grid_seconds))
-display(Markdown(f"{len(final)} runs trained (or read from the table cache) in {grid_seconds:.1f} s ({profile} profile)."))
+display(
+    Markdown(f"{len(final)} runs trained (or read from the table cache) in {grid_seconds:.1f} s ({profile} profile).")
+)
 
 # %% [markdown]
 # The targets have mean numerical rank (rtol $10^{-2}$) {glue:text}`target_rank_permutation:.1f` (permutation),
@@ -96,11 +100,18 @@ display(Markdown(f"{len(final)} runs trained (or read from the table cache) in {
 # head dimension) cell, per variant and target. The red outline marks the standard $\tau = 1$.
 
 # %%
-book.show(tplots.toy_heatmaps(final, "kl", log=True, fmt=".2g", label="final KL (nats)"), final, "target_kl_heatmap",
-          S.caption("Final KL to the target over temperature ratio and head dimension;", final, cells=True))
-book.show(tplots.toy_heatmaps(final, "rank", fmt=".0f", label="achieved rank (rtol 1e-2), count"), final,
-          "target_rank_heatmap", S.caption("Achieved numerical rank (rtol 1e-2) of the trained attention matrix;", final,
-                                           cells=True))
+book.show(
+    tplots.toy_heatmaps(final, "kl", log=True, fmt=".2g", label="final KL (nats)"),
+    final,
+    "target_kl_heatmap",
+    S.caption("Final KL to the target over temperature ratio and head dimension;", final, cells=True),
+)
+book.show(
+    tplots.toy_heatmaps(final, "rank", fmt=".0f", label="achieved rank (rtol 1e-2), count"),
+    final,
+    "target_rank_heatmap",
+    S.caption("Achieved numerical rank (rtol 1e-2) of the trained attention matrix;", final, cells=True),
+)
 
 # %% [markdown]
 # ## Where $\tau = 1$ falls short on the permutation target
@@ -111,12 +122,18 @@ book.show(tplots.toy_heatmaps(final, "rank", fmt=".0f", label="achieved rank (rt
 
 # %%
 perm, floor_df = final[final.target == "permutation"], tg.floor_table(S)
-book.show(tplots.toy_kl_vs_tau(perm, floor=floor_df), pd.concat([perm.assign(curve="run"), floor_df], ignore_index=True),
-          "target_perm_kl",
-          S.caption("Permutation target: final KL against tau per head dimension (mean and +-2 standard errors over seeds), "
-                    "plain (left) and normalised (right) attention, with the P5 floor and the simplex value (KL below 1e-6 "
-                    "drawn at 1e-6);", perm))
-book.glue_all(tg.kl_cells(S, final));
+book.show(
+    tplots.toy_kl_vs_tau(perm, floor=floor_df),
+    pd.concat([perm.assign(curve="run"), floor_df], ignore_index=True),
+    "target_perm_kl",
+    S.caption(
+        "Permutation target: final KL against tau per head dimension (mean and +-2 standard errors over seeds), "
+        "plain (left) and normalised (right) attention, with the P5 floor and the simplex value (KL below 1e-6 "
+        "drawn at 1e-6);",
+        perm,
+    ),
+)
+book.glue_all(tg.kl_cells(S, final))
 
 # %% [markdown]
 # ### P4. A head of dimension 1 cannot represent a permutation
@@ -139,7 +156,7 @@ book.glue_all(tg.kl_cells(S, final));
 
 # %%
 checks.append(tg.p4(S, final))
-book.glue_all(checks[-1].glue);
+book.glue_all(checks[-1].glue)
 
 # %% [markdown]
 # All {glue:text}`target_p4_runs` runs with $d_h = 1$ on the permutation target (every temperature, both
@@ -166,7 +183,7 @@ book.glue_all(checks[-1].glue);
 
 # %%
 checks.append(tg.p5(S, final))
-book.glue_all(checks[-1].glue);
+book.glue_all(checks[-1].glue)
 
 # %% [markdown]
 # At $\tau = 1$ the floor is {glue:text}`target_p5_floor_tau1:.2f` nats and the simplex value
@@ -203,7 +220,7 @@ book.glue_all(checks[-1].glue);
 # %%
 checks.append(tg.p3(S))
 display(checks[-1].tables["p3"])
-book.glue_all(checks[-1].glue);
+book.glue_all(checks[-1].glue)
 
 # %% [markdown]
 # The largest entrywise difference between the attention matrices of the twin runs is
@@ -220,10 +237,16 @@ book.glue_all(checks[-1].glue);
 
 # %%
 sp = tg.speed(S, final, curves)
-book.show(tplots.toy_curves(sp.tables["all_curves"], sp.tables["cells"]), sp.tables["curves"], "target_curves",
-          S.caption("Permutation target: KL against Adam step for selected (variant, head dimension) cells, coloured by "
-                    "tau;", sp.tables["runs"]))
-book.glue_all(sp.glue);
+book.show(
+    tplots.toy_curves(sp.tables["all_curves"], sp.tables["cells"]),
+    sp.tables["curves"],
+    "target_curves",
+    S.caption(
+        "Permutation target: KL against Adam step for selected (variant, head dimension) cells, coloured by tau;",
+        sp.tables["runs"],
+    ),
+)
+book.glue_all(sp.glue)
 
 # %% [markdown]
 # In the plain variant with $d_h \ge$ {glue:text}`target_dmid`, the median number of steps to bring the KL below
@@ -240,9 +263,13 @@ book.glue_all(sp.glue);
 
 # %%
 fit = tg.rank_and_fit(S, final)
-book.show(tplots.rank_vs_kl(final, n=S.n), final, "target_rank_vs_kl",
-          S.caption("Achieved rank (rtol 1e-2) against final KL, one point per run;", final))
-book.glue_all(fit.glue);
+book.show(
+    tplots.rank_vs_kl(final, n=S.n),
+    final,
+    "target_rank_vs_kl",
+    S.caption("Achieved rank (rtol 1e-2) against final KL, one point per run;", final),
+)
+book.glue_all(fit.glue)
 
 # %% [markdown]
 # {glue:text}`target_full_rank_bad` runs reach full rank ($n$) and still end with a KL above
@@ -295,7 +322,7 @@ status, summary, readings = tg.verdict(S, final, checks, fit)
 book.glue_all({k: readings[k] for k in ("target_reading_plain", "target_reading_norm", "target_reading_rank")})
 book.verdict("target", status, summary)
 book.glue_all({k: v for k, v in readings.items() if not k.startswith("target_reading")})
-book.glue("target_seconds", float(time.perf_counter() - t_chapter));
+book.glue("target_seconds", float(time.perf_counter() - t_chapter))
 
 # %% [markdown]
 # The verdict is printed above. Where the study's reading holds and where it does not, in short:

@@ -69,6 +69,7 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 # %%
 import math
 import time
+
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -93,8 +94,9 @@ BASELINE, PRIMARY, fmt_tau = 1.0, experiments.PRIMARY_MEASURE, rules.fmt_setting
 
 # %%
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-tsweep = evidence.temperature_grid(profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds,
-                                   dataset=dataset)
+tsweep = evidence.temperature_grid(
+    profile, extra=(tau, BASELINE), taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset
+)
 n_seeds, head_dim0 = tsweep.seed.nunique(), int(tsweep.head_dim.iloc[0])
 book.glue_all(evidence.temperature_facts("temp", tsweep, grid, tau))
 display(Markdown(evidence.temperature_grid_text(tsweep, profile)))
@@ -126,8 +128,9 @@ display(*evidence.failures(tsweep, None, ("arch", "tau", "seed", "status", "fail
 
 # %%
 # S = Q K^T / (tau sqrt(d_head)) read at the attention hook of each freshly initialised model, seed 0
-init = evidence.init_means([resolve_config(a, profile, tau=t, seed=0) for a in ("bert", "gpt2")
-                            for t in sorted({tau, BASELINE})])
+init = evidence.init_means(
+    [resolve_config(a, profile, tau=t, seed=0) for a in ("bert", "gpt2") for t in sorted({tau, BASELINE})]
+)
 display(init.assign(tau=init.tau.map(fmt_tau))[["arch", "tau", "logit_sd", "n", PRIMARY, "attention_entropy"]].round(4))
 n_tok, at = int(init.n.iloc[0]), {"tau": tau, "base": BASELINE}
 uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
@@ -161,14 +164,17 @@ book.glue_all(evidence.init_facts("temp", init, uniform, at, primary=PRIMARY))
 ranks_long = runs.long_form(tsweep)
 refs = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
 fig = sweeps.by_setting(ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=BASELINE, refs=refs)
-book.show(fig, pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
-          "temp_rank_vs_tau",
-          f"Attention rank against the temperature ratio tau (log axis), one panel per rank measure, at "
-          f"initialisation (solid) and after training (dashed); BERT and GPT-2; mean over seeds with +-1 sd bars, faint "
-          f"dots: single runs. Dotted horizontal lines: the same measure for uniform attention (BERT) and uniform causal "
-          f"attention (GPT-2) over n = {n_tok} tokens, the content-free baseline. Red: the detailed tau = {fmt_tau(tau)}; "
-          f"dashed black line: the baseline tau = 1; red crosses: diverged runs ({evidence.caption(tsweep, profile)}, head "
-          f"dimension {head_dim0}).")
+book.show(
+    fig,
+    pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
+    "temp_rank_vs_tau",
+    f"Attention rank against the temperature ratio tau (log axis), one panel per rank measure, at "
+    f"initialisation (solid) and after training (dashed); BERT and GPT-2; mean over seeds with +-1 sd bars, faint "
+    f"dots: single runs. Dotted horizontal lines: the same measure for uniform attention (BERT) and uniform causal "
+    f"attention (GPT-2) over n = {n_tok} tokens, the content-free baseline. Red: the detailed tau = {fmt_tau(tau)}; "
+    f"dashed black line: the baseline tau = 1; red crosses: diverged runs ({evidence.caption(tsweep, profile)}, head "
+    f"dimension {head_dim0}).",
+)
 
 # %% [markdown]
 # The dotted lines are what a head that ignores the content would give: uniform rows have effective rank
@@ -185,17 +191,30 @@ book.show(fig, pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="unifo
 # %%
 grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
 tau_min, RANK_EFFECT = float(min(grid["taus"])), 1.0  # pre-registered: one unit of effective rank
-rank_v = {m: rules.temperature_rank(grid_runs, f"initial_{m}", stock=BASELINE, cold=tau_min, effect=RANK_EFFECT,
-                                    archs=("bert", "gpt2")) for m in evidence.RANK_MEASURES}
+rank_v = {
+    m: rules.temperature_rank(
+        grid_runs, f"initial_{m}", stock=BASELINE, cold=tau_min, effect=RANK_EFFECT, archs=("bert", "gpt2")
+    )
+    for m in evidence.RANK_MEASURES
+}
 rv = rank_v[PRIMARY]
-display(Markdown(f"The rule with every rank measure (Welch-t interval of the difference of means, exact permutation p; "
-                 f"peak: argmax of the mean initial rank over the {len(grid['taus'])} grid values, stratified bootstrap "
-                 f"interval on the grid):"))
+display(
+    Markdown(
+        f"The rule with every rank measure (Welch-t interval of the difference of means, exact permutation p; "
+        f"peak: argmax of the mean initial rank over the {len(grid['taus'])} grid values, stratified bootstrap "
+        f"interval on the grid):"
+    )
+)
 display(rules.temperature_table(rank_v, tau_min))
-book.glue_all({**evidence.rank_verdict_facts("temp", rv), "temp_n_resamples": f"{stats.N_RESAMPLES:,}",
-               **evidence.means_at(tsweep, f"initial_{PRIMARY}", {**at, "min": tau_min}, prefix="temp_rank0_"),
-               "temp_min_p": 2 / math.comb(2 * n_seeds, n_seeds),
-               "temp_rank_min_p": float(min(rv[a].verdict.estimate.p for a in ("bert", "gpt2")))})
+book.glue_all(
+    {
+        **evidence.rank_verdict_facts("temp", rv),
+        "temp_n_resamples": f"{stats.N_RESAMPLES:,}",
+        **evidence.means_at(tsweep, f"initial_{PRIMARY}", {**at, "min": tau_min}, prefix="temp_rank0_"),
+        "temp_min_p": 2 / math.comb(2 * n_seeds, n_seeds),
+        "temp_rank_min_p": float(min(rv[a].verdict.estimate.p for a in ("bert", "gpt2"))),
+    }
+)
 
 # %% [markdown]
 # The mean initial effective rank goes from {glue:text}`temp_rank0_base_bert:.2f` at $\tau = 1$ to
@@ -227,12 +246,17 @@ book.glue_all({**evidence.rank_verdict_facts("temp", rv), "temp_n_resamples": f"
 # %%
 pair = tsweep[np.isclose(tsweep.tau, tau) | np.isclose(tsweep.tau, BASELINE)]
 summ = evidence.rank_curves(pair, [PRIMARY, "rank_atol_1e-8", "rank_rtol_1e-2"])
-fig = tplots.measure_trajectories(summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau,
-                                  archs=("gpt2",), height=2.4)
-book.show(fig, summ[["arch", "tau", "seed", "status", "measure", "step", "value"]], "temp_rank_curves",
-          f"Mean attention rank through training for tau = {fmt_tau(tau)} (bold) and tau = 1, three measures (rows) for "
-          f"BERT and GPT-2 (columns); line: mean over seeds, band: min-max over seeds; dotted: uniform causal attention "
-          f"(GPT-2) ({evidence.caption(pair, profile)}).")
+fig = tplots.measure_trajectories(
+    summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau, archs=("gpt2",), height=2.4
+)
+book.show(
+    fig,
+    summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
+    "temp_rank_curves",
+    f"Mean attention rank through training for tau = {fmt_tau(tau)} (bold) and tau = 1, three measures (rows) for "
+    f"BERT and GPT-2 (columns); line: mean over seeds, band: min-max over seeds; dotted: uniform causal attention "
+    f"(GPT-2) ({evidence.caption(pair, profile)}).",
+)
 
 # %% [markdown]
 # ## Per-layer ranks
@@ -243,9 +267,13 @@ book.show(fig, summ[["arch", "tau", "seed", "status", "measure", "step", "value"
 # %%
 layer_df = evidence.layer_ranks(pair, PRIMARY)
 fig = sweeps.per_layer(layer_df, highlight=tau, baseline=BASELINE, ylabel=rank.MEASURES[PRIMARY].label)
-book.show(fig, layer_df, "temp_rank_per_layer",
-          f"Primary rank ({rank.MEASURES[PRIMARY].label}) per layer at initialisation (filled) and after training "
-          f"(open), tau = {fmt_tau(tau)} (red) and tau = 1 (black); +-1 sd over heads and seeds ({evidence.caption(pair, profile)}).")
+book.show(
+    fig,
+    layer_df,
+    "temp_rank_per_layer",
+    f"Primary rank ({rank.MEASURES[PRIMARY].label}) per layer at initialisation (filled) and after training "
+    f"(open), tau = {fmt_tau(tau)} (red) and tau = 1 (black); +-1 sd over heads and seeds ({evidence.caption(pair, profile)}).",
+)
 
 # %% [markdown]
 # ## Does a lower temperature give a lower loss?
@@ -257,28 +285,53 @@ book.show(fig, layer_df, "temp_rank_per_layer",
 # %%
 evals = evidence.load_table(tsweep, "eval_log")
 fig = tplots.val_loss_trajectories(evals, highlight=BASELINE)
-book.show(fig, evals[["arch", "tau", "seed", "status", "step", "val_loss"]], "temp_loss_curves",
-          f"Validation loss through training for every temperature ratio tau (colour, log scale; tau = 1 bold); line: "
-          f"mean over seeds, band: min-max over seeds; dashed ending in a cross: diverged runs ({evidence.caption(tsweep, profile)}).")
+book.show(
+    fig,
+    evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
+    "temp_loss_curves",
+    f"Validation loss through training for every temperature ratio tau (colour, log scale; tau = 1 bold); line: "
+    f"mean over seeds, band: min-max over seeds; dashed ending in a cross: diverged runs ({evidence.caption(tsweep, profile)}).",
+)
 
 # %%
 loss_df = tsweep[["key", "arch", "tau", "seed", "status", "final_val_loss", "initial_val_loss"]]
-fig = sweeps.by_setting(loss_df, "tau", "final_val_loss", facet="arch", highlight=tau, baseline=BASELINE, ncols=2,
-                        width=4.0, height=3.2, ylabel="final validation loss (nats/token)")
-book.show(fig, loss_df, "temp_final_loss_vs_tau",
-          f"Final validation loss against tau (log axis), one panel per architecture with its own y axis (masked-token "
-          f"loss for BERT, next-token loss for GPT-2); mean over seeds with +-1 sd bars, faint dots: single runs; red: "
-          f"tau = {fmt_tau(tau)}; dashed: tau = 1; crosses at the top: diverged runs ({evidence.caption(tsweep, profile)}).")
+fig = sweeps.by_setting(
+    loss_df,
+    "tau",
+    "final_val_loss",
+    facet="arch",
+    highlight=tau,
+    baseline=BASELINE,
+    ncols=2,
+    width=4.0,
+    height=3.2,
+    ylabel="final validation loss (nats/token)",
+)
+book.show(
+    fig,
+    loss_df,
+    "temp_final_loss_vs_tau",
+    f"Final validation loss against tau (log axis), one panel per architecture with its own y axis (masked-token "
+    f"loss for BERT, next-token loss for GPT-2); mean over seeds with +-1 sd bars, faint dots: single runs; red: "
+    f"tau = {fmt_tau(tau)}; dashed: tau = 1; crosses at the top: diverged runs ({evidence.caption(tsweep, profile)}).",
+)
 
 # %% [markdown]
 # The rule for the loss (above) on the completed runs of the grid:
 
 # %%
 LOSS_EFFECT = 0.5  # pre-registered correlation for the runs needed
-loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss", effect=LOSS_EFFECT,
-                                archs=("bert", "gpt2"))
-book.glue_all({**evidence.loss_verdict_facts("temp", loss_v), **evidence.means_at(
-    tsweep[tsweep.status == "complete"], "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_")})
+loss_v = rules.temperature_loss(
+    grid_runs[grid_runs.status == "complete"], "final_val_loss", effect=LOSS_EFFECT, archs=("bert", "gpt2")
+)
+book.glue_all(
+    {
+        **evidence.loss_verdict_facts("temp", loss_v),
+        **evidence.means_at(
+            tsweep[tsweep.status == "complete"], "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_"
+        ),
+    }
+)
 display(rules.temperature_loss_table(loss_v))
 
 # %% [markdown]
@@ -296,7 +349,9 @@ display(rules.temperature_loss_table(loss_v))
 # ## Verdicts
 
 # %% tags=["remove-output"]
-summary = rules.temperature_summary(rv, label=rank.MEASURES[PRIMARY].label, cold=tau_min, profile=profile, n_seeds=n_seeds)
+summary = rules.temperature_summary(
+    rv, label=rank.MEASURES[PRIMARY].label, cold=tau_min, profile=profile, n_seeds=n_seeds
+)
 book.verdict("temp", rv.status, summary, by_measure={m: rank_v[m].status for m in evidence.RANK_MEASURES})
 book.verdict("temp_loss", loss_v.status, rules.temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds))
 _ = book.glue("temp_seconds", float(time.perf_counter() - t_chapter))

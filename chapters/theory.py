@@ -68,7 +68,7 @@ def report(name, section):
     return section
 
 
-book.glue("theory_profile", profile);
+book.glue("theory_profile", profile)
 
 # %% [markdown]
 # ## P0. The exact rank is always full
@@ -325,7 +325,7 @@ book.show(*tplots.section_figure("thm", thm, SIZES, profile))
 status, summary = tx.verdict(sections, mc_samples=SIZES["mc_samples"], profile=profile)
 book.verdict("theory", status, summary)
 book.glue_all(tx.totals(sections))
-book.glue("theory_seconds", float(time.perf_counter() - t_chapter));
+book.glue("theory_seconds", float(time.perf_counter() - t_chapter))
 
 # %% [markdown]
 # ## Rank and sequence length

@@ -275,7 +275,9 @@ def test_training_path_backward_is_finite_at_both_ends(arch):
         out.loss.backward()
         for name, p in model.named_parameters():
             assert p.grad is None or torch.isfinite(p.grad).all(), (tau, name)
-        q_grad = _qk_weights(model, arch, 0)[0][0].grad if arch == "bert" else model.transformer.h[0].attn.c_attn.weight.grad
+        q_grad = (
+            _qk_weights(model, arch, 0)[0][0].grad if arch == "bert" else model.transformer.h[0].attn.c_attn.weight.grad
+        )
         assert q_grad is not None and q_grad.abs().sum() > 0
 
 

@@ -53,14 +53,24 @@ $$
 
 def _notebook(code: str, markdown: str) -> str:
     cells = [
-        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": 'profile = "auto"',
-         "outputs": [], "execution_count": None},
+        {
+            "cell_type": "code",
+            "metadata": {"tags": ["parameters"]},
+            "source": 'profile = "auto"',
+            "outputs": [],
+            "execution_count": None,
+        },
         {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None},
         {"cell_type": "markdown", "metadata": {}, "source": markdown},
     ]
-    return json.dumps({"cells": [{"id": f"c{i}", **c} for i, c in enumerate(cells)],
-                       "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-                       "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [{"id": f"c{i}", **c} for i, c in enumerate(cells)],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 NB_CODE = (
@@ -82,14 +92,21 @@ def make_book(tmp_path: Path, execute: str = "cache", notebook: str | None = Non
     (book / "nb.ipynb").write_text(notebook or _notebook(NB_CODE, NB_MD))
     shutil.copytree(SRC, tmp_path / "lib" / "attnrank", ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNRANK_")}
-    env.update(PYTHONPATH=str(tmp_path / "lib"), ATTNRANK_DATA=str(tmp_path / "data"), ATTNRANK_PROFILE="ci",
-               HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env.update(
+        PYTHONPATH=str(tmp_path / "lib"),
+        ATTNRANK_DATA=str(tmp_path / "data"),
+        ATTNRANK_PROFILE="ci",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
     return env
 
 
 def build(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([str(JUPYTER_BOOK), "build", str(tmp_path / "book")], env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [str(JUPYTER_BOOK), "build", str(tmp_path / "book")], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def shown(tmp_path: Path) -> tuple[str, str]:
@@ -177,8 +194,12 @@ def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
 
     README guarantee: "Formulas offline."
     """
-    env = make_book(tmp_path, execute="off", intro=INTRO.replace("Pasted: {glue:text}`nb.ipynb::value:s`.", ""),
-                    notebook=_notebook("x = 1", "# Notebook"))
+    env = make_book(
+        tmp_path,
+        execute="off",
+        intro=INTRO.replace("Pasted: {glue:text}`nb.ipynb::value:s`.", ""),
+        notebook=_notebook("x = 1", "# Notebook"),
+    )
     result = build(tmp_path, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     html = tmp_path / "book" / "_build" / "html"
@@ -198,9 +219,11 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     """
     from attnrank.profiles import PROFILES, resolve_config
 
-    intro = ("# Intro\n\nQuick trains {attnrank-setting}`quick.max_steps` steps and masks "
-             "{attnrank-setting}`quick.mlm_probability:.0%` of the tokens.\n\n"
-             "```{attnrank-profiles}\n```\n\n```{attnrank-build-log}\n```\n")
+    intro = (
+        "# Intro\n\nQuick trains {attnrank-setting}`quick.max_steps` steps and masks "
+        "{attnrank-setting}`quick.mlm_probability:.0%` of the tokens.\n\n"
+        "```{attnrank-profiles}\n```\n\n```{attnrank-build-log}\n```\n"
+    )
     env = make_book(tmp_path, execute="off", intro=intro, notebook=_notebook("x = 1", "# Notebook"))
     result = build(tmp_path, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -236,8 +259,9 @@ def test_stale_chapters_execute_up_front_in_parallel_and_are_then_read_from_the_
     env = make_book(tmp_path)
     book = tmp_path / "book"
     (book / "_toc.yml").write_text(TOC_TWO)
-    (book / "nb2.ipynb").write_text(_notebook("from attnrank import book\nbook.glue('other', 'two')",
-                                              "# Two\n\nOther: {glue:text}`other:s`."))
+    (book / "nb2.ipynb").write_text(
+        _notebook("from attnrank import book\nbook.glue('other', 'two')", "# Two\n\nOther: {glue:text}`other:s`.")
+    )
     result = build(tmp_path, env)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-3000:]

@@ -15,8 +15,11 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 
 def _requirement_names(lines) -> set[str]:
-    return {re.split(r"[<>=!~\[ ;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
-            for line in lines if line.strip() and not line.strip().startswith("-")}
+    return {
+        re.split(r"[<>=!~\[ ;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+        for line in lines
+        if line.strip() and not line.strip().startswith("-")
+    }
 
 
 def test_launch_buttons_only_where_the_project_is_installed():
@@ -37,7 +40,9 @@ def test_repository_url_is_set_in_one_place():
     """The repository's address is written only in _config.yml (repository.url)."""
     url = CONFIG["repository"]["url"]
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    holders = [f for f in files if (ROOT / f).is_file() and url.split("://")[1] in (ROOT / f).read_text(errors="ignore")]
+    holders = [
+        f for f in files if (ROOT / f).is_file() and url.split("://")[1] in (ROOT / f).read_text(errors="ignore")
+    ]
     assert holders == ["_config.yml"]
 
 
@@ -61,10 +66,26 @@ def test_intro_has_no_hand_typed_profile_settings():
 
 # Numbers once typed by hand in the chapters' prose; each is now glued from the code that uses it.
 HAND_TYPED = [
-    r"lies above 0\.5", r"at most 0\.1\b", r"exceeds 0\.1\b", r"\b300 steps", r"KL below 0\.05", r"\brank[- ]4\b",
-    r"standard deviation 0\.02", r"factor of about 4", r"\bnine values", r"within 0\.05", r"within 5%",
-    r"\b90% of the limit", r"five logit sizes", r"head dimensions 1, 2, 4", r"deviation 0\.1,", r"at least 80%",
-    r"width 512, 4 layers", r"5000 steps", r"\b200 steps", r"tau = 100\b",
+    r"lies above 0\.5",
+    r"at most 0\.1\b",
+    r"exceeds 0\.1\b",
+    r"\b300 steps",
+    r"KL below 0\.05",
+    r"\brank[- ]4\b",
+    r"standard deviation 0\.02",
+    r"factor of about 4",
+    r"\bnine values",
+    r"within 0\.05",
+    r"within 5%",
+    r"\b90% of the limit",
+    r"five logit sizes",
+    r"head dimensions 1, 2, 4",
+    r"deviation 0\.1,",
+    r"at least 80%",
+    r"width 512, 4 layers",
+    r"5000 steps",
+    r"\b200 steps",
+    r"tau = 100\b",
 ]
 
 
@@ -108,10 +129,12 @@ def test_every_library_module_a_chapter_loads_is_in_the_execution_context():
     from attnrank.sphinxext import chapter_roots
 
     modules = chapter_roots(ROOT)
-    code = ("import importlib, sys\n"
-            f"for m in {list(modules)!r}:\n"
-            "    importlib.import_module(m)\n"
-            "print(' '.join(sorted(n for n in sys.modules if n.startswith('attnrank'))))")
+    code = (
+        "import importlib, sys\n"
+        f"for m in {list(modules)!r}:\n"
+        "    importlib.import_module(m)\n"
+        "print(' '.join(sorted(n for n in sys.modules if n.startswith('attnrank'))))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     hashed = set(provenance.closure(provenance.RESULT_ROOTS + modules))
     assert "attnrank.book" in loaded

@@ -39,9 +39,19 @@ def _train64(cfg, steps: int):
     """Train ``cfg`` in float64 with the run's own Trainer; returns the probe attention at init and after."""
     data, tok, coll, ids, _ = train.prepare_data(cfg)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    model = models.build_model(cfg.arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                               tau=cfg.tau, max_len=cfg.max_len, vocab_size=len(tok), dropout=0.0, seed=cfg.seed,
-                               pad_token_id=pad, qk_init_scale=cfg.qk_init_scale).double()
+    model = models.build_model(
+        cfg.arch,
+        hidden_size=cfg.hidden_size,
+        num_layers=cfg.num_layers,
+        num_heads=cfg.num_heads,
+        tau=cfg.tau,
+        max_len=cfg.max_len,
+        vocab_size=len(tok),
+        dropout=0.0,
+        seed=cfg.seed,
+        pad_token_id=pad,
+        qk_init_scale=cfg.qk_init_scale,
+    ).double()
     ids = ids[:4]
     before = probe.attention_probabilities(model, ids)
     with tempfile.TemporaryDirectory() as tmp, models.split_qk(model):
@@ -79,9 +89,10 @@ def test_query_key_parameters_get_their_own_learning_rate(arch):
     with tempfile.TemporaryDirectory() as tmp, models.split_qk(model):
         trainer = train.make_trainer(cfg, model, [], None, output_dir=tmp)
         opt = trainer.create_optimizer()
-        qk = {id(p) for n, p in model.named_parameters()
-              if n in models.qk_parameter_names(model)}
-        expected = 4 * cfg.num_layers if arch == "bert" else 2 * cfg.num_layers  # weight + bias of q and k (GPT-2: fused)
+        qk = {id(p) for n, p in model.named_parameters() if n in models.qk_parameter_names(model)}
+        expected = (
+            4 * cfg.num_layers if arch == "bert" else 2 * cfg.num_layers
+        )  # weight + bias of q and k (GPT-2: fused)
         assert len(qk) == expected
         fast = [g for g in opt.param_groups if math.isclose(g["lr"], 3.0 * cfg.learning_rate)]
         assert {id(p) for g in fast for p in g["params"]} == qk
@@ -96,8 +107,16 @@ def test_query_key_parameters_get_their_own_learning_rate(arch):
     assert [n for n, _ in model.named_parameters()] == names_before
 
 
-@pytest.mark.parametrize("field,value", [("qk_init_scale", 0.0), ("qk_lr_scale", 1e4), ("qk_decay_scale", -1.0),
-                                         ("adam_epsilon", 0.0), ("max_grad_norm", -1.0)])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("qk_init_scale", 0.0),
+        ("qk_lr_scale", 1e4),
+        ("qk_decay_scale", -1.0),
+        ("adam_epsilon", 0.0),
+        ("max_grad_norm", -1.0),
+    ],
+)
 def test_field_out_of_range_names_it(field, value):
     """README guarantee: "Bad input fails first." (the query/key and optimizer fields)
 
@@ -110,16 +129,26 @@ def test_field_out_of_range_names_it(field, value):
 def test_new_fields_are_in_the_run_key():
     """Changing any of the new fields changes the run key (so a stored run is never served for another)."""
     cfg = resolve_config("gpt2", "ci")
-    keys = {run_key(cfg)} | {run_key(replace(cfg, **{f: v})) for f, v in
-                             [("qk_init_scale", 2.0), ("qk_lr_scale", 2.0), ("qk_decay_scale", 0.0),
-                              ("adam_epsilon", 1e-12), ("max_grad_norm", 0.0)]}
+    keys = {run_key(cfg)} | {
+        run_key(replace(cfg, **{f: v}))
+        for f, v in [
+            ("qk_init_scale", 2.0),
+            ("qk_lr_scale", 2.0),
+            ("qk_decay_scale", 0.0),
+            ("adam_epsilon", 1e-12),
+            ("max_grad_norm", 0.0),
+        ]
+    }
     assert len(keys) == 6
 
 
 def test_cli_rejects_a_bad_scale_with_one_line():
     """`attnrank train --qk-lr-scale 0` exits with status 2 and one line naming qk_lr_scale."""
-    r = subprocess.run([sys.executable, "-m", "attnrank", "train", "--arch", "bert", "--profile", "ci",
-                        "--qk-lr-scale", "0"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "attnrank", "train", "--arch", "bert", "--profile", "ci", "--qk-lr-scale", "0"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "qk_lr_scale" in r.stderr and "allowed range" in r.stderr
 

@@ -39,15 +39,19 @@ def test_theory_sizes_overrides_head_dims_and_samples():
     assert base["mc_head_dims"] == [1, 2, 4, 8, 16, 64, 256] and base["mc_samples"] == 40
     z = tx.sizes("ci", head_dims=[8, 2, 8, 4], mc_samples=7)
     assert z["mc_head_dims"] == z["sat_head_dims"] == [2, 4, 8] and z["mc_samples"] == 7
-    assert {k: v for k, v in z.items() if k not in ("mc_head_dims", "sat_head_dims", "mc_samples")} == \
-        {k: v for k, v in base.items() if k not in ("mc_head_dims", "sat_head_dims", "mc_samples")}
+    assert {k: v for k, v in z.items() if k not in ("mc_head_dims", "sat_head_dims", "mc_samples")} == {
+        k: v for k, v in base.items() if k not in ("mc_head_dims", "sat_head_dims", "mc_samples")
+    }
     with pytest.raises(ConfigError, match="profile"):
         tx.sizes("nope")
 
 
 def test_theory_totals_count_only_checks():
-    sections = {"a": tx.Section(check="a", tested=10, violations=1), "part": tx.Section(tested=99, violations=9),
-                "b": tx.Section(check="b", tested=5, violations=0)}
+    sections = {
+        "a": tx.Section(check="a", tested=10, violations=1),
+        "part": tx.Section(tested=99, violations=9),
+        "b": tx.Section(check="b", tested=5, violations=0),
+    }
     assert tx.totals(sections) == {"theory_total_tested": 15, "theory_total_violations": 1}
 
 
@@ -62,8 +66,9 @@ def test_theory_section_figure_names_data_and_caption():
     p0 = tx.p0(**z)
     fig, data, name, caption = tplots.section_figure("p0", p0, z, "paper")
     assert name == "theory_p0_spectrum" and len(data) == 2 * 6 * 2  # instances x n x {float64, exact}
-    assert caption.endswith("n = 6, tau = 1, in float64 and in 30-digit arithmetic "
-                            "(paper profile, 2 random instances).")
+    assert caption.endswith(
+        "n = 6, tau = 1, in float64 and in 30-digit arithmetic (paper profile, 2 random instances)."
+    )
     with pytest.raises(ConfigError, match="name"):
         tplots.section_figure("p9", p0, z, "ci")
 
@@ -80,9 +85,14 @@ def _seq_runs(values: dict) -> pd.DataFrame:
 
 def test_seq_len_report_glue_figure_and_verdict():
     bound = {n: (1 - math.exp(-1)) * n + 1 for n in (32, 64)}  # 21.23, 41.46
-    runs = _seq_runs({("bert", 32): [1.1, 1.2, 1.3], ("bert", 64): [1.5, 1.6, 1.7],
-                      ("gpt2", 32): [10.0, 10.1, 10.2],
-                      ("gpt2", 64): [bound[64] + 5, bound[64] + 5.1, bound[64] + 5.2]})
+    runs = _seq_runs(
+        {
+            ("bert", 32): [1.1, 1.2, 1.3],
+            ("bert", 64): [1.5, 1.6, 1.7],
+            ("gpt2", 32): [10.0, 10.1, 10.2],
+            ("gpt2", 64): [bound[64] + 5, bound[64] + 5.1, bound[64] + 5.2],
+        }
+    )
     r = seqlen.report_from_runs(runs, "ci sizes, 40 steps", "ci", (32, 64))
     assert r.glue == {"seq_len_ns": "32, 64", "seq_len_setting": "ci sizes, 40 steps", "seq_len_n_runs": 12}
     fig, data, name, caption = r.figure
@@ -100,16 +110,35 @@ def test_seq_len_report_glue_figure_and_verdict():
 
 
 def _records() -> protocol.Records:
-    seq = pd.DataFrame([{"split": sp, "sequence": i, "step": st} for sp, k in (("val", 6), ("train", 3))
-                        for i in range(k) for st in (0, 1, 5, 20)])
-    ok = pd.DataFrame({"arch": ["bert"] * 4 + ["gpt2"] * 4, "tau": [1.0, 1.0, 1e-3, 1e-3] * 2, "head_dim": 16,
-                       "seed": [0, 1] * 4, "final_effective_rank": [5.0, 5.2, 3.0, 3.1, 2.0, 2.1, 2.9, 3.0]})
+    seq = pd.DataFrame(
+        [
+            {"split": sp, "sequence": i, "step": st}
+            for sp, k in (("val", 6), ("train", 3))
+            for i in range(k)
+            for st in (0, 1, 5, 20)
+        ]
+    )
+    ok = pd.DataFrame(
+        {
+            "arch": ["bert"] * 4 + ["gpt2"] * 4,
+            "tau": [1.0, 1.0, 1e-3, 1e-3] * 2,
+            "head_dim": 16,
+            "seed": [0, 1] * 4,
+            "final_effective_rank": [5.0, 5.2, 3.0, 3.1, 2.0, 2.1, 2.9, 3.0],
+        }
+    )
     return protocol.Records(ok, ok, 16, seq, pd.DataFrame(), 20)
 
 
 def test_protocol_select_and_records_glue():
-    runs = pd.DataFrame({"status": ["complete", "complete", "failed", "complete"], "head_dim": [16, 16, 16, 32],
-                         "tau": [1.0, 0.001, 1.0, 1.0], "seed": [0, 0, 1, 0]})
+    runs = pd.DataFrame(
+        {
+            "status": ["complete", "complete", "failed", "complete"],
+            "head_dim": [16, 16, 16, 32],
+            "tau": [1.0, 0.001, 1.0, 1.0],
+            "seed": [0, 0, 1, 0],
+        }
+    )
     ok, pair = protocol.select(runs, 16)
     assert list(ok.index) == [0, 1, 3] and list(pair.index) == [0, 1]
     with pytest.raises(ConfigError, match="runs"):
@@ -121,9 +150,13 @@ def test_protocol_select_and_records_glue():
 
 
 def _flips(bert: Estimate, gpt2: Estimate) -> pd.DataFrame:
-    return pd.DataFrame([{"arch": "bert", "step": 20, "estimate": bert, "reference": 2.0},
-                         {"arch": "gpt2", "step": 20, "estimate": gpt2, "reference": 0.8},
-                         {"arch": "bert", "step": 0, "estimate": bert, "reference": 0.1}])
+    return pd.DataFrame(
+        [
+            {"arch": "bert", "step": 20, "estimate": bert, "reference": 2.0},
+            {"arch": "gpt2", "step": 20, "estimate": gpt2, "reference": 0.8},
+            {"arch": "bert", "step": 0, "estimate": bert, "reference": 0.1},
+        ]
+    )
 
 
 def test_protocol_flip_table_and_judge():
@@ -145,10 +178,13 @@ def test_protocol_flip_table_and_judge():
 
 
 def test_protocol_set_early_summary():
-    t = pd.DataFrame([{"arch": a, "step": s, "final_step": 40, "estimate": Estimate((lo + hi) / 2, lo, hi, 30, "")}
-                      for a, iv in (("bert", {0: (0.5, 0.95), 4: (0.91, 0.99)}),
-                                    ("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)}))
-                      for s, (lo, hi) in iv.items()])
+    t = pd.DataFrame(
+        [
+            {"arch": a, "step": s, "final_step": 40, "estimate": Estimate((lo + hi) / 2, lo, hi, 30, "")}
+            for a, iv in (("bert", {0: (0.5, 0.95), 4: (0.91, 0.99)}), ("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)}))
+            for s, (lo, hi) in iv.items()
+        ]
+    )
     text = protocol.set_early_summary(rules.set_early_rule(t), 40, "effective rank", {"bert": "BERT", "gpt2": "GPT-2"})
     assert text.startswith(f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}")
     assert "(40 steps, effective rank): BERT: first early step 4, rho 0.95 [0.91, 0.99]" in text
@@ -164,8 +200,17 @@ def _outcomes() -> pd.DataFrame:
         for c, shift in (("stock", 0.0), ("init", 0.1), ("lr", 0.0), ("twin", 0.1), ("tau", 0.1)):
             for seed in range(3):
                 gap = 0.01 * seed if c == "tau" else 0.0
-                rows.append({"arch": a, "cell": c, "seed": seed, "status": "complete", "initial": 2.0 + 10 * shift,
-                             "during": 3.0 + shift + gap, "final_val_loss": 5.0 + shift + seed * 0.02 + gap})
+                rows.append(
+                    {
+                        "arch": a,
+                        "cell": c,
+                        "seed": seed,
+                        "status": "complete",
+                        "initial": 2.0 + 10 * shift,
+                        "during": 3.0 + shift + gap,
+                        "final_val_loss": 5.0 + shift + seed * 0.02 + gap,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -190,15 +235,31 @@ def test_causal_effects_table_glue_and_order():
 
 
 def test_causal_runs_text_spans_and_summary():
-    runs = pd.DataFrame({"hidden_size": [32] * 4, "num_layers": 2, "head_dim": 8, "max_steps": 40.0,
-                         "status": ["complete", "complete", "failed", "complete"]})
-    assert causal.runs_text(runs, "quick", 2) == ("4 runs (quick profile: ci sizes, hidden size 32, 2 layers, head "
-                                                   "dimension 8, 40 steps; 2 seeds), 1 diverged")
-    inter = pd.DataFrame({"arch": "bert", "train_tau": [1.0] * 3 + [0.01] * 3, "seed": 0,
-                          "effective_rank": [1.0, 2.0, 4.0, 3.0, 3.5, 3.25],
-                          "val_loss": [5.0, 5.1, 5.3, 5.0, 5.0, 5.01]})
-    assert causal.intervention_spans(inter, "effective_rank") == {"causal_int_rank": "0.50 to 3.00",
-                                                                   "causal_int_loss": "0.01 to 0.3"}
+    runs = pd.DataFrame(
+        {
+            "hidden_size": [32] * 4,
+            "num_layers": 2,
+            "head_dim": 8,
+            "max_steps": 40.0,
+            "status": ["complete", "complete", "failed", "complete"],
+        }
+    )
+    assert causal.runs_text(runs, "quick", 2) == (
+        "4 runs (quick profile: ci sizes, hidden size 32, 2 layers, head dimension 8, 40 steps; 2 seeds), 1 diverged"
+    )
+    inter = pd.DataFrame(
+        {
+            "arch": "bert",
+            "train_tau": [1.0] * 3 + [0.01] * 3,
+            "seed": 0,
+            "effective_rank": [1.0, 2.0, 4.0, 3.0, 3.5, 3.25],
+            "val_loss": [5.0, 5.1, 5.3, 5.0, 5.0, 5.01],
+        }
+    )
+    assert causal.intervention_spans(inter, "effective_rank") == {
+        "causal_int_rank": "0.50 to 3.00",
+        "causal_int_loss": "0.01 to 0.3",
+    }
     table = _outcomes()
     v = rules.causal_rule(table)
     text = causal.verdict_summary(v, causal.twins_table(table), tau=0.01, profile="ci", n_runs=30)
@@ -209,17 +270,26 @@ def test_causal_runs_text_spans_and_summary():
 
 def test_causal_figures_name_data_and_caption():
     table = _outcomes()
-    fig, data, name, caption = cplots.cells_figure(table, tau=0.01, measure="effective_rank", profile="paper",
-                                                   n_seeds=3, n_runs=30)
+    fig, data, name, caption = cplots.cells_figure(
+        table, tau=0.01, measure="effective_rank", profile="paper", n_seeds=3, n_runs=30
+    )
     assert name == "causal_cells" and data is table
     assert caption.endswith("s = 10 = 1/sqrt(tau), tau = 0.01; paper profile at quick sizes, 30 runs.")
     labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
     assert "tau = 0.01" in labels and "q/k lr x s" in labels
-    inter = pd.DataFrame({"arch": ["bert"] * 4, "train_tau": [1.0, 1.0, 0.01, 0.01], "seed": 0,
-                          "eval_tau": [0.1, 1.0, 0.01, 1.0], "effective_rank": [1.0, 2.0, 3.0, 4.0],
-                          "val_loss": [5.0, 5.1, 5.2, 5.3]})
-    fig, data, name, caption = cplots.intervention_figure(inter, measure="effective_rank", tau=0.01, seeds=[0, 1],
-                                                          profile="ci")
+    inter = pd.DataFrame(
+        {
+            "arch": ["bert"] * 4,
+            "train_tau": [1.0, 1.0, 0.01, 0.01],
+            "seed": 0,
+            "eval_tau": [0.1, 1.0, 0.01, 1.0],
+            "effective_rank": [1.0, 2.0, 3.0, 4.0],
+            "val_loss": [5.0, 5.1, 5.2, 5.3],
+        }
+    )
+    fig, data, name, caption = cplots.intervention_figure(
+        inter, measure="effective_rank", tau=0.01, seeds=[0, 1], profile="ci"
+    )
     assert name == "causal_intervention" and "(2 runs: tau = 1 and tau = 0.01, seeds 0, 1)" in caption
     assert np.isclose(data.effective_rank.sum(), 10.0)
 
@@ -235,8 +305,14 @@ def _setting() -> ms.Setting:
 def test_measure_setting_glue_and_caption_tail():
     S = _setting()
     assert (S.n_runs, S.n_seeds, S.n, S.taus) == (5, 2, 64, [0.1, 1.0, 10.0])  # fewest seeds of an architecture
-    assert S.glue() == dict(measure_n=64, measure_probe_size=16, measure_n_runs=5, measure_n_seeds=2,
-                            measure_tau_max="10", measure_tau_min="0.1")
+    assert S.glue() == dict(
+        measure_n=64,
+        measure_probe_size=16,
+        measure_n_runs=5,
+        measure_n_seeds=2,
+        measure_tau_max="10",
+        measure_tau_min="0.1",
+    )
     assert S.runs_text == "ci profile, 5 runs, 2 seeds per architecture"
     with pytest.raises(ConfigError, match="used"):
         ms.Setting.of(pd.DataFrame(columns=["arch", "seed", "max_len"]), "ci", 16, [1.0])
@@ -251,9 +327,14 @@ def test_measure_baselines_and_trained_facts():
     assert t.label.isna().sum() == 2 and "n = 64" in set(t.label)
     one = t[t.measure == "rank one"].iloc[0]
     assert (one.arch, one.value, one.label) == ("bert", 1.0, "uniform attention: rank 1")
-    at1 = pd.DataFrame([dict(arch=a, state=s, measure=m, mean=i + (10 if s == "trained" else 0))
-                        for a in ("bert", "gpt2") for s in ("initialisation", "trained")
-                        for i, m in enumerate(ms.RANK_MEASURES)])
+    at1 = pd.DataFrame(
+        [
+            dict(arch=a, state=s, measure=m, mean=i + (10 if s == "trained" else 0))
+            for a in ("bert", "gpt2")
+            for s in ("initialisation", "trained")
+            for i, m in enumerate(ms.RANK_MEASURES)
+        ]
+    )
     facts = ms.trained_facts(at1)
     assert len(facts) == 2 * len(ms.RANK_MEASURES)
     assert facts[f"measure_gpt2_trained_{ms.RANK_MEASURES[2]}"] == 12.0
@@ -261,9 +342,13 @@ def test_measure_baselines_and_trained_facts():
 
 def test_measure_figures_name_data_and_caption():
     S = _setting()
-    rows = [dict(arch=a, tau=t, pipeline=p, measure=m, mean=5.0, low=4.0, high=6.0, n=2)
-            for a in ("bert", "gpt2") for t in (0.1, 1.0, 10.0) for p in (ms.REFERENCE, "float32 probs, float64 SVD")
-            for m in ms.RANK_MEASURES]
+    rows = [
+        dict(arch=a, tau=t, pipeline=p, measure=m, mean=5.0, low=4.0, high=6.0, n=2)
+        for a in ("bert", "gpt2")
+        for t in (0.1, 1.0, 10.0)
+        for p in (ms.REFERENCE, "float32 probs, float64 SVD")
+        for m in ms.RANK_MEASURES
+    ]
     by_tau = pd.DataFrame(rows)
     fig, data, name, caption = mplots.precision_figure(by_tau, S)
     assert name == "measure_precision" and data is by_tau

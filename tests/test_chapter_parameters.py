@@ -37,8 +37,11 @@ def _checked(path) -> tuple[str, ...]:
         if cell["cell_type"] != "code":
             continue
         for node in ast.walk(ast.parse("".join(cell["source"]))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "check_parameters"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "check_parameters"
+            ):
                 return tuple(ast.literal_eval(node.args[1]))
     raise AssertionError(f"{path.name} does not call book.check_parameters")
 
@@ -56,14 +59,14 @@ def test_every_chapter_checks_all_its_parameters_with_the_shared_schema(path):
 @pytest.mark.parametrize(
     "name, value, expected",
     [
-        ("head_dims", 16, [16]),              # one value where a list is expected
+        ("head_dims", 16, [16]),  # one value where a list is expected
         ("head_dims", 16.0, [16]),
         ("taus", 0.3, [0.3]),
         ("taus", [1, 0.25], [1.0, 0.25]),
-        ("taus", np.float32(0.5), [0.5]),     # NumPy numbers are numbers
-        ("seeds", 3, [0, 1, 2]),              # a single integer is a count of seeds
+        ("taus", np.float32(0.5), [0.5]),  # NumPy numbers are numbers
+        ("seeds", 3, [0, 1, 2]),  # a single integer is a count of seeds
         ("seeds", [4, 7], [4, 7]),
-        ("mc_samples", 1e3, 1000),            # an integer-valued float for an int
+        ("mc_samples", 1e3, 1000),  # an integer-valued float for an int
         ("mc_samples", np.int64(300), 300),
         ("mc_samples", None, None),
         ("tau", 1, 1.0),
@@ -137,9 +140,14 @@ def test_papermill_bad_parameter_is_a_config_error_naming_it(chapter, parameters
     papermill = pytest.importorskip("papermill")
     monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "data"))  # nothing may be trained or stored
     with pytest.raises(papermill.PapermillExecutionError) as e:
-        papermill.execute_notebook(str(CHAPTERS / f"{chapter}.ipynb"), str(tmp_path / "out.ipynb"),
-                                   parameters={"profile": "ci", **parameters}, cwd=str(CHAPTERS),
-                                   kernel_name="python3", progress_bar=False)
+        papermill.execute_notebook(
+            str(CHAPTERS / f"{chapter}.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            parameters={"profile": "ci", **parameters},
+            cwd=str(CHAPTERS),
+            kernel_name="python3",
+            progress_bar=False,
+        )
     assert e.value.ename == "ConfigError"
     assert e.value.evalue.startswith(f"{param}: got an empty list")
     assert not (tmp_path / "data" / "runs").exists()

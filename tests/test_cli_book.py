@@ -91,7 +91,9 @@ def test_slope_per_doubling_recovers_a_known_slope_and_bootstraps_groups():
     assert np.isnan(one["low"])
 
 
-@pytest.mark.parametrize("kw, text", [({"high": 1.0}, "(0, 1]"), ({"low": 2.0}, "[2, inf)"), ({"low": 2.0, "high": 3.0}, "[2, 3]")])
+@pytest.mark.parametrize(
+    "kw, text", [({"high": 1.0}, "(0, 1]"), ({"low": 2.0}, "[2, inf)"), ({"low": 2.0, "high": 3.0}, "[2, 3]")]
+)
 def test_range_errors_name_the_range(kw, text):
     from attnrank.errors import check_positive_float
 
@@ -109,9 +111,14 @@ def test_a_closed_output_pipe_ends_without_a_traceback():
     read, write = os.pipe()
     os.close(read)  # nobody reads: the first write fails with EPIPE
     try:
-        proc = subprocess.run([sys.executable, "-m", "attnrank", "sweep", "--profile", "ci", "--dry-run"],
-                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        proc = subprocess.run(
+            [sys.executable, "-m", "attnrank", "sweep", "--profile", "ci", "--dry-run"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
     finally:
         os.close(write)
     assert "Traceback" not in proc.stderr, proc.stderr

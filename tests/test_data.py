@@ -83,8 +83,10 @@ def test_empty_folder_is_a_clear_error(tmp_path):
 
 
 # ----------------------------------------------------------------------------- helpers
-_WORDS = ("the cat sat on a mat and ran to see her old dog by one red hill with our fox "
-          "who ate ten figs near two big oak trees at dawn").split()
+_WORDS = (
+    "the cat sat on a mat and ran to see her old dog by one red hill with our fox "
+    "who ate ten figs near two big oak trees at dawn"
+).split()
 
 
 def _write_corpus(folder, files=("train.txt", "validation.txt"), lines=(1200, 120), seed=0):
@@ -128,13 +130,22 @@ def test_gpt2_targets_include_end_of_text(tmp_path, private_data):
     # the model's loss counts every next token, end-of-text included
     from attnrank.models import build_model
 
-    model = build_model("gpt2", hidden_size=32, num_layers=1, num_heads=2, max_len=cfg.max_len, vocab_size=len(tok),
-                        dropout=0.0, pad_token_id=tok.pad_token_id)
+    model = build_model(
+        "gpt2",
+        hidden_size=32,
+        num_layers=1,
+        num_heads=2,
+        max_len=cfg.max_len,
+        vocab_size=len(tok),
+        dropout=0.0,
+        pad_token_id=tok.pad_token_id,
+    )
     with torch.no_grad():
         logits = model(input_ids=train_batch["input_ids"]).logits
         loss = model(**train_batch).loss
-    full = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
-                                             train_batch["input_ids"][:, 1:].reshape(-1))
+    full = torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]), train_batch["input_ids"][:, 1:].reshape(-1)
+    )
     torch.testing.assert_close(loss, full)
 
 
@@ -229,14 +240,20 @@ def test_split_names_must_be_delimited_words(tmp_path, private_data):
     """README, "Dataset and data-folder errors are named": folder splits follow datasets' file-name rules."""
     from attnrank.cli import main
 
-    corpus = _write_corpus(tmp_path / "notes", files=("interval_notes.txt", "survival.txt", "contest.txt"),
-                           lines=(700, 700, 700))
-    lines = [line for f in ("interval_notes.txt", "survival.txt", "contest.txt")
-             for line in (corpus / f).read_text().splitlines()]
+    corpus = _write_corpus(
+        tmp_path / "notes", files=("interval_notes.txt", "survival.txt", "contest.txt"), lines=(700, 700, 700)
+    )
+    lines = [
+        line
+        for f in ("interval_notes.txt", "survival.txt", "contest.txt")
+        for line in (corpus / f).read_text().splitlines()
+    ]
     train, val = data.load_texts(f"hf:{corpus}")
     assert len(val) == len(lines) // 20 and train + val != [] and sorted(train + val) == sorted(lines)
-    assert main(["train", "--arch", "gpt2", "--profile", "ci", "--dataset", f"hf:{corpus}",
-                 "--max-steps", "2", "--quiet"]) == 0
+    assert (
+        main(["train", "--arch", "gpt2", "--profile", "ci", "--dataset", f"hf:{corpus}", "--max-steps", "2", "--quiet"])
+        == 0
+    )
     both = _write_corpus(tmp_path / "both", files=("my-train.txt", "my_val.txt"), lines=(100, 10))
     train, val = data.load_texts(f"hf:{both}")
     assert len(train) == 100 and len(val) == 10
@@ -323,19 +340,21 @@ def _cli_in(env_data, args, *, read_only=False, code=None):
         if not shutil.which("unshare"):
             pytest.skip("needs unshare to make a read-only folder as root")
         mount = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
-        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data),
-                                "true"], capture_output=True)
+        probe = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data), "true"],
+            capture_output=True,
+        )
         if probe.returncode:
             pytest.skip(f"cannot mount read-only here: {probe.stderr.decode().strip()}")
         cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(env_data), *cmd]
     elif read_only:
-        for folder, dirs, _ in os.walk(env_data):
+        for folder, _dirs, _ in os.walk(env_data):
             os.chmod(folder, 0o555)
     try:
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     finally:
         if read_only and os.geteuid() != 0:
-            for folder, dirs, _ in os.walk(env_data):
+            for folder, _dirs, _ in os.walk(env_data):
                 os.chmod(folder, 0o755)
 
 
@@ -344,8 +363,12 @@ def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, mo
     """README, "Dataset and data-folder errors are named": ATTNRANK_DATA that is a file, under /proc or read-only."""
     from attnrank.cli import main
 
-    path = {"file": tmp_path / "file", "proc": "/proc", "proc-child": "/proc/attnrank-data",
-            "read-only": tmp_path / "ro"}[kind]
+    path = {
+        "file": tmp_path / "file",
+        "proc": "/proc",
+        "proc-child": "/proc/attnrank-data",
+        "read-only": tmp_path / "ro",
+    }[kind]
     argv = ["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]
     if kind == "read-only":  # in a child process, where the folder is made read-only
         path.mkdir()
@@ -391,7 +414,7 @@ import numpy as np
 from attnrank import data
 from attnrank.errors import ConfigError
 train = data.token_blocks("gpt2", "hf:{corpus}", 300, 16)[0]
-assert np.array_equal(train, np.load("{tmp_path / 'expected.npy'}"))
+assert np.array_equal(train, np.load("{tmp_path / "expected.npy"}"))
 try:
     data.token_blocks("gpt2", "hf:{corpus}", 300, 24)
 except ConfigError as e:

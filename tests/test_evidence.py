@@ -39,8 +39,11 @@ def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(priv
 
 
 def test_run_tables(private_store):
-    cfgs = [resolve_config("bert", "ci", max_steps=4, rank_every=2, log_every=2, tau=t, seed=s)
-            for t in (1.0, 0.25) for s in (0, 1)]
+    cfgs = [
+        resolve_config("bert", "ci", max_steps=4, rank_every=2, log_every=2, tau=t, seed=s)
+        for t in (1.0, 0.25)
+        for s in (0, 1)
+    ]
     wide = runs.table(cfgs, long=False)
     curves = evidence.rank_curves(wide, ["rank_rtol_1e-2", "effective_rank"])
     assert list(curves.measure.unique()) == ["rank_rtol_1e-2", "effective_rank"]  # in the order given

@@ -41,10 +41,18 @@ def _runs() -> pd.DataFrame:
             for h in (8, 16):
                 for s in (0, 1, 2):
                     failed = (a, t, h, s) == ("gpt2", 1.0, 16, 2)
-                    rows.append(dict(key=f"{a}-{t}-{h}-{s}", arch=a, tau=t, head_dim=h, seed=s,
-                                     status="failed" if failed else "complete",
-                                     initial_effective_rank=10 * h + s - math.log10(t),
-                                     final_val_loss=5.0 - 0.1 * h - 0.01 * s + t))
+                    rows.append(
+                        dict(
+                            key=f"{a}-{t}-{h}-{s}",
+                            arch=a,
+                            tau=t,
+                            head_dim=h,
+                            seed=s,
+                            status="failed" if failed else "complete",
+                            initial_effective_rank=10 * h + s - math.log10(t),
+                            final_val_loss=5.0 - 0.1 * h - 0.01 * s + t,
+                        )
+                    )
     return pd.DataFrame(rows)
 
 
@@ -69,15 +77,17 @@ def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
 
 def test_sweep_facts_count_runs_seeds_and_failures():
     facts = evidence.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
-    assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24,
-                     "x_n_failed": 1}
+    assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24, "x_n_failed": 1}
 
 
 def test_estimate_texts_names_each_estimate_by_prefix_name_and_arch():
-    out = evidence.estimate_texts("loss", {"val_rho": {"bert": _est(-0.5, -0.8, -0.1, n=12)},
-                                           "speed_rho": {"gpt2": _est(0.25, 0.0, 0.5, n=9)}})
-    assert out == {"loss_val_rho_bert": "−0.50 [−0.80, −0.10], n = 12",
-                   "loss_speed_rho_gpt2": "0.25 [0.00, 0.50], n = 9"}
+    out = evidence.estimate_texts(
+        "loss", {"val_rho": {"bert": _est(-0.5, -0.8, -0.1, n=12)}, "speed_rho": {"gpt2": _est(0.25, 0.0, 0.5, n=9)}}
+    )
+    assert out == {
+        "loss_val_rho_bert": "−0.50 [−0.80, −0.10], n = 12",
+        "loss_speed_rho_gpt2": "0.25 [0.00, 0.50], n = 9",
+    }
     short = evidence.estimate_texts("d", {"r": {"bert": _est(0.5, 0.4, 0.6)}}, n=False)
     assert short == {"d_r_bert": "0.50 [0.40, 0.60]"}
 
@@ -90,18 +100,26 @@ def test_grid_correlations_per_temperature_and_architecture():
     # within one temperature the loss falls as the rank rises: rho = -1 over the complete runs
     assert rho[0.01]["bert"].value == pytest.approx(-1.0) and rho[0.01]["bert"].n == 6
     assert rho[1.0]["gpt2"].n == 5
-    direct = stats.spearman(d[(d.arch == "gpt2") & (d.tau == 1.0)].initial_effective_rank,
-                            d[(d.arch == "gpt2") & (d.tau == 1.0)].final_val_loss)
+    direct = stats.spearman(
+        d[(d.arch == "gpt2") & (d.tau == 1.0)].initial_effective_rank,
+        d[(d.arch == "gpt2") & (d.tau == 1.0)].final_val_loss,
+    )
     assert rho[1.0]["gpt2"].text() == direct.text()
 
 
 def test_stability_facts_read_the_median_change_and_the_shares():
-    change = pd.DataFrame({"measure": "effective_rank", "arch": ["bert"] * 4 + ["gpt2"] * 2,
-                           "rel_change": [0.05, 0.2, 0.01, 0.5, 0.02, 0.03],
-                           "increased": [True, False, False, True, False, False]})
+    change = pd.DataFrame(
+        {
+            "measure": "effective_rank",
+            "arch": ["bert"] * 4 + ["gpt2"] * 2,
+            "rel_change": [0.05, 0.2, 0.01, 0.5, 0.02, 0.03],
+            "increased": [True, False, False, True, False, False],
+        }
+    )
     shares = rules.stability_table(change, 0.1)
-    res = DynamicsResult("inconclusive at this scale", change={"bert": _est(0.12, 0.03, 0.4, n=4),
-                                                                 "gpt2": _est(0.025, 0.02, 0.03, n=2)})
+    res = DynamicsResult(
+        "inconclusive at this scale", change={"bert": _est(0.12, 0.03, 0.4, n=4), "gpt2": _est(0.025, 0.02, 0.03, n=2)}
+    )
     f = evidence.stability_facts("dyn", res, shares, "effective_rank")
     assert f["dyn_median_change_bert"] == "12% [3%, 40%], n = 4"
     assert f["dyn_share_stable_bert"] == "50%" and f["dyn_share_increased_bert"] == "50%"
@@ -122,13 +140,21 @@ def test_head_changes_is_the_largest_relative_change_of_one_head():
 def test_convergence_facts():
     runs = pd.DataFrame({"status": ["complete", "complete", "failed"], "censored": [True, False, False]})
     f = evidence.convergence_facts("loss", runs, {"bert": 2.34567, "gpt2": 3.0}, 130, quantile=0.75, smooth=3)
-    assert f == {"loss_level_bert": "2.346", "loss_level_gpt2": "3.000", "loss_level_quantile": "75%",
-                 "loss_smooth": 3, "loss_n_censored": 1, "loss_n_complete": 2, "loss_cens_value": 130}
+    assert f == {
+        "loss_level_bert": "2.346",
+        "loss_level_gpt2": "3.000",
+        "loss_level_quantile": "75%",
+        "loss_smooth": 3,
+        "loss_n_censored": 1,
+        "loss_n_complete": 2,
+        "loss_cens_value": 130,
+    }
 
 
 def test_ngram_references_keep_the_two_count_models(monkeypatch):
-    monkeypatch.setattr(baselines, "ngram_losses", lambda cfg: {"unigram": len(cfg.arch) + 0.5, "bigram": 1.0,
-                                                                "n_targets": 7})
+    monkeypatch.setattr(
+        baselines, "ngram_losses", lambda cfg: {"unigram": len(cfg.arch) + 0.5, "bigram": 1.0, "n_targets": 7}
+    )
     losses, refs = evidence.ngram_references("ci", ("bert", "gpt2"))
     assert losses["gpt2"]["n_targets"] == 7
     assert refs == {"bert": {"unigram": 4.5, "bigram": 1.0}, "gpt2": {"unigram": 4.5, "bigram": 1.0}}
@@ -140,21 +166,37 @@ def test_temperature_facts_and_grid_text():
     f = evidence.temperature_facts("temp", d, {"taus": [0.001, 0.01, 1.0]}, 0.3)
     assert f["temp_grid_text"] == "3 values a factor of about 32 apart" and f["temp_tau"] == "0.3"
     assert (f["temp_n_runs"], f["temp_n_seeds"], f["temp_n_taus"], f["temp_head_dim"], f["temp_n_failed"]) == (
-        12, 3, 2, 16, 1)
+        12,
+        3,
+        2,
+        16,
+        1,
+    )
     assert (f["temp_tau_min"], f["temp_tau_max"]) == ("0.001", "1")
     assert f["temp_init_std"] == pytest.approx(0.02) and isinstance(f["temp_n_runs"], int)
     assert evidence.temperature_grid_text(d, "ci") == (
         "12 runs (ci profile): 2 temperatures x 2 architectures x 3 seeds at head dimension 16; off-grid settings "
-        "added (trained once, then served by the store): 0.3.")
+        "added (trained once, then served by the store): 0.3."
+    )
     d.attrs["missing"] = []
     assert evidence.temperature_grid_text(d, "ci").endswith("served by the store): none.")
 
 
 def _sweep_verdict() -> SweepVerdict:
-    bert = ArchResult(Verdict("supported", _est(1.5, 0.5, 2.5, n=6, p=0.1), 0.0, "above", 1.0, None),
-                      shape=_est(0.01, 0.001, 0.1), shape_text="interior (0.01) on the grid", spread=0.25)
-    gpt2 = ArchResult(Verdict("inconclusive at this scale", _est(-0.2, -1.0, 0.6, n=6, p=0.7), 0.0, "above", 1.0, 12,
-                              "seeds per arm"), shape=_est(1.0, 0.25, 1.0), shape_text="at the end", spread=0.5)
+    bert = ArchResult(
+        Verdict("supported", _est(1.5, 0.5, 2.5, n=6, p=0.1), 0.0, "above", 1.0, None),
+        shape=_est(0.01, 0.001, 0.1),
+        shape_text="interior (0.01) on the grid",
+        spread=0.25,
+    )
+    gpt2 = ArchResult(
+        Verdict(
+            "inconclusive at this scale", _est(-0.2, -1.0, 0.6, n=6, p=0.7), 0.0, "above", 1.0, 12, "seeds per arm"
+        ),
+        shape=_est(1.0, 0.25, 1.0),
+        shape_text="at the end",
+        spread=0.5,
+    )
     return SweepVerdict("inconclusive at this scale", {"bert": bert, "gpt2": gpt2}, 12)
 
 
@@ -166,15 +208,26 @@ def test_rank_and_loss_verdict_facts():
     assert f["temp_peak_bert"] == "0.01 (95% interval on the grid 0.001 to 0.1; interior)"
     assert f["temp_rank_needed_bert"] == "none (resolved)" and f["temp_rank_needed_gpt2"] == "12"
     g = evidence.loss_verdict_facts("temp", rv)
-    assert g == {"temp_loss_rho_bert": "1.50 [0.50, 2.50], n = 6", "temp_loss_spread_bert": 0.25,
-                 "temp_loss_best_bert": "0.01 (95% interval on the grid 0.001 to 0.1)",
-                 "temp_loss_rho_gpt2": "−0.20 [−1.00, 0.60], n = 6", "temp_loss_spread_gpt2": 0.5,
-                 "temp_loss_best_gpt2": "1 (95% interval on the grid 0.25 to 1)"}
+    assert g == {
+        "temp_loss_rho_bert": "1.50 [0.50, 2.50], n = 6",
+        "temp_loss_spread_bert": 0.25,
+        "temp_loss_best_bert": "0.01 (95% interval on the grid 0.001 to 0.1)",
+        "temp_loss_rho_gpt2": "−0.20 [−1.00, 0.60], n = 6",
+        "temp_loss_spread_gpt2": 0.5,
+        "temp_loss_best_gpt2": "1 (95% interval on the grid 0.25 to 1)",
+    }
 
 
 def test_init_facts_and_means_at_prefix():
-    init = pd.DataFrame({"arch": ["bert", "bert", "gpt2", "gpt2"], "tau": [0.25, 1.0, 0.25, 1.0], "n": 8,
-                         "logit_sd": [0.4, 0.1, 0.8, 0.2], "attention_entropy": [2.0, 2.07, 1.0, 1.5]})
+    init = pd.DataFrame(
+        {
+            "arch": ["bert", "bert", "gpt2", "gpt2"],
+            "tau": [0.25, 1.0, 0.25, 1.0],
+            "n": 8,
+            "logit_sd": [0.4, 0.1, 0.8, 0.2],
+            "attention_entropy": [2.0, 2.07, 1.0, 1.5],
+        }
+    )
     uniform = baselines.uniform_ranks(8)
     f = evidence.init_facts("temp", init, uniform, {"tau": 0.25, "base": 1.0})
     assert f["temp_logit_sd_tau_gpt2"] == 0.8 and f["temp_entropy_base_bert"] == 2.07
@@ -203,7 +256,8 @@ def test_head_dim_grid_text():
     d = _runs()[lambda x: x.tau == 1.0]
     assert evidence.head_dim_grid_text(d, "ci", [8, 16], 64, [1.0, 0.001]) == (
         "12 head-dimension runs (ci profile): head dimensions 8, 16 at hidden size 64 (heads: 8, 4), tau in "
-        "{1, 0.001}, 3 seeds, both archs.")
+        "{1, 0.001}, 3 seeds, both archs."
+    )
 
 
 def test_lever_verdicts_are_the_rule_applied_per_measure_on_loss_and_cold():
@@ -223,8 +277,10 @@ def test_lever_verdicts_are_the_rule_applied_per_measure_on_loss_and_cold():
 def test_verdict_table_and_measure_constants():
     results = {"rank_rtol_1e-2": DynamicsResult("supported"), "effective_rank": DynamicsResult("not supported")}
     t = evidence.verdict_table(results)
-    assert t.to_dict("list") == {"measure": ["rank, rtol 1e-2", "effective rank"],
-                                 "verdict under this measure": ["supported", "not supported"]}
+    assert t.to_dict("list") == {
+        "measure": ["rank, rtol 1e-2", "effective rank"],
+        "verdict under this measure": ["supported", "not supported"],
+    }
     assert "attention_entropy" not in evidence.RANK_MEASURES and len(evidence.RANK_MEASURES) == 5
     assert evidence.MEASURE_LABELS["attention_entropy"] == "attention entropy (nats)"
 
@@ -256,8 +312,18 @@ def _rank_summary() -> pd.DataFrame:
             for t in (0.01, 1.0):
                 for s in (0, 1):
                     for step in (0, 10):
-                        rows.append(dict(arch=a, measure=m, tau=t, head_dim=16, seed=s, status="complete", step=step,
-                                         mean=5 + s + step / 10 - math.log10(t)))
+                        rows.append(
+                            dict(
+                                arch=a,
+                                measure=m,
+                                tau=t,
+                                head_dim=16,
+                                seed=s,
+                                status="complete",
+                                step=step,
+                                mean=5 + s + step / 10 - math.log10(t),
+                            )
+                        )
     return pd.DataFrame(rows)
 
 
@@ -266,8 +332,10 @@ def _dotted(ax):
 
 
 def test_measure_trajectories_draw_the_uniform_baseline_only_for_the_given_archs():
-    uniform = {"bert": {"effective_rank": 1.0, "rank_rtol_1e-2": 1.0},
-               "gpt2": {"effective_rank": 7.5, "rank_rtol_1e-2": 32}}
+    uniform = {
+        "bert": {"effective_rank": 1.0, "rank_rtol_1e-2": 1.0},
+        "gpt2": {"effective_rank": 7.5, "rank_rtol_1e-2": 32},
+    }
     fig = tp.measure_trajectories(_rank_summary(), uniform, label="uniform", archs=("gpt2",))
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert len(panels) == 4
@@ -292,8 +360,9 @@ def test_head_dim_trajectories_and_val_loss_trajectories():
 
 def test_loss_trajectories_levels_and_references():
     d = _rank_summary()[lambda x: x.measure == "effective_rank"]
-    curves = pd.concat([d.assign(curve="validation loss", value=d["mean"]),
-                        d.assign(curve="training loss", value=d["mean"] - 1)])
+    curves = pd.concat(
+        [d.assign(curve="validation loss", value=d["mean"]), d.assign(curve="training loss", value=d["mean"] - 1)]
+    )
     fig = tp.loss_trajectories(curves, {"bert": 5.5, "gpt2": 6.5}, {"bert": {"unigram": 6.0}, "gpt2": {"unigram": 7.0}})
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert len(panels) == 4
@@ -303,26 +372,43 @@ def test_loss_trajectories_levels_and_references():
 
 def test_head_dim_scatter_annotates_each_panel_with_its_rho():
     d = _runs()
-    rho = {1.0: {"bert": _est(-0.5, -0.9, 0.1, n=6), "gpt2": _est(0.2, -0.4, 0.7, n=5)},
-           0.01: {"bert": _est(-1.0, -1.0, -1.0, n=6), "gpt2": _est(-1.0, -1.0, -1.0, n=6)}}
-    fig = tp.head_dim_scatter(d, x="initial_effective_rank", y="final_val_loss", rho=rho,
-                              references={"bert": {"unigram": 9.0}, "gpt2": {"unigram": 9.0}},
-                              xlabel="initial", ylabel="final")
+    rho = {
+        1.0: {"bert": _est(-0.5, -0.9, 0.1, n=6), "gpt2": _est(0.2, -0.4, 0.7, n=5)},
+        0.01: {"bert": _est(-1.0, -1.0, -1.0, n=6), "gpt2": _est(-1.0, -1.0, -1.0, n=6)},
+    }
+    fig = tp.head_dim_scatter(
+        d,
+        x="initial_effective_rank",
+        y="final_val_loss",
+        rho=rho,
+        references={"bert": {"unigram": 9.0}, "gpt2": {"unigram": 9.0}},
+        xlabel="initial",
+        ylabel="final",
+    )
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     # the corner text of a panel: its rho and runs, then the reference lines outside the y-range
     assert texts == ["ρ = −1.00 [−1.00, −1.00]\nn = 6 runs\nunigram 9.00 (above the scale)"] * 2 + [
         "ρ = −0.50 [−0.90, 0.10]\nn = 6 runs\nunigram 9.00 (above the scale)",
-        "ρ = 0.20 [−0.40, 0.70]\nn = 5 runs\nunigram 9.00 (above the scale)"]
+        "ρ = 0.20 [−0.40, 0.70]\nn = 5 runs\nunigram 9.00 (above the scale)",
+    ]
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert len(panels) == 4 and "τ = 0.01" in panels[0].get_title() and "τ = 1" in panels[2].get_title()
 
 
 def test_limit_lines_and_by_setting_title():
-    limits = pd.DataFrame({"arch": ["bert", "bert", "gpt2"], "tau": [1.0, 0.001, 1.0],
-                           "measure": ["effective_rank"] * 3, "value": [3.0, 9.0, 4.0]})
+    limits = pd.DataFrame(
+        {
+            "arch": ["bert", "bert", "gpt2"],
+            "tau": [1.0, 0.001, 1.0],
+            "measure": ["effective_rank"] * 3,
+            "value": [3.0, 9.0, 4.0],
+        }
+    )
     lines = sweeps.limit_lines(limits, 1.0, "limit")
     assert lines[["hue", "value", "label"]].to_dict("records") == [
-        {"hue": "bert", "value": 3.0, "label": "limit"}, {"hue": "gpt2", "value": 4.0, "label": "limit"}]
+        {"hue": "bert", "value": 3.0, "label": "limit"},
+        {"hue": "gpt2", "value": 4.0, "label": "limit"},
+    ]
     d = _runs().assign(measure="effective_rank", value=lambda x: x.initial_effective_rank)
     fig = sweeps.by_setting(d, "head_dim", facet="measure", title="τ = 1")
     assert fig._suptitle is not None and fig._suptitle.get_text() == "τ = 1"

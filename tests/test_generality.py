@@ -96,8 +96,11 @@ def test_chapter_parameter_dataset(corpus):
     assert check("dataset", None) is None
     assert check("dataset", "shakespeare") == "shakespeare"
     assert check("dataset", f"hf:{corpus}/") == f"hf:{corpus}"  # normalised as the run config stores it
-    for bad, words in (("wikitext", "'hf:NAME[:CONFIG]'"), (f"hf:{corpus / 'missing'}", "does not exist"),
-                       (3, "string")):
+    for bad, words in (
+        ("wikitext", "'hf:NAME[:CONFIG]'"),
+        (f"hf:{corpus / 'missing'}", "does not exist"),
+        (3, "string"),
+    ):
         with pytest.raises(ConfigError) as e:
             book.check_parameters({"dataset": bad}, ("dataset",))
         assert e.value.param == "dataset" and words in str(e.value)
@@ -134,8 +137,13 @@ def test_papermill_chapter_trains_on_the_dataset_parameter(corpus, tmp_path, mon
     monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
     monkeypatch.delenv("ATTNRANK_DATASET", raising=False)
     run = lambda params: papermill.execute_notebook(  # noqa: E731
-        str(CHAPTERS / "dynamics.ipynb"), str(tmp_path / "out.ipynb"), cwd=str(CHAPTERS), kernel_name="python3",
-        progress_bar=False, parameters={"profile": "ci", "seeds": 2, "taus": [0.001, 1.0], "head_dims": [16], **params})
+        str(CHAPTERS / "dynamics.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        cwd=str(CHAPTERS),
+        kernel_name="python3",
+        progress_bar=False,
+        parameters={"profile": "ci", "seeds": 2, "taus": [0.001, 1.0], "head_dims": [16], **params},
+    )
     with pytest.raises(papermill.PapermillExecutionError) as e:
         run({"dataset": f"hf:{corpus / 'missing'}"})
     assert e.value.ename == "ConfigError" and e.value.evalue.startswith("dataset: ")

@@ -92,7 +92,9 @@ def test_a_run_that_raises_is_reported_after_the_others(runs, monkeypatch, capsy
         return real(cfg, **kw)
 
     monkeypatch.setattr(store, "run", run)
-    with pytest.raises(RuntimeError, match="1 of 2 runs did not finish: bert tau=1 head_dim=16 seed=0: OSError: disk full"):
+    with pytest.raises(
+        RuntimeError, match="1 of 2 runs did not finish: bert tau=1 head_dim=16 seed=0: OSError: disk full"
+    ):
         grid.sweep([bad, good], executor="serial")
     assert "bert tau=1 head_dim=16 seed=0: error OSError: disk full" in capsys.readouterr().out
     assert len(_run_dirs(runs)) == 1
@@ -109,8 +111,13 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
         print("TRAINED", df.attrs["sweep"]["trained"], df.status.iloc[0])
     """
     env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC}
-    driver = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    driver = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     import psutil
 
     deadline = time.time() + 120
@@ -170,7 +177,13 @@ def test_thread_count_is_applied_restored_recorded_and_keyed(runs, monkeypatch):
     finally:
         torch.set_num_threads(old)
     s = r.summary
-    assert (s["torch_threads"], s["device_type"], s["precision"], s["world_size"], s["device"]) == (1, "cpu", "fp32", 1, "cpu")
+    assert (s["torch_threads"], s["device_type"], s["precision"], s["world_size"], s["device"]) == (
+        1,
+        "cpu",
+        "fp32",
+        1,
+        "cpu",
+    )
     # another precision or device type is another run
     monkeypatch.setattr("attnrank.train.precision", lambda: "bf16")
     assert store.run_key(base) != r.key
@@ -190,9 +203,17 @@ def test_probe_ignores_bf16_autocast():
     for arch, tau in (("gpt2", 1e-3), ("bert", 4e-3)):
         cfg = resolve_config(arch, "ci", tau=tau)
         _, tokenizer, _, ids, val_batches = prepare_data(cfg)
-        model = build_model(arch, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                            tau=tau, max_len=cfg.max_len, vocab_size=len(tokenizer), dropout=0.0,
-                            pad_token_id=tokenizer.pad_token_id)
+        model = build_model(
+            arch,
+            hidden_size=cfg.hidden_size,
+            num_layers=cfg.num_layers,
+            num_heads=cfg.num_heads,
+            tau=tau,
+            max_len=cfg.max_len,
+            vocab_size=len(tokenizer),
+            dropout=0.0,
+            pad_token_id=tokenizer.pad_token_id,
+        )
         ref_probs = attention_probabilities(model, ids)
         ref = RankProbe(ids, val_batches)(model, 0)
         # what Trainer(bf16=True) does to the model: forward wrapped in bf16 autocast for the whole run
@@ -206,7 +227,11 @@ def test_probe_ignores_bf16_autocast():
         assert probs.dtype == torch.float32
         # TF32 matmuls are off inside the probe and restored after it
         seen = []
-        hook = wrapped.register_forward_pre_hook(lambda *a: seen.append(torch.backends.cuda.matmul.allow_tf32))
+        hook = wrapped.register_forward_pre_hook(
+            lambda *a: seen.append(  # noqa: B023 (called within the iteration)
+                torch.backends.cuda.matmul.allow_tf32
+            )
+        )
         old_tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = True
         try:
@@ -249,9 +274,25 @@ def test_torchrun_stops_at_once(runs):
     if not torchrun.exists():
         pytest.skip("torchrun not installed")
     env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
-    p = subprocess.run([str(torchrun), "--nproc_per_node=2", "--master_port=29517", "-m", "attnrank", "train",
-                        "--arch", "gpt2", "--profile", "ci", "--quiet"],
-                       env=env, capture_output=True, text=True, timeout=90)
+    p = subprocess.run(
+        [
+            str(torchrun),
+            "--nproc_per_node=2",
+            "--master_port=29517",
+            "-m",
+            "attnrank",
+            "train",
+            "--arch",
+            "gpt2",
+            "--profile",
+            "ci",
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert p.returncode != 0
     out = p.stdout + p.stderr
     assert out.count("attnrank: error: WORLD_SIZE: got 2") == 2 and "--executor ray" in out
@@ -271,8 +312,12 @@ def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
     # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1;
     # the causal chapter adds its 2 x 2 and twins
     assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 and experiments.book_runs("ci", ["target"]) == []
-    for argv, param in ((["--executor", "dask"], "executor"), (["--chapters", "nope"], "chapters"),
-                        (["--workers", "0"], "workers"), (["--threads-per-worker", "0"], "threads_per_worker")):
+    for argv, param in (
+        (["--executor", "dask"], "executor"),
+        (["--chapters", "nope"], "chapters"),
+        (["--workers", "0"], "workers"),
+        (["--threads-per-worker", "0"], "threads_per_worker"),
+    ):
         assert main(["sweep", "--profile", "ci", *argv]) == 2
         assert capsys.readouterr().err.startswith(f"attnrank: error: {param}:")
 
@@ -286,8 +331,9 @@ def test_book_build_sweeps_up_front(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(grid, "sweep", lambda configs, **kw: seen.update(configs=configs, **kw))
     monkeypatch.setenv("ATTNRANK_PROFILE", "ci")
-    (tmp_path / "_toc.yml").write_text("root: chapters/intro\nparts:\n  - chapters:\n      - file: chapters/theory\n"
-                                       "      - file: chapters/temp\n")
+    (tmp_path / "_toc.yml").write_text(
+        "root: chapters/intro\nparts:\n  - chapters:\n      - file: chapters/theory\n      - file: chapters/temp\n"
+    )
     app = SimpleNamespace(srcdir=str(tmp_path))
     sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="process"))
     assert seen["configs"] == experiments.book_runs("ci", ["theory", "temp"]) and seen["executor"] == "process"

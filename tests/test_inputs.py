@@ -45,14 +45,28 @@ def test_a_run_config_needs_a_profiles_values():
 
 
 BAD = [
-    (dict(seed=2**32), "seed"), (dict(seed=-1), "seed"), (dict(seed=1.5), "seed"),
-    (dict(weight_decay=float("nan")), "weight_decay"), (dict(weight_decay=-0.01), "weight_decay"),
-    (dict(weight_decay=float("inf")), "weight_decay"), (dict(weight_decay="0.01"), "weight_decay"),
-    (dict(dropout="0.1"), "dropout"), (dict(dropout=1.0), "dropout"), (dict(learning_rate="1e-3"), "learning_rate"),
-    (dict(max_len=100_000), "max_len"), (dict(max_len=4), "max_len"), (dict(max_steps=2**31), "max_steps"),
-    (dict(hidden_size=True), "hidden_size"), (dict(tau=0.0), "tau"), (dict(tau=np.float64("nan")), "tau"),
-    (dict(num_heads=3), "num_heads"), (dict(dataset=3), "dataset"), (dict(mlm_probability=1.0), "mlm_probability"),
-    (dict(vocab_size=2**40), "vocab_size"), (dict(warmup_steps=-1), "warmup_steps"), (dict(probe_size=0), "probe_size"),
+    (dict(seed=2**32), "seed"),
+    (dict(seed=-1), "seed"),
+    (dict(seed=1.5), "seed"),
+    (dict(weight_decay=float("nan")), "weight_decay"),
+    (dict(weight_decay=-0.01), "weight_decay"),
+    (dict(weight_decay=float("inf")), "weight_decay"),
+    (dict(weight_decay="0.01"), "weight_decay"),
+    (dict(dropout="0.1"), "dropout"),
+    (dict(dropout=1.0), "dropout"),
+    (dict(learning_rate="1e-3"), "learning_rate"),
+    (dict(max_len=100_000), "max_len"),
+    (dict(max_len=4), "max_len"),
+    (dict(max_steps=2**31), "max_steps"),
+    (dict(hidden_size=True), "hidden_size"),
+    (dict(tau=0.0), "tau"),
+    (dict(tau=np.float64("nan")), "tau"),
+    (dict(num_heads=3), "num_heads"),
+    (dict(dataset=3), "dataset"),
+    (dict(mlm_probability=1.0), "mlm_probability"),
+    (dict(vocab_size=2**40), "vocab_size"),
+    (dict(warmup_steps=-1), "warmup_steps"),
+    (dict(probe_size=0), "probe_size"),
 ]
 
 
@@ -111,21 +125,24 @@ def test_build_model_rejects_a_dropout_string():
 # --------------------------------------------------------------------- command line
 
 
-@pytest.mark.parametrize("argv, param", [
-    (["train", "--arch", "gpt2", "--tau", "abc"], "tau"),
-    (["train", "--arch", "gpt2", "--tau", "-inf"], "tau"),
-    (["train", "--arch", "gpt2", "--tau", "-1e-3"], "tau"),
-    (["train", "--arch", "gpt2", "--profile", "ci", "--seed", "4294967296"], "seed"),
-    (["train", "--arch", "gpt2", "--seed", "1.5"], "seed"),
-    (["train", "--arch", "gpt2", "--num-heads", "two"], "num_heads"),
-    (["train", "--arch", "gpt2", "--head-dim", "-inf"], "head_dim"),
-    (["train", "--arch", "gpt2", "--max-steps", "1e3"], "max_steps"),
-    (["train", "--arch", "gpt2", "--tau"], "tau"),
-    (["train", "--arch", "gpt2", "--bogus", "1"], "unrecognized arguments"),
-    (["train"], "the following arguments are required"),
-    (["fly"], "command"),
-    ([], "the following arguments are required"),
-])
+@pytest.mark.parametrize(
+    "argv, param",
+    [
+        (["train", "--arch", "gpt2", "--tau", "abc"], "tau"),
+        (["train", "--arch", "gpt2", "--tau", "-inf"], "tau"),
+        (["train", "--arch", "gpt2", "--tau", "-1e-3"], "tau"),
+        (["train", "--arch", "gpt2", "--profile", "ci", "--seed", "4294967296"], "seed"),
+        (["train", "--arch", "gpt2", "--seed", "1.5"], "seed"),
+        (["train", "--arch", "gpt2", "--num-heads", "two"], "num_heads"),
+        (["train", "--arch", "gpt2", "--head-dim", "-inf"], "head_dim"),
+        (["train", "--arch", "gpt2", "--max-steps", "1e3"], "max_steps"),
+        (["train", "--arch", "gpt2", "--tau"], "tau"),
+        (["train", "--arch", "gpt2", "--bogus", "1"], "unrecognized arguments"),
+        (["train"], "the following arguments are required"),
+        (["fly"], "command"),
+        ([], "the following arguments are required"),
+    ],
+)
 def test_command_line_errors_are_one_line_with_exit_status_2(argv, param, capsys, monkeypatch):
     """README, "Bad input fails first": every command-line input error (wrong type, missing or unknown option
     or command, invalid value) prints one line on stderr, starting with the parameter's name, no usage

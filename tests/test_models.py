@@ -70,15 +70,18 @@ def test_num_heads_not_dividing_hidden_size_raises(arch, num_heads):
     assert "allowed values" in msg and "[1, 2, 4, 8, 16, 32]" in msg
 
 
-@pytest.mark.parametrize("kwargs,param", [
-    (dict(head_dim=5), "head_dim"),
-    (dict(head_dim=64), "head_dim"),
-    (dict(num_heads=4, head_dim=4), "head_dim"),  # disagree: 4 * 4 != 32
-    (dict(), "num_heads"),  # neither given
-    (dict(num_heads=0), "num_heads"),
-    (dict(num_heads=2.5), "num_heads"),
-    (dict(head_dim=0), "head_dim"),
-])
+@pytest.mark.parametrize(
+    "kwargs,param",
+    [
+        (dict(head_dim=5), "head_dim"),
+        (dict(head_dim=64), "head_dim"),
+        (dict(num_heads=4, head_dim=4), "head_dim"),  # disagree: 4 * 4 != 32
+        (dict(), "num_heads"),  # neither given
+        (dict(num_heads=0), "num_heads"),
+        (dict(num_heads=2.5), "num_heads"),
+        (dict(head_dim=0), "head_dim"),
+    ],
+)
 def test_bad_heads_raise(kwargs, param):
     assert _config_error(build_model, "gpt2", **kwargs, **KW).param == param
     assert _config_error(resolve_heads, 32, **kwargs).param == param
@@ -88,8 +91,9 @@ def test_bad_head_dim_lists_divisors():
     assert "allowed values: [1, 2, 4, 8, 16, 32]" in str(_config_error(resolve_heads, 32, head_dim=5))
 
 
-@pytest.mark.parametrize("tau", [0, 0.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e-4, 1e4, 9.99e-4, 1000.1,
-                                 "1.0", None, True])
+@pytest.mark.parametrize(
+    "tau", [0, 0.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e-4, 1e4, 9.99e-4, 1000.1, "1.0", None, True]
+)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_bad_tau_raises(arch, tau):
     err = _config_error(build_model, arch, num_heads=4, tau=tau, **KW)
@@ -129,11 +133,17 @@ def test_stock_attention_needs_tau_one(impl):
     assert _config_error(build_model, "bert", num_heads=4, tau=0.5, attn_implementation=impl, **KW).param == "tau"
 
 
-@pytest.mark.parametrize("kwargs,param", [
-    (dict(dropout=1.0), "dropout"), (dict(dropout=-0.1), "dropout"),
-    (dict(num_layers=0), "num_layers"), (dict(max_len=1), "max_len"), (dict(vocab_size=1), "vocab_size"),
-    (dict(hidden_size=0), "hidden_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs,param",
+    [
+        (dict(dropout=1.0), "dropout"),
+        (dict(dropout=-0.1), "dropout"),
+        (dict(num_layers=0), "num_layers"),
+        (dict(max_len=1), "max_len"),
+        (dict(vocab_size=1), "vocab_size"),
+        (dict(hidden_size=0), "hidden_size"),
+    ],
+)
 def test_other_bad_parameters_raise(kwargs, param):
     assert _config_error(build_model, "gpt2", num_heads=1, **{**KW, **kwargs}).param == param
 
@@ -254,13 +264,22 @@ def test_resolve_config_head_dim_and_overrides(monkeypatch):
     assert resolve_config("gpt2").profile == "ci"
 
 
-@pytest.mark.parametrize("kwargs,param", [
-    (dict(tau=0), "tau"), (dict(tau=1e4), "tau"), (dict(tau=float("nan")), "tau"),
-    (dict(num_heads=3), "num_heads"), (dict(head_dim=5), "head_dim"),
-    (dict(bogus=1), "bogus"), (dict(dropout=1.0), "dropout"), (dict(max_len=4), "max_len"),
-    (dict(learning_rate=-1e-3), "learning_rate"), (dict(mlm_probability=0.0), "mlm_probability"),
-    (dict(dataset="wikipedia"), "dataset"),
-])
+@pytest.mark.parametrize(
+    "kwargs,param",
+    [
+        (dict(tau=0), "tau"),
+        (dict(tau=1e4), "tau"),
+        (dict(tau=float("nan")), "tau"),
+        (dict(num_heads=3), "num_heads"),
+        (dict(head_dim=5), "head_dim"),
+        (dict(bogus=1), "bogus"),
+        (dict(dropout=1.0), "dropout"),
+        (dict(max_len=4), "max_len"),
+        (dict(learning_rate=-1e-3), "learning_rate"),
+        (dict(mlm_probability=0.0), "mlm_probability"),
+        (dict(dataset="wikipedia"), "dataset"),
+    ],
+)
 def test_resolve_config_bad_values_raise(kwargs, param):
     resolve_config = _resolve_config()
     assert _config_error(resolve_config, "gpt2", "ci", **kwargs).param == param
@@ -275,6 +294,15 @@ def test_resolve_config_bad_arch_and_profile():
 def test_resolve_config_builds_a_model():
     resolve_config = _resolve_config()
     rc = resolve_config("gpt2", "ci", tau=0.3, head_dim=8)
-    m = build_model(rc.arch, hidden_size=rc.hidden_size, num_layers=rc.num_layers, num_heads=rc.num_heads,
-                    tau=rc.tau, max_len=rc.max_len, vocab_size=rc.vocab_size, dropout=rc.dropout, seed=rc.seed)
+    m = build_model(
+        rc.arch,
+        hidden_size=rc.hidden_size,
+        num_layers=rc.num_layers,
+        num_heads=rc.num_heads,
+        tau=rc.tau,
+        max_len=rc.max_len,
+        vocab_size=rc.vocab_size,
+        dropout=rc.dropout,
+        seed=rc.seed,
+    )
     assert m.config.n_head == 4 and math.isclose(m.config.tau, 0.3)

@@ -59,7 +59,9 @@ def test_spectra_panels_log_axis_and_thresholds():
 
 def test_spectra_rows_and_panel_specific_thresholds():
     data = pd.concat([_spectra_data().assign(pipeline=p) for p in ("float64", "float32")])
-    th = pd.DataFrame({"arch": ["bert", None], "label": ["only bert", "everywhere"], "value": [0.5, 1e-3], "style": ["--", ":"]})
+    th = pd.DataFrame(
+        {"arch": ["bert", None], "label": ["only bert", "everywhere"], "value": [0.5, 1e-3], "style": ["--", ":"]}
+    )
     fig = pm.spectra(data, th, row="pipeline", ymin=1e-6)
     axes = np.array(_visible_axes(fig)).reshape(2, 2)
     low, high = axes[0, 0].get_ylim()
@@ -82,14 +84,18 @@ def _tau_data():
 
 
 def test_rank_vs_tau_highlight_baselines_and_scales():
-    base = pd.DataFrame({"arch": ["gpt2", "gpt2", "bert"], "measure": ["stable_rank", "n", "n"], "value": [2.0, 64.0, 64.0]})
+    base = pd.DataFrame(
+        {"arch": ["gpt2", "gpt2", "bert"], "measure": ["stable_rank", "n", "n"], "value": [2.0, 64.0, 64.0]}
+    )
     fig = pm.rank_vs_tau(_tau_data(), base, highlight="rank_rtol_1e-2")
     axes = _visible_axes(fig)
     assert len(axes) == 2
     for ax in axes:
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
         assert ax.get_xlabel() == axis_label("tau", log=True)  # the one wording of the tau axis
-        widths = {line.get_label(): line.get_linewidth() for line in ax.get_lines() if not line.get_label().startswith("_")}
+        widths = {
+            line.get_label(): line.get_linewidth() for line in ax.get_lines() if not line.get_label().startswith("_")
+        }
         bold = pm.measure_label("rank_rtol_1e-2")
         assert widths[bold] > max(w for k, w in widths.items() if k != bold)
     assert "rank" in axes[0].get_ylabel()
@@ -126,10 +132,20 @@ def test_precision_by_tau_one_panel_per_measure():
 
 
 def test_measure_points_errorbars_and_baseline():
-    rows = [dict(arch=a, measure=m, state=s, mean=5.0, low=4.0, high=6.0)
-            for a in ("bert", "gpt2") for m in MEASURES for s in ("initialisation", "trained")]
-    base = pd.DataFrame({"arch": ["gpt2"] * 2, "measure": ["rank_rtol_1e-2", "n"], "value": [30.0, 64.0],
-                         "label": ["uniform causal attention"] * 2})
+    rows = [
+        dict(arch=a, measure=m, state=s, mean=5.0, low=4.0, high=6.0)
+        for a in ("bert", "gpt2")
+        for m in MEASURES
+        for s in ("initialisation", "trained")
+    ]
+    base = pd.DataFrame(
+        {
+            "arch": ["gpt2"] * 2,
+            "measure": ["rank_rtol_1e-2", "n"],
+            "value": [30.0, 64.0],
+            "label": ["uniform causal attention"] * 2,
+        }
+    )
     fig = pm.measure_points(pd.DataFrame(rows), base)
     axes = _visible_axes(fig)
     assert len(axes) == 2

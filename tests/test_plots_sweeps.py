@@ -23,8 +23,17 @@ def _setting_data(x="tau", values=TAUS, failed=True):
             for seed in (0, 1):
                 for m in MEASURES:
                     for when in ("initial", "final"):
-                        rows.append(dict(arch=arch, **{x: v}, seed=seed, measure=m, when=when,
-                                         value=10 - np.log10(v) + seed + (when == "final"), status="complete"))
+                        rows.append(
+                            dict(
+                                arch=arch,
+                                **{x: v},
+                                seed=seed,
+                                measure=m,
+                                when=when,
+                                value=10 - np.log10(v) + seed + (when == "final"),
+                                status="complete",
+                            )
+                        )
     d = pd.DataFrame(rows)
     if failed:
         d.loc[(d.arch == "gpt2") & (d[x] == values[0]) & (d.seed == 1), "status"] = "failed"
@@ -86,10 +95,14 @@ def test_by_setting_failed_run_without_value_is_marked_at_top():
 def test_by_setting_head_dim_refs():
     hd = [4, 8, 16, 32]
     d = _setting_data("head_dim", hd, failed=False)
-    refs = pd.concat([
-        pd.DataFrame({"measure": "rank_rtol_1e-2", "label": "r_1", "x": hd, "value": [h + 1 for h in hd], "hue": np.nan}),
-        pd.DataFrame({"measure": MEASURES, "label": "P1' limit", "x": np.nan, "value": 3.0, "hue": "bert"}),
-    ])
+    refs = pd.concat(
+        [
+            pd.DataFrame(
+                {"measure": "rank_rtol_1e-2", "label": "r_1", "x": hd, "value": [h + 1 for h in hd], "hue": np.nan}
+            ),
+            pd.DataFrame({"measure": MEASURES, "label": "P1' limit", "x": np.nan, "value": 3.0, "hue": "bert"}),
+        ]
+    )
     fig = sweeps.by_setting(d, "head_dim", facet="measure", style="when", refs=refs)
     ax0 = fig.axes[0]
     assert ax0.get_xscale() == "log"
@@ -101,9 +114,15 @@ def test_by_setting_head_dim_refs():
 
 
 def test_per_layer():
-    rows = [dict(arch=a, tau=t, seed=s, layer=layer, head=h, when=w, value=layer + t + h)
-            for a in ("bert", "gpt2") for t in (0.25, 1.0) for s in (0, 1) for layer in range(3) for h in range(2)
-            for w in ("initial", "final")]
+    rows = [
+        dict(arch=a, tau=t, seed=s, layer=layer, head=h, when=w, value=layer + t + h)
+        for a in ("bert", "gpt2")
+        for t in (0.25, 1.0)
+        for s in (0, 1)
+        for layer in range(3)
+        for h in range(2)
+        for w in ("initial", "final")
+    ]
     fig = sweeps.per_layer(pd.DataFrame(rows), highlight=0.25, baseline=1.0, ylabel="rank")
     assert len(fig.axes) == 2
     ax = fig.axes[0]
@@ -113,9 +132,14 @@ def test_per_layer():
 
 
 def test_effect_forest():
-    d = pd.DataFrame([dict(panel=p, arch=a, lever=lv, estimate=e, low=e - 1, high=e + 1)
-                      for p in ("rank", "loss") for a in ("bert", "gpt2")
-                      for lv, e in (("tau halved", 3.0), ("d_head doubled", 1.0), ("difference", 2.0))])
+    d = pd.DataFrame(
+        [
+            dict(panel=p, arch=a, lever=lv, estimate=e, low=e - 1, high=e + 1)
+            for p in ("rank", "loss")
+            for a in ("bert", "gpt2")
+            for lv, e in (("tau halved", 3.0), ("d_head doubled", 1.0), ("difference", 2.0))
+        ]
+    )
     fig = sweeps.effect_forest(d, xlabels={"rank": "rank per factor 2"})
     assert len(fig.axes) == 2
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["tau halved", "d_head doubled", "difference"]

@@ -29,12 +29,25 @@ def _curves(failed: bool = True) -> pd.DataFrame:
         for measure in ("rank_rtol_1e-2", "effective_rank"):
             for tau in TAUS:
                 for seed in (0, 1):
-                    status = "failed" if failed and (arch, measure, tau, seed) == ("gpt2", "effective_rank", 4.0, 1) else "complete"
+                    status = (
+                        "failed"
+                        if failed and (arch, measure, tau, seed) == ("gpt2", "effective_rank", 4.0, 1)
+                        else "complete"
+                    )
                     for step in (0, 10, 20, 30):
                         if status == "failed" and step > 10:
                             break
-                        rows.append(dict(arch=arch, measure=measure, tau=tau, seed=seed, step=step, status=status,
-                                         mean=10 - np.log10(tau) + 0.1 * step + 0.2 * seed))
+                        rows.append(
+                            dict(
+                                arch=arch,
+                                measure=measure,
+                                tau=tau,
+                                seed=seed,
+                                step=step,
+                                status=status,
+                                mean=10 - np.log10(tau) + 0.1 * step + 0.2 * seed,
+                            )
+                        )
     return pd.DataFrame(rows)
 
 
@@ -82,16 +95,31 @@ def test_trajectories_band_is_seed_range():
 
 def test_run_scatter_identity_censored_failed_and_annotations():
     rng = np.random.default_rng(0)
-    runs = pd.DataFrame({
-        "arch": np.repeat(["bert", "gpt2"], 8), "tau": np.tile(np.repeat(TAUS, 2), 2), "seed": np.tile([0, 1], 8),
-        "x": rng.uniform(1, 10, 16), "y": rng.uniform(1, 10, 16), "status": "complete", "cens": False,
-    })
+    runs = pd.DataFrame(
+        {
+            "arch": np.repeat(["bert", "gpt2"], 8),
+            "tau": np.tile(np.repeat(TAUS, 2), 2),
+            "seed": np.tile([0, 1], 8),
+            "x": rng.uniform(1, 10, 16),
+            "y": rng.uniform(1, 10, 16),
+            "status": "complete",
+            "cens": False,
+        }
+    )
     runs.loc[3, "status"] = "failed"
     runs.loc[5, "y"] = np.nan
     runs.loc[5, "status"] = "failed"
     runs.loc[10, "cens"] = True
-    fig = tp.run_scatter(runs, x="x", y="y", censored="cens", identity=True, annotations={"bert": "rho = 0.5"},
-                         xlabel="initial mean rank", ylabel="final mean rank")
+    fig = tp.run_scatter(
+        runs,
+        x="x",
+        y="y",
+        censored="cens",
+        identity=True,
+        annotations={"bert": "rho = 0.5"},
+        xlabel="initial mean rank",
+        ylabel="final mean rank",
+    )
     panels = _data_axes(fig)
     assert len(panels) == 2
     assert panels[0].get_xlabel() == "initial mean rank" and panels[0].get_ylabel() == "final mean rank"
@@ -108,8 +136,13 @@ def test_run_scatter_identity_censored_failed_and_annotations():
 
 
 def test_change_distribution_has_one_row_per_measure_and_reference():
-    d = pd.DataFrame({"measure": np.repeat(["a", "b", "c"], 8), "arch": np.tile(np.repeat(["bert", "gpt2"], 4), 3),
-                      "rel": np.linspace(0, 0.5, 24)})
+    d = pd.DataFrame(
+        {
+            "measure": np.repeat(["a", "b", "c"], 8),
+            "arch": np.tile(np.repeat(["bert", "gpt2"], 4), 3),
+            "rel": np.linspace(0, 0.5, 24),
+        }
+    )
     fig = tp.change_distribution(d, x="rel", y_labels={"a": "A label"}, xlabel="relative change", reference=0.1)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "relative change"
@@ -124,8 +157,15 @@ def test_layer_head_heatmaps_grid_and_difference():
         for when in ("first probe", "last probe"):
             for layer in range(3):
                 for head in range(4):
-                    rows.append(dict(arch=arch, when=when, layer=layer, head=head,
-                                     value=layer + head + (2.0 if when == "last probe" else 0.0)))
+                    rows.append(
+                        dict(
+                            arch=arch,
+                            when=when,
+                            layer=layer,
+                            head=head,
+                            value=layer + head + (2.0 if when == "last probe" else 0.0),
+                        )
+                    )
     fig = tp.layer_head_heatmaps(pd.DataFrame(rows))
     heat = [ax for ax in fig.axes if ax.get_title()]
     assert len(heat) == 6  # 2 archs x (first, last, difference)
@@ -143,8 +183,11 @@ def test_reference_lines_keep_the_data_range_and_note_far_references():
     d = d[d.measure == "effective_rank"]
     fig = tp.trajectories(d, y="mean", row=None, col="arch", references={"bert": {"bigram": 12.0, "unigram": 500.0}})
     ax = fig.axes[0]
-    assert [round(line.get_ydata()[0], 6) for line in ax.lines if len(set(line.get_ydata())) == 1
-            and line.get_ydata()[0] == 12.0] == [12.0]
+    assert [
+        round(line.get_ydata()[0], 6)
+        for line in ax.lines
+        if len(set(line.get_ydata())) == 1 and line.get_ydata()[0] == 12.0
+    ] == [12.0]
     assert ax.get_ylim()[1] < 100
     notes = [t.get_text() for t in ax.texts]
     assert any("unigram 500.00 (above the scale)" in t for t in notes)

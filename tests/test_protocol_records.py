@@ -56,25 +56,45 @@ def test_trained_run_records_every_sequence_at_every_scheduled_step(runs):
         np.testing.assert_allclose(means[m].to_numpy(float), expected.loc[means.index].to_numpy(), rtol=2e-6)
     # the training blocks are other sequences than the held-out ones
     final = seq[seq.step == 40]
-    assert not np.allclose(final[final.split == "train"].effective_rank.mean(),
-                           final[final.split == "val"].effective_rank.mean(), rtol=1e-7)
+    assert not np.allclose(
+        final[final.split == "train"].effective_rank.mean(),
+        final[final.split == "val"].effective_rank.mean(),
+        rtol=1e-7,
+    )
 
 
 def _fake(sequences):
     def train(cfg, progress=False):
         log = pd.DataFrame({"step": [0, cfg.max_steps], "loss": [7.0, 3.0]})
-        summary = {"status": "complete", "failure": None, "steps": cfg.max_steps, "initial_val_loss": 7.0,
-                   "final_val_loss": 3.0, "initial_rank": {"effective_rank": 9.0}, "final_rank": {"effective_rank": 4.0},
-                   "wall_seconds": 0.5, "probe_seconds": 0.1, "validation_seconds": 0.1, "device": "cpu"}
-        return TrainResult(train_log=log, eval_log=log, ranks=log, rank_summary=log, summary=summary, model=None,
-                           sequences=sequences)
+        summary = {
+            "status": "complete",
+            "failure": None,
+            "steps": cfg.max_steps,
+            "initial_val_loss": 7.0,
+            "final_val_loss": 3.0,
+            "initial_rank": {"effective_rank": 9.0},
+            "final_rank": {"effective_rank": 4.0},
+            "wall_seconds": 0.5,
+            "probe_seconds": 0.1,
+            "validation_seconds": 0.1,
+            "device": "cpu",
+        }
+        return TrainResult(
+            train_log=log, eval_log=log, ranks=log, rank_summary=log, summary=summary, model=None, sequences=sequences
+        )
+
     return train
 
 
-SEQ = pd.DataFrame({"step": np.array([0, 0, 0, 7], np.int32), "split": ["val", "val", "train", "val"],
-                    "sequence": np.array([0, 1, 0, 0], np.int32),
-                    "effective_rank": np.array([1.5, 2.25, 3.0, 4.125], np.float32),
-                    "rank_atol_1e-8": np.array([31, 30, 32, 29], np.float32)})
+SEQ = pd.DataFrame(
+    {
+        "step": np.array([0, 0, 0, 7], np.int32),
+        "split": ["val", "val", "train", "val"],
+        "sequence": np.array([0, 1, 0, 0], np.int32),
+        "effective_rank": np.array([1.5, 2.25, 3.0, 4.125], np.float32),
+        "rank_atol_1e-8": np.array([31, 30, 32, 29], np.float32),
+    }
+)
 
 
 def test_sequences_table_round_trips_through_the_store(runs, monkeypatch):
@@ -100,7 +120,7 @@ def test_a_run_without_records_says_so(runs, monkeypatch):
     r = store.run(arch="gpt2", profile="ci", max_steps=7)
     assert not (r.path / "sequences.parquet").exists()
     with pytest.raises(ConfigError, match="per-sequence"):
-        r.sequences
+        _ = r.sequences
     with pytest.raises(ConfigError, match="allowed values"):
         r.table("nope")
 
@@ -112,8 +132,17 @@ def _records(stock_train, stock_val, cold_value, steps=(0, 10), n_runs=1):
             for step in steps:
                 for split, vals in (("train", stock_train), ("val", stock_val)):
                     for i, v in enumerate(vals):
-                        rows.append({"key": f"{key0}{k}", "arch": "bert", "tau": tau, "step": step, "split": split,
-                                     "sequence": i, "rank_atol_1e-8": v if tau == 1.0 else cold_value})
+                        rows.append(
+                            {
+                                "key": f"{key0}{k}",
+                                "arch": "bert",
+                                "tau": tau,
+                                "step": step,
+                                "split": split,
+                                "sequence": i,
+                                "rank_atol_1e-8": v if tau == 1.0 else cold_value,
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
@@ -168,8 +197,9 @@ def test_agreement_names_each_protocols_side():
     from attnrank.stats import Estimate
 
     up, down, open_ = (Estimate(v, lo, hi, 5, "t") for v, lo, hi in ((2, 1, 3), (-2, -3, -1), (1, -1, 3)))
-    text = protocol.agreement({"bert": 20.0, "gpt2": 9.0, "x": 1.0}, {"bert": down, "gpt2": up, "x": open_},
-                              {"bert": "BERT", "gpt2": "GPT-2"})
+    text = protocol.agreement(
+        {"bert": 20.0, "gpt2": 9.0, "x": 1.0}, {"bert": down, "gpt2": up, "x": open_}, {"bert": "BERT", "gpt2": "GPT-2"}
+    )
     assert text[0].startswith("for BERT they part: the study's rank puts tau = 1 higher (difference 20.00")
     assert "the effective rank tau = 0.001 (-2.00" in text[0].replace("−", "-")
     assert text[1] == "for GPT-2 both protocols rank tau = 1 higher"

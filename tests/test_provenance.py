@@ -32,8 +32,21 @@ def _append(path: Path, text: str) -> None:
 def test_closure_follows_imports_and_leaves_out_tools():
     """The closure holds the training path's modules (lazy imports included) and not bench/cli."""
     names = {str(p.relative_to(SRC)) for p in provenance.closure()}
-    assert {"train.py", "probe.py", "rank.py", "models.py", "attention.py", "data.py", "profiles.py",
-            "theory/__init__.py", "theory/hardmax.py", "synthetic.py", "rules.py", "stats.py", "__init__.py"} <= names
+    assert {
+        "train.py",
+        "probe.py",
+        "rank.py",
+        "models.py",
+        "attention.py",
+        "data.py",
+        "profiles.py",
+        "theory/__init__.py",
+        "theory/hardmax.py",
+        "synthetic.py",
+        "rules.py",
+        "stats.py",
+        "__init__.py",
+    } <= names
     assert not {"bench.py", "cli.py", "__main__.py", "sphinxext.py", "grid.py", "cache.py"} & names
 
 
@@ -69,7 +82,10 @@ def test_book_hash_covers_what_chapters_import(package, tmp_path):
     """The book's context hashes the result closure plus the chapters' imports (plots), not bench."""
     book = tmp_path / "book"
     (book / "chapters").mkdir(parents=True)
-    cell = {"cell_type": "code", "source": ["from attnrank.plots import theory as tplots\n", "from attnrank import book"]}
+    cell = {
+        "cell_type": "code",
+        "source": ["from attnrank.plots import theory as tplots\n", "from attnrank import book"],
+    }
     (book / "chapters" / "x.ipynb").write_text(__import__("json").dumps({"cells": [cell]}))
     assert {"attnrank.plots.theory", "attnrank.book"} <= set(sphinxext.chapter_roots(book))
     lib, runs = sphinxext.library_hash(book), provenance.code_hash()
@@ -122,10 +138,22 @@ def test_run_summary_records_the_git_commit(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
     monkeypatch.setattr(provenance, "git_state", lambda path=None: {"git_commit": "c0ffee", "git_dirty": True})
     ranks = {"study_rank": 3.0}
-    summary = dict(status="complete", failure=None, steps=1, initial_val_loss=1.0, final_val_loss=0.5,
-                   initial_rank=ranks, final_rank=ranks, wall_seconds=1.0, probe_seconds=0.1, device="cpu")
+    summary = dict(
+        status="complete",
+        failure=None,
+        steps=1,
+        initial_val_loss=1.0,
+        final_val_loss=0.5,
+        initial_rank=ranks,
+        final_rank=ranks,
+        wall_seconds=1.0,
+        probe_seconds=0.1,
+        device="cpu",
+    )
     empty = pd.DataFrame({"step": [0]})
-    fake = SimpleNamespace(train_log=empty, eval_log=empty, ranks=empty, rank_summary=empty, summary=summary, model=None)
+    fake = SimpleNamespace(
+        train_log=empty, eval_log=empty, ranks=empty, rank_summary=empty, summary=summary, model=None
+    )
     monkeypatch.setattr("attnrank.train.train", lambda cfg, progress=False: fake)
     r = store.run(resolve_config("gpt2", "ci"))
     assert r.summary["git_commit"] == "c0ffee" and r.summary["git_dirty"] is True

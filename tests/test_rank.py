@@ -114,8 +114,9 @@ def test_numerical_rank_near_singular_matrices():
 def test_numerical_rank_batched_matches_numpy_and_per_matrix():
     n = 9
     ranks = torch.tensor([[1, 2, 3], [5, 8, 9]])
-    A = torch.stack([torch.stack([_low_rank(n, int(r), seed=10 * i + j) for j, r in enumerate(row)])
-                     for i, row in enumerate(ranks)])
+    A = torch.stack(
+        [torch.stack([_low_rank(n, int(r), seed=10 * i + j) for j, r in enumerate(row)]) for i, row in enumerate(ranks)]
+    )
     assert A.shape == (2, 3, n, n)
     for kwargs, np_kwargs in [({}, {}), ({"atol": 1e-8}, {"tol": 1e-8}), ({"rtol": 1e-6}, {"rtol": 1e-6})]:
         got = numerical_rank(A, **kwargs)
@@ -153,7 +154,9 @@ def test_threshold_is_strict():
     assert numerical_rank(D, rtol=0.5).item() == 1
 
 
-@pytest.mark.parametrize("kw,param", [({"atol": -1e-8}, "atol"), ({"rtol": -0.1}, "rtol"), ({"rtol": float("nan")}, "rtol")])
+@pytest.mark.parametrize(
+    "kw,param", [({"atol": -1e-8}, "atol"), ({"rtol": -0.1}, "rtol"), ({"rtol": float("nan")}, "rtol")]
+)
 def test_bad_tolerance_raises_config_error(kw, param):
     with pytest.raises(ConfigError) as err:
         numerical_rank(torch.eye(3), **kw)
@@ -310,8 +313,11 @@ def _individual(A: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def test_measure_registry():
-    assert set(DEFAULT_MEASURES) == set(MEASURES) == {
-        "rank_atol_1e-8", "rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank", "stable_rank", "attention_entropy"}
+    assert (
+        set(DEFAULT_MEASURES)
+        == set(MEASURES)
+        == {"rank_atol_1e-8", "rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank", "stable_rank", "attention_entropy"}
+    )
     assert MEASURES["rank_atol_1e-8"].atol == STUDY_ATOL and MEASURES["rank_atol_1e-8"].rtol is None
     assert MEASURES["rank_rtol_1e-2"].rtol == 1e-2 and MEASURES["rank_rtol_1e-2"].atol is None
     assert MEASURES["rank_rtol_1e-4"].rtol == 1e-4
@@ -443,5 +449,7 @@ def test_rank_measures_explicit_batch_dim_equals_default_for_probe_layout():
 def test_threaded_singular_values_equal_one_batched_call():
     from attnrank.rank import singular_values
 
-    A = torch.softmax(torch.randn(3, 50, 16, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3, -1)
+    A = torch.softmax(
+        torch.randn(3, 50, 16, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3, -1
+    )
     assert torch.equal(singular_values(A), torch.linalg.svdvals(A))

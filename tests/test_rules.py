@@ -16,13 +16,21 @@ def _runs(seeds=4, *, direct=0.0, noise=0.3, rng=0):
     rows = []
     for a in ("bert", "gpt2"):
         for t in TAUS:
-            peak = np.exp(-np.log(t / 0.063) ** 2 / 4)
+            peak = np.exp(-(np.log(t / 0.063) ** 2) / 4)
             for s in range(seeds):
                 r0 = 10 + 5 * peak + noise * g.standard_normal()
                 dev = r0 - (10 + 5 * peak)
                 loss = 5 - 0.5 * peak + 0.02 * g.standard_normal() - direct * dev
-                rows.append(dict(arch=a, tau=t, seed=s, initial_m=r0, final_m=r0 * (1 + 0.02 * g.standard_normal()),
-                                 final_val_loss=loss))
+                rows.append(
+                    dict(
+                        arch=a,
+                        tau=t,
+                        seed=s,
+                        initial_m=r0,
+                        final_m=r0 * (1 + 0.02 * g.standard_normal()),
+                        final_val_loss=loss,
+                    )
+                )
     return pd.DataFrame(rows)
 
 

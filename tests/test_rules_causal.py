@@ -9,13 +9,21 @@ from attnrank.errors import ConfigError
 
 SEED = np.array([-0.05, -0.02, 0.0, 0.02, 0.05])  # a seed's effect, shared by its five runs
 #: each run's own noise: per cell, five values of mean 0 and sd 0.0016
-JITTER = {c: np.roll([-0.002, -0.001, 0.0, 0.001, 0.002], k) for k, c in enumerate(("stock", "init", "lr", "twin", "tau"))}
+JITTER = {
+    c: np.roll([-0.002, -0.001, 0.0, 0.001, 0.002], k) for k, c in enumerate(("stock", "init", "lr", "twin", "tau"))
+}
 
 
 def table(means: dict, archs=("bert", "gpt2")) -> pd.DataFrame:
     """Five seeds per cell: ``mean + SEED[seed] + JITTER[cell][seed]`` (paired by seed)."""
-    return pd.DataFrame([{"arch": a, "cell": c, "seed": i, "final_val_loss": m + SEED[i] + JITTER[c][i]}
-                         for a in archs for c, m in means.items() for i in range(5)])
+    return pd.DataFrame(
+        [
+            {"arch": a, "cell": c, "seed": i, "final_val_loss": m + SEED[i] + JITTER[c][i]}
+            for a in archs
+            for c, m in means.items()
+            for i in range(5)
+        ]
+    )
 
 
 BASE = {"stock": 5.0, "twin": 5.1, "tau": 5.1}
@@ -62,8 +70,12 @@ def test_single_factors_alike_is_inconclusive_and_states_seeds_needed():
 
 def test_one_architecture_against_makes_the_claim_not_supported():
     """The claim is made for both architectures: one not supported makes it not supported."""
-    t = pd.concat([table({**BASE, "init": 5.1, "lr": 5.0}, archs=("bert",)),
-                   table({**BASE, "init": 5.0, "lr": 5.1}, archs=("gpt2",))])
+    t = pd.concat(
+        [
+            table({**BASE, "init": 5.1, "lr": 5.0}, archs=("bert",)),
+            table({**BASE, "init": 5.0, "lr": 5.1}, archs=("gpt2",)),
+        ]
+    )
     v = rules.causal_rule(t)
     assert v["bert"].verdict.status == "supported" and v["gpt2"].verdict.status == "not supported"
     assert v.status == "not supported"
@@ -84,6 +96,8 @@ def test_pairing_by_seed_removes_the_seed_effect():
     t = table({**BASE, "init": 5.05, "lr": 5.06})
     e = rules.paired_difference(t[t.arch == "bert"], "final_val_loss", "init", "lr")
     assert e.value == pytest.approx(-0.01) and e.high < 0
-    unpaired = rules.two_point(t[(t.arch == "bert") & (t.cell == "init")].final_val_loss,
-                               t[(t.arch == "bert") & (t.cell == "lr")].final_val_loss)
+    unpaired = rules.two_point(
+        t[(t.arch == "bert") & (t.cell == "init")].final_val_loss,
+        t[(t.arch == "bert") & (t.cell == "lr")].final_val_loss,
+    )
     assert unpaired.low < 0 < unpaired.high

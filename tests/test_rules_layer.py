@@ -55,12 +55,26 @@ def test_staircase_is_capped_and_on_relative_tolerance_panels_only():
 
 
 def test_bound_check_counts_violations_and_fractions():
-    init = pd.DataFrame({"tau": [1.0, 1.0, 1.0, 0.01], "head_dim": [4, 4, 8, 4], "M": [0.1, 0.2, 0.1, 5.0],
-                         "rank_rtol_1e-2": [5, 1, 9, 16], "rank_rtol_1e-4": [5, 5, 12, 16],
-                         "bound_rtol_1e-2": [5, 5, 9, 16], "bound_rtol_1e-4": [15, 15, 10, 16]})
+    init = pd.DataFrame(
+        {
+            "tau": [1.0, 1.0, 1.0, 0.01],
+            "head_dim": [4, 4, 8, 4],
+            "M": [0.1, 0.2, 0.1, 5.0],
+            "rank_rtol_1e-2": [5, 1, 9, 16],
+            "rank_rtol_1e-4": [5, 5, 12, 16],
+            "bound_rtol_1e-2": [5, 5, 9, 16],
+            "bound_rtol_1e-4": [15, 15, 10, 16],
+        }
+    )
     table, facts = baselines.bound_check(init, n=16)
-    assert facts == {"matrices": 4, "violations": 1, "bound_is_r1": 1.0, "r1_at_rtol2": 2 / 3, "r1_at_rtol4": 2 / 3,
-                     "rank1_at_rtol2": 1 / 3}
+    assert facts == {
+        "matrices": 4,
+        "violations": 1,
+        "bound_is_r1": 1.0,
+        "r1_at_rtol2": 2 / 3,
+        "r1_at_rtol4": 2 / 3,
+        "rank1_at_rtol2": 1 / 3,
+    }
     assert list(table.columns[:4]) == ["tau", "head_dim", "r_1", "r_2"]
     assert table.set_index(["tau", "head_dim"]).loc[(1.0, 4), "rank rtol_1e-2"] == 3.0
     assert baselines.small_logits(init.assign(arch="bert"), n=16) == {0.01: False, 1.0: True}
@@ -88,25 +102,39 @@ def test_text_helpers():
     assert rules.grid_text([1.0]) == "one value"
     peak = _est(0.016, 0.004, 0.064)
     assert rules.grid_interval(peak) == "0.016 [0.004, 0.064]"
-    assert rules.grid_interval(peak, words=True, note="interior") == "0.016 (95% interval on the grid 0.004 to 0.064; interior)"
+    assert (
+        rules.grid_interval(peak, words=True, note="interior")
+        == "0.016 (95% interval on the grid 0.004 to 0.064; interior)"
+    )
     v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
     assert rules.needed_text(v) == "12"
     assert rules.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == "none (resolved)"
     r = rules.ArchResult(v)
-    assert rules.verdict_text(r, "for BERT") == ("for BERT 1.00 [−0.50, 2.50], n = 10 runs (about 12 seeds per arm would "
-                                                 "resolve the pre-registered effect)")
+    assert rules.verdict_text(r, "for BERT") == (
+        "for BERT 1.00 [−0.50, 2.50], n = 10 runs (about 12 seeds per arm would resolve the pre-registered effect)"
+    )
     assert rules.verdict_text(r, "x", effect=1).endswith("would resolve a difference of 1)")
     means = pd.Series([3.1, 2.5], index=[4, 32])
-    assert rules.direction_text(_est(-0.6, -0.9, -0.3), means).startswith("falls from 3.10 at d_head = 4 to 2.50 at d_head = 32")
+    assert rules.direction_text(_est(-0.6, -0.9, -0.3), means).startswith(
+        "falls from 3.10 at d_head = 4 to 2.50 at d_head = 32"
+    )
     assert rules.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
     judged = {"bert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
-    assert rules.needed_runs(judged, {"bert": "BERT", "gpt2": "GPT-2"}, {"bert": "x", "gpt2": "supported"},
-                             prefix="about ") == ["BERT about 12"]
+    assert rules.needed_runs(
+        judged, {"bert": "BERT", "gpt2": "GPT-2"}, {"bert": "x", "gpt2": "supported"}, prefix="about "
+    ) == ["BERT about 12"]
 
 
 def test_relative_change_and_stability_table():
-    d = pd.DataFrame({"arch": ["bert", "bert", "gpt2"], "tau": [1.0, 0.1, 1.0], "seed": [0, 0, 0],
-                      "initial_effective_rank": [2.0, 4.0, 5.0], "final_effective_rank": [2.1, 2.0, 5.0]})
+    d = pd.DataFrame(
+        {
+            "arch": ["bert", "bert", "gpt2"],
+            "tau": [1.0, 0.1, 1.0],
+            "seed": [0, 0, 0],
+            "initial_effective_rank": [2.0, 4.0, 5.0],
+            "final_effective_rank": [2.1, 2.0, 5.0],
+        }
+    )
     c = rules.relative_change(d, ["effective_rank"])
     assert list(c.rel_change) == pytest.approx([0.05, 0.5, 0.0])
     assert list(c.increased) == [True, False, False]
@@ -116,10 +144,21 @@ def test_relative_change_and_stability_table():
 
 
 def test_convergence_speed_level_and_censoring():
-    runs_df = pd.DataFrame({"key": ["a", "b", "c"], "arch": ["bert"] * 3, "status": ["complete"] * 3,
-                            "max_steps": [30] * 3, "log_every": [10] * 3})
-    logs = pd.concat([pd.DataFrame({"key": k, "step": [10, 20, 30], "loss": v})
-                      for k, v in (("a", [3.0, 2.0, 1.0]), ("b", [3.0, 3.0, 3.0]), ("c", [2.0, 1.0, 1.0]))])
+    runs_df = pd.DataFrame(
+        {
+            "key": ["a", "b", "c"],
+            "arch": ["bert"] * 3,
+            "status": ["complete"] * 3,
+            "max_steps": [30] * 3,
+            "log_every": [10] * 3,
+        }
+    )
+    logs = pd.concat(
+        [
+            pd.DataFrame({"key": k, "step": [10, 20, 30], "loss": v})
+            for k, v in (("a", [3.0, 2.0, 1.0]), ("b", [3.0, 3.0, 3.0]), ("c", [2.0, 1.0, 1.0]))
+        ]
+    )
     out, levels, cens = rules.convergence_speed(runs_df, logs, quantile=0.5, smooth=1)
     assert levels == {"bert": 1.0} and cens == 40
     assert list(out.final_train_loss) == [1.0, 3.0, 1.0]
@@ -128,9 +167,15 @@ def test_convergence_speed_level_and_censoring():
 
 def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
     est = _est(1.0, 0.5, 1.5)
-    arch = {a: rules.ArchResult(Verdict("supported", est, 0.0, "above"), shape=_est(0.016, 0.004, 0.064), spread=0.1,
-                                parts={"tau_range": est, "head_dim_range": est, "head_dim_change": est})
-            for a in ("bert", "gpt2")}
+    arch = {
+        a: rules.ArchResult(
+            Verdict("supported", est, 0.0, "above"),
+            shape=_est(0.016, 0.004, 0.064),
+            spread=0.1,
+            parts={"tau_range": est, "head_dim_range": est, "head_dim_change": est},
+        )
+        for a in ("bert", "gpt2")
+    }
     sv = rules.SweepVerdict("supported", arch, 20)
     t = rules.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
     assert t.shape[0] == 4 and t.loc[("stable_rank", "gpt2"), "peak at tau [95% CI]"] == "0.016 [0.004, 0.064]"
@@ -148,16 +193,27 @@ def test_caption_counts_runs_once_and_seeds():
 
 def test_lever_texts_and_direction_note():
     def arch(change):
-        return rules.ArchResult(Verdict("supported", _est(2.0, 1.0, 3.0), 0.0, "above"), spread=0.25,
-                                parts={"tau_range": _est(3.0, 2.0, 4.0), "head_dim_range": _est(1.0, 0.5, 1.5),
-                                       "head_dim_change": change})
+        return rules.ArchResult(
+            Verdict("supported", _est(2.0, 1.0, 3.0), 0.0, "above"),
+            spread=0.25,
+            parts={"tau_range": _est(3.0, 2.0, 4.0), "head_dim_range": _est(1.0, 0.5, 1.5), "head_dim_change": change},
+        )
+
     lv = rules.SweepVerdict("supported", {"bert": arch(_est(-0.6, -0.9, -0.3)), "gpt2": arch(_est(0.6, 0.3, 0.9))}, 20)
     means = {a: pd.Series([3.1, 2.5], index=[4, 32]) for a in ("bert", "gpt2")}
     t = rules.lever_texts(lv, lv, lv, means)
-    assert t["tau_range_bert"] == "3.00 [2.00, 4.00], n = 10" and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
+    assert (
+        t["tau_range_bert"] == "3.00 [2.00, 4.00], n = 10" and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
+    )
     assert t["diff_gpt2"] == "2.00 [1.00, 3.00], n = 10" and t["spread_bert"] == 0.25
     assert t["direction_bert"].startswith("falls") and t["direction_gpt2"].startswith("rises")
     labels = {"bert": "BERT", "gpt2": "GPT-2"}
-    assert rules.direction_note(lv, labels) == "the measured rank rises with the head dimension for GPT-2, and falls for BERT"
+    assert (
+        rules.direction_note(lv, labels)
+        == "the measured rank rises with the head dimension for GPT-2, and falls for BERT"
+    )
     flat = rules.SweepVerdict("x", {"bert": arch(_est(0.1, -0.2, 0.3))}, 5)
-    assert rules.direction_note(flat, labels) == "at this width the measured rank does not follow the staircase bound upward"
+    assert (
+        rules.direction_note(flat, labels)
+        == "at this width the measured rank does not follow the staircase bound upward"
+    )

@@ -17,18 +17,21 @@ def E(value, low, high, n=1000):
     return Estimate(value, low, high, n, "constructed")
 
 
-RESOLVED_UP = E(2.0, 1.0, 3.0, 5)     # our difference, interval above 0
+RESOLVED_UP = E(2.0, 1.0, 3.0, 5)  # our difference, interval above 0
 RESOLVED_DOWN = E(-2.0, -3.0, -1.0, 5)
 UNRESOLVED = E(0.5, -1.0, 2.0, 5)
 
 
-@pytest.mark.parametrize("low, high, expected", [
-    (0.0, 0.049, SUPPORTED),            # wholly below 5 %
-    (0.0, 0.05, INCONCLUSIVE),          # touching the threshold
-    (0.03, 0.07, INCONCLUSIVE),         # straddling it
-    (0.05, 0.09, INCONCLUSIVE),
-    (0.051, 0.09, NOT_SUPPORTED),       # wholly above
-])
+@pytest.mark.parametrize(
+    "low, high, expected",
+    [
+        (0.0, 0.049, SUPPORTED),  # wholly below 5 %
+        (0.0, 0.05, INCONCLUSIVE),  # touching the threshold
+        (0.03, 0.07, INCONCLUSIVE),  # straddling it
+        (0.05, 0.09, INCONCLUSIVE),
+        (0.051, 0.09, NOT_SUPPORTED),  # wholly above
+    ],
+)
 def test_protocol_stable_part_at_the_flip_threshold(low, high, expected):
     flip = E((low + high) / 2, low, high)
     res = rules.protocol_rule({"bert": flip}, {"bert": 3.0}, {"bert": RESOLVED_UP})
@@ -37,16 +40,19 @@ def test_protocol_stable_part_at_the_flip_threshold(low, high, expected):
     assert res.status == expected
 
 
-@pytest.mark.parametrize("reference, ours, expected", [
-    (3.0, RESOLVED_UP, SUPPORTED),
-    (-3.0, RESOLVED_DOWN, SUPPORTED),
-    (3.0, RESOLVED_DOWN, NOT_SUPPORTED),      # the protocols part: opposite signs
-    (-0.01, RESOLVED_UP, NOT_SUPPORTED),
-    (0.0, RESOLVED_UP, NOT_SUPPORTED),        # the study sees no difference where ours resolves one
-    (3.0, UNRESOLVED, INCONCLUSIVE),          # ours does not resolve the sign
-    (3.0, E(1.0, 0.0, 2.0, 5), INCONCLUSIVE),  # our interval touches 0
-    (3.0, E(1.0, math.nan, math.nan, 1), INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "reference, ours, expected",
+    [
+        (3.0, RESOLVED_UP, SUPPORTED),
+        (-3.0, RESOLVED_DOWN, SUPPORTED),
+        (3.0, RESOLVED_DOWN, NOT_SUPPORTED),  # the protocols part: opposite signs
+        (-0.01, RESOLVED_UP, NOT_SUPPORTED),
+        (0.0, RESOLVED_UP, NOT_SUPPORTED),  # the study sees no difference where ours resolves one
+        (3.0, UNRESOLVED, INCONCLUSIVE),  # ours does not resolve the sign
+        (3.0, E(1.0, 0.0, 2.0, 5), INCONCLUSIVE),  # our interval touches 0
+        (3.0, E(1.0, math.nan, math.nan, 1), INCONCLUSIVE),
+    ],
+)
 def test_protocol_agreement_part(reference, ours, expected):
     res = rules.protocol_rule({"gpt2": E(0.0, 0.0, 0.004)}, {"gpt2": reference}, {"gpt2": ours})
     assert res.parts[("agrees", "gpt2")] == expected
@@ -55,11 +61,13 @@ def test_protocol_agreement_part(reference, ours, expected):
 
 def test_protocol_combines_over_architectures():
     good, flaky = E(0.0, 0.0, 0.004), E(0.3, 0.27, 0.33)
-    res = rules.protocol_rule({"bert": good, "gpt2": flaky}, {"bert": 1.0, "gpt2": 1.0},
-                              {"bert": RESOLVED_UP, "gpt2": RESOLVED_UP})
+    res = rules.protocol_rule(
+        {"bert": good, "gpt2": flaky}, {"bert": 1.0, "gpt2": 1.0}, {"bert": RESOLVED_UP, "gpt2": RESOLVED_UP}
+    )
     assert res.status == NOT_SUPPORTED and res.parts[("stable", "bert")] == SUPPORTED
-    res = rules.protocol_rule({"bert": good, "gpt2": good}, {"bert": 1.0, "gpt2": 1.0},
-                              {"bert": RESOLVED_UP, "gpt2": UNRESOLVED})
+    res = rules.protocol_rule(
+        {"bert": good, "gpt2": good}, {"bert": 1.0, "gpt2": 1.0}, {"bert": RESOLVED_UP, "gpt2": UNRESOLVED}
+    )
     assert res.status == INCONCLUSIVE
     with pytest.raises(ConfigError, match="flips"):
         rules.protocol_rule({"bert": good}, {"gpt2": 1.0}, {"bert": RESOLVED_UP})
@@ -68,8 +76,12 @@ def test_protocol_combines_over_architectures():
 
 
 def _table(arch, intervals, final=40):
-    return pd.DataFrame([{"arch": arch, "step": s, "final_step": final, "estimate": E((lo + hi) / 2, lo, hi, 30)}
-                         for s, (lo, hi) in intervals.items()])
+    return pd.DataFrame(
+        [
+            {"arch": arch, "step": s, "final_step": final, "estimate": E((lo + hi) / 2, lo, hi, 30)}
+            for s, (lo, hi) in intervals.items()
+        ]
+    )
 
 
 def test_set_early_first_step_above_the_threshold_within_the_early_limit():
@@ -82,15 +94,18 @@ def test_set_early_first_step_above_the_threshold_within_the_early_limit():
     assert res.first["gpt2"] is None and res.shown["gpt2"][0] == 4 and res.shown["gpt2"][1].low == 0.8
 
 
-@pytest.mark.parametrize("intervals, expected", [
-    ({0: (0.5, 0.95), 4: (0.9, 0.99), 8: (0.95, 1.0)}, INCONCLUSIVE),      # touches 0.9 at the last early step
-    ({0: (0.5, 0.95), 4: (0.8, 0.95), 8: (0.95, 1.0)}, INCONCLUSIVE),      # only after the early limit
-    ({0: (0.2, 0.89), 4: (0.3, 0.899), 8: (0.95, 1.0)}, NOT_SUPPORTED),    # every early interval below 0.9
-    ({0: (0.2, 0.89), 4: (0.3, 0.9), 8: (0.95, 1.0)}, INCONCLUSIVE),       # one touches it
-    ({0: (0.901, 0.99)}, SUPPORTED),                                       # set at initialisation
-    ({0: (math.nan, math.nan), 4: (0.2, 0.5)}, INCONCLUSIVE),              # an undefined correlation
-    ({8: (0.95, 1.0)}, INCONCLUSIVE),                                      # no early step at all
-])
+@pytest.mark.parametrize(
+    "intervals, expected",
+    [
+        ({0: (0.5, 0.95), 4: (0.9, 0.99), 8: (0.95, 1.0)}, INCONCLUSIVE),  # touches 0.9 at the last early step
+        ({0: (0.5, 0.95), 4: (0.8, 0.95), 8: (0.95, 1.0)}, INCONCLUSIVE),  # only after the early limit
+        ({0: (0.2, 0.89), 4: (0.3, 0.899), 8: (0.95, 1.0)}, NOT_SUPPORTED),  # every early interval below 0.9
+        ({0: (0.2, 0.89), 4: (0.3, 0.9), 8: (0.95, 1.0)}, INCONCLUSIVE),  # one touches it
+        ({0: (0.901, 0.99)}, SUPPORTED),  # set at initialisation
+        ({0: (math.nan, math.nan), 4: (0.2, 0.5)}, INCONCLUSIVE),  # an undefined correlation
+        ({8: (0.95, 1.0)}, INCONCLUSIVE),  # no early step at all
+    ],
+)
 def test_set_early_at_and_around_the_threshold(intervals, expected):
     res = rules.set_early_rule(_table("bert", intervals))
     assert res.status == expected

@@ -46,25 +46,39 @@ def _excess_values(excess: dict, n: int = 11, seeds=(0, 1, 2, 3), spread: float 
     for m, e in excess.items():
         for i, s in enumerate(seeds):
             ex = e + spread * (1 if i % 2 else -1)
-            rows.append(dict(arch="bert", seed=s, state="trained", tau=tau, pipeline=ms.REFERENCE, measure=m,
-                             sequence=0, value=1 + ex * (n - 1)))
+            rows.append(
+                dict(
+                    arch="bert",
+                    seed=s,
+                    state="trained",
+                    tau=tau,
+                    pipeline=ms.REFERENCE,
+                    measure=m,
+                    sequence=0,
+                    value=1 + ex * (n - 1),
+                )
+            )
     return pd.DataFrame(rows)
 
 
 RATIOS = {"effective_rank": 0.5, "rank_rtol_1e-2": 0.4}
 
 
-@pytest.mark.parametrize("excess, status", [
-    (dict(**{"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.02, "effective_rank": 0.03}), "supported"),
-    (dict(**{"rank_atol_1e-8": 0.05, "rank_rtol_1e-2": 0.02, "effective_rank": 0.03}), "not supported"),
-    (dict(**{"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.3, "effective_rank": 0.03}), "not supported"),
-    (dict(**{"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.1, "effective_rank": 0.03}), "inconclusive at this scale"),
-])
+@pytest.mark.parametrize(
+    "excess, status",
+    [
+        (dict(**{"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.02, "effective_rank": 0.03}), "supported"),
+        (dict(**{"rank_atol_1e-8": 0.05, "rank_rtol_1e-2": 0.02, "effective_rank": 0.03}), "not supported"),
+        (dict(**{"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.3, "effective_rank": 0.03}), "not supported"),
+        (dict(**{"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.1, "effective_rank": 0.03}), "inconclusive at this scale"),
+    ],
+)
 def test_measure_rule_at_its_threshold(excess, status):
     """Supported iff the absolute rule's excess is above 0.1 and both relative measures' below; an
     interval straddling 0.1 (excess exactly 0.1) is inconclusive."""
-    got, summary, glue = ms.verdict(_excess_values(excess), RATIOS, n=11, tau_max=100.0, head_dim=4, atol_rank=5.0,
-                                    profile="ci")
+    got, summary, glue = ms.verdict(
+        _excess_values(excess), RATIOS, n=11, tau_max=100.0, head_dim=4, atol_rank=5.0, profile="ci"
+    )
     assert got == status
     assert glue["measure_excess_rank_rtol_1e-2"] == pytest.approx(excess["rank_rtol_1e-2"])
     assert "0.50 times" in summary
@@ -72,17 +86,21 @@ def test_measure_rule_at_its_threshold(excess, status):
 
 def test_measure_rule_needs_the_grid_to_reach_tau_100():
     excess = {"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.02, "effective_rank": 0.03}
-    got, _, _ = ms.verdict(_excess_values(excess, tau=99.0), RATIOS, n=11, tau_max=99.0, head_dim=4, atol_rank=5.0,
-                           profile="ci")
+    got, _, _ = ms.verdict(
+        _excess_values(excess, tau=99.0), RATIOS, n=11, tau_max=99.0, head_dim=4, atol_rank=5.0, profile="ci"
+    )
     assert got == "inconclusive at this scale"
 
 
 # --------------------------------------------------------------------------- target
-@pytest.mark.parametrize("diffs, status", [
-    ([0.30, 0.32, 0.28, 0.31], "supported"),          # interval well above 0.1 nats
-    ([0.01, 0.02, -0.01, 0.0], "not supported"),      # interval below 0.1
-    ([0.05, 0.15, 0.08, 0.13], "inconclusive at this scale"),  # straddles 0.1
-])
+@pytest.mark.parametrize(
+    "diffs, status",
+    [
+        ([0.30, 0.32, 0.28, 0.31], "supported"),  # interval well above 0.1 nats
+        ([0.01, 0.02, -0.01, 0.0], "not supported"),  # interval below 0.1
+        ([0.05, 0.15, 0.08, 0.13], "inconclusive at this scale"),  # straddles 0.1
+    ],
+)
 def test_target_rule_at_its_threshold(diffs, status):
     v = tg.judged(pd.Series(diffs))
     assert v.status == status and v.estimate.value == pytest.approx(np.mean(diffs))
@@ -91,7 +109,11 @@ def test_target_rule_at_its_threshold(diffs, status):
 def test_target_settings_check_parameters_before_compute():
     s = tg.settings("ci")
     assert (s.n, s.steps, s.d_max, s.d_real) == (32, 200, 32, [16]) and len(s.select_seeds) == 2
-    for kw, param in ((dict(taus=[0.1, 10.0]), "taus"), (dict(n_seeds=3), "n_seeds"), (dict(head_dims=[1, 2]), "head_dims")):
+    for kw, param in (
+        (dict(taus=[0.1, 10.0]), "taus"),
+        (dict(n_seeds=3), "n_seeds"),
+        (dict(head_dims=[1, 2]), "head_dims"),
+    ):
         with pytest.raises(ConfigError) as err:
             tg.settings("ci", **kw)
         assert err.value.param == param
@@ -100,8 +122,10 @@ def test_target_settings_check_parameters_before_compute():
 def test_target_p4_counts_violations_on_constructed_runs():
     s = tg.settings("ci")
     floor = (1 - 2 / s.n) * math.log(2)
-    rows = [dict(target="permutation", variant="plain", head_dim=1, tau=1.0, seed=0, accuracy=2 / s.n, kl=floor + 0.1),
-            dict(target="permutation", variant="plain", head_dim=1, tau=0.1, seed=0, accuracy=3 / s.n, kl=floor - 0.1)]
+    rows = [
+        dict(target="permutation", variant="plain", head_dim=1, tau=1.0, seed=0, accuracy=2 / s.n, kl=floor + 0.1),
+        dict(target="permutation", variant="plain", head_dim=1, tau=0.1, seed=0, accuracy=3 / s.n, kl=floor - 0.1),
+    ]
     sec = tg.p4(s, pd.DataFrame(rows))
     assert (sec.tested, sec.violations) == (4, 2)
     assert sec.glue["target_p4_violations"] == 2 and sec.glue["target_p4_at_bound"] == 1
@@ -110,9 +134,11 @@ def test_target_p4_counts_violations_on_constructed_runs():
 # --------------------------------------------------------------------------- theory
 def _sections(viol=0, big_means=(10.0, 40.0), sd=1.0):
     mc = pd.DataFrame(dict(n=[64, 64], head_dim=[1, 256], mean=list(big_means), ci_low=0.0, ci_high=0.0, sd=sd))
-    return {"p0": tx.Section({}, {}, "p0", 5, viol),
-            "thm": tx.Section({"mc": mc}, {}, "thm", 2, 0),
-            "p1p": tx.Section({}, {"theory_sat_limit": 30.0, "theory_sat_n": 48}, "p1p", 3, 0)}
+    return {
+        "p0": tx.Section({}, {}, "p0", 5, viol),
+        "thm": tx.Section({"mc": mc}, {}, "thm", 2, 0),
+        "p1p": tx.Section({}, {"theory_sat_limit": 30.0, "theory_sat_n": 48}, "p1p", 3, 0),
+    }
 
 
 def test_theory_rule():
@@ -120,8 +146,12 @@ def test_theory_rule():
     standard errors and reaches 95% of n(1-(1-1/n)^n) (40.64 at n = 64)."""
     assert tx.verdict(_sections(), mc_samples=100, profile="ci")[0] == "supported"
     assert tx.verdict(_sections(viol=1), mc_samples=100, profile="ci")[0] == "not supported"
-    assert tx.verdict(_sections(big_means=(10.0, 38.0)), mc_samples=100, profile="ci")[0] == "inconclusive at this scale"
-    assert tx.verdict(_sections(big_means=(39.8, 40.0)), mc_samples=100, profile="ci")[0] == "inconclusive at this scale"
+    assert (
+        tx.verdict(_sections(big_means=(10.0, 38.0)), mc_samples=100, profile="ci")[0] == "inconclusive at this scale"
+    )
+    assert (
+        tx.verdict(_sections(big_means=(39.8, 40.0)), mc_samples=100, profile="ci")[0] == "inconclusive at this scale"
+    )
     status, summary = tx.verdict(_sections(), mc_samples=100, profile="ci")
     assert summary.startswith("10 of 10 checks")
 
@@ -129,9 +159,24 @@ def test_theory_rule():
 def test_theory_checks_hold_on_small_instances_and_the_monte_carlo_is_cached(tmp_path, monkeypatch, one_thread):
     """Each proposition's check on small sizes: no violation, and the theorem's table is served from the cache."""
     monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path))
-    sizes = dict(p0_n=8, p0_inst=1, p0_digits=40, stair_n=20, taylor_n=16, taylor_inst=2, sat_n=16, sat_samples=4,
-                 sat_head_dims=[1, 64], p2_n=12, p2_d=4, p2_inst=3, p2_grid=15, mc_head_dims=[1, 64], mc_samples=20,
-                 n_values=[16])
+    sizes = dict(
+        p0_n=8,
+        p0_inst=1,
+        p0_digits=40,
+        stair_n=20,
+        taylor_n=16,
+        taylor_inst=2,
+        sat_n=16,
+        sat_samples=4,
+        sat_head_dims=[1, 64],
+        p2_n=12,
+        p2_d=4,
+        p2_inst=3,
+        p2_grid=15,
+        mc_head_dims=[1, 64],
+        mc_samples=20,
+        n_values=[16],
+    )
     for f in (tx.p0, tx.p1_staircase, tx.p1_taylor, tx.p1p_saturation, tx.p2_hardmax, tx.theorem):
         sec = f(**sizes)
         assert sec.violations == 0 and sec.tested > 0, f.__name__
@@ -175,6 +220,9 @@ def test_run_presets_sit_beside_the_profiles_and_print():
     assert {(c.profile, c.max_steps) for c in experiments.seq_len_sweep("quick")} == {("ci", 160)}
     table = run_preset_table()
     row = table[(table.chapter == "causal") & (table["build profile"] == "quick")].iloc[0]
-    assert (row["sizes of"], row.overrides, row.seeds) == ("ci", "max_steps=200, warmup_steps=20, rank_every=20",
-                                                           "0, 1, 2, 3, 4")
+    assert (row["sizes of"], row.overrides, row.seeds) == (
+        "ci",
+        "max_steps=200, warmup_steps=20, rank_every=20",
+        "0, 1, 2, 3, 4",
+    )
     assert len(table) == len(RUN_PRESETS) * len(PROFILES)

@@ -19,8 +19,16 @@ def _runs(values: dict, measure: str = "effective_rank") -> pd.DataFrame:
     rows = []
     for (arch, n), finals in values.items():
         for seed, v in enumerate(finals):
-            rows.append({"arch": arch, "max_len": n, "seed": seed, "status": "complete",
-                         f"initial_{measure}": v, f"final_{measure}": v})
+            rows.append(
+                {
+                    "arch": arch,
+                    "max_len": n,
+                    "seed": seed,
+                    "status": "complete",
+                    f"initial_{measure}": v,
+                    f"final_{measure}": v,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -30,8 +38,10 @@ def _around(n: int, offsets) -> list[float]:
 
 def test_supported_when_every_interval_lies_below_the_bound():
     # mean bound - 1, sd 0.1, n = 3: the t interval is about +-0.25, wholly below
-    r = rules.seq_len_rule(_runs({("bert", 32): _around(32, (-1.1, -1.0, -0.9)),
-                                  ("gpt2", 64): _around(64, (-1.1, -1.0, -0.9))}), "effective_rank")
+    r = rules.seq_len_rule(
+        _runs({("bert", 32): _around(32, (-1.1, -1.0, -0.9)), ("gpt2", 64): _around(64, (-1.1, -1.0, -0.9))}),
+        "effective_rank",
+    )
     assert r.status == "supported" and r.n_runs == 6
     v = r.cases[("gpt2", 64)]
     assert v.threshold == pytest.approx(BOUND[64]) and v.estimate.value == pytest.approx(BOUND[64] - 1.0)
@@ -40,8 +50,10 @@ def test_supported_when_every_interval_lies_below_the_bound():
 
 def test_an_interval_touching_the_bound_is_inconclusive():
     # mean bound - 0.2 with the same spread: the interval (+-0.25) reaches over the bound
-    r = rules.seq_len_rule(_runs({("bert", 32): _around(32, (-1.1, -1.0, -0.9)),
-                                  ("gpt2", 32): _around(32, (-0.3, -0.2, -0.1))}), "effective_rank")
+    r = rules.seq_len_rule(
+        _runs({("bert", 32): _around(32, (-1.1, -1.0, -0.9)), ("gpt2", 32): _around(32, (-0.3, -0.2, -0.1))}),
+        "effective_rank",
+    )
     assert r.cases[("gpt2", 32)].status == "inconclusive at this scale"
     assert r.cases[("bert", 32)].status == "supported"
     assert r.status == "inconclusive at this scale"
@@ -49,8 +61,10 @@ def test_an_interval_touching_the_bound_is_inconclusive():
 
 
 def test_one_case_wholly_above_the_bound_is_not_supported():
-    r = rules.seq_len_rule(_runs({("bert", 64): _around(64, (-5.1, -5.0, -4.9)),
-                                  ("gpt2", 32): _around(32, (0.9, 1.0, 1.1))}), "effective_rank")
+    r = rules.seq_len_rule(
+        _runs({("bert", 64): _around(64, (-5.1, -5.0, -4.9)), ("gpt2", 32): _around(32, (0.9, 1.0, 1.1))}),
+        "effective_rank",
+    )
     assert r.cases[("gpt2", 32)].status == "not supported"
     assert r.status == "not supported"
 

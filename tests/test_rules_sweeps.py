@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import stats
 from attnrank import rules as sv
+from attnrank import stats
 from attnrank.errors import ConfigError
 
 TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
@@ -18,15 +18,25 @@ N_RES = 20_000
 def _tau_runs(response, *, seeds=(0, 1), noise=0.05, archs=("bert", "gpt2"), rng=0):
     """One row per run: ``response(arch, tau)`` plus seed noise."""
     g = np.random.default_rng(rng)
-    rows = [dict(arch=a, tau=t, seed=s, y=response(a, t) + noise * g.standard_normal())
-            for a in archs for t in TAUS for s in seeds]
+    rows = [
+        dict(arch=a, tau=t, seed=s, y=response(a, t) + noise * g.standard_normal())
+        for a in archs
+        for t in TAUS
+        for s in seeds
+    ]
     return pd.DataFrame(rows)
 
 
 def _hd_runs(response, *, seeds=(0, 1), noise=0.05, archs=("bert", "gpt2"), rng=1):
     g = np.random.default_rng(rng)
-    return pd.DataFrame([dict(arch=a, head_dim=h, seed=s, y=response(a, h) + noise * g.standard_normal())
-                         for a in archs for h in HEAD_DIMS for s in seeds])
+    return pd.DataFrame(
+        [
+            dict(arch=a, head_dim=h, seed=s, y=response(a, h) + noise * g.standard_normal())
+            for a in archs
+            for h in HEAD_DIMS
+            for s in seeds
+        ]
+    )
 
 
 def peaked(a, t):

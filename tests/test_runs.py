@@ -6,8 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-from attnrank.train import probe_steps
 from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
 
 from attnrank import runs
@@ -15,6 +13,7 @@ from attnrank.errors import ConfigError
 from attnrank.probe import RankProbe
 from attnrank.profiles import resolve_config
 from attnrank.rank import MEASURES
+from attnrank.train import probe_steps
 
 
 @pytest.fixture
@@ -31,14 +30,31 @@ def test_model_from_config_equals_the_stock_hf_model_at_tau_1(arch):
     ours = runs.model_from_config(cfg, vocab_size=100, pad_token_id=0).eval()
     kw = dict(vocab_size=100, pad_token_id=0)
     if arch == "bert":
-        hf = BertConfig(hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
-                        intermediate_size=4 * cfg.hidden_size, max_position_embeddings=cfg.max_len,
-                        hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.dropout, **kw)
+        hf = BertConfig(
+            hidden_size=cfg.hidden_size,
+            num_hidden_layers=cfg.num_layers,
+            num_attention_heads=cfg.num_heads,
+            intermediate_size=4 * cfg.hidden_size,
+            max_position_embeddings=cfg.max_len,
+            hidden_dropout_prob=cfg.dropout,
+            attention_probs_dropout_prob=cfg.dropout,
+            **kw,
+        )
         cls = BertForMaskedLM
     else:
-        hf = GPT2Config(n_embd=cfg.hidden_size, n_layer=cfg.num_layers, n_head=cfg.num_heads, n_inner=4 * cfg.hidden_size,
-                        n_positions=cfg.max_len, resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout,
-                        bos_token_id=0, eos_token_id=0, **kw)
+        hf = GPT2Config(
+            n_embd=cfg.hidden_size,
+            n_layer=cfg.num_layers,
+            n_head=cfg.num_heads,
+            n_inner=4 * cfg.hidden_size,
+            n_positions=cfg.max_len,
+            resid_pdrop=cfg.dropout,
+            embd_pdrop=cfg.dropout,
+            attn_pdrop=cfg.dropout,
+            bos_token_id=0,
+            eos_token_id=0,
+            **kw,
+        )
         cls = GPT2LMHeadModel
     hf._attn_implementation = "eager"
     torch.manual_seed(cfg.seed)
@@ -95,7 +111,9 @@ def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(pr
         pd.testing.assert_frame_equal(probe.ranks, stored, check_dtype=False)
     wide = run.ranks(long=False)
     assert set(wide.columns) == {"step", "layer", "head", *run.summary["initial_rank"]}
-    assert len(wide) == len(probe_steps(cfg.max_steps, cfg.rank_every)) * cfg.num_layers * cfg.num_heads  # 0, 1, 2, 4, 8, 10
+    assert (
+        len(wide) == len(probe_steps(cfg.max_steps, cfg.rank_every)) * cfg.num_layers * cfg.num_heads
+    )  # 0, 1, 2, 4, 8, 10
     again = runs.get(cfg)
     assert not again.fresh and again.key == run.key
 
@@ -109,8 +127,9 @@ def test_table_long_has_the_numbers_of_the_wide_table(private_store):
     measures = list(MEASURES)
     assert len(long) == 2 * 2 * len(measures)
     assert list(long.columns[-3:]) == ["measure", "when", "value"]
-    assert not any(c.startswith(("initial_", "final_")) and c != "initial_val_loss" and c != "final_val_loss"
-                   for c in long.columns)
+    assert not any(
+        c.startswith(("initial_", "final_")) and c != "initial_val_loss" and c != "final_val_loss" for c in long.columns
+    )
     for _, r in long.iterrows():
         w = wide[wide.key == r.key].iloc[0]
         assert r.value == w[f"{r.when}_{r.measure}"]
@@ -119,9 +138,17 @@ def test_table_long_has_the_numbers_of_the_wide_table(private_store):
 
 
 def test_long_form_order_and_values_on_a_constructed_frame():
-    wide = pd.DataFrame({"key": ["b", "a"], "tau": [1.0, 0.5], "final_val_loss": [3.0, 2.0],
-                         "initial_effective_rank": [1.5, 2.5], "final_effective_rank": [1.7, 2.9],
-                         "initial_stable_rank": [1.1, 1.2], "final_stable_rank": [1.3, 1.4]})
+    wide = pd.DataFrame(
+        {
+            "key": ["b", "a"],
+            "tau": [1.0, 0.5],
+            "final_val_loss": [3.0, 2.0],
+            "initial_effective_rank": [1.5, 2.5],
+            "final_effective_rank": [1.7, 2.9],
+            "initial_stable_rank": [1.1, 1.2],
+            "final_stable_rank": [1.3, 1.4],
+        }
+    )
     long = runs.long_form(wide)
     assert list(long.key) == ["b"] * 4 + ["a"] * 4
     assert list(long.when[:4]) == ["initial", "initial", "final", "final"]

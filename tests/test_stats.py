@@ -26,7 +26,9 @@ def test_estimate_text_form_and_tuple_compatibility():
     v, lo, hi = e
     assert (v, lo, hi) == (0.391, -0.0512, 0.7149) and e[1] == -0.0512
     assert str(S.Estimate(float("nan"), float("nan"), float("nan"), 2, "t")) == "n/a [n/a, n/a], n = 2"
-    assert str(S.Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.00 [\u22120.001, 0.002], n = 5"  # noise is 0, never "-0.00"
+    assert (
+        str(S.Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.00 [\u22120.001, 0.002], n = 5"
+    )  # noise is 0, never "-0.00"
     assert e.as_dict()["n"] == 14 and e.has_interval
     assert S.Estimate(0.123, 0.08, -0.0 + 0.15, 30, "t").text(0, percent=True) == "12% [8%, 15%], n = 30"
     assert S.Estimate(-0.0125, -0.02, 0.01, 3, "t").text(1, percent=True, n=False) == "\u22121.2% [\u22122.0%, 1.0%]"
@@ -176,7 +178,7 @@ def _peaked(seed, seeds=2, link=0.0):
     """Rank peaks at mid tau, loss depends on tau only (plus ``link`` times the rank's own noise)."""
     rng = np.random.default_rng(seed)
     t = np.repeat(TAUS7, seeds)
-    bump = np.exp(-(np.log10(t) + 1.5) ** 2)
+    bump = np.exp(-((np.log10(t) + 1.5) ** 2))
     noise = rng.normal(0, 0.5, len(t))
     rank = 10 + 8 * bump + noise
     loss = 5 - 0.6 * bump + 0.1 * np.log10(t) + rng.normal(0, 0.05, len(t)) + link * noise
@@ -245,7 +247,10 @@ def test_compare_means_welch_interval_and_exact_permutation_p():
     ref = sps.ttest_ind(u, v, equal_var=False).confidence_interval(0.9)
     e2 = S.compare_means(u, v, confidence=0.9)
     assert (e2.low, e2.high) == pytest.approx((ref.low, ref.high))
-    splits = [np.mean(np.r_[u, v][list(c)]) - np.mean(np.delete(np.r_[u, v], list(c))) for c in itertools.combinations(range(9), 5)]
+    splits = [
+        np.mean(np.r_[u, v][list(c)]) - np.mean(np.delete(np.r_[u, v], list(c)))
+        for c in itertools.combinations(range(9), 5)
+    ]
     assert e2.p == pytest.approx(np.mean(np.abs(splits) >= abs(u.mean() - v.mean()) - 1e-12))
 
 
@@ -263,7 +268,7 @@ def test_compare_means_is_not_degenerate_with_two_seeds_per_arm():
 def test_peak_location_finds_an_interior_peak_and_its_uncertainty():
     rng = np.random.default_rng(0)
     t = np.repeat(TAUS7, 3)
-    clear = 10 + 8 * np.exp(-(np.log10(t) + 1.5) ** 2) + rng.normal(0, 0.2, len(t))
+    clear = 10 + 8 * np.exp(-((np.log10(t) + 1.5) ** 2)) + rng.normal(0, 0.2, len(t))
     e = S.peak_location(t, clear, n_resamples=2000)
     means = pd.Series(clear).groupby(t).mean()
     assert e.value == means.idxmax() == TAUS7[3]
@@ -278,7 +283,7 @@ def test_peak_location_finds_an_interior_peak_and_its_uncertainty():
 def test_grid_span_and_compare_spans_compare_levers_over_their_whole_range():
     rng = np.random.default_rng(1)
     t = np.repeat(np.geomspace(1e-3, 1, 11), 2)  # ~10 halvings, peaked response
-    y_tau = 5 + 20 * np.exp(-(np.log10(t) + 1.5) ** 2) + rng.normal(0, 0.5, len(t))
+    y_tau = 5 + 20 * np.exp(-((np.log10(t) + 1.5) ** 2)) + rng.normal(0, 0.5, len(t))
     hd = np.repeat([8, 16, 32, 64], 2)  # 3 doublings, monotone and small
     y_hd = 5 - 0.4 * np.log2(hd / 8) + rng.normal(0, 0.2, len(hd))
     span = S.grid_span(t, y_tau, n_resamples=2000)
@@ -306,7 +311,11 @@ def test_seeds_needed_matches_the_hand_computation():
     assert S.seeds_needed(1.0, -0.5) == S.seeds_needed(1.0, 0.5) == 63
     assert S.seeds_needed(0.1, 5.0) == 2  # formula gives 1, but a spread needs two runs
     assert S.runs_needed_correlation(0.5) == 30  # (2.8016 / atanh 0.5)^2 + 3 = 29.01
-    for bad in (dict(spread=0.0, effect=1.0), dict(spread=1.0, effect=float("nan")), dict(spread=1.0, effect=1.0, power=1.2)):
+    for bad in (
+        dict(spread=0.0, effect=1.0),
+        dict(spread=1.0, effect=float("nan")),
+        dict(spread=1.0, effect=1.0, power=1.2),
+    ):
         with pytest.raises(ConfigError):
             S.seeds_needed(**bad)
     with pytest.raises(ConfigError, match="rho"):

@@ -30,8 +30,13 @@ def runs(tmp_path, monkeypatch):
 
 
 def _child(code: str, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_end_to_end_run_lowers_loss_and_is_cached(runs, monkeypatch):
@@ -39,8 +44,17 @@ def test_end_to_end_run_lowers_loss_and_is_cached(runs, monkeypatch):
     r = store.run(cfg)
     assert r.fresh
     files = {p.name for p in r.path.iterdir()}
-    assert {"config.json", "train_log.csv", "eval_log.csv", "ranks.parquet", "rank_summary.csv", "sequences.parquet",
-            "summary.json", "model.safetensors", "COMPLETE"} <= files
+    assert {
+        "config.json",
+        "train_log.csv",
+        "eval_log.csv",
+        "ranks.parquet",
+        "rank_summary.csv",
+        "sequences.parquet",
+        "summary.json",
+        "model.safetensors",
+        "COMPLETE",
+    } <= files
     s = r.summary
     assert s["status"] == "complete" and s["steps"] == cfg.max_steps
     assert s["final_val_loss"] < s["initial_val_loss"] - 0.2
@@ -159,16 +173,36 @@ def test_equal_weights_give_byte_identical_files(tmp_path):
     from attnrank.store import save_weights
 
     for arch in ("bert", "gpt2"):
-        model = build_model(arch, hidden_size=32, num_layers=1, num_heads=2, tau=1.0, max_len=16,
-                            vocab_size=64, dropout=0.0, seed=0, pad_token_id=0)
+        model = build_model(
+            arch,
+            hidden_size=32,
+            num_layers=1,
+            num_heads=2,
+            tau=1.0,
+            max_len=16,
+            vocab_size=64,
+            dropout=0.0,
+            seed=0,
+            pad_token_id=0,
+        )
         files = [tmp_path / f"{arch}-{i}.safetensors" for i in range(6)]
         for f in files:
             save_weights(model, f)
         assert len({f.read_bytes() for f in files}) == 1
         state = load_file(str(files[0]))
         assert len(state) < len(model.state_dict())  # the tied output embedding is stored once
-        fresh = build_model(arch, hidden_size=32, num_layers=1, num_heads=2, tau=1.0, max_len=16,
-                            vocab_size=64, dropout=0.0, seed=1, pad_token_id=0)
+        fresh = build_model(
+            arch,
+            hidden_size=32,
+            num_layers=1,
+            num_heads=2,
+            tau=1.0,
+            max_len=16,
+            vocab_size=64,
+            dropout=0.0,
+            seed=1,
+            pad_token_id=0,
+        )
         fresh.load_state_dict(state, strict=False)
         for name, t in model.state_dict().items():
             assert torch.equal(fresh.state_dict()[name], t), name
@@ -183,8 +217,19 @@ def test_nothing_is_loaded_with_pickle_or_remote_code():
 
     import attnrank
 
-    patterns = [r"torch\.load\(", r"^\s*(?:import|from)\s+(?:c?pickle|joblib|dill)\b", r"pickle\.loads?\(",
-                r"read_pickle\(", r"to_pickle\(", r"allow_pickle\s*=\s*True", r"trust_remote_code\s*=\s*True"]
-    found = [f"{p.name}: {m.group(0).strip()}" for p in Path(attnrank.__file__).parent.rglob("*.py")
-             for pattern in patterns for m in re.finditer(pattern, p.read_text(), flags=re.M)]
+    patterns = [
+        r"torch\.load\(",
+        r"^\s*(?:import|from)\s+(?:c?pickle|joblib|dill)\b",
+        r"pickle\.loads?\(",
+        r"read_pickle\(",
+        r"to_pickle\(",
+        r"allow_pickle\s*=\s*True",
+        r"trust_remote_code\s*=\s*True",
+    ]
+    found = [
+        f"{p.name}: {m.group(0).strip()}"
+        for p in Path(attnrank.__file__).parent.rglob("*.py")
+        for pattern in patterns
+        for m in re.finditer(pattern, p.read_text(), flags=re.M)
+    ]
     assert not found, found

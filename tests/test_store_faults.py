@@ -21,7 +21,6 @@ import pytest
 from attnrank import store
 from attnrank.cli import main
 from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
 
 
 @pytest.fixture
@@ -37,10 +36,19 @@ def _fake_train(final_val_loss: float):
 
     def train(cfg, progress=False):
         log = pd.DataFrame({"step": [0, cfg.max_steps], "loss": [7.0, final_val_loss]})
-        summary = {"status": "complete", "failure": None, "steps": cfg.max_steps, "initial_val_loss": 7.0,
-                   "final_val_loss": final_val_loss, "initial_rank": {"rank_rtol_1e-2": 9.0},
-                   "final_rank": {"rank_rtol_1e-2": 4.0}, "wall_seconds": 0.5, "probe_seconds": 0.1,
-                   "validation_seconds": 0.1, "device": "cpu"}
+        summary = {
+            "status": "complete",
+            "failure": None,
+            "steps": cfg.max_steps,
+            "initial_val_loss": 7.0,
+            "final_val_loss": final_val_loss,
+            "initial_rank": {"rank_rtol_1e-2": 9.0},
+            "final_rank": {"rank_rtol_1e-2": 4.0},
+            "wall_seconds": 0.5,
+            "probe_seconds": 0.1,
+            "validation_seconds": 0.1,
+            "device": "cpu",
+        }
         return TrainResult(train_log=log, eval_log=log, ranks=log, rank_summary=log, summary=summary, model=None)
 
     return train
@@ -101,6 +109,7 @@ def test_forced_replacement_leaves_the_old_or_the_new_result(runs, monkeypatch, 
                 if len(steps) == kill_at:
                     raise _Killed(f"killed before {fn.__name__}({Path(path).name})")
             return fn(path, *args, **kwargs)
+
         return step
 
     # every rename and delete of a folder in the store
@@ -148,8 +157,13 @@ def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_resul
         os.replace = replace
         store.run(**CFG, force=True)
     """
-    child = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env={**os.environ, "ATTNRANK_RUNS": str(runs)},
-                           capture_output=True, text=True, timeout=300)
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**os.environ, "ATTNRANK_RUNS": str(runs)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert child.returncode == -9, child.stderr[-2000:]
     assert not old.path.exists() and (runs / f".old-{old.path.name}").is_dir()  # killed in the gap
     monkeypatch.setattr("attnrank.train.train", _no_training)
@@ -175,28 +189,50 @@ def _damage(path: Path, how: str) -> None:
     marker = json.loads((path / "COMPLETE").read_text())
     summary = json.loads((path / "summary.json").read_text())
     if how.startswith("marker:"):
-        document = {"null": None, "list": [], "string": "done", "files as a list": {"key": marker["key"], "files": list(marker["files"])},
-                    "no key": {"files": marker["files"]}, "key as a number": {"key": 7, "files": marker["files"]},
-                    "files null": {"key": marker["key"], "files": None},
-                    "file outside": {"key": marker["key"], "files": {**marker["files"], "../outside.json": outside}},
-                    }[how.split(":", 1)[1]]
+        document = {
+            "null": None,
+            "list": [],
+            "string": "done",
+            "files as a list": {"key": marker["key"], "files": list(marker["files"])},
+            "no key": {"files": marker["files"]},
+            "key as a number": {"key": 7, "files": marker["files"]},
+            "files null": {"key": marker["key"], "files": None},
+            "file outside": {"key": marker["key"], "files": {**marker["files"], "../outside.json": outside}},
+        }[how.split(":", 1)[1]]
         (path / "COMPLETE").write_text(json.dumps(document))
     elif how.startswith("summary:"):
-        document = {"list": [], "null": None, "no status": {k: v for k, v in summary.items() if k != "status"},
-                    "ranks as a list": {**summary, "initial_rank": [1.0], "final_rank": [1.0]},
-                    "loss as a string": {**summary, "final_val_loss": "low"},
-                    "failure as a string": {**summary, "failure": "nan"},
-                    "measures differ": {**summary, "final_rank": {"other": 1.0}},
-                    }[how.split(":", 1)[1]]
+        document = {
+            "list": [],
+            "null": None,
+            "no status": {k: v for k, v in summary.items() if k != "status"},
+            "ranks as a list": {**summary, "initial_rank": [1.0], "final_rank": [1.0]},
+            "loss as a string": {**summary, "final_val_loss": "low"},
+            "failure as a string": {**summary, "failure": "nan"},
+            "measures differ": {**summary, "final_rank": {"other": 1.0}},
+        }[how.split(":", 1)[1]]
         _rewrite(path, "summary.json", document)
     elif how == "config:list":
         _rewrite(path, "config.json", [])
 
 
-BAD_SHAPES = ["marker:null", "marker:list", "marker:string", "marker:files as a list", "marker:no key",
-              "marker:key as a number", "marker:files null", "marker:file outside", "summary:list",
-              "summary:null", "summary:no status", "summary:ranks as a list", "summary:loss as a string",
-              "summary:failure as a string", "summary:measures differ", "config:list"]
+BAD_SHAPES = [
+    "marker:null",
+    "marker:list",
+    "marker:string",
+    "marker:files as a list",
+    "marker:no key",
+    "marker:key as a number",
+    "marker:files null",
+    "marker:file outside",
+    "summary:list",
+    "summary:null",
+    "summary:no status",
+    "summary:ranks as a list",
+    "summary:loss as a string",
+    "summary:failure as a string",
+    "summary:measures differ",
+    "config:list",
+]
 
 
 @pytest.mark.parametrize("how", BAD_SHAPES)
@@ -226,9 +262,13 @@ def test_a_marker_or_summary_of_the_wrong_shape_is_ignored_and_retrained(runs, m
 def _readonly_child(code: str, store_dir: Path) -> subprocess.CompletedProcess:
     """Run ``code`` in a child process that sees ``store_dir`` as a read-only bind mount
     (a private mount namespace of an unprivileged user namespace: `unshare -rm`)."""
-    script = f"mount --bind -o ro {store_dir} {store_dir} && exec {sys.executable} -c \"$CODE\""
-    env = {**os.environ, "CODE": textwrap.dedent(code), "ATTNRANK_RUNS": str(store_dir),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
+    script = f'mount --bind -o ro {store_dir} {store_dir} && exec {sys.executable} -c "$CODE"'
+    env = {
+        **os.environ,
+        "CODE": textwrap.dedent(code),
+        "ATTNRANK_RUNS": str(store_dir),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
     return subprocess.run(["unshare", "-rm", "sh", "-c", script], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -237,8 +277,12 @@ def _can_mount_readonly(tmp_path: Path) -> bool:
     probe.mkdir()
     try:
         done = _readonly_child("import pathlib, sys; pathlib.Path(sys.argv[0]).parent", probe)
-        touch = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount --bind -o ro {probe} {probe} && touch {probe}/x"],
-                               capture_output=True, text=True, timeout=60)
+        touch = subprocess.run(
+            ["unshare", "-rm", "sh", "-c", f"mount --bind -o ro {probe} {probe} && touch {probe}/x"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0 and touch.returncode != 0 and "Read-only" in touch.stderr

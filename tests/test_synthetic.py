@@ -12,7 +12,6 @@ from attnrank import theory as T
 from attnrank.errors import ConfigError
 from attnrank.rank import numerical_rank
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
@@ -36,8 +35,9 @@ def test_targets_are_stochastic_with_the_intended_rank():
 def test_hand_written_gradients_and_adam_match_autograd_and_torch_adam(variant):
     n, d, steps = 8, 3, 4
     target = Y.make_target("sharp", n, seed=0)
-    res = Y.train_toy(target, d, 0.7, variant, seeds=[5], steps=steps, lr=3e-2, init_std=0.8,
-                      dtype=torch.float64, log_every=1)
+    res = Y.train_toy(
+        target, d, 0.7, variant, seeds=[5], steps=steps, lr=3e-2, init_std=0.8, dtype=torch.float64, log_every=1
+    )
     g = torch.Generator().manual_seed(5)
     W = torch.randn(2, n, d, generator=g, dtype=torch.float64) * 0.8
     WQ = W[0].clone().unsqueeze(0).requires_grad_(True)
@@ -59,9 +59,18 @@ def test_hand_written_gradients_and_adam_match_autograd_and_torch_adam(variant):
 def test_P3_temperature_equals_rescaled_init_and_learning_rate():
     # (tau, sigma, eta) follows the same trajectory of A as (1, sigma/sqrt(tau), eta/sqrt(tau)) under Adam, eps=0
     tau = 0.1
-    res = Y.train_toy(Y.make_target("sharp", 16, seed=0), 4, [tau, 1.0, 1.0], "plain", seeds=[0, 0, 0], steps=300,
-                      lr=[1e-2, 1e-2 / math.sqrt(tau), 1e-2], init_std=[1.0, 1 / math.sqrt(tau), 1.0],
-                      adam_eps=0.0, dtype=torch.float64)
+    res = Y.train_toy(
+        Y.make_target("sharp", 16, seed=0),
+        4,
+        [tau, 1.0, 1.0],
+        "plain",
+        seeds=[0, 0, 0],
+        steps=300,
+        lr=[1e-2, 1e-2 / math.sqrt(tau), 1e-2],
+        init_std=[1.0, 1 / math.sqrt(tau), 1.0],
+        adam_eps=0.0,
+        dtype=torch.float64,
+    )
     same = float((res.attention[0] - res.attention[1]).abs().max())
     control = float((res.attention[0] - res.attention[2]).abs().max())
     assert same < 1e-10
@@ -83,8 +92,9 @@ def test_P5_normalised_kl_floor_and_simplex_optimum():
     n = 12
     target = Y.make_target("permutation", n, seed=0)
     taus = [0.3, 1.0, 3.0]
-    res = Y.train_toy(target, n, taus * 2, "normalised", seeds=[0] * 3 + [1] * 3, steps=800, lr=2e-2,
-                      dtype=torch.float64)
+    res = Y.train_toy(
+        target, n, taus * 2, "normalised", seeds=[0] * 3 + [1] * 3, steps=800, lr=2e-2, dtype=torch.float64
+    )
     floor = T.normalised_kl_floor(n, torch.tensor(taus * 2))
     assert bool((res.kl >= floor - 1e-9).all())
     # explicit simplex keys with q_i = k_{pi(i)} reach simplex_kl exactly
@@ -98,11 +108,31 @@ def test_P5_normalised_kl_floor_and_simplex_optimum():
 
 
 def test_run_grid_tables():
-    final, curves = Y.run_grid(8, taus=[0.1, 1.0], head_dims=[1, 4], seeds=[0, 1], targets=["permutation", "lowrank"],
-                               steps=150, log_every=50, device="cpu")
+    final, curves = Y.run_grid(
+        8,
+        taus=[0.1, 1.0],
+        head_dims=[1, 4],
+        seeds=[0, 1],
+        targets=["permutation", "lowrank"],
+        steps=150,
+        log_every=50,
+        device="cpu",
+    )
     assert len(final) == 2 * 2 * 2 * 2 * 2
-    assert {"target", "variant", "head_dim", "tau", "seed", "kl", "init_kl", "rank", "target_rank", "accuracy",
-            "kl_floor", "kl_simplex"} <= set(final.columns)
+    assert {
+        "target",
+        "variant",
+        "head_dim",
+        "tau",
+        "seed",
+        "kl",
+        "init_kl",
+        "rank",
+        "target_rank",
+        "accuracy",
+        "kl_floor",
+        "kl_simplex",
+    } <= set(final.columns)
     assert sorted(curves["step"].unique().tolist()) == [0, 50, 100, 150]
     assert len(curves) == len(final) * 4
     plain4 = final[(final.variant == "plain") & (final.head_dim == 4)]
@@ -148,7 +178,12 @@ def test_select_best_looks_only_at_the_selection_seeds():
     # on seeds 0, 1 tau = 0.1 is best; on seeds 2, 3 tau = 0.01 is far better: a selection that
     # peeked at every seed would pick 0.01
     rows = []
-    for s, kl in ((0, {0.01: 1.0, 0.1: 0.5}), (1, {0.01: 0.9, 0.1: 0.6}), (2, {0.01: 0.0, 0.1: 2.0}), (3, {0.01: 0.0, 0.1: 2.0})):
+    for s, kl in (
+        (0, {0.01: 1.0, 0.1: 0.5}),
+        (1, {0.01: 0.9, 0.1: 0.6}),
+        (2, {0.01: 0.0, 0.1: 2.0}),
+        (3, {0.01: 0.0, 0.1: 2.0}),
+    ):
         rows += [dict(seed=s, tau=t, kl=v) for t, v in kl.items()]
     df = pd.DataFrame(rows)
     assert Y.select_best(df, "tau", "kl", [0, 1]) == 0.1

@@ -14,7 +14,6 @@ from attnrank import theory as T
 from attnrank.errors import ConfigError
 from attnrank.rank import numerical_rank, singular_values, study_rank
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
@@ -214,6 +213,7 @@ def test_temperature_is_applied_once():
     res = T.monte_carlo_rank(16, 4, 3, tau=0.5, measures=("stable_rank",), seed=5)["stable_rank"][1]
     S5 = T.sample_logits(16, 4, 3, generator=torch.Generator().manual_seed(5))
     from attnrank.rank import rank_measures
+
     ref = rank_measures(torch.softmax(S5 / 0.5, -1), measures=("stable_rank",))["stable_rank"]
     assert torch.allclose(res, ref)
     assert not hasattr(T, "mean_ci") and not hasattr(T, "MCResult")  # one mean_ci: attnrank.stats
@@ -304,9 +304,16 @@ def test_theory_and_target_figures_return_figures_and_check_columns():
     fig = tp.hardmax_monte_carlo(mc, refs)
     assert isinstance(fig, plt.Figure) and len(fig.axes) == 1
     plt.close(fig)
-    runs = pd.DataFrame([dict(target=k, variant=v, head_dim=d, tau=t, seed=s, kl=0.1 * d + t, rank=d)
-                         for k in ("permutation", "sharp") for v in ("plain", "normalised") for d in (1, 4)
-                         for t in (0.1, 1.0) for s in (0, 1)])
+    runs = pd.DataFrame(
+        [
+            dict(target=k, variant=v, head_dim=d, tau=t, seed=s, kl=0.1 * d + t, rank=d)
+            for k in ("permutation", "sharp")
+            for v in ("plain", "normalised")
+            for d in (1, 4)
+            for t in (0.1, 1.0)
+            for s in (0, 1)
+        ]
+    )
     fig = tp.toy_heatmaps(runs, "kl", log=True)
     assert len([a for a in fig.axes if a.get_title()]) == 4
     plt.close(fig)

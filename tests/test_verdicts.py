@@ -23,16 +23,19 @@ def test_the_three_strings_are_the_books():
     assert (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE) == VERDICTS
 
 
-@pytest.mark.parametrize("low, high, above, below", [
-    (0.6, 0.9, SUPPORTED, NOT_SUPPORTED),          # well beyond
-    (0.5, 0.9, INCONCLUSIVE, INCONCLUSIVE),        # low exactly at the threshold is not "entirely beyond"
-    (0.5 + 1e-12, 0.9, SUPPORTED, NOT_SUPPORTED),  # just inside
-    (0.5 - 1e-12, 0.9, INCONCLUSIVE, INCONCLUSIVE),  # just outside: the interval reaches the threshold
-    (0.1, 0.5, INCONCLUSIVE, INCONCLUSIVE),        # exactly at the threshold from below
-    (0.1, 0.5 - 1e-12, NOT_SUPPORTED, SUPPORTED),
-    (0.2, 0.8, INCONCLUSIVE, INCONCLUSIVE),        # straddles
-    (0.5, 0.5, INCONCLUSIVE, INCONCLUSIVE),        # a point interval on the threshold
-])
+@pytest.mark.parametrize(
+    "low, high, above, below",
+    [
+        (0.6, 0.9, SUPPORTED, NOT_SUPPORTED),  # well beyond
+        (0.5, 0.9, INCONCLUSIVE, INCONCLUSIVE),  # low exactly at the threshold is not "entirely beyond"
+        (0.5 + 1e-12, 0.9, SUPPORTED, NOT_SUPPORTED),  # just inside
+        (0.5 - 1e-12, 0.9, INCONCLUSIVE, INCONCLUSIVE),  # just outside: the interval reaches the threshold
+        (0.1, 0.5, INCONCLUSIVE, INCONCLUSIVE),  # exactly at the threshold from below
+        (0.1, 0.5 - 1e-12, NOT_SUPPORTED, SUPPORTED),
+        (0.2, 0.8, INCONCLUSIVE, INCONCLUSIVE),  # straddles
+        (0.5, 0.5, INCONCLUSIVE, INCONCLUSIVE),  # a point interval on the threshold
+    ],
+)
 def test_classify_at_and_around_the_threshold(low, high, above, below):
     t = 0.5
     assert classify(est(low, high), t, "above") == above
@@ -78,7 +81,8 @@ def test_judge_states_the_runs_needed_when_not_supported():
     v = judge(d, 0.0, "below", effect=0.005, spread=0.0036)
     assert isinstance(v, Verdict) and v.status == INCONCLUSIVE and v.needed == 9 and v.needed_unit == "seeds per arm"
     assert str(v).startswith("inconclusive at this scale: 0.0015 [") and str(v).endswith(
-        "about 9 seeds per arm would resolve the pre-registered effect of 0.005")
+        "about 9 seeds per arm would resolve the pre-registered effect of 0.005"
+    )
     c = judge(est(-0.1, 0.8, 0.4), 0.0, "above", effect=0.5)  # correlation: runs in total
     assert c.needed == 30 and c.needed_unit == "runs"
     s = judge(est(0.1, 0.8), 0.0, "above", effect=0.5)

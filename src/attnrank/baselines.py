@@ -28,9 +28,23 @@ import torch
 
 from .errors import ConfigError
 
-__all__ = ["ngram_counts", "ngram_nll", "target_pairs", "ngram_losses", "relative_text", "causal_mask", "visible_keys",
-           "uniform_attention", "uniform_ranks", "logit_sd", "iid_limits", "staircase", "small_logits", "bound_check",
-           "regime_text"]
+__all__ = [
+    "ngram_counts",
+    "ngram_nll",
+    "target_pairs",
+    "ngram_losses",
+    "relative_text",
+    "causal_mask",
+    "visible_keys",
+    "uniform_attention",
+    "uniform_ranks",
+    "logit_sd",
+    "iid_limits",
+    "staircase",
+    "small_logits",
+    "bound_check",
+    "regime_text",
+]
 
 
 def _ids(name, a) -> np.ndarray:
@@ -91,7 +105,11 @@ def ngram_nll(counts: dict, context, target) -> dict:
     code = c * V + t
     pos = np.searchsorted(counts["pairs"], code)
     pos_ok = np.minimum(pos, max(len(counts["pairs"]) - 1, 0))
-    hit = (pos < len(counts["pairs"])) & (counts["pairs"][pos_ok] == code) if len(counts["pairs"]) else np.zeros(len(t), bool)
+    hit = (
+        (pos < len(counts["pairs"])) & (counts["pairs"][pos_ok] == code)
+        if len(counts["pairs"])
+        else np.zeros(len(t), bool)
+    )
     cvw = np.where(hit, counts["pair_counts"][pos_ok] if len(counts["pairs"]) else 0.0, 0.0)
     cv, Tv = counts["context_counts"][c], counts["types"][c]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -187,9 +205,13 @@ def uniform_ranks(n: int, measures=None) -> dict[str, dict[str, float]]:
     from .rank import MEASURES, rank_measures
 
     measures = list(measures or MEASURES)
-    return {arch: {m: float(v) for m, v in rank_measures(uniform_attention(n, causal=arch == "gpt2"),
-                                                          measures=measures).items()}
-            for arch in ("bert", "gpt2")}
+    return {
+        arch: {
+            m: float(v)
+            for m, v in rank_measures(uniform_attention(n, causal=arch == "gpt2"), measures=measures).items()
+        }
+        for arch in ("bert", "gpt2")
+    }
 
 
 def logit_sd(S: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -226,10 +248,20 @@ def iid_limits(scale, n: int, samples: int, *, seed: int = 0):
     rows = []
     for r in scale.itertuples():
         sigma = float(r.logit_sd)
-        mc = monte_carlo_rank(n, None, samples, tau=1.0 / sigma, measures=tuple(MEASURES), seed=seed,
-                              causal=r.arch == "gpt2")
-        rows += [{"arch": r.arch, "tau": r.tau, "sigma": sigma, "measure": m, "value": est.value,
-                  "mc_sem": float(values.double().std()) / np.sqrt(len(values))} for m, (est, values) in mc.items()]
+        mc = monte_carlo_rank(
+            n, None, samples, tau=1.0 / sigma, measures=tuple(MEASURES), seed=seed, causal=r.arch == "gpt2"
+        )
+        rows += [
+            {
+                "arch": r.arch,
+                "tau": r.tau,
+                "sigma": sigma,
+                "measure": m,
+                "value": est.value,
+                "mc_sem": float(values.double().std()) / np.sqrt(len(values)),
+            }
+            for m, (est, values) in mc.items()
+        ]
     return pd.DataFrame(rows)
 
 
@@ -250,9 +282,15 @@ def staircase(head_dims, n: int):
 
     from .rank import MEASURES
 
-    return pd.DataFrame([{"measure": m, "label": lab, "x": h, "value": min(math.comb(h + k, k), n), "hue": np.nan}
-                         for m, spec in MEASURES.items() if spec.kind == "numerical" and spec.rtol is not None
-                         for k, lab in STAIRCASE_LABELS.items() for h in head_dims])
+    return pd.DataFrame(
+        [
+            {"measure": m, "label": lab, "x": h, "value": min(math.comb(h + k, k), n), "hue": np.nan}
+            for m, spec in MEASURES.items()
+            if spec.kind == "numerical" and spec.rtol is not None
+            for k, lab in STAIRCASE_LABELS.items()
+            for h in head_dims
+        ]
+    )
 
 
 def small_logits(init, n: int) -> dict:
@@ -274,19 +312,28 @@ def bound_check(init, n: int):
     """
     import math
 
-    table = init.groupby(["tau", "head_dim"]).agg(
-        M=("M", "median"), **{f"rank {c.removeprefix('rank_')}": (c, "mean") for c in ("rank_rtol_1e-2", "rank_rtol_1e-4")},
-        **{f"bound {c}": (f"bound_{c}", "mean") for c in ("rtol_1e-2", "rtol_1e-4")}).reset_index()
+    table = (
+        init.groupby(["tau", "head_dim"])
+        .agg(
+            M=("M", "median"),
+            **{f"rank {c.removeprefix('rank_')}": (c, "mean") for c in ("rank_rtol_1e-2", "rank_rtol_1e-4")},
+            **{f"bound {c}": (f"bound_{c}", "mean") for c in ("rtol_1e-2", "rtol_1e-4")},
+        )
+        .reset_index()
+    )
     table.insert(2, "r_1", np.minimum(table.head_dim + 1, n))
     table.insert(3, "r_2", [min(math.comb(h + 2, 2), n) for h in table.head_dim])
     viol = (init["rank_rtol_1e-2"] > init["bound_rtol_1e-2"]) | (init["rank_rtol_1e-4"] > init["bound_rtol_1e-4"])
     b1 = init[np.isclose(init.tau, 1.0)]
     r1 = np.minimum(b1.head_dim + 1, n)
-    facts = {"matrices": int(len(init)), "violations": int(viol.sum()),
-             "bound_is_r1": float((b1["bound_rtol_1e-2"] == r1).mean()),
-             "r1_at_rtol2": float((b1["rank_rtol_1e-2"] == r1).mean()),
-             "r1_at_rtol4": float((b1["rank_rtol_1e-4"] == r1).mean()),
-             "rank1_at_rtol2": float((b1["rank_rtol_1e-2"] == 1).mean())}
+    facts = {
+        "matrices": int(len(init)),
+        "violations": int(viol.sum()),
+        "bound_is_r1": float((b1["bound_rtol_1e-2"] == r1).mean()),
+        "r1_at_rtol2": float((b1["rank_rtol_1e-2"] == r1).mean()),
+        "r1_at_rtol4": float((b1["rank_rtol_1e-4"] == r1).mean()),
+        "rank1_at_rtol2": float((b1["rank_rtol_1e-2"] == 1).mean()),
+    }
     return table, facts
 
 
@@ -296,11 +343,15 @@ def regime_text(runs, losses: dict, arch_labels: dict, *, tau1: bool = False) ->
     baselines (``losses``: ``{arch: ngram_losses(...)}``); ``runs`` are the complete runs (with ``sweep``
     when ``tau1``)."""
     best = runs.groupby("arch").final_val_loss.min()
-    at1 = (runs[np.isclose(runs.tau, 1.0) & (runs.sweep == "temperature grid")].groupby("arch").final_val_loss.mean()
-           if tau1 else {})
+    at1 = (
+        runs[np.isclose(runs.tau, 1.0) & (runs.sweep == "temperature grid")].groupby("arch").final_val_loss.mean()
+        if tau1
+        else {}
+    )
     return "; ".join(
         f"{arch_labels[a]}'s best final validation loss is {best[a]:.2f} nats"
         + (f" (tau = 1: {at1.get(a, np.nan):.2f})" if tau1 else "")
         + f", {relative_text(best[a], b['unigram'])} a unigram model ({b['unigram']:.2f}) and "
         f"{relative_text(best[a], b['bigram'])} a bigram model ({b['bigram']:.2f})"
-        for a, b in losses.items())
+        for a, b in losses.items()
+    )

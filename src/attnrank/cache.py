@@ -60,8 +60,9 @@ def _plain(value, where: str):
         return [_plain(v, f"{where}[{i}]") for i, v in enumerate(list(value))]
     if isinstance(value, dict):
         return {str(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
-    raise ConfigError(where, f"got a {type(value).__name__}; table inputs must be numbers, strings, "
-                             "None, or lists and dicts of them")
+    raise ConfigError(
+        where, f"got a {type(value).__name__}; table inputs must be numbers, strings, None, or lists and dicts of them"
+    )
 
 
 def canonical_inputs(inputs: dict) -> str:
@@ -84,9 +85,12 @@ def environment() -> dict:
 def _module_of(compute) -> str:
     module = getattr(compute, "__module__", None) or ""
     if not (module == "attnrank" or module.startswith("attnrank.")):
-        raise ConfigError("compute", f"got {getattr(compute, '__qualname__', compute)!r} from module {module!r}; "
-                                     "a cached table must be computed by a function of the attnrank library "
-                                     "(its code is part of the key)")
+        raise ConfigError(
+            "compute",
+            f"got {getattr(compute, '__qualname__', compute)!r} from module {module!r}; "
+            "a cached table must be computed by a function of the attnrank library "
+            "(its code is part of the key)",
+        )
     return module
 
 
@@ -95,9 +99,16 @@ def table_key(name: str, compute, inputs: dict) -> str:
     from .provenance import RESULT_ROOTS, code_hash
 
     code = code_hash(tuple(RESULT_ROOTS) + (_module_of(compute),))
-    payload = json.dumps({"name": name, "function": f"{compute.__module__}.{compute.__qualname__}",
-                          "inputs": canonical_inputs(inputs), "code": code, "environment": environment()},
-                         sort_keys=True)
+    payload = json.dumps(
+        {
+            "name": name,
+            "function": f"{compute.__module__}.{compute.__qualname__}",
+            "inputs": canonical_inputs(inputs),
+            "code": code,
+            "environment": environment(),
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -122,8 +133,11 @@ def _lock(path: Path) -> FileLock:
         lock = FileLock(str(path))
         lock.acquire()
     except OSError as exc:
-        raise ConfigError("ATTNRANK_DATA", f"cannot write the table cache {path.parent} ({exc.strerror or exc}); "
-                                           "set ATTNRANK_DATA to a writable folder") from None
+        raise ConfigError(
+            "ATTNRANK_DATA",
+            f"cannot write the table cache {path.parent} ({exc.strerror or exc}); "
+            "set ATTNRANK_DATA to a writable folder",
+        ) from None
     return lock
 
 

@@ -31,9 +31,26 @@ import pandas as pd
 from .errors import ConfigError, check_real
 from .profiles import ARCHS, RUN_PRESETS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
 
-__all__ = ["P3_CONDITIONS", "CELLS", "CELL_LABELS", "PRESETS", "twin_scale", "causal_runs", "label_cells", "outcomes",
-           "OUTCOMES", "effects", "eval_temperatures", "runs_text", "twins_table", "twin_gaps", "effects_table",
-           "intervention", "intervention_spans", "verdict_summary"]
+__all__ = [
+    "P3_CONDITIONS",
+    "CELLS",
+    "CELL_LABELS",
+    "PRESETS",
+    "twin_scale",
+    "causal_runs",
+    "label_cells",
+    "outcomes",
+    "OUTCOMES",
+    "effects",
+    "eval_temperatures",
+    "runs_text",
+    "twins_table",
+    "twin_gaps",
+    "effects_table",
+    "intervention",
+    "intervention_spans",
+    "verdict_summary",
+]
 
 #: The training conditions under which P3 makes twins exact: Adam's epsilon far below every
 #: gradient's scale, no weight decay on the query/key weights, no gradient clipping (the global
@@ -43,8 +60,13 @@ P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 
 #: The five runs of one seed, in display order.
 CELLS = ("stock", "init", "lr", "twin", "tau")
 #: Their names in tables and figures (``s`` is the scale ``1 / sqrt(tau)``).
-CELL_LABELS = {"stock": "tau = 1", "init": "init x s", "lr": "q/k lr x s", "twin": "init x s, lr x s (twin)",
-               "tau": "tau"}
+CELL_LABELS = {
+    "stock": "tau = 1",
+    "init": "init x s",
+    "lr": "q/k lr x s",
+    "twin": "init x s, lr x s (twin)",
+    "tau": "tau",
+}
 
 #: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
 #: (:data:`attnrank.profiles.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
@@ -62,8 +84,9 @@ def twin_scale(tau: float) -> float:
     return 1.0 / math.sqrt(check_tau(tau))
 
 
-def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=ARCHS,
-                dataset: str | None = None) -> list[RunConfig]:
+def causal_runs(
+    profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=ARCHS, dataset: str | None = None
+) -> list[RunConfig]:
     """The configs of the chapter: :data:`CELLS` x ``seeds`` (None: the preset's) x ``archs`` at the profile's preset,
     trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
 
@@ -77,13 +100,22 @@ def causal_runs(profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=A
     sizes, overrides = PRESETS[profile]
     seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
     s = twin_scale(tau)
-    settings = {"stock": dict(), "init": dict(qk_init_scale=s), "lr": dict(qk_lr_scale=s),
-                "twin": dict(qk_init_scale=s, qk_lr_scale=s), "tau": dict(tau=tau)}
+    settings = {
+        "stock": dict(),
+        "init": dict(qk_init_scale=s),
+        "lr": dict(qk_lr_scale=s),
+        "twin": dict(qk_init_scale=s, qk_lr_scale=s),
+        "tau": dict(tau=tau),
+    }
     archs = (archs,) if isinstance(archs, str) else tuple(archs)
     if not seeds:
         raise ConfigError("seeds", "got an empty list; expected at least one seed")
-    return [resolve_config(a, sizes, seed=seed, dataset=dataset, **overrides, **P3_CONDITIONS, **settings[c])
-            for a in archs for c in CELLS for seed in seeds]
+    return [
+        resolve_config(a, sizes, seed=seed, dataset=dataset, **overrides, **P3_CONDITIONS, **settings[c])
+        for a in archs
+        for c in CELLS
+        for seed in seeds
+    ]
 
 
 def label_cells(runs: pd.DataFrame, tau: float) -> pd.Series:
@@ -99,8 +131,9 @@ def label_cells(runs: pd.DataFrame, tau: float) -> pd.Series:
     t, i, lr = (runs[c].astype(float).to_numpy() for c in ("tau", "qk_init_scale", "qk_lr_scale"))
     one, scaled = np.isclose(t, 1.0), np.isclose(t, tau)
     i1, is_, l1, ls = np.isclose(i, 1.0), np.isclose(i, s), np.isclose(lr, 1.0), np.isclose(lr, s)
-    out = np.select([one & i1 & l1, one & is_ & l1, one & i1 & ls, one & is_ & ls, scaled & i1 & l1],
-                    list(CELLS), default="")
+    out = np.select(
+        [one & i1 & l1, one & is_ & l1, one & i1 & ls, one & is_ & ls, scaled & i1 & l1], list(CELLS), default=""
+    )
     return pd.Series([c or np.nan for c in out], index=runs.index, name="cell", dtype=object)
 
 
@@ -155,8 +188,18 @@ def effects(table: pd.DataFrame) -> pd.DataFrame:
             pairs = [(c, c, "stock") for c in CELLS[1:]] + [("tau - twin", "tau", "twin")]
             for name, u, v in pairs:
                 e = paired_difference(d, o, u, v)
-                rows.append({"arch": a, "outcome": o, "contrast": name, "value": e.value, "low": e.low, "high": e.high,
-                             "p": e.p, "n": e.n})
+                rows.append(
+                    {
+                        "arch": a,
+                        "outcome": o,
+                        "contrast": name,
+                        "value": e.value,
+                        "low": e.low,
+                        "high": e.high,
+                        "p": e.p,
+                        "n": e.n,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -185,8 +228,10 @@ def eval_temperatures(run, taus, *, measures=("effective_rank",)) -> pd.DataFram
     from .store import Run, _read
     from .train import prepare_data
 
-    taus = [check_real("taus", t, low=TAU_RANGE[0], high=TAU_RANGE[1])
-            for t in (taus if isinstance(taus, (list, tuple, np.ndarray)) else [taus])]
+    taus = [
+        check_real("taus", t, low=TAU_RANGE[0], high=TAU_RANGE[1])
+        for t in (taus if isinstance(taus, (list, tuple, np.ndarray)) else [taus])
+    ]
     if not taus:
         raise ConfigError("taus", "got an empty list; expected evaluation temperature ratios")
     measures = check_measures(measures)
@@ -217,14 +262,18 @@ def runs_text(runs: pd.DataFrame, profile: str, n_seeds: int) -> str:
     ``status``; the sizes' profile is :data:`PRESETS` ``[profile]``.
     """
     c0 = runs.iloc[0]
-    return (f"{len(runs)} runs ({profile} profile: {PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
-            f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
-            f"{int((runs.status != 'complete').sum())} diverged")
+    return (
+        f"{len(runs)} runs ({profile} profile: {PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
+        f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
+        f"{int((runs.status != 'complete').sum())} diverged"
+    )
 
 
 def _twin_pair(table: pd.DataFrame, arch: str, outcome: str) -> list[np.ndarray]:
-    return [table[(table.arch == arch) & (table.cell == c)].sort_values("seed")[outcome].to_numpy(float)
-            for c in ("tau", "twin")]
+    return [
+        table[(table.arch == arch) & (table.cell == c)].sort_values("seed")[outcome].to_numpy(float)
+        for c in ("tau", "twin")
+    ]
 
 
 def twins_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -241,10 +290,15 @@ def twins_table(table: pd.DataFrame) -> pd.DataFrame:
     for a in ("bert", "gpt2"):
         for o in OUTCOMES:
             tau_runs, twin_runs = _twin_pair(table, a, o)
-            rows.append({"arch": a, "outcome": o,
-                         "tau - twin, over seeds [95% CI]": two_point(tau_runs, twin_runs).text(4, n=False),
-                         "largest per-seed |tau - twin|": float(np.nanmax(np.abs(tau_runs - twin_runs))),
-                         "seed sd": float(np.nanstd(tau_runs, ddof=1))})
+            rows.append(
+                {
+                    "arch": a,
+                    "outcome": o,
+                    "tau - twin, over seeds [95% CI]": two_point(tau_runs, twin_runs).text(4, n=False),
+                    "largest per-seed |tau - twin|": float(np.nanmax(np.abs(tau_runs - twin_runs))),
+                    "seed sd": float(np.nanstd(tau_runs, ddof=1)),
+                }
+            )
     return pd.DataFrame(rows).set_index(["arch", "outcome"])
 
 
@@ -266,11 +320,14 @@ def effects_table(eff: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     from .rules import Estimate
 
     tab = eff[eff.contrast != "tau - twin"].copy()
-    tab["effect"] = [Estimate(r.value, r.low, r.high, r.n, "").text(4 if r.outcome == "final_val_loss" else 3, n=False)
-                     for r in tab.itertuples()]
+    tab["effect"] = [
+        Estimate(r.value, r.low, r.high, r.n, "").text(4 if r.outcome == "final_val_loss" else 3, n=False)
+        for r in tab.itertuples()
+    ]
     glue = {f"causal_{r.outcome}_{r.contrast}_{r.arch}": r.effect for r in tab.itertuples()}
     shown = tab.assign(outcome=tab.outcome.map(OUTCOMES)).pivot_table(
-        index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first")[list(CELLS[1:])]
+        index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first"
+    )[list(CELLS[1:])]
     return shown, glue
 
 
@@ -278,17 +335,25 @@ def intervention(runs: pd.DataFrame, seeds, taus, measure: str) -> pd.DataFrame:
     """:func:`eval_temperatures` for the complete ``stock`` and ``tau`` runs of ``seeds``, stacked,
     with the run's ``arch`` and ``seed`` (``runs``: labelled with :func:`label_cells`, with ``path``)."""
     pick = runs[runs.cell.isin(["stock", "tau"]) & runs.seed.isin(seeds) & (runs.status == "complete")]
-    return pd.concat([eval_temperatures(r.path, taus, measures=(measure,)).assign(arch=r.arch, seed=r.seed)
-                      for r in pick.itertuples()], ignore_index=True)
+    return pd.concat(
+        [
+            eval_temperatures(r.path, taus, measures=(measure,)).assign(arch=r.arch, seed=r.seed)
+            for r in pick.itertuples()
+        ],
+        ignore_index=True,
+    )
 
 
 def intervention_spans(inter: pd.DataFrame, measure: str) -> dict:
     """``causal_int_rank`` and ``causal_int_loss``: the smallest to the largest range over evaluation
     temperatures of a run's ``measure`` and of its validation loss, as text."""
-    span = inter.groupby(["arch", "train_tau", "seed"]).agg(rank_range=(measure, np.ptp),
-                                                            loss_range=("val_loss", np.ptp))
-    return {"causal_int_rank": f"{span.rank_range.min():.2f} to {span.rank_range.max():.2f}",
-            "causal_int_loss": f"{span.loss_range.min():.2g} to {span.loss_range.max():.2g}"}
+    span = inter.groupby(["arch", "train_tau", "seed"]).agg(
+        rank_range=(measure, np.ptp), loss_range=("val_loss", np.ptp)
+    )
+    return {
+        "causal_int_rank": f"{span.rank_range.min():.2f} to {span.rank_range.max():.2f}",
+        "causal_int_loss": f"{span.loss_range.min():.2g} to {span.loss_range.max():.2g}",
+    }
 
 
 def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_runs: int) -> str:
@@ -296,8 +361,10 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
     architecture, how closely the twins match (:func:`twins_table`) and the runs."""
     from .rules import causal_text, fmt_setting
 
-    return (f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) "
-            f"rather than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
-            f"s = {twin_scale(tau):.3g}. {causal_text(result, 'bert')}. {causal_text(result, 'gpt2')}. Twins match to "
-            f"{twins['largest per-seed |tau - twin|'].max():.2g}. {profile} profile at {PRESETS[profile][0]} sizes, "
-            f"{n_runs} runs.")
+    return (
+        f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) "
+        f"rather than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
+        f"s = {twin_scale(tau):.3g}. {causal_text(result, 'bert')}. {causal_text(result, 'gpt2')}. Twins match to "
+        f"{twins['largest per-seed |tau - twin|'].max():.2g}. {profile} profile at {PRESETS[profile][0]} sizes, "
+        f"{n_runs} runs."
+    )

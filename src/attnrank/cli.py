@@ -20,23 +20,46 @@ __all__ = ["main"]
 def _train(args) -> int:
     from .store import run
 
-    overrides = {k: getattr(args, k) for k in ("tau", "num_heads", "head_dim", "seed", "max_steps", "dataset", "hidden_size", "num_layers",
-                                               "qk_init_scale", "qk_lr_scale", "qk_decay_scale", "adam_epsilon", "max_grad_norm")}
+    overrides = {
+        k: getattr(args, k)
+        for k in (
+            "tau",
+            "num_heads",
+            "head_dim",
+            "seed",
+            "max_steps",
+            "dataset",
+            "hidden_size",
+            "num_layers",
+            "qk_init_scale",
+            "qk_lr_scale",
+            "qk_decay_scale",
+            "adam_epsilon",
+            "max_grad_norm",
+        )
+    }
     r = run(arch=args.arch, profile=args.profile, force=args.force, progress=not args.quiet, **overrides)
     s, c = r.summary, r.config
     print(f"\nrun {r.path}")
-    print(f"  {c['arch']} ({'MLM' if c['arch'] == 'bert' else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
-          f"head_dim {c['head_dim']} ({c['num_heads']} heads x {c['num_layers']} layers), seed {c['seed']}, {s['device']}")
+    print(
+        f"  {c['arch']} ({'MLM' if c['arch'] == 'bert' else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
+        f"head_dim {c['head_dim']} ({c['num_heads']} heads x {c['num_layers']} layers), seed {c['seed']}, {s['device']}"
+    )
     scales = {k: c.get(k, 1.0) for k in ("qk_init_scale", "qk_lr_scale")}
     if any(v != 1.0 for v in scales.values()):
         print(f"  query/key initial scale {scales['qk_init_scale']:g}, learning-rate scale {scales['qk_lr_scale']:g}")
-    print(f"  status {s['status']}" + (f" at step {s['failure']['step']}: {s['failure']['reason']}" if s["failure"] else ""))
+    print(
+        f"  status {s['status']}"
+        + (f" at step {s['failure']['step']}: {s['failure']['reason']}" if s["failure"] else "")
+    )
     print(f"  {'measure':<20}{'initial':>10}{'final':>10}")
     print(f"  {'validation loss':<20}{s['initial_val_loss']:>10.4f}{s['final_val_loss']:>10.4f}")
     for m, v in s["initial_rank"].items():
         print(f"  {m:<20}{v:>10.3f}{s['final_rank'][m]:>10.3f}")
-    print(f"  wall time {s['wall_seconds']:.1f} s ({s['steps']} steps; rank probes {s['probe_seconds']:.1f} s, "
-          f"validation {s.get('validation_seconds', 0.0):.1f} s)")
+    print(
+        f"  wall time {s['wall_seconds']:.1f} s ({s['steps']} steps; rank probes {s['probe_seconds']:.1f} s, "
+        f"validation {s.get('validation_seconds', 0.0):.1f} s)"
+    )
     return 0
 
 
@@ -47,8 +70,20 @@ def _runs(args) -> int:
     if df.empty:
         print(f"no runs in {runs_dir()}")
         return 0
-    cols = ["key", "arch", "profile", "tau", "head_dim", "seed", "status", "initial_val_loss", "final_val_loss",
-            "initial_rank_rtol_1e-2", "final_rank_rtol_1e-2", "wall_seconds"]
+    cols = [
+        "key",
+        "arch",
+        "profile",
+        "tau",
+        "head_dim",
+        "seed",
+        "status",
+        "initial_val_loss",
+        "final_val_loss",
+        "initial_rank_rtol_1e-2",
+        "final_rank_rtol_1e-2",
+        "wall_seconds",
+    ]
     print(df[[c for c in cols if c in df]].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     return 0
 
@@ -64,18 +99,24 @@ class _Parser(argparse.ArgumentParser):
 
 def _typed(kind: type):
     """An argparse ``type`` that names what it expected."""
+
     def convert(text: str):
         try:
             return kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"got {text!r}; expected {'an integer' if kind is int else 'a number'}") from None
+            raise argparse.ArgumentTypeError(
+                f"got {text!r}; expected {'an integer' if kind is int else 'a number'}"
+            ) from None
+
     convert.__name__ = kind.__name__
     return convert
 
 
 def _one_line(message: str) -> str:
     """``argument --head-dim: ...`` -> ``head_dim: ...``, all on one line."""
-    message = re.sub(r"^argument (?:-\w+/)?(?:--)?([\w-]+)(?:/\S+)?: ", lambda m: m.group(1).replace("-", "_") + ": ", message)
+    message = re.sub(
+        r"^argument (?:-\w+/)?(?:--)?([\w-]+)(?:/\S+)?: ", lambda m: m.group(1).replace("-", "_") + ": ", message
+    )
     return " ".join(message.split())
 
 
@@ -95,6 +136,8 @@ def _attach_negative_numbers(argv: list[str], numeric: set[str]) -> list[str]:
         out.append(argv[i])
         i += 1
     return out
+
+
 def _sweep(args) -> int:
     import os
 
@@ -123,14 +166,20 @@ def _sweep(args) -> int:
         if len(todo):
             print(todo.drop(columns=["stored"]).to_string(index=False))
         if args.executor == "process":
-            print(f"process pool: {args.workers or default_workers(int(table.threads.max()) if len(table) else 1)} workers")
+            print(
+                f"process pool: {args.workers or default_workers(int(table.threads.max()) if len(table) else 1)} workers"
+            )
         return 0
     if args.threads_per_worker is not None:
-        print(f"runs use {args.threads_per_worker} thread(s); build the book with ATTNRANK_THREADS="
-              f"{args.threads_per_worker} so that the chapters find them")
+        print(
+            f"runs use {args.threads_per_worker} thread(s); build the book with ATTNRANK_THREADS="
+            f"{args.threads_per_worker} so that the chapters find them"
+        )
     if args.dataset is not None:
-        print(f"runs train on {os.environ['ATTNRANK_DATASET']}; build the book with ATTNRANK_DATASET="
-              f"{os.environ['ATTNRANK_DATASET']} so that the chapters find them")
+        print(
+            f"runs train on {os.environ['ATTNRANK_DATASET']}; build the book with ATTNRANK_DATASET="
+            f"{os.environ['ATTNRANK_DATASET']} so that the chapters find them"
+        )
     sweep(configs, executor=args.executor, workers=args.workers, address=args.address, desc=f"{profile} runs")
     return 0
 
@@ -160,21 +209,35 @@ def main(argv: list[str] | None = None) -> int:
     number("--qk-decay-scale", float, help="factor on the weight decay of the query/key weights (default 1; 0: none)")
     number("--adam-epsilon", float, help="Adam's epsilon (default 1e-8)")
     number("--max-grad-norm", float, help="gradient clipping norm (default 1; 0: no clipping)")
-    t.add_argument("--dataset", default=None,
-                   help="shakespeare (offline default) or hf:NAME[:CONFIG] (a hub dataset or a local folder)")
+    t.add_argument(
+        "--dataset",
+        default=None,
+        help="shakespeare (offline default) or hf:NAME[:CONFIG] (a hub dataset or a local folder)",
+    )
     t.add_argument("--force", action="store_true", help="train again even if stored")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
     s = sub.add_parser("sweep", help="train (or find) every run the book's chapters need, before building it")
     s.add_argument("--profile", default="auto", help="ci, quick, paper, long or auto (default)")
-    s.add_argument("--dataset", default=None,
-                   help="shakespeare or hf:NAME[:CONFIG] (a hub dataset or a local folder); default $ATTNRANK_DATASET or shakespeare")
+    s.add_argument(
+        "--dataset",
+        default=None,
+        help="shakespeare or hf:NAME[:CONFIG] (a hub dataset or a local folder); default $ATTNRANK_DATASET or shakespeare",
+    )
     s.add_argument("--chapters", default=None, help="comma-separated chapter names (default: all)")
     s.add_argument("--executor", default="process", help="serial, process (default, a local pool) or ray")
-    s.add_argument("--workers", type=_typed(int), default=None,
-                   help="concurrent runs (process: default one per GPU, else CPU cores / threads)")
-    s.add_argument("--threads-per-worker", type=_typed(int), default=None,
-                   help="torch threads per run (default 1, or $ATTNRANK_THREADS); part of each run's key")
+    s.add_argument(
+        "--workers",
+        type=_typed(int),
+        default=None,
+        help="concurrent runs (process: default one per GPU, else CPU cores / threads)",
+    )
+    s.add_argument(
+        "--threads-per-worker",
+        type=_typed(int),
+        default=None,
+        help="torch threads per run (default 1, or $ATTNRANK_THREADS); part of each run's key",
+    )
     s.add_argument("--address", default=None, help="Ray address: local (default), auto, or ray://host:10001")
     s.add_argument("--dry-run", action="store_true", help="list the runs to train and how many are stored")
     s.set_defaults(func=_sweep)

@@ -154,7 +154,9 @@ def check_dataset(dataset) -> str:
     Raises:
         ConfigError: naming ``dataset``, for any other value or a path to no folder.
     """
-    if not isinstance(dataset, str) or not (dataset == OFFLINE_DEFAULT or (dataset.startswith("hf:") and len(dataset) > 3)):
+    if not isinstance(dataset, str) or not (
+        dataset == OFFLINE_DEFAULT or (dataset.startswith("hf:") and len(dataset) > 3)
+    ):
         raise ConfigError("dataset", f"got {dataset!r}; allowed values: {OFFLINE_DEFAULT!r} or 'hf:NAME[:CONFIG]'")
     if dataset == OFFLINE_DEFAULT:
         return dataset
@@ -398,16 +400,18 @@ def _split_texts(ds, dataset: str) -> tuple[list[str], list[str]]:
     splits = list(ds)
     if "train" not in ds:
         raise DatasetUnavailable(
-            "dataset", f"{dataset!r} has no training split (splits found: {', '.join(splits) or 'none'}); "
-            "name its training files train.* (or put them in a train/ folder)"
+            "dataset",
+            f"{dataset!r} has no training split (splits found: {', '.join(splits) or 'none'}); "
+            "name its training files train.* (or put them in a train/ folder)",
         )
     features = ds["train"].features
     strings = [c for c, f in features.items() if getattr(f, "dtype", None) in ("string", "large_string")]
     column = "text" if "text" in strings else (strings[0] if strings else None)
     if column is None:
         raise DatasetUnavailable(
-            "dataset", f"{dataset!r} has no text column (columns: {', '.join(features) or 'none'}); "
-            "expected a string column, preferably named 'text'"
+            "dataset",
+            f"{dataset!r} has no text column (columns: {', '.join(features) or 'none'}); "
+            "expected a string column, preferably named 'text'",
         )
 
     def texts(split: str) -> list[str]:
@@ -530,7 +534,7 @@ def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
     the alphabet is never cut (all characters of the text are kept). Byte-level BPE has no
     continuation tokens and a sorted alphabet of 256 bytes.
     """
-    from tokenizers import ByteLevelBPETokenizer, BertWordPieceTokenizer, Tokenizer
+    from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer, Tokenizer
 
     if arch == "bert":
         tok = BertWordPieceTokenizer(lowercase=True)
@@ -544,14 +548,21 @@ def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
         continuation = [f"##{c}" for c in sorted(inner)]
         # the whole alphabet is kept: dropping the rarest characters beyond a limit would
         # break ties between equally rare ones in hash-map order too
-        tok.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                special_tokens=_BERT_SPECIALS + continuation, limit_alphabet=max(1000, len(alphabet)))
+        tok.train_from_iterator(
+            texts,
+            vocab_size=vocab_size,
+            min_frequency=2,
+            show_progress=False,
+            special_tokens=_BERT_SPECIALS + continuation,
+            limit_alphabet=max(1000, len(alphabet)),
+        )
         state = json.loads(tok._tokenizer.to_str())
         state["added_tokens"] = [t for t in state["added_tokens"] if t["content"] in _BERT_SPECIALS]
         return Tokenizer.from_str(json.dumps(state))
     tok = ByteLevelBPETokenizer()
-    tok.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                            special_tokens=["<|endoftext|>"])
+    tok.train_from_iterator(
+        texts, vocab_size=vocab_size, min_frequency=2, show_progress=False, special_tokens=["<|endoftext|>"]
+    )
     return tok._tokenizer
 
 

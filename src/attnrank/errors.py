@@ -40,8 +40,15 @@ def _range_text(low, high, low_open: bool, high_open: bool) -> str:
     return f"{lo}, {hi}"
 
 
-def check_real(param: str, value, *, low: float | None = None, high: float | None = None,
-               low_open: bool = False, high_open: bool = False) -> float:
+def check_real(
+    param: str,
+    value,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
     """Return ``value`` as a plain ``float``, or raise :class:`ConfigError`.
 
     Accepts Python and NumPy numbers (not ``bool``, not strings) that are finite and lie in
@@ -52,11 +59,17 @@ def check_real(param: str, value, *, low: float | None = None, high: float | Non
     import numbers
 
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ConfigError(param, f"got {value!r} of type {type(value).__name__}; expected a number in "
-                                 f"{_range_text(low, high, low_open, high_open)}")
+        raise ConfigError(
+            param,
+            f"got {value!r} of type {type(value).__name__}; expected a number in "
+            f"{_range_text(low, high, low_open, high_open)}",
+        )
     value = float(value)
-    if (not math.isfinite(value) or (low is not None and (value <= low if low_open else value < low))
-            or (high is not None and (value >= high if high_open else value > high))):
+    if (
+        not math.isfinite(value)
+        or (low is not None and (value <= low if low_open else value < low))
+        or (high is not None and (value >= high if high_open else value > high))
+    ):
         raise ConfigError(param, f"got {value!r}; allowed range is {_range_text(low, high, low_open, high_open)}")
     return value
 

@@ -28,12 +28,43 @@ from .profiles import RunConfig, resolve_config
 from .rank import MEASURES
 from .runs import RANK_COLUMN, model_from_config, table, tokenizer_pad_id
 
-__all__ = ["RANK_MEASURES", "MEASURE_LABELS", "caption", "init_statistics", "init_means", "init_std", "load_table",
-           "temperature_grid", "rank_curves", "layer_ranks", "layer_head_means", "loss_curves", "failures", "means_at",
-           "main_runs", "check_in_grid", "sweep_facts", "estimate_texts", "grid_correlations", "stability_facts",
-           "head_changes", "convergence_facts", "ngram_references", "temperature_facts", "temperature_grid_text",
-           "rank_verdict_facts", "loss_verdict_facts", "init_facts", "grid_runs", "head_dim_grid_text",
-           "lever_verdicts", "verdict_table", "environment", "profile_tables", "paper_facts"]
+__all__ = [
+    "RANK_MEASURES",
+    "MEASURE_LABELS",
+    "caption",
+    "init_statistics",
+    "init_means",
+    "init_std",
+    "load_table",
+    "temperature_grid",
+    "rank_curves",
+    "layer_ranks",
+    "layer_head_means",
+    "loss_curves",
+    "failures",
+    "means_at",
+    "main_runs",
+    "check_in_grid",
+    "sweep_facts",
+    "estimate_texts",
+    "grid_correlations",
+    "stability_facts",
+    "head_changes",
+    "convergence_facts",
+    "ngram_references",
+    "temperature_facts",
+    "temperature_grid_text",
+    "rank_verdict_facts",
+    "loss_verdict_facts",
+    "init_facts",
+    "grid_runs",
+    "head_dim_grid_text",
+    "lever_verdicts",
+    "verdict_table",
+    "environment",
+    "profile_tables",
+    "paper_facts",
+]
 
 
 #: The display label of every measure of :data:`attnrank.rank.MEASURES` (``RANK_MEASURES``, from
@@ -48,8 +79,9 @@ def caption(runs: pd.DataFrame, profile: str) -> str:
     return f"{profile} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
 
 
-def init_statistics(cfg: RunConfig, *, measures=("effective_rank", "attention_entropy"), bounds: bool = False,
-                    check: float = 1e-4) -> pd.DataFrame:
+def init_statistics(
+    cfg: RunConfig, *, measures=("effective_rank", "attention_entropy"), bounds: bool = False, check: float = 1e-4
+) -> pd.DataFrame:
     """Statistics of the attention logits of a run's freshly initialised model on its probe sequences.
 
     The model is :func:`model_from_config` of ``cfg`` (exactly the weights its training starts
@@ -80,7 +112,6 @@ def init_statistics(cfg: RunConfig, *, measures=("effective_rank", "attention_en
     from .baselines import logit_sd, visible_keys
     from .probe import attention_logits, attention_probabilities
     from .rank import rank_measures
-
     from .train import prepare_data
 
     _, tokenizer, _, probe_ids, _ = prepare_data(cfg)
@@ -96,9 +127,16 @@ def init_statistics(cfg: RunConfig, *, measures=("effective_rank", "attention_en
     half = ((S.masked_fill(~vis, -torch.inf).amax(-1) - S.masked_fill(~vis, torch.inf).amin(-1)) / 2).amax(-1)
     L, B, H = S.shape[:3]
     idx = np.indices((L, B, H)).reshape(3, -1)
-    df = pd.DataFrame({"layer": idx[0], "seq": idx[1], "head": idx[2], "logit_sd": logit_sd(S, causal).reshape(-1).numpy(),
-                       "M": half.reshape(-1).numpy(),
-                       **{m: v.reshape(-1).numpy() for m, v in rank_measures(A, measures=list(measures)).items()}})
+    df = pd.DataFrame(
+        {
+            "layer": idx[0],
+            "seq": idx[1],
+            "head": idx[2],
+            "logit_sd": logit_sd(S, causal).reshape(-1).numpy(),
+            "M": half.reshape(-1).numpy(),
+            **{m: v.reshape(-1).numpy() for m, v in rank_measures(A, measures=list(measures)).items()},
+        }
+    )
     if bounds:
         from .theory import taylor_rank_bound
 
@@ -117,8 +155,17 @@ def init_means(configs, *, measures=("effective_rank", "attention_entropy"), bou
     for cfg in configs:
         d = init_statistics(cfg, measures=measures, bounds=bounds)
         cols = [c for c in d.columns if c not in ("layer", "seq", "head", "arch", "tau", "head_dim", "seed", "n", "M")]
-        rows.append({"arch": cfg.arch, "tau": cfg.tau, "head_dim": cfg.head_dim, "seed": cfg.seed, "n": int(d.n.iloc[0]),
-                     **d[cols].mean().to_dict(), "M_median": float(d.M.median())})
+        rows.append(
+            {
+                "arch": cfg.arch,
+                "tau": cfg.tau,
+                "head_dim": cfg.head_dim,
+                "seed": cfg.seed,
+                "n": int(d.n.iloc[0]),
+                **d[cols].mean().to_dict(),
+                "M_median": float(d.M.median()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -130,8 +177,10 @@ def init_std() -> float:
     """
     from .models import ARCHS, build_model
 
-    values = {a: build_model(a, hidden_size=32, num_layers=1, num_heads=2, max_len=16, vocab_size=64).config.initializer_range
-              for a in ARCHS}
+    values = {
+        a: build_model(a, hidden_size=32, num_layers=1, num_heads=2, max_len=16, vocab_size=64).config.initializer_range
+        for a in ARCHS
+    }
     if len(set(values.values())) != 1:
         raise RuntimeError(f"the architectures are initialised with different standard deviations: {values}")
     return float(next(iter(values.values())))
@@ -165,8 +214,11 @@ def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds
     head_dim0 = resolve_config("bert", profile).head_dim
     missing = [t for t in sorted(set(extra)) if not any(math.isclose(t, g, rel_tol=1e-9) for g in grid["taus"])]
     t0 = time.perf_counter()
-    more = (table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), long=False) if missing
-            else wide.iloc[:0])
+    more = (
+        table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), long=False)
+        if missing
+        else wide.iloc[:0]
+    )
     seconds = time.perf_counter() - t0
     on_grid = wide[(wide.head_dim == head_dim0) & wide.tau.isin(grid["taus"])]
     out = pd.concat([on_grid, more]).drop_duplicates("key").sort_values(["arch", "tau", "seed"]).reset_index(drop=True)
@@ -194,8 +246,9 @@ def layer_ranks(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
     t = load_table(runs, "ranks")
     t = t[t.measure == measure]
     first, last = t.groupby("key").step.transform("min"), t.groupby("key").step.transform("max")
-    return pd.concat([t[t.step == first].assign(when="initial"), t[t.step == last].assign(when="final")],
-                     ignore_index=True)
+    return pd.concat(
+        [t[t.step == first].assign(when="initial"), t[t.step == last].assign(when="final")], ignore_index=True
+    )
 
 
 def layer_head_means(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -210,13 +263,19 @@ def loss_curves(runs: pd.DataFrame) -> pd.DataFrame:
     """Validation and training loss through training of the runs, stacked: one row per run, ``curve``
     (``"validation loss"``, ``"training loss"``) and ``step``, with ``arch, tau, head_dim, seed, status, value``."""
     ev, tr = load_table(runs, "eval_log"), load_table(runs, "train_log")
-    return pd.concat([ev.assign(curve="validation loss", value=ev.val_loss), tr.assign(curve="training loss", value=tr.loss)],
-                     ignore_index=True)[["curve", "arch", "tau", "head_dim", "seed", "status", "step", "value"]]
+    return pd.concat(
+        [ev.assign(curve="validation loss", value=ev.val_loss), tr.assign(curve="training loss", value=tr.loss)],
+        ignore_index=True,
+    )[["curve", "arch", "tau", "head_dim", "seed", "status", "step", "value"]]
 
 
-def failures(runs: pd.DataFrame, intro: str | None,
-             cols=("arch", "tau", "head_dim", "num_heads", "seed", "failure_step", "failure_reason"), *,
-             none: str = "No run diverged."):
+def failures(
+    runs: pd.DataFrame,
+    intro: str | None,
+    cols=("arch", "tau", "head_dim", "num_heads", "seed", "failure_step", "failure_reason"),
+    *,
+    none: str = "No run diverged.",
+):
     """What a chapter shows about its diverged runs: ``intro`` (with ``{n}`` for their number) in Markdown and
     the table of those runs (``intro=None``: the table alone), or ``none`` in Markdown when every run completed.
     Returns the objects to ``display``."""
@@ -229,8 +288,9 @@ def failures(runs: pd.DataFrame, intro: str | None,
     return (table,) if intro is None else (Markdown(intro.format(n=len(bad))), table)
 
 
-def means_at(runs: pd.DataFrame, column: str, settings: dict, *, by: str = "tau", archs=("bert", "gpt2"),
-             prefix: str = "") -> dict:
+def means_at(
+    runs: pd.DataFrame, column: str, settings: dict, *, by: str = "tau", archs=("bert", "gpt2"), prefix: str = ""
+) -> dict:
     """Mean of ``column`` over the rows at each named setting, per architecture, for glueing.
 
     ``settings``: ``{name: value of by}``; returns ``{f"{prefix}{name}_{arch}": mean}`` (NaN where no row
@@ -238,8 +298,11 @@ def means_at(runs: pd.DataFrame, column: str, settings: dict, *, by: str = "tau"
     """
     import numpy as np
 
-    return {f"{prefix}{name}_{a}": float(runs[(runs.arch == a) & np.isclose(runs[by], v)][column].mean())
-            for a in archs for name, v in settings.items()}
+    return {
+        f"{prefix}{name}_{a}": float(runs[(runs.arch == a) & np.isclose(runs[by], v)][column].mean())
+        for a in archs
+        for name, v in settings.items()
+    }
 
 
 def check_in_grid(name: str, value: float, values) -> None:
@@ -253,8 +316,9 @@ def check_in_grid(name: str, value: float, values) -> None:
     from .errors import ConfigError
 
     if not any(np.isclose(value, v) for v in values):
-        raise ConfigError(name, f"got {value!r}; allowed values (the sweep's temperatures): "
-                          f"{', '.join(f'{v:g}' for v in values)}")
+        raise ConfigError(
+            name, f"got {value!r}; allowed values (the sweep's temperatures): {', '.join(f'{v:g}' for v in values)}"
+        )
 
 
 def main_runs(profile: str, *, taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
@@ -266,18 +330,22 @@ def main_runs(profile: str, *, taus=None, head_dims=None, seeds=None, dataset=No
     from .experiments import main_sweep
 
     wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
-    wide["sweep"] = np.where(wide.head_dim == resolve_config("bert", profile).head_dim, "temperature grid",
-                             "head-dimension grid")
+    wide["sweep"] = np.where(
+        wide.head_dim == resolve_config("bert", profile).head_dim, "temperature grid", "head-dimension grid"
+    )
     return wide
 
 
 def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
     """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grid,
     comma-separated), ``n_seeds``, ``n_runs`` and ``n_failed`` (runs whose status is not ``"complete"``)."""
-    return {f"{prefix}_taus": ", ".join(f"{t:g}" for t in grid["taus"]),
-            f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
-            f"{prefix}_n_seeds": runs.seed.nunique(), f"{prefix}_n_runs": len(runs),
-            f"{prefix}_n_failed": int((runs.status != "complete").sum())}
+    return {
+        f"{prefix}_taus": ", ".join(f"{t:g}" for t in grid["taus"]),
+        f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
+        f"{prefix}_n_seeds": runs.seed.nunique(),
+        f"{prefix}_n_runs": len(runs),
+        f"{prefix}_n_failed": int((runs.status != "complete").sum()),
+    }
 
 
 def estimate_texts(prefix: str, estimates: dict, **text) -> dict:
@@ -292,8 +360,10 @@ def grid_correlations(runs: pd.DataFrame, x: str, y: str, taus, archs) -> dict:
 
     from .stats import spearman
 
-    return {t: {a: spearman(d[x], d[y]) for a in archs for d in [runs[(runs.arch == a) & np.isclose(runs.tau, t)]]}
-            for t in taus}
+    return {
+        t: {a: spearman(d[x], d[y]) for a in archs for d in [runs[(runs.arch == a) & np.isclose(runs.tau, t)]]}
+        for t in taus
+    }
 
 
 def stability_facts(prefix: str, res, shares: pd.DataFrame, measure: str) -> dict:
@@ -304,8 +374,11 @@ def stability_facts(prefix: str, res, shares: pd.DataFrame, measure: str) -> dic
     out = {}
     for a in res.change:
         out[f"{prefix}_median_change_{a}"] = res.change[a].text(0, percent=True)
-        for k, col in (("share_stable", "share_stable"), ("share_increased", "share_increased"),
-                       ("max_change", "largest")):
+        for k, col in (
+            ("share_stable", "share_stable"),
+            ("share_increased", "share_increased"),
+            ("max_change", "largest"),
+        ):
             out[f"{prefix}_{k}_{a}"] = f"{shares.loc[(measure, a), col]:.0%}"
     return out
 
@@ -322,16 +395,20 @@ def head_changes(heat: pd.DataFrame) -> dict:
     return {a: float(change.loc[a].max()) for a in heat.arch.unique()}
 
 
-def convergence_facts(prefix: str, runs: pd.DataFrame, levels: dict, censored_at: int, *, quantile: float,
-                      smooth: int) -> dict:
+def convergence_facts(
+    prefix: str, runs: pd.DataFrame, levels: dict, censored_at: int, *, quantile: float, smooth: int
+) -> dict:
     """The convergence-speed numbers a chapter glues (from :func:`attnrank.rules.convergence_speed`):
     ``{prefix}_level_<arch>`` (3 decimals, nats), ``level_quantile`` (percent), ``smooth``, ``n_censored``,
     ``n_complete`` and ``cens_value`` (the step given to censored runs)."""
-    return {**{f"{prefix}_level_{a}": f"{lv:.3f}" for a, lv in levels.items()},
-            f"{prefix}_level_quantile": f"{quantile:.0%}", f"{prefix}_smooth": smooth,
-            f"{prefix}_n_censored": int(runs.censored.sum()),
-            f"{prefix}_n_complete": int((runs.status == "complete").sum()),
-            f"{prefix}_cens_value": censored_at}
+    return {
+        **{f"{prefix}_level_{a}": f"{lv:.3f}" for a, lv in levels.items()},
+        f"{prefix}_level_quantile": f"{quantile:.0%}",
+        f"{prefix}_smooth": smooth,
+        f"{prefix}_n_censored": int(runs.censored.sum()),
+        f"{prefix}_n_complete": int((runs.status == "complete").sum()),
+        f"{prefix}_cens_value": censored_at,
+    }
 
 
 def ngram_references(profile: str, archs) -> tuple[dict, dict]:
@@ -354,11 +431,18 @@ def temperature_facts(prefix: str, runs: pd.DataFrame, grid: dict, tau: float) -
     """
     from .rules import fmt_setting, grid_text
 
-    return {f"{prefix}_grid_text": grid_text(grid["taus"]), f"{prefix}_init_std": init_std(),
-            f"{prefix}_n_runs": len(runs), f"{prefix}_n_seeds": int(runs.seed.nunique()),
-            f"{prefix}_n_taus": int(runs.tau.nunique()), f"{prefix}_head_dim": int(runs.head_dim.iloc[0]),
-            f"{prefix}_tau": fmt_setting(tau), f"{prefix}_n_failed": int((runs.status != "complete").sum()),
-            f"{prefix}_tau_min": fmt_setting(min(grid["taus"])), f"{prefix}_tau_max": fmt_setting(max(grid["taus"]))}
+    return {
+        f"{prefix}_grid_text": grid_text(grid["taus"]),
+        f"{prefix}_init_std": init_std(),
+        f"{prefix}_n_runs": len(runs),
+        f"{prefix}_n_seeds": int(runs.seed.nunique()),
+        f"{prefix}_n_taus": int(runs.tau.nunique()),
+        f"{prefix}_head_dim": int(runs.head_dim.iloc[0]),
+        f"{prefix}_tau": fmt_setting(tau),
+        f"{prefix}_n_failed": int((runs.status != "complete").sum()),
+        f"{prefix}_tau_min": fmt_setting(min(grid["taus"])),
+        f"{prefix}_tau_max": fmt_setting(max(grid["taus"])),
+    }
 
 
 def temperature_grid_text(runs: pd.DataFrame, profile: str) -> str:
@@ -367,9 +451,11 @@ def temperature_grid_text(runs: pd.DataFrame, profile: str) -> str:
     from .rules import fmt_setting
 
     added = ", ".join(map(fmt_setting, runs.attrs["missing"])) or "none"
-    return (f"{len(runs)} runs ({profile} profile): {runs.tau.nunique()} temperatures x 2 architectures x "
-            f"{runs.seed.nunique()} seeds at head dimension {int(runs.head_dim.iloc[0])}; off-grid settings added "
-            f"(trained once, then served by the store): {added}.")
+    return (
+        f"{len(runs)} runs ({profile} profile): {runs.tau.nunique()} temperatures x 2 architectures x "
+        f"{runs.seed.nunique()} seeds at head dimension {int(runs.head_dim.iloc[0])}; off-grid settings added "
+        f"(trained once, then served by the store): {added}."
+    )
 
 
 def rank_verdict_facts(prefix: str, rv) -> dict:
@@ -382,10 +468,15 @@ def rank_verdict_facts(prefix: str, rv) -> dict:
     out = {}
     for a, r in rv.arch.items():
         e = r.verdict.estimate
-        out.update({f"{prefix}_cold_diff_{a}": e.text(2), f"{prefix}_cold_p_{a}": float(e.p),
-                    f"{prefix}_rank_spread_{a}": float(r.spread),
-                    f"{prefix}_peak_{a}": grid_interval(r.shape, words=True, note=r.shape_text.split(" (")[0]),
-                    f"{prefix}_rank_needed_{a}": needed_text(r.verdict)})
+        out.update(
+            {
+                f"{prefix}_cold_diff_{a}": e.text(2),
+                f"{prefix}_cold_p_{a}": float(e.p),
+                f"{prefix}_rank_spread_{a}": float(r.spread),
+                f"{prefix}_peak_{a}": grid_interval(r.shape, words=True, note=r.shape_text.split(" (")[0]),
+                f"{prefix}_rank_needed_{a}": needed_text(r.verdict),
+            }
+        )
     return out
 
 
@@ -398,8 +489,13 @@ def loss_verdict_facts(prefix: str, loss_v) -> dict:
 
     out = {}
     for a, r in loss_v.arch.items():
-        out.update({f"{prefix}_loss_rho_{a}": r.verdict.estimate.text(2), f"{prefix}_loss_spread_{a}": float(r.spread),
-                    f"{prefix}_loss_best_{a}": grid_interval(r.shape, words=True)})
+        out.update(
+            {
+                f"{prefix}_loss_rho_{a}": r.verdict.estimate.text(2),
+                f"{prefix}_loss_spread_{a}": float(r.spread),
+                f"{prefix}_loss_best_{a}": grid_interval(r.shape, words=True),
+            }
+        )
     return out
 
 
@@ -408,9 +504,11 @@ def head_dim_grid_text(runs: pd.DataFrame, profile: str, head_dims, hidden: int,
     ``hidden``, the temperature ratios ``taus`` (written by :func:`attnrank.rules.fmt_setting`) and the seeds."""
     from .rules import fmt_setting
 
-    return (f"{len(runs)} head-dimension runs ({profile} profile): head dimensions {', '.join(map(str, head_dims))} at "
-            f"hidden size {hidden} (heads: {', '.join(str(hidden // h) for h in head_dims)}), tau in "
-            f"{{{', '.join(map(fmt_setting, taus))}}}, {runs.seed.nunique()} seeds, both archs.")
+    return (
+        f"{len(runs)} head-dimension runs ({profile} profile): head dimensions {', '.join(map(str, head_dims))} at "
+        f"hidden size {hidden} (heads: {', '.join(str(hidden // h) for h in head_dims)}), tau in "
+        f"{{{', '.join(map(fmt_setting, taus))}}}, {runs.seed.nunique()} seeds, both archs."
+    )
 
 
 def environment(prefix: str, profile: str) -> tuple[pd.DataFrame, dict]:
@@ -426,10 +524,17 @@ def environment(prefix: str, profile: str) -> tuple[pd.DataFrame, dict]:
     from .store import code_hash
     from .train import device_name
 
-    env = pd.DataFrame([("python", sys.version.split()[0]), ("platform", platform.platform())]
-                       + [(p, version(p)) for p in ENVIRONMENT_PACKAGES], columns=["package", "version"])
-    return env, {f"{prefix}_profile": profile, f"{prefix}_device": device_name(),
-                 f"{prefix}_threads": resolve_config("bert", profile).threads, f"{prefix}_code_hash": code_hash()}
+    env = pd.DataFrame(
+        [("python", sys.version.split()[0]), ("platform", platform.platform())]
+        + [(p, version(p)) for p in ENVIRONMENT_PACKAGES],
+        columns=["package", "version"],
+    )
+    return env, {
+        f"{prefix}_profile": profile,
+        f"{prefix}_device": device_name(),
+        f"{prefix}_threads": resolve_config("bert", profile).threads,
+        f"{prefix}_code_hash": code_hash(),
+    }
 
 
 def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -440,8 +545,9 @@ def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     from .experiments import SWEEP_DEFAULTS
     from .profiles import PROFILES, profile_defaults
 
-    defaults = pd.DataFrame({p: {k: f"{v:g}" if isinstance(v, float) else str(v)
-                                 for k, v in profile_defaults(p).items()} for p in PROFILES})
+    defaults = pd.DataFrame(
+        {p: {k: f"{v:g}" if isinstance(v, float) else str(v) for k, v in profile_defaults(p).items()} for p in PROFILES}
+    )
     return defaults, pd.DataFrame({p: {k: str(v) for k, v in SWEEP_DEFAULTS[p].items()} for p in PROFILES})
 
 
@@ -452,21 +558,40 @@ def paper_facts(prefix: str) -> dict:
     from .profiles import profile_defaults
 
     paper = profile_defaults("paper")
-    return {f"{prefix}_paper_{key}": int(value) for key, value in (
-        ("width", paper["hidden_size"]), ("layers", paper["num_layers"]), ("heads", paper["num_heads"]),
-        ("tokens", paper["max_len"]), ("steps", paper["max_steps"]), ("seeds", len(SWEEP_DEFAULTS["paper"]["seeds"])))}
+    return {
+        f"{prefix}_paper_{key}": int(value)
+        for key, value in (
+            ("width", paper["hidden_size"]),
+            ("layers", paper["num_layers"]),
+            ("heads", paper["num_heads"]),
+            ("tokens", paper["max_len"]),
+            ("steps", paper["max_steps"]),
+            ("seeds", len(SWEEP_DEFAULTS["paper"]["seeds"])),
+        )
+    }
 
 
 def verdict_table(results: dict) -> pd.DataFrame:
     """The verdict of one rule under every rank measure, for display: ``results`` is ``{measure: result}`` (each
     with a ``status``, e.g. :func:`attnrank.rules.dynamics_rule`); one row per measure, in order, with its label
     (:data:`attnrank.rank.MEASURES`) and ``"verdict under this measure"``."""
-    return pd.DataFrame({"measure": [MEASURES[m].label for m in results],
-                         "verdict under this measure": [r.status for r in results.values()]})
+    return pd.DataFrame(
+        {
+            "measure": [MEASURES[m].label for m in results],
+            "verdict under this measure": [r.status for r in results.values()],
+        }
+    )
 
 
-def lever_verdicts(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, hd_cold: pd.DataFrame, *, primary: str,
-                   effect: float = 1.0, archs=("bert", "gpt2")) -> tuple[dict, object, object]:
+def lever_verdicts(
+    tau_runs: pd.DataFrame,
+    hd_runs: pd.DataFrame,
+    hd_cold: pd.DataFrame,
+    *,
+    primary: str,
+    effect: float = 1.0,
+    archs=("bert", "gpt2"),
+) -> tuple[dict, object, object]:
     """The lever rule (:func:`attnrank.rules.lever_comparison`) as a chapter applies it.
 
     Args:
@@ -481,15 +606,18 @@ def lever_verdicts(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, hd_cold: pd.Da
     """
     from .rules import lever_comparison
 
-    by_measure = {m: lever_comparison(tau_runs, hd_runs, f"initial_{m}", effect=effect, archs=archs)
-                  for m in RANK_MEASURES}
-    loss = lever_comparison(tau_runs[tau_runs.status == "complete"], hd_runs[hd_runs.status == "complete"],
-                            "final_val_loss", archs=archs)
+    by_measure = {
+        m: lever_comparison(tau_runs, hd_runs, f"initial_{m}", effect=effect, archs=archs) for m in RANK_MEASURES
+    }
+    loss = lever_comparison(
+        tau_runs[tau_runs.status == "complete"], hd_runs[hd_runs.status == "complete"], "final_val_loss", archs=archs
+    )
     return by_measure, loss, lever_comparison(tau_runs, hd_cold, f"initial_{primary}", effect=effect, archs=archs)
 
 
-def init_facts(prefix: str, init: pd.DataFrame, uniform: dict, settings: dict, *,
-               primary: str = "effective_rank") -> dict:
+def init_facts(
+    prefix: str, init: pd.DataFrame, uniform: dict, settings: dict, *, primary: str = "effective_rank"
+) -> dict:
     """The numbers of the freshly initialised models a chapter glues, named ``{prefix}_<fact>``.
 
     Args:
@@ -506,10 +634,14 @@ def init_facts(prefix: str, init: pd.DataFrame, uniform: dict, settings: dict, *
     import math
 
     n = int(init.n.iloc[0])
-    return {**means_at(init, "logit_sd", settings, prefix=f"{prefix}_logit_sd_"),
-            **means_at(init, "attention_entropy", settings, prefix=f"{prefix}_entropy_"),
-            **{f"{prefix}_uniform_{a}": u[primary] for a, u in uniform.items()}, f"{prefix}_log_n": float(math.log(n)),
-            f"{prefix}_uniform_causal_rank_rtol": uniform["gpt2"]["rank_rtol_1e-2"], f"{prefix}_n": n}
+    return {
+        **means_at(init, "logit_sd", settings, prefix=f"{prefix}_logit_sd_"),
+        **means_at(init, "attention_entropy", settings, prefix=f"{prefix}_entropy_"),
+        **{f"{prefix}_uniform_{a}": u[primary] for a, u in uniform.items()},
+        f"{prefix}_log_n": float(math.log(n)),
+        f"{prefix}_uniform_causal_rank_rtol": uniform["gpt2"]["rank_rtol_1e-2"],
+        f"{prefix}_n": n,
+    }
 
 
 def grid_runs(runs: pd.DataFrame, *, head_dims, taus) -> pd.DataFrame:

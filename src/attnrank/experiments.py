@@ -15,9 +15,22 @@ from .errors import ConfigError, check_positive_int
 from .models import ARCHS, check_tau
 from .profiles import RUN_PRESETS, RunConfig, default_dataset, resolve_config, resolve_profile
 
-__all__ = ["PRIMARY_MEASURE", "TAU_GRID", "SWEEP_DEFAULTS", "sweep_defaults", "tau_sweep", "head_dim_sweep", "main_sweep",
-           "SEQ_LENS", "SEQ_LEN_PRESET", "seq_len_sweep", "CHAPTERS", "book_runs",
-           "VERDICT_RUNS", "verdict_scales"]
+__all__ = [
+    "PRIMARY_MEASURE",
+    "TAU_GRID",
+    "SWEEP_DEFAULTS",
+    "sweep_defaults",
+    "tau_sweep",
+    "head_dim_sweep",
+    "main_sweep",
+    "SEQ_LENS",
+    "SEQ_LEN_PRESET",
+    "seq_len_sweep",
+    "CHAPTERS",
+    "book_runs",
+    "VERDICT_RUNS",
+    "verdict_scales",
+]
 
 #: The rank measure verdicts are computed on (all others are reported beside it).
 PRIMARY_MEASURE = "effective_rank"
@@ -56,7 +69,10 @@ def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=No
     if taus is not None:
         d["taus"] = tuple(check_tau(t) for t in (taus if isinstance(taus, (list, tuple)) else [taus]))
     if head_dims is not None:
-        d["head_dims"] = tuple(check_positive_int("head_dims", h) for h in (head_dims if isinstance(head_dims, (list, tuple)) else [head_dims]))
+        d["head_dims"] = tuple(
+            check_positive_int("head_dims", h)
+            for h in (head_dims if isinstance(head_dims, (list, tuple)) else [head_dims])
+        )
     if seeds is not None:
         if isinstance(seeds, int) and not isinstance(seeds, bool):
             seeds = list(range(check_positive_int("seeds", seeds)))
@@ -77,19 +93,30 @@ def _archs(archs) -> tuple[str, ...]:
 def tau_sweep(profile: str = "auto", archs=ARCHS, taus=None, seeds=None, dataset=None, **overrides) -> list[RunConfig]:
     """Configs over the temperature grid at the profile's head dimension, trained on ``dataset``."""
     d = sweep_defaults(profile, taus=taus, seeds=seeds, dataset=dataset)
-    return [resolve_config(a, profile, tau=t, seed=s, dataset=d["dataset"], **overrides)
-            for a in _archs(archs) for t in d["taus"] for s in d["seeds"]]
+    return [
+        resolve_config(a, profile, tau=t, seed=s, dataset=d["dataset"], **overrides)
+        for a in _archs(archs)
+        for t in d["taus"]
+        for s in d["seeds"]
+    ]
 
 
-def head_dim_sweep(profile: str = "auto", archs=ARCHS, head_dims=None, seeds=None, tau: float = 1.0, dataset=None,
-                   **overrides) -> list[RunConfig]:
+def head_dim_sweep(
+    profile: str = "auto", archs=ARCHS, head_dims=None, seeds=None, tau: float = 1.0, dataset=None, **overrides
+) -> list[RunConfig]:
     """Configs over the head-dimension grid at fixed ``hidden_size`` (``num_heads = hidden_size / head_dim``)."""
     d = sweep_defaults(profile, head_dims=head_dims, seeds=seeds, dataset=dataset)
-    return [resolve_config(a, profile, tau=tau, head_dim=h, seed=s, dataset=d["dataset"], **overrides)
-            for a in _archs(archs) for h in d["head_dims"] for s in d["seeds"]]
+    return [
+        resolve_config(a, profile, tau=tau, head_dim=h, seed=s, dataset=d["dataset"], **overrides)
+        for a in _archs(archs)
+        for h in d["head_dims"]
+        for s in d["seeds"]
+    ]
 
 
-def main_sweep(profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, seeds=None, dataset=None) -> list[RunConfig]:
+def main_sweep(
+    profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, seeds=None, dataset=None
+) -> list[RunConfig]:
     """Temperature sweep plus head-dimension sweep (at tau = 1 and at the smallest tau), without duplicates."""
     d = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
     configs = tau_sweep(profile, archs, d["taus"], d["seeds"], dataset=d["dataset"])
@@ -126,8 +153,12 @@ def seq_len_sweep(profile: str = "auto", archs=ARCHS, seq_lens=None, seeds=None,
     if not lens:
         raise ConfigError("seq_lens", "got an empty list; expected sequence lengths >= 8")
     lens = tuple(check_positive_int("seq_lens", n, low=8) for n in lens)
-    return [resolve_config(a, preset["sizes"], max_len=n, seed=s, dataset=d["dataset"], **preset["overrides"])
-            for a in _archs(archs) for n in lens for s in d["seeds"]]
+    return [
+        resolve_config(a, preset["sizes"], max_len=n, seed=s, dataset=d["dataset"], **preset["overrides"])
+        for a in _archs(archs)
+        for n in lens
+        for s in d["seeds"]
+    ]
 
 
 def _temp_runs(profile: str) -> list[RunConfig]:
@@ -146,9 +177,18 @@ def _causal_runs(profile: str) -> list[RunConfig]:
 #: for at its default parameters (``None``: none; a chapter's papermill parameters can
 #: change its grid, and it then trains the difference itself).
 CHAPTERS = {
-    "intro": None, "measure": main_sweep, "theory": seq_len_sweep, "dynamics": main_sweep, "protocol": main_sweep,
-    "loss": main_sweep, "temp": _temp_runs, "headdim": main_sweep, "causal": _causal_runs, "target": None,
-    "reproducibility": main_sweep, "bibliography": None,
+    "intro": None,
+    "measure": main_sweep,
+    "theory": seq_len_sweep,
+    "dynamics": main_sweep,
+    "protocol": main_sweep,
+    "loss": main_sweep,
+    "temp": _temp_runs,
+    "headdim": main_sweep,
+    "causal": _causal_runs,
+    "target": None,
+    "reproducibility": main_sweep,
+    "bibliography": None,
 }
 
 
@@ -183,9 +223,18 @@ def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunCon
 #: from at a profile's defaults; ``None``: no trained language model (random matrices or the
 #: toy task, sized by the profile's model sizes).
 VERDICT_RUNS = {
-    "measure": main_sweep, "dynamics": main_sweep, "loss": main_sweep, "temp": _temp_runs, "temp_loss": _temp_runs,
-    "headdim": main_sweep, "theory": None, "target": None, "seq_len": seq_len_sweep, "protocol": main_sweep,
-    "set_early": main_sweep, "causal": _causal_runs,
+    "measure": main_sweep,
+    "dynamics": main_sweep,
+    "loss": main_sweep,
+    "temp": _temp_runs,
+    "temp_loss": _temp_runs,
+    "headdim": main_sweep,
+    "theory": None,
+    "target": None,
+    "seq_len": seq_len_sweep,
+    "protocol": main_sweep,
+    "set_early": main_sweep,
+    "causal": _causal_runs,
 }
 
 
@@ -210,14 +259,27 @@ def verdict_scales(profile: str = "auto", dataset=None):
         if dataset is not None:
             configs = [dataclasses.replace(c, dataset=dataset) for c in configs]
         if not configs:
-            rows.append(dict(verdict=name, scale=f"no trained models (sized for {base_profile(profile)})", model="",
-                             steps="", runs=0))
+            rows.append(
+                dict(
+                    verdict=name,
+                    scale=f"no trained models (sized for {base_profile(profile)})",
+                    model="",
+                    steps="",
+                    runs=0,
+                )
+            )
             continue
 
         def values(field):
-            return "/".join(str(v) for v in sorted({getattr(c, field) for c in configs}))
+            return "/".join(str(v) for v in sorted({getattr(c, field) for c in configs}))  # noqa: B023
 
-        rows.append(dict(verdict=name, scale="+".join(sorted({c.profile for c in configs})),
-                         model=f"width {values('hidden_size')} x {values('num_layers')} layers, n = {values('max_len')}",
-                         steps=values("max_steps"), runs=len(set(configs))))
+        rows.append(
+            dict(
+                verdict=name,
+                scale="+".join(sorted({c.profile for c in configs})),
+                model=f"width {values('hidden_size')} x {values('num_layers')} layers, n = {values('max_len')}",
+                steps=values("max_steps"),
+                runs=len(set(configs)),
+            )
+        )
     return pd.DataFrame(rows, columns=["verdict", "scale", "model", "steps", "runs"])

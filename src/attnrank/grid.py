@@ -91,8 +91,14 @@ def _work(cfg: RunConfig, expected_hash: str | None) -> dict:
         )
     t = time.perf_counter()
     r = store.run(cfg)
-    return {"key": r.key, "source": "trained" if r.fresh else "stored", "status": r.summary["status"],
-            "seconds": time.perf_counter() - t, "host": socket.gethostname(), "device": r.summary.get("device")}
+    return {
+        "key": r.key,
+        "source": "trained" if r.fresh else "stored",
+        "status": r.summary["status"],
+        "seconds": time.perf_counter() - t,
+        "host": socket.gethostname(),
+        "device": r.summary.get("device"),
+    }
 
 
 def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> None:
@@ -111,8 +117,11 @@ def _settings(c: RunConfig) -> str:
     from .profiles import profile_defaults
 
     base, shown = profile_defaults(c.profile), {"tau", "num_heads", "seed", "threads"}
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in c.to_dict().items()
-                     if k in base and k not in shown and v != base[k])
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in c.to_dict().items()
+        if k in base and k not in shown and v != base[k]
+    )
 
 
 def plan(configs) -> pd.DataFrame:
@@ -132,10 +141,22 @@ def plan(configs) -> pd.DataFrame:
         key = store.run_key(c)
         path = store.runs_dir() / f"{c.arch}-{key}"
         stored = path.exists() and store._read(path) is not None
-        rows.append({"arch": c.arch, "profile": c.profile, "tau": c.tau, "head_dim": c.head_dim, "seed": c.seed,
-                     "threads": c.threads, "settings": _settings(c), "key": key, "stored": stored})
-    return pd.DataFrame(rows, columns=["arch", "profile", "tau", "head_dim", "seed", "threads", "settings", "key",
-                                       "stored"])
+        rows.append(
+            {
+                "arch": c.arch,
+                "profile": c.profile,
+                "tau": c.tau,
+                "head_dim": c.head_dim,
+                "seed": c.seed,
+                "threads": c.threads,
+                "settings": _settings(c),
+                "key": key,
+                "stored": stored,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["arch", "profile", "tau", "head_dim", "seed", "threads", "settings", "key", "stored"]
+    )
 
 
 def _label(c: RunConfig) -> str:
@@ -199,16 +220,27 @@ def sweep(
     elif executor == "serial":
         workers = 1
     if progress and todo:
-        what = {"serial": "serial: 1 run at a time", "process": f"process pool: {workers} workers",
-                "ray": f"ray: 1 task per run, {threads} CPU(s) each"}[executor]
+        what = {
+            "serial": "serial: 1 run at a time",
+            "process": f"process pool: {workers} workers",
+            "ray": f"ray: 1 task per run, {threads} CPU(s) each",
+        }[executor]
         gpus = _gpus() if executor != "ray" else []
-        print(f"{len(configs)} runs, {len(configs) - len(todo)} stored, {len(todo)} to train; {what} x {threads} "
-              f"thread(s)" + (f", 1 GPU each ({len(gpus)} visible)" if gpus else f" ({_cpus()} CPU cores here)"),
-              flush=True)
+        print(
+            f"{len(configs)} runs, {len(configs) - len(todo)} stored, {len(todo)} to train; {what} x {threads} "
+            f"thread(s)" + (f", 1 GPU each ({len(gpus)} visible)" if gpus else f" ({_cpus()} CPU cores here)"),
+            flush=True,
+        )
     results: dict[int, dict] = {i: {"source": "stored", "seconds": 0.0} for i in range(len(configs)) if table.stored[i]}
     errors: dict[int, str] = {}
-    bar = tqdm(total=len(configs), initial=len(results), desc=desc, unit="run", disable=not progress or not todo,
-               dynamic_ncols=True)
+    bar = tqdm(
+        total=len(configs),
+        initial=len(results),
+        desc=desc,
+        unit="run",
+        disable=not progress or not todo,
+        dynamic_ncols=True,
+    )
 
     def done(i: int, res: dict) -> None:
         results[i] = res
@@ -247,16 +279,26 @@ def sweep(
     if len(df):
         df = df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
     trained = sum(1 for r in results.values() if r["source"] == "trained")
-    stats = {"executor": executor, "workers": workers, "threads": threads, "runs": len(configs), "trained": trained,
-             "stored": len(configs) - trained - len(errors), "failed": int((df.status != "complete").sum()) if len(df) else 0,
-             "errors": len(errors), "seconds": seconds,
-             "runs_per_hour": trained / seconds * 3600 if trained and seconds > 0 else float("nan")}
+    stats = {
+        "executor": executor,
+        "workers": workers,
+        "threads": threads,
+        "runs": len(configs),
+        "trained": trained,
+        "stored": len(configs) - trained - len(errors),
+        "failed": int((df.status != "complete").sum()) if len(df) else 0,
+        "errors": len(errors),
+        "seconds": seconds,
+        "runs_per_hour": trained / seconds * 3600 if trained and seconds > 0 else float("nan"),
+    }
     df.attrs["sweep"] = stats
     if progress and todo:
         _print_summary(configs, results, errors, stats)
     if errors:
-        raise RuntimeError(f"{len(errors)} of {len(configs)} runs did not finish: " + "; ".join(
-            f"{_label(configs[i])}: {e}" for i, e in sorted(errors.items())[:3]))
+        raise RuntimeError(
+            f"{len(errors)} of {len(configs)} runs did not finish: "
+            + "; ".join(f"{_label(configs[i])}: {e}" for i, e in sorted(errors.items())[:3])
+        )
     return df
 
 
@@ -264,17 +306,25 @@ def _print_summary(configs, results, errors, stats) -> None:
     rows = []
     for i, c in enumerate(configs):
         r = results.get(i, {})
-        rows.append({"arch": c.arch, "result": "error" if i in errors else r.get("source", "?"),
-                     "status": r.get("status", "stored" if r.get("source") == "stored" else "error"),
-                     "seconds": r.get("seconds", 0.0)})
+        rows.append(
+            {
+                "arch": c.arch,
+                "result": "error" if i in errors else r.get("source", "?"),
+                "status": r.get("status", "stored" if r.get("source") == "stored" else "error"),
+                "seconds": r.get("seconds", 0.0),
+            }
+        )
     df = pd.DataFrame(rows)
     summary = df.groupby(["arch", "result", "status"]).seconds.agg(runs="size", total_s="sum", mean_s="mean")
     print(summary.to_string(float_format=lambda x: f"{x:.1f}"))
     rate = stats["runs_per_hour"]
-    print(f"{stats['runs']} runs: {stats['trained']} trained, {stats['stored']} stored, {stats['failed']} diverged, "
-          f"{stats['errors']} errors; {stats['seconds']:.1f} s wall"
-          + (f", {rate:.0f} runs/hour" if rate == rate else "")
-          + f" ({stats['executor']}, {stats['workers'] or '?'} workers x {stats['threads']} thread(s))", flush=True)
+    print(
+        f"{stats['runs']} runs: {stats['trained']} trained, {stats['stored']} stored, {stats['failed']} diverged, "
+        f"{stats['errors']} errors; {stats['seconds']:.1f} s wall"
+        + (f", {rate:.0f} runs/hour" if rate == rate else "")
+        + f" ({stats['executor']}, {stats['workers'] or '?'} workers x {stats['threads']} thread(s))",
+        flush=True,
+    )
 
 
 def _run_process(configs, todo, workers, threads, expected, retries, done, failed, bar) -> None:
@@ -287,8 +337,12 @@ def _run_process(configs, todo, workers, threads, expected, retries, done, faile
     gpus = _gpus()
     pending = list(todo)
     for attempt in range(retries + 1):
-        pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=ctx, initializer=_init_process_worker,
-                                   initargs=(worker_env(), threads, counter, gpus))
+        pool = ProcessPoolExecutor(
+            min(workers, len(pending)),
+            mp_context=ctx,
+            initializer=_init_process_worker,
+            initargs=(worker_env(), threads, counter, gpus),
+        )
         futures = {pool.submit(_work, configs[i], expected): i for i in pending}
         broken = []
         try:
@@ -310,8 +364,10 @@ def _run_process(configs, todo, workers, threads, expected, retries, done, faile
         if not pending:
             return
         if attempt < retries:
-            bar.write(f"a worker process died; retrying {len(pending)} run(s) in a new pool "
-                      f"(attempt {attempt + 2} of {retries + 1})")
+            bar.write(
+                f"a worker process died; retrying {len(pending)} run(s) in a new pool "
+                f"(attempt {attempt + 2} of {retries + 1})"
+            )
     for i in pending:
         failed(i, RuntimeError(f"its worker process died {retries + 1} times"))
 
@@ -320,23 +376,29 @@ def _run_ray(configs, todo, workers, threads, expected, retries, address, done, 
     try:
         import ray
     except ImportError:
-        raise ConfigError("executor", "'ray' needs Ray: pip install -e \".[cluster]\"; "
-                          "allowed values without it: 'serial', 'process'") from None
+        raise ConfigError(
+            "executor", "'ray' needs Ray: pip install -e \".[cluster]\"; allowed values without it: 'serial', 'process'"
+        ) from None
     address = address or os.environ.get("RAY_ADDRESS") or "local"
     started = not ray.is_initialized()
     if started:
         env = worker_env()
         if os.environ.get("PYTHONPATH"):
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        kwargs = {"address": address, "runtime_env": {"env_vars": env}, "include_dashboard": False,
-                  "log_to_driver": False}
+        kwargs = {
+            "address": address,
+            "runtime_env": {"env_vars": env},
+            "include_dashboard": False,
+            "log_to_driver": False,
+        }
         if address == "local":
             kwargs["num_cpus"] = workers or _cpus()
         ray.init(**kwargs)
     try:
         gpu = ray.cluster_resources().get("GPU", 0) > 0
-        task = ray.remote(_work).options(num_cpus=threads, num_gpus=1 if gpu else 0, max_retries=retries,
-                                         retry_exceptions=False)
+        task = ray.remote(_work).options(
+            num_cpus=threads, num_gpus=1 if gpu else 0, max_retries=retries, retry_exceptions=False
+        )
         refs = {task.remote(configs[i], expected): i for i in todo}
         remaining = list(refs)
         while remaining:

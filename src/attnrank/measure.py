@@ -24,9 +24,26 @@ from .cache import cached
 from .errors import ConfigError
 from .rank import MEASURES
 
-__all__ = ["RANK_MEASURES", "PIPELINES", "REFERENCE", "RULE_MEASURES", "measures_from_singular_values", "probe_ids",
-           "initial_model", "probe_tables", "probe", "summarise", "threshold_lines", "uniform_causal",
-           "matrix_facts", "causal_ratios", "verdict", "Setting", "baselines", "trained_facts"]
+__all__ = [
+    "RANK_MEASURES",
+    "PIPELINES",
+    "REFERENCE",
+    "RULE_MEASURES",
+    "measures_from_singular_values",
+    "probe_ids",
+    "initial_model",
+    "probe_tables",
+    "probe",
+    "summarise",
+    "threshold_lines",
+    "uniform_causal",
+    "matrix_facts",
+    "causal_ratios",
+    "verdict",
+    "Setting",
+    "baselines",
+    "trained_facts",
+]
 
 #: The measures computed from singular values (all but the entropy).
 RANK_MEASURES = [m for m, spec in MEASURES.items() if spec.kind != "entropy"]
@@ -77,8 +94,9 @@ def probe_ids(run, probe_size: int) -> torch.Tensor:
     c = run.config
     _, val, _ = token_blocks(c["arch"], c["dataset"], int(run.summary["vocab_size"]), int(c["max_len"]))
     if probe_size > len(val):
-        raise ConfigError("probe_size", f"got {probe_size}; the validation split has only {len(val)} blocks of "
-                                        f"{c['max_len']} tokens")
+        raise ConfigError(
+            "probe_size", f"got {probe_size}; the validation split has only {len(val)} blocks of {c['max_len']} tokens"
+        )
     return torch.from_numpy(val[np.linspace(0, len(val) - 1, probe_size).round().astype(int)])
 
 
@@ -101,8 +119,19 @@ def _quantiles(kind: str, key: tuple, svs: list) -> pd.DataFrame:
     sv = np.concatenate(svs)
     q = np.quantile(sv, [0.1, 0.5, 0.9], axis=0)
     arch, state, tau, pipe = key
-    return pd.DataFrame({"table": kind, "arch": arch, "state": state, "tau": tau, "pipeline": pipe,
-                         "k": np.arange(1, sv.shape[1] + 1), "low": q[0], "median": q[1], "high": q[2]})
+    return pd.DataFrame(
+        {
+            "table": kind,
+            "arch": arch,
+            "state": state,
+            "tau": tau,
+            "pipeline": pipe,
+            "k": np.arange(1, sv.shape[1] + 1),
+            "low": q[0],
+            "median": q[1],
+            "high": q[2],
+        }
+    )
 
 
 def probe_tables(keys, probe_size: int, taus) -> pd.DataFrame:
@@ -138,19 +167,43 @@ def probe_tables(keys, probe_size: int, taus) -> pd.DataFrame:
                     sv = rank.singular_values(probs[pdt], sdt).double()  # [L, B, H, n]
                     for name, v in measures_from_singular_values(sv).items():
                         per_seq = v.mean(dim=(0, 2)).numpy()  # mean over layers and heads
-                        rows.append(pd.DataFrame({"table": "values", "arch": r.arch, "seed": r.seed, "state": state,
-                                                  "tau": tau, "pipeline": pipe, "measure": name,
-                                                  "sequence": np.arange(len(per_seq)), "value": per_seq}))
+                        rows.append(
+                            pd.DataFrame(
+                                {
+                                    "table": "values",
+                                    "arch": r.arch,
+                                    "seed": r.seed,
+                                    "state": state,
+                                    "tau": tau,
+                                    "pipeline": pipe,
+                                    "measure": name,
+                                    "sequence": np.arange(len(per_seq)),
+                                    "value": per_seq,
+                                }
+                            )
+                        )
                     if tau in keep:
                         spectra.setdefault((r.arch, state, tau, pipe), []).append(sv.reshape(-1, sv.shape[-1]).numpy())
                     if pipe == REFERENCE:
-                        rows.append(pd.DataFrame({
-                            "table": "matrices", "arch": r.arch, "seed": r.seed, "state": state, "tau": tau,
-                            "sigma_1": sv[..., 0].reshape(-1).numpy(), "sigma_min": sv[..., -1].reshape(-1).numpy(),
-                            "max_gap": (sv[..., :-1] / sv[..., 1:]).amax(-1).reshape(-1).numpy(),
-                            "min_diag": diag.amin(-1).reshape(-1).numpy(),
-                            "log10_det": torch.log10(diag).sum(-1).reshape(-1).numpy() if r.arch == "gpt2" else np.nan,
-                            "distinct_argmax": argmax_cols.reshape(-1).numpy()}))
+                        rows.append(
+                            pd.DataFrame(
+                                {
+                                    "table": "matrices",
+                                    "arch": r.arch,
+                                    "seed": r.seed,
+                                    "state": state,
+                                    "tau": tau,
+                                    "sigma_1": sv[..., 0].reshape(-1).numpy(),
+                                    "sigma_min": sv[..., -1].reshape(-1).numpy(),
+                                    "max_gap": (sv[..., :-1] / sv[..., 1:]).amax(-1).reshape(-1).numpy(),
+                                    "min_diag": diag.amin(-1).reshape(-1).numpy(),
+                                    "log10_det": torch.log10(diag).sum(-1).reshape(-1).numpy()
+                                    if r.arch == "gpt2"
+                                    else np.nan,
+                                    "distinct_argmax": argmax_cols.reshape(-1).numpy(),
+                                }
+                            )
+                        )
     rows += [_quantiles("spectra", key, svs) for key, svs in spectra.items()]
     return pd.concat(rows, ignore_index=True)
 
@@ -158,10 +211,13 @@ def probe_tables(keys, probe_size: int, taus) -> pd.DataFrame:
 def probe(used: pd.DataFrame, probe_size: int, taus) -> dict[str, pd.DataFrame]:
     """:func:`probe_tables` of the runs in ``used`` (a :func:`attnrank.store.load_runs` frame),
     cached by run keys, probe size and temperatures; ``{"values", "matrices", "spectra"}``."""
-    table = cached("measure_probe", probe_tables, keys=list(used.key), probe_size=int(probe_size),
-                   taus=[float(t) for t in taus])
-    return {k: g.drop(columns="table").dropna(axis=1, how="all").reset_index(drop=True)
-            for k, g in table.groupby("table", sort=False)}
+    table = cached(
+        "measure_probe", probe_tables, keys=list(used.key), probe_size=int(probe_size), taus=[float(t) for t in taus]
+    )
+    return {
+        k: g.drop(columns="table").dropna(axis=1, how="all").reset_index(drop=True)
+        for k, g in table.groupby("table", sort=False)
+    }
 
 
 def summarise(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -170,7 +226,9 @@ def summarise(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     out = []
     for key, g in df.groupby(by, sort=False):
         e = stats.mean_ci(g["value"], clusters=g["seed"])
-        out.append(dict(zip(by, key if isinstance(key, tuple) else (key,)), mean=e.value, low=e.low, high=e.high, n=e.n))
+        out.append(
+            dict(zip(by, key if isinstance(key, tuple) else (key,)), mean=e.value, low=e.low, high=e.high, n=e.n)
+        )
     return pd.DataFrame(out)
 
 
@@ -184,8 +242,12 @@ def threshold_lines(sigma_1: pd.Series, n: int) -> pd.DataFrame:
             dict(arch=arch, label=r"rtol 1e-2 $\times\,\sigma_1$", value=1e-2 * s1, style="--"),
             dict(arch=arch, label=r"rtol 1e-4 $\times\,\sigma_1$", value=1e-4 * s1, style="-."),
             dict(arch=arch, label=r"float32 round-off $\varepsilon_{32}\sigma_1$", value=EPS32 * s1, style=":"),
-            dict(arch=arch, label=r"float64 round-off $n\,\varepsilon_{64}\sigma_1$", value=n * EPS64 * s1,
-                 style=(0, (1, 3))),
+            dict(
+                arch=arch,
+                label=r"float64 round-off $n\,\varepsilon_{64}\sigma_1$",
+                value=n * EPS64 * s1,
+                style=(0, (1, 3)),
+            ),
         ]
     return pd.DataFrame(out)
 
@@ -212,9 +274,11 @@ def matrix_facts(matrices: pd.DataFrame, n: int) -> dict:
     out.update({f"measure_certified_{a}_pct": 100 * float(v) for a, v in certified.items()})
     g2 = ref[(ref.arch == "gpt2") & (ref.state == "trained")]
     g2all = ref[ref.arch == "gpt2"]
-    out.update(measure_mindiag_gpt2_trained=fmt(float(g2.min_diag.median()), 2),
-               measure_logdet_gpt2_trained=float(g2.log10_det.median()),
-               measure_diag_bound_pct=100 * float((g2all.sigma_min <= g2all.min_diag * (1 + 1e-9)).mean()))
+    out.update(
+        measure_mindiag_gpt2_trained=fmt(float(g2.min_diag.median()), 2),
+        measure_logdet_gpt2_trained=float(g2.log10_det.median()),
+        measure_diag_bound_pct=100 * float((g2all.sigma_min <= g2all.min_diag * (1 + 1e-9)).mean()),
+    )
     return out
 
 
@@ -239,8 +303,18 @@ def causal_ratios(values: pd.DataFrame, causal: dict, n: int) -> tuple[pd.DataFr
     return pd.DataFrame(rows).set_index("measure"), glue
 
 
-def verdict(values: pd.DataFrame, ratios: dict, *, n: int, tau_max: float, head_dim: int, atol_rank: float,
-            profile: str, e_max: float = 0.1, tau_high: float = 100.0) -> tuple[str, str, dict]:
+def verdict(
+    values: pd.DataFrame,
+    ratios: dict,
+    *,
+    n: int,
+    tau_max: float,
+    head_dim: int,
+    atol_rank: float,
+    profile: str,
+    e_max: float = 0.1,
+    tau_high: float = 100.0,
+) -> tuple[str, str, dict]:
     """The chapter's pre-registered rule. At the largest ``tau`` of the grid (at least ``tau_high``)
     trained BERT attention is near rank one; per run the excess ``e = (measure - 1)/(n - 1)``
     (0 = rank one, 1 = full). A measure *detects* the limit when the 95% interval of the mean
@@ -250,8 +324,9 @@ def verdict(values: pd.DataFrame, ratios: dict, *, n: int, tau_max: float, head_
     Returns ``(status, summary, glue)``."""
     from .book import fmt
 
-    hi = values[(values.state == "trained") & (values.pipeline == REFERENCE) & (values.arch == "bert")
-                & (values.tau == tau_max)]
+    hi = values[
+        (values.state == "trained") & (values.pipeline == REFERENCE) & (values.arch == "bert") & (values.tau == tau_max)
+    ]
     excess, spread = {}, {}
     for m in RULE_MEASURES:
         g = hi[hi.measure == m]
@@ -272,18 +347,24 @@ def verdict(values: pd.DataFrame, ratios: dict, *, n: int, tau_max: float, head_
     needed = ""
     if status != verdicts.SUPPORTED:
         undecided = [m for m in RULE_MEASURES if not (detects[m] or misses[m])]
-        counts = [stats.seeds_needed(spread[m], abs(excess[m].value - e_max)) for m in undecided
-                  if np.isfinite(spread[m]) and spread[m] > 0 and excess[m].value != e_max]
+        counts = [
+            stats.seeds_needed(spread[m], abs(excess[m].value - e_max))
+            for m in undecided
+            if np.isfinite(spread[m]) and spread[m] > 0 and excess[m].value != e_max
+        ]
         if counts:
-            needed = (f" About {max(counts)} runs per architecture would place every undecided interval on one side of "
-                      f"{e_max:g} at the observed spread.")
+            needed = (
+                f" About {max(counts)} runs per architecture would place every undecided interval on one side of "
+                f"{e_max:g} at the observed spread."
+            )
     summary = (
         f"At tau = {tau_max:g}, trained BERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
         f"{atol_e.text(3)} runs under the study's absolute 1e-8 rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
         f"{head_dim + 1}) but {rel_e.text(3, n=False)} at rtol 1e-2 and {eff_e.text(3, n=False)} for the effective rank "
         f"(n = {n} tokens, {len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
         f"{fmt(ratios['effective_rank'], 2)} times that of uniform causal attention and its rank at rtol 1e-2 "
-        f"{fmt(ratios['rank_rtol_1e-2'], 2)} times.{needed}")
+        f"{fmt(ratios['rank_rtol_1e-2'], 2)} times.{needed}"
+    )
     glue = {f"measure_excess_{m}": float(e.value) for m, e in excess.items()}
     return status, summary, {"measure_e_max": e_max, "measure_tau_high": tau_high, **glue}
 
@@ -316,12 +397,22 @@ def temperature_facts(ref: pd.DataFrame, matrices: pd.DataFrame, spectra: pd.Dat
 
     lo, hi = min(taus), max(taus)
     look = ref.set_index(["arch", "tau", "measure"])["mean"]
-    s2 = spectra[(spectra.arch == "bert") & (spectra.state == "trained") & (spectra.tau == hi)
-                 & (spectra.pipeline == REFERENCE) & (spectra.k == 2)]["median"].iloc[0]
+    s2 = spectra[
+        (spectra.arch == "bert")
+        & (spectra.state == "trained")
+        & (spectra.tau == hi)
+        & (spectra.pipeline == REFERENCE)
+        & (spectra.k == 2)
+    ]["median"].iloc[0]
     out = {"measure_tau_atol_one": fmt(hi * float(s2) / rank.STUDY_ATOL, 2)}
     for a in sorted(set(ref.arch)):
-        out.update({f"measure_{a}_tau{e}_{m}": float(look[a, t, m]) for m in RANK_MEASURES
-                    for e, t in (("max", hi), ("min", lo))})
+        out.update(
+            {
+                f"measure_{a}_tau{e}_{m}": float(look[a, t, m])
+                for m in RANK_MEASURES
+                for e, t in (("max", hi), ("min", lo))
+            }
+        )
         sel = matrices[(matrices.arch == a) & (matrices.state == "trained") & (matrices.tau == lo)]
         out[f"measure_{a}_taumin_argmax"] = float(sel.distinct_argmax.mean())
     return out
@@ -335,18 +426,32 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
 
     wide = by_tau.pivot_table(index=["arch", "tau", "measure"], columns="pipeline", values="mean")
     p32, s32 = "float32 probs, float64 SVD", "float64 probs, float32 SVD"
-    dev = pd.DataFrame({p: (wide[p] - wide[REFERENCE]).abs().groupby("measure").max()
-                        for p in PIPELINES if p != REFERENCE}).reindex(RANK_MEASURES)
+    dev = pd.DataFrame(
+        {p: (wide[p] - wide[REFERENCE]).abs().groupby("measure").max() for p in PIPELINES if p != REFERENCE}
+    ).reindex(RANK_MEASURES)
     top = dev.max(axis=1)
-    glue = {k: float(v) for k, v in dict(
-        measure_dev_rtol2=top["rank_rtol_1e-2"], measure_dev_rtol4=top["rank_rtol_1e-4"], measure_dev_eff=top["effective_rank"],
-        measure_dev_stable=top["stable_rank"], measure_dev_atol=top["rank_atol_1e-8"],
-        measure_dev_others=top.drop("rank_atol_1e-8").max(), measure_dev_atol_probs=dev.loc["rank_atol_1e-8", p32],
-        measure_dev_atol_svd=dev.loc["rank_atol_1e-8", s32]).items()}
-    t = spectra[(spectra.arch == "bert") & (spectra.state == "trained") & (spectra.tau == spectra.tau.max())
-                & (spectra.k == n)].set_index("pipeline")["median"]
-    glue.update({f"measure_floor_{tag}": fmt(float(t[p]), 2) for tag, p in (("ref", REFERENCE), ("probs32", p32),
-                                                                            ("svd32", s32))})
+    glue = {
+        k: float(v)
+        for k, v in dict(
+            measure_dev_rtol2=top["rank_rtol_1e-2"],
+            measure_dev_rtol4=top["rank_rtol_1e-4"],
+            measure_dev_eff=top["effective_rank"],
+            measure_dev_stable=top["stable_rank"],
+            measure_dev_atol=top["rank_atol_1e-8"],
+            measure_dev_others=top.drop("rank_atol_1e-8").max(),
+            measure_dev_atol_probs=dev.loc["rank_atol_1e-8", p32],
+            measure_dev_atol_svd=dev.loc["rank_atol_1e-8", s32],
+        ).items()
+    }
+    t = spectra[
+        (spectra.arch == "bert") & (spectra.state == "trained") & (spectra.tau == spectra.tau.max()) & (spectra.k == n)
+    ].set_index("pipeline")["median"]
+    glue.update(
+        {
+            f"measure_floor_{tag}": fmt(float(t[p]), 2)
+            for tag, p in (("ref", REFERENCE), ("probs32", p32), ("svd32", s32))
+        }
+    )
     return dev.rename_axis("largest |difference| from float64 reference"), glue
 
 
@@ -364,7 +469,7 @@ class Setting:
     n: int
 
     @classmethod
-    def of(cls, used: pd.DataFrame, profile: str, probe_size: int, taus) -> "Setting":
+    def of(cls, used: pd.DataFrame, profile: str, probe_size: int, taus) -> Setting:
         """From the probed runs ``used`` (:func:`probed_runs`; columns ``arch``, ``seed``, ``max_len``).
 
         Raises:
@@ -372,8 +477,14 @@ class Setting:
         """
         if used.empty:
             raise ConfigError("used", "no probed run")
-        return cls(profile, int(probe_size), sorted(taus), len(used), int(used.groupby("arch").seed.nunique().min()),
-                   int(used.max_len.iloc[0]))
+        return cls(
+            profile,
+            int(probe_size),
+            sorted(taus),
+            len(used),
+            int(used.groupby("arch").seed.nunique().min()),
+            int(used.max_len.iloc[0]),
+        )
 
     @property
     def runs_text(self) -> str:
@@ -383,9 +494,14 @@ class Setting:
     def glue(self) -> dict:
         """``measure_n``, ``measure_probe_size``, ``measure_n_runs``, ``measure_n_seeds`` and the ends of
         the temperature grid ``measure_tau_max``, ``measure_tau_min`` (as ``%g`` text)."""
-        return dict(measure_n=self.n, measure_probe_size=self.probe_size, measure_n_runs=self.n_runs,
-                    measure_n_seeds=self.n_seeds, measure_tau_max=f"{max(self.taus):g}",
-                    measure_tau_min=f"{min(self.taus):g}")
+        return dict(
+            measure_n=self.n,
+            measure_probe_size=self.probe_size,
+            measure_n_runs=self.n_runs,
+            measure_n_seeds=self.n_seeds,
+            measure_tau_max=f"{max(self.taus):g}",
+            measure_tau_min=f"{min(self.taus):g}",
+        )
 
 
 def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFrame:
@@ -399,14 +515,18 @@ def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFram
     from .models import ARCHS
 
     if not temperature:
-        return pd.DataFrame([dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$")
-                             for m, v in causal.items()]
-                            + [dict(arch=a, measure="n", value=float(n), label="n") for a in ARCHS])
-    return pd.concat([
-        pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
-        pd.DataFrame([dict(arch=a, measure="n", value=float(n), label=f"n = {n}") for a in ARCHS]),
-        pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
-    ], ignore_index=True)
+        return pd.DataFrame(
+            [dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
+            + [dict(arch=a, measure="n", value=float(n), label="n") for a in ARCHS]
+        )
+    return pd.concat(
+        [
+            pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
+            pd.DataFrame([dict(arch=a, measure="n", value=float(n), label=f"n = {n}") for a in ARCHS]),
+            pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
+        ],
+        ignore_index=True,
+    )
 
 
 def trained_facts(at1: pd.DataFrame) -> dict:

@@ -17,10 +17,28 @@ from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadMode
 
 from . import attention
 from .errors import ConfigError, check_choice, check_positive_int
-from .profiles import ARCHS, FIELD_CHECKS, TAU_RANGE, RunConfig, check_tau, resolve_heads  # the checks live with the run config
+from .profiles import (  # the checks live with the run config
+    ARCHS,
+    FIELD_CHECKS,
+    TAU_RANGE,
+    RunConfig,
+    check_tau,
+    resolve_heads,
+)
 
-__all__ = ["ARCHS", "TAU_RANGE", "build_model", "model_from_config", "tokenizer_pad_id", "resolve_heads", "set_tau",
-           "scale_qk", "qk_parameter_names", "split_qk"]
+__all__ = [
+    "ARCHS",
+    "TAU_RANGE",
+    "build_model",
+    "model_from_config",
+    "tokenizer_pad_id",
+    "resolve_heads",
+    "set_tau",
+    "scale_qk",
+    "qk_parameter_names",
+    "split_qk",
+]
+
 
 def set_tau(model: PreTrainedModel, tau: float) -> PreTrainedModel:
     """Set the temperature ratio of a model built by :func:`build_model` (in place)."""
@@ -84,17 +102,31 @@ def build_model(
     intermediate_size = intermediate_size or 4 * hidden_size
     if arch == "bert":
         config = BertConfig(
-            vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_layers,
-            num_attention_heads=num_heads, intermediate_size=intermediate_size,
-            max_position_embeddings=max_len, hidden_dropout_prob=dropout,
-            attention_probs_dropout_prob=dropout, pad_token_id=pad_token_id,
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_position_embeddings=max_len,
+            hidden_dropout_prob=dropout,
+            attention_probs_dropout_prob=dropout,
+            pad_token_id=pad_token_id,
         )
         cls = BertForMaskedLM
     else:
         config = GPT2Config(
-            vocab_size=vocab_size, n_embd=hidden_size, n_layer=num_layers, n_head=num_heads,
-            n_inner=intermediate_size, n_positions=max_len, resid_pdrop=dropout, embd_pdrop=dropout,
-            attn_pdrop=dropout, bos_token_id=pad_token_id, eos_token_id=pad_token_id, pad_token_id=pad_token_id,
+            vocab_size=vocab_size,
+            n_embd=hidden_size,
+            n_layer=num_layers,
+            n_head=num_heads,
+            n_inner=intermediate_size,
+            n_positions=max_len,
+            resid_pdrop=dropout,
+            embd_pdrop=dropout,
+            attn_pdrop=dropout,
+            bos_token_id=pad_token_id,
+            eos_token_id=pad_token_id,
+            pad_token_id=pad_token_id,
         )
         cls = GPT2LMHeadModel
     config.tau = tau
@@ -122,12 +154,20 @@ def _fields(cfg) -> dict:
         return {**cfg.to_dict(), "head_dim": cfg.head_dim}
     if isinstance(cfg, Mapping):
         return dict(cfg)
-    raise ConfigError("cfg", f"got a {type(cfg).__name__}; expected a RunConfig (resolve_config(...)) or a stored "
-                      "config.json mapping")
+    raise ConfigError(
+        "cfg", f"got a {type(cfg).__name__}; expected a RunConfig (resolve_config(...)) or a stored config.json mapping"
+    )
 
 
-def model_from_config(cfg, *, vocab_size: int | None = None, pad_token_id: int | None = None, tau: float | None = None,
-                      seed: int | None = None, attn_implementation: str | None = None):
+def model_from_config(
+    cfg,
+    *,
+    vocab_size: int | None = None,
+    pad_token_id: int | None = None,
+    tau: float | None = None,
+    seed: int | None = None,
+    attn_implementation: str | None = None,
+):
     """The model of a run, freshly initialised from its seed: exactly the weights its training started from.
 
     Args:
@@ -156,9 +196,16 @@ def model_from_config(cfg, *, vocab_size: int | None = None, pad_token_id: int |
         vocab_size = len(tokenizer) if vocab_size is None else vocab_size
         pad_token_id = tokenizer_pad_id(tokenizer) if pad_token_id is None else pad_token_id
     return build_model(
-        c["arch"], hidden_size=c["hidden_size"], num_layers=c["num_layers"], num_heads=c["num_heads"],
-        tau=c["tau"] if tau is None else tau, max_len=c["max_len"], vocab_size=vocab_size, dropout=c["dropout"],
-        seed=c["seed"] if seed is None else seed, pad_token_id=pad_token_id,
+        c["arch"],
+        hidden_size=c["hidden_size"],
+        num_layers=c["num_layers"],
+        num_heads=c["num_heads"],
+        tau=c["tau"] if tau is None else tau,
+        max_len=c["max_len"],
+        vocab_size=vocab_size,
+        dropout=c["dropout"],
+        seed=c["seed"] if seed is None else seed,
+        pad_token_id=pad_token_id,
         attn_implementation=attn_implementation or attention.ATTN_IMPLEMENTATION,
         qk_init_scale=c.get("qk_init_scale", 1.0),  # runs stored before the field have 1
     )

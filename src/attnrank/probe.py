@@ -87,8 +87,9 @@ def attention_probabilities(
     positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
     if positions is not None and input_ids.shape[-1] > positions:
         raise ConfigError(
-            "max_len", f"input_ids have {input_ids.shape[-1]} tokens but the model has {positions} positions; "
-            f"use sequences of at most {positions} tokens"
+            "max_len",
+            f"input_ids have {input_ids.shape[-1]} tokens but the model has {positions} positions; "
+            f"use sequences of at most {positions} tokens",
         )
     with evaluation_mode(model):
         return torch.cat([p.cpu() for p in _probabilities(model, input_ids, attention_mask, batch_size)], dim=1)
@@ -149,8 +150,15 @@ class RankProbe:
     bookkeeping.
     """
 
-    def __init__(self, probe_ids: torch.Tensor, val_batches: list[dict], measures=DEFAULT_MEASURES, *,
-                 chunk_size: int = 16, train_ids: torch.Tensor | None = None):
+    def __init__(
+        self,
+        probe_ids: torch.Tensor,
+        val_batches: list[dict],
+        measures=DEFAULT_MEASURES,
+        *,
+        chunk_size: int = 16,
+        train_ids: torch.Tensor | None = None,
+    ):
         self.probe_ids = probe_ids
         self.train_ids = train_ids
         self._sequence_rows: list[pd.DataFrame] = []
@@ -215,24 +223,43 @@ class RankProbe:
         frames = []
         result: dict = {}
         for name, v in values.items():
-            frames.append(pd.DataFrame({
-                "step": step, "layer": np.repeat(np.arange(L), H), "head": np.tile(np.arange(H), L),
-                "measure": name, "value": v.mean(axis=1).reshape(-1), "sd": v.std(axis=1, ddof=1).reshape(-1) if B > 1 else 0.0,
-            }))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "step": step,
+                        "layer": np.repeat(np.arange(L), H),
+                        "head": np.tile(np.arange(H), L),
+                        "measure": name,
+                        "value": v.mean(axis=1).reshape(-1),
+                        "sd": v.std(axis=1, ddof=1).reshape(-1) if B > 1 else 0.0,
+                    }
+                )
+            )
             per_seq = v.mean(axis=(0, 2))
             mean = float(v.mean())
-            self._summary_rows.append({
-                "step": step, "measure": name, "mean": mean, "sd": float(v.std(ddof=1)),
-                "sem": float(per_seq.std(ddof=1) / np.sqrt(B)) if B > 1 else float("nan"),
-            })
+            self._summary_rows.append(
+                {
+                    "step": step,
+                    "measure": name,
+                    "mean": mean,
+                    "sd": float(v.std(ddof=1)),
+                    "sem": float(per_seq.std(ddof=1) / np.sqrt(B)) if B > 1 else float("nan"),
+                }
+            )
             result[name] = mean
         self._rank_rows.append(pd.concat(frames, ignore_index=True))
         for split, vals in splits.items():
             b = vals[self.measures[0]].shape[1]
-            self._sequence_rows.append(pd.DataFrame({
-                "step": np.full(b, step, dtype=np.int32), "split": split, "sequence": np.arange(b, dtype=np.int32),
-                **{name: v.mean(axis=(0, 2)).astype(np.float32) for name, v in vals.items()},
-            }))
+            self._sequence_rows.append(
+                pd.DataFrame(
+                    {
+                        "step": np.full(b, step, dtype=np.int32),
+                        "split": split,
+                        "sequence": np.arange(b, dtype=np.int32),
+                        **{name: v.mean(axis=(0, 2)).astype(np.float32) for name, v in vals.items()},
+                    }
+                )
+            )
         t3 = time.perf_counter()
         result["val_loss"] = self.validation_loss(model)
         t4 = time.perf_counter()

@@ -43,9 +43,22 @@ __all__ = [
     "preset_table",
     "RUN_PRESETS",
     "run_preset_table",
-    "PROFILES", "ARCHS", "TAU_RANGE", "QK_SCALE_RANGE", "SEED_RANGE", "INT_MAX", "FIELD_CHECKS", "RunConfig", "check_tau",
-    "resolve_heads", "memory_estimate", "resolve_profile", "resolve_config", "profile_defaults",
-    "default_dataset", "base_profile",
+    "PROFILES",
+    "ARCHS",
+    "TAU_RANGE",
+    "QK_SCALE_RANGE",
+    "SEED_RANGE",
+    "INT_MAX",
+    "FIELD_CHECKS",
+    "RunConfig",
+    "check_tau",
+    "resolve_heads",
+    "memory_estimate",
+    "resolve_profile",
+    "resolve_config",
+    "profile_defaults",
+    "default_dataset",
+    "base_profile",
 ]
 
 #: Profile names accepted everywhere (``auto`` resolves to one of the others).
@@ -93,13 +106,21 @@ def resolve_heads(hidden_size: int, num_heads: int | None = None, head_dim: int 
     if head_dim is not None:
         head_dim = check_int("head_dim", head_dim, low=1, high=INT_MAX)
         if hidden_size % head_dim:
-            raise ConfigError("head_dim", f"got {head_dim}, which does not divide hidden_size={hidden_size}; allowed values: {divisors()}")
+            raise ConfigError(
+                "head_dim",
+                f"got {head_dim}, which does not divide hidden_size={hidden_size}; allowed values: {divisors()}",
+            )
         if num_heads is not None and num_heads * head_dim != hidden_size:
-            raise ConfigError("head_dim", f"head_dim={head_dim} and num_heads={num_heads} disagree with hidden_size={hidden_size}")
+            raise ConfigError(
+                "head_dim", f"head_dim={head_dim} and num_heads={num_heads} disagree with hidden_size={hidden_size}"
+            )
         return hidden_size // head_dim, head_dim
     num_heads = check_int("num_heads", num_heads, low=1, high=INT_MAX)
     if hidden_size % num_heads:
-        raise ConfigError("num_heads", f"got {num_heads}, which does not divide hidden_size={hidden_size}; allowed values: {divisors()}")
+        raise ConfigError(
+            "num_heads",
+            f"got {num_heads}, which does not divide hidden_size={hidden_size}; allowed values: {divisors()}",
+        )
     return num_heads, hidden_size // num_heads
 
 
@@ -107,6 +128,7 @@ def _choice(allowed):
     def check(name, value):
         check_choice(name, value, allowed)
         return value
+
     return check
 
 
@@ -158,8 +180,9 @@ FIELD_CHECKS = {
 }
 
 
-def memory_estimate(hidden_size: int, num_layers: int, num_heads: int, max_len: int, vocab_size: int,
-                    batch_size: int, probe_size: int) -> dict[str, int]:
+def memory_estimate(
+    hidden_size: int, num_layers: int, num_heads: int, max_len: int, vocab_size: int, batch_size: int, probe_size: int
+) -> dict[str, int]:
     """Bytes a run holds at its peak, by part, from its sizes (an estimate for input checks).
 
     * ``attention``: the terms in ``max_len**2``, the only ones that grow with its
@@ -194,8 +217,10 @@ def _gb(n: float) -> str:
 
 
 def _check_memory(values: dict) -> None:
-    sizes = {k: values[k] for k in ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size",
-                                    "batch_size", "probe_size")}
+    sizes = {
+        k: values[k]
+        for k in ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size", "batch_size", "probe_size")
+    }
     parts = memory_estimate(**sizes)
     total, limit = sum(parts.values()), _memory_limit()
     if total <= limit:
@@ -207,13 +232,19 @@ def _check_memory(values: dict) -> None:
             mid = (lo + hi + 1) // 2
             lo, hi = (mid, hi) if sum(memory_estimate(**{**sizes, "max_len": mid}).values()) <= limit else (lo, mid - 1)
         bound = lo
-        raise ConfigError("max_len", f"got {values['max_len']}: its attention matrices (max_len^2 x (12 bytes x "
-                                     f"num_layers x num_heads x probe_size + 4 bytes x batch_size)) need about {_gb(parts['attention'])}, "
-                                     f"more than this machine's {_gb(limit)} of memory; allowed here: max_len <= {bound} "
-                                     f"at these sizes")
+        raise ConfigError(
+            "max_len",
+            f"got {values['max_len']}: its attention matrices (max_len^2 x (12 bytes x "
+            f"num_layers x num_heads x probe_size + 4 bytes x batch_size)) need about {_gb(parts['attention'])}, "
+            f"more than this machine's {_gb(limit)} of memory; allowed here: max_len <= {bound} "
+            f"at these sizes",
+        )
     param = {"parameters": "hidden_size", "activations": "batch_size"}[biggest]
-    raise ConfigError(param, f"got {values[param]}: a run of these sizes needs about {_gb(total)} "
-                             f"({biggest} {_gb(parts[biggest])}), more than this machine's {_gb(limit)} of memory")
+    raise ConfigError(
+        param,
+        f"got {values[param]}: a run of these sizes needs about {_gb(total)} "
+        f"({biggest} {_gb(parts[biggest])}), more than this machine's {_gb(limit)} of memory",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -288,30 +319,86 @@ class RunConfig:
 
 
 #: Values shared by every profile.
-_COMMON = dict(tau=1.0, seed=0, dataset="shakespeare", weight_decay=0.01, mlm_probability=0.15, threads=1,
-               qk_init_scale=1.0, qk_lr_scale=1.0, qk_decay_scale=1.0, adam_epsilon=1e-8, max_grad_norm=1.0)
+_COMMON = dict(
+    tau=1.0,
+    seed=0,
+    dataset="shakespeare",
+    weight_decay=0.01,
+    mlm_probability=0.15,
+    threads=1,
+    qk_init_scale=1.0,
+    qk_lr_scale=1.0,
+    qk_decay_scale=1.0,
+    adam_epsilon=1e-8,
+    max_grad_norm=1.0,
+)
 
 _PROFILE_DEFAULTS: dict[str, dict] = {
-    "ci": dict(_COMMON, hidden_size=32, num_layers=2, num_heads=2, max_len=32, vocab_size=512, batch_size=8,
-               max_steps=40, learning_rate=2e-3, warmup_steps=4, rank_every=10, probe_size=16,
-               val_blocks=16, log_every=5, dropout=0.0),
+    "ci": dict(
+        _COMMON,
+        hidden_size=32,
+        num_layers=2,
+        num_heads=2,
+        max_len=32,
+        vocab_size=512,
+        batch_size=8,
+        max_steps=40,
+        learning_rate=2e-3,
+        warmup_steps=4,
+        rank_every=10,
+        probe_size=16,
+        val_blocks=16,
+        log_every=5,
+        dropout=0.0,
+    ),
     # quick: less than one pass over the corpus, so no dropout (as in nanoGPT's pre-training
     # default); dropout's Bernoulli masks would also cost a fifth of a CPU step at this width.
     # Its steps and vocabulary are sized so that a cold build of the book (every run of
     # experiments.book_runs, two at a time, then the chapters) fits in 15 minutes on two CPU
     # cores: the output layer (vocab_size x hidden_size) was 40% of a step's products at a
     # vocabulary of 2048 (multiply-adds per token: 2 x 12 x 128^2 in the layers, 128 x 2048 in the output)
-    "quick": dict(_COMMON, hidden_size=128, num_layers=2, num_heads=4, max_len=64, vocab_size=1024, batch_size=16,
-                  max_steps=250, learning_rate=1e-3, warmup_steps=25, rank_every=50, probe_size=64,
-                  val_blocks=64, log_every=10, dropout=0.0),
-    "paper": dict(_COMMON, hidden_size=512, num_layers=4, num_heads=8, max_len=128, vocab_size=16384, batch_size=64,
-                  max_steps=5000, learning_rate=5e-4, warmup_steps=250, rank_every=250, probe_size=128,
-                  val_blocks=256, log_every=50, dropout=0.1),
+    "quick": dict(
+        _COMMON,
+        hidden_size=128,
+        num_layers=2,
+        num_heads=4,
+        max_len=64,
+        vocab_size=1024,
+        batch_size=16,
+        max_steps=250,
+        learning_rate=1e-3,
+        warmup_steps=25,
+        rank_every=50,
+        probe_size=64,
+        val_blocks=64,
+        log_every=10,
+        dropout=0.0,
+    ),
+    "paper": dict(
+        _COMMON,
+        hidden_size=512,
+        num_layers=4,
+        num_heads=8,
+        max_len=128,
+        vocab_size=16384,
+        batch_size=64,
+        max_steps=5000,
+        learning_rate=5e-4,
+        warmup_steps=250,
+        rank_every=250,
+        probe_size=128,
+        val_blocks=256,
+        log_every=50,
+        dropout=0.1,
+    ),
 }
 # long: the quick sizes and optimiser, ten times the steps, the warm-up and the probe interval
 # (the probes at the same fractions of training, plus the early log-spaced ones)
-_PROFILE_DEFAULTS["long"] = dict(_PROFILE_DEFAULTS["quick"], log_every=20,
-                                 **{k: 10 * _PROFILE_DEFAULTS["quick"][k] for k in ("max_steps", "warmup_steps", "rank_every")})
+_PROFILE_DEFAULTS["long"] = dict(
+    _PROFILE_DEFAULTS["quick"],
+    log_every=20,
+    **{k: 10 * _PROFILE_DEFAULTS["quick"][k] for k in ("max_steps", "warmup_steps", "rank_every")},
+)
 
 
 def resolve_profile(profile: str = "auto") -> str:
@@ -405,7 +492,9 @@ def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = N
     fields = {f.name for f in dataclasses.fields(RunConfig)} - {"arch", "profile"}
     unknown = sorted(set(overrides) - fields)
     if unknown:
-        raise ConfigError(unknown[0], f"unknown parameter; allowed parameters: {', '.join(sorted(fields | {'head_dim'}))}")
+        raise ConfigError(
+            unknown[0], f"unknown parameter; allowed parameters: {', '.join(sorted(fields | {'head_dim'}))}"
+        )
     values = {**profile_defaults(profile), **{k: v for k, v in overrides.items() if v is not None}}
     if head_dim is not None:
         values["num_heads"], _ = resolve_heads(values["hidden_size"], overrides.get("num_heads"), head_dim)
@@ -424,25 +513,79 @@ def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = N
 #: logging every ``log_every`` steps. Read with :func:`preset`; printed by :func:`preset_table`.
 PRESETS = {
     "theory": {
-        "ci": dict(p0_n=16, p0_inst=2, p0_digits=60, stair_n=40, taylor_n=32, taylor_inst=3, sat_n=48, sat_samples=8,
-                   p2_n=32, p2_d=8, p2_inst=6, p2_grid=29, mc_head_dims=[1, 2, 4, 8, 16, 64, 256], mc_samples=40,
-                   n_values=[64, 256], sat_head_dims=[1, 2, 4, 8, 16, 64, 128, 512]),
-        "quick": dict(p0_n=32, p0_inst=3, p0_digits=120, stair_n=80, taylor_n=64, taylor_inst=8, sat_n=128,
-                      sat_samples=32, p2_n=64, p2_d=8, p2_inst=32, p2_grid=57,
-                      mc_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], mc_samples=400, n_values=[64, 256],
-                      sat_head_dims=[1, 2, 4, 8, 16, 64, 128, 512]),
-        "paper": dict(p0_n=32, p0_inst=8, p0_digits=150, stair_n=128, taylor_n=128, taylor_inst=32, sat_n=128,
-                      sat_samples=256, p2_n=128, p2_d=8, p2_inst=128, p2_grid=113,
-                      mc_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048], mc_samples=4000,
-                      n_values=[64, 256], sat_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
+        "ci": dict(
+            p0_n=16,
+            p0_inst=2,
+            p0_digits=60,
+            stair_n=40,
+            taylor_n=32,
+            taylor_inst=3,
+            sat_n=48,
+            sat_samples=8,
+            p2_n=32,
+            p2_d=8,
+            p2_inst=6,
+            p2_grid=29,
+            mc_head_dims=[1, 2, 4, 8, 16, 64, 256],
+            mc_samples=40,
+            n_values=[64, 256],
+            sat_head_dims=[1, 2, 4, 8, 16, 64, 128, 512],
+        ),
+        "quick": dict(
+            p0_n=32,
+            p0_inst=3,
+            p0_digits=120,
+            stair_n=80,
+            taylor_n=64,
+            taylor_inst=8,
+            sat_n=128,
+            sat_samples=32,
+            p2_n=64,
+            p2_d=8,
+            p2_inst=32,
+            p2_grid=57,
+            mc_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+            mc_samples=400,
+            n_values=[64, 256],
+            sat_head_dims=[1, 2, 4, 8, 16, 64, 128, 512],
+        ),
+        "paper": dict(
+            p0_n=32,
+            p0_inst=8,
+            p0_digits=150,
+            stair_n=128,
+            taylor_n=128,
+            taylor_inst=32,
+            sat_n=128,
+            sat_samples=256,
+            p2_n=128,
+            p2_d=8,
+            p2_inst=128,
+            p2_grid=113,
+            mc_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
+            mc_samples=4000,
+            n_values=[64, 256],
+            sat_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+        ),
     },
     "target": {
         "ci": dict(n=32, steps=200, taus=[0.01, 0.1, 1.0, 10.0], head_dims=[1, 2, 16, 32], n_seeds=4, log_every=10),
-        "quick": dict(n=64, steps=600, taus=[0.01, 0.03, 0.1, 0.3, 1.0, 10.0], head_dims=[1, 2, 16, 32, 64],
-                      n_seeds=6, log_every=20),
-        "paper": dict(n=128, steps=2000, taus=[0.01, 0.0178, 0.0316, 0.0562, 0.1, 0.178, 0.316, 0.562, 1.0, 1.78, 3.16,
-                                               5.62, 10.0],
-                      head_dims=[1, 2, 4, 16, 32, 64, 128], n_seeds=6, log_every=20),
+        "quick": dict(
+            n=64,
+            steps=600,
+            taus=[0.01, 0.03, 0.1, 0.3, 1.0, 10.0],
+            head_dims=[1, 2, 16, 32, 64],
+            n_seeds=6,
+            log_every=20,
+        ),
+        "paper": dict(
+            n=128,
+            steps=2000,
+            taus=[0.01, 0.0178, 0.0316, 0.0562, 0.1, 0.178, 0.316, 0.562, 1.0, 1.78, 3.16, 5.62, 10.0],
+            head_dims=[1, 2, 4, 16, 32, 64, 128],
+            n_seeds=6,
+            log_every=20,
+        ),
     },
 }
 
@@ -475,10 +618,19 @@ def run_preset_table():
     profile, the overrides and the seeds (text)."""
     import pandas as pd
 
-    return pd.DataFrame([{"chapter": c, "build profile": p, "sizes of": v["sizes"],
-                          "overrides": ", ".join(f"{k}={x}" for k, x in v["overrides"].items()) or "none",
-                          "seeds": ", ".join(map(str, v["seeds"]))}
-                         for c in RUN_PRESETS for p, v in RUN_PRESETS[c].items()])
+    return pd.DataFrame(
+        [
+            {
+                "chapter": c,
+                "build profile": p,
+                "sizes of": v["sizes"],
+                "overrides": ", ".join(f"{k}={x}" for k, x in v["overrides"].items()) or "none",
+                "seeds": ", ".join(map(str, v["seeds"])),
+            }
+            for c in RUN_PRESETS
+            for p, v in RUN_PRESETS[c].items()
+        ]
+    )
 
 
 def preset(chapter: str, profile: str = "auto") -> dict:
@@ -495,7 +647,16 @@ def preset_table():
     """:data:`PRESETS` as a table: one row per chapter and size, one column per profile (text)."""
     import pandas as pd
 
-    rows = [{"chapter": c, "size": k, **{p: ", ".join(map(str, v)) if isinstance(v, list) else str(v)
-                                         for p, v in ((p, PRESETS[c][base_profile(p)][k]) for p in PROFILES)}}
-            for c in PRESETS for k in PRESETS[c]["ci"]]
+    rows = [
+        {
+            "chapter": c,
+            "size": k,
+            **{
+                p: ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+                for p, v in ((p, PRESETS[c][base_profile(p)][k]) for p in PROFILES)
+            },
+        }
+        for c in PRESETS
+        for k in PRESETS[c]["ci"]
+    ]
     return pd.DataFrame(rows)

@@ -34,8 +34,21 @@ from .errors import ConfigError, check_int
 from .rank import MEASURES, STUDY_ATOL
 from .stats import Estimate
 
-__all__ = ["STUDY_MEASURE", "STUDY_TAUS", "STUDY_EXAMPLES", "study_draws", "study_reference", "flip_rate",
-           "rank_by_step", "agreement", "Records", "load", "flip_table", "judge", "set_early_summary"]
+__all__ = [
+    "STUDY_MEASURE",
+    "STUDY_TAUS",
+    "STUDY_EXAMPLES",
+    "study_draws",
+    "study_reference",
+    "flip_rate",
+    "rank_by_step",
+    "agreement",
+    "Records",
+    "load",
+    "flip_table",
+    "judge",
+    "set_early_summary",
+]
 
 #: The study's rank: singular values above the absolute threshold 1e-8.
 STUDY_MEASURE = next(m.name for m in MEASURES.values() if m.atol == STUDY_ATOL and m.rtol is None)
@@ -87,9 +100,16 @@ def _check(seq, measure, examples):
     return n_train, n_test
 
 
-def study_draws(sequences: pd.DataFrame, *, measure: str = STUDY_MEASURE, stock: float = STUDY_TAUS[0],
-                cold: float = STUDY_TAUS[1], examples=STUDY_EXAMPLES, n_draws: int = 1000,
-                seed: int = 0) -> pd.DataFrame:
+def study_draws(
+    sequences: pd.DataFrame,
+    *,
+    measure: str = STUDY_MEASURE,
+    stock: float = STUDY_TAUS[0],
+    cold: float = STUDY_TAUS[1],
+    examples=STUDY_EXAMPLES,
+    n_draws: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """The study's statistic over ``n_draws`` random draws of one run per temperature and its examples.
 
     Args:
@@ -118,12 +138,17 @@ def study_draws(sequences: pd.DataFrame, *, measure: str = STUDY_MEASURE, stock:
     frames = []
     for arch in sorted(sequences.arch.unique()):
         arms, steps = _arms(sequences, arch, stock, cold, measure)
-        keys = {t: np.sort(sequences[(sequences.arch == arch) & np.isclose(sequences.tau.astype(float), t,
-                                                                           rtol=1e-9)].key.unique())
-                for t in (stock, cold)}
+        keys = {
+            t: np.sort(
+                sequences[(sequences.arch == arch) & np.isclose(sequences.tau.astype(float), t, rtol=1e-9)].key.unique()
+            )
+            for t in (stock, cold)
+        }
         bt, bv = arms[stock][0].shape[2], arms[stock][1].shape[2]
         if n_train > bt or n_test > bv:
-            raise ConfigError("examples", f"got {tuple(examples)}; {arch} runs record {bt} training and {bv} test sequences")
+            raise ConfigError(
+                "examples", f"got {tuple(examples)}; {arch} runs record {bt} training and {bv} test sequences"
+            )
         runs = {t: rng.integers(len(keys[t]), size=n_draws) for t in (stock, cold)}
         tr = np.argsort(rng.random((n_draws, bt)), axis=1)[:, :n_train]  # without replacement
         va = np.argsort(rng.random((n_draws, bv)), axis=1)[:, :n_test]
@@ -135,15 +160,24 @@ def study_draws(sequences: pd.DataFrame, *, measure: str = STUDY_MEASURE, stock:
             b = np.take_along_axis(test_v[r], va[:, None, :], axis=2).sum(2)
             means[t] = (a + b) / (n_train + n_test)
         stat = means[stock] - means[cold]
-        frames.append(pd.DataFrame({
-            "arch": arch, "draw": np.repeat(np.arange(n_draws), len(steps)), "step": np.tile(steps, n_draws),
-            "stat": stat.reshape(-1), "key_stock": np.repeat(keys[stock][runs[stock]], len(steps)),
-            "key_cold": np.repeat(keys[cold][runs[cold]], len(steps))}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "arch": arch,
+                    "draw": np.repeat(np.arange(n_draws), len(steps)),
+                    "step": np.tile(steps, n_draws),
+                    "stat": stat.reshape(-1),
+                    "key_stock": np.repeat(keys[stock][runs[stock]], len(steps)),
+                    "key_cold": np.repeat(keys[cold][runs[cold]], len(steps)),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
-def study_reference(sequences: pd.DataFrame, *, measure: str = STUDY_MEASURE, stock: float = STUDY_TAUS[0],
-                    cold: float = STUDY_TAUS[1]) -> pd.DataFrame:
+def study_reference(
+    sequences: pd.DataFrame, *, measure: str = STUDY_MEASURE, stock: float = STUDY_TAUS[0], cold: float = STUDY_TAUS[1]
+) -> pd.DataFrame:
     """The study's statistic with every run and every recorded sequence (training and test alike).
 
     Per architecture and step: mean over runs of each run's mean over all its recorded sequences,
@@ -187,8 +221,9 @@ def flip_rate(draws: pd.DataFrame, reference: pd.DataFrame, *, confidence: float
     return pd.DataFrame(rows)
 
 
-def rank_by_step(summary: pd.DataFrame, measure: str, *, n_resamples: int = stats.N_RESAMPLES // 10,
-                 seed: int = 0) -> pd.DataFrame:
+def rank_by_step(
+    summary: pd.DataFrame, measure: str, *, n_resamples: int = stats.N_RESAMPLES // 10, seed: int = 0
+) -> pd.DataFrame:
     """Spearman's rho over runs between the mean rank at each probe step and at the last step.
 
     Args:
@@ -212,15 +247,32 @@ def rank_by_step(summary: pd.DataFrame, measure: str, *, n_resamples: int = stat
         wide = d.pivot_table(index="key", columns="step", values="mean")
         final = wide.columns.max()
         for step in wide.columns[wide.columns < final]:
-            e = stats.spearman(wide[step].to_numpy(float), wide[final].to_numpy(float), n_resamples=n_resamples,
-                               seed=seed)
-            rows.append({"arch": arch, "step": int(step), "final_step": int(final), "n": e.n, "estimate": e,
-                         "rho": e.value, "low": e.low, "high": e.high})
+            e = stats.spearman(
+                wide[step].to_numpy(float), wide[final].to_numpy(float), n_resamples=n_resamples, seed=seed
+            )
+            rows.append(
+                {
+                    "arch": arch,
+                    "step": int(step),
+                    "final_step": int(final),
+                    "n": e.n,
+                    "estimate": e,
+                    "rho": e.value,
+                    "low": e.low,
+                    "high": e.high,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def agreement(reference: dict, ours: dict, labels: dict | None = None, *, stock: float = STUDY_TAUS[0],
-              cold: float = STUDY_TAUS[1]) -> list[str]:
+def agreement(
+    reference: dict,
+    ours: dict,
+    labels: dict | None = None,
+    *,
+    stock: float = STUDY_TAUS[0],
+    cold: float = STUDY_TAUS[1],
+) -> list[str]:
     """Where the study's statistic and ours agree or part, one clause per architecture.
 
     Args:
@@ -241,9 +293,11 @@ def agreement(reference: dict, ours: dict, labels: dict | None = None, *, stock:
         if resolved and theirs == mine:
             out.append(f"for {name} both protocols rank {theirs} higher")
         else:
-            out.append(f"for {name} they part: the study's rank puts {theirs} higher (difference "
-                       f"{reference[a]:.2f} with every sequence), the effective rank {mine} "
-                       f"({e.text(2)}{'' if resolved else ', unresolved'})")
+            out.append(
+                f"for {name} they part: the study's rank puts {theirs} higher (difference "
+                f"{reference[a]:.2f} with every sequence), the effective rank {mine} "
+                f"({e.text(2)}{'' if resolved else ', unresolved'})"
+            )
     return out
 
 
@@ -269,11 +323,18 @@ class Records:
         from . import rules
 
         seq = self.seq
-        values = {"n_val": seq[seq.split == "val"].sequence.nunique(),
-                  "n_train": seq[seq.split == "train"].sequence.nunique(), "n_seeds": self.pair.seed.nunique(),
-                  "n_draws": n_draws, "final_step": self.final_step, "n_runs": len(self.ok),
-                  "max_flip": f"{rules.MAX_FLIP:.0%}", "rho_min": rules.SET_EARLY_RHO,
-                  "early_pct": f"{rules.EARLY_FRACTION:.0%}", "steps": ", ".join(map(str, sorted(seq.step.unique())))}
+        values = {
+            "n_val": seq[seq.split == "val"].sequence.nunique(),
+            "n_train": seq[seq.split == "train"].sequence.nunique(),
+            "n_seeds": self.pair.seed.nunique(),
+            "n_draws": n_draws,
+            "final_step": self.final_step,
+            "n_runs": len(self.ok),
+            "max_flip": f"{rules.MAX_FLIP:.0%}",
+            "rho_min": rules.SET_EARLY_RHO,
+            "early_pct": f"{rules.EARLY_FRACTION:.0%}",
+            "steps": ", ".join(map(str, sorted(seq.step.unique()))),
+        }
         return {f"protocol_{k}": v for k, v in values.items()}
 
 
@@ -308,8 +369,7 @@ def flip_table(flips: pd.DataFrame) -> pd.DataFrame:
     """:func:`flip_rate` as a table: one row per probe step, one column per architecture, each cell
     the flip rate in percent with its 95% interval (``"12.0% [8.1%, 16.5%]"``-style text)."""
     text = flips.estimate.map(lambda e: e.text(1, n=False, percent=True))
-    return flips.assign(**{"flip rate [95% CI]": text}).pivot(index="step", columns="arch",
-                                                               values="flip rate [95% CI]")
+    return flips.assign(**{"flip rate [95% CI]": text}).pivot(index="step", columns="arch", values="flip rate [95% CI]")
 
 
 def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, labels: dict):
@@ -334,8 +394,12 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
     stock, cold = STUDY_TAUS
     ok, hd, final_step = records.ok, records.head_dim, records.final_step
     end = {a: ok[(ok.arch == a) & (ok.head_dim == hd)] for a in sorted(records.pair.arch.unique())}
-    ours = {a: rules.two_point(d.loc[np.isclose(d.tau, stock), f"final_{measure}"],
-                               d.loc[np.isclose(d.tau, cold), f"final_{measure}"]) for a, d in end.items()}
+    ours = {
+        a: rules.two_point(
+            d.loc[np.isclose(d.tau, stock), f"final_{measure}"], d.loc[np.isclose(d.tau, cold), f"final_{measure}"]
+        )
+        for a, d in end.items()
+    }
     at_end = flips[flips.step == final_step].set_index("arch")
     res = rules.protocol_rule(at_end.estimate.to_dict(), at_end.reference.to_dict(), ours)
     sentences = agreement(res.reference, ours, labels)
@@ -345,16 +409,20 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
     stable = all(res.parts[("stable", a)] == "supported" for a in res.flip)
     glue["protocol_examples"] = (
         "Eight examples and one run were enough for the sign the study read: the gap between the temperatures "
-        "under its threshold is large against the spread between sequences and seeds" if stable else
-        f"Eight examples and one run do not settle the sign the study read: the flip rate is not resolved below "
-        f"{rules.MAX_FLIP:.0%}")
+        "under its threshold is large against the spread between sequences and seeds"
+        if stable
+        else f"Eight examples and one run do not settle the sign the study read: the flip rate is not resolved below "
+        f"{rules.MAX_FLIP:.0%}"
+    )
     n_train, n_test = STUDY_EXAMPLES
     summary = (
         f"Over {n_draws} draws of {n_train} + {n_test} examples and one run per temperature, the study's conclusion "
         f"at the last step flips in {res.flip['bert'].text(1, n=False, percent=True)} of draws for BERT and "
         f"{res.flip['gpt2'].text(1, n=False, percent=True)} for GPT-2 (at most {rules.MAX_FLIP:.0%} allowed). "
         f"Against our protocol (effective rank, all sequences, {records.pair.seed.nunique()} seeds): {joined}. "
-        + "; ".join(f"{part} for {labels[a]}: {st}" for (part, a), st in res.parts.items()) + ".")
+        + "; ".join(f"{part} for {labels[a]}: {st}" for (part, a), st in res.parts.items())
+        + "."
+    )
     return res, glue, summary
 
 
@@ -364,7 +432,13 @@ def set_early_summary(early, final_step: int, measure_label: str, labels: dict) 
     last early step shown), with its rho."""
     from . import rules
 
-    text = "; ".join(f"{labels[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
-                     f"{early.shown[a][0]}, rho {early.shown[a][1]}" for a in early.per_arch if early.shown[a])
-    return (f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}, 95% interval) "
-            f"within the first {rules.EARLY_FRACTION:.0%} of training ({final_step} steps, {measure_label}): {text}.")
+    text = "; ".join(
+        f"{labels[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
+        f"{early.shown[a][0]}, rho {early.shown[a][1]}"
+        for a in early.per_arch
+        if early.shown[a]
+    )
+    return (
+        f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}, 95% interval) "
+        f"within the first {rules.EARLY_FRACTION:.0%} of training ({final_step} steps, {measure_label}): {text}."
+    )

@@ -239,7 +239,9 @@ def rank_measures(
     if attention_mask is None or bool(attention_mask.bool().all()):
         return _measure_square(A, measures, dtype)
     if not -A.ndim <= batch_dim < A.ndim or batch_dim % A.ndim >= A.ndim - 2:
-        raise ConfigError("batch_dim", f"got {batch_dim}; expected a leading dimension of A with shape {tuple(A.shape)}")
+        raise ConfigError(
+            "batch_dim", f"got {batch_dim}; expected a leading dimension of A with shape {tuple(A.shape)}"
+        )
     batch_dim = batch_dim % A.ndim
     if attention_mask.shape != (A.shape[batch_dim], A.shape[-1]):
         raise ConfigError(

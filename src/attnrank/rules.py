@@ -49,15 +49,56 @@ from .stats import Estimate
 from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 
 __all__ = [
-    "RHO_MIN", "LOSS_EFFECT", "DynamicsResult", "LossResult", "dynamics_rule", "loss_rule",
-    "SweepVerdict", "ArchResult", "peak_shape", "fmt_setting", "two_point", "temperature_rank", "temperature_loss",
-    "lever_comparison", "grid_text", "grid_interval", "needed_text", "verdict_text", "temperature_table",
-    "temperature_loss_table", "lever_table", "lever_effects", "direction_text", "correlation_table", "relative_change",
-    "stability_table", "stability_rows", "convergence_speed", "needed_runs", "dynamics_summary", "loss_summary",
-    "temperature_summary", "temperature_loss_summary", "lever_summary", "correlation_notes", "lever_texts",
-    "direction_note", "MAX_FLIP", "SET_EARLY_RHO", "EARLY_FRACTION", "ProtocolResult", "protocol_rule",
-    "SetEarlyResult", "set_early_rule",
-    "SeqLenResult", "seq_len_rule", "CAUSAL_EFFECT", "paired_difference", "causal_rule", "causal_text",
+    "RHO_MIN",
+    "LOSS_EFFECT",
+    "DynamicsResult",
+    "LossResult",
+    "dynamics_rule",
+    "loss_rule",
+    "SweepVerdict",
+    "ArchResult",
+    "peak_shape",
+    "fmt_setting",
+    "two_point",
+    "temperature_rank",
+    "temperature_loss",
+    "lever_comparison",
+    "grid_text",
+    "grid_interval",
+    "needed_text",
+    "verdict_text",
+    "temperature_table",
+    "temperature_loss_table",
+    "lever_table",
+    "lever_effects",
+    "direction_text",
+    "correlation_table",
+    "relative_change",
+    "stability_table",
+    "stability_rows",
+    "convergence_speed",
+    "needed_runs",
+    "dynamics_summary",
+    "loss_summary",
+    "temperature_summary",
+    "temperature_loss_summary",
+    "lever_summary",
+    "correlation_notes",
+    "lever_texts",
+    "direction_note",
+    "MAX_FLIP",
+    "SET_EARLY_RHO",
+    "EARLY_FRACTION",
+    "ProtocolResult",
+    "protocol_rule",
+    "SetEarlyResult",
+    "set_early_rule",
+    "SeqLenResult",
+    "seq_len_rule",
+    "CAUSAL_EFFECT",
+    "paired_difference",
+    "causal_rule",
+    "causal_text",
 ]
 
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
@@ -101,8 +142,15 @@ def _by_arch(runs: pd.DataFrame, x_col: str, y_col: str, res, *, seed, n_resampl
         yield a, x, y
 
 
-def dynamics_rule(runs: pd.DataFrame, measure: str, *, tolerance: float = 0.1, rho_min: float = RHO_MIN,
-                  seed: int = 0, n_resamples: int = stats.N_RESAMPLES) -> DynamicsResult:
+def dynamics_rule(
+    runs: pd.DataFrame,
+    measure: str,
+    *,
+    tolerance: float = 0.1,
+    rho_min: float = RHO_MIN,
+    seed: int = 0,
+    n_resamples: int = stats.N_RESAMPLES,
+) -> DynamicsResult:
     """Is the mean rank predictable from initialisation and stable through training?
 
     Per architecture:
@@ -147,8 +195,15 @@ class LossResult:
     judged: dict = field(default_factory=dict)
 
 
-def loss_rule(runs: pd.DataFrame, measure: str, *, outcome: str = "final_val_loss", effect: float = LOSS_EFFECT,
-              seed: int = 0, n_resamples: int = stats.N_RESAMPLES) -> LossResult:
+def loss_rule(
+    runs: pd.DataFrame,
+    measure: str,
+    *,
+    outcome: str = "final_val_loss",
+    effect: float = LOSS_EFFECT,
+    seed: int = 0,
+    n_resamples: int = stats.N_RESAMPLES,
+) -> LossResult:
     """Does a higher initial rank go with a lower loss, also with the temperature held fixed?
 
     Per architecture, with x = ``initial_<measure>`` and y = ``outcome``:
@@ -174,6 +229,7 @@ def loss_rule(runs: pd.DataFrame, measure: str, *, outcome: str = "final_val_los
         res.per_arch[a] = verdicts.combine([verdicts.classify(res.rho[a], 0.0, "below"), res.judged[a].status])
     res.status = verdicts.combine(res.per_arch.values())
     return res
+
 
 def fmt_setting(v) -> str:
     """A grid value (tau, head dimension) for prose and tables: ``1``, ``0.001``, ``32``, ``9.7e7``.
@@ -269,14 +325,23 @@ def two_point(a, b, *, seed: int = 0) -> Estimate:
     a, b = np.asarray(a, float), np.asarray(b, float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if not e.has_interval and len(a) >= 2 and len(b) >= 2 and np.ptp(a) == 0 and np.ptp(b) == 0:
-        return Estimate(e.value, e.value, e.value, e.n, e.method + "; both arms constant: exact difference",
-                        e.confidence, e.p)
+        return Estimate(
+            e.value, e.value, e.value, e.n, e.method + "; both arms constant: exact difference", e.confidence, e.p
+        )
     return e
 
 
-def temperature_rank(runs: pd.DataFrame, column: str, *, stock: float = 1.0, cold: float | None = None,
-                     effect: float = 1.0, seed: int = 0, n_resamples: int = stats.N_RESAMPLES,
-                     archs=None) -> SweepVerdict:
+def temperature_rank(
+    runs: pd.DataFrame,
+    column: str,
+    *,
+    stock: float = 1.0,
+    cold: float | None = None,
+    effect: float = 1.0,
+    seed: int = 0,
+    n_resamples: int = stats.N_RESAMPLES,
+    archs=None,
+) -> SweepVerdict:
     """Claim (iii): a colder softmax raises the initial rank (the study's two-point comparison).
 
     Args:
@@ -303,7 +368,7 @@ def temperature_rank(runs: pd.DataFrame, column: str, *, stock: float = 1.0, col
         if not np.isclose(levels, v, rtol=1e-9).any():
             raise ConfigError(name, f"got {v!r}; expected a tau on the grid {[fmt_setting(t) for t in levels]}")
     out = {}
-    for a in (archs or sorted(d.arch.unique())):
+    for a in archs or sorted(d.arch.unique()):
         da = d[d.arch == a]
         x, y = da.tau.to_numpy(float), da[column].to_numpy(float)
         est = two_point(y[np.isclose(x, cold, rtol=1e-9)], y[np.isclose(x, stock, rtol=1e-9)], seed=seed)
@@ -314,8 +379,15 @@ def temperature_rank(runs: pd.DataFrame, column: str, *, stock: float = 1.0, col
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
 
 
-def temperature_loss(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = 0.5, seed: int = 0,
-                     n_resamples: int = stats.N_RESAMPLES, archs=None) -> SweepVerdict:
+def temperature_loss(
+    runs: pd.DataFrame,
+    column: str = "final_val_loss",
+    *,
+    effect: float = 0.5,
+    seed: int = 0,
+    n_resamples: int = stats.N_RESAMPLES,
+    archs=None,
+) -> SweepVerdict:
     """Does a colder softmax train to a lower loss? Spearman's rho of ``log tau`` and the loss.
 
     Args:
@@ -331,7 +403,7 @@ def temperature_loss(runs: pd.DataFrame, column: str = "final_val_loss", *, effe
     _need(runs, ("arch", "tau", column))
     d = runs[np.isfinite(runs[column].astype(float))]
     out = {}
-    for a in (archs or sorted(d.arch.unique())):
+    for a in archs or sorted(d.arch.unique()):
         da = d[d.arch == a]
         x, y = da.tau.to_numpy(float), da[column].to_numpy(float)
         est = stats.spearman(np.log(x), y, n_resamples=n_resamples, seed=seed)
@@ -341,8 +413,16 @@ def temperature_loss(runs: pd.DataFrame, column: str = "final_val_loss", *, effe
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
 
 
-def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str, *, effect: float = 1.0,
-                     seed: int = 0, n_resamples: int = stats.N_RESAMPLES, archs=None) -> SweepVerdict:
+def lever_comparison(
+    tau_runs: pd.DataFrame,
+    hd_runs: pd.DataFrame,
+    column: str,
+    *,
+    effect: float = 1.0,
+    seed: int = 0,
+    n_resamples: int = stats.N_RESAMPLES,
+    archs=None,
+) -> SweepVerdict:
     """Claim (iv): temperature moves the initial rank more than head dimension, over the settable ranges.
 
     Args:
@@ -368,22 +448,25 @@ def lever_comparison(tau_runs: pd.DataFrame, hd_runs: pd.DataFrame, column: str,
     t = tau_runs[np.isfinite(tau_runs[column].astype(float))]
     h = hd_runs[np.isfinite(hd_runs[column].astype(float))]
     out = {}
-    for a in (archs or sorted(set(t.arch) | set(h.arch))):
+    for a in archs or sorted(set(t.arch) | set(h.arch)):
         ta, ha = t[t.arch == a], h[h.arch == a]
         xt, yt = ta.tau.to_numpy(float), ta[column].to_numpy(float)
         xh, yh = ha.head_dim.to_numpy(float), ha[column].to_numpy(float)
         est = stats.compare_spans(xt, yt, xh, yh, n_resamples=n_resamples, seed=seed)
-        spread = stats.pooled_sd(np.concatenate([yt, yh]),
-                                 np.concatenate([[f"tau={v!r}" for v in xt], [f"hd={v!r}" for v in xh]]))
+        spread = stats.pooled_sd(
+            np.concatenate([yt, yh]), np.concatenate([[f"tau={v!r}" for v in xt], [f"hd={v!r}" for v in xh]])
+        )
         v = _judge_t(est, effect, spread, "seeds per setting")
-        parts = {"tau_range": stats.grid_span(xt, yt, n_resamples=n_resamples, seed=seed),
-                 "head_dim_range": stats.grid_span(xh, yh, n_resamples=n_resamples, seed=seed),
-                 "head_dim_change": two_point(yh[np.isclose(xh, xh.max())], yh[np.isclose(xh, xh.min())], seed=seed),
-                 "tau_change": two_point(yt[np.isclose(xt, xt.min())], yt[np.isclose(xt, 1.0)], seed=seed)
-                 if np.isclose(xt, 1.0).any() else None}
+        parts = {
+            "tau_range": stats.grid_span(xt, yt, n_resamples=n_resamples, seed=seed),
+            "head_dim_range": stats.grid_span(xh, yh, n_resamples=n_resamples, seed=seed),
+            "head_dim_change": two_point(yh[np.isclose(xh, xh.max())], yh[np.isclose(xh, xh.min())], seed=seed),
+            "tau_change": two_point(yt[np.isclose(xt, xt.min())], yt[np.isclose(xt, 1.0)], seed=seed)
+            if np.isclose(xt, 1.0).any()
+            else None,
+        }
         out[a] = ArchResult(v, None, "", spread, parts)
-    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out,
-                        len(t) + len(h))
+    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(t) + len(h))
 
 
 # ------------------------------------------------------------------ text and tables of the verdicts
@@ -400,8 +483,10 @@ def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
     ``"0.01 [0.001, 0.1]"``, or with ``words=True`` ``"0.01 (95% interval on the grid 0.001 to 0.1)"``
     (``note`` is added inside the parentheses after a semicolon)."""
     if words:
-        return (f"{fmt_setting(e.value)} ({e.confidence:.0%} interval on the grid {fmt_setting(e.low)} to "
-                f"{fmt_setting(e.high)}{'; ' + note if note else ''})")
+        return (
+            f"{fmt_setting(e.value)} ({e.confidence:.0%} interval on the grid {fmt_setting(e.low)} to "
+            f"{fmt_setting(e.high)}{'; ' + note if note else ''})"
+        )
     return f"{fmt_setting(e.value)} [{fmt_setting(e.low)}, {fmt_setting(e.high)}]"
 
 
@@ -425,33 +510,65 @@ def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | N
 def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
     """The rank rule of :func:`temperature_rank` with every measure, one row per measure and architecture:
     the cold-minus-stock difference (Welch-t interval), its exact p, the runs, the peak on the grid and the status."""
-    rows = [{"measure": m, "arch": a, f"rank at tau = {fmt_setting(cold)} minus tau = 1 [95% CI]":
-             r.verdict.estimate.text(2, n=False), "exact p": round(r.verdict.estimate.p, 3),
-             "runs": r.verdict.estimate.n, "peak at tau [95% CI]": grid_interval(r.shape), "status": r.verdict.status}
-            for m, v in rank_v.items() for a, r in v.arch.items()]
+    rows = [
+        {
+            "measure": m,
+            "arch": a,
+            f"rank at tau = {fmt_setting(cold)} minus tau = 1 [95% CI]": r.verdict.estimate.text(2, n=False),
+            "exact p": round(r.verdict.estimate.p, 3),
+            "runs": r.verdict.estimate.n,
+            "peak at tau [95% CI]": grid_interval(r.shape),
+            "status": r.verdict.status,
+        }
+        for m, v in rank_v.items()
+        for a, r in v.arch.items()
+    ]
     return pd.DataFrame(rows).set_index(["measure", "arch"])
 
 
 def temperature_loss_table(loss_v: SweepVerdict) -> pd.DataFrame:
     """The loss rule of :func:`temperature_loss`, one row per architecture."""
-    return pd.DataFrame([{"arch": a, "rho(log tau, final loss) [95% CI]": r.verdict.estimate.text(2, n=False),
-                          "runs": r.verdict.estimate.n, "lowest mean loss at tau [95% CI]": grid_interval(r.shape),
-                          "seed sd (nats)": round(r.spread, 4), "status": r.verdict.status}
-                         for a, r in loss_v.arch.items()]).set_index("arch")
+    return pd.DataFrame(
+        [
+            {
+                "arch": a,
+                "rho(log tau, final loss) [95% CI]": r.verdict.estimate.text(2, n=False),
+                "runs": r.verdict.estimate.n,
+                "lowest mean loss at tau [95% CI]": grid_interval(r.shape),
+                "seed sd (nats)": round(r.spread, 4),
+                "status": r.verdict.status,
+            }
+            for a, r in loss_v.arch.items()
+        ]
+    ).set_index("arch")
 
 
 def lever_table(lever_v: dict) -> pd.DataFrame:
     """The rule of :func:`lever_comparison` with every measure, one row per measure and architecture."""
-    return pd.DataFrame([{"measure": m, "arch": a, "τ range": r.parts["tau_range"].text(2, n=False),
-                          "d_head range": r.parts["head_dim_range"].text(2, n=False),
-                          "d_head: largest − smallest": r.parts["head_dim_change"].text(2, n=False),
-                          "difference of ranges": r.verdict.estimate.text(2, n=False), "runs": r.verdict.estimate.n,
-                          "status": r.verdict.status}
-                         for m, v in lever_v.items() for a, r in v.arch.items()]).set_index(["measure", "arch"])
+    return pd.DataFrame(
+        [
+            {
+                "measure": m,
+                "arch": a,
+                "τ range": r.parts["tau_range"].text(2, n=False),
+                "d_head range": r.parts["head_dim_range"].text(2, n=False),
+                "d_head: largest − smallest": r.parts["head_dim_change"].text(2, n=False),
+                "difference of ranges": r.verdict.estimate.text(2, n=False),
+                "runs": r.verdict.estimate.n,
+                "status": r.verdict.status,
+            }
+            for m, v in lever_v.items()
+            for a, r in v.arch.items()
+        ]
+    ).set_index(["measure", "arch"])
 
 
 #: The rows of :func:`lever_effects`: each lever's range and their difference.
-LEVERS = {"tau_range": "τ over its grid", "head_dim_range": "d_head over its grid (τ = 1)", "diff": "difference (τ − d_head)"}
+LEVERS = {
+    "tau_range": "τ over its grid",
+    "head_dim_range": "d_head over its grid (τ = 1)",
+    "diff": "difference (τ − d_head)",
+}
 
 
 def lever_effects(panels: dict) -> pd.DataFrame:
@@ -465,8 +582,17 @@ def lever_effects(panels: dict) -> pd.DataFrame:
         for a, r in v.arch.items():
             for key, lab in LEVERS.items():
                 e = r.verdict.estimate if key == "diff" else r.parts[key]
-                rows.append({"panel": panel, "arch": a, "lever": lab, "estimate": e.value, "low": e.low, "high": e.high,
-                             "n": e.n})
+                rows.append(
+                    {
+                        "panel": panel,
+                        "arch": a,
+                        "lever": lab,
+                        "estimate": e.value,
+                        "low": e.low,
+                        "high": e.high,
+                        "n": e.n,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -486,11 +612,18 @@ def lever_texts(lv: SweepVerdict, lv_min: SweepVerdict, loss_lv: SweepVerdict, m
     with ``means[arch]``, the mean per head dimension) and the seed spread (``spread``)."""
     out = {}
     for a, r in lv.arch.items():
-        out.update({f"tau_range_{a}": r.parts["tau_range"].text(2), f"hd_range_{a}": r.parts["head_dim_range"].text(2),
-                    f"hd_range_min_{a}": lv_min[a].parts["head_dim_range"].text(2), f"diff_{a}": r.verdict.estimate.text(2),
-                    f"loss_tau_range_{a}": loss_lv[a].parts["tau_range"].text(3),
-                    f"loss_hd_range_{a}": loss_lv[a].parts["head_dim_range"].text(3),
-                    f"direction_{a}": direction_text(r.parts["head_dim_change"], means[a]), f"spread_{a}": float(r.spread)})
+        out.update(
+            {
+                f"tau_range_{a}": r.parts["tau_range"].text(2),
+                f"hd_range_{a}": r.parts["head_dim_range"].text(2),
+                f"hd_range_min_{a}": lv_min[a].parts["head_dim_range"].text(2),
+                f"diff_{a}": r.verdict.estimate.text(2),
+                f"loss_tau_range_{a}": loss_lv[a].parts["tau_range"].text(3),
+                f"loss_hd_range_{a}": loss_lv[a].parts["head_dim_range"].text(3),
+                f"direction_{a}": direction_text(r.parts["head_dim_change"], means[a]),
+                f"spread_{a}": float(r.spread),
+            }
+        )
     return out
 
 
@@ -501,8 +634,11 @@ def direction_note(lv: SweepVerdict, arch_labels: dict) -> str:
     rises = [a for a, r in lv.arch.items() if r.parts["head_dim_change"].low > 0]
     if not rises:
         return "at this width the measured rank does not follow the staircase bound upward"
-    return ("the measured rank rises with the head dimension for " + " and ".join(arch_labels[a] for a in rises)
-            + ("" if not falls else ", and falls for " + " and ".join(arch_labels[a] for a in falls)))
+    return (
+        "the measured rank rises with the head dimension for "
+        + " and ".join(arch_labels[a] for a in rises)
+        + ("" if not falls else ", and falls for " + " and ".join(arch_labels[a] for a in falls))
+    )
 
 
 def correlation_table(results: dict, labels: dict, arch_labels: dict, outcome: str | None = None) -> pd.DataFrame:
@@ -510,17 +646,30 @@ def correlation_table(results: dict, labels: dict, arch_labels: dict, outcome: s
     measure and architecture: Spearman's rho across runs and within temperatures (95% intervals), the
     stratified-permutation p within temperatures and the runs. ``labels``: measure labels;
     ``outcome``: a label for an ``outcome`` column (left out when None)."""
-    return pd.DataFrame([{"measure": labels[m], **({"outcome": outcome} if outcome else {}), "arch": arch_labels[a],
-                          "Spearman ρ [95% CI]": r.rho[a].text(n=False), "within τ: ρ [95% CI]": r.within[a].text(n=False),
-                          "p (within τ)": f"{r.within[a].p:.3f}", "runs": r.rho[a].n}
-                         for m, r in results.items() for a in r.rho])
+    return pd.DataFrame(
+        [
+            {
+                "measure": labels[m],
+                **({"outcome": outcome} if outcome else {}),
+                "arch": arch_labels[a],
+                "Spearman ρ [95% CI]": r.rho[a].text(n=False),
+                "within τ: ρ [95% CI]": r.within[a].text(n=False),
+                "p (within τ)": f"{r.within[a].p:.3f}",
+                "runs": r.rho[a].n,
+            }
+            for m, r in results.items()
+            for a in r.rho
+        ]
+    )
 
 
 def correlation_notes(res) -> dict:
     """Per architecture, the text drawn in a scatter panel for :func:`dynamics_rule` or :func:`loss_rule`:
     Spearman's rho across runs, within temperatures and the number of runs, on three lines."""
-    return {a: f"ρ = {res.rho[a].text(n=False)}\nwithin τ: ρ = {res.within[a].text(n=False)}\nn = {res.rho[a].n} runs"
-            for a in res.rho}
+    return {
+        a: f"ρ = {res.rho[a].text(n=False)}\nwithin τ: ρ = {res.within[a].text(n=False)}\nn = {res.rho[a].n} runs"
+        for a in res.rho
+    }
 
 
 def relative_change(runs: pd.DataFrame, measures, *, keep=("arch", "tau", "head_dim", "seed", "sweep")) -> pd.DataFrame:
@@ -529,8 +678,10 @@ def relative_change(runs: pd.DataFrame, measures, *, keep=("arch", "tau", "head_
     Columns: ``keep`` (those present), ``measure, initial, final, rel_change, increased`` (final above initial).
     """
     keep = [c for c in keep if c in runs]
-    d = pd.concat([runs[keep].assign(measure=m, initial=runs[f"initial_{m}"], final=runs[f"final_{m}"]) for m in measures],
-                  ignore_index=True)
+    d = pd.concat(
+        [runs[keep].assign(measure=m, initial=runs[f"initial_{m}"], final=runs[f"final_{m}"]) for m in measures],
+        ignore_index=True,
+    )
     return d.assign(rel_change=(d.final - d.initial).abs() / d.initial, increased=d.final > d.initial)
 
 
@@ -540,18 +691,32 @@ def stability_table(change: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     ``measure, arch``."""
     return change.groupby(["measure", "arch"], sort=False).agg(
         share_stable=("rel_change", lambda v: float((v <= tolerance).mean())),
-        share_increased=("increased", "mean"), largest=("rel_change", "max"))
+        share_increased=("increased", "mean"),
+        largest=("rel_change", "max"),
+    )
 
 
-def stability_rows(results: dict, shares: pd.DataFrame, tolerance: float, labels: dict, arch_labels: dict) -> pd.DataFrame:
+def stability_rows(
+    results: dict, shares: pd.DataFrame, tolerance: float, labels: dict, arch_labels: dict
+) -> pd.DataFrame:
     """The stability half of :func:`dynamics_rule` with every measure, for display: per measure and
     architecture the median relative change (95% order-statistic interval), the shares of
     :func:`stability_table` as percentages and the runs."""
-    return pd.DataFrame([{
-        "measure": labels[m], "arch": arch_labels[a], "median Δrel [95% CI]": r.change[a].text(0, n=False, percent=True),
-        f"stable (Δrel ≤ {tolerance:.0%})": f"{shares.loc[(m, a), 'share_stable']:.0%}",
-        "rank went up": f"{shares.loc[(m, a), 'share_increased']:.0%}", "largest Δrel": f"{shares.loc[(m, a), 'largest']:.0%}",
-        "runs": r.change[a].n} for m, r in results.items() for a in r.change])
+    return pd.DataFrame(
+        [
+            {
+                "measure": labels[m],
+                "arch": arch_labels[a],
+                "median Δrel [95% CI]": r.change[a].text(0, n=False, percent=True),
+                f"stable (Δrel ≤ {tolerance:.0%})": f"{shares.loc[(m, a), 'share_stable']:.0%}",
+                "rank went up": f"{shares.loc[(m, a), 'share_increased']:.0%}",
+                "largest Δrel": f"{shares.loc[(m, a), 'largest']:.0%}",
+                "runs": r.change[a].n,
+            }
+            for m, r in results.items()
+            for a in r.change
+        ]
+    )
 
 
 def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: float, smooth: int):
@@ -570,8 +735,11 @@ def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: 
     _need(runs, ["key", "arch", "status", "max_steps", "log_every"])
     runs = runs.copy()
     ok = runs.status == "complete"
-    final = train_log[train_log.key.isin(runs.key[ok])].groupby("key").apply(
-        lambda g: float(g.sort_values("step").loss.tail(smooth).mean()), include_groups=False)
+    final = (
+        train_log[train_log.key.isin(runs.key[ok])]
+        .groupby("key")
+        .apply(lambda g: float(g.sort_values("step").loss.tail(smooth).mean()), include_groups=False)
+    )
     runs["final_train_loss"] = runs.key.map(final)
     levels = runs[ok].groupby("arch").final_train_loss.quantile(quantile).to_dict()
     censored_at = int(runs.max_steps.max()) + int(runs.log_every.max())
@@ -586,29 +754,36 @@ def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: 
 def needed_runs(judged: dict, arch_labels: dict, statuses: dict, *, prefix: str = "") -> list[str]:
     """``["BERT (MLM) <prefix>12", ...]``: the runs each not-supported part of a verdict needs (``judged``:
     ``{arch: Verdict}``, ``statuses``: ``{arch: status}``)."""
-    return [f"{arch_labels[a]} {prefix}{v.needed}" for a, v in judged.items()
-            if statuses[a] != "supported" and v.needed]
+    return [
+        f"{arch_labels[a]} {prefix}{v.needed}" for a, v in judged.items() if statuses[a] != "supported" and v.needed
+    ]
 
 
 # ------------------------------------------------------------------ the verdict summaries of the chapters
-def dynamics_summary(res: DynamicsResult, *, label: str, arch_labels: dict, n_seeds: int, tolerance: float,
-                     regime: str) -> str:
+def dynamics_summary(
+    res: DynamicsResult, *, label: str, arch_labels: dict, n_seeds: int, tolerance: float, regime: str
+) -> str:
     """The summary of the dynamics verdict (:func:`dynamics_rule` on the primary measure ``label``): the
     correlation and the median relative change per architecture, each half's status, the within-temperature
     correlation, the runs a not-supported predictive half needs and the loss ``regime``."""
-    needed = [f"{arch_labels[a]} {v.needed}" for (h, a), v in res.judged.items() if h == "predictive"
-              and v.status != "supported" and v.needed]
+    needed = [
+        f"{arch_labels[a]} {v.needed}"
+        for (h, a), v in res.judged.items()
+        if h == "predictive" and v.status != "supported" and v.needed
+    ]
     return (
         f"On the {label}, across {', '.join(f'{res.rho[a].n} {arch_labels[a]}' for a in res.rho)} runs "
         f"({n_seeds} seeds per setting), initial and final mean rank have Spearman rho {res.rho['bert'].text(n=False)} "
         f"(BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2), and the median relative change is "
         f"{res.change['bert'].text(0, n=False, percent=True)} (BERT) and "
         f"{res.change['gpt2'].text(0, n=False, percent=True)} (GPT-2) against a {tolerance:.0%} tolerance: "
-        + "; ".join(f"{h} half for {arch_labels[a]}: {v}" for (h, a), v in res.halves.items()) + ". "
+        + "; ".join(f"{h} half for {arch_labels[a]}: {v}" for (h, a), v in res.halves.items())
+        + ". "
         f"Within temperatures the correlation is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) "
         f"and {res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}). "
         + (f"Runs needed to resolve a correlation of {RHO_MIN:g}: {', '.join(needed)}. " if needed else "")
-        + f"Regime: {regime}.")
+        + f"Regime: {regime}."
+    )
 
 
 def loss_summary(res: LossResult, *, label: str, arch_labels: dict, n_seeds: int, regime: str) -> str:
@@ -623,10 +798,16 @@ def loss_summary(res: LossResult, *, label: str, arch_labels: dict, n_seeds: int
         f"{res.rho['bert'].text(n=False)} (BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2); within temperatures "
         f"(tau as a fixed effect) rho is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) and "
         f"{res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}): "
-        + ", ".join(f"{res.per_arch[a]} for {arch_labels[a]}" for a in archs) + ". "
-        + (f"Runs needed to resolve a within-temperature rho of {LOSS_EFFECT:g}".replace("of -", "of \u2212")
-           + f": {', '.join(needed)}. " if needed else "")
-        + f"Regime: {regime}.")
+        + ", ".join(f"{res.per_arch[a]} for {arch_labels[a]}" for a in archs)
+        + ". "
+        + (
+            f"Runs needed to resolve a within-temperature rho of {LOSS_EFFECT:g}".replace("of -", "of \u2212")
+            + f": {', '.join(needed)}. "
+            if needed
+            else ""
+        )
+        + f"Regime: {regime}."
+    )
 
 
 def _shape(r: ArchResult) -> str:
@@ -635,36 +816,46 @@ def _shape(r: ArchResult) -> str:
 
 def temperature_summary(rv: SweepVerdict, *, label: str, cold: float, profile: str, n_seeds: int) -> str:
     """The summary of the rank verdict of :func:`temperature_rank` on the primary measure ``label``."""
-    return (f"On the initial {label}, the mean at tau = {fmt_setting(cold)} minus the mean at tau = 1 (Welch-t 95% "
-            f"interval) is {verdict_text(rv['bert'], 'for BERT')} and {verdict_text(rv['gpt2'], 'for GPT-2')}; the mean "
-            f"initial rank peaks at tau = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) and at "
-            f"tau = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile} profile, "
-            f"{n_seeds} seeds per temperature, {rv.n_runs} runs.")
+    return (
+        f"On the initial {label}, the mean at tau = {fmt_setting(cold)} minus the mean at tau = 1 (Welch-t 95% "
+        f"interval) is {verdict_text(rv['bert'], 'for BERT')} and {verdict_text(rv['gpt2'], 'for GPT-2')}; the mean "
+        f"initial rank peaks at tau = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) and at "
+        f"tau = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile} profile, "
+        f"{n_seeds} seeds per temperature, {rv.n_runs} runs."
+    )
 
 
 def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int) -> str:
     """The summary of the loss verdict of :func:`temperature_loss`."""
-    return (f"Spearman's rho of log tau and the final validation loss (BCa bootstrap over runs) is "
-            f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; a negative "
-            f"rho means a colder softmax trains worse. The lowest mean final loss is at tau = "
-            f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and tau = {fmt_setting(loss_v['gpt2'].shape.value)} "
-            f"(GPT-2). {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs.")
+    return (
+        f"Spearman's rho of log tau and the final validation loss (BCa bootstrap over runs) is "
+        f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; a negative "
+        f"rho means a colder softmax trains worse. The lowest mean final loss is at tau = "
+        f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and tau = {fmt_setting(loss_v['gpt2'].shape.value)} "
+        f"(GPT-2). {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
+    )
 
 
-def lever_summary(lv: SweepVerdict, *, label: str, effect: float, profile: str, n_seeds: int, head_dims,
-                  hidden: int) -> str:
+def lever_summary(
+    lv: SweepVerdict, *, label: str, effect: float, profile: str, n_seeds: int, head_dims, hidden: int
+) -> str:
     """The summary of the verdict of :func:`lever_comparison` on the primary measure ``label``."""
+
     def arch_text(r: ArchResult) -> str:
-        s = (f"the temperature moves the mean initial {label} by {r.parts['tau_range'].text(2)} runs over its grid "
-             f"and the head dimension by {r.parts['head_dim_range'].text(2)} runs (difference "
-             f"{r.verdict.estimate.text(2, n=False)}")
+        s = (
+            f"the temperature moves the mean initial {label} by {r.parts['tau_range'].text(2)} runs over its grid "
+            f"and the head dimension by {r.parts['head_dim_range'].text(2)} runs (difference "
+            f"{r.verdict.estimate.text(2, n=False)}"
+        )
         if r.verdict.status != "supported" and r.verdict.needed is not None:
             s += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve a difference of {effect:g}"
         return s + ")"
 
-    return (f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
-            f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile} profile, {n_seeds} seeds per "
-            f"setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}.")
+    return (
+        f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
+        f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile} profile, {n_seeds} seeds per "
+        f"setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
+    )
 
 
 #: The protocol rule: the study's four-plus-four-example conclusion is dependable if at most this
@@ -718,8 +909,11 @@ def protocol_rule(flips: dict, reference: dict, ours: dict, *, max_flip: float =
     if not 0 < max_flip < 1:
         raise ConfigError("max_flip", f"got {max_flip!r}; expected a share in (0, 1)")
     if not (set(flips) == set(reference) == set(ours)) or not flips:
-        raise ConfigError("flips", f"architectures differ or are missing: flips {sorted(flips)}, reference "
-                                   f"{sorted(reference)}, ours {sorted(ours)}")
+        raise ConfigError(
+            "flips",
+            f"architectures differ or are missing: flips {sorted(flips)}, reference "
+            f"{sorted(reference)}, ours {sorted(ours)}",
+        )
     res = ProtocolResult(status=INCONCLUSIVE, flip=dict(flips), ours=dict(ours), reference=dict(reference))
     for a in sorted(flips):
         res.parts[("stable", a)] = verdicts.classify(flips[a], max_flip, "below")
@@ -747,8 +941,9 @@ class SetEarlyResult:
     shown: dict = field(default_factory=dict)
 
 
-def set_early_rule(table: pd.DataFrame, *, rho_min: float = SET_EARLY_RHO,
-                   early_fraction: float = EARLY_FRACTION) -> SetEarlyResult:
+def set_early_rule(
+    table: pd.DataFrame, *, rho_min: float = SET_EARLY_RHO, early_fraction: float = EARLY_FRACTION
+) -> SetEarlyResult:
     """Is the final rank set early in training? Spearman's rho of the rank at step k against the final rank.
 
     Args:
@@ -857,8 +1052,15 @@ def paired_difference(runs: pd.DataFrame, column: str, cell: str, base: str) -> 
     diff = _per_seed(runs, column, cell, base)
     e = stats.mean_ci(diff)
     p = float(sps.ttest_1samp(diff, 0.0).pvalue) if len(diff) >= 2 and np.ptp(diff) > 0 else float("nan")
-    return Estimate(e.value, e.low, e.high, e.n, f"mean of per-seed differences {cell} - {base}, Student-t interval",
-                    e.confidence, p)
+    return Estimate(
+        e.value,
+        e.low,
+        e.high,
+        e.n,
+        f"mean of per-seed differences {cell} - {base}, Student-t interval",
+        e.confidence,
+        p,
+    )
 
 
 def _per_seed(runs: pd.DataFrame, column: str, cell: str, base: str) -> np.ndarray:
@@ -866,8 +1068,9 @@ def _per_seed(runs: pd.DataFrame, column: str, cell: str, base: str) -> np.ndarr
     return (pick(cell) - pick(base)).dropna().sort_index().to_numpy()
 
 
-def causal_rule(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = CAUSAL_EFFECT,
-                archs=None) -> SweepVerdict:
+def causal_rule(
+    runs: pd.DataFrame, column: str = "final_val_loss", *, effect: float = CAUSAL_EFFECT, archs=None
+) -> SweepVerdict:
     """Does temperature act on the loss through the initial logit scale (rank), or the step size?
 
     Args:
@@ -900,25 +1103,38 @@ def causal_rule(runs: pd.DataFrame, column: str = "final_val_loss", *, effect: f
     _need(runs, ("arch", "seed", "cell", column))
     d = runs[np.isfinite(runs[column].astype(float))]
     out = {}
-    for a in (archs or sorted(d.arch.unique())):
+    for a in archs or sorted(d.arch.unique()):
         da = d[d.arch == a]
         empty = [c for c in ("stock", "init", "lr", "twin", "tau") if not (da.cell == c).any()]
         if empty:
             raise ConfigError("runs", f"no runs with a finite {column} in cells {empty} for arch {a!r}")
-        parts = {"temperature": paired_difference(da, column, "tau", "stock"),
-                 **{c: paired_difference(da, column, c, "stock") for c in ("init", "lr", "twin")},
-                 "twin_gap": paired_difference(da, column, "tau", "twin")}
+        parts = {
+            "temperature": paired_difference(da, column, "tau", "stock"),
+            **{c: paired_difference(da, column, c, "stock") for c in ("init", "lr", "twin")},
+            "twin_gap": paired_difference(da, column, "tau", "twin"),
+        }
         temp = parts["temperature"]
         sign = 1.0 if temp.value >= 0 else -1.0
         raw = paired_difference(da, column, "init", "lr")
         lo, hi = sorted((sign * raw.low, sign * raw.high))
-        est = Estimate(sign * raw.value, lo, hi, raw.n, raw.method + f"; sign of the temperature effect {sign:+.0f}",
-                       raw.confidence, raw.p)
+        est = Estimate(
+            sign * raw.value,
+            lo,
+            hi,
+            raw.n,
+            raw.method + f"; sign of the temperature effect {sign:+.0f}",
+            raw.confidence,
+            raw.p,
+        )
         diff = _per_seed(da, column, "init", "lr")
         spread = float(diff.std(ddof=1)) if len(diff) >= 2 else float("nan")
         # seeds for the paired test: a two-sample t test with spread sd/sqrt(2) per arm has the same
         # noncentrality (its degrees of freedom differ a little)
-        v = _judge_t(est, effect, spread / math.sqrt(2)) if math.isfinite(spread) and spread > 0 else judge(est, 0.0, "above")
+        v = (
+            _judge_t(est, effect, spread / math.sqrt(2))
+            if math.isfinite(spread) and spread > 0
+            else judge(est, 0.0, "above")
+        )
         v = replace(v, needed_unit="seeds") if v.needed is not None else v
         if verdicts.classify(temp, 0.0, "above") == INCONCLUSIVE:
             v = replace(v, status=INCONCLUSIVE)
@@ -932,9 +1148,11 @@ def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
     supported, the seeds that would resolve :data:`CAUSAL_EFFECT`."""
     r, p = result[arch], result[arch].parts
     name = {"bert": "BERT", "gpt2": "GPT-2"}.get(arch, arch)
-    txt = (f"{name}: temperature effect {p['temperature'].text(digits)} seeds, initial scale alone "
-           f"{p['init'].text(digits, n=False)}, step size alone {p['lr'].text(digits, n=False)}, oriented difference "
-           f"{r.verdict.estimate.text(digits, n=False)} ({r.verdict.status})")
+    txt = (
+        f"{name}: temperature effect {p['temperature'].text(digits)} seeds, initial scale alone "
+        f"{p['init'].text(digits, n=False)}, step size alone {p['lr'].text(digits, n=False)}, oriented difference "
+        f"{r.verdict.estimate.text(digits, n=False)} ({r.verdict.status})"
+    )
     if r.verdict.status != "supported" and r.verdict.needed is not None:
         txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {_fmt_effect(r.verdict.effect)} nats"
     return txt

@@ -124,8 +124,11 @@ def long_form(wide: pd.DataFrame) -> pd.DataFrame:
 
     cols = [f"{w}_{m}" for w in WHEN for m in MEASURES if f"{w}_{m}" in wide]
     ids = [c for c in wide.columns if c not in cols]
-    out = wide.reset_index(drop=True).assign(_row=lambda x: range(len(x))).melt(
-        id_vars=ids + ["_row"], value_vars=cols, var_name="_col", value_name=RANK_COLUMN)
+    out = (
+        wide.reset_index(drop=True)
+        .assign(_row=lambda x: range(len(x)))
+        .melt(id_vars=ids + ["_row"], value_vars=cols, var_name="_col", value_name=RANK_COLUMN)
+    )
     split = out["_col"].str.split("_", n=1, expand=True)
     out["when"], out["measure"] = split[0], split[1]
     order = {c: i for i, c in enumerate(cols)}

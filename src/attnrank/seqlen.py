@@ -77,8 +77,20 @@ def seq_len_table(runs: pd.DataFrame, measures=tuple(MEASURES)) -> pd.DataFrame:
         for m in measures:
             for when, col in (("initial", f"initial_{m}"), ("trained", f"final_{m}")):
                 e = stats.mean_ci(g[col].to_numpy(float))
-                rows.append(dict(arch=arch, n=int(n), measure=m, when=when, mean=e.value, low=e.low, high=e.high,
-                                 runs=e.n, uniform=uniform[m], bound=study_bound(int(n))))
+                rows.append(
+                    dict(
+                        arch=arch,
+                        n=int(n),
+                        measure=m,
+                        when=when,
+                        mean=e.value,
+                        low=e.low,
+                        high=e.high,
+                        runs=e.n,
+                        uniform=uniform[m],
+                        bound=study_bound(int(n)),
+                    )
+                )
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
@@ -99,14 +111,18 @@ def summary(result, table: pd.DataFrame, measure: str, setting: str) -> str:
     parts = []
     for arch, g in d.groupby("arch"):
         lo, hi = g.iloc[0], g.iloc[-1]
-        parts.append(f"{ARCH_LABELS[arch]} {fmt(lo['mean'], 1)} at n = {lo.n} to {fmt(hi['mean'], 1)} at n = {hi.n} "
-                     f"(uniform attention {fmt(lo.uniform, 1)} to {fmt(hi.uniform, 1)})")
+        parts.append(
+            f"{ARCH_LABELS[arch]} {fmt(lo['mean'], 1)} at n = {lo.n} to {fmt(hi['mean'], 1)} at n = {hi.n} "
+            f"(uniform attention {fmt(lo.uniform, 1)} to {fmt(hi.uniform, 1)})"
+        )
     arch, n = result.worst()
     v = result.cases[(arch, n)]
-    return (f"Trained {MEASURES[measure].label} for n = {', '.join(map(str, ns))}: {'; '.join(parts)}; "
-            f"the bound (1 - 1/e) n + 1 runs from {fmt(study_bound(ns[0]), 1)} to {fmt(study_bound(ns[-1]), 1)}. "
-            f"Closest to it relative to n: {ARCH_LABELS[arch]} at n = {n}, {v.estimate.text(1)} against {fmt(v.threshold, 1)} "
-            f"({result.n_runs} runs, {setting}).")
+    return (
+        f"Trained {MEASURES[measure].label} for n = {', '.join(map(str, ns))}: {'; '.join(parts)}; "
+        f"the bound (1 - 1/e) n + 1 runs from {fmt(study_bound(ns[0]), 1)} to {fmt(study_bound(ns[-1]), 1)}. "
+        f"Closest to it relative to n: {ARCH_LABELS[arch]} at n = {n}, {v.estimate.text(1)} against {fmt(v.threshold, 1)} "
+        f"({result.n_runs} runs, {setting})."
+    )
 
 
 #: The measures drawn in the chapter's figure (the verdict is on the first).
@@ -148,14 +164,23 @@ def report_from_runs(runs: pd.DataFrame, setting: str, profile: str, ns) -> Repo
     table = seq_len_table(runs)
     glue = {"seq_len_ns": ", ".join(map(str, ns)), "seq_len_setting": setting, "seq_len_n_runs": len(runs)}
     shown = table[table.measure.isin(FIGURE_MEASURES)]
-    figure = (rank_vs_seq_len(table, list(FIGURE_MEASURES)), shown, "seq_len",
-              f"Mean rank against sequence length, {setting}, {runs.seed.nunique()} seeds per setting "
-              f"({profile} build). Dashed: initialisation; solid with 95% intervals: trained; dotted: uniform "
-              f"attention (causal for GPT-2); black: the study's bound (1 - 1/e) n + 1.")
+    figure = (
+        rank_vs_seq_len(table, list(FIGURE_MEASURES)),
+        shown,
+        "seq_len",
+        f"Mean rank against sequence length, {setting}, {runs.seed.nunique()} seeds per setting "
+        f"({profile} build). Dashed: initialisation; solid with 95% intervals: trained; dotted: uniform "
+        f"attention (causal for GPT-2); black: the study's bound (1 - 1/e) n + 1.",
+    )
     results = {m: seq_len_rule(runs, m) for m in MEASURES}
     main = results[FIGURE_MEASURES[0]]
-    return Report(glue, figure, main.status, summary(main, table, FIGURE_MEASURES[0], setting),
-                  {m: r.status for m, r in results.items()})
+    return Report(
+        glue,
+        figure,
+        main.status,
+        summary(main, table, FIGURE_MEASURES[0], setting),
+        {m: r.status for m, r in results.items()},
+    )
 
 
 def section(profile: str, dataset=None) -> Report:
@@ -164,10 +189,13 @@ def section(profile: str, dataset=None) -> Report:
     Raises:
         ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.
     """
-    from . import experiments, runs as runs_mod
+    from . import experiments
+    from . import runs as runs_mod
 
     configs = experiments.seq_len_sweep(profile, dataset=dataset)
     c0 = configs[0]
-    setting = (f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), "
-               f"{c0.max_steps} steps")
+    setting = (
+        f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), "
+        f"{c0.max_steps} steps"
+    )
     return report_from_runs(runs_mod.table(configs, long=False), setting, profile, experiments.SEQ_LENS)

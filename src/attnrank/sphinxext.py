@@ -125,7 +125,9 @@ def _context_items(srcdir=None) -> dict[str, str]:
         except PackageNotFoundError:
             items[f"package:{name}"] = "-"
     for name, value in sorted(os.environ.items()):
-        if (name.startswith(CONTEXT_ENV_PREFIXES) or name in CONTEXT_ENV_VARIABLES) and name not in CONTEXT_ENV_EXCLUDED:
+        if (
+            name.startswith(CONTEXT_ENV_PREFIXES) or name in CONTEXT_ENV_VARIABLES
+        ) and name not in CONTEXT_ENV_EXCLUDED:
             items[f"env:{name}"] = value
     items["profile"] = resolve_profile("auto")
     items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
@@ -185,8 +187,11 @@ def _set_context(app, config) -> None:
 
 
 def _prune(base: Path, keep: Path) -> None:
-    folders = sorted((p for p in base.iterdir() if p.is_dir() and (p / "context.json").exists()),
-                     key=lambda p: p.stat().st_mtime, reverse=True)
+    folders = sorted(
+        (p for p in base.iterdir() if p.is_dir() and (p / "context.json").exists()),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
     for old in folders[KEEP_CONTEXTS:]:
         if old != keep:
             shutil.rmtree(old, ignore_errors=True)
@@ -327,7 +332,9 @@ def _log_build(app, exception) -> None:
             if marker.stat().st_mtime >= start:
                 trained += 1
                 try:
-                    train_seconds += float(json.loads((marker.parent / "summary.json").read_text()).get("wall_seconds", 0))
+                    train_seconds += float(
+                        json.loads((marker.parent / "summary.json").read_text()).get("wall_seconds", 0)
+                    )
                 except (OSError, ValueError, AttributeError):
                     pass
     problems = getattr(app, "attnrank_glue_problems", [])
@@ -341,9 +348,16 @@ def _log_build(app, exception) -> None:
         w = csv.writer(f)
         if new:
             w.writerow(header)
-        w.writerow([time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)), round(time.time() - start, 1),
-                    resolve_profile("auto"), trained, round(train_seconds, 1),
-                    "error" if exception or problems else "ok"])
+        w.writerow(
+            [
+                time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)),
+                round(time.time() - start, 1),
+                resolve_profile("auto"),
+                trained,
+                round(train_seconds, 1),
+                "error" if exception or problems else "ok",
+            ]
+        )
 
 
 class BuildLog(Directive):
@@ -367,11 +381,15 @@ class BuildLog(Directive):
                 rows = list(csv.reader(f))
         if len(rows) < 2:
             return [nodes.paragraph(text="No build has been logged yet on this machine.")]
-        return [_table(rows[0], rows[1:][-self.options.get("rows", 10):])]
+        return [_table(rows[0], rows[1:][-self.options.get("rows", 10) :])]
 
 
-_PROFILE_USE = {"ci": "tests and the CI build", "quick": "the default on a CPU", "paper": "a GPU",
-                "long": "longer training on a CPU (opt-in, hours)"}
+_PROFILE_USE = {
+    "ci": "tests and the CI build",
+    "quick": "the default on a CPU",
+    "paper": "a GPU",
+    "long": "longer training on a CPU (opt-in, hours)",
+}
 
 
 class ProfileTable(Directive):
@@ -385,9 +403,15 @@ class ProfileTable(Directive):
         rows = []
         for p in PROFILES:
             c = resolve_config("gpt2", p)
-            rows.append([p, _PROFILE_USE.get(p, ""),
-                         f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens",
-                         f"{c.max_steps} steps of {c.batch_size} sequences", str(len(SWEEP_DEFAULTS[p]["seeds"]))])
+            rows.append(
+                [
+                    p,
+                    _PROFILE_USE.get(p, ""),
+                    f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens",
+                    f"{c.max_steps} steps of {c.batch_size} sequences",
+                    str(len(SWEEP_DEFAULTS[p]["seeds"])),
+                ]
+            )
         return [_table(header, rows)]
 
 
@@ -550,16 +574,22 @@ def _execute_up_front(app, config) -> list[str]:
     if not stale:
         return []
     log = logging.getLogger("attnrank")
-    log.warning("Executing notebooks up front (%d, %d processes): %s", len(stale), os.cpu_count() or 1,
-                ", ".join(Path(p).stem for p in stale))
+    log.warning(
+        "Executing notebooks up front (%d, %d processes): %s",
+        len(stale),
+        os.cpu_count() or 1,
+        ", ".join(Path(p).stem for p in stale),
+    )
     for path in stale:
         cache.add_nb_to_project(path)
     result = load_executor("local-parallel", cache=cache, logger=log).run_and_cache(
-        filter_uris=stale, timeout=config.nb_execution_timeout, allow_errors=config.nb_execution_allow_errors)
+        filter_uris=stale, timeout=config.nb_execution_timeout, allow_errors=config.nb_execution_allow_errors
+    )
     failed = list(result.excepted) + list(result.errored)
     if failed:
-        log.warning("Notebooks that failed up front, executed again while read: %s",
-                    ", ".join(Path(p).stem for p in failed))
+        log.warning(
+            "Notebooks that failed up front, executed again while read: %s", ", ".join(Path(p).stem for p in failed)
+        )
     return stale
 
 

@@ -44,22 +44,49 @@ from .errors import ConfigError, check_choice, check_positive_float, check_posit
 N_RESAMPLES = 100_000
 
 __all__ = [
-    "Estimate", "mean_ci", "median_ci", "spearman", "spearman_within", "compare_means", "peak_location", "grid_span",
-    "compare_spans", "resample_ci", "N_RESAMPLES", "pooled_sd", "seeds_needed", "seeds_needed_t", "runs_needed_correlation",
+    "Estimate",
+    "mean_ci",
+    "median_ci",
+    "spearman",
+    "spearman_within",
+    "compare_means",
+    "peak_location",
+    "grid_span",
+    "compare_spans",
+    "resample_ci",
+    "N_RESAMPLES",
+    "pooled_sd",
+    "seeds_needed",
+    "seeds_needed_t",
+    "runs_needed_correlation",
     # older interfaces, kept for existing callers
-    "spearman_ci", "partial_spearman", "bootstrap_ci", "slope_per_doubling", "steps_to_level",
+    "spearman_ci",
+    "partial_spearman",
+    "bootstrap_ci",
+    "slope_per_doubling",
+    "steps_to_level",
 ]
 
 
-def bootstrap_ci(statistic, *data, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, paired: bool = True):
+def bootstrap_ci(
+    statistic, *data, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, paired: bool = True
+):
     """Percentile bootstrap interval of ``statistic(*data)`` (``scipy.stats.bootstrap``); returns ``(low, high)``.
 
     Superseded by :func:`resample_ci` (canonical row order, grouped/stratified resampling, undefined
     resamples dropped) and, for two small samples, :func:`compare_means` (a percentile bootstrap over
     2 seeds per arm is degenerate).
     """
-    res = stats.bootstrap(data, statistic, n_resamples=n_resamples, confidence_level=confidence, paired=paired,
-                          vectorized=False, method="percentile", random_state=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        data,
+        statistic,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        paired=paired,
+        vectorized=False,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -120,7 +147,9 @@ def partial_spearman(x, y, z, *, n_resamples: int = 2000, seed: int = 0) -> dict
     return out
 
 
-def slope_per_doubling(df: pd.DataFrame, x: str, y: str, *, group: str | None = None, n_resamples: int = 2000, seed: int = 0) -> dict:
+def slope_per_doubling(
+    df: pd.DataFrame, x: str, y: str, *, group: str | None = None, n_resamples: int = 2000, seed: int = 0
+) -> dict:
     """Least-squares slope of ``y`` against ``log2(x)`` (change in ``y`` per doubling of ``x``).
 
     With ``group`` (for example the seed), the bootstrap resamples whole groups; otherwise rows.
@@ -148,7 +177,9 @@ def slope_per_doubling(df: pd.DataFrame, x: str, y: str, *, group: str | None = 
     return out
 
 
-def steps_to_level(log: pd.DataFrame, level: float, *, step: str = "step", value: str = "loss", smooth: int = 3) -> float:
+def steps_to_level(
+    log: pd.DataFrame, level: float, *, step: str = "step", value: str = "loss", smooth: int = 3
+) -> float:
     """First step at which the (rolling-mean smoothed) ``value`` falls to ``level`` or below; NaN if never."""
     s = log.sort_values(step)
     v = s[value].rolling(smooth, min_periods=1).mean().to_numpy()
@@ -169,7 +200,7 @@ def _num(x: float, digits: int) -> str:
     x = float(x)
     if abs(x) < 1e-9:
         return f"{0:.{digits}f}"
-    s = f"{x:.{digits}g}" if (abs(x) < 10 ** -digits or abs(x) >= 1e5) else f"{x:.{digits}f}"
+    s = f"{x:.{digits}g}" if (abs(x) < 10**-digits or abs(x) >= 1e5) else f"{x:.{digits}f}"
     return s.replace("-", _MINUS)
 
 
@@ -367,8 +398,16 @@ def _interval(theta, boot, jack, confidence, method):
     return tuple(np.quantile(boot, q))
 
 
-def resample_ci(statistic, n_units: int, *, strata=None, n_resamples: int = N_RESAMPLES, confidence: float = 0.95,
-                seed: int = 0, method: str = "bca") -> tuple[float, float, int]:
+def resample_ci(
+    statistic,
+    n_units: int,
+    *,
+    strata=None,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+    method: str = "bca",
+) -> tuple[float, float, int]:
     """Bootstrap interval of a statistic of independent units (rows, runs, seeds).
 
     Args:
@@ -418,8 +457,9 @@ def _canonical(*cols) -> np.ndarray:
 
 
 # =========================================================================== correlation
-def spearman(x, y, *, clusters=None, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0,
-             method: str = "bca") -> Estimate:
+def spearman(
+    x, y, *, clusters=None, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0, method: str = "bca"
+) -> Estimate:
     """Spearman's rho of paired samples with a bootstrap interval over independent units.
 
     Args:
@@ -458,10 +498,16 @@ def spearman(x, y, *, clusters=None, n_resamples: int = N_RESAMPLES, confidence:
                 return _rank_corr_rows(x[R], y[R])
             return np.array([_rank_corr_rows(x[R][None], y[R][None])[0] for R in rows])
 
-    low, high, dropped = resample_ci(stat, n, n_resamples=n_resamples, confidence=confidence, seed=seed,
-                                     method=method)
-    return Estimate(r.statistic, low, high, n, desc + _dropped_note(dropped, n_resamples), confidence,
-                    r.pvalue if clusters is None else np.nan)
+    low, high, dropped = resample_ci(stat, n, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method)
+    return Estimate(
+        r.statistic,
+        low,
+        high,
+        n,
+        desc + _dropped_note(dropped, n_resamples),
+        confidence,
+        r.pvalue if clusters is None else np.nan,
+    )
 
 
 def _within_residuals(v: np.ndarray, codes: np.ndarray, n_strata: int) -> np.ndarray:
@@ -482,8 +528,17 @@ def _within_residuals(v: np.ndarray, codes: np.ndarray, n_strata: int) -> np.nda
     return out.reshape(np.shape(v))
 
 
-def spearman_within(x, y, strata, *, n_permutations: int = 9_999, n_resamples: int = N_RESAMPLES,
-                    confidence: float = 0.95, seed: int = 0, method: str = "percentile") -> Estimate:
+def spearman_within(
+    x,
+    y,
+    strata,
+    *,
+    n_permutations: int = 9_999,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+    method: str = "percentile",
+) -> Estimate:
     """Rank correlation of ``x`` and ``y`` *given* a categorical nuisance (a fixed effect per stratum).
 
     Use it for every "holding tau fixed" or "at a given head dimension" statement: the nuisance enters
@@ -538,11 +593,14 @@ def spearman_within(x, y, strata, *, n_permutations: int = 9_999, n_resamples: i
     p = hits / len(perms) if total <= n_permutations else (1 + hits) / (1 + n_permutations)
 
     def stat(idx):  # idx: resampled rows; their strata are codes[idx]
-        return _pearson_rows(_within_residuals(stats.rankdata(x[idx], axis=-1), codes[idx], S),
-                             _within_residuals(stats.rankdata(y[idx], axis=-1), codes[idx], S))
+        return _pearson_rows(
+            _within_residuals(stats.rankdata(x[idx], axis=-1), codes[idx], S),
+            _within_residuals(stats.rankdata(y[idx], axis=-1), codes[idx], S),
+        )
 
-    low, high, dropped = resample_ci(stat, n, strata=codes, n_resamples=n_resamples, confidence=confidence,
-                                     seed=seed, method=method)
+    low, high, dropped = resample_ci(
+        stat, n, strata=codes, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method
+    )
     desc += f" ({kind}), {method} stratified bootstrap{_dropped_note(dropped, n_resamples)}"
     return Estimate(rho, low, high, n, desc, confidence, p)
 
@@ -586,9 +644,15 @@ def compare_means(a, b, *, confidence: float = 0.95, n_permutations: int = 9_999
         lo, hi = ci.low, ci.high
     if len(a) >= 1 and len(b) >= 1 and len(a) + len(b) >= 3:
         exact = math.comb(len(a) + len(b), len(a)) <= n_permutations
-        res = stats.permutation_test((a, b), lambda u, v, axis: np.abs(np.mean(u, axis=axis) - np.mean(v, axis=axis)),
-                                     permutation_type="independent", vectorized=True, alternative="greater",
-                                     n_resamples=np.inf if exact else n_permutations, rng=np.random.default_rng(seed))
+        res = stats.permutation_test(
+            (a, b),
+            lambda u, v, axis: np.abs(np.mean(u, axis=axis) - np.mean(v, axis=axis)),
+            permutation_type="independent",
+            vectorized=True,
+            alternative="greater",
+            n_resamples=np.inf if exact else n_permutations,
+            rng=np.random.default_rng(seed),
+        )
         p = float(res.pvalue)
         desc += " (exact)" if exact else f" ({n_permutations} random permutations)"
     return Estimate(diff, lo, hi, len(a) + len(b), desc, confidence, p)
@@ -611,8 +675,9 @@ def _group_means(y, codes, n_levels, idx):
     return y[idx] @ M
 
 
-def peak_location(x, y, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0,
-                  maximum: bool = True) -> Estimate:
+def peak_location(
+    x, y, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0, maximum: bool = True
+) -> Estimate:
     """Where the mean response peaks on a grid, with the uncertainty of that location.
 
     Args:
@@ -640,12 +705,19 @@ def peak_location(x, y, *, n_resamples: int = N_RESAMPLES, confidence: float = 0
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(arg, [alpha, 1 - alpha], method="inverted_cdf")
     share = float(np.mean(arg == est))
-    return Estimate(levels[est], levels[int(lo)], levels[int(hi)], len(x),
-                    desc + f", stratified bootstrap ({share:.0%} of resamples at the estimate)", confidence)
+    return Estimate(
+        levels[est],
+        levels[int(lo)],
+        levels[int(hi)],
+        len(x),
+        desc + f", stratified bootstrap ({share:.0%} of resamples at the estimate)",
+        confidence,
+    )
 
 
-def grid_span(x, y, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0,
-              kind: str = "range") -> Estimate:
+def grid_span(
+    x, y, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0, kind: str = "range"
+) -> Estimate:
     """How much the mean outcome moves across the whole grid of one lever (no per-doubling scaling).
 
     ``kind="range"``: max minus min of the group means over the grid (a magnitude, >= 0), with a
@@ -661,8 +733,15 @@ def grid_span(x, y, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95,
     x, y, levels, codes = _grid(x, y)
     if kind == "endpoints":
         e = compare_means(y[codes == len(levels) - 1], y[codes == 0], confidence=confidence, seed=seed)
-        return Estimate(e.value, e.low, e.high, len(x),
-                        f"mean at x = {levels[-1]:g} minus mean at x = {levels[0]:g}; " + e.method, confidence, e.p)
+        return Estimate(
+            e.value,
+            e.low,
+            e.high,
+            len(x),
+            f"mean at x = {levels[-1]:g} minus mean at x = {levels[0]:g}; " + e.method,
+            confidence,
+            e.p,
+        )
     return _range_estimate(y, codes, len(levels), n_resamples, confidence, seed)
 
 
@@ -671,13 +750,15 @@ def _range_estimate(y, codes, L, n_resamples, confidence, seed) -> Estimate:
     if L < 2:
         return Estimate(np.nan, np.nan, np.nan, len(y), desc, confidence)
     stat = lambda idx: np.ptp(_group_means(y, codes, L, idx), axis=1)  # noqa: E731
-    low, high, _ = resample_ci(stat, len(y), strata=codes, n_resamples=n_resamples, confidence=confidence,
-                               seed=seed, method="percentile")
+    low, high, _ = resample_ci(
+        stat, len(y), strata=codes, n_resamples=n_resamples, confidence=confidence, seed=seed, method="percentile"
+    )
     return Estimate(float(stat(np.arange(len(y))[None])[0]), low, high, len(y), desc, confidence)
 
 
-def compare_spans(x_a, y_a, x_b, y_b, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95,
-                  seed: int = 0) -> Estimate:
+def compare_spans(
+    x_a, y_a, x_b, y_b, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0
+) -> Estimate:
     """Range of lever A minus range of lever B (see :func:`grid_span`), with a bootstrap interval.
 
     Each lever's runs are resampled within their grid values, independently of the other lever's
@@ -698,8 +779,9 @@ def compare_spans(x_a, y_a, x_b, y_b, *, n_resamples: int = N_RESAMPLES, confide
     boot = np.ptp(_group_means(ya, ca, len(la), ia), axis=1) - np.ptp(_group_means(yb, cb, len(lb), ib), axis=1)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(boot, [alpha, 1 - alpha])
-    value = np.ptp(_group_means(ya, ca, len(la), np.arange(len(ya))[None])) - \
-        np.ptp(_group_means(yb, cb, len(lb), np.arange(len(yb))[None]))
+    value = np.ptp(_group_means(ya, ca, len(la), np.arange(len(ya))[None])) - np.ptp(
+        _group_means(yb, cb, len(lb), np.arange(len(yb))[None])
+    )
     return Estimate(value, low, high, n, desc, confidence)
 
 
@@ -736,7 +818,9 @@ def seeds_needed(spread: float, effect: float, *, alpha: float = 0.05, power: fl
         ConfigError: ``spread`` or ``effect`` not positive and finite; ``alpha`` or ``power`` not in (0, 1).
     """
     spread = check_positive_float("spread", spread)
-    effect = check_positive_float("effect", abs(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else effect)
+    effect = check_positive_float(
+        "effect", abs(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else effect
+    )
     alpha = check_positive_float("alpha", alpha, high=1 - 1e-9)
     power = check_positive_float("power", power, high=1 - 1e-9)
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
@@ -761,7 +845,9 @@ def runs_needed_correlation(rho: float, *, alpha: float = 0.05, power: float = 0
     return int(math.ceil((z / math.atanh(abs(rho))) ** 2 + 3 - 1e-9))
 
 
-def seeds_needed_t(spread: float, effect: float, *, alpha: float = 0.05, power: float = 0.8, max_n: int = 100_000) -> int:
+def seeds_needed_t(
+    spread: float, effect: float, *, alpha: float = 0.05, power: float = 0.8, max_n: int = 100_000
+) -> int:
     """Runs per arm for a two-sample t test to detect ``effect`` at seed spread ``spread`` (exact power).
 
     The smallest ``n >= 2`` per arm at which the two-sided, equal-variance two-sample t test at level
@@ -776,7 +862,9 @@ def seeds_needed_t(spread: float, effect: float, *, alpha: float = 0.05, power: 
             (0, 1); no ``n <= max_n`` reaches the power.
     """
     spread = check_positive_float("spread", spread)
-    effect = check_positive_float("effect", abs(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else effect)
+    effect = check_positive_float(
+        "effect", abs(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else effect
+    )
     alpha = check_positive_float("alpha", alpha, high=1 - 1e-9)
     power = check_positive_float("power", power, high=1 - 1e-9)
     d = effect / spread
@@ -793,7 +881,9 @@ def seeds_needed_t(spread: float, effect: float, *, alpha: float = 0.05, power: 
     hi = max(3, seeds_needed(spread, effect, alpha=alpha, power=power) + 2)
     while achieved(hi) < power:
         if hi >= max_n:
-            raise ConfigError("effect", f"got effect {effect!r} at spread {spread!r}: more than {max_n} runs per arm needed")
+            raise ConfigError(
+                "effect", f"got effect {effect!r} at spread {spread!r}: more than {max_n} runs per arm needed"
+            )
         hi = min(2 * hi, max_n)
     while hi - lo > 1:  # power grows with n: bisect for the smallest n that reaches it
         mid = (lo + hi) // 2

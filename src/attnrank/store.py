@@ -52,8 +52,13 @@ __all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "load_table", "swe
 
 log = logging.getLogger(__name__)
 
-_TABLES = {"train_log": "train_log.csv", "eval_log": "eval_log.csv", "ranks": "ranks.parquet", "rank_summary": "rank_summary.csv",
-           "sequences": "sequences.parquet"}
+_TABLES = {
+    "train_log": "train_log.csv",
+    "eval_log": "eval_log.csv",
+    "ranks": "ranks.parquet",
+    "rank_summary": "rank_summary.csv",
+    "sequences": "sequences.parquet",
+}
 #: Name of a result folder: ``<arch>-<key>``.
 RESULT_NAME = re.compile(rf"(?:{'|'.join(ARCHS)})-([0-9a-f]{{16}})")
 #: Prefix of a result moved out of the way while its replacement is renamed into place.
@@ -78,29 +83,68 @@ MANIFEST_SCHEMA = {
 #: Shape of ``config.json`` (the fields that readers of the store use; more may be present).
 CONFIG_SCHEMA = {
     "type": "object",
-    "required": ["arch", "profile", "tau", "hidden_size", "num_layers", "num_heads", "head_dim", "max_len",
-                 "dropout", "seed"],
+    "required": [
+        "arch",
+        "profile",
+        "tau",
+        "hidden_size",
+        "num_layers",
+        "num_heads",
+        "head_dim",
+        "max_len",
+        "dropout",
+        "seed",
+    ],
     "properties": {
-        "arch": {"enum": list(ARCHS)}, "profile": {"type": "string"}, "tau": _NUMBER, "dropout": _NUMBER,
+        "arch": {"enum": list(ARCHS)},
+        "profile": {"type": "string"},
+        "tau": _NUMBER,
+        "dropout": _NUMBER,
         **{k: _INTEGER for k in ("hidden_size", "num_layers", "num_heads", "head_dim", "max_len", "seed")},
     },
 }
 #: Shape of ``summary.json`` (the fields that readers of the store use; more may be present).
 SUMMARY_SCHEMA = {
     "type": "object",
-    "required": ["status", "failure", "steps", "initial_val_loss", "final_val_loss", "initial_rank", "final_rank",
-                 "wall_seconds", "probe_seconds", "device", "code_hash"],
+    "required": [
+        "status",
+        "failure",
+        "steps",
+        "initial_val_loss",
+        "final_val_loss",
+        "initial_rank",
+        "final_rank",
+        "wall_seconds",
+        "probe_seconds",
+        "device",
+        "code_hash",
+    ],
     "properties": {
         "status": {"enum": ["complete", "failed"]},
-        "failure": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["step", "reason"],
-                                                 "properties": {"step": _INTEGER, "reason": {"type": "string"}}}]},
-        "steps": _INTEGER, "initial_val_loss": _NUMBER, "final_val_loss": _NUMBER, "wall_seconds": _NUMBER,
-        "probe_seconds": _NUMBER, "validation_seconds": _NUMBER,
+        "failure": {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "required": ["step", "reason"],
+                    "properties": {"step": _INTEGER, "reason": {"type": "string"}},
+                },
+            ]
+        },
+        "steps": _INTEGER,
+        "initial_val_loss": _NUMBER,
+        "final_val_loss": _NUMBER,
+        "wall_seconds": _NUMBER,
+        "probe_seconds": _NUMBER,
+        "validation_seconds": _NUMBER,
         "initial_rank": {"type": "object", "additionalProperties": _NUMBER},
         "final_rank": {"type": "object", "additionalProperties": _NUMBER},
-        "device": {"type": "string"}, "code_hash": {"type": "string"},
-        "vocab_size": _INTEGER, "pad_token_id": _INTEGER,
-        "git_commit": {"type": ["string", "null"]}, "git_dirty": {"type": ["boolean", "null"]},
+        "device": {"type": "string"},
+        "code_hash": {"type": "string"},
+        "vocab_size": _INTEGER,
+        "pad_token_id": _INTEGER,
+        "git_commit": {"type": ["string", "null"]},
+        "git_dirty": {"type": ["boolean", "null"]},
     },
 }
 
@@ -140,13 +184,16 @@ def runs_dir() -> Path:
 def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
     reason = exc.strerror or type(exc).__name__
     wanted = "a readable folder" if doing == "read" else "a writable folder"
-    return ConfigError("ATTNRANK_RUNS", f"cannot {doing} the run store {root} ({reason}); set ATTNRANK_RUNS to {wanted}")
+    return ConfigError(
+        "ATTNRANK_RUNS", f"cannot {doing} the run store {root} ({reason}); set ATTNRANK_RUNS to {wanted}"
+    )
 
 
 def code_hash() -> str:
     """:func:`attnrank.provenance.code_hash` of :data:`~attnrank.provenance.RUN_ROOTS`: the import
     closure of the training path, and the torch/transformers versions (16 hex digits)."""
-    from .provenance import RUN_ROOTS, code_hash as provenance_hash
+    from .provenance import RUN_ROOTS
+    from .provenance import code_hash as provenance_hash
 
     return provenance_hash(RUN_ROOTS)
 
@@ -163,8 +210,12 @@ def run_key(cfg: RunConfig) -> str:
     from .data import dataset_fingerprint
     from .train import run_environment
 
-    payload = (json.dumps(cfg.to_dict(), sort_keys=True) + code_hash() + dataset_fingerprint(cfg.dataset)
-               + json.dumps(run_environment(), sort_keys=True))
+    payload = (
+        json.dumps(cfg.to_dict(), sort_keys=True)
+        + code_hash()
+        + dataset_fingerprint(cfg.dataset)
+        + json.dumps(run_environment(), sort_keys=True)
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -214,8 +265,9 @@ class Run:
         """The model this run started from: same architecture and seed, untrained, in eval mode."""
         from .models import model_from_config
 
-        return model_from_config(self.config, vocab_size=self.summary["vocab_size"],
-                                 pad_token_id=self.summary["pad_token_id"]).eval()
+        return model_from_config(
+            self.config, vocab_size=self.summary["vocab_size"], pad_token_id=self.summary["pad_token_id"]
+        ).eval()
 
     def load_model(self):
         """The trained model (weights read with ``safetensors``, never pickle), in eval mode."""
@@ -231,8 +283,12 @@ class Run:
 def _validator(name: str):
     import jsonschema
 
-    schema = {"COMPLETE": MANIFEST_SCHEMA, "config.json": CONFIG_SCHEMA, "summary.json": SUMMARY_SCHEMA,
-              "sequences.parquet": SEQUENCES_SCHEMA}[name]
+    schema = {
+        "COMPLETE": MANIFEST_SCHEMA,
+        "config.json": CONFIG_SCHEMA,
+        "summary.json": SUMMARY_SCHEMA,
+        "sequences.parquet": SEQUENCES_SCHEMA,
+    }[name]
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -252,7 +308,7 @@ def _read(path: Path) -> Run | None:
     match its SHA-256, and the config and summary must have the shapes of
     :data:`CONFIG_SCHEMA` and :data:`SUMMARY_SCHEMA`. A damaged run is logged as a warning.
     """
-    name = path.name[len(ASIDE):] if path.name.startswith(ASIDE) else path.name
+    name = path.name[len(ASIDE) :] if path.name.startswith(ASIDE) else path.name
     match = RESULT_NAME.fullmatch(name)
     marker = path / "COMPLETE"
     if match is None or not marker.exists():
@@ -366,8 +422,13 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
 
     if len(getattr(result, "sequences", ())):
         result.sequences.to_parquet(tmp / "sequences.parquet", index=False)
-    summary = {**result.summary, "key": key, "code_hash": code_hash(), **git_state(),
-               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    summary = {
+        **result.summary,
+        "key": key,
+        "code_hash": code_hash(),
+        **git_state(),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     if result.model is not None:
         save_weights(result.model, tmp / "model.safetensors")
         summary["vocab_size"] = result.model.config.vocab_size
@@ -435,8 +496,18 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
 
 
 #: Columns of :func:`load_runs` besides the config fields and ``initial_<measure>``/``final_<measure>``.
-RUN_COLUMNS = ("key", "path", "status", "failure_step", "failure_reason", "initial_val_loss", "final_val_loss",
-               "wall_seconds", "device", "steps")
+RUN_COLUMNS = (
+    "key",
+    "path",
+    "status",
+    "failure_step",
+    "failure_reason",
+    "initial_val_loss",
+    "final_val_loss",
+    "wall_seconds",
+    "device",
+    "steps",
+)
 
 
 def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = True) -> pd.DataFrame:
@@ -464,7 +535,7 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
         raise _store_error(root, exc, "read") from None
     names = set()
     for entry in entries:
-        name = entry[len(ASIDE):] if entry.startswith(ASIDE) else entry
+        name = entry[len(ASIDE) :] if entry.startswith(ASIDE) else entry
         if RESULT_NAME.fullmatch(name):
             names.add(name)
     for name in sorted(names):
@@ -475,10 +546,19 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
         if r is None or (current_code and r.summary.get("code_hash") != current):
             continue
         s = r.summary
-        row = {**r.config, "key": r.key, "path": str(path), "status": s["status"],
-               "failure_step": (s.get("failure") or {}).get("step"), "failure_reason": (s.get("failure") or {}).get("reason"),
-               "initial_val_loss": s["initial_val_loss"], "final_val_loss": s["final_val_loss"],
-               "wall_seconds": s["wall_seconds"], "device": s["device"], "steps": s["steps"]}
+        row = {
+            **r.config,
+            "key": r.key,
+            "path": str(path),
+            "status": s["status"],
+            "failure_step": (s.get("failure") or {}).get("step"),
+            "failure_reason": (s.get("failure") or {}).get("reason"),
+            "initial_val_loss": s["initial_val_loss"],
+            "final_val_loss": s["final_val_loss"],
+            "wall_seconds": s["wall_seconds"],
+            "device": s["device"],
+            "steps": s["steps"],
+        }
         row.update({f"initial_{k}": v for k, v in s["initial_rank"].items()})
         row.update({f"final_{k}": v for k, v in s["final_rank"].items()})
         rows.append(row)

@@ -22,8 +22,8 @@ only and returns tidy pandas tables.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -121,7 +121,9 @@ def toy_attention(WQ: torch.Tensor, WK: torch.Tensor, tau, variant) -> torch.Ten
     ``tau`` and ``variant`` are scalars or length-``G`` sequences.
     """
     if WQ.ndim != 3 or WQ.shape != WK.shape:
-        raise ConfigError("WQ", f"expected W_Q, W_K of the same shape [G, n, d_h], got {tuple(WQ.shape)}, {tuple(WK.shape)}")
+        raise ConfigError(
+            "WQ", f"expected W_Q, W_K of the same shape [G, n, d_h], got {tuple(WQ.shape)}, {tuple(WK.shape)}"
+        )
     G, _, d = WQ.shape
     tau = _as_batch("tau", tau, G, WQ.dtype).reshape(-1, 1, 1)
     normf = _variant_flags(variant, G).to(WQ.dtype).reshape(-1, 1, 1)
@@ -223,7 +225,9 @@ def train_toy(
     """
     if not isinstance(targets, torch.Tensor) or targets.ndim not in (2, 3) or targets.shape[-1] != targets.shape[-2]:
         raise ConfigError("targets", "expected a row-stochastic tensor [G, n, n] or [n, n]")
-    if not bool(torch.allclose(targets.sum(-1).double(), torch.ones((), dtype=torch.float64), atol=1e-6)) or bool((targets < 0).any()):
+    if not bool(torch.allclose(targets.sum(-1).double(), torch.ones((), dtype=torch.float64), atol=1e-6)) or bool(
+        (targets < 0).any()
+    ):
         raise ConfigError("targets", "rows must be non-negative and sum to 1")
     head_dim = check_positive_int("head_dim", head_dim)
     steps = check_positive_int("steps", steps, low=0)
@@ -289,8 +293,25 @@ def train_toy(
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     try:
-        kl, logA = _adam_loop(WQ, WK, mQ, vQ, mK, vK, steps, log_every, lrs, b1, b2, adam_eps, record, curve,
-                              lambda: _forward(WQ, WK, scale, normf), kl_of, grads)
+        kl, logA = _adam_loop(
+            WQ,
+            WK,
+            mQ,
+            vQ,
+            mK,
+            vK,
+            steps,
+            log_every,
+            lrs,
+            b1,
+            b2,
+            adam_eps,
+            record,
+            curve,
+            lambda: _forward(WQ, WK, scale, normf),
+            kl_of,
+            grads,
+        )
     finally:
         torch.set_num_threads(old_threads)
     record.append(steps)
@@ -347,8 +368,13 @@ def run_grid(
     from .theory import normalised_kl_floor, simplex_kl
 
     n = check_positive_int("n", n, low=2)
-    for name, grid in (("taus", taus), ("head_dims", head_dims), ("variants", variants), ("seeds", seeds),
-                       ("targets", targets)):
+    for name, grid in (
+        ("taus", taus),
+        ("head_dims", head_dims),
+        ("variants", variants),
+        ("seeds", seeds),
+        ("targets", targets),
+    ):
         if len(grid) == 0:
             raise ConfigError(name, "expected a non-empty list")
     for t in taus:
@@ -366,16 +392,30 @@ def run_grid(
     finals, curves = [], []
     for d in head_dims:
         res = train_toy(
-            torch.stack([tgt[(k, s)] for k, _, _, s in combos]), d,
-            [t for _, _, t, _ in combos], [v for _, v, _, _ in combos],
-            seeds=[s for *_, s in combos], steps=steps, lr=lr, init_std=init_std,
-            log_every=log_every, rtol=rtol, dtype=dtype, device=device,
+            torch.stack([tgt[(k, s)] for k, _, _, s in combos]),
+            d,
+            [t for _, _, t, _ in combos],
+            [v for _, v, _, _ in combos],
+            seeds=[s for *_, s in combos],
+            steps=steps,
+            lr=lr,
+            init_std=init_std,
+            log_every=log_every,
+            rtol=rtol,
+            dtype=dtype,
+            device=device,
         )
         meta = pd.DataFrame(combos, columns=["target", "variant", "tau", "seed"])
         meta.insert(2, "head_dim", d)
-        f = meta.assign(n=n, steps=steps, kl=res.kl.numpy(), init_kl=res.curves[:, 0].numpy(),
-                        rank=res.rank.numpy(), accuracy=res.accuracy.numpy(),
-                        target_rank=[tgt_rank[(k, s)] for k, _, _, s in combos])
+        f = meta.assign(
+            n=n,
+            steps=steps,
+            kl=res.kl.numpy(),
+            init_kl=res.curves[:, 0].numpy(),
+            rank=res.rank.numpy(),
+            accuracy=res.accuracy.numpy(),
+            target_rank=[tgt_rank[(k, s)] for k, _, _, s in combos],
+        )
         finals.append(f)
         L = res.steps.numel()
         c = meta.loc[meta.index.repeat(L)].reset_index(drop=True)
@@ -384,7 +424,9 @@ def run_grid(
         curves.append(c)
     final = pd.concat(finals, ignore_index=True)
     is_floor = (final["target"] == "permutation") & (final["variant"] == "normalised")
-    final["kl_floor"] = np.where(is_floor, normalised_kl_floor(n, torch.tensor(final["tau"].to_numpy())).numpy(), np.nan)
+    final["kl_floor"] = np.where(
+        is_floor, normalised_kl_floor(n, torch.tensor(final["tau"].to_numpy())).numpy(), np.nan
+    )
     final["kl_simplex"] = np.where(is_floor, simplex_kl(n, torch.tensor(final["tau"].to_numpy())).numpy(), np.nan)
     return final, pd.concat(curves, ignore_index=True)
 
@@ -407,13 +449,16 @@ def split_seeds(seeds: Sequence[int]) -> tuple[list[int], list[int]]:
     if len(set(seeds)) != len(seeds):
         raise ConfigError("seeds", f"got {seeds}; seeds must be distinct")
     if len(seeds) < 4:
-        raise ConfigError("seeds", f"got {len(seeds)} seeds; held-out selection needs at least 4 (2 to select, 2 to estimate)")
+        raise ConfigError(
+            "seeds", f"got {len(seeds)} seeds; held-out selection needs at least 4 (2 to select, 2 to estimate)"
+        )
     half = len(seeds) // 2
     return seeds[:half], seeds[half:]
 
 
-def select_best(df: pd.DataFrame, column: str, value: str, seeds: Sequence[int], *, candidates=None,
-                seed_column: str = "seed") -> float:
+def select_best(
+    df: pd.DataFrame, column: str, value: str, seeds: Sequence[int], *, candidates=None, seed_column: str = "seed"
+) -> float:
     """The level of ``column`` with the smallest mean ``value`` over the rows whose seed is in ``seeds``.
 
     Args:

@@ -26,8 +26,27 @@ from .rank import numerical_rank
 from .theory import normalised_kl_floor, permutation_accuracy_bound, simplex_kl
 from .theory.experiments import Section
 
-__all__ = ["Settings", "settings", "grid", "grid_tables", "targets_table", "floor_table", "p3", "p4", "p5", "speed",
-           "rank_and_fit", "judged", "verdict", "LR", "INIT_STD", "D_REAL_MIN", "MATERIAL", "KL_GOOD", "KL_BAD"]
+__all__ = [
+    "Settings",
+    "settings",
+    "grid",
+    "grid_tables",
+    "targets_table",
+    "floor_table",
+    "p3",
+    "p4",
+    "p5",
+    "speed",
+    "rank_and_fit",
+    "judged",
+    "verdict",
+    "LR",
+    "INIT_STD",
+    "D_REAL_MIN",
+    "MATERIAL",
+    "KL_GOOD",
+    "KL_BAD",
+]
 
 #: Adam learning rate and initial weight scale of the toy.
 LR, INIT_STD = 1e-2, 1.0
@@ -69,21 +88,36 @@ class Settings:
         """The settings under the chapter's glue names."""
         defaults = inspect.signature(synthetic.make_target).parameters
         return dict(
-            target_profile=self.profile, target_n=self.n, target_steps=self.steps, target_n_seeds=len(self.seeds),
-            target_lr=LR, target_taus=", ".join(f"{t:g}" for t in self.taus),
-            target_head_dims=", ".join(map(str, self.head_dims)), target_real_dims=", ".join(map(str, self.d_real)),
-            target_real_min=D_REAL_MIN, target_select_seeds=", ".join(map(str, self.select_seeds)),
+            target_profile=self.profile,
+            target_n=self.n,
+            target_steps=self.steps,
+            target_n_seeds=len(self.seeds),
+            target_lr=LR,
+            target_taus=", ".join(f"{t:g}" for t in self.taus),
+            target_head_dims=", ".join(map(str, self.head_dims)),
+            target_real_dims=", ".join(map(str, self.d_real)),
+            target_real_min=D_REAL_MIN,
+            target_select_seeds=", ".join(map(str, self.select_seeds)),
             target_estimate_seeds=", ".join(map(str, self.estimate_seeds)),
-            target_p3_taus=", ".join(f"{t:g}" for t in P3_TAUS), target_p3_d=P3_D, target_p3_steps=P3_STEPS,
-            target_kl_good=KL_GOOD, target_kl_bad=KL_BAD, target_sharpness=defaults["sharpness"].default,
-            target_lowrank_rank=defaults["rank"].default, target_dmax=self.d_max, target_material=MATERIAL,
-            target_tau_min=float(min(self.taus)))
+            target_p3_taus=", ".join(f"{t:g}" for t in P3_TAUS),
+            target_p3_d=P3_D,
+            target_p3_steps=P3_STEPS,
+            target_kl_good=KL_GOOD,
+            target_kl_bad=KL_BAD,
+            target_sharpness=defaults["sharpness"].default,
+            target_lowrank_rank=defaults["rank"].default,
+            target_dmax=self.d_max,
+            target_material=MATERIAL,
+            target_tau_min=float(min(self.taus)),
+        )
 
     def caption(self, extra: str, d: pd.DataFrame, cells: bool = False) -> str:
         """A figure caption: ``extra`` then the size, profile, runs and seeds of ``d``."""
         what = "; cells show seed means" if cells else ""
-        return (f"{extra} n = {self.n}, {self.steps} Adam steps ({self.profile} profile, {len(d)} runs, "
-                f"{d.seed.nunique()} seeds{what}).")
+        return (
+            f"{extra} n = {self.n}, {self.steps} Adam steps ({self.profile} profile, {len(d)} runs, "
+            f"{d.seed.nunique()} seeds{what})."
+        )
 
 
 def settings(profile: str, *, seed: int = 0, taus=None, head_dims=None, n=None, steps=None, n_seeds=None) -> Settings:
@@ -108,14 +142,20 @@ def settings(profile: str, *, seed: int = 0, taus=None, head_dims=None, n=None, 
         if value is not None:
             p[name] = value
     if p["n_seeds"] < 4:
-        raise ConfigError("n_seeds", f"got {p['n_seeds']}; the held-out selection needs at least 4 (2 to select, 2 to estimate)")
-    s = Settings(profile, p["n"], p["steps"], p["taus"], p["head_dims"], list(range(seed, seed + p["n_seeds"])),
-                 p["log_every"])
+        raise ConfigError(
+            "n_seeds", f"got {p['n_seeds']}; the held-out selection needs at least 4 (2 to select, 2 to estimate)"
+        )
+    s = Settings(
+        profile, p["n"], p["steps"], p["taus"], p["head_dims"], list(range(seed, seed + p["n_seeds"])), p["log_every"]
+    )
     s.select_seeds, s.estimate_seeds = synthetic.split_seeds(s.seeds)
     s.d_real = [d for d in s.head_dims if D_REAL_MIN <= d < min(s.n, s.d_max)]
     if not s.d_real:
-        raise ConfigError("head_dims", f"got {s.head_dims} with n = {s.n}; the verdict needs a realistic head, "
-                                       f"{D_REAL_MIN} <= d_h < min(n, largest head), and a larger head to compare it with")
+        raise ConfigError(
+            "head_dims",
+            f"got {s.head_dims} with n = {s.n}; the verdict needs a realistic head, "
+            f"{D_REAL_MIN} <= d_h < min(n, largest head), and a larger head to compare it with",
+        )
     return s
 
 
@@ -124,8 +164,19 @@ def grid_tables(n: int, taus, head_dims, seeds, steps: int, log_every: int, devi
     dimension and seed) as one table: the final rows (``table == "final"``) and the KL curves
     (``table == "curves"``); integer columns are nullable so the two kinds stack. Split it with
     :func:`grid`."""
-    final, curves = synthetic.run_grid(n, taus, head_dims, synthetic.VARIANTS, seeds, synthetic.TARGETS, steps=steps,
-                                       lr=LR, init_std=INIT_STD, log_every=log_every, device=device)
+    final, curves = synthetic.run_grid(
+        n,
+        taus,
+        head_dims,
+        synthetic.VARIANTS,
+        seeds,
+        synthetic.TARGETS,
+        steps=steps,
+        lr=LR,
+        init_std=INIT_STD,
+        log_every=log_every,
+        device=device,
+    )
     parts = []
     for name, t in (("final", final), ("curves", curves)):
         t = t.copy()
@@ -143,8 +194,17 @@ def grid(s: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     (the device is in the cache key).
     """
     device = "cuda" if s.profile == "paper" and torch.cuda.is_available() else None
-    table = cached("target_grid", grid_tables, n=s.n, taus=s.taus, head_dims=s.head_dims, seeds=s.seeds, steps=s.steps,
-                   log_every=s.log_every, device=device)
+    table = cached(
+        "target_grid",
+        grid_tables,
+        n=s.n,
+        taus=s.taus,
+        head_dims=s.head_dims,
+        seeds=s.seeds,
+        steps=s.steps,
+        log_every=s.log_every,
+        device=device,
+    )
     out = []
     for name in ("final", "curves"):
         t = table[table["table"] == name].drop(columns="table").dropna(axis=1, how="all").reset_index(drop=True)
@@ -161,19 +221,35 @@ def targets_table(s: Settings) -> pd.DataFrame:
     for kind in synthetic.TARGETS:
         for seed in s.seeds:
             T = synthetic.make_target(kind, s.n, seed=seed)
-            rows.append(dict(target=kind, seed=seed, rank_rtol_1e_2=int(numerical_rank(T, rtol=1e-2)),
-                             mean_max_prob=float(T.amax(-1).mean())))
+            rows.append(
+                dict(
+                    target=kind,
+                    seed=seed,
+                    rank_rtol_1e_2=int(numerical_rank(T, rtol=1e-2)),
+                    mean_max_prob=float(T.amax(-1).mean()),
+                )
+            )
     return pd.DataFrame(rows)
 
 
 def floor_table(s: Settings) -> pd.DataFrame:
     """The P5 floor and the simplex value against ``tau`` (60 points over the grid's range)."""
     tau = np.geomspace(min(s.taus), max(s.taus), 60)
-    return pd.concat([
-        pd.DataFrame(dict(tau=tau, kl=normalised_kl_floor(s.n, torch.tensor(tau)).numpy(),
-                          curve="P5 floor log(1+(n-1)e^{-2/tau})")),
-        pd.DataFrame(dict(tau=tau, kl=simplex_kl(s.n, torch.tensor(tau)).numpy(), curve="simplex keys (needs d_h >= n-1)")),
-    ], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                dict(
+                    tau=tau,
+                    kl=normalised_kl_floor(s.n, torch.tensor(tau)).numpy(),
+                    curve="P5 floor log(1+(n-1)e^{-2/tau})",
+                )
+            ),
+            pd.DataFrame(
+                dict(tau=tau, kl=simplex_kl(s.n, torch.tensor(tau)).numpy(), curve="simplex keys (needs d_h >= n-1)")
+            ),
+        ],
+        ignore_index=True,
+    )
 
 
 def _cell(final, variant, d, t, kind="permutation", col="kl"):
@@ -188,7 +264,9 @@ def kl_cells(s: Settings, final: pd.DataFrame) -> dict:
     for v in synthetic.VARIANTS:
         for d in (1, s.d_max):
             out[f"target_kl_{v}_d{'max' if d == s.d_max else d}_tau1"] = float(_cell(final, v, d, 1.0).mean())
-        out[f"target_kl_{v}_d1_min"] = float(perm[(perm.variant == v) & (perm.head_dim == 1)].groupby("tau").kl.mean().min())
+        out[f"target_kl_{v}_d1_min"] = float(
+            perm[(perm.variant == v) & (perm.head_dim == 1)].groupby("tau").kl.mean().min()
+        )
     return out
 
 
@@ -199,8 +277,13 @@ def p4(s: Settings, final: pd.DataFrame) -> Section:
     floor = (1 - 2 / s.n) * math.log(2)
     viol = int((d1.accuracy > permutation_accuracy_bound(1, s.n) + 1e-12).sum()) + int((d1.kl < floor - 1e-6).sum())
     d2 = perm[(perm.head_dim == 2) & (perm.variant == "plain")]
-    glue = dict(target_p4_kl_floor=floor, target_p4_bound=2 / s.n, target_p4_at_bound=int(np.isclose(d1.accuracy, 2 / s.n).sum()),
-                target_p4_runs=int(len(d1)), target_p4_acc_d2=float(d2.accuracy.mean()) if 2 in s.head_dims else float("nan"))
+    glue = dict(
+        target_p4_kl_floor=floor,
+        target_p4_bound=2 / s.n,
+        target_p4_at_bound=int(np.isclose(d1.accuracy, 2 / s.n).sum()),
+        target_p4_runs=int(len(d1)),
+        target_p4_acc_d2=float(d2.accuracy.mean()) if 2 in s.head_dims else float("nan"),
+    )
     return Section({}, glue, "p4", 2 * len(d1), viol, prefix="target")
 
 
@@ -209,10 +292,13 @@ def p5(s: Settings, final: pd.DataFrame) -> Section:
     perm = final[final.target == "permutation"]
     pn = perm[perm.variant == "normalised"]
     best = pn[(pn.tau < 1) & (pn.head_dim == s.d_max)].groupby("tau").kl.mean()
-    glue = dict(target_p5_floor_tau1=normalised_kl_floor(s.n, 1.0), target_p5_simplex_tau1=simplex_kl(s.n, 1.0),
-                target_p5_best_tau=float(best.idxmin()) if len(best) else float("nan"),
-                target_p5_best_kl=float(best.min()) if len(best) else float("nan"),
-                target_p5_rank_tau1=float(_cell(final, "normalised", s.d_max, 1.0, col="rank").mean()))
+    glue = dict(
+        target_p5_floor_tau1=normalised_kl_floor(s.n, 1.0),
+        target_p5_simplex_tau1=simplex_kl(s.n, 1.0),
+        target_p5_best_tau=float(best.idxmin()) if len(best) else float("nan"),
+        target_p5_best_kl=float(best.min()) if len(best) else float("nan"),
+        target_p5_rank_tau1=float(_cell(final, "normalised", s.d_max, 1.0, col="rank").mean()),
+    )
     return Section({}, glue, "p5", len(pn), int((pn.kl < pn.kl_floor - 1e-6).sum()), prefix="target")
 
 
@@ -223,19 +309,35 @@ def p3_table(n: int, seeds, taus, head_dim: int, steps: int) -> pd.DataFrame:
     rows = []
     for seed in seeds:
         for t in taus:
-            r = synthetic.train_toy(synthetic.make_target("sharp", n, seed=seed), head_dim, [t, 1.0, 1.0], "plain",
-                                    seeds=[seed] * 3, steps=steps, lr=[LR, LR / math.sqrt(t), LR],
-                                    init_std=[INIT_STD, INIT_STD / math.sqrt(t), INIT_STD], adam_eps=0.0,
-                                    dtype=torch.float64)
-            rows.append(dict(seed=seed, tau=t, max_diff_equivalent=float((r.attention[0] - r.attention[1]).abs().max()),
-                             max_diff_control=float((r.attention[0] - r.attention[2]).abs().max())))
+            r = synthetic.train_toy(
+                synthetic.make_target("sharp", n, seed=seed),
+                head_dim,
+                [t, 1.0, 1.0],
+                "plain",
+                seeds=[seed] * 3,
+                steps=steps,
+                lr=[LR, LR / math.sqrt(t), LR],
+                init_std=[INIT_STD, INIT_STD / math.sqrt(t), INIT_STD],
+                adam_eps=0.0,
+                dtype=torch.float64,
+            )
+            rows.append(
+                dict(
+                    seed=seed,
+                    tau=t,
+                    max_diff_equivalent=float((r.attention[0] - r.attention[1]).abs().max()),
+                    max_diff_control=float((r.attention[0] - r.attention[2]).abs().max()),
+                )
+            )
     return pd.DataFrame(rows)
 
 
 def p3(s: Settings) -> Section:
     """P3 (cached): a violation is an equivalent pair whose attention differs by more than 1e-9."""
     t = cached("target_p3", p3_table, n=s.n, seeds=s.seeds, taus=list(P3_TAUS), head_dim=P3_D, steps=P3_STEPS)
-    glue = dict(target_p3_same_max=float(t.max_diff_equivalent.max()), target_p3_control_min=float(t.max_diff_control.min()))
+    glue = dict(
+        target_p3_same_max=float(t.max_diff_equivalent.max()), target_p3_control_min=float(t.max_diff_control.min())
+    )
     return Section({"p3": t}, glue, "p3", len(t), int((t.max_diff_equivalent > 1e-9).sum()), prefix="target")
 
 
@@ -245,23 +347,36 @@ def speed(s: Settings, final: pd.DataFrame, curves: pd.DataFrame, thresh: float 
     ``runs``; ``cells`` are the (variant, head dim) pairs drawn."""
     perm = final[final.target == "permutation"]
     d_mid = 4 if 4 in s.head_dims else s.head_dims[min(2, len(s.head_dims) - 1)]
-    cells = [("plain", min(s.d_small[-1], 2) if 2 in s.head_dims else s.d_small[-1]), ("plain", d_mid),
-             ("normalised", s.d_max)]
+    cells = [
+        ("plain", min(s.d_small[-1], 2) if 2 in s.head_dims else s.d_small[-1]),
+        ("plain", d_mid),
+        ("normalised", s.d_max),
+    ]
     cperm = curves[curves.target == "permutation"]
-    reach = (cperm[(cperm.variant == "plain") & (cperm.head_dim >= d_mid) & (cperm.kl < thresh)]
-             .groupby(["head_dim", "tau", "seed"]).step.min())
+    reach = (
+        cperm[(cperm.variant == "plain") & (cperm.head_dim >= d_mid) & (cperm.kl < thresh)]
+        .groupby(["head_dim", "tau", "seed"])
+        .step.min()
+    )
     runs_fit = perm[(perm.variant == "plain") & (perm.head_dim >= d_mid)].set_index(["head_dim", "tau", "seed"])
     reach = reach.reindex(runs_fit.index)  # NaN: never reached within the budget
     reach_tau = reach.groupby("tau").median()
     kl_by_tau = perm[(perm.variant == "plain") & (perm.head_dim >= d_mid)].groupby("tau").kl.mean()
-    glue = dict(target_thresh=thresh, target_dmid=d_mid, target_reach_tau1=float(reach_tau.get(1.0, np.nan)),
-                target_reach_fastest_tau=float(reach_tau.idxmin() if reach_tau.notna().any() else float("nan")),
-                target_reach_fastest=float(reach_tau.min()), target_reach_never=int(reach.isna().sum()),
-                target_reach_total=int(len(reach)),
-                target_reach_list=", ".join(f"tau {t:g}: {'not reached' if np.isnan(v) else f'{v:.0f}'}"
-                                            for t, v in reach_tau.items()),
-                target_plain_fit_best_tau=float(kl_by_tau.idxmin()), target_plain_fit_kl_tau1=float(kl_by_tau.get(1.0, np.nan)),
-                target_plain_fit_kl_min_tau=float(kl_by_tau.loc[min(s.taus)]))
+    glue = dict(
+        target_thresh=thresh,
+        target_dmid=d_mid,
+        target_reach_tau1=float(reach_tau.get(1.0, np.nan)),
+        target_reach_fastest_tau=float(reach_tau.idxmin() if reach_tau.notna().any() else float("nan")),
+        target_reach_fastest=float(reach_tau.min()),
+        target_reach_never=int(reach.isna().sum()),
+        target_reach_total=int(len(reach)),
+        target_reach_list=", ".join(
+            f"tau {t:g}: {'not reached' if np.isnan(v) else f'{v:.0f}'}" for t, v in reach_tau.items()
+        ),
+        target_plain_fit_best_tau=float(kl_by_tau.idxmin()),
+        target_plain_fit_kl_tau1=float(kl_by_tau.get(1.0, np.nan)),
+        target_plain_fit_kl_min_tau=float(kl_by_tau.loc[min(s.taus)]),
+    )
     in_cells = cperm.set_index(["variant", "head_dim"]).index.isin(cells)
     runs = perm[perm.set_index(["variant", "head_dim"]).index.isin(cells)]
     return Section({"curves": cperm[in_cells], "runs": runs, "cells": cells, "all_curves": cperm}, glue)
@@ -276,11 +391,15 @@ def rank_and_fit(s: Settings, final: pd.DataFrame) -> Section:
     low = final[final.target == "lowrank"]
     low_over = low[(low.kl < KL_GOOD) & (low["rank"] > low.target_rank)]
     at1 = low[np.isclose(low.tau, 1.0) & (low.head_dim == s.d_max)]
-    glue = dict(target_full_rank_bad=int(len(full_bad)),
-                target_full_rank_bad_max=float(full_bad.kl.max()) if len(full_bad) else float("nan"),
-                target_rho_perm=rho.text(2), target_low_over=int(len(low_over)), target_low_runs=int(len(low)),
-                target_low_norm_tau1=float(at1[at1.variant == "normalised"].kl.mean()),
-                target_low_plain_tau1=float(at1[at1.variant == "plain"].kl.mean()))
+    glue = dict(
+        target_full_rank_bad=int(len(full_bad)),
+        target_full_rank_bad_max=float(full_bad.kl.max()) if len(full_bad) else float("nan"),
+        target_rho_perm=rho.text(2),
+        target_low_over=int(len(low_over)),
+        target_low_runs=int(len(low)),
+        target_low_norm_tau1=float(at1[at1.variant == "normalised"].kl.mean()),
+        target_low_plain_tau1=float(at1[at1.variant == "plain"].kl.mean()),
+    )
     return Section({"rho": rho, "full_bad": full_bad}, glue)
 
 
@@ -294,8 +413,13 @@ def judged(diff: pd.Series, material: float = MATERIAL) -> verdicts.Verdict:
 
 def _per_seed(final, variant, dims, t, seeds, kind="permutation"):
     """KL of one (variant, tau) setting, averaged over the head dims ``dims``, per seed in ``seeds``."""
-    sel = final[(final.target == kind) & (final.variant == variant) & final.head_dim.isin(dims)
-                & np.isclose(final.tau, t) & final.seed.isin(seeds)]
+    sel = final[
+        (final.target == kind)
+        & (final.variant == variant)
+        & final.head_dim.isin(dims)
+        & np.isclose(final.tau, t)
+        & final.seed.isin(seeds)
+    ]
     return sel.groupby("seed").kl.mean().sort_index()
 
 
@@ -315,50 +439,72 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Section], fit: Sectio
     v_short = judged(ps("plain", s.d_real, 1.0, s.seeds) - ps("plain", [s.d_max], 1.0, s.seeds))
     real_rows = pplain[pplain.head_dim.isin(s.d_real)].groupby(["seed", "tau"], as_index=False).kl.mean()
     best_plain = float(synthetic.select_best(real_rows, "tau", "kl", s.select_seeds, candidates=small))
-    v_rescue = judged(ps("plain", s.d_real, 1.0, s.estimate_seeds) - ps("plain", s.d_real, best_plain, s.estimate_seeds))
+    v_rescue = judged(
+        ps("plain", s.d_real, 1.0, s.estimate_seeds) - ps("plain", s.d_real, best_plain, s.estimate_seeds)
+    )
     status = verdicts.combine([v_short.status, v_rescue.status])
     per_dim = []
     for d in s.d_real:
         bt = float(synthetic.select_best(pplain[pplain.head_dim == d], "tau", "kl", s.select_seeds, candidates=small))
         gain = ps("plain", [d], 1.0, s.estimate_seeds) - ps("plain", [d], bt, s.estimate_seeds)
         gap = ps("plain", [d], 1.0, s.seeds) - ps("plain", [s.d_max], 1.0, s.seeds)
-        per_dim.append(f"at d_h = {d} the shortfall is {_nats(stats.mean_ci(gap))} and tau = {bt:g} lowers the KL by "
-                       f"{_nats(stats.mean_ci(gain))}")
+        per_dim.append(
+            f"at d_h = {d} the shortfall is {_nats(stats.mean_ci(gap))} and tau = {bt:g} lowers the KL by "
+            f"{_nats(stats.mean_ci(gain))}"
+        )
     d1_gap = ps("plain", [min(s.head_dims)], 1.0, s.seeds) - ps("plain", [s.d_max], 1.0, s.seeds)
-    reading_plain = (f"In plain dot-product attention (the attention of BERT and GPT-2), realistic heads at tau = 1 end "
-                     f"{_nats(v_short.estimate)} of KL above the largest head (d_h = {s.d_max}), and the best lower "
-                     f"temperature, chosen on seeds {s.select_seeds} ({best_plain:g}), lowers their KL by "
-                     f"{_nats(v_rescue.estimate)} on the held-out seeds {s.estimate_seeds} ({'; '.join(per_dim)}). "
-                     f"A head far narrower than any in use, d_h = {min(s.head_dims)}, ends {_nats(stats.mean_ci(d1_gap))} "
-                     f"above the largest head at tau = 1; for d_h = 1 that is a limit of the head dimension that no "
-                     f"temperature removes (P4). By P3 tau acts in plain attention only through the initial logit scale "
-                     f"and the effective learning rate.")
+    reading_plain = (
+        f"In plain dot-product attention (the attention of BERT and GPT-2), realistic heads at tau = 1 end "
+        f"{_nats(v_short.estimate)} of KL above the largest head (d_h = {s.d_max}), and the best lower "
+        f"temperature, chosen on seeds {s.select_seeds} ({best_plain:g}), lowers their KL by "
+        f"{_nats(v_rescue.estimate)} on the held-out seeds {s.estimate_seeds} ({'; '.join(per_dim)}). "
+        f"A head far narrower than any in use, d_h = {min(s.head_dims)}, ends {_nats(stats.mean_ci(d1_gap))} "
+        f"above the largest head at tau = 1; for d_h = 1 that is a limit of the head dimension that no "
+        f"temperature removes (P4). By P3 tau acts in plain attention only through the initial logit scale "
+        f"and the effective learning rate."
+    )
     pnorm = perm[(perm.variant == "normalised") & (perm.head_dim == s.d_max)]
     best_norm = float(synthetic.select_best(pnorm, "tau", "kl", s.select_seeds, candidates=small))
-    e_norm = stats.mean_ci(ps("normalised", [s.d_max], 1.0, s.estimate_seeds)
-                           - ps("normalised", [s.d_max], best_norm, s.estimate_seeds))
+    e_norm = stats.mean_ci(
+        ps("normalised", [s.d_max], 1.0, s.estimate_seeds) - ps("normalised", [s.d_max], best_norm, s.estimate_seeds)
+    )
     if verdicts.classify(e_norm, MATERIAL, "above") == verdicts.SUPPORTED:
-        reading_norm = (f"With normalised q and k the study's reading holds: the logits are capped at 1/tau, tau = 1 cannot "
-                        f"fit the permutation at any head dimension (P5), and tau = {best_norm:g} (chosen on the selection "
-                        f"seeds) at d_h = {s.d_max} cuts the KL by {_nats(e_norm)} on the held-out seeds.")
+        reading_norm = (
+            f"With normalised q and k the study's reading holds: the logits are capped at 1/tau, tau = 1 cannot "
+            f"fit the permutation at any head dimension (P5), and tau = {best_norm:g} (chosen on the selection "
+            f"seeds) at d_h = {s.d_max} cuts the KL by {_nats(e_norm)} on the held-out seeds."
+        )
     else:
-        reading_norm = (f"With normalised q and k, tau = {best_norm:g} (chosen on the selection seeds) at d_h = {s.d_max} "
-                        f"changes the KL by {_nats(e_norm)} on the held-out seeds, not a material gain at this scale.")
+        reading_norm = (
+            f"With normalised q and k, tau = {best_norm:g} (chosen on the selection seeds) at d_h = {s.d_max} "
+            f"changes the KL by {_nats(e_norm)} on the held-out seeds, not a material gain at this scale."
+        )
     n_bad, rho = len(fit.tables["full_bad"]), fit.tables["rho"]
     if n_bad:
-        reading_rank = (f"A full rank is necessary for a permutation but says little about the fit: {n_bad} runs reach "
-                        f"full rank and still end above {KL_BAD:g} nat of KL (across permutation runs, Spearman's rho "
-                        f"between achieved rank and final KL is {rho.text(2)} seeds).")
+        reading_rank = (
+            f"A full rank is necessary for a permutation but says little about the fit: {n_bad} runs reach "
+            f"full rank and still end above {KL_BAD:g} nat of KL (across permutation runs, Spearman's rho "
+            f"between achieved rank and final KL is {rho.text(2)} seeds)."
+        )
     else:
-        reading_rank = (f"No run combines full rank with a KL above {KL_BAD:g} nat here; across permutation runs Spearman's "
-                        f"rho between achieved rank and final KL is {rho.text(2)} seeds.")
+        reading_rank = (
+            f"No run combines full rank with a KL above {KL_BAD:g} nat here; across permutation runs Spearman's "
+            f"rho between achieved rank and final KL is {rho.text(2)} seeds."
+        )
     n_checks, n_viol = sum(c.tested for c in checks), sum(c.violations for c in checks)
-    summary = (f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
-               f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
-               f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {v_short.text(2)}; "
-               f"gain of tau = {best_plain:g}, chosen on seeds {s.select_seeds}, on held-out seeds {s.estimate_seeds} "
-               f"(nats): {v_rescue.text(2)}. {n_checks - n_viol} of {n_checks} proposition checks hold.")
-    glue = dict(target_reading_plain=reading_plain, target_reading_norm=reading_norm, target_reading_rank=reading_rank,
-                target_short_mean=v_short.estimate.value, target_rescue_plain_mean=v_rescue.estimate.value,
-                target_rescue_norm_mean=e_norm.value)
+    summary = (
+        f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
+        f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
+        f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {v_short.text(2)}; "
+        f"gain of tau = {best_plain:g}, chosen on seeds {s.select_seeds}, on held-out seeds {s.estimate_seeds} "
+        f"(nats): {v_rescue.text(2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
+    )
+    glue = dict(
+        target_reading_plain=reading_plain,
+        target_reading_norm=reading_norm,
+        target_reading_rank=reading_rank,
+        target_short_mean=v_short.estimate.value,
+        target_rescue_plain_mean=v_rescue.estimate.value,
+        target_rescue_norm_mean=e_norm.value,
+    )
     return status, summary, glue

@@ -34,20 +34,36 @@ import pandas as pd
 import psutil
 import torch
 from transformers import (
-    DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, default_data_collator,
+    DataCollatorForLanguageModeling,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+    default_data_collator,
 )
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import logging as hf_logging
 
-from .errors import ConfigError, RunFailed, check_int
-from .models import qk_parameter_names, split_qk
+from .errors import ConfigError, check_int
+from .models import model_from_config, qk_parameter_names, split_qk, tokenizer_pad_id
 from .probe import RankProbe
 from .profiles import RunConfig
-from .models import model_from_config, tokenizer_pad_id
 
-__all__ = ["TrainResult", "RankCallback", "TRAIN_PROBE_SIZE", "probe_steps", "training_probe_ids", "prepare_data",
-           "probe_indices", "training_arguments", "optimizer_groups", "make_trainer", "train", "device_name", "precision",
-           "run_environment"]
+__all__ = [
+    "TrainResult",
+    "RankCallback",
+    "TRAIN_PROBE_SIZE",
+    "probe_steps",
+    "training_probe_ids",
+    "prepare_data",
+    "probe_indices",
+    "training_arguments",
+    "optimizer_groups",
+    "make_trainer",
+    "train",
+    "device_name",
+    "precision",
+    "run_environment",
+]
 
 #: Training blocks measured at every probe beside the held-out probe sequences (per-sequence
 #: records only: the study averaged its ranks over 4 training and 4 test examples).
@@ -78,10 +94,15 @@ def run_environment() -> dict:
     world = int(raw) if raw.isdigit() else 1
     if world > 1:
         raise ConfigError(
-            "WORLD_SIZE", f"got {world}: a run trains in one process on one device; do not launch it with "
-            "torchrun, train one run per GPU with `attnrank sweep --executor ray` (or `--executor process`)"
+            "WORLD_SIZE",
+            f"got {world}: a run trains in one process on one device; do not launch it with "
+            "torchrun, train one run per GPU with `attnrank sweep --executor ray` (or `--executor process`)",
         )
-    return {"device_type": "cuda" if torch.cuda.is_available() else "cpu", "precision": precision(), "world_size": world}
+    return {
+        "device_type": "cuda" if torch.cuda.is_available() else "cpu",
+        "precision": precision(),
+        "world_size": world,
+    }
 
 
 def _one_device(args: TrainingArguments) -> TrainingArguments:
@@ -101,13 +122,28 @@ def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = Fals
     """
     cuda = torch.cuda.is_available()
     kw = dict(
-        output_dir=output_dir, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
-        learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
-        adam_epsilon=cfg.adam_epsilon, lr_scheduler_type="linear", max_grad_norm=cfg.max_grad_norm,
-        logging_steps=cfg.log_every, logging_first_step=True,
-        logging_nan_inf_filter=False, save_strategy="no", eval_strategy="no", report_to="none",
-        seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, use_cpu=not cuda,
-        bf16=precision() == "bf16", disable_tqdm=not progress, remove_unused_columns=False,
+        output_dir=output_dir,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        weight_decay=cfg.weight_decay,
+        warmup_steps=cfg.warmup_steps,
+        adam_epsilon=cfg.adam_epsilon,
+        lr_scheduler_type="linear",
+        max_grad_norm=cfg.max_grad_norm,
+        logging_steps=cfg.log_every,
+        logging_first_step=True,
+        logging_nan_inf_filter=False,
+        save_strategy="no",
+        eval_strategy="no",
+        report_to="none",
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        dataloader_num_workers=0,
+        use_cpu=not cuda,
+        bf16=precision() == "bf16",
+        disable_tqdm=not progress,
+        remove_unused_columns=False,
     )
     return _one_device(TrainingArguments(**{**kw, **overrides}))
 
@@ -135,9 +171,16 @@ def optimizer_groups(model: torch.nn.Module, cfg: RunConfig, decay_names) -> lis
     groups = [
         {"params": [p for n, p in named if n not in qk and n in decay], "lr": lr, "weight_decay": wd},
         {"params": [p for n, p in named if n not in qk and n not in decay], "lr": lr, "weight_decay": 0.0},
-        {"params": [p for n, p in named if n in qk and n in decay], "lr": lr * cfg.qk_lr_scale,
-         "weight_decay": wd * cfg.qk_decay_scale},
-        {"params": [p for n, p in named if n in qk and n not in decay], "lr": lr * cfg.qk_lr_scale, "weight_decay": 0.0},
+        {
+            "params": [p for n, p in named if n in qk and n in decay],
+            "lr": lr * cfg.qk_lr_scale,
+            "weight_decay": wd * cfg.qk_decay_scale,
+        },
+        {
+            "params": [p for n, p in named if n in qk and n not in decay],
+            "lr": lr * cfg.qk_lr_scale,
+            "weight_decay": 0.0,
+        },
     ]
     return [g for g in groups if g["params"]]
 
@@ -153,20 +196,29 @@ class _Trainer(Trainer):
         if self.optimizer is None:
             model = self.model if model is None else model
             cls, kwargs = self.get_optimizer_cls_and_kwargs(self.args, model)
-            self.optimizer = cls(optimizer_groups(model, self.run_config, self.get_decay_parameter_names(model)), **kwargs)
+            self.optimizer = cls(
+                optimizer_groups(model, self.run_config, self.get_decay_parameter_names(model)), **kwargs
+            )
         return self.optimizer
 
 
-def make_trainer(cfg: RunConfig, model: torch.nn.Module, dataset, collator, *, output_dir: str, progress: bool = False,
-                 callbacks=()) -> Trainer:
+def make_trainer(
+    cfg: RunConfig, model: torch.nn.Module, dataset, collator, *, output_dir: str, progress: bool = False, callbacks=()
+) -> Trainer:
     """The ``transformers.Trainer`` of a run: the arguments of :func:`training_arguments` and the
     query/key optimizer groups of :func:`optimizer_groups`.
 
     For GPT-2 with ``cfg.qk_lr_scale != 1`` or ``cfg.qk_decay_scale != 1`` build and train it
     inside :func:`attnrank.models.split_qk`, so that its query/key part has a parameter of its own.
     """
-    trainer = _Trainer(model=model, args=training_arguments(cfg, output_dir, progress=progress), train_dataset=dataset,
-                       data_collator=collator, callbacks=list(callbacks), run_config=cfg)
+    trainer = _Trainer(
+        model=model,
+        args=training_arguments(cfg, output_dir, progress=progress),
+        train_dataset=dataset,
+        data_collator=collator,
+        callbacks=list(callbacks),
+        run_config=cfg,
+    )
     if not progress:
         trainer.remove_callback(PrinterCallback)
         trainer.remove_callback(ProgressCallback)
@@ -293,7 +345,8 @@ def prepare_data(cfg: RunConfig):
     mlm = cfg.arch == "bert"
     collator = (
         DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=cfg.mlm_probability)
-        if mlm else default_data_collator
+        if mlm
+        else default_data_collator
     )
     # probe and validation blocks are spread evenly over the validation plays
     probe_idx = probe_indices(len(val), cfg.probe_size)
@@ -310,7 +363,9 @@ def prepare_data(cfg: RunConfig):
     return _Blocks(train, labels=not mlm), tokenizer, collator, probe_ids, val_batches
 
 
-def train(cfg: RunConfig, *, output_dir: str | None = None, progress: bool = True, keep_model: bool = True) -> TrainResult:
+def train(
+    cfg: RunConfig, *, output_dir: str | None = None, progress: bool = True, keep_model: bool = True
+) -> TrainResult:
     """Train one run and return its logs and summary (the run store calls this).
 
     A run whose training or validation loss becomes NaN/inf stops and is returned with
@@ -343,8 +398,9 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
     callback = RankCallback(probe, cfg.rank_every, cfg.max_steps)
     split = split_qk(model) if cfg.qk_lr_scale != 1.0 or cfg.qk_decay_scale != 1.0 else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as tmp, split:
-        trainer = make_trainer(cfg, model, dataset, collator, output_dir=output_dir or tmp, progress=progress,
-                               callbacks=[callback])
+        trainer = make_trainer(
+            cfg, model, dataset, collator, output_dir=output_dir or tmp, progress=progress, callbacks=[callback]
+        )
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
         # At low tau the softmax and its gradient underflow into subnormal floats, which
@@ -385,6 +441,11 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         **env,
     }
     return TrainResult(
-        train_log=pd.DataFrame(callback.train_rows), eval_log=eval_log, ranks=probe.ranks,
-        rank_summary=rank_summary, summary=summary, model=model if keep_model else None, sequences=probe.sequences,
+        train_log=pd.DataFrame(callback.train_rows),
+        eval_log=eval_log,
+        ranks=probe.ranks,
+        rank_summary=rank_summary,
+        summary=summary,
+        model=model if keep_model else None,
+        sequences=probe.sequences,
     )

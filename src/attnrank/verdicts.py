@@ -24,7 +24,17 @@ from dataclasses import dataclass
 from .errors import ConfigError, check_choice
 from .stats import Estimate, _num, runs_needed_correlation, seeds_needed
 
-__all__ = ["VERDICTS", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "DIRECTIONS", "classify", "combine", "Verdict", "judge"]
+__all__ = [
+    "VERDICTS",
+    "SUPPORTED",
+    "NOT_SUPPORTED",
+    "INCONCLUSIVE",
+    "DIRECTIONS",
+    "classify",
+    "combine",
+    "Verdict",
+    "judge",
+]
 
 #: The three verdicts a chapter can reach on a claim.
 VERDICTS = ("supported", "not supported", "inconclusive at this scale")
@@ -113,16 +123,26 @@ class Verdict:
         side = "above" if self.direction == "above" else "below"
         s = f"{self.status}: {self.estimate.text(digits)} against a threshold of {_num(self.threshold, digits)} ({side} predicted)"
         if self.status != SUPPORTED and self.needed is not None:
-            s += (f"; about {self.needed} {self.needed_unit} would resolve the pre-registered effect of "
-                  f"{_num(self.effect, max(digits, 3))}")
+            s += (
+                f"; about {self.needed} {self.needed_unit} would resolve the pre-registered effect of "
+                f"{_num(self.effect, max(digits, 3))}"
+            )
         return s
 
     def __str__(self) -> str:
         return self.text()
 
 
-def judge(estimate: Estimate, threshold: float, direction: str, *, effect: float | None = None,
-          spread: float | None = None, alpha: float = 0.05, power: float = 0.8) -> Verdict:
+def judge(
+    estimate: Estimate,
+    threshold: float,
+    direction: str,
+    *,
+    effect: float | None = None,
+    spread: float | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> Verdict:
     """:func:`classify`, plus the runs that would resolve the pre-registered effect when not supported.
 
     Args:
@@ -145,4 +165,6 @@ def judge(estimate: Estimate, threshold: float, direction: str, *, effect: float
                 needed, unit = seeds_needed(spread, effect, alpha=alpha, power=power), "seeds per arm"
         else:
             needed = runs_needed_correlation(effect, alpha=alpha, power=power)
-    return Verdict(status, estimate, float(threshold), direction, None if effect is None else float(effect), needed, unit)
+    return Verdict(
+        status, estimate, float(threshold), direction, None if effect is None else float(effect), needed, unit
+    )

@@ -30,15 +30,32 @@ def cells(table: pd.DataFrame, outcomes: dict, order, labels: dict, *, width: fl
             for _, s in d.groupby("seed"):
                 s = s.assign(x=s.cell.map(x)).sort_values("x")
                 ax.plot(s.x, s[col], color="0.75", lw=0.7, zorder=1)
-            sns.stripplot(d, x="cell", y=col, order=list(order), hue="cell", hue_order=list(order), legend=False,
-                          ax=ax, size=4, jitter=False, zorder=2)
+            sns.stripplot(
+                d,
+                x="cell",
+                y=col,
+                order=list(order),
+                hue="cell",
+                hue_order=list(order),
+                legend=False,
+                ax=ax,
+                size=4,
+                jitter=False,
+                zorder=2,
+            )
             means = d.groupby("cell")[col].mean().reindex(order)
-            ax.hlines(means.to_numpy(), np.arange(len(order)) - 0.3, np.arange(len(order)) + 0.3, color="k", lw=1.5,
-                      zorder=3)
+            ax.hlines(
+                means.to_numpy(), np.arange(len(order)) - 0.3, np.arange(len(order)) + 0.3, color="k", lw=1.5, zorder=3
+            )
             ax.set_xlabel("")
             ax.set_ylabel(label if j == 0 else "")
-            ax.set_xticks(range(len(order)), [labels[c] for c in order] if r == len(outcomes) - 1 else [""] * len(order),
-                          rotation=30, ha="right", fontsize=8)
+            ax.set_xticks(
+                range(len(order)),
+                [labels[c] for c in order] if r == len(outcomes) - 1 else [""] * len(order),
+                rotation=30,
+                ha="right",
+                fontsize=8,
+            )
             if r == 0:
                 ax.set_title(ARCH_LABELS.get(a, a))
     fig.tight_layout()
@@ -58,9 +75,11 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
     taus = sorted(df.train_tau.unique())
     palette = dict(zip(taus, sns.color_palette("colorblind", len(taus))))
     for j, a in enumerate(archs):
-        for r, (col, label) in enumerate(((measure, measure_label), ("loss_change", "validation loss change\n(nats/token)"))):
+        for r, (col, label) in enumerate(
+            ((measure, measure_label), ("loss_change", "validation loss change\n(nats/token)"))
+        ):
             ax = axes[r, j]
-            for (t, seed), d in df[df.arch == a].groupby(["train_tau", "seed"]):
+            for (t, _seed), d in df[df.arch == a].groupby(["train_tau", "seed"]):
                 d = d.sort_values("eval_tau")
                 d = d.assign(loss_change=d.val_loss - d.val_loss[np.isclose(d.eval_tau, t)].mean())
                 ax.plot(d.eval_tau, d[col], color=palette[t], lw=1, marker=".", label=f"trained at tau = {t:g}")
@@ -74,7 +93,9 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
                 ax.set_title(ARCH_LABELS.get(a, a))
     handles, names = axes[0, 0].get_legend_handles_labels()
     uniq = dict(zip(names, handles))
-    fig.legend(uniq.values(), uniq.keys(), loc="lower center", ncol=len(uniq), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.legend(
+        uniq.values(), uniq.keys(), loc="lower center", ncol=len(uniq), frameon=False, bbox_to_anchor=(0.5, -0.02)
+    )
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
@@ -91,15 +112,25 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
     from ..rules import fmt_setting
 
     label = MEASURES[measure].label
-    labels = {c: CELL_LABELS[c].replace("tau", f"tau = {fmt_setting(tau)}") if c == "tau" else CELL_LABELS[c]
-              for c in CELLS}
-    ylab = {"initial": f"initial {label}", "during": f"mean {label}\nthrough training",
-            "final_val_loss": "final validation loss\n(nats/token)"}
-    return cells(table, ylab, CELLS, labels), table, "causal_cells", (
-        f"The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over {n_seeds} seeds) "
-        f"for BERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. "
-        f"s = {twin_scale(tau):.3g} = 1/sqrt(tau), tau = {fmt_setting(tau)}; {profile} profile at "
-        f"{PRESETS[profile][0]} sizes, {n_runs} runs.")
+    labels = {
+        c: CELL_LABELS[c].replace("tau", f"tau = {fmt_setting(tau)}") if c == "tau" else CELL_LABELS[c] for c in CELLS
+    }
+    ylab = {
+        "initial": f"initial {label}",
+        "during": f"mean {label}\nthrough training",
+        "final_val_loss": "final validation loss\n(nats/token)",
+    }
+    return (
+        cells(table, ylab, CELLS, labels),
+        table,
+        "causal_cells",
+        (
+            f"The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over {n_seeds} seeds) "
+            f"for BERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. "
+            f"s = {twin_scale(tau):.3g} = 1/sqrt(tau), tau = {fmt_setting(tau)}; {profile} profile at "
+            f"{PRESETS[profile][0]} sizes, {n_runs} runs."
+        ),
+    )
 
 
 def intervention_figure(inter: pd.DataFrame, *, measure: str, tau: float, seeds, profile: str):
@@ -113,7 +144,13 @@ def intervention_figure(inter: pd.DataFrame, *, measure: str, tau: float, seeds,
 
     label = MEASURES[measure].label
     n_runs = inter.groupby(["arch", "train_tau", "seed"]).ngroups
-    return intervention(inter, measure, label), inter, "causal_intervention", (
-        f"Trained models evaluated at other temperatures, weights fixed: {label} (top) and validation loss (bottom); "
-        f"one line per run ({n_runs} runs: tau = 1 and tau = {fmt_setting(tau)}, seeds {', '.join(map(str, seeds))}); "
-        f"circles: the training temperature. {profile} profile at {PRESETS[profile][0]} sizes.")
+    return (
+        intervention(inter, measure, label),
+        inter,
+        "causal_intervention",
+        (
+            f"Trained models evaluated at other temperatures, weights fixed: {label} (top) and validation loss (bottom); "
+            f"one line per run ({n_runs} runs: tau = 1 and tau = {fmt_setting(tau)}, seeds {', '.join(map(str, seeds))}); "
+            f"circles: the training temperature. {profile} profile at {PRESETS[profile][0]} sizes."
+        ),
+    )

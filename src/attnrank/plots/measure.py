@@ -18,9 +18,19 @@ from matplotlib.lines import Line2D
 from . import new_figure
 from .style import ARCH_LABELS, MEASURE_COLORS, PALETTE, axis_label, check_columns, fmt_tau, measure_label
 
-__all__ = ["MEASURE_COLORS", "measure_label", "spectra", "rank_vs_tau", "precision_by_tau", "measure_points",
-           "spectra_tau1_figure", "ranks_tau1_figure", "ranks_vs_tau_figure", "spectra_extremes_figure",
-           "precision_figure"]
+__all__ = [
+    "MEASURE_COLORS",
+    "measure_label",
+    "spectra",
+    "rank_vs_tau",
+    "precision_by_tau",
+    "measure_points",
+    "spectra_tau1_figure",
+    "ranks_tau1_figure",
+    "ranks_vs_tau_figure",
+    "spectra_extremes_figure",
+    "precision_figure",
+]
 
 _TAU_LABEL = axis_label("tau", log=True)
 
@@ -152,8 +162,10 @@ def rank_vs_tau(
     fig, axes = new_figure(len(cols), 1, width=width, height=height, sharey=True, squeeze=False)
     hues = _levels(data, hue)
     extra = sns.color_palette("dark", len(hues))
-    colors = {h: MEASURE_COLORS.get(h, extra[i]) if hue == "measure" else sns.color_palette(PALETTE, len(hues))[i]
-              for i, h in enumerate(hues)}
+    colors = {
+        h: MEASURE_COLORS.get(h, extra[i]) if hue == "measure" else sns.color_palette(PALETTE, len(hues))[i]
+        for i, h in enumerate(hues)
+    }
     for j, cv in enumerate(cols):
         ax = axes[0, j]
         panel = data[data[col] == cv]
@@ -162,9 +174,16 @@ def rank_vs_tau(
             if d.empty:
                 continue
             bold = h == highlight
-            ax.plot(d["tau"], d["mean"], color=colors[h], lw=2.8 if bold else 1.5, marker="o" if bold else ".",
-                    ms=6 if bold else 4, zorder=3 if bold else 2,
-                    label=measure_label(h) if hue == "measure" else str(h))
+            ax.plot(
+                d["tau"],
+                d["mean"],
+                color=colors[h],
+                lw=2.8 if bold else 1.5,
+                marker="o" if bold else ".",
+                ms=6 if bold else 4,
+                zorder=3 if bold else 2,
+                label=measure_label(h) if hue == "measure" else str(h),
+            )
             if {"low", "high"} <= set(d.columns):
                 ax.fill_between(d["tau"], d["low"], d["high"], color=colors[h], alpha=0.18, lw=0)
         if baselines is not None and len(baselines):
@@ -173,11 +192,20 @@ def rank_vs_tau(
                 if r["measure"] in colors:
                     ax.axhline(r["value"], color=colors[r["measure"]], ls="--", lw=1.2, zorder=1, alpha=0.9)
                 else:  # a reference level shared by all measures: grey, dotted, annotated
-                    text = r.get("label") if isinstance(r.get("label"), str) else (
-                        f"n = {r['value']:g}" if r["measure"] == "n" else str(r["measure"]))
+                    text = (
+                        r.get("label")
+                        if isinstance(r.get("label"), str)
+                        else (f"n = {r['value']:g}" if r["measure"] == "n" else str(r["measure"]))
+                    )
                     ax.axhline(r["value"], color="0.4", ls=":", lw=1.2, zorder=1)
-                    ax.annotate(text, (0.02, r["value"]), xycoords=("axes fraction", "data"), va="bottom",
-                                fontsize="x-small", color="0.3")
+                    ax.annotate(
+                        text,
+                        (0.02, r["value"]),
+                        xycoords=("axes fraction", "data"),
+                        va="bottom",
+                        fontsize="x-small",
+                        color="0.3",
+                    )
         if mark_tau is not None:
             ax.axvline(mark_tau, color="0.6", lw=1, ls="-.", zorder=0)
         ax.set_xscale("log")
@@ -187,8 +215,17 @@ def rank_vs_tau(
         ax.set_xlabel(_TAU_LABEL)
         if j == 0:
             ax.set_ylabel("rank (mean, 95% CI" + ("; log scale)" if logy else ")"))
-    handles = [Line2D([], [], color=colors[h], lw=2.8 if h == highlight else 1.5, marker="o" if h == highlight else ".",
-                      label=measure_label(h) if hue == "measure" else str(h)) for h in hues]
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=colors[h],
+            lw=2.8 if h == highlight else 1.5,
+            marker="o" if h == highlight else ".",
+            label=measure_label(h) if hue == "measure" else str(h),
+        )
+        for h in hues
+    ]
     if baselines is not None and baselines["measure"].isin(hues).any():
         handles.append(Line2D([], [], color="0.3", ls="--", lw=1.2, label="limit of each measure (dashed)"))
     fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
@@ -236,8 +273,17 @@ def precision_by_tau(
                 if d.empty:
                     continue
                 bold = h == reference
-                ax.plot(d["tau"], d["mean"], color=palette[h], ls=dashes[s], lw=4.5 if bold else 1.5,
-                        marker="o" if bold else None, ms=5, zorder=2 if bold else 3, alpha=0.55 if bold else 1.0)
+                ax.plot(
+                    d["tau"],
+                    d["mean"],
+                    color=palette[h],
+                    ls=dashes[s],
+                    lw=4.5 if bold else 1.5,
+                    marker="o" if bold else None,
+                    ms=5,
+                    zorder=2 if bold else 3,
+                    alpha=0.55 if bold else 1.0,
+                )
         ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
@@ -245,8 +291,19 @@ def precision_by_tau(
         ax.set_xlabel(_TAU_LABEL)
         if idx % ncols == 0:
             ax.set_ylabel("rank (mean)" + (", log scale" if logy else ""))
-    handles = [Line2D([], [], color=palette[h], lw=4.5 if h == reference else 1.5, marker="o" if h == reference else None,
-                      ms=5, alpha=0.55 if h == reference else 1.0, label=str(h)) for h in hues]
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=palette[h],
+            lw=4.5 if h == reference else 1.5,
+            marker="o" if h == reference else None,
+            ms=5,
+            alpha=0.55 if h == reference else 1.0,
+            label=str(h),
+        )
+        for h in hues
+    ]
     if style is not None:
         handles += [Line2D([], [], color="0.3", ls=dashes[s], label=ARCH_LABELS.get(s, str(s))) for s in styles]
     empty = [axes[idx // ncols, idx % ncols] for idx in range(len(cols), nrows * ncols)]
@@ -256,7 +313,9 @@ def precision_by_tau(
         empty[0].axis("off")
         empty[0].legend(handles=handles, loc="center", frameon=False, fontsize="small")
     else:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), frameon=False, fontsize="small")
+        fig.legend(
+            handles=handles, loc="outside lower center", ncols=min(len(handles), 4), frameon=False, fontsize="small"
+        )
     return fig
 
 
@@ -304,8 +363,9 @@ def measure_points(
                     i = measures.index(r["measure"])
                     ax.hlines(r["value"], i - 0.38, i + 0.38, color="black", lw=2.2, zorder=4)
                     base_label = r.get("label", "baseline")
-        ax.set_xticks(np.arange(len(measures)), [measure_label(m) for m in measures], rotation=35, ha="right",
-                      fontsize="small")
+        ax.set_xticks(
+            np.arange(len(measures)), [measure_label(m) for m in measures], rotation=35, ha="right", fontsize="small"
+        )
         ax.set_yscale("log")
         ax.set_title(_panel_title(col, cv))
         if j == 0:
@@ -332,11 +392,17 @@ def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, set
     spec = spectra_table[(spectra_table.tau == 1.0) & (spectra_table.pipeline == REFERENCE)].reset_index(drop=True)
     sigma1 = matrices[matrices.tau == 1.0].groupby("arch").sigma_1.median()
     fig = spectra(spec, threshold_lines(sigma1, setting.n), col="arch", hue="state")
-    return fig, spec, "measure_spectra_tau1", (
-        f"Singular values of attention matrices at tau = 1 (median over layers, heads, {setting.probe_size} validation "
-        f"sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {setting.n}. "
-        f"Grey lines: where each measure cuts (relative thresholds at the panel's median sigma_1) and the "
-        f"round-off levels of float32 and float64 ({setting.runs_text}).")
+    return (
+        fig,
+        spec,
+        "measure_spectra_tau1",
+        (
+            f"Singular values of attention matrices at tau = 1 (median over layers, heads, {setting.probe_size} validation "
+            f"sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {setting.n}. "
+            f"Grey lines: where each measure cuts (relative thresholds at the panel's median sigma_1) and the "
+            f"round-off levels of float32 and float64 ({setting.runs_text})."
+        ),
+    )
 
 
 def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
@@ -345,10 +411,16 @@ def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
     from ..measure import baselines
 
     fig = measure_points(at1, baselines(causal, setting.n), col="arch", hue="state")
-    return fig, at1, "measure_ranks_tau1", (
-        f"Every rank measure at tau = 1, at initialisation and trained (per run: mean over {setting.probe_size} "
-        f"validation sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 "
-        f"throughout. Black bars: the uniform causal matrix U_n; dotted: n = {setting.n} ({setting.runs_text}).")
+    return (
+        fig,
+        at1,
+        "measure_ranks_tau1",
+        (
+            f"Every rank measure at tau = 1, at initialisation and trained (per run: mean over {setting.probe_size} "
+            f"validation sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 "
+            f"throughout. Black bars: the uniform causal matrix U_n; dotted: n = {setting.n} ({setting.runs_text})."
+        ),
+    )
 
 
 def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str):
@@ -356,13 +428,20 @@ def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str
     :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
     from ..measure import baselines
 
-    fig = rank_vs_tau(ref, baselines(causal, setting.n, temperature=True), col="arch", hue="measure",
-                      highlight=highlight)
-    return fig, ref, "measure_ranks_vs_tau", (
-        f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is "
-        f"changed, tau from {min(setting.taus):g} to {max(setting.taus):g}; float64 probabilities and SVD; per run "
-        f"the mean over {setting.probe_size} validation sequences, then the mean over runs, band: 95% CI over runs. "
-        f"Dashed: each measure's value for the uniform causal matrix U_n (GPT-2) ({setting.runs_text}).")
+    fig = rank_vs_tau(
+        ref, baselines(causal, setting.n, temperature=True), col="arch", hue="measure", highlight=highlight
+    )
+    return (
+        fig,
+        ref,
+        "measure_ranks_vs_tau",
+        (
+            f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is "
+            f"changed, tau from {min(setting.taus):g} to {max(setting.taus):g}; float64 probabilities and SVD; per run "
+            f"the mean over {setting.probe_size} validation sequences, then the mean over runs, band: 95% CI over runs. "
+            f"Dashed: each measure's value for the uniform causal matrix U_n (GPT-2) ({setting.runs_text})."
+        ),
+    )
 
 
 def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
@@ -372,12 +451,19 @@ def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame,
     spec = spectra_table[spectra_table.state == "trained"]
     spec = spec.assign(temperature=spec.tau.map(lambda t: f"tau = {t:g}"))
     sigma1 = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
-    fig = spectra(spec, threshold_lines(sigma1, setting.n), col="arch", row="pipeline", hue="temperature",
-                  ymin=1e-20, height=3.0)
-    return fig, spec, "measure_spectra_extremes", (
-        f"Singular values of trained attention at the ends of the temperature grid and at tau = 1 (median and 10-90% "
-        f"band over matrices), for each precision pipeline; n = {setting.n}. Grey lines as in the first figure "
-        f"({setting.runs_text}).")
+    fig = spectra(
+        spec, threshold_lines(sigma1, setting.n), col="arch", row="pipeline", hue="temperature", ymin=1e-20, height=3.0
+    )
+    return (
+        fig,
+        spec,
+        "measure_spectra_extremes",
+        (
+            f"Singular values of trained attention at the ends of the temperature grid and at tau = 1 (median and 10-90% "
+            f"band over matrices), for each precision pipeline; n = {setting.n}. Grey lines as in the first figure "
+            f"({setting.runs_text})."
+        ),
+    )
 
 
 def precision_figure(by_tau: pd.DataFrame, setting):
@@ -386,7 +472,13 @@ def precision_figure(by_tau: pd.DataFrame, setting):
     from ..measure import REFERENCE
 
     fig = precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=REFERENCE)
-    return fig, by_tau, "measure_precision", (
-        f"Each rank measure of trained models against tau for three precision pipelines (bold: float64 reference; "
-        f"solid BERT, dashed GPT-2); mean over runs of each run's mean over {setting.probe_size} validation sequences "
-        f"({setting.runs_text}).")
+    return (
+        fig,
+        by_tau,
+        "measure_precision",
+        (
+            f"Each rank measure of trained models against tau for three precision pipelines (bold: float64 reference; "
+            f"solid BERT, dashed GPT-2); mean over runs of each run's mean over {setting.probe_size} validation sequences "
+            f"({setting.runs_text})."
+        ),
+    )

@@ -37,15 +37,37 @@ def study_view(records: Records, eval_log: pd.DataFrame, profile: str):
     first = records.pair[records.pair.seed == records.pair.seed.min()]
     few = seq[seq.key.isin(first.key) & (seq.sequence < np.where(seq.split == "train", n_train, n_test))]
     curve = few.groupby(["arch", "tau", "seed", "status", "step"], as_index=False)[STUDY_MEASURE].mean()
-    view = pd.concat([curve.rename(columns={STUDY_MEASURE: "value"}).assign(panel="rank"),
-                      eval_log.rename(columns={"val_loss": "value"}).assign(panel="loss")], ignore_index=True)
+    view = pd.concat(
+        [
+            curve.rename(columns={STUDY_MEASURE: "value"}).assign(panel="rank"),
+            eval_log.rename(columns={"val_loss": "value"}).assign(panel="loss"),
+        ],
+        ignore_index=True,
+    )
     labels = {"rank": f"rank (atol 1e-8), {n_train} + {n_test} examples", "loss": "validation loss (nats)"}
-    fig = trajectories(view, y="value", row="panel", col="arch", hue="tau", ylabel=labels, row_labels=labels,
-                       col_labels=ARCH_LABELS, highlight=stock, width=4.3, height=2.6)
-    return fig, view[["arch", "tau", "seed", "panel", "step", "value"]], "protocol_study_view", (
-        f"The study's view: rank (absolute threshold 1e-8, mean over {n_train} training + {n_test} held-out "
-        f"sequences, layers and heads) and validation loss through training at tau = 1 (bold) and tau = 0.001, "
-        f"one run each ({profile} profile, seed {int(first.seed.min())}, head dimension {records.head_dim}).")
+    fig = trajectories(
+        view,
+        y="value",
+        row="panel",
+        col="arch",
+        hue="tau",
+        ylabel=labels,
+        row_labels=labels,
+        col_labels=ARCH_LABELS,
+        highlight=stock,
+        width=4.3,
+        height=2.6,
+    )
+    return (
+        fig,
+        view[["arch", "tau", "seed", "panel", "step", "value"]],
+        "protocol_study_view",
+        (
+            f"The study's view: rank (absolute threshold 1e-8, mean over {n_train} training + {n_test} held-out "
+            f"sequences, layers and heads) and validation loss through training at tau = 1 (bold) and tau = 0.001, "
+            f"one run each ({profile} profile, seed {int(first.seed.min())}, head dimension {records.head_dim})."
+        ),
+    )
 
 
 def draws_figure(draws: pd.DataFrame, records: Records, n_draws: int, profile: str):
@@ -54,11 +76,18 @@ def draws_figure(draws: pd.DataFrame, records: Records, n_draws: int, profile: s
     n_train, n_test = STUDY_EXAMPLES
     ends = draws[draws.step.isin([0, records.final_step])]
     ends = ends.assign(when=np.where(ends.step == 0, "step 0", "last step"))
-    fig = change_distribution(ends, x="stat", y="when", reference=0.0,
-                              xlabel="rank at tau = 1 minus rank at tau = 0.001 (atol 1e-8)")
-    return fig, ends, "protocol_draws", (
-        f"The study's statistic over {n_draws} draws of one run per temperature and {n_train} + {n_test} sequences, "
-        f"one dot per draw (box: quartiles). {profile} profile, {records.pair.seed.nunique()} seeds per temperature.")
+    fig = change_distribution(
+        ends, x="stat", y="when", reference=0.0, xlabel="rank at tau = 1 minus rank at tau = 0.001 (atol 1e-8)"
+    )
+    return (
+        fig,
+        ends,
+        "protocol_draws",
+        (
+            f"The study's statistic over {n_draws} draws of one run per temperature and {n_train} + {n_test} sequences, "
+            f"one dot per draw (box: quartiles). {profile} profile, {records.pair.seed.nunique()} seeds per temperature."
+        ),
+    )
 
 
 def our_view(records: Records, profile: str):
@@ -66,13 +95,30 @@ def our_view(records: Records, profile: str):
     rank and the primary measure, through training at both temperatures."""
     view = records.summary[records.summary.measure.isin([STUDY_MEASURE, PRIMARY_MEASURE])]
     labels = {m: MEASURES[m].label for m in (STUDY_MEASURE, PRIMARY_MEASURE)}
-    fig = trajectories(view, y="mean", row="measure", col="arch", hue="tau", ylabel=labels, row_labels=labels,
-                       col_labels=ARCH_LABELS, highlight=STUDY_TAUS[0], width=4.3, height=2.6)
+    fig = trajectories(
+        view,
+        y="mean",
+        row="measure",
+        col="arch",
+        hue="tau",
+        ylabel=labels,
+        row_labels=labels,
+        col_labels=ARCH_LABELS,
+        highlight=STUDY_TAUS[0],
+        width=4.3,
+        height=2.6,
+    )
     seq, seeds = records.seq, records.pair.seed.nunique()
-    return fig, view[["arch", "tau", "seed", "measure", "step", "mean", "sem"]], "protocol_our_view", (
-        f"Our view: mean rank over all {seq[seq.split == 'val'].sequence.nunique()} held-out probe sequences, "
-        f"layers and heads, at tau = 1 (bold) and 0.001, mean and min-max over {seeds} seeds "
-        f"({profile} profile, head dimension {records.head_dim}).")
+    return (
+        fig,
+        view[["arch", "tau", "seed", "measure", "step", "mean", "sem"]],
+        "protocol_our_view",
+        (
+            f"Our view: mean rank over all {seq[seq.split == 'val'].sequence.nunique()} held-out probe sequences, "
+            f"layers and heads, at tau = 1 (bold) and 0.001, mean and min-max over {seeds} seeds "
+            f"({profile} profile, head dimension {records.head_dim})."
+        ),
+    )
 
 
 def set_early_figure(by_step: pd.DataFrame, records: Records, profile: str, rho_min: float):
@@ -81,11 +127,22 @@ def set_early_figure(by_step: pd.DataFrame, records: Records, profile: str, rho_
     its ``estimate`` objects."""
     label = MEASURES[PRIMARY_MEASURE].label
     forest = by_step.assign(panel=label, lever=by_step.step.map(lambda s: f"step {s}"))
-    fig = effect_forest(forest, panel="panel", label="lever", estimate="rho",
-                        xlabels={label: f"Spearman rho, rank at step k vs step {records.final_step}"})
+    fig = effect_forest(
+        forest,
+        panel="panel",
+        label="lever",
+        estimate="rho",
+        xlabels={label: f"Spearman rho, rank at step k vs step {records.final_step}"},
+    )
     for ax in fig.axes:
         ax.axvline(rho_min, color="0.3", ls=":")
-    return fig, by_step.drop(columns="estimate"), "protocol_set_early", (
-        f"Spearman rho (95% BCa bootstrap over runs) of the mean {label} at each probe step against the last step, "
-        f"per architecture; dotted: the pre-registered {rho_min:g}. {profile} profile, {len(records.ok)} complete "
-        f"runs of the main grid.")
+    return (
+        fig,
+        by_step.drop(columns="estimate"),
+        "protocol_set_early",
+        (
+            f"Spearman rho (95% BCa bootstrap over runs) of the mean {label} at each probe step against the last step, "
+            f"per architecture; dotted: the pre-registered {rho_min:g}. {profile} profile, {len(records.ok)} complete "
+            f"runs of the main grid."
+        ),
+    )

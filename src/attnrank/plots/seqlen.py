@@ -37,8 +37,9 @@ def rank_vs_seq_len(table: pd.DataFrame, measures):
         for arch, g in d.groupby("arch"):
             for when, style in (("initial", "--"), ("trained", "-")):
                 w = g[g.when == when].sort_values("n")
-                ax.plot(w.n, w["mean"], style, marker="o", ms=3, color=colors[arch],
-                        label=f"{ARCH_LABELS[arch]}, {when}")
+                ax.plot(
+                    w.n, w["mean"], style, marker="o", ms=3, color=colors[arch], label=f"{ARCH_LABELS[arch]}, {when}"
+                )
                 if when == "trained":
                     ax.vlines(w.n, w.low, w.high, color=colors[arch], lw=1)
             u = g[g.when == "trained"].sort_values("n")

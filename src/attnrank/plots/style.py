@@ -22,9 +22,24 @@ from matplotlib import colors as mcolors
 
 from ..errors import ConfigError
 
-__all__ = ["PALETTE", "ARCH_LABELS", "SYMBOLS", "LABELS", "MEASURE_COLORS", "TAU_CMAP", "HEAD_DIM_CMAP",
-           "FAILED_COLOR", "FAILED_MARKER", "HIGHLIGHT_COLOR", "BASELINE_COLOR", "axis_label", "measure_label",
-           "fmt_value", "fmt_tau", "check_columns"]
+__all__ = [
+    "PALETTE",
+    "ARCH_LABELS",
+    "SYMBOLS",
+    "LABELS",
+    "MEASURE_COLORS",
+    "TAU_CMAP",
+    "HEAD_DIM_CMAP",
+    "FAILED_COLOR",
+    "FAILED_MARKER",
+    "HIGHLIGHT_COLOR",
+    "BASELINE_COLOR",
+    "axis_label",
+    "measure_label",
+    "fmt_value",
+    "fmt_tau",
+    "check_columns",
+]
 
 #: Colour palette shared by all figures (colour-blind safe).
 PALETTE = "colorblind"

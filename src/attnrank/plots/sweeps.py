@@ -27,9 +27,19 @@ from matplotlib.lines import Line2D
 from . import ARCH_LABELS, PALETTE, new_figure
 from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS
 
-__all__ = ["arch_color", "measure_label", "setting_label", "by_setting", "per_layer", "effect_forest", "reference_lines",
-           "limit_lines",
-           "HIGHLIGHT_COLOR", "BASELINE_COLOR", "FAILED_COLOR"]
+__all__ = [
+    "arch_color",
+    "measure_label",
+    "setting_label",
+    "by_setting",
+    "per_layer",
+    "effect_forest",
+    "reference_lines",
+    "limit_lines",
+    "HIGHLIGHT_COLOR",
+    "BASELINE_COLOR",
+    "FAILED_COLOR",
+]
 
 _STYLES = ["-", "--", ":", "-."]
 _MARKERS = ["o", "s", "^", "D"]
@@ -50,8 +60,11 @@ def measure_label(measure: str) -> str:
 
     if measure in MEASURES:
         return MEASURES[measure].label
-    return {"final_val_loss": "final validation loss (nats/token)", "initial_val_loss": "initial validation loss (nats/token)",
-            "val_loss": "validation loss (nats/token)"}.get(measure, measure)
+    return {
+        "final_val_loss": "final validation loss (nats/token)",
+        "initial_val_loss": "initial validation loss (nats/token)",
+        "val_loss": "validation loss (nats/token)",
+    }.get(measure, measure)
 
 
 def setting_label(x: str) -> str:
@@ -175,27 +188,74 @@ def by_setting(
                 # a small multiplicative dodge so the error bars of the styles do not hide each other
                 xs = summ[x].to_numpy(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1)
                 label = ARCH_LABELS.get(h, str(h)) + (f", {s}" if style else "")
-                ax.errorbar(xs, summ["mean"], yerr=summ["sd"], color=colors[h], ls=ls, marker=mk, mfc=face, ms=5,
-                            lw=1.6, capsize=2.5, elinewidth=1.0, label=label)
-                handles.setdefault(label, Line2D([], [], color=colors[h], ls=ls, marker=mk, mfc=face, lw=1.6, label=label))
+                ax.errorbar(
+                    xs,
+                    summ["mean"],
+                    yerr=summ["sd"],
+                    color=colors[h],
+                    ls=ls,
+                    marker=mk,
+                    mfc=face,
+                    ms=5,
+                    lw=1.6,
+                    capsize=2.5,
+                    elinewidth=1.0,
+                    label=label,
+                )
+                handles.setdefault(
+                    label, Line2D([], [], color=colors[h], ls=ls, marker=mk, mfc=face, lw=1.6, label=label)
+                )
                 jitter = part[x].to_numpy(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1)
                 ax.scatter(jitter, part[y], s=9, color=colors[h], alpha=0.35, lw=0, zorder=1)
                 if highlight is not None:
                     hl = summ[np.isclose(summ[x].astype(float), float(highlight), rtol=1e-6)]
                     if len(hl):
-                        ax.plot(hl[x].astype(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1), hl["mean"], ls="none",
-                                marker=mk, ms=10, mfc=face, mec=HIGHLIGHT_COLOR, mew=2.2, zorder=5, gid="highlight")
+                        ax.plot(
+                            hl[x].astype(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1),
+                            hl["mean"],
+                            ls="none",
+                            marker=mk,
+                            ms=10,
+                            mfc=face,
+                            mec=HIGHLIGHT_COLOR,
+                            mew=2.2,
+                            zorder=5,
+                            gid="highlight",
+                        )
         failed = sub[sub.status == "failed"]
         if len(failed):
             yv = pd.to_numeric(failed[y], errors="coerce").to_numpy(float)
             fin = np.isfinite(yv)
             if fin.any():
-                ax.scatter(failed[x].astype(float)[fin], yv[fin], marker=FAILED_MARKER, s=40, color=FAILED_COLOR, lw=1.8, zorder=6, gid="failed")
+                ax.scatter(
+                    failed[x].astype(float)[fin],
+                    yv[fin],
+                    marker=FAILED_MARKER,
+                    s=40,
+                    color=FAILED_COLOR,
+                    lw=1.8,
+                    zorder=6,
+                    gid="failed",
+                )
             if (~fin).any():  # a diverged run has no finite value: mark it at the top edge of the panel
-                ax.scatter(failed[x].astype(float)[~fin], np.full((~fin).sum(), 0.97), marker=FAILED_MARKER, s=40, color=FAILED_COLOR,
-                           lw=1.8, zorder=6, gid="failed", transform=mpl.transforms.blended_transform_factory(ax.transData, ax.transAxes),
-                           clip_on=False)
-            handles.setdefault("failed run", Line2D([], [], color=FAILED_COLOR, marker=FAILED_MARKER, ls="none", mew=1.8, label="failed (diverged) run"))
+                ax.scatter(
+                    failed[x].astype(float)[~fin],
+                    np.full((~fin).sum(), 0.97),
+                    marker=FAILED_MARKER,
+                    s=40,
+                    color=FAILED_COLOR,
+                    lw=1.8,
+                    zorder=6,
+                    gid="failed",
+                    transform=mpl.transforms.blended_transform_factory(ax.transData, ax.transAxes),
+                    clip_on=False,
+                )
+            handles.setdefault(
+                "failed run",
+                Line2D(
+                    [], [], color=FAILED_COLOR, marker=FAILED_MARKER, ls="none", mew=1.8, label="failed (diverged) run"
+                ),
+            )
         if refs is not None and len(refs):
             r_sub = refs if (f is None or facet not in refs) else refs[refs[facet] == f]
             for lab in ref_labels:
@@ -208,7 +268,9 @@ def by_setting(
                     c = "0.45" if hv is None else colors.get(hv, arch_color(hv) if hv in ARCH_LABELS else "0.45")
                     if grp["x"].notna().any():
                         g = grp.sort_values("x")
-                        ax.plot(g["x"].astype(float), g["value"], color=c, ls=rs, lw=1.3, alpha=0.9, zorder=0.5, gid="ref")
+                        ax.plot(
+                            g["x"].astype(float), g["value"], color=c, ls=rs, lw=1.3, alpha=0.9, zorder=0.5, gid="ref"
+                        )
                     else:
                         for v in grp["value"]:
                             ax.axhline(float(v), color=c, ls=rs, lw=1.3, alpha=0.9, zorder=0.5, gid="ref")
@@ -225,12 +287,31 @@ def by_setting(
         elif f is not None and facet != "measure":
             ax.set_title(f"{facet} = {_fmt_value(f)}", fontsize="medium")
     if baseline is not None:
-        handles["baseline"] = Line2D([], [], color=BASELINE_COLOR, ls="--", lw=1.4, label=f"baseline {_SYMBOLS.get(x, x)} = {_fmt_value(baseline)}")
+        handles["baseline"] = Line2D(
+            [],
+            [],
+            color=BASELINE_COLOR,
+            ls="--",
+            lw=1.4,
+            label=f"baseline {_SYMBOLS.get(x, x)} = {_fmt_value(baseline)}",
+        )
     if highlight is not None:
-        handles["highlight"] = Line2D([], [], color=HIGHLIGHT_COLOR, lw=2.6, alpha=0.6, label=f"detailed {_SYMBOLS.get(x, x)} = {_fmt_value(highlight)}")
+        handles["highlight"] = Line2D(
+            [],
+            [],
+            color=HIGHLIGHT_COLOR,
+            lw=2.6,
+            alpha=0.6,
+            label=f"detailed {_SYMBOLS.get(x, x)} = {_fmt_value(highlight)}",
+        )
     if legend and handles:
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(4, len(handles)), frameon=False,
-                   fontsize="small")
+        fig.legend(
+            handles=list(handles.values()),
+            loc="outside lower center",
+            ncols=min(4, len(handles)),
+            frameon=False,
+            fontsize="small",
+        )
     if title is not None:
         fig.suptitle(title, fontsize="medium")
     return fig
@@ -269,23 +350,48 @@ def per_layer(
             part = sub[np.isclose(sub[hue].astype(float), h, rtol=1e-6) & ((sub[style] == s) if style else True)]
             if part.empty:
                 continue
-            c = HIGHLIGHT_COLOR if _is_close(h, highlight) else BASELINE_COLOR if _is_close(h, baseline) else pal[(hues.index(h) + 2) % 10]
+            c = (
+                HIGHLIGHT_COLOR
+                if _is_close(h, highlight)
+                else BASELINE_COLOR
+                if _is_close(h, baseline)
+                else pal[(hues.index(h) + 2) % 10]
+            )
             si = styles.index(s)
             summ = _summarise(part, ["layer"], y).sort_values("layer")
             xs = summ["layer"].to_numpy(float) + (gi - (len(groups) - 1) / 2) * 0.08
             face = c if si == 0 else "white"
             label = f"{_SYMBOLS.get(hue, hue)} = {_fmt_value(h)}" + (f", {s}" if style else "")
-            ax.errorbar(xs, summ["mean"], yerr=summ["sd"], color=c, ls=_STYLES[si % 4], marker=_MARKERS[si % 4], mfc=face, ms=6,
-                        lw=2.2 if (_is_close(h, highlight) or _is_close(h, baseline)) else 1.3, capsize=3, label=label,
-                        gid="highlight" if _is_close(h, highlight) else None)
-            handles.setdefault(label, Line2D([], [], color=c, ls=_STYLES[si % 4], marker=_MARKERS[si % 4], mfc=face, label=label))
+            ax.errorbar(
+                xs,
+                summ["mean"],
+                yerr=summ["sd"],
+                color=c,
+                ls=_STYLES[si % 4],
+                marker=_MARKERS[si % 4],
+                mfc=face,
+                ms=6,
+                lw=2.2 if (_is_close(h, highlight) or _is_close(h, baseline)) else 1.3,
+                capsize=3,
+                label=label,
+                gid="highlight" if _is_close(h, highlight) else None,
+            )
+            handles.setdefault(
+                label, Line2D([], [], color=c, ls=_STYLES[si % 4], marker=_MARKERS[si % 4], mfc=face, label=label)
+            )
         layers = sorted(set(sub["layer"].astype(int)))
         ax.set_xticks(layers)
         ax.set_xticklabels([str(layer + 1) for layer in layers])
         ax.set_xlabel("layer")
         ax.set_ylabel(ylabel or measure_label(y))
         ax.set_title(ARCH_LABELS.get(cv, cv), fontsize="medium")
-    fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(4, len(handles)), frameon=False, fontsize="small")
+    fig.legend(
+        handles=list(handles.values()),
+        loc="outside lower center",
+        ncols=min(4, len(handles)),
+        frameon=False,
+        fontsize="small",
+    )
     return fig
 
 
@@ -321,7 +427,9 @@ def effect_forest(
             part = sub[sub[hue] == h]
             ys = np.array([labels.index(v) for v in part[label]], float) + (hi - (len(hues) - 1) / 2) * 0.22
             err = np.vstack([(part[estimate] - part[low]).clip(lower=0), (part[high] - part[estimate]).clip(lower=0)])
-            ax.errorbar(part[estimate], ys, xerr=np.nan_to_num(err), ls="none", marker="o", color=c, ms=6, capsize=3, lw=1.6)
+            ax.errorbar(
+                part[estimate], ys, xerr=np.nan_to_num(err), ls="none", marker="o", color=c, ms=6, capsize=3, lw=1.6
+            )
             lab = ARCH_LABELS.get(h, str(h))
             handles.setdefault(lab, Line2D([], [], color=c, marker="o", ls="none", label=lab))
         ax.axvline(0, color="0.3", lw=1)
@@ -330,7 +438,9 @@ def effect_forest(
         ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_xlabel((xlabels or {}).get(p, str(p)))
         ax.set_title(str(p), fontsize="medium")
-    fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False, fontsize="small")
+    fig.legend(
+        handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False, fontsize="small"
+    )
     return fig
 
 
@@ -344,9 +454,14 @@ def reference_lines(values: dict, label: str) -> pd.DataFrame:
     Returns the ``refs`` frame (``measure, label, x, hue, value``; ``x`` NaN: horizontal; ``hue``
     the architecture, drawn in its colour).
     """
-    return pd.DataFrame([{"measure": m, "label": label, "x": np.nan, "hue": a, "value": v}
-                         for a, by_m in values.items() for m, v in by_m.items()],
-                        columns=["measure", "label", "x", "hue", "value"])
+    return pd.DataFrame(
+        [
+            {"measure": m, "label": label, "x": np.nan, "hue": a, "value": v}
+            for a, by_m in values.items()
+            for m, v in by_m.items()
+        ],
+        columns=["measure", "label", "x", "hue", "value"],
+    )
 
 
 def limit_lines(limits: pd.DataFrame, tau: float, label: str) -> pd.DataFrame:

@@ -53,8 +53,21 @@ def exact_spectrum(df: pd.DataFrame, tolerances: dict[str, float] | None = None)
     """
     _need(df, ["k", "log10_sigma", "method", "instance"])
     fig, ax = new_figure(width=6.0, height=3.6)
-    sns.lineplot(data=df, x="k", y="log10_sigma", hue="method", style="method", units="instance",
-                 estimator=None, markers=True, dashes=False, markersize=3, linewidth=0.9, ax=ax, palette=PALETTE)
+    sns.lineplot(
+        data=df,
+        x="k",
+        y="log10_sigma",
+        hue="method",
+        style="method",
+        units="instance",
+        estimator=None,
+        markers=True,
+        dashes=False,
+        markersize=3,
+        linewidth=0.9,
+        ax=ax,
+        palette=PALETTE,
+    )
     for i, (label, y) in enumerate((tolerances or {}).items()):
         ax.axhline(y, color="0.35", lw=0.8, ls=(0, (4, 2 + 2 * i)))
         ax.text(df["k"].min(), y, f" {label}", va="bottom", ha="left", fontsize=8, color="0.25")
@@ -76,9 +89,24 @@ def staircase(sv: pd.DataFrame, slopes: pd.DataFrame):
     fig, (a, b) = new_figure(2, width=4.4, height=3.5)
     blocks = sorted(sv["block"].unique())
     pal = dict(zip(blocks, sns.color_palette("viridis", len(blocks))))
-    sns.lineplot(data=sv, x="beta", y="sigma", hue="block", units="k", estimator=None, palette=pal,
-                 linewidth=0.8, ax=a, legend="full")
-    a.set(xscale="log", yscale="log", xlabel=r"logit scale $\beta$ (dimensionless)", ylabel=r"$\sigma_k(\mathrm{softmax}(\beta S_0))$")
+    sns.lineplot(
+        data=sv,
+        x="beta",
+        y="sigma",
+        hue="block",
+        units="k",
+        estimator=None,
+        palette=pal,
+        linewidth=0.8,
+        ax=a,
+        legend="full",
+    )
+    a.set(
+        xscale="log",
+        yscale="log",
+        xlabel=r"logit scale $\beta$ (dimensionless)",
+        ylabel=r"$\sigma_k(\mathrm{softmax}(\beta S_0))$",
+    )
     a.legend(title="block m", fontsize=7, title_fontsize=8, ncol=2)
     cl = slopes[slopes["clean"]]
     b.step(slopes["k"], slopes["predicted"], where="mid", color="0.3", lw=1.2, label="predicted m(k)")
@@ -101,12 +129,26 @@ def taylor_bound(df: pd.DataFrame):
     fig, axes = new_figure(len(epss), width=3.8, height=3.5, squeeze=False)
     for ax, e in zip(axes[0], epss):
         d = df[df["eps"] == e]
-        sns.scatterplot(data=d, x="bound", y="measured", hue="head_dim", palette=_dim_palette(df["head_dim"]), s=22, ax=ax,
-                        legend=ax is axes[0][-1], alpha=0.8)
+        sns.scatterplot(
+            data=d,
+            x="bound",
+            y="measured",
+            hue="head_dim",
+            palette=_dim_palette(df["head_dim"]),
+            s=22,
+            ax=ax,
+            legend=ax is axes[0][-1],
+            alpha=0.8,
+        )
         hi = max(d["bound"].max(), d["measured"].max()) * 1.1
         ax.plot([0.8, hi], [0.8, hi], color="0.3", lw=0.8, ls="--")
-        ax.set(xscale="log", yscale="log", title=f"tolerance {e}", xlabel="Taylor bound (P1), count",
-               ylabel="measured numerical rank, count")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            title=f"tolerance {e}",
+            xlabel="Taylor bound (P1), count",
+            ylabel="measured numerical rank, count",
+        )
     if axes[0][-1].get_legend():
         axes[0][-1].legend(title=SYMBOLS["head_dim"], fontsize=7, title_fontsize=8)
     return fig
@@ -124,8 +166,16 @@ def saturation(df: pd.DataFrame, limit: pd.DataFrame):
     colors = dict(zip(dict.fromkeys(df["measure"]), sns.color_palette(PALETTE)))
     for m, d in df.groupby("measure", sort=False):
         d = d.sort_values("head_dim")
-        ax.errorbar(d["head_dim"], d["mean"], yerr=[d["mean"] - d["ci_low"], d["ci_high"] - d["mean"]],
-                    marker="o", ms=4, capsize=2, color=colors[m], label=m)
+        ax.errorbar(
+            d["head_dim"],
+            d["mean"],
+            yerr=[d["mean"] - d["ci_low"], d["ci_high"] - d["mean"]],
+            marker="o",
+            ms=4,
+            capsize=2,
+            color=colors[m],
+            label=m,
+        )
         lim = limit[limit["measure"] == m]
         if len(lim):
             ax.axhspan(float(lim["ci_low"].iloc[0]), float(lim["ci_high"].iloc[0]), color=colors[m], alpha=0.2, lw=0)
@@ -146,17 +196,30 @@ def hardmax_convergence(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: flo
     _need(curves, ["tau", "instance", "rank_ratio"], "curves")
     _need(thresholds, ["gap", "gap_new", "tau_pred", "tau_meas"], "thresholds")
     fig, (a, b) = new_figure(2, width=4.6, height=3.6)
-    sns.lineplot(data=curves, x="tau", y="rank_ratio", units="instance", estimator=None, lw=0.6, alpha=0.5,
-                 color=sns.color_palette(PALETTE)[0], ax=a)
+    sns.lineplot(
+        data=curves,
+        x="tau",
+        y="rank_ratio",
+        units="instance",
+        estimator=None,
+        lw=0.6,
+        alpha=0.5,
+        color=sns.color_palette(PALETTE)[0],
+        ax=a,
+    )
     a.axhline(1.0, color="0.2", lw=0.9, ls="--")
-    a.set(xscale="log", xlabel=axis_label("tau"),
-          ylabel=r"rank$_\varepsilon(A)$ / hardmax rank $r_H$")
+    a.set(xscale="log", xlabel=axis_label("tau"), ylabel=r"rank$_\varepsilon(A)$ / hardmax rank $r_H$")
     t = thresholds[thresholds["tau_meas"] > 0]
-    pts = pd.concat([
-        pd.DataFrame({"gap": t["gap"], "tau": t["tau_pred"], "series": r"certified $\tau^*$ vs top-2 gap"}),
-        pd.DataFrame({"gap": t["gap"], "tau": t["tau_meas"], "series": r"measured $\tau^*$ vs top-2 gap"}),
-        pd.DataFrame({"gap": t["gap_new"], "tau": t["tau_meas"], "series": r"measured $\tau^*$ vs unused-column gap"}),
-    ], ignore_index=True)
+    pts = pd.concat(
+        [
+            pd.DataFrame({"gap": t["gap"], "tau": t["tau_pred"], "series": r"certified $\tau^*$ vs top-2 gap"}),
+            pd.DataFrame({"gap": t["gap"], "tau": t["tau_meas"], "series": r"measured $\tau^*$ vs top-2 gap"}),
+            pd.DataFrame(
+                {"gap": t["gap_new"], "tau": t["tau_meas"], "series": r"measured $\tau^*$ vs unused-column gap"}
+            ),
+        ],
+        ignore_index=True,
+    )
     sns.scatterplot(data=pts, x="gap", y="tau", hue="series", style="series", s=20, ax=b, palette=PALETTE, alpha=0.8)
     lo, hi = pts["gap"].min(), pts["gap"].max()
     g = np.geomspace(lo, hi, 10)
@@ -178,8 +241,16 @@ def hardmax_monte_carlo(df: pd.DataFrame, refs: pd.DataFrame):
     colors = dict(zip(sorted(df["n"].unique()), sns.color_palette(PALETTE)))
     for n, d in df.groupby("n"):
         d = d.sort_values("head_dim")
-        ax.errorbar(d["head_dim"], d["mean"] / n, yerr=[(d["mean"] - d["ci_low"]) / n, (d["ci_high"] - d["mean"]) / n],
-                    marker="o", ms=4, capsize=2, color=colors[n], label=f"n = {n}: Monte Carlo")
+        ax.errorbar(
+            d["head_dim"],
+            d["mean"] / n,
+            yerr=[(d["mean"] - d["ci_low"]) / n, (d["ci_high"] - d["mean"]) / n],
+            marker="o",
+            ms=4,
+            capsize=2,
+            color=colors[n],
+            label=f"n = {n}: Monte Carlo",
+        )
         r = refs[refs["n"] == n].iloc[0]
         ax.axhline(r["expected_distinct"] / n, color=colors[n], ls="--", lw=0.9, label=f"n = {n}: n(1-(1-1/n)^n)/n")
         ax.axhline(r["study_bound"] / n, color=colors[n], ls=":", lw=1.1, label=f"n = {n}: ((1-1/e)n+1)/n")
@@ -190,8 +261,17 @@ def hardmax_monte_carlo(df: pd.DataFrame, refs: pd.DataFrame):
 
 
 # ----------------------------------------------------------------------------- target
-def toy_heatmaps(df: pd.DataFrame, value: str, *, log: bool = False, fmt: str = ".2f", label: str | None = None,
-                 row: str = "variant", col: str = "target", mark_tau: float | None = 1.0):
+def toy_heatmaps(
+    df: pd.DataFrame,
+    value: str,
+    *,
+    log: bool = False,
+    fmt: str = ".2f",
+    label: str | None = None,
+    row: str = "variant",
+    col: str = "target",
+    mark_tau: float | None = 1.0,
+):
     """Heat maps of the seed-mean of ``value`` over (``tau``, ``head_dim``), one panel per (row, col).
 
     Columns: ``tau``, ``head_dim``, ``value``, ``row``, ``col``. ``log``: log colour scale.
@@ -210,10 +290,19 @@ def toy_heatmaps(df: pd.DataFrame, value: str, *, log: bool = False, fmt: str = 
             piv = piv.sort_index(ascending=False)
             data = piv.clip(lower=1e-4) if log else piv
             text = np.vectorize(lambda x: "<1e-4" if log and x < 1e-4 else format(x, fmt))(piv.to_numpy())
-            sns.heatmap(data, ax=ax, cmap="mako_r" if log else "viridis", norm=norm,
-                        vmin=None if log else vmin, vmax=None if log else vmax,
-                        annot=text, fmt="", annot_kws={"fontsize": 6}, cbar=j == len(cols) - 1,
-                        cbar_kws={"label": label or value})
+            sns.heatmap(
+                data,
+                ax=ax,
+                cmap="mako_r" if log else "viridis",
+                norm=norm,
+                vmin=None if log else vmin,
+                vmax=None if log else vmax,
+                annot=text,
+                fmt="",
+                annot_kws={"fontsize": 6},
+                cbar=j == len(cols) - 1,
+                cbar_kws={"label": label or value},
+            )
             ax.set_xticklabels([fmt_value(float(t.get_text())) for t in ax.get_xticklabels()], rotation=0, fontsize=7)
             ax.set_title(f"{r}, {c}", fontsize=9)
             ax.set_xlabel(axis_label("tau") if i == len(rows) - 1 else "")
@@ -237,14 +326,31 @@ def toy_kl_vs_tau(df: pd.DataFrame, *, floor: pd.DataFrame | None = None, kl_min
     df = df.assign(kl=df["kl"].clip(lower=kl_min))
     for ax, v in zip(axes[0], variants):
         d = df[df["variant"] == v]
-        sns.lineplot(data=d, x="tau", y="kl", hue="head_dim", palette=_dim_palette(df["head_dim"]), marker="o", ms=4,
-                     errorbar=("se", 2), ax=ax, legend=ax is axes[0][-1])
+        sns.lineplot(
+            data=d,
+            x="tau",
+            y="kl",
+            hue="head_dim",
+            palette=_dim_palette(df["head_dim"]),
+            marker="o",
+            ms=4,
+            errorbar=("se", 2),
+            ax=ax,
+            legend=ax is axes[0][-1],
+        )
         if floor is not None and v == "normalised":
             for k, (name, f) in enumerate(floor.groupby("curve", sort=False)):
-                ax.plot(f["tau"], f["kl"].clip(lower=kl_min), color="crimson", lw=1.0, ls=["--", ":"][k % 2], label=name)
+                ax.plot(
+                    f["tau"], f["kl"].clip(lower=kl_min), color="crimson", lw=1.0, ls=["--", ":"][k % 2], label=name
+                )
         ax.axvline(1.0, color="0.5", lw=0.8, ls="--")
-        ax.set(xscale="log", yscale="log", title=f"{v} attention", xlabel=axis_label("tau"),
-               ylabel="final KL to target (nats)")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            title=f"{v} attention",
+            xlabel=axis_label("tau"),
+            ylabel="final KL to target (nats)",
+        )
     axes[0][0].set_ylim(kl_min / 2, float(df.groupby(["variant", "head_dim", "tau"])["kl"].mean().max()) * 2)
     axes[0][-1].legend(title=SYMBOLS["head_dim"] + " / reference", fontsize=7, title_fontsize=8)
     return fig
@@ -263,9 +369,20 @@ def toy_curves(curves: pd.DataFrame, cells: list[tuple[str, int]]):
     pal = dict(zip(taus, sns.color_palette("rocket", len(taus))))
     for ax, (v, d) in zip(axes[0], cells):
         c = curves[(curves["variant"] == v) & (curves["head_dim"] == d)]
-        sns.lineplot(data=c, x="step", y="kl", hue="tau", palette=pal, errorbar=("se", 2), lw=1.0, ax=ax,
-                     legend=ax is axes[0][-1])
-        ax.set(yscale="log", title=f"{v}, {SYMBOLS['head_dim']} = {d}", xlabel="Adam step", ylabel="KL to target (nats)")
+        sns.lineplot(
+            data=c,
+            x="step",
+            y="kl",
+            hue="tau",
+            palette=pal,
+            errorbar=("se", 2),
+            lw=1.0,
+            ax=ax,
+            legend=ax is axes[0][-1],
+        )
+        ax.set(
+            yscale="log", title=f"{v}, {SYMBOLS['head_dim']} = {d}", xlabel="Adam step", ylabel="KL to target (nats)"
+        )
     if axes[0][-1].get_legend():
         axes[0][-1].legend(title=r"$\tau$", fontsize=7, title_fontsize=8)
     return fig
@@ -289,56 +406,98 @@ def rank_vs_kl(df: pd.DataFrame, *, n: int | None = None):
 def _p0_figure(sec, z, profile):
     p0 = sec.tables["spectrum"]
     fig = exact_spectrum(p0, {"float64 resolution, log10(n eps)": math.log10(z["p0_n"] * 2.0**-52)})
-    return fig, p0, "theory_p0_spectrum", (
-        f"P0: singular values of softmax(S) for head dimension 1, n = {z['p0_n']}, tau = 1, in float64 and in "
-        f"{z['p0_digits']}-digit arithmetic ({profile} profile, {z['p0_inst']} random instances).")
+    return (
+        fig,
+        p0,
+        "theory_p0_spectrum",
+        (
+            f"P0: singular values of softmax(S) for head dimension 1, n = {z['p0_n']}, tau = 1, in float64 and in "
+            f"{z['p0_digits']}-digit arithmetic ({profile} profile, {z['p0_inst']} random instances)."
+        ),
+    )
 
 
 def _staircase_figure(sec, z, profile):
     sv, slopes = sec.tables["sv"], sec.tables["slopes"]
     data = pd.concat([sv.assign(kind="sigma"), slopes.assign(kind="slope")], ignore_index=True)
-    return staircase(sv, slopes), data, "theory_p1_staircase", (
-        f"P1 staircase: singular values of softmax(beta S0) against beta (left, coloured by predicted block m) and "
-        f"fitted exponents (right) for one random S0 with head dimension 4, n = {z['stair_n']} ({profile} profile, "
-        f"1 instance, 9 values of beta).")
+    return (
+        staircase(sv, slopes),
+        data,
+        "theory_p1_staircase",
+        (
+            f"P1 staircase: singular values of softmax(beta S0) against beta (left, coloured by predicted block m) and "
+            f"fitted exponents (right) for one random S0 with head dimension 4, n = {z['stair_n']} ({profile} profile, "
+            f"1 instance, 9 values of beta)."
+        ),
+    )
 
 
 def _taylor_figure(sec, z, profile):
     bound = sec.tables["bound"]
-    return taylor_bound(bound), bound, "theory_p1_bound", (
-        f"P1 bound: measured numerical rank against the Taylor bound, n = {z['taylor_n']}, head dimensions 1-8, logit "
-        f"multipliers 0.03-3 ({profile} profile, {z['taylor_inst']} instances per setting, {len(bound)} points); "
-        f"dashed: equality.")
+    return (
+        taylor_bound(bound),
+        bound,
+        "theory_p1_bound",
+        (
+            f"P1 bound: measured numerical rank against the Taylor bound, n = {z['taylor_n']}, head dimensions 1-8, logit "
+            f"multipliers 0.03-3 ({profile} profile, {z['taylor_inst']} instances per setting, {len(bound)} points); "
+            f"dashed: equality."
+        ),
+    )
 
 
 def _saturation_figure(sec, z, profile):
     sat, limit = sec.tables["sat"], sec.tables["limit"]
     data = pd.concat([sat, limit.assign(head_dim=float("inf"))], ignore_index=True)
-    return saturation(sat, limit), data, "theory_p1p_saturation", (
-        f"P1': rank measures of softmax(QK^T / sqrt(d_h)) at tau = 1, n = {z['sat_n']}, against head dimension; "
-        f"dashed lines and bands: the i.i.d. Gaussian limit ({profile} profile, {z['sat_samples']} random matrices "
-        f"per point).")
+    return (
+        saturation(sat, limit),
+        data,
+        "theory_p1p_saturation",
+        (
+            f"P1': rank measures of softmax(QK^T / sqrt(d_h)) at tau = 1, n = {z['sat_n']}, against head dimension; "
+            f"dashed lines and bands: the i.i.d. Gaussian limit ({profile} profile, {z['sat_samples']} random matrices "
+            f"per point)."
+        ),
+    )
 
 
 def _hardmax_figure(sec, z, profile):
     curves, thr = sec.tables["curves"], sec.tables["thresholds"]
     fig = hardmax_convergence(curves, thr, eps=1e-2)
-    return fig, curves.merge(thr, on=["instance", "r_H"]), "theory_p2_hardmax", (
-        f"P2: numerical rank (rtol 1e-2) over the hardmax rank against tau (left) and the predicted and measured "
-        f"thresholds against the smallest logit gap (right), n = {z['p2_n']}, head dimension {z['p2_d']} "
-        f"({profile} profile, {z['p2_inst']} random instances, {z['p2_grid']} temperatures).")
+    return (
+        fig,
+        curves.merge(thr, on=["instance", "r_H"]),
+        "theory_p2_hardmax",
+        (
+            f"P2: numerical rank (rtol 1e-2) over the hardmax rank against tau (left) and the predicted and measured "
+            f"thresholds against the smallest logit gap (right), n = {z['p2_n']}, head dimension {z['p2_d']} "
+            f"({profile} profile, {z['p2_inst']} random instances, {z['p2_grid']} temperatures)."
+        ),
+    )
 
 
 def _theorem_figure(sec, z, profile):
     mc, refs = sec.tables["mc"], sec.tables["refs"]
-    return hardmax_monte_carlo(mc, refs), mc.merge(refs, on="n"), "theory_thm_montecarlo", (
-        f"The study's theorem: mean hardmax rank over n against head dimension, n in {z['n_values']}, with the "
-        f"i.i.d. value n(1-(1-1/n)^n) (dashed) and the study's bound (1-1/e)n+1 (dotted) ({profile} profile, "
-        f"{z['mc_samples']} draws of (W_Q, W_K) per point).")
+    return (
+        hardmax_monte_carlo(mc, refs),
+        mc.merge(refs, on="n"),
+        "theory_thm_montecarlo",
+        (
+            f"The study's theorem: mean hardmax rank over n against head dimension, n in {z['n_values']}, with the "
+            f"i.i.d. value n(1-(1-1/n)^n) (dashed) and the study's bound (1-1/e)n+1 (dotted) ({profile} profile, "
+            f"{z['mc_samples']} draws of (W_Q, W_K) per point)."
+        ),
+    )
 
 
-_SECTION_FIGURES = {"p0": _p0_figure, "p1_staircase": _staircase_figure, "p1_taylor": _taylor_figure,
-                    "p1p": _saturation_figure, "p2": _hardmax_figure, "thm": _theorem_figure}
+_SECTION_FIGURES = {
+    "p0": _p0_figure,
+    "p1_staircase": _staircase_figure,
+    "p1_taylor": _taylor_figure,
+    "p1p": _saturation_figure,
+    "p2": _hardmax_figure,
+    "thm": _theorem_figure,
+}
 
 
 def section_figure(name: str, section, sizes: dict, profile: str):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib import colors as mcolors
 from matplotlib import cm
+from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
 from . import ARCH_LABELS, PALETTE, new_figure
@@ -72,7 +72,9 @@ def _levels(data: pd.DataFrame, column: str | None) -> list:
 
 def _grid(data, row, col, *, width, height, sharex=False, sharey=False):
     rows, cols = _levels(data, row), _levels(data, col)
-    fig, axes = new_figure(len(cols), len(rows), width=width, height=height, squeeze=False, sharex=sharex, sharey=sharey)
+    fig, axes = new_figure(
+        len(cols), len(rows), width=width, height=height, squeeze=False, sharex=sharex, sharey=sharey
+    )
     return fig, axes, rows, cols
 
 
@@ -139,15 +141,25 @@ def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list
             continue
         if lo - pad <= y <= hi + pad:
             ax.axhline(y, color=color, lw=1.1, ls=_REF_STYLES[k % len(_REF_STYLES)], zorder=1)
-            ax.annotate(f"{label} {y:.2f}", (1.0, y), xycoords=("axes fraction", "data"), xytext=(-2, 2),
-                        textcoords="offset points", ha="right", va="bottom", fontsize="x-small", color=color)
+            ax.annotate(
+                f"{label} {y:.2f}",
+                (1.0, y),
+                xycoords=("axes fraction", "data"),
+                xytext=(-2, 2),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize="x-small",
+                color=color,
+            )
             lo, hi = min(lo, y - 0.05 * (hi - lo)), max(hi, y + 0.05 * (hi - lo))
         else:
             off.append(f"{label} {y:.2f} ({'above' if y > hi else 'below'} the scale)")
     ax.set_ylim(lo, hi)
     if off and note:
-        ax.text(0.99, 0.98, "\n".join(off), transform=ax.transAxes, ha="right", va="top", fontsize="x-small",
-                color=color)
+        ax.text(
+            0.99, 0.98, "\n".join(off), transform=ax.transAxes, ha="right", va="top", fontsize="x-small", color=color
+        )
     return off
 
 
@@ -211,14 +223,30 @@ def trajectories(
                 bold = highlight is not None and np.isclose(float(h), float(highlight))
                 g = g.sort_values(x)
                 ax.fill_between(g[x], g["min"], g["max"], color=color(h), alpha=0.18, lw=0)
-                ax.plot(g[x], g["mean"], color=color(h), lw=2.8 if bold else 1.4, zorder=3 if bold else 2,
-                        marker="o" if bold else None, ms=4, label=_fmt_tick(h) if bold else None)
-            for (h, u), g in d[~ok].groupby([hue, unit]):
+                ax.plot(
+                    g[x],
+                    g["mean"],
+                    color=color(h),
+                    lw=2.8 if bold else 1.4,
+                    zorder=3 if bold else 2,
+                    marker="o" if bold else None,
+                    ms=4,
+                    label=_fmt_tick(h) if bold else None,
+                )
+            for (h, _u), g in d[~ok].groupby([hue, unit]):
                 any_failed = True
                 g = g.sort_values(x).dropna(subset=[y])
                 if len(g):
                     ax.plot(g[x], g[y], color=color(h), lw=1.0, ls="--", zorder=2)
-                    ax.plot(g[x].iloc[-1], g[y].iloc[-1], marker=FAILED_MARKER, color=_FAILED_COLOR, ms=8, zorder=4, ls="none")
+                    ax.plot(
+                        g[x].iloc[-1],
+                        g[y].iloc[-1],
+                        marker=FAILED_MARKER,
+                        color=_FAILED_COLOR,
+                        ms=8,
+                        zorder=4,
+                        ls="none",
+                    )
             if baseline is not None:
                 b = baseline.get((r, c), baseline.get(r, baseline.get(c)))
                 if b is not None and np.isfinite(b):
@@ -232,11 +260,22 @@ def trajectories(
             ax.set_ylabel(yl if j == 0 else "")
     handles = []
     if highlight is not None:
-        handles.append(Line2D([], [], color=color(highlight), lw=2.8, marker="o", ms=4,
-                              label=f"{_SYMBOLS.get(hue, hue)} = {_fmt_tick(float(highlight))} (bold)"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=color(highlight),
+                lw=2.8,
+                marker="o",
+                ms=4,
+                label=f"{_SYMBOLS.get(hue, hue)} = {_fmt_tick(float(highlight))} (bold)",
+            )
+        )
     handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3, label=f"mean, band = min–max over {unit}s"))
     if any_failed:
-        handles.append(Line2D([], [], color=_FAILED_COLOR, ls="--", marker=FAILED_MARKER, ms=7, label="diverged run (ends at ×)"))
+        handles.append(
+            Line2D([], [], color=_FAILED_COLOR, ls="--", marker=FAILED_MARKER, ms=7, label="diverged run (ends at ×)")
+        )
     if baseline is not None:
         handles.append(Line2D([], [], color="0.4", ls=":", lw=1.2, label=baseline_label))
     _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
@@ -302,8 +341,16 @@ def run_scatter(
             cd = d[ok & cens]
             if len(cd):
                 counts["censored"] += len(cd)
-                ax.scatter(cd[x], cd[y], facecolor="none", edgecolor=[color(h) for h in cd[hue]], marker="^", s=50,
-                           lw=1.4, zorder=3)
+                ax.scatter(
+                    cd[x],
+                    cd[y],
+                    facecolor="none",
+                    edgecolor=[color(h) for h in cd[hue]],
+                    marker="^",
+                    s=50,
+                    lw=1.4,
+                    zorder=3,
+                )
             bad = d[~ok]
             finite = np.isfinite(bad[x].astype(float)) & np.isfinite(bad[y].astype(float))
             counts["failed"] += len(bad)
@@ -331,8 +378,16 @@ def run_scatter(
                 # statistics sit between the panel and its title (the title is pushed up by blank
                 # lines), where they never hide a point and constrained layout makes room for them
                 block = "\n".join(text)
-                ax.text(0.5, 1.015, block, transform=ax.transAxes, va="bottom", ha="center", fontsize="x-small",
-                        linespacing=1.25)
+                ax.text(
+                    0.5,
+                    1.015,
+                    block,
+                    transform=ax.transAxes,
+                    va="bottom",
+                    ha="center",
+                    fontsize="x-small",
+                    linespacing=1.25,
+                )
                 ax.set_title(ax.get_title() + "\n" * (block.count("\n") + 1), fontsize="medium")
             ax.set_xlabel(xlabel or x if i == len(rows) - 1 else "")
             ax.set_ylabel(ylabel or y if j == 0 else "")
@@ -380,10 +435,36 @@ def change_distribution(
     fig, ax = new_figure(1, 1, width=width, height=height or max(2.4, 0.55 * n_y * max(d[hue].nunique(), 1) + 1.0))
     order = list(pd.unique(d[y]))
     hue_order = list(pd.unique(d[hue]))
-    sns.boxplot(d, x=x, y=y, hue=hue, order=order, hue_order=hue_order, ax=ax, palette=PALETTE, fliersize=0,
-                boxprops=dict(alpha=0.45), width=0.7)
-    sns.stripplot(d, x=x, y=y, hue=hue, order=order, hue_order=hue_order, ax=ax, palette=PALETTE, dodge=True, size=3.2,
-                  alpha=0.85, jitter=0.18, legend=False, edgecolor="white", linewidth=0.3)
+    sns.boxplot(
+        d,
+        x=x,
+        y=y,
+        hue=hue,
+        order=order,
+        hue_order=hue_order,
+        ax=ax,
+        palette=PALETTE,
+        fliersize=0,
+        boxprops=dict(alpha=0.45),
+        width=0.7,
+    )
+    sns.stripplot(
+        d,
+        x=x,
+        y=y,
+        hue=hue,
+        order=order,
+        hue_order=hue_order,
+        ax=ax,
+        palette=PALETTE,
+        dodge=True,
+        size=3.2,
+        alpha=0.85,
+        jitter=0.18,
+        legend=False,
+        edgecolor="white",
+        linewidth=0.3,
+    )
     if reference is not None:
         ax.axvline(reference, color="0.35", ls=":", lw=1.3)
     if logx:
@@ -433,19 +514,41 @@ def layer_head_heatmaps(
             m = dr[dr[col] == c].pivot_table(index=layer, columns=head, values=value, aggfunc="mean")
             mats[c] = m
             show_annot = annot if annot is not None else m.size <= 64
-            sns.heatmap(m, ax=axes[i, j], vmin=vmin, vmax=vmax, cmap=cmap, annot=show_annot, fmt=".1f",
-                        annot_kws={"fontsize": "x-small"}, cbar=j == len(cols) - 1,
-                        cbar_kws={"label": cbar_label} if j == len(cols) - 1 else None, square=False, linewidths=0.5,
-                        linecolor="white")
+            sns.heatmap(
+                m,
+                ax=axes[i, j],
+                vmin=vmin,
+                vmax=vmax,
+                cmap=cmap,
+                annot=show_annot,
+                fmt=".1f",
+                annot_kws={"fontsize": "x-small"},
+                cbar=j == len(cols) - 1,
+                cbar_kws={"label": cbar_label} if j == len(cols) - 1 else None,
+                square=False,
+                linewidths=0.5,
+                linecolor="white",
+            )
             axes[i, j].set_title(f"{row_labels.get(r, r)} · {(col_labels or {}).get(c, c)}", fontsize="small")
         if ncols > len(cols):
             delta = mats[cols[-1]] - mats[cols[0]]
             lim = float(np.nanmax(np.abs(delta.to_numpy()))) or 1.0
             show_annot = annot if annot is not None else delta.size <= 64
             ax = axes[i, -1]
-            sns.heatmap(delta, ax=ax, vmin=-lim, vmax=lim, cmap="vlag", center=0, annot=show_annot, fmt="+.1f",
-                        annot_kws={"fontsize": "x-small"}, cbar_kws={"label": "change"}, linewidths=0.5,
-                        linecolor="white")
+            sns.heatmap(
+                delta,
+                ax=ax,
+                vmin=-lim,
+                vmax=lim,
+                cmap="vlag",
+                center=0,
+                annot=show_annot,
+                fmt="+.1f",
+                annot_kws={"fontsize": "x-small"},
+                cbar_kws={"label": "change"},
+                linewidths=0.5,
+                linecolor="white",
+            )
             first, last = ((col_labels or {}).get(c, c) for c in (cols[0], cols[-1]))
             ax.set_title(f"{row_labels.get(r, r)} · {last} − {first}", fontsize="small")
         for j in range(ncols):
@@ -455,8 +558,16 @@ def layer_head_heatmaps(
     return fig
 
 
-def measure_trajectories(data: pd.DataFrame, uniform: dict, *, label: str, y: str = "mean", highlight=1.0,
-                         archs=("bert", "gpt2"), height: float = 2.3):
+def measure_trajectories(
+    data: pd.DataFrame,
+    uniform: dict,
+    *,
+    label: str,
+    y: str = "mean",
+    highlight=1.0,
+    archs=("bert", "gpt2"),
+    height: float = 2.3,
+):
     """Mean rank through training, one row of panels per rank measure and one column per architecture, one
     curve per temperature ratio (:func:`trajectories` with ``hue="tau"``).
 
@@ -472,10 +583,21 @@ def measure_trajectories(data: pd.DataFrame, uniform: dict, *, label: str, y: st
     from ..rank import MEASURES
 
     labels = {m: MEASURES[m].label for m in MEASURES}
-    return trajectories(data, y=y, row="measure", col="arch", hue="tau", highlight=highlight, ylabel=labels,
-                        row_labels=labels, col_labels=ARCH_LABELS,
-                        baseline={(m, a): v for a in archs for m, v in uniform[a].items()}, baseline_label=label,
-                        width=4.3, height=height)
+    return trajectories(
+        data,
+        y=y,
+        row="measure",
+        col="arch",
+        hue="tau",
+        highlight=highlight,
+        ylabel=labels,
+        row_labels=labels,
+        col_labels=ARCH_LABELS,
+        baseline={(m, a): v for a in archs for m, v in uniform[a].items()},
+        baseline_label=label,
+        width=4.3,
+        height=height,
+    )
 
 
 def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
@@ -490,12 +612,22 @@ def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
     Returns:
         the Figure.
     """
-    return trajectories(curves, y="value", row="curve", col="arch", hue="tau", highlight=1.0,
-                        ylabel={"validation loss": "validation loss (nats)", "training loss": "training loss (nats)"},
-                        row_labels={}, col_labels=ARCH_LABELS,
-                        baseline={("training loss", a): lv for a, lv in levels.items()},
-                        baseline_label="level for convergence speed",
-                        references={("validation loss", a): r for a, r in references.items()}, width=4.6, height=3.0)
+    return trajectories(
+        curves,
+        y="value",
+        row="curve",
+        col="arch",
+        hue="tau",
+        highlight=1.0,
+        ylabel={"validation loss": "validation loss (nats)", "training loss": "training loss (nats)"},
+        row_labels={},
+        col_labels=ARCH_LABELS,
+        baseline={("training loss", a): lv for a, lv in levels.items()},
+        baseline_label="level for convergence speed",
+        references={("validation loss", a): r for a, r in references.items()},
+        width=4.6,
+        height=3.0,
+    )
 
 
 def head_dim_trajectories(data: pd.DataFrame, *, highlight: int, ylabel: str, y: str = "mean"):
@@ -510,9 +642,20 @@ def head_dim_trajectories(data: pd.DataFrame, *, highlight: int, ylabel: str, y:
     Returns:
         the Figure (panels 4.3 x 2.8).
     """
-    return trajectories(data, y=y, row="arch", col="tau", hue="head_dim", log_hue=True, cmap=HEAD_DIM_CMAP,
-                        highlight=highlight, ylabel=ylabel,
-                        col_labels={t: f"τ = {t:g}" for t in sorted(data.tau.unique())}, width=4.3, height=2.8)
+    return trajectories(
+        data,
+        y=y,
+        row="arch",
+        col="tau",
+        hue="head_dim",
+        log_hue=True,
+        cmap=HEAD_DIM_CMAP,
+        highlight=highlight,
+        ylabel=ylabel,
+        col_labels={t: f"τ = {t:g}" for t in sorted(data.tau.unique())},
+        width=4.3,
+        height=2.8,
+    )
 
 
 def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, references: dict, xlabel: str, ylabel: str):
@@ -531,9 +674,21 @@ def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, reference
         the Figure.
     """
     notes = {(t, a): f"ρ = {e.text(n=False)}\nn = {e.n} runs" for t, by_a in rho.items() for a, e in by_a.items()}
-    return run_scatter(data, x=x, y=y, hue="head_dim", row="tau", col="arch", cmap=HEAD_DIM_CMAP, connect="seed",
-                       annotations=notes, references={(t, a): r for t in rho for a, r in references.items()},
-                       row_labels={t: f"τ = {t:g}" for t in rho}, xlabel=xlabel, ylabel=ylabel)
+    return run_scatter(
+        data,
+        x=x,
+        y=y,
+        hue="head_dim",
+        row="tau",
+        col="arch",
+        cmap=HEAD_DIM_CMAP,
+        connect="seed",
+        annotations=notes,
+        references={(t, a): r for t in rho for a, r in references.items()},
+        row_labels={t: f"τ = {t:g}" for t in rho},
+        xlabel=xlabel,
+        ylabel=ylabel,
+    )
 
 
 def val_loss_trajectories(evals: pd.DataFrame, *, highlight=1.0):
@@ -546,5 +701,15 @@ def val_loss_trajectories(evals: pd.DataFrame, *, highlight=1.0):
     Returns:
         the Figure (panels 4.6 x 3.0).
     """
-    return trajectories(evals, y="val_loss", row=None, col="arch", hue="tau", highlight=highlight,
-                        ylabel="validation loss (nats/token)", col_labels=ARCH_LABELS, width=4.6, height=3.0)
+    return trajectories(
+        evals,
+        y="val_loss",
+        row=None,
+        col="arch",
+        hue="tau",
+        highlight=highlight,
+        ylabel="validation loss (nats/token)",
+        col_labels=ARCH_LABELS,
+        width=4.6,
+        height=3.0,
+    )

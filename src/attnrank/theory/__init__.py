@@ -35,8 +35,16 @@ The chapters' experiments on these propositions (tables of instances, cached) ar
 
 from ._common import softmax_attention
 from .exact import causal_log10_det, exact_singular_values
-from .hardmax import (GapBound, HardmaxRank, hardmax_gap_bound, hardmax_rank, hardmax_threshold, measured_threshold,
-                      new_column_gap, top_gap)
+from .hardmax import (
+    GapBound,
+    HardmaxRank,
+    hardmax_gap_bound,
+    hardmax_rank,
+    hardmax_threshold,
+    measured_threshold,
+    new_column_gap,
+    top_gap,
+)
 from .sampling import expected_distinct, monte_carlo_hardmax_rank, monte_carlo_rank, sample_logits, study_bound
 from .taylor import logit_halfrange, loglog_slope, staircase_blocks, staircase_slopes, taylor_rank_bound, taylor_terms
 from .toy import normalised_kl_floor, permutation_accuracy_bound, simplex_kl

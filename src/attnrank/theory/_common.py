@@ -15,7 +15,9 @@ def _check_logits(S, name: str = "S") -> torch.Tensor:
     if not S.is_floating_point():
         raise ConfigError(name, f"expected a floating-point tensor, got dtype {S.dtype}")
     if not bool(torch.isfinite(S).all()):
-        raise ConfigError(name, "contains NaN or infinite entries; pass unmasked finite logits (use causal=True for a mask)")
+        raise ConfigError(
+            name, "contains NaN or infinite entries; pass unmasked finite logits (use causal=True for a mask)"
+        )
     return S.to(torch.float64)
 
 

@@ -39,8 +39,10 @@ def exact_singular_values(S: torch.Tensor, tau: float = 1.0, *, digits: int = 12
     with mpmath.workdps(digits):
         rows = []
         for i in range(n):
-            row = [mpmath.exp(mpmath.mpf(float(S[i, j])) / tau) if (not causal or j <= i) else mpmath.mpf(0)
-                   for j in range(n)]
+            row = [
+                mpmath.exp(mpmath.mpf(float(S[i, j])) / tau) if (not causal or j <= i) else mpmath.mpf(0)
+                for j in range(n)
+            ]
             z = mpmath.fsum(row)
             rows.append([x / z for x in row])
         sv = mpmath.svd_r(mpmath.matrix(rows), compute_uv=False)

@@ -25,8 +25,23 @@ from .hardmax import hardmax_rank, hardmax_threshold, measured_threshold, new_co
 from .sampling import expected_distinct, monte_carlo_hardmax_rank, monte_carlo_rank, sample_logits, study_bound
 from .taylor import logit_halfrange, staircase_blocks, staircase_slopes, taylor_rank_bound, taylor_terms
 
-__all__ = ["Section", "merge", "p0", "p1_staircase", "p1_taylor", "p1p_saturation", "p2_hardmax", "theorem", "verdict",
-           "exact_spectra", "saturation_table", "hardmax_mc_table", "SAT_MEASURES", "sizes", "totals"]
+__all__ = [
+    "Section",
+    "merge",
+    "p0",
+    "p1_staircase",
+    "p1_taylor",
+    "p1p_saturation",
+    "p2_hardmax",
+    "theorem",
+    "verdict",
+    "exact_spectra",
+    "saturation_table",
+    "hardmax_mc_table",
+    "SAT_MEASURES",
+    "sizes",
+    "totals",
+]
 
 #: Rank measures of the P1' saturation check (the first is the one the text quotes).
 SAT_MEASURES = ("rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank")
@@ -86,8 +101,10 @@ def totals(sections: dict) -> dict:
     check) is not counted, so nothing is counted twice.
     """
     checks = [s for s in sections.values() if s.check]
-    return {"theory_total_tested": sum(s.tested for s in checks),
-            "theory_total_violations": sum(s.violations for s in checks)}
+    return {
+        "theory_total_tested": sum(s.tested for s in checks),
+        "theory_total_violations": sum(s.violations for s in checks),
+    }
 
 
 def _gen(seed: int, offset: int) -> torch.Generator:
@@ -109,19 +126,22 @@ def exact_spectra(n: int, instances: int, digits: int, head_dim: int, seed: int)
         fl = np.log10(np.clip(singular_values(A).numpy(), 1e-300, None))
         r = int(numerical_rank(A))
         for k in range(n):
-            rows.append(dict(instance=i, k=k + 1, log10_sigma=float(exact[k]), method=f"mpmath, {digits} digits",
-                             float_rank=r))
+            rows.append(
+                dict(instance=i, k=k + 1, log10_sigma=float(exact[k]), method=f"mpmath, {digits} digits", float_rank=r)
+            )
             rows.append(dict(instance=i, k=k + 1, log10_sigma=float(fl[k]), method="float64 SVD", float_rank=r))
     return pd.DataFrame(rows)
 
 
-def p0(*, p0_n: int, p0_inst: int, p0_digits: int, seed: int = 0, head_dim: int = 1, causal_instances: int = 200,
-       **_) -> Section:
+def p0(
+    *, p0_n: int, p0_inst: int, p0_digits: int, seed: int = 0, head_dim: int = 1, causal_instances: int = 200, **_
+) -> Section:
     """P0: the exact spectrum is full (mpmath) and causal attention has a finite log-determinant
     with ``sigma_min <= min_i A_ii``. Table ``spectrum``; a violation is an exact zero singular
     value, a non-finite causal log-determinant or ``sigma_min > min_i A_ii``."""
-    p0 = cached("theory_p0_spectra", exact_spectra, n=p0_n, instances=p0_inst, digits=p0_digits, head_dim=head_dim,
-                seed=seed)
+    p0 = cached(
+        "theory_p0_spectra", exact_spectra, n=p0_n, instances=p0_inst, digits=p0_digits, head_dim=head_dim, seed=seed
+    )
     exact = p0[p0.method.str.startswith("mpmath")]
     minlog = exact.groupby("instance")["log10_sigma"].min()
     float_rank = exact.groupby("instance")["float_rank"].first()
@@ -131,16 +151,25 @@ def p0(*, p0_n: int, p0_inst: int, p0_digits: int, seed: int = 0, head_dim: int 
     smin_c = singular_values(A_c)[..., -1]
     viol = int((~np.isfinite(minlog)).sum()) + int((~torch.isfinite(logdet)).sum())
     viol += int((smin_c > A_c.diagonal(dim1=-2, dim2=-1).amin(-1) * (1 + 1e-12)).sum())
-    glue = dict(theory_p0_n=p0_n, theory_p0_d=head_dim, theory_p0_digits=p0_digits, theory_p0_inst=p0_inst,
-                theory_p0_float_rank_min=int(float_rank.min()), theory_p0_float_rank_max=int(float_rank.max()),
-                theory_p0_minlog_min=float(minlog.min()), theory_p0_minlog_max=float(minlog.max()),
-                theory_p0_causal_inst=int(len(S_c)), theory_p0_causal_logdet_min=float(logdet.min()))
+    glue = dict(
+        theory_p0_n=p0_n,
+        theory_p0_d=head_dim,
+        theory_p0_digits=p0_digits,
+        theory_p0_inst=p0_inst,
+        theory_p0_float_rank_min=int(float_rank.min()),
+        theory_p0_float_rank_max=int(float_rank.max()),
+        theory_p0_minlog_min=float(minlog.min()),
+        theory_p0_minlog_max=float(minlog.max()),
+        theory_p0_causal_inst=int(len(S_c)),
+        theory_p0_causal_logdet_min=float(logdet.min()),
+    )
     return Section({"spectrum": p0.drop(columns="float_rank")}, glue, "p0", p0_inst + len(S_c), viol)
 
 
 # ------------------------------------------------------------------------------- P1
-def p1_staircase(*, stair_n: int, seed: int = 0, head_dim: int = 4, clean_share: float = 0.8, tol: float = 0.05,
-                 **_) -> Section:
+def p1_staircase(
+    *, stair_n: int, seed: int = 0, head_dim: int = 4, clean_share: float = 0.8, tol: float = 0.05, **_
+) -> Section:
     """P1 staircase: singular values of ``softmax(beta S0)`` over 9 values of beta in [1e-2, 1e-1]
     and their fitted exponents against the predicted blocks. Tables ``sv``, ``slopes``,
     ``blocks``; a violation is a block (at least ``clean_share`` of it above the float64 floor)
@@ -151,30 +180,61 @@ def p1_staircase(*, stair_n: int, seed: int = 0, head_dim: int = 4, clean_share:
     sv, slopes = staircase_slopes(S0, betas)
     blocks = staircase_blocks(head_dim, n)
     clean = sv.amin(-2) > 1e-12  # sigma_k stays above the float64 floor over the whole beta range
-    sv_df = pd.DataFrame([dict(beta=float(b), k=k + 1, sigma=float(sv[i, k]), block=int(blocks[k]))
-                          for i, b in enumerate(betas) for k in range(n) if bool(clean[k])])
-    slope_df = pd.DataFrame(dict(k=np.arange(1, n + 1), slope=slopes.numpy(), predicted=blocks.numpy(),
-                                 clean=clean.numpy()))
+    sv_df = pd.DataFrame(
+        [
+            dict(beta=float(b), k=k + 1, sigma=float(sv[i, k]), block=int(blocks[k]))
+            for i, b in enumerate(betas)
+            for k in range(n)
+            if bool(clean[k])
+        ]
+    )
+    slope_df = pd.DataFrame(
+        dict(k=np.arange(1, n + 1), slope=slopes.numpy(), predicted=blocks.numpy(), clean=clean.numpy())
+    )
     rows = []
     for m in sorted(set(blocks[clean].tolist())):
         sel = (blocks == m) & clean
-        rows.append(dict(m=m, first_k=int(sel.nonzero()[0]) + 1, last_k=int(sel.nonzero()[-1]) + 1,
-                         size=int((blocks == m).sum()), clean=int(sel.sum()), median_slope=float(slopes[sel].median()),
-                         max_dev=float((slopes[sel] - m).abs().max())))
+        rows.append(
+            dict(
+                m=m,
+                first_k=int(sel.nonzero()[0]) + 1,
+                last_k=int(sel.nonzero()[-1]) + 1,
+                size=int((blocks == m).sum()),
+                clean=int(sel.sum()),
+                median_slope=float(slopes[sel].median()),
+                max_dev=float((slopes[sel] - m).abs().max()),
+            )
+        )
     blocks_df = pd.DataFrame(rows)
     complete = blocks_df[blocks_df["clean"] >= clean_share * blocks_df["size"]]
     viol = int((complete["median_slope"].sub(complete["m"]).abs() > tol).sum())
-    glue = dict(theory_stair_nbetas=len(betas), theory_stair_clean_pct=f"{clean_share:.0%}", theory_stair_tol=tol,
-                theory_stair_d=head_dim, theory_stair_n=n,
-                theory_stair_blocks=" | ".join(f"{r.first_k}-{r.first_k + r.size - 1}" if r.size > 1 else f"{r.first_k}"
-                                               for r in complete.itertuples()),
-                theory_stair_slopes=", ".join(f"{s:.3f}" for s in complete["median_slope"]),
-                theory_stair_maxdev=float(complete["max_dev"].max()), theory_stair_nblocks=int(len(complete)))
+    glue = dict(
+        theory_stair_nbetas=len(betas),
+        theory_stair_clean_pct=f"{clean_share:.0%}",
+        theory_stair_tol=tol,
+        theory_stair_d=head_dim,
+        theory_stair_n=n,
+        theory_stair_blocks=" | ".join(
+            f"{r.first_k}-{r.first_k + r.size - 1}" if r.size > 1 else f"{r.first_k}" for r in complete.itertuples()
+        ),
+        theory_stair_slopes=", ".join(f"{s:.3f}" for s in complete["median_slope"]),
+        theory_stair_maxdev=float(complete["max_dev"].max()),
+        theory_stair_nblocks=int(len(complete)),
+    )
     return Section({"sv": sv_df, "slopes": slope_df, "blocks": blocks_df}, glue, None, len(complete), viol)
 
 
-def p1_taylor(*, taylor_n: int, taylor_inst: int, seed: int = 0, head_dims=(1, 2, 4, 8),
-              scales=(0.03, 0.1, 0.3, 1.0, 3.0), eps=(1e-2, 1e-4), example=(8, 0.1), **_) -> Section:
+def p1_taylor(
+    *,
+    taylor_n: int,
+    taylor_inst: int,
+    seed: int = 0,
+    head_dims=(1, 2, 4, 8),
+    scales=(0.03, 0.1, 0.3, 1.0, 3.0),
+    eps=(1e-2, 1e-4),
+    example=(8, 0.1),
+    **_,
+) -> Section:
     """P1 Taylor bound: measured ``rank_eps`` against :func:`taylor_rank_bound` for random logits
     times each scale, and ``sigma_{r_m+1} <= e^{2M} M^{m+1}/(m+1)!`` directly. Table ``bound``;
     ``example`` is the (head dim, scale) quoted in the text."""
@@ -190,8 +250,18 @@ def p1_taylor(*, taylor_n: int, taylor_inst: int, seed: int = 0, head_dims=(1, 2
                 meas = numerical_rank(A, rtol=e)
                 viol += int((meas > bound).sum())
                 tested += len(S)
-                rows += [dict(head_dim=d, scale=scale, eps=f"{e:g}", n=n, M=float(M[i]), bound=int(bound[i]),
-                              measured=int(meas[i])) for i in range(len(S))]
+                rows += [
+                    dict(
+                        head_dim=d,
+                        scale=scale,
+                        eps=f"{e:g}",
+                        n=n,
+                        M=float(M[i]),
+                        bound=int(bound[i]),
+                        measured=int(meas[i]),
+                    )
+                    for i in range(len(S))
+                ]
             for m in range(4):  # the singular-value form of the bound, directly
                 r = taylor_terms(d, m)
                 if r < n:
@@ -202,14 +272,25 @@ def p1_taylor(*, taylor_n: int, taylor_inst: int, seed: int = 0, head_dims=(1, 2
     informative = ty[ty["bound"] < n]
     ex = ty[(ty.head_dim == example[0]) & (ty.scale == example[1])]
     e2, e4 = (ex[ex.eps == f"{e:g}"] for e in eps)
-    glue = dict(theory_ty_dims=", ".join(map(str, head_dims)), theory_ty_nscales=len(scales),
-                theory_ty_scales=", ".join(f"{s:g}" for s in scales), theory_ty_eps=" and ".join(f"{e:g}" for e in eps),
-                theory_ty_ex_d=example[0], theory_ty_ex_scale=example[1], theory_ty_n=n, theory_ty_points=int(len(ty)),
-                theory_ty_informative=int(len(informative)),
-                theory_ty_tight=int((informative["bound"] == informative["measured"]).sum()),
-                theory_ty_ex_bound_2=int(e2["bound"].median()), theory_ty_ex_meas_2=float(e2["measured"].median()),
-                theory_ty_ex_bound_4=int(e4["bound"].median()), theory_ty_ex_meas_4=float(e4["measured"].median()),
-                theory_ty_ex_M=float(ex["M"].median()), theory_ty_r1=taylor_terms(8, 1), theory_ty_r2=taylor_terms(8, 2))
+    glue = dict(
+        theory_ty_dims=", ".join(map(str, head_dims)),
+        theory_ty_nscales=len(scales),
+        theory_ty_scales=", ".join(f"{s:g}" for s in scales),
+        theory_ty_eps=" and ".join(f"{e:g}" for e in eps),
+        theory_ty_ex_d=example[0],
+        theory_ty_ex_scale=example[1],
+        theory_ty_n=n,
+        theory_ty_points=int(len(ty)),
+        theory_ty_informative=int(len(informative)),
+        theory_ty_tight=int((informative["bound"] == informative["measured"]).sum()),
+        theory_ty_ex_bound_2=int(e2["bound"].median()),
+        theory_ty_ex_meas_2=float(e2["measured"].median()),
+        theory_ty_ex_bound_4=int(e4["bound"].median()),
+        theory_ty_ex_meas_4=float(e4["measured"].median()),
+        theory_ty_ex_M=float(ex["M"].median()),
+        theory_ty_r1=taylor_terms(8, 1),
+        theory_ty_r2=taylor_terms(8, 2),
+    )
     return Section({"bound": ty}, glue, None, tested, viol)
 
 
@@ -221,8 +302,17 @@ def saturation_table(n: int, head_dims, samples: int, seed: int, measures=SAT_ME
     rows = []
     for d in list(head_dims) + [None]:
         res = monte_carlo_rank(n, d, samples, measures=tuple(measures), seed=1000 * seed + (7 if d is None else d))
-        rows += [dict(head_dim=math.inf if d is None else d, measure=m, mean=e.value, ci_low=e.low, ci_high=e.high,
-                      samples=e.n) for m, (e, _) in res.items()]
+        rows += [
+            dict(
+                head_dim=math.inf if d is None else d,
+                measure=m,
+                mean=e.value,
+                ci_low=e.low,
+                ci_high=e.high,
+                samples=e.n,
+            )
+            for m, (e, _) in res.items()
+        ]
     return pd.DataFrame(rows)
 
 
@@ -240,8 +330,14 @@ def p1p_saturation(*, sat_n: int, sat_head_dims, sat_samples: int, seed: int = 0
     """P1': rank measures saturate in the head dimension toward the i.i.d. limit. Tables ``sat``
     and ``limit``; a violation is a measure whose largest head lies outside the limit's interval
     and more than ``tol`` (relative) from its mean."""
-    table = cached("theory_p1p_saturation", saturation_table, n=sat_n, head_dims=list(sat_head_dims),
-                   samples=sat_samples, seed=seed)
+    table = cached(
+        "theory_p1p_saturation",
+        saturation_table,
+        n=sat_n,
+        head_dims=list(sat_head_dims),
+        samples=sat_samples,
+        seed=seed,
+    )
     sat, limit = table[np.isfinite(table.head_dim)].copy(), table[~np.isfinite(table.head_dim)].drop(columns="head_dim")
     sat["head_dim"] = sat["head_dim"].astype(int)
     lim_by = limit.set_index("measure")
@@ -253,17 +349,30 @@ def p1p_saturation(*, sat_n: int, sat_head_dims, sat_samples: int, seed: int = 0
     main = sat[sat.measure == SAT_MEASURES[0]].sort_values("head_dim")
     lim_main, last = lim_by.loc[SAT_MEASURES[0]], main.iloc[-1]
     over = main[main["mean"] > study_bound(sat_n)]
-    glue = dict(theory_sat_tol_pct=f"{tol:.0%}", theory_sat_n=sat_n, theory_sat_samples=sat_samples,
-                theory_sat_list=", ".join(f"{v:.0f}" for v in main["mean"]),
-                theory_sat_dims=", ".join(str(d) for d in main["head_dim"]), theory_sat_last_d=int(last["head_dim"]),
-                theory_sat_last=float(last["mean"]), theory_sat_limit=float(lim_main["mean"]),
-                theory_sat_limit_lo=float(lim_main["ci_low"]), theory_sat_limit_hi=float(lim_main["ci_high"]),
-                theory_sat_limit_frac=float(lim_main["mean"]) / sat_n, theory_sat_bound=study_bound(sat_n),
-                theory_sat_direction="; ".join(
-                    f"{MEASURES[m].label}: {_approach(sat[sat.measure == m], lim_by.loc[m])} "
-                    f"(limit {lim_by.loc[m, 'mean']:.2f})" for m in SAT_MEASURES),
-                theory_sat_first_over=(f"first exceeds it at d_h = {int(over['head_dim'].iloc[0])}" if len(over)
-                                       else "stays below it at every head dimension of the grid"))
+    glue = dict(
+        theory_sat_tol_pct=f"{tol:.0%}",
+        theory_sat_n=sat_n,
+        theory_sat_samples=sat_samples,
+        theory_sat_list=", ".join(f"{v:.0f}" for v in main["mean"]),
+        theory_sat_dims=", ".join(str(d) for d in main["head_dim"]),
+        theory_sat_last_d=int(last["head_dim"]),
+        theory_sat_last=float(last["mean"]),
+        theory_sat_limit=float(lim_main["mean"]),
+        theory_sat_limit_lo=float(lim_main["ci_low"]),
+        theory_sat_limit_hi=float(lim_main["ci_high"]),
+        theory_sat_limit_frac=float(lim_main["mean"]) / sat_n,
+        theory_sat_bound=study_bound(sat_n),
+        theory_sat_direction="; ".join(
+            f"{MEASURES[m].label}: {_approach(sat[sat.measure == m], lim_by.loc[m])} "
+            f"(limit {lim_by.loc[m, 'mean']:.2f})"
+            for m in SAT_MEASURES
+        ),
+        theory_sat_first_over=(
+            f"first exceeds it at d_h = {int(over['head_dim'].iloc[0])}"
+            if len(over)
+            else "stays below it at every head dimension of the grid"
+        ),
+    )
     return Section({"sat": sat, "limit": limit}, glue, "p1p", sat.measure.nunique(), viol)
 
 
@@ -290,26 +399,56 @@ def p2_hardmax(*, p2_n: int, p2_d: int, p2_inst: int, p2_grid: int, seed: int = 
     viol += int((numerical_rank(A_tiny, rtol=eps) != hr.rank).sum()) + int((study_rank(A_tiny) != hr.rank).sum())
     A_cold = softmax_attention(S2, 1e-3)
     cold_study, cold_rel = study_rank(A_cold).double(), numerical_rank(A_cold, rtol=eps).double()
-    curves = pd.DataFrame([dict(instance=i, tau=float(t), rank=int(ranks[i, j]), r_H=int(hr.rank[i]),
-                                rank_ratio=float(ranks[i, j] / hr.rank[i]))
-                           for i in range(len(S2)) for j, t in enumerate(taus)])
-    thr = pd.DataFrame(dict(instance=np.arange(len(S2)), gap=top_gap(S2).numpy(), gap_new=new_column_gap(S2).numpy(),
-                            tau_pred=tau_pred.numpy(), tau_meas=tau_meas.numpy(), r_H=hr.rank.numpy()))
+    curves = pd.DataFrame(
+        [
+            dict(
+                instance=i,
+                tau=float(t),
+                rank=int(ranks[i, j]),
+                r_H=int(hr.rank[i]),
+                rank_ratio=float(ranks[i, j] / hr.rank[i]),
+            )
+            for i in range(len(S2))
+            for j, t in enumerate(taus)
+        ]
+    )
+    thr = pd.DataFrame(
+        dict(
+            instance=np.arange(len(S2)),
+            gap=top_gap(S2).numpy(),
+            gap_new=new_column_gap(S2).numpy(),
+            tau_pred=tau_pred.numpy(),
+            tau_meas=tau_meas.numpy(),
+            r_H=hr.rank.numpy(),
+        )
+    )
     pos = thr[(thr["tau_meas"] > 0) & np.isfinite(thr["gap_new"])]
-    above = [int(ranks[i][taus > tau_meas[i]][0] > hr.rank[i]) for i in range(len(S2)) if bool((taus > tau_meas[i]).any())]
+    above = [
+        int(ranks[i][taus > tau_meas[i]][0] > hr.rank[i]) for i in range(len(S2)) if bool((taus > tau_meas[i]).any())
+    ]
     slope_top, corr_top = _loglog(pos["gap"], pos["tau_meas"])
     slope_new, corr_new = _loglog(pos["gap_new"], pos["tau_meas"])
     ratio = (pos["tau_meas"] / pos["tau_pred"]).to_numpy()
-    glue = dict(theory_p2_n=n, theory_p2_d=p2_d, theory_p2_inst=int(len(S2)),
-                theory_p2_rH_mean=float(hr.rank.double().mean()), theory_p2_ratio_med=float(np.median(ratio)),
-                theory_p2_ratio_max=float(ratio.max()), theory_p2_slope_top=slope_top, theory_p2_corr_top=corr_top,
-                theory_p2_slope_new=slope_new, theory_p2_corr_new=corr_new,
-                theory_p2_new_ratio_med=float(np.median(pos["tau_meas"] / (pos["gap_new"] / math.log(1 / eps)))),
-                theory_p2_leave_up=int(sum(above)), theory_p2_leave_n=int(len(above)),
-                theory_p2_cold_study_frac=float(cold_study.mean() / n), theory_p2_cold_rel_frac=float(cold_rel.mean() / n),
-                theory_p2_cold_rH_frac=float(hr.rank.double().mean() / n),
-                theory_p2_cold_rel_hits=int((cold_rel == hr.rank).sum()),
-                theory_p2_cold_study_hits=int((cold_study == hr.rank).sum()))
+    glue = dict(
+        theory_p2_n=n,
+        theory_p2_d=p2_d,
+        theory_p2_inst=int(len(S2)),
+        theory_p2_rH_mean=float(hr.rank.double().mean()),
+        theory_p2_ratio_med=float(np.median(ratio)),
+        theory_p2_ratio_max=float(ratio.max()),
+        theory_p2_slope_top=slope_top,
+        theory_p2_corr_top=corr_top,
+        theory_p2_slope_new=slope_new,
+        theory_p2_corr_new=corr_new,
+        theory_p2_new_ratio_med=float(np.median(pos["tau_meas"] / (pos["gap_new"] / math.log(1 / eps)))),
+        theory_p2_leave_up=int(sum(above)),
+        theory_p2_leave_n=int(len(above)),
+        theory_p2_cold_study_frac=float(cold_study.mean() / n),
+        theory_p2_cold_rel_frac=float(cold_rel.mean() / n),
+        theory_p2_cold_rH_frac=float(hr.rank.double().mean() / n),
+        theory_p2_cold_rel_hits=int((cold_rel == hr.rank).sum()),
+        theory_p2_cold_study_hits=int((cold_study == hr.rank).sum()),
+    )
     return Section({"curves": curves, "thresholds": thr}, glue, "p2", int(below.sum()) + 2 * len(S2), viol)
 
 
@@ -321,9 +460,22 @@ def hardmax_mc_table(n_values, head_dims, samples: int, seed: int) -> pd.DataFra
     rows = []
     for n in n_values:
         for d in list(head_dims) + [None]:
-            e, ranks, ties = monte_carlo_hardmax_rank(n, d, samples, seed=1000 * seed + 17 * n + (5 if d is None else d))
-            rows.append(dict(n=n, head_dim=math.inf if d is None else d, mean=e.value, ci_low=e.low, ci_high=e.high,
-                             sd=float(ranks.double().std()), max=int(ranks.max()), ties=ties, samples=e.n))
+            e, ranks, ties = monte_carlo_hardmax_rank(
+                n, d, samples, seed=1000 * seed + 17 * n + (5 if d is None else d)
+            )
+            rows.append(
+                dict(
+                    n=n,
+                    head_dim=math.inf if d is None else d,
+                    mean=e.value,
+                    ci_low=e.low,
+                    ci_high=e.high,
+                    sd=float(ranks.double().std()),
+                    max=int(ranks.max()),
+                    ties=ties,
+                    samples=e.n,
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -332,28 +484,54 @@ def theorem(*, n_values, mc_head_dims, mc_samples: int, seed: int = 0, reach: fl
     and grows with the head dimension. Tables ``mc`` and ``refs``; a violation is a mean whose
     interval lies above ``n(1-(1-1/n)^n)``, a rank above 2 at ``d_h = 1``, an i.i.d. interval
     missing ``n(1-(1-1/n)^n)`` or a decrease between neighbouring head dimensions."""
-    table = cached("theory_thm_montecarlo", hardmax_mc_table, n_values=list(n_values), head_dims=list(mc_head_dims),
-                   samples=mc_samples, seed=seed)
+    table = cached(
+        "theory_thm_montecarlo",
+        hardmax_mc_table,
+        n_values=list(n_values),
+        head_dims=list(mc_head_dims),
+        samples=mc_samples,
+        seed=seed,
+    )
     mc, iid = table[np.isfinite(table.head_dim)].copy(), table[~np.isfinite(table.head_dim)]
     mc["head_dim"] = mc["head_dim"].astype(int)
-    refs = pd.DataFrame([dict(n=r.n, expected_distinct=expected_distinct(r.n), study_bound=study_bound(r.n),
-                              iid_mean=r.mean, iid_ci_low=r.ci_low, iid_ci_high=r.ci_high) for r in iid.itertuples()])
-    viol = sum(int(r.ci_low > expected_distinct(r.n)) + (int(r.max > 2) if r.head_dim == 1 else 0)
-               for r in mc.itertuples())
+    refs = pd.DataFrame(
+        [
+            dict(
+                n=r.n,
+                expected_distinct=expected_distinct(r.n),
+                study_bound=study_bound(r.n),
+                iid_mean=r.mean,
+                iid_ci_low=r.ci_low,
+                iid_ci_high=r.ci_high,
+            )
+            for r in iid.itertuples()
+        ]
+    )
+    viol = sum(
+        int(r.ci_low > expected_distinct(r.n)) + (int(r.max > 2) if r.head_dim == 1 else 0) for r in mc.itertuples()
+    )
     viol += sum(int(not r.iid_ci_low <= r.expected_distinct <= r.iid_ci_high) for r in refs.itertuples())
     for _, d in mc.groupby("n"):
         d = d.sort_values("head_dim")
         viol += int((d["ci_high"].to_numpy()[1:] < d["ci_low"].to_numpy()[:-1]).sum())
-    glue = dict(theory_thm_samples=mc_samples, theory_thm_dmax=int(max(mc_head_dims)), theory_thm_reach_pct=f"{reach:.0%}")
+    glue = dict(
+        theory_thm_samples=mc_samples, theory_thm_dmax=int(max(mc_head_dims)), theory_thm_reach_pct=f"{reach:.0%}"
+    )
     for r in refs.itertuples():
         d = mc[mc.n == r.n].sort_values("head_dim")
         hit = d[d["mean"] >= reach * r.expected_distinct]
-        glue.update({f"theory_thm_{r.n}_ed": float(r.expected_distinct), f"theory_thm_{r.n}_bound": float(r.study_bound),
-                     f"theory_thm_{r.n}_iid": float(r.iid_mean), f"theory_thm_{r.n}_d1": float(d["mean"].iloc[0]),
-                     f"theory_thm_{r.n}_dmax_mean": float(d["mean"].iloc[-1]),
-                     f"theory_thm_{r.n}_dmax_frac": float(d["mean"].iloc[-1] / r.n),
-                     f"theory_thm_{r.n}_d90": int(hit["head_dim"].iloc[0]) if len(hit) else -1,
-                     f"theory_thm_{r.n}_logn": float(math.log(r.n))})
+        glue.update(
+            {
+                f"theory_thm_{r.n}_ed": float(r.expected_distinct),
+                f"theory_thm_{r.n}_bound": float(r.study_bound),
+                f"theory_thm_{r.n}_iid": float(r.iid_mean),
+                f"theory_thm_{r.n}_d1": float(d["mean"].iloc[0]),
+                f"theory_thm_{r.n}_dmax_mean": float(d["mean"].iloc[-1]),
+                f"theory_thm_{r.n}_dmax_frac": float(d["mean"].iloc[-1] / r.n),
+                f"theory_thm_{r.n}_d90": int(hit["head_dim"].iloc[0]) if len(hit) else -1,
+                f"theory_thm_{r.n}_logn": float(math.log(r.n)),
+            }
+        )
     return Section({"mc": mc.drop(columns=["max", "ties"]), "refs": refs}, glue, "thm", len(mc) + len(refs), viol)
 
 
@@ -382,5 +560,6 @@ def verdict(sections: dict, *, mc_samples: int, profile: str) -> tuple[str, str]
         f"{fmt(float(big['mean'].iloc[-1]), 1)} at d_h = {int(big['head_dim'].iloc[-1])}, limit {fmt(ed_big, 1)}). "
         f"The characterisation is specific to tau -> 0: the exact rank is n at every tau > 0 (P0), and at tau = 1 the "
         f"rtol-1e-2 rank of random attention tends to {fmt(lim / n_sat)} n as d_h grows (P1'), "
-        f"{'above' if lim > study_bound(n_sat) else 'not above'} the bound (1-1/e)n+1.")
+        f"{'above' if lim > study_bound(n_sat) else 'not above'} the bound (1-1/e)n+1."
+    )
     return status, summary

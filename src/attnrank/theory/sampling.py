@@ -81,8 +81,14 @@ def _chunks(samples: int, n: int, budget: int = 2**22):
 
 
 def monte_carlo_hardmax_rank(
-    n: int, head_dim: int | None, samples: int, *, seed: int = 0, causal: bool = False,
-    confidence: float = 0.95, explicit_inputs: bool = False,
+    n: int,
+    head_dim: int | None,
+    samples: int,
+    *,
+    seed: int = 0,
+    causal: bool = False,
+    confidence: float = 0.95,
+    explicit_inputs: bool = False,
 ) -> tuple[Estimate, torch.Tensor, int]:
     """Monte Carlo estimate of ``E[r_H]`` under the study's assumptions (:func:`sample_logits`).
 
@@ -115,8 +121,15 @@ def monte_carlo_hardmax_rank(
 
 
 def monte_carlo_rank(
-    n: int, head_dim: int | None, samples: int, *, tau: float = 1.0, measures=("rank_rtol_1e-2",),
-    seed: int = 0, causal: bool = False, confidence: float = 0.95,
+    n: int,
+    head_dim: int | None,
+    samples: int,
+    *,
+    tau: float = 1.0,
+    measures=("rank_rtol_1e-2",),
+    seed: int = 0,
+    causal: bool = False,
+    confidence: float = 0.95,
 ) -> dict[str, tuple[Estimate, torch.Tensor]]:
     """Monte Carlo of rank measures of ``softmax(S / tau)`` for random logits ``S``.
 

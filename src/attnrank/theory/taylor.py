@@ -117,7 +117,9 @@ def loglog_slope(x, y) -> torch.Tensor:
     x = torch.as_tensor(x, dtype=torch.float64)
     y = torch.as_tensor(y, dtype=torch.float64)
     if x.ndim != 1 or x.numel() < 2 or y.shape[-1] != x.numel():
-        raise ConfigError("x", f"expected [T] with T >= 2 matching y [..., T]; got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ConfigError(
+            "x", f"expected [T] with T >= 2 matching y [..., T]; got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if not bool((x > 0).all()) or not bool((y > 0).all()):
         raise ConfigError("y", "log-log slopes need positive values")
     lx, ly = x.log(), y.log()
