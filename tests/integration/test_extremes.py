@@ -12,8 +12,6 @@ from attnrank.probe import attention_probabilities
 from attnrank.profiles import resolve_config
 from attnrank.train import train
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.mark.parametrize("arch", ["bert", "gpt2"])
 @pytest.mark.parametrize("tau", [1e-3, 1e3])

@@ -20,8 +20,7 @@ from attnrank.cli import main
 from attnrank.errors import ConfigError
 from attnrank.profiles import resolve_config
 
-pytestmark = pytest.mark.slow
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 TABLES = ("train_log", "eval_log", "ranks", "rank_summary")
 
 

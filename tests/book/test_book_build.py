@@ -15,13 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "attnrank"
+SRC = Path(__file__).resolve().parents[2] / "src" / "attnrank"
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fixture_config(execute: str) -> str:
@@ -123,7 +122,6 @@ def executed(result: subprocess.CompletedProcess) -> bool:
     return "Executing notebook" in result.stdout + result.stderr
 
 
-@pytest.mark.slow
 def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     """Editing the library (a formatting default) re-executes the chapter and refreshes the page
     that pastes its value; reverting serves the earlier outputs; an unchanged rebuild executes
@@ -154,7 +152,6 @@ def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     assert shown(tmp_path) == ("ci 0.67", "ci 0.67")
 
 
-@pytest.mark.slow
 def test_a_profile_switch_re_executes_and_switching_back_serves_that_profiles_outputs(tmp_path):
     """``ATTNRANK_PROFILE`` is in the execution cache key: a switch re-executes and refreshes every
     page, and switching back serves the first profile's outputs, never the other's.
@@ -247,7 +244,6 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
 TOC_TWO = TOC + "  - file: nb2\n"
 
 
-@pytest.mark.slow
 def test_stale_chapters_execute_up_front_in_parallel_and_are_then_read_from_the_cache(tmp_path):
     """After the up-front sweep the stale notebooks are executed together by jupyter-cache's
     parallel executor, and myst-nb reads each of them from the cache (it executes none); a

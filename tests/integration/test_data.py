@@ -426,7 +426,6 @@ except ConfigError as e:
     assert line.startswith("ERROR ATTNRANK_DATA:") and "is not a writable folder" in line and "token blocks" in line
 
 
-@pytest.mark.slow
 def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatch):
     """README, "Determinism on CPU": BERT and GPT-2 ci runs from two empty data folders
     (tokenizers, token blocks and runs all built anew) have the same keys, every table and

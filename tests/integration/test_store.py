@@ -19,8 +19,6 @@ from attnrank.errors import ConfigError
 from attnrank.profiles import resolve_config
 from attnrank.train import train
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def runs(tmp_path, monkeypatch):

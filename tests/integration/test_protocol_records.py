@@ -35,7 +35,6 @@ def test_probe_schedule_is_log_spaced_below_rank_every():
         probe_steps(40, 0)
 
 
-@pytest.mark.slow
 def test_trained_run_records_every_sequence_at_every_scheduled_step(runs):
     """README, "Per-sequence probe records": a trained ci run has one row per scheduled step, split and
     sequence, and its held-out rows average to the stored summary."""

@@ -100,26 +100,3 @@ def test_range_errors_name_the_range(kw, text):
     with pytest.raises(ConfigError) as e:
         check_positive_float("x", 1.5 if "low" in kw else 4.0, **kw)
     assert e.value.param == "x" and text in str(e.value)
-
-
-def test_a_closed_output_pipe_ends_without_a_traceback():
-    """``attnrank ... | head``: when the reader has gone, the command stops without a traceback (exit 1)."""
-    import os
-    import subprocess
-    import sys
-
-    read, write = os.pipe()
-    os.close(read)  # nobody reads: the first write fails with EPIPE
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "attnrank", "sweep", "--profile", "ci", "--dry-run"],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        )
-    finally:
-        os.close(write)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == 1

@@ -13,8 +13,6 @@ from attnrank.probe import attention_logits
 from attnrank.profiles import resolve_config
 from attnrank.train import probe_steps
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def private_store(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 
 

@@ -92,7 +92,6 @@ def test_tokenizer_pad_id_falls_back_to_end_of_text():
     assert runs.tokenizer_pad_id(Tok()) == 2
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["bert", "gpt2"])
 def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(private_store, arch):
     """`Run.initial_model()` on `Run.probe_batch()` gives exactly the stored step-0 ranks and
@@ -118,7 +117,6 @@ def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(pr
     assert not again.fresh and again.key == run.key
 
 
-@pytest.mark.slow
 def test_table_long_has_the_numbers_of_the_wide_table(private_store):
     cfgs = [resolve_config("gpt2", "ci", max_steps=5, rank_every=5, tau=t) for t in (1.0, 0.1)]
     wide = runs.table(cfgs, long=False)

@@ -4,7 +4,6 @@ the scale each verdict is computed at."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,21 +13,7 @@ from attnrank.cli import main
 from attnrank.errors import ConfigError
 from attnrank.profiles import PROFILES, base_profile, profile_defaults, resolve_config, resolve_profile
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
-
-
-@pytest.fixture
-def corpus(tmp_path) -> Path:
-    """A local dataset folder: three plays to train on, a fourth to validate on."""
-    from attnrank.data import shakespeare_plays
-
-    plays = shakespeare_plays()
-    names = sorted(plays)
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    (folder / "train.txt").write_text("\n".join(plays[n] for n in names[:3]))
-    (folder / "validation.txt").write_text(plays[names[3]])
-    return folder
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 
 
 @pytest.fixture
@@ -125,35 +110,6 @@ def test_cli_sweep_dataset(corpus, clean_env, capsys):
     assert main(["sweep", "--profile", "ci", "--dataset", "wikitext", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("attnrank: error: dataset: got 'wikitext'")
-
-
-@pytest.mark.slow
-def test_papermill_chapter_trains_on_the_dataset_parameter(corpus, tmp_path, monkeypatch):
-    """``papermill -p dataset hf:<folder>`` at ci: the chapter's runs are trained on that folder
-    (their stored config names it); a bad dataset stops in the first cell, naming ``dataset``,
-    before anything is trained."""
-    papermill = pytest.importorskip("papermill")
-    monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "data"))
-    monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
-    monkeypatch.delenv("ATTNRANK_DATASET", raising=False)
-    run = lambda params: papermill.execute_notebook(  # noqa: E731
-        str(CHAPTERS / "dynamics.ipynb"),
-        str(tmp_path / "out.ipynb"),
-        cwd=str(CHAPTERS),
-        kernel_name="python3",
-        progress_bar=False,
-        parameters={"profile": "ci", "seeds": 2, "taus": [0.001, 1.0], "head_dims": [16], **params},
-    )
-    with pytest.raises(papermill.PapermillExecutionError) as e:
-        run({"dataset": f"hf:{corpus / 'missing'}"})
-    assert e.value.ename == "ConfigError" and e.value.evalue.startswith("dataset: ")
-    assert e.value.exec_count == 3  # the first cell after the parameters cell and papermill's injected one
-    assert "book.check_parameters(" in e.value.source
-    assert not (tmp_path / "data" / "runs").exists()
-    run({"dataset": f"hf:{corpus}"})
-    configs = [json.loads(p.read_text()) for p in (tmp_path / "data" / "runs").glob("*/config.json")]
-    assert len(configs) == 8  # 2 temperatures x 2 seeds x 2 models at the profile's head dimension
-    assert {c["dataset"] for c in configs} == {f"hf:{corpus}"}
 
 
 # ----------------------------------------------------------------------------- long profile

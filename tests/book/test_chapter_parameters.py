@@ -13,7 +13,7 @@ import pytest
 from attnrank import book
 from attnrank.errors import ConfigError
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 
 
@@ -122,7 +122,6 @@ def test_check_parameters_writes_back_normalised_values_and_rejects_unknown_name
     assert e.value.param == "head_dim" and "profile" in str(e.value)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "chapter, parameters, param",
     [
