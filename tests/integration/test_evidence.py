@@ -14,12 +14,6 @@ from attnrank.profiles import resolve_config
 from attnrank.train import probe_steps
 
 
-@pytest.fixture
-def private_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
 def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(private_store):
     """The initial-model statistics give the run's stored step-0 mean ranks (float64 softmax of the hooked
     logits against the probe's float32 attention), the logit sd of the hooked logits and P1 bounds that hold (P1 covers bidirectional attention)."""

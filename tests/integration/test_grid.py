@@ -24,13 +24,6 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 TABLES = ("train_log", "eval_log", "ranks", "rank_summary")
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    """A private, empty run store (tokenizers and token caches stay shared under data/)."""
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
 def _grid(n_steps: int = 20):
     return [resolve_config(a, "ci", tau=t, max_steps=n_steps) for a in ("bert", "gpt2") for t in (0.1, 1.0)]
 
@@ -63,24 +56,26 @@ def test_process_pool_and_serial_give_bit_identical_tables(tmp_path, monkeypatch
     assert again.attrs["sweep"]["trained"] == 0 and list(again.key) == list(b.key)
 
 
-def test_racing_workers_train_one_config_once(runs):
+def test_racing_workers_train_one_config_once(private_store):
     """Guarantee "Grid workers are checked and retried": racing workers train one config once."""
     cfg = resolve_config("gpt2", "ci", max_steps=30)
     df = grid.sweep([cfg, cfg], executor="process", workers=2, progress=False)
     assert df.attrs["sweep"]["trained"] == 1 and df.attrs["sweep"]["stored"] == 1
-    assert len(_run_dirs(runs)) == 1 and len(df) == 1
+    assert len(_run_dirs(private_store)) == 1 and len(df) == 1
 
 
-def test_code_hash_mismatch_fails_before_training(runs):
+def test_code_hash_mismatch_fails_before_training(private_store):
     """Guarantee "Grid workers are checked and retried": a code-hash mismatch stops a worker before training."""
     configs = _grid()[:2]
     for executor in ("serial", "process"):
         with pytest.raises(grid.CodeMismatch, match="code hash"):
             grid.sweep(configs, executor=executor, workers=2, code_hash="0" * 16, progress=False)
-    assert not runs.exists() or not list(runs.iterdir())  # no run, no lock file: nothing started training
+    assert not private_store.exists() or not list(
+        private_store.iterdir()
+    )  # no run, no lock file: nothing started training
 
 
-def test_a_run_that_raises_is_reported_after_the_others(runs, monkeypatch, capsys):
+def test_a_run_that_raises_is_reported_after_the_others(private_store, monkeypatch, capsys):
     """A run that raises does not stop the sweep; the sweep then raises naming it."""
     good, bad = resolve_config("gpt2", "ci", max_steps=10), resolve_config("bert", "ci", max_steps=10)
     real = store.run
@@ -96,12 +91,12 @@ def test_a_run_that_raises_is_reported_after_the_others(runs, monkeypatch, capsy
     ):
         grid.sweep([bad, good], executor="serial")
     assert "bert tau=1 head_dim=16 seed=0: error OSError: disk full" in capsys.readouterr().out
-    assert len(_run_dirs(runs)) == 1
+    assert len(_run_dirs(private_store)) == 1
     with pytest.raises(RuntimeError, match="1 of 1 runs did not finish"):
         grid.sweep([bad], executor="serial", progress=False)
 
 
-def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
+def test_killed_worker_is_retried_and_leaves_one_valid_run(private_store):
     """Guarantee "Grid workers are checked and retried": a killed worker's run is retried and leaves one valid run."""
     code = """
         from attnrank import grid
@@ -109,7 +104,7 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
         df = grid.sweep([resolve_config("gpt2", "ci", max_steps=1500)], executor="process", workers=1)
         print("TRAINED", df.attrs["sweep"]["trained"], df.status.iloc[0])
     """
-    env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC}
+    env = {**os.environ, "ATTNRANK_RUNS": str(private_store), "PYTHONPATH": SRC}
     driver = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)],
         env=env,
@@ -120,7 +115,7 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
     import psutil
 
     deadline = time.time() + 120
-    while time.time() < deadline and not list(runs.glob(".*.lock")):
+    while time.time() < deadline and not list(private_store.glob(".*.lock")):
         time.sleep(0.2)
     time.sleep(0.5)  # into training (1500 steps take several seconds even on an idle machine)
     workers = [p for p in psutil.Process(driver.pid).children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
@@ -129,7 +124,7 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(runs):
     out, _ = driver.communicate(timeout=900)
     assert driver.returncode == 0, out[-3000:]
     assert "worker process died; retrying 1 run" in out and "TRAINED 1 complete" in out
-    (path,) = _run_dirs(runs)
+    (path,) = _run_dirs(private_store)
     assert store.load_runs().path.tolist() == [str(path)]
 
 
@@ -153,7 +148,7 @@ def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
     assert not (tmp_path / "ray-mismatch").exists() or not list((tmp_path / "ray-mismatch").iterdir())
 
 
-def test_thread_count_is_applied_restored_recorded_and_keyed(runs, monkeypatch):
+def test_thread_count_is_applied_restored_recorded_and_keyed(private_store, monkeypatch):
     """Guarantee "The run key holds every input of a result": thread count and precision change the key (and
     retrain); training applies, restores and records the thread count, device type, precision and world size."""
     base = resolve_config("gpt2", "ci", max_steps=10)
@@ -256,23 +251,23 @@ def test_one_gpu_per_run():
     assert _one_device(Args()).n_gpu == 1
 
 
-def test_world_size_above_one_stops_before_the_lock(runs, monkeypatch, capsys):
+def test_world_size_above_one_stops_before_the_lock(private_store, monkeypatch, capsys):
     """Guarantee "No deadlock under torchrun": WORLD_SIZE > 1 stops before the lock with one line (exit 2)."""
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["train", "--arch", "gpt2", "--profile", "ci"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("attnrank: error: WORLD_SIZE: got 2") and "--executor ray" in err and "\n" not in err
-    assert not runs.exists() or not list(runs.glob(".*.lock"))
+    assert not private_store.exists() or not list(private_store.glob(".*.lock"))
 
 
-def test_torchrun_stops_at_once(runs):
+def test_torchrun_stops_at_once(private_store):
     """Guarantee "No deadlock under torchrun": torchrun --nproc_per_node=2 of a ci training exits with the
     message within a minute."""
     torchrun = Path(sys.executable).with_name("torchrun")
     if not torchrun.exists():
         pytest.skip("torchrun not installed")
-    env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "ATTNRANK_RUNS": str(private_store), "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
     p = subprocess.run(
         [
             str(torchrun),
@@ -295,10 +290,10 @@ def test_torchrun_stops_at_once(runs):
     assert p.returncode != 0
     out = p.stdout + p.stderr
     assert out.count("attnrank: error: WORLD_SIZE: got 2") == 2 and "--executor ray" in out
-    assert not _run_dirs(runs)
+    assert not _run_dirs(private_store)
 
 
-def test_sweep_command_dry_run_and_errors(runs, capsys, monkeypatch):
+def test_sweep_command_dry_run_and_errors(private_store, capsys, monkeypatch):
     """``attnrank sweep --dry-run`` lists the runs to train and how many are stored; bad flags exit 2."""
     monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0

@@ -8,19 +8,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import fake_train
 
 from attnrank import protocol, store
 from attnrank.errors import ConfigError
 from attnrank.profiles import resolve_config
 from attnrank.rank import MEASURES
-from attnrank.train import TRAIN_PROBE_SIZE, TrainResult, probe_steps
-
-
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    """A private, empty run store."""
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
+from attnrank.train import TRAIN_PROBE_SIZE, probe_steps
 
 
 def test_probe_schedule_is_log_spaced_below_rank_every():
@@ -35,7 +29,7 @@ def test_probe_schedule_is_log_spaced_below_rank_every():
         probe_steps(40, 0)
 
 
-def test_trained_run_records_every_sequence_at_every_scheduled_step(runs):
+def test_trained_run_records_every_sequence_at_every_scheduled_step(private_store):
     """README, "Per-sequence probe records": a trained ci run has one row per scheduled step, split and
     sequence, and its held-out rows average to the stored summary."""
     cfg = resolve_config("gpt2", "ci")
@@ -62,29 +56,6 @@ def test_trained_run_records_every_sequence_at_every_scheduled_step(runs):
     )
 
 
-def _fake(sequences):
-    def train(cfg, progress=False):
-        log = pd.DataFrame({"step": [0, cfg.max_steps], "loss": [7.0, 3.0]})
-        summary = {
-            "status": "complete",
-            "failure": None,
-            "steps": cfg.max_steps,
-            "initial_val_loss": 7.0,
-            "final_val_loss": 3.0,
-            "initial_rank": {"effective_rank": 9.0},
-            "final_rank": {"effective_rank": 4.0},
-            "wall_seconds": 0.5,
-            "probe_seconds": 0.1,
-            "validation_seconds": 0.1,
-            "device": "cpu",
-        }
-        return TrainResult(
-            train_log=log, eval_log=log, ranks=log, rank_summary=log, summary=summary, model=None, sequences=sequences
-        )
-
-    return train
-
-
 SEQ = pd.DataFrame(
     {
         "step": np.array([0, 0, 0, 7], np.int32),
@@ -96,10 +67,10 @@ SEQ = pd.DataFrame(
 )
 
 
-def test_sequences_table_round_trips_through_the_store(runs, monkeypatch):
+def test_sequences_table_round_trips_through_the_store(private_store, monkeypatch):
     """README, "Per-sequence probe records": the table comes back as written, and one of the wrong
     shape makes the run damaged (trained again)."""
-    monkeypatch.setattr("attnrank.train.train", _fake(SEQ))
+    monkeypatch.setattr("attnrank.train.train", fake_train(sequences=SEQ))
     r = store.run(arch="gpt2", profile="ci", max_steps=7)
     assert (r.path / "sequences.parquet").exists()
     pd.testing.assert_frame_equal(r.sequences, SEQ, check_dtype=True)
@@ -114,8 +85,8 @@ def test_sequences_table_round_trips_through_the_store(runs, monkeypatch):
     assert store.run(arch="gpt2", profile="ci", max_steps=7).fresh
 
 
-def test_a_run_without_records_says_so(runs, monkeypatch):
-    monkeypatch.setattr("attnrank.train.train", _fake(pd.DataFrame()))
+def test_a_run_without_records_says_so(private_store, monkeypatch):
+    monkeypatch.setattr("attnrank.train.train", fake_train(sequences=pd.DataFrame()))
     r = store.run(arch="gpt2", profile="ci", max_steps=7)
     assert not (r.path / "sequences.parquet").exists()
     with pytest.raises(ConfigError, match="per-sequence"):

@@ -16,12 +16,6 @@ from attnrank.rank import MEASURES
 from attnrank.train import probe_steps
 
 
-@pytest.fixture
-def private_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
 @pytest.mark.parametrize("arch", ["bert", "gpt2"])
 def test_model_from_config_equals_the_stock_hf_model_at_tau_1(arch):
     """At tau = 1 the model built by `model_from_config` gives the outputs of the stock HF class

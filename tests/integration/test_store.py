@@ -20,13 +20,6 @@ from attnrank.profiles import resolve_config
 from attnrank.train import train
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    """A private, empty run store (tokenizers and token caches stay shared under data/)."""
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
 def _child(code: str, env: dict) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)],
@@ -37,7 +30,7 @@ def _child(code: str, env: dict) -> subprocess.Popen:
     )
 
 
-def test_end_to_end_run_lowers_loss_and_is_cached(runs, monkeypatch):
+def test_end_to_end_run_lowers_loss_and_is_cached(private_store, monkeypatch):
     cfg = resolve_config("gpt2", "ci")
     r = store.run(cfg)
     assert r.fresh
@@ -88,7 +81,7 @@ def test_probing_does_not_change_the_training_run():
     pd.testing.assert_series_equal(often.train_log.loss, rarely.train_log.loss)
 
 
-def test_diverging_run_is_stored_as_failed_and_sweep_goes_on(runs):
+def test_diverging_run_is_stored_as_failed_and_sweep_goes_on(private_store):
     bad = resolve_config("gpt2", "ci", learning_rate=1e3, warmup_steps=0)
     good = resolve_config("gpt2", "ci", max_steps=10)
     df = store.sweep([bad, good], progress=False)
@@ -97,7 +90,7 @@ def test_diverging_run_is_stored_as_failed_and_sweep_goes_on(runs):
     assert not store.run(bad).fresh  # a failed run is a result too: not retrained
 
 
-def test_damaged_results_are_retrained(runs):
+def test_damaged_results_are_retrained(private_store):
     cfg = resolve_config("gpt2", "ci", max_steps=10)
     r = store.run(cfg)
     expected = r.ranks
@@ -110,43 +103,43 @@ def test_damaged_results_are_retrained(runs):
     assert store.run(cfg).fresh
 
 
-def test_sigkill_during_training_leaves_the_store_clean(runs):
+def test_sigkill_during_training_leaves_the_store_clean(private_store):
     code = """
         from attnrank import store
         store.run(arch="gpt2", profile="ci", max_steps=100000)
     """
-    child = _child(code, {"ATTNRANK_RUNS": str(runs)})
+    child = _child(code, {"ATTNRANK_RUNS": str(private_store)})
     deadline = time.time() + 120
-    while time.time() < deadline and not list(runs.glob(".*.lock")):
+    while time.time() < deadline and not list(private_store.glob(".*.lock")):
         time.sleep(0.2)
     time.sleep(3)  # well into training
     assert child.poll() is None, child.stderr.read()
     child.send_signal(signal.SIGKILL)
     child.wait()
-    assert not [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert not [p for p in private_store.iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert store.load_runs().empty
     r = store.run(resolve_config("gpt2", "ci", max_steps=100000 // 10000))  # the lock is free again
     assert r.fresh and r.summary["status"] == "complete"
 
 
-def test_two_processes_share_one_training(runs):
+def test_two_processes_share_one_training(private_store):
     code = """
         from attnrank import store
         r = store.run(arch="bert", profile="ci", max_steps=30)
         print("FRESH" if r.fresh else "STORED", r.key)
     """
-    children = [_child(code, {"ATTNRANK_RUNS": str(runs)}) for _ in range(2)]
+    children = [_child(code, {"ATTNRANK_RUNS": str(private_store)}) for _ in range(2)]
     outs = [c.communicate(timeout=300) for c in children]
     assert all(c.returncode == 0 for c in children), [o[1][-2000:] for o in outs]
     words = sorted(o[0].split()[-2] for o in outs)
     keys = {o[0].split()[-1] for o in outs}
     assert words == ["FRESH", "STORED"] and len(keys) == 1
-    (path,) = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    (path,) = [p for p in private_store.iterdir() if p.is_dir() and not p.name.startswith(".")]
     manifest = json.loads((path / "COMPLETE").read_text())
     assert manifest["key"] in keys
 
 
-def test_invalid_config_fails_before_training(runs, monkeypatch):
+def test_invalid_config_fails_before_training(private_store, monkeypatch):
     monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(ConfigError) as e:
         store.run(arch="gpt2", profile="ci", tau=0.0)
@@ -157,7 +150,7 @@ def test_invalid_config_fails_before_training(runs, monkeypatch):
     with pytest.raises(ConfigError) as e:
         store.run(arch="gpt2", profile="ci", learning_rte=1e-3)
     assert e.value.param == "learning_rte"
-    assert not runs.exists() or not any(runs.iterdir())
+    assert not private_store.exists() or not any(private_store.iterdir())
 
 
 def test_equal_weights_give_byte_identical_files(tmp_path):

@@ -15,43 +15,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from conftest import fake_train
 
 from attnrank import store
 from attnrank.cli import main
 from attnrank.errors import ConfigError
-
-
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    """A private, empty run store."""
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
-def _fake_train(final_val_loss: float):
-    """A stand-in for :func:`attnrank.train.train` whose result is recognisable by its final loss."""
-    from attnrank.train import TrainResult
-
-    def train(cfg, progress=False):
-        log = pd.DataFrame({"step": [0, cfg.max_steps], "loss": [7.0, final_val_loss]})
-        summary = {
-            "status": "complete",
-            "failure": None,
-            "steps": cfg.max_steps,
-            "initial_val_loss": 7.0,
-            "final_val_loss": final_val_loss,
-            "initial_rank": {"rank_rtol_1e-2": 9.0},
-            "final_rank": {"rank_rtol_1e-2": 4.0},
-            "wall_seconds": 0.5,
-            "probe_seconds": 0.1,
-            "validation_seconds": 0.1,
-            "device": "cpu",
-        }
-        return TrainResult(train_log=log, eval_log=log, ranks=log, rank_summary=log, summary=summary, model=None)
-
-    return train
 
 
 def _no_training(*args, **kwargs):
@@ -68,16 +37,16 @@ def _result_dirs(runs: Path) -> list[str]:
 # --------------------------------------------------------------------- what is a result
 
 
-def test_a_temporary_or_misnamed_folder_is_never_a_result(runs, monkeypatch, capsys):
+def test_a_temporary_or_misnamed_folder_is_never_a_result(private_store, monkeypatch, capsys):
     """README, "A killed run never shows up as a result": only folders named <arch>-<16 hex digits> whose
     marker names the same key are results (a `.tmp-KEY-PID` folder left by a kill after its marker was
     written is not listed)."""
-    monkeypatch.setattr("attnrank.train.train", _fake_train(3.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(3.0))
     r = store.run(**CFG)
-    shutil.copytree(r.path, runs / f".tmp-{r.key}-12345")  # killed after the marker, before the rename
+    shutil.copytree(r.path, private_store / f".tmp-{r.key}-12345")  # killed after the marker, before the rename
     other = "0123456789abcdef" if r.key != "0123456789abcdef" else "fedcba9876543210"
-    shutil.copytree(r.path, runs / f"gpt2-{other}")  # a marker whose key is not the folder's
-    shutil.copytree(r.path, runs / f"gpt2-{r.key}-copy")
+    shutil.copytree(r.path, private_store / f"gpt2-{other}")  # a marker whose key is not the folder's
+    shutil.copytree(r.path, private_store / f"gpt2-{r.key}-copy")
     df = store.load_runs()
     assert list(df.key) == [r.key] and list(df.path) == [str(r.path)]
     assert main(["runs"]) == 0
@@ -93,18 +62,18 @@ class _Killed(Exception):
 
 
 @pytest.mark.parametrize("kill_at", [1, 2, 3])
-def test_forced_replacement_leaves_the_old_or_the_new_result(runs, monkeypatch, kill_at):
+def test_forced_replacement_leaves_the_old_or_the_new_result(private_store, monkeypatch, kill_at):
     """README, "A killed run never shows up as a result": `force=True` replaces a stored run atomically: a
     process killed before any rename or delete of the replacement leaves the old or the new result,
     which `load_runs()` lists and `run()` serves without training; the next run cleans up what was left."""
-    monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
     old = store.run(**CFG)
-    monkeypatch.setattr("attnrank.train.train", _fake_train(2.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(2.0))
     steps = []
 
     def counted(fn):
         def step(path, *args, **kwargs):
-            if Path(path).parent == runs:
+            if Path(path).parent == private_store:
                 steps.append((fn.__name__, Path(path).name))
                 if len(steps) == kill_at:
                     raise _Killed(f"killed before {fn.__name__}({Path(path).name})")
@@ -119,7 +88,7 @@ def test_forced_replacement_leaves_the_old_or_the_new_result(runs, monkeypatch, 
     with pytest.raises(_Killed):
         store.run(**CFG, force=True)
     monkeypatch.undo()
-    monkeypatch.setenv("ATTNRANK_RUNS", str(runs))
+    monkeypatch.setenv("ATTNRANK_RUNS", str(private_store))
     monkeypatch.setattr("attnrank.train.train", _no_training)
     listed = store.load_runs()
     assert len(listed) == 1 and listed.final_val_loss.iloc[0] in (1.0, 2.0)
@@ -127,26 +96,29 @@ def test_forced_replacement_leaves_the_old_or_the_new_result(runs, monkeypatch, 
     assert not served.fresh and served.summary["final_val_loss"] in (1.0, 2.0)
     assert served.path == old.path  # an interrupted replacement is undone in place
     assert served.summary["final_val_loss"] == store.load_runs().final_val_loss.iloc[0]
-    monkeypatch.setattr("attnrank.train.train", _fake_train(3.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(3.0))
     again = store.run(**CFG, force=True)
     assert again.fresh and again.summary["final_val_loss"] == 3.0
-    assert _result_dirs(runs) == [old.path.name] and not list(runs.glob(".tmp-*"))  # nothing left over
+    assert _result_dirs(private_store) == [old.path.name] and not list(
+        private_store.glob(".tmp-*")
+    )  # nothing left over
 
 
-def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_result(runs, monkeypatch):
+def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_result(private_store, monkeypatch):
     """README, "A killed run never shows up as a result": a process killed by SIGKILL after it
     renamed the old result aside and before it renamed the new one in leaves the old result, which
     `load_runs()` lists and `run()` serves without training, back under its own name."""
-    monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
     old = store.run(**CFG)
     code = f"""
         import os, signal, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
         import attnrank.train
         from attnrank import store
-        from test_store_faults import CFG, _fake_train
+        from conftest import fake_train
+        from test_store_faults import CFG
 
-        attnrank.train.train = _fake_train(2.0)
+        attnrank.train.train = fake_train(2.0)
         real_replace = os.replace
 
         def replace(src, dst):
@@ -159,13 +131,13 @@ def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_resul
     """
     child = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        env={**os.environ, "ATTNRANK_RUNS": str(runs)},
+        env={**os.environ, "ATTNRANK_RUNS": str(private_store)},
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert child.returncode == -9, child.stderr[-2000:]
-    assert not old.path.exists() and (runs / f".old-{old.path.name}").is_dir()  # killed in the gap
+    assert not old.path.exists() and (private_store / f".old-{old.path.name}").is_dir()  # killed in the gap
     monkeypatch.setattr("attnrank.train.train", _no_training)
     assert store.load_runs().final_val_loss.tolist() == [1.0]
     served = store.run(**CFG)
@@ -236,11 +208,13 @@ BAD_SHAPES = [
 
 
 @pytest.mark.parametrize("how", BAD_SHAPES)
-def test_a_marker_or_summary_of_the_wrong_shape_is_ignored_and_retrained(runs, monkeypatch, capsys, caplog, how):
+def test_a_marker_or_summary_of_the_wrong_shape_is_ignored_and_retrained(
+    private_store, monkeypatch, capsys, caplog, how
+):
     """README, "A killed run never shows up as a result": a run whose marker, config or summary is valid JSON
     of the wrong shape is ignored with a warning by `load_runs()`, `attnrank runs` and `run()` (which
     trains it again); the other runs of the store are still served."""
-    monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
     good = store.run(**CFG, seed=1)
     bad = store.run(**CFG)
     _damage(bad.path, how)
@@ -250,7 +224,7 @@ def test_a_marker_or_summary_of_the_wrong_shape_is_ignored_and_retrained(runs, m
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
     assert good.key in out and bad.key not in out
-    monkeypatch.setattr("attnrank.train.train", _fake_train(2.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(2.0))
     again = store.run(**CFG)
     assert again.fresh and again.path == bad.path and again.summary["final_val_loss"] == 2.0
     assert sorted(store.load_runs().key) == sorted([good.key, bad.key])
@@ -288,7 +262,9 @@ def _can_mount_readonly(tmp_path: Path) -> bool:
     return done.returncode == 0 and touch.returncode != 0 and "Read-only" in touch.stderr
 
 
-def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_train(runs, monkeypatch, tmp_path):
+def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_train(
+    private_store, monkeypatch, tmp_path
+):
     """README, "A read-only store serves its runs": a store on read-only media serves the complete runs it
     holds (`run()`, `load_runs()`, `attnrank runs`) without a lock; asked to train, it fails with one
     ConfigError line naming ATTNRANK_RUNS (exit status 2), before any training.
@@ -297,7 +273,7 @@ def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_
     since tests run as root, for whom file modes do not stop writes."""
     if not shutil.which("unshare") or not _can_mount_readonly(tmp_path):
         pytest.skip("no unprivileged read-only bind mounts here (unshare -rm)")
-    monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
     stored = store.run(**CFG)
     code = """
         import json, sys
@@ -323,7 +299,7 @@ def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_
         print(json.dumps({"key": r.key, "fresh": r.fresh, "listed": listed, "listing": listing, "error": error,
                           "status": status}))
     """
-    done = _readonly_child(code, runs)
+    done = _readonly_child(code, private_store)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["key"] == stored.key and not result["fresh"] and result["listed"] == [stored.key]
@@ -334,13 +310,13 @@ def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_
     assert "Traceback" not in done.stderr
 
 
-def test_a_store_that_refuses_writes_serves_its_runs(runs, monkeypatch):
+def test_a_store_that_refuses_writes_serves_its_runs(private_store, monkeypatch):
     """README, "A read-only store serves its runs": reading a complete run takes no lock and writes nothing; a
     store that refuses every write (EROFS from the OS for any file created in it, simulated) still
     serves it, and a run to train gives a ConfigError naming ATTNRANK_RUNS."""
     import errno
 
-    monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
     stored = store.run(**CFG)
     real_open, real_mkdir = os.open, os.mkdir
 
@@ -348,12 +324,12 @@ def test_a_store_that_refuses_writes_serves_its_runs(runs, monkeypatch):
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
 
     def no_write_open(path, flags, *args, **kwargs):
-        if str(path).startswith(str(runs)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+        if str(path).startswith(str(private_store)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
             refuse(path)
         return real_open(path, flags, *args, **kwargs)
 
     def no_mkdir(path, *args, **kwargs):
-        if str(path).startswith(str(runs)):
+        if str(path).startswith(str(private_store)):
             refuse(path)
         return real_mkdir(path, *args, **kwargs)
 
@@ -397,14 +373,14 @@ def test_a_store_path_that_cannot_be_created_is_named(tmp_path, monkeypatch, cap
     assert err.startswith("attnrank: error: ATTNRANK_RUNS:") and err.count("\n") == 1
 
 
-def test_load_runs_names_an_unknown_filter_column(runs, monkeypatch):
+def test_load_runs_names_an_unknown_filter_column(private_store, monkeypatch):
     """README, "Bad input fails first": `load_runs(filter)` with an unknown column raises a ConfigError naming
     `filter` and the allowed columns; a known column with no runs gives an empty frame."""
     with pytest.raises(ConfigError) as e:
         store.load_runs({"bogus": 1})
     assert e.value.param == "filter" and "bogus" in str(e.value) and "tau" in str(e.value)
     assert store.load_runs({"tau": 1.0}).empty
-    monkeypatch.setattr("attnrank.train.train", _fake_train(1.0))
+    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
     r = store.run(**CFG, tau=0.5)
     assert list(store.load_runs({"tau": 0.5}).key) == [r.key] and store.load_runs({"tau": [2.0]}).empty
     with pytest.raises(ConfigError) as e:
