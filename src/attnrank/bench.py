@@ -281,7 +281,8 @@ def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
                 arch=arch,
                 what=(
                     f"rank-probe share of run wall time (forward {pt['forward']:.2f} s, SVD {pt['svd']:.2f} s, "
-                    f"bookkeeping {pt['bookkeeping']:.2f} s; validation loss, not counted: {pt['validation']:.2f} s)"
+                    f"bookkeeping {pt['bookkeeping']:.2f} s; not counted: validation loss {pt['validation']:.2f} s, "
+                    f"kept attention copies {pt.get('attention', 0.0):.3f} s)"
                 ),
                 a=s["probe_seconds"],
                 b=s["wall_seconds"],

@@ -138,6 +138,9 @@ class RankProbe:
 
         train_ids: optional ``[k, n]`` token ids of training sequences, measured like the
             probe sequences but recorded only in :attr:`sequences` (split ``"train"``).
+        attention_steps: steps at which the attention probabilities of the first
+            ``attention_sequences`` probe sequences are kept (:attr:`attention`).
+        attention_sequences: how many probe sequences (the first ones) to keep at those steps.
 
     After each call the tables :attr:`ranks` (``step, layer, head, measure, value, sd``:
     mean and standard deviation over probe sequences) and :attr:`summary`
@@ -147,7 +150,8 @@ class RankProbe:
     measure: the value of one sequence averaged over layers and heads; ``split`` is
     ``"val"`` for the probe sequences and ``"train"`` for ``train_ids``) grows by one row per
     sequence. :attr:`timing` records seconds spent in the forward pass, the SVDs and the
-    bookkeeping.
+    bookkeeping; ``"attention"``, the seconds spent copying the kept attention probabilities
+    (not part of the rank-tracking cost: the tensors are the ones the probe measures anyway).
     """
 
     def __init__(
@@ -158,8 +162,13 @@ class RankProbe:
         *,
         chunk_size: int = 16,
         train_ids: torch.Tensor | None = None,
+        attention_steps=(),
+        attention_sequences: int = 0,
     ):
         self.probe_ids = probe_ids
+        self.attention_steps = frozenset(int(s) for s in attention_steps)
+        self.attention_sequences = min(int(attention_sequences), len(probe_ids)) if self.attention_steps else 0
+        self._attention: dict[int, torch.Tensor] = {}
         self.train_ids = train_ids
         self._sequence_rows: list[pd.DataFrame] = []
         self.chunk_size = chunk_size
@@ -168,7 +177,7 @@ class RankProbe:
         self._rank_rows: list[pd.DataFrame] = []
         self._summary_rows: list[dict] = []
         self.eval_rows: list[dict] = []
-        self.timing = {"forward": 0.0, "svd": 0.0, "bookkeeping": 0.0, "validation": 0.0}
+        self.timing = {"forward": 0.0, "svd": 0.0, "bookkeeping": 0.0, "validation": 0.0, "attention": 0.0}
 
     def validation_loss(self, model: torch.nn.Module) -> float:
         """Token-weighted mean cross-entropy (nats) on the fixed validation batches.
@@ -190,9 +199,18 @@ class RankProbe:
                     count += n
         return total / max(count, 1)
 
-    def _measure(self, model: torch.nn.Module, ids: torch.Tensor) -> tuple[dict[str, np.ndarray], float, float]:
-        """Every measure of every attention matrix of ``ids``: ``({measure: [L, B, H]}, forward s, svd s)``."""
+    def _measure(
+        self, model: torch.nn.Module, ids: torch.Tensor, keep: int = 0
+    ) -> tuple[dict[str, np.ndarray], float, float, torch.Tensor | None]:
+        """Every measure of every attention matrix of ``ids``: ``({measure: [L, B, H]}, forward s, svd s, kept)``.
+
+        ``kept`` is a float32 CPU copy of the probabilities of the first ``keep`` sequences,
+        ``[L, keep, H, n, n]`` (None when ``keep`` is 0); copying them is timed apart, as
+        ``"attention"``.
+        """
         forward = svd = 0.0
+        kept: list[torch.Tensor] = []
+        count = 0
         parts: dict[str, list[torch.Tensor]] = {m: [] for m in self.measures}
         # chunks of sequences: probabilities and their float64 SVDs stay on the model's
         # device (batched on a GPU) and host memory stays bounded by one chunk
@@ -204,19 +222,28 @@ class RankProbe:
                 forward += time.perf_counter() - t
                 if probs is None:
                     break
+                if count < keep:
+                    t = time.perf_counter()
+                    kept.append(probs[:, : keep - count].to("cpu", torch.float32, copy=True))
+                    count += kept[-1].shape[1]
+                    self.timing["attention"] += time.perf_counter() - t
                 t = time.perf_counter()
                 for name, v in rank_measures(probs, measures=self.measures).items():
                     parts[name].append(v.cpu())
                 del probs
                 svd += time.perf_counter() - t
-        return {name: torch.cat(v, dim=1).numpy() for name, v in parts.items()}, forward, svd
+        values = {name: torch.cat(v, dim=1).numpy() for name, v in parts.items()}
+        return values, forward, svd, torch.cat(kept, dim=1) if kept else None
 
     def __call__(self, model: torch.nn.Module, step: int) -> dict:
         """Probe ``model`` at training ``step``; returns ``{"val_loss": ..., measure: mean, ...}``."""
-        values, forward, svd = self._measure(model, self.probe_ids)  # [L, B, H] each
+        keep = self.attention_sequences if step in self.attention_steps else 0
+        values, forward, svd, kept = self._measure(model, self.probe_ids, keep)  # [L, B, H] each
+        if kept is not None:
+            self._attention[step] = kept
         splits = {"val": values}
         if self.train_ids is not None and len(self.train_ids):
-            splits["train"], f2, s2 = self._measure(model, self.train_ids)
+            splits["train"], f2, s2, _ = self._measure(model, self.train_ids)
             forward, svd = forward + f2, svd + s2
         t2 = time.perf_counter()
         L, B, H = values[self.measures[0]].shape
@@ -281,6 +308,23 @@ class RankProbe:
         """One row per probe step, split and sequence: ``step, split, sequence`` and one float32
         column per measure (the sequence's value averaged over layers and heads)."""
         return pd.concat(self._sequence_rows, ignore_index=True) if self._sequence_rows else pd.DataFrame()
+
+    @property
+    def attention(self) -> dict[str, torch.Tensor] | None:
+        """The kept attention probabilities, or None when none were kept.
+
+        ``{"steps": int64 [T], "probabilities": float32 [T, layers, attention_sequences, heads, n, n]}``:
+        the probabilities of the first ``attention_sequences`` probe sequences at each step of
+        ``attention_steps`` that was probed, in increasing step order (the matrices the rank
+        probe measured at that step, in eval mode and full precision).
+        """
+        if not self._attention:
+            return None
+        steps = sorted(self._attention)
+        return {
+            "steps": torch.tensor(steps, dtype=torch.int64),
+            "probabilities": torch.stack([self._attention[s] for s in steps]),
+        }
 
     @property
     def eval_log(self) -> pd.DataFrame:

@@ -58,8 +58,21 @@ class Run:
         return self.stored.fresh
 
     def table(self, name: str) -> pd.DataFrame:
-        """One of ``train_log``, ``eval_log``, ``ranks``, ``rank_summary`` (see :mod:`attnrank.store`)."""
+        """One of ``train_log``, ``eval_log``, ``ranks``, ``rank_summary``, ``sequences`` (see :mod:`attnrank.store`)."""
         return self.stored.table(name)
+
+    def attention(self):
+        """The attention probabilities the run kept: an :class:`attnrank.store.Attention`.
+
+        ``steps [T]``, ``probabilities [T, layers, S, heads, n, n]`` (float32), ``input_ids [S, n]``
+        and ``tokens`` of the first ``S`` probe sequences (:data:`attnrank.train.ATTENTION_SEQUENCES`)
+        at the probe steps of :func:`attnrank.train.attention_steps`; ``attention().at(step)``
+        is one step.
+
+        Raises:
+            ConfigError: naming ``attention`` for a run stored without them.
+        """
+        return self.stored.attention()
 
     def initial_model(self):
         """The model before the first step (rebuilt from the seed), in eval mode, float32 on the CPU."""

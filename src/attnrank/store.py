@@ -10,7 +10,8 @@ world size), so a code change never serves a stale result.
 Layout of ``data/runs/<arch>-<key>/``: ``config.json``, ``train_log.csv``, ``eval_log.csv``,
 ``ranks.parquet``, ``rank_summary.csv``, ``sequences.parquet`` (per-sequence probe values),
 ``summary.json`` (with the git commit and whether the tree was dirty, ``None`` outside a
-checkout), ``model.safetensors`` and the
+checkout), ``model.safetensors``, ``attention.safetensors`` (the attention probabilities of a
+few probe sequences at a few probe steps: :meth:`Run.attention`) and the
 completion marker ``COMPLETE`` (a JSON manifest with the run's key and the SHA-256 of
 every file). Only a folder named ``<arch>-<16 hex digits>`` whose marker names the same
 key, whose files match their checksums and whose manifest, config and summary have the
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import torch
 from filelock import FileLock
 
 from .data import data_dir
@@ -48,7 +50,18 @@ from .errors import ConfigError
 from .profiles import ARCHS, RunConfig, resolve_config
 from .rank import MEASURES
 
-__all__ = ["Run", "code_hash", "run_key", "run", "load_runs", "load_table", "sweep", "runs_dir"]
+__all__ = [
+    "Run",
+    "Attention",
+    "ATTENTION_FILE",
+    "code_hash",
+    "run_key",
+    "run",
+    "load_runs",
+    "load_table",
+    "sweep",
+    "runs_dir",
+]
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +161,9 @@ SUMMARY_SCHEMA = {
     },
 }
 
+#: File of the kept attention probabilities in a run folder (safetensors; see :class:`Attention`).
+ATTENTION_FILE = "attention.safetensors"
+
 _INTEGERS = {"enum": ["int16", "int32", "int64"]}
 #: Shape of ``sequences.parquet``, written as ``{column: Arrow type}`` (read from the file's
 #: footer): ``step`` and ``sequence`` integers, ``split`` a string (``"val"``: the held-out
@@ -223,6 +239,75 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Attention:
+    """The attention probabilities a run kept of its first probe sequences, at a few probe steps.
+
+    Attributes:
+        steps: int64 ``[T]``, the probe steps, increasing (step 0 is the initialisation).
+        probabilities: float32 ``[T, layers, S, heads, n, n]``: row ``i`` of a matrix is the
+            attention of query token ``i`` over the key tokens (rows sum to one), exactly the
+            matrices the rank probe measured at that step (eval mode, float32, no autocast).
+        input_ids: int64 ``[S, n]``, the token ids of the ``S`` probe sequences (the first
+            ``S`` of the run's probe batch, :meth:`attnrank.runs.Run.probe_batch`).
+        tokens: ``S`` lists of ``n`` strings, the text of each token.
+    """
+
+    steps: torch.Tensor
+    probabilities: torch.Tensor
+    input_ids: torch.Tensor
+    tokens: list
+
+    def at(self, step: int) -> torch.Tensor:
+        """The probabilities ``[layers, S, heads, n, n]`` at probe ``step``.
+
+        Raises:
+            ConfigError: naming ``step`` when the run kept no attention at that step (lists the steps).
+        """
+        hits = (self.steps == int(step)).nonzero().flatten()
+        if not len(hits):
+            raise ConfigError("step", f"got {step!r}; the run kept attention at steps {self.steps.tolist()}")
+        return self.probabilities[int(hits[0])]
+
+
+def save_attention(attention: dict, path: Path) -> None:
+    """Write a run's kept attention (``steps``, ``probabilities``, ``input_ids``, ``tokens``) with safetensors.
+
+    The tensors are stored as they are (int64, float32); the token strings as JSON, the only
+    entry of the file's metadata (safetensors writes several entries in an order that changes
+    from one save to the next), so equal inputs give the same bytes.
+    """
+    from safetensors.torch import save_file
+
+    tensors = {k: attention[k].contiguous() for k in ("steps", "probabilities", "input_ids")}
+    save_file(tensors, str(path), metadata={"tokens": json.dumps(attention["tokens"])})
+
+
+def _check_attention(path: Path, config: dict) -> None:
+    """Raise ValueError unless ``path`` holds the tensors of :class:`Attention` with the shapes of ``config``.
+
+    Reads only the file's header.
+    """
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+            dtypes = {k: f.get_slice(k).get_dtype() for k in f.keys()}
+            tokens = json.loads((f.metadata() or {}).get("tokens", "null"))
+    except Exception as exc:  # safetensors raises its own errors on a damaged header
+        raise ValueError(f"{path.name} is not a readable safetensors file ({exc})") from None
+    expected = {"steps": "I64", "probabilities": "F32", "input_ids": "I64"}
+    if dtypes != expected:
+        raise ValueError(f"{path.name} holds {dtypes}; expected {expected}")
+    (t,), (s, n) = shapes["steps"], shapes["input_ids"]
+    want = (t, config["num_layers"], s, config["num_heads"], config["max_len"], config["max_len"])
+    if shapes["probabilities"] != want or n != config["max_len"]:
+        raise ValueError(f"{path.name} has probabilities {shapes['probabilities']}, expected {want}")
+    if not (isinstance(tokens, list) and len(tokens) == s and all(isinstance(r, list) and len(r) == n for r in tokens)):
+        raise ValueError(f"{path.name} has no token strings of shape [{s}, {n}]")
+
+
 @dataclass
 class Run:
     """A stored run: its folder, config, summary and (lazily read) tables."""
@@ -260,6 +345,24 @@ class Run:
     ranks = property(lambda self: self.table("ranks"))
     rank_summary = property(lambda self: self.table("rank_summary"))
     sequences = property(lambda self: self.table("sequences"))
+
+    def attention(self) -> Attention:
+        """The attention probabilities the run kept (:class:`Attention`), read with safetensors.
+
+        Raises:
+            ConfigError: naming ``attention`` for a run stored without them (older code).
+        """
+        from safetensors import safe_open
+
+        file = self.path / ATTENTION_FILE
+        if not file.exists():
+            raise ConfigError(
+                "attention", f"run {self.path.name} kept no attention probabilities (stored by older code)"
+            )
+        with safe_open(str(file), framework="pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+            tokens = json.loads(f.metadata()["tokens"])
+        return Attention(tensors["steps"], tensors["probabilities"], tensors["input_ids"], tokens)
 
     def initial_model(self):
         """The model this run started from: same architecture and seed, untrained, in eval mode."""
@@ -329,6 +432,8 @@ def _read(path: Path) -> Run | None:
             raise ValueError("summary.json has different measures in initial_rank and final_rank")
         if "sequences.parquet" in manifest["files"]:
             _validate(_arrow_columns(path / "sequences.parquet"), "sequences.parquet")
+        if ATTENTION_FILE in manifest["files"]:
+            _check_attention(path / ATTENTION_FILE, config)
         return Run(path, config, summary)
     except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
         log.warning("run %s is damaged (%s); it will be trained again", path, exc)
@@ -422,6 +527,8 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
 
     if len(getattr(result, "sequences", ())):
         result.sequences.to_parquet(tmp / "sequences.parquet", index=False)
+    if getattr(result, "attention", None) is not None:
+        save_attention(result.attention, tmp / ATTENTION_FILE)
     summary = {
         **result.summary,
         "key": key,

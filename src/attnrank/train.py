@@ -52,7 +52,11 @@ __all__ = [
     "TrainResult",
     "RankCallback",
     "TRAIN_PROBE_SIZE",
+    "ATTENTION_SEQUENCES",
+    "ATTENTION_STEPS",
     "probe_steps",
+    "attention_steps",
+    "token_strings",
     "training_probe_ids",
     "prepare_data",
     "probe_indices",
@@ -68,6 +72,12 @@ __all__ = [
 #: Training blocks measured at every probe beside the held-out probe sequences (per-sequence
 #: records only: the study averaged its ranks over 4 training and 4 test examples).
 TRAIN_PROBE_SIZE = 16
+#: Held-out probe sequences (the first ones) whose attention probabilities a run keeps, at
+#: :data:`ATTENTION_STEPS` of its probe steps (:func:`attention_steps`), for the explorer page.
+ATTENTION_SEQUENCES = 2
+#: How many probe steps keep attention probabilities: the first, the last and the steps between
+#: at even spacing on a log scale.
+ATTENTION_STEPS = 5
 
 
 def device_name() -> str:
@@ -254,6 +264,10 @@ class TrainResult:
     summary: dict
     model: torch.nn.Module | None = field(default=None, repr=False)
     sequences: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    #: the kept attention probabilities (:attr:`attnrank.probe.RankProbe.attention`) with the
+    #: probe sequences' ``input_ids`` ``[S, n]`` and ``tokens`` (``S`` lists of ``n`` strings);
+    #: None when none were kept
+    attention: dict | None = field(default=None, repr=False)
 
 
 def probe_steps(max_steps: int, rank_every: int) -> list[int]:
@@ -271,6 +285,36 @@ def probe_steps(max_steps: int, rank_every: int) -> list[int]:
     early = {2**k for k in range(rank_every.bit_length()) if 2**k < rank_every}
     regular = set(range(0, max_steps + 1, rank_every))
     return sorted(s for s in {0, max_steps} | early | regular if s <= max_steps)
+
+
+def attention_steps(max_steps: int, rank_every: int, count: int = ATTENTION_STEPS) -> list[int]:
+    """The probe steps at which a run keeps attention probabilities, in increasing order.
+
+    Step 0, ``max_steps`` and, for ``k = 1 .. count - 2``, the step of :func:`probe_steps`
+    nearest to ``max_steps ** (k / (count - 1))`` on a log scale (the first steps change the
+    attention most); fewer when two targets share a probe step. For the ``ci`` profile
+    (``max_steps=40, rank_every=10``): ``[0, 2, 8, 20, 40]``.
+
+    Raises:
+        ConfigError: naming ``max_steps``, ``rank_every`` or ``count`` (an integer >= 2).
+    """
+    count = check_int("count", count, low=2)
+    steps = probe_steps(max_steps, rank_every)
+    chosen = {0, max_steps}
+    positive = [s for s in steps if s > 0]
+    for k in range(1, count - 1):
+        target = math.log(max_steps) * k / (count - 1)
+        chosen.add(min(positive, key=lambda s: (abs(math.log(s) - target), s)))  # noqa: B023
+    return sorted(chosen)
+
+
+def token_strings(tokenizer, ids: torch.Tensor) -> list[list[str]]:
+    """The text of every token of ``ids [S, n]`` (``S`` lists of ``n`` strings), for labels and hover text.
+
+    Each token is decoded alone: WordPiece tokens keep their ``##`` continuation mark, byte-level
+    BPE tokens become their text (a leading space stays, a newline is ``"\\n"``).
+    """
+    return [[tokenizer.decode([i]) for i in row] for row in ids.tolist()]
 
 
 def training_probe_ids(blocks: np.ndarray, size: int = TRAIN_PROBE_SIZE) -> torch.Tensor:
@@ -394,7 +438,13 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    probe = RankProbe(probe_ids, val_batches, train_ids=training_probe_ids(dataset.blocks.numpy()))
+    probe = RankProbe(
+        probe_ids,
+        val_batches,
+        train_ids=training_probe_ids(dataset.blocks.numpy()),
+        attention_steps=attention_steps(cfg.max_steps, cfg.rank_every),
+        attention_sequences=ATTENTION_SEQUENCES,
+    )
     callback = RankCallback(probe, cfg.rank_every, cfg.max_steps)
     split = split_qk(model) if cfg.qk_lr_scale != 1.0 or cfg.qk_decay_scale != 1.0 else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as tmp, split:
@@ -431,6 +481,7 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         "wall_seconds": time.perf_counter() - t_start,
         "train_seconds": train_seconds,
         "probe_seconds": sum(probe.timing[k] for k in ("forward", "svd", "bookkeeping")),  # rank tracking
+        "attention_seconds": probe.timing["attention"],  # copying the kept attention probabilities
         "validation_seconds": probe.timing["validation"],
         "probe_timing": dict(probe.timing),
         "tokens_seen": int(trainer.state.global_step) * cfg.batch_size * cfg.max_len,
@@ -440,6 +491,10 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         "torch_threads": torch.get_num_threads(),
         **env,
     }
+    attention = probe.attention
+    if attention is not None:
+        kept = probe_ids[: attention["probabilities"].shape[2]]
+        attention = {**attention, "input_ids": kept.clone(), "tokens": token_strings(tokenizer, kept)}
     return TrainResult(
         train_log=pd.DataFrame(callback.train_rows),
         eval_log=eval_log,
@@ -448,4 +503,5 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         summary=summary,
         model=model if keep_model else None,
         sequences=probe.sequences,
+        attention=attention,
     )
