@@ -17,12 +17,6 @@ from attnrank.rank import MEASURES, rank_measures
 from attnrank.train import ATTENTION_SEQUENCES, attention_steps
 
 
-@pytest.fixture
-def private_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
 @pytest.mark.parametrize("arch", ["bert", "gpt2"])
 def test_a_run_keeps_the_probed_attention_of_its_first_probe_sequences(private_store, arch):
     """The kept matrices are the ones the probe measured: their rank measures, averaged over
