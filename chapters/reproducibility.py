@@ -32,7 +32,8 @@ profile = book.setup(profile)
 #
 # The profile of this build is **{glue:text}`repro_profile`** on **{glue:text}`repro_device`** with
 # {glue:text}`repro_threads` torch thread(s) per run. Library code hash (part of every run's key):
-# {glue:text}`repro_code_hash`.
+# {glue:text}`repro_code_hash`. Lock file: {glue:text}`repro_lock`. The table lists each package's installed
+# version beside the version the lock file pins (`pip install -r requirements.lock` installs exactly those).
 
 # %%
 env, facts = evidence.environment("repro", profile)  # the thread count is part of every run's config

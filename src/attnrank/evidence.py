@@ -513,7 +513,8 @@ def head_dim_grid_text(runs: pd.DataFrame, profile: str, head_dims, hidden: int,
 
 def environment(prefix: str, profile: str) -> tuple[pd.DataFrame, dict]:
     """The environment of this build: a table (``package, version``) of Python, the platform and each of
-    :data:`attnrank.book.ENVIRONMENT_PACKAGES`, and the facts a chapter glues: ``{prefix}_profile``,
+    :data:`attnrank.book.ENVIRONMENT_PACKAGES` with the version the lock file pins (``locked``), and the facts a
+    chapter glues: ``{prefix}_lock`` (the lock file's hash and whether the installed versions match it), ``{prefix}_profile``,
     ``{prefix}_device`` (:func:`attnrank.train.device_name`), ``{prefix}_threads`` (torch threads per run of
     the profile) and ``{prefix}_code_hash`` (:func:`attnrank.store.code_hash`, part of every run's key)."""
     import platform
@@ -521,15 +522,25 @@ def environment(prefix: str, profile: str) -> tuple[pd.DataFrame, dict]:
     from importlib.metadata import version
 
     from .book import ENVIRONMENT_PACKAGES
+    from .provenance import lock_state
     from .store import code_hash
     from .train import device_name
 
+    lock_hash, locked = lock_state(ENVIRONMENT_PACKAGES)
     env = pd.DataFrame(
-        [("python", sys.version.split()[0]), ("platform", platform.platform())]
-        + [(p, version(p)) for p in ENVIRONMENT_PACKAGES],
-        columns=["package", "version"],
+        [("python", sys.version.split()[0], "-"), ("platform", platform.platform(), "-")]
+        + [(p, version(p), locked[p] or "-") for p in ENVIRONMENT_PACKAGES],
+        columns=["package", "version", "locked"],
     )
+    differ = [p for p in ENVIRONMENT_PACKAGES if locked[p] is not None and locked[p] != version(p)]
+    if lock_hash is None:
+        lock_text = "no lock file in this copy of the library"
+    elif differ:
+        lock_text = f"requirements.lock (SHA-256 {lock_hash[:12]}); not installed from it: {', '.join(differ)} differ"
+    else:
+        lock_text = f"requirements.lock (SHA-256 {lock_hash[:12]}); every package listed is at its locked version"
     return env, {
+        f"{prefix}_lock": lock_text,
         f"{prefix}_profile": profile,
         f"{prefix}_device": device_name(),
         f"{prefix}_threads": resolve_config("bert", profile).threads,

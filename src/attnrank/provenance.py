@@ -17,6 +17,10 @@ it.
 
 :func:`git_state` gives the commit and whether the tree has uncommitted changes, recorded
 in each run's summary; outside a git checkout both are ``None``.
+
+:func:`lock_state` reads the checkout's lock file (``requirements.lock``, the exact versions
+the book and CI are built and tested with) and compares it with the installed packages; the
+reproducibility chapter shows it and the book's execution context includes its hash.
 """
 
 from __future__ import annotations
@@ -26,7 +30,18 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-__all__ = ["RESULT_ROOTS", "RUN_ROOTS", "closure", "code_hash", "git_state", "imported_modules", "module_file"]
+__all__ = [
+    "LOCK_FILE",
+    "RESULT_ROOTS",
+    "RUN_ROOTS",
+    "closure",
+    "code_hash",
+    "git_state",
+    "imported_modules",
+    "lock_state",
+    "locked_versions",
+    "module_file",
+]
 
 #: Modules whose results (runs, tables, verdicts) the hash covers, with all they import.
 RESULT_ROOTS = ("attnrank.train", "attnrank.probe", "attnrank.theory", "attnrank.synthetic", "attnrank.rules")
@@ -35,6 +50,8 @@ RESULT_ROOTS = ("attnrank.train", "attnrank.probe", "attnrank.theory", "attnrank
 RUN_ROOTS = ("attnrank.train",)
 _PACKAGE = "attnrank"
 _ROOT = Path(__file__).resolve().parent
+#: The lock file of a checkout (``uv pip compile`` output, see ``make lock``); absent in an installed copy.
+LOCK_FILE = _ROOT.parents[1] / "requirements.lock"
 
 
 def module_file(name: str) -> Path | None:
@@ -144,3 +161,40 @@ def git_state(path: Path | str | None = None) -> dict:
         return {"git_commit": None, "git_dirty": None}
     dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
     return {"git_commit": commit.stdout.strip(), "git_dirty": dirty}
+
+
+def _canonical(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked_versions(path: Path | str | None = None) -> dict[str, str]:
+    """``{package: version}`` pinned by a lock file (default :data:`LOCK_FILE`); names in canonical form.
+
+    Reads ``NAME==VERSION`` lines (comments, options and hashes ignored). Returns ``{}`` when the
+    file does not exist (an installed copy of the library has no lock file).
+    """
+    path = Path(LOCK_FILE if path is None else path)
+    if not path.is_file():
+        return {}
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].split(";", 1)[0].strip()
+        if "==" in line and not line.startswith("-"):
+            name, version = line.split("==", 1)
+            pins[_canonical(name.split("[", 1)[0].strip())] = version.split()[0].rstrip("\\")
+    return pins
+
+
+def lock_state(packages, path: Path | str | None = None) -> tuple[str | None, dict[str, str | None]]:
+    """The lock file's SHA-256 (hex, None without one) and the locked version of each of ``packages``.
+
+    Returns ``(sha256, {package: locked version or None})``; compare with
+    ``importlib.metadata.version`` to see whether this environment was installed from the lock.
+    """
+    path = Path(LOCK_FILE if path is None else path)
+    if not path.is_file():
+        return None, {p: None for p in packages}
+    pins = locked_versions(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest(), {p: pins.get(_canonical(p)) for p in packages}

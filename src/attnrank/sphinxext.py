@@ -117,6 +117,7 @@ def _context_items(srcdir=None) -> dict[str, str]:
 
     from .book import ENVIRONMENT_PACKAGES
     from .profiles import resolve_profile
+    from .provenance import lock_state
 
     items = {"library": library_hash(srcdir), "python": sys.version.split()[0], "platform": platform.platform()}
     for name in ENVIRONMENT_PACKAGES:
@@ -129,6 +130,7 @@ def _context_items(srcdir=None) -> dict[str, str]:
             name.startswith(CONTEXT_ENV_PREFIXES) or name in CONTEXT_ENV_VARIABLES
         ) and name not in CONTEXT_ENV_EXCLUDED:
             items[f"env:{name}"] = value
+    items["lock"] = lock_state(())[0] or "-"  # the reproducibility chapter shows the lock file's hash
     items["profile"] = resolve_profile("auto")
     items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
     items["torch_threads"] = str(torch.get_num_threads())
@@ -143,6 +145,7 @@ def execution_context(srcdir=None) -> tuple[str, dict[str, str]]:
     * ``library``: :func:`library_hash` of the chapters under ``srcdir`` (default: this checkout);
     * ``python``, ``platform`` and ``package:NAME`` for every package of
       :data:`attnrank.book.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
+    * ``lock``: the SHA-256 of the checkout's ``requirements.lock`` (``-`` without one);
     * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` (except the
       executor choice, :data:`CONTEXT_ENV_EXCLUDED`) and the hub switches of
       :data:`CONTEXT_ENV_VARIABLES`;

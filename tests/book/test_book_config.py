@@ -24,16 +24,16 @@ def _requirement_names(lines) -> set[str]:
 
 def test_launch_buttons_only_where_the_project_is_installed():
     """No Colab button (a Colab kernel lacks attnrank); Binder builds environment.yml, which
-    installs this project and every dependency pyproject.toml declares."""
+    installs the lock file's versions of every dependency pyproject.toml declares, then this project."""
     buttons = CONFIG.get("launch_buttons", {})
     assert not buttons.get("colab_url")
     if buttons.get("binderhub_url"):
         env = yaml.safe_load((ROOT / "environment.yml").read_text())
         pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-        assert "-e ." in pip
+        assert "-e ." in pip and "-r requirements.lock" in pip  # the locked versions, then the project
         project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
         needed = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
-        assert _requirement_names(needed) <= _requirement_names(pip)
+        assert _requirement_names(needed) <= _requirement_names((ROOT / "requirements.lock").read_text().splitlines())
 
 
 def test_repository_url_is_set_in_one_place():

@@ -1,0 +1,82 @@
+"""The lock file: the exact versions CI and the book are built with, made from pyproject.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from attnrank import provenance, sphinxext
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK = ROOT / "requirements.lock"
+
+
+def _declared() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = [r for reqs in project["optional-dependencies"].values() for r in reqs]
+    return [Requirement(r) for r in project["dependencies"] + extras]
+
+
+def test_the_lock_pins_every_declared_dependency_within_its_range():
+    """Every dependency of pyproject.toml (extras included) is pinned, at a version its specifier allows."""
+    pins = provenance.locked_versions(LOCK)
+    assert len(pins) > 100  # the whole tree, not only the direct dependencies
+    for req in _declared():
+        name = provenance._canonical(req.name)
+        assert name in pins, f"{req.name} is declared in pyproject.toml but not pinned in requirements.lock"
+        assert req.specifier.contains(Version(pins[name]), prereleases=True), (req, pins[name])
+
+
+def test_the_lock_pins_the_cpu_build_of_torch_and_no_cuda_package():
+    pins = provenance.locked_versions(LOCK)
+    assert pins["torch"].endswith("+cpu")
+    assert not [p for p in pins if p.startswith(("nvidia-", "triton"))]
+
+
+def test_environment_yml_installs_the_lock_and_does_not_repeat_it():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    assert "-r requirements.lock" in pip and "-e ." in pip
+    assert not [line for line in pip if not line.startswith("-")]  # no hand-kept list beside the lock
+
+
+def test_locked_versions_and_lock_state_read_a_lock_file(tmp_path):
+    lock = tmp_path / "requirements.lock"
+    lock.write_text(
+        "# made by a tool\nNumPy==2.1.0\n    # via x\nfoo_bar[extra]==1.0 ; python_version >= '3'\n--index-url u\n"
+    )
+    assert provenance.locked_versions(lock) == {"numpy": "2.1.0", "foo-bar": "1.0"}
+    sha, versions = provenance.lock_state(["numpy", "Foo.Bar", "absent"], lock)
+    assert len(sha) == 64 and versions == {"numpy": "2.1.0", "Foo.Bar": "1.0", "absent": None}
+    assert provenance.lock_state(["numpy"], tmp_path / "none") == (None, {"numpy": None})
+    assert provenance.locked_versions(tmp_path / "none") == {}
+
+
+def test_the_lock_file_is_in_the_books_execution_context(tmp_path, monkeypatch):
+    """The reproducibility chapter shows the lock file's hash, so a changed lock file executes it again."""
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("numpy==2.1.0\n")
+    monkeypatch.setattr(provenance, "LOCK_FILE", lock)
+    before, items = sphinxext.execution_context()
+    assert items["lock"] == provenance.lock_state(())[0]
+    lock.write_text("numpy==2.1.1\n")
+    after, _ = sphinxext.execution_context()
+    assert after != before
+    lock.unlink()
+    assert sphinxext.execution_context()[1]["lock"] == "-"
+
+
+@pytest.mark.parametrize("package", ["torch", "numpy", "jupyter-book"])
+def test_this_environment_was_installed_from_the_lock(package):
+    """CI installs from the lock: the packages the reproducibility chapter lists are at their pinned versions."""
+    import os
+    from importlib.metadata import version
+
+    if not os.environ.get("LOCKED_ENVIRONMENT"):
+        pytest.skip("set LOCKED_ENVIRONMENT=1 where the environment was installed from requirements.lock (CI)")
+    assert version(package) == provenance.locked_versions(LOCK)[provenance._canonical(package)]
