@@ -287,8 +287,12 @@ def test_verdict_table_and_measure_constants():
 
 def test_environment_profile_tables_and_paper_facts():
     env, facts = evidence.environment("repro", "ci")
-    assert list(env.columns) == ["package", "version"] and env.package.iloc[0] == "python"
+    assert list(env.columns) == ["package", "version", "locked"] and env.package.iloc[0] == "python"
     assert "pandas" in set(env.package) and env.set_index("package").version["pandas"] == pd.__version__
+    from attnrank.provenance import locked_versions
+
+    assert env.set_index("package").locked["torch"] == locked_versions()["torch"]  # the lock file's pin
+    assert facts["repro_lock"].startswith("requirements.lock (SHA-256 ")
     assert facts["repro_profile"] == "ci" and isinstance(facts["repro_threads"], int)
     assert len(facts["repro_code_hash"]) == 16
     defaults, grids = evidence.profile_tables()
