@@ -49,16 +49,16 @@ import warnings
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
 from IPython.display import display
 
-from attnrank import book, causal, experiments, rules, store
+from attnrank import book, causal, glossary, rules, store
 from attnrank.plots import causal as cplots
 
 book.check_parameters(globals(), ("profile", "seeds", "tau", "eval_taus", "dataset"))
 profile = book.setup(profile)
-PRIMARY = experiments.PRIMARY_MEASURE
+PRIMARY = rules.PRIMARY_MEASURE
 seeds = seeds or list(range(5))
 book.glue_all(
     {
-        "causal_tau": rules.fmt_setting(tau),
+        "causal_tau": glossary.fmt_setting(tau),
         "causal_s": f"{causal.twin_scale(tau):.3g}",
         "causal_eps": f"{causal.P3_CONDITIONS['adam_epsilon']:g}",
     }

@@ -39,7 +39,7 @@ import time
 import numpy as np
 from IPython.display import display
 
-from attnrank import baselines, book, evidence, experiments, plots, rank, rules
+from attnrank import baselines, book, dynamics, evidence, experiments, glossary, rank, rules
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
@@ -49,8 +49,8 @@ book.check_parameters(
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 evidence.check_in_grid("heatmap_tau", heatmap_tau, grid["taus"])
 profile = book.setup(profile)
-MEASURES, ARCH_LABELS, m = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
-labels, rank_measures_only = evidence.MEASURE_LABELS, evidence.RANK_MEASURES
+MEASURES, ARCH_LABELS, m = rank.MEASURES, glossary.ARCH_LABELS, rules.PRIMARY_MEASURE
+labels, rank_measures_only = glossary.MEASURE_LABELS, glossary.RANK_MEASURES
 
 # %% [markdown]
 # ## The runs
@@ -137,7 +137,7 @@ book.glue_all(
         "dynamics_gpt2_tau1_init": f"{g1[f'initial_{m}'].mean():.1f}",
         "dynamics_gpt2_tau1_final": f"{g1[f'final_{m}'].mean():.1f}",
         "dynamics_uniform_causal": f"{uniform['gpt2'][m]:.1f}",
-        "dynamics_primary_label": MEASURES[m].label,
+        "dynamics_primary_label": glossary.MEASURE_LABELS[m],
     }
 )
 book.show(
@@ -163,12 +163,12 @@ book.show(
 hd_taus = sorted({1.0, min(grid["taus"])})
 hd_runs = sweep[sweep.tau.isin(hd_taus)]
 d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
-fig = tplots.head_dim_trajectories(d, highlight=default_head_dim, ylabel=MEASURES[m].label)
+fig = tplots.head_dim_trajectories(d, highlight=default_head_dim, ylabel=glossary.MEASURE_LABELS[m])
 book.show(
     fig,
     d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
     "dynamics_rank_trajectories_head_dim",
-    f"Mean rank ({MEASURES[m].label}) through training for each head dimension (colour, log scale) at fixed "
+    f"Mean rank ({glossary.MEASURE_LABELS[m]}) through training for each head dimension (colour, log scale) at fixed "
     f"width, at tau = {', '.join(f'{t:g}' for t in hd_taus)} (columns). Line: mean over seeds; band: min-max "
     f"over seeds. ({evidence.caption(hd_runs, profile)}).",
 )
@@ -202,15 +202,15 @@ fig = tplots.run_scatter(
     y=f"final_{m}",
     hue="tau",
     identity=True,
-    annotations=rules.correlation_notes(res),
-    xlabel=f"initial mean rank ({MEASURES[m].label})",
+    annotations=dynamics.correlation_notes(res),
+    xlabel=f"initial mean rank ({glossary.MEASURE_LABELS[m]})",
     ylabel="final mean rank",
 )
 book.show(
     fig,
     d,
     "dynamics_initial_vs_final",
-    f"Final against initial mean rank ({MEASURES[m].label}), one point per run of the main sweep (temperature "
+    f"Final against initial mean rank ({glossary.MEASURE_LABELS[m]}), one point per run of the main sweep (temperature "
     f"and head-dimension grids), colour = tau (log scale). Dashed: final = initial. Text: Spearman rho (95% BCa "
     f"bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect; stratified "
     f"bootstrap). ({evidence.caption(sweep, profile)}).",
@@ -223,7 +223,7 @@ book.show(
 # numbers for every measure.
 
 # %%
-rules.correlation_table(results, labels, ARCH_LABELS)
+dynamics.correlation_table(results, labels, ARCH_LABELS)
 
 # %% [markdown]
 # ## How much does a run's rank change?
@@ -261,7 +261,7 @@ book.show(
 # %%
 S = rules.stability_table(change, stable_tolerance)
 book.glue_all(evidence.stability_facts("dynamics", res, S, m))
-rules.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
+dynamics.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
 
 # %% [markdown]
 # On the primary measure the median relative change is {glue:text}`dynamics_median_change_bert` for BERT and
@@ -283,12 +283,12 @@ heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == defaul
 heat_ok = heat_runs[heat_runs.status == "complete"]
 heat = evidence.layer_head_means(heat_ok, m)
 book.glue("dynamics_heatmap_tau", f"{heatmap_tau:g}")
-fig = tplots.layer_head_heatmaps(heat, value="value", cbar_label=MEASURES[m].label)
+fig = tplots.layer_head_heatmaps(heat, value="value", cbar_label=glossary.MEASURE_LABELS[m])
 book.show(
     fig,
     heat,
     "dynamics_layer_head",
-    f"Rank ({MEASURES[m].label}) of each layer (rows) and head (columns) at the first and last probe and their "
+    f"Rank ({glossary.MEASURE_LABELS[m]}) of each layer (rows) and head (columns) at the first and last probe and their "
     f"difference, tau = {heatmap_tau:g}, head dimension {default_head_dim}, mean over probe sequences and "
     f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).",
 )
@@ -308,8 +308,13 @@ book.glue_all({f"dynamics_head_max_change_{a}": f"{v:.0%}" for a, v in evidence.
 
 # %%
 regime = baselines.regime_text(ok_runs, evidence.ngram_references(profile, res.rho)[0], ARCH_LABELS)
-summary_text = rules.dynamics_summary(
-    res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds, tolerance=stable_tolerance, regime=regime
+summary_text = dynamics.dynamics_summary(
+    res,
+    label=glossary.MEASURE_LABELS[m],
+    arch_labels=ARCH_LABELS,
+    n_seeds=n_seeds,
+    tolerance=stable_tolerance,
+    regime=regime,
 )
 book.verdict("dynamics", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
 evidence.verdict_table(results)

@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from attnrank import baselines, book, evidence, experiments, rank, rules, runs, stats
+from attnrank import baselines, book, evidence, experiments, glossary, headdim, rules, runs, stats
 from attnrank.plots import sweeps
 from attnrank.profiles import resolve_config
 
@@ -72,7 +72,7 @@ book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "mc_s
 mc_samples = 256 if mc_samples is None else mc_samples
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
-PRIMARY, fmt_tau = experiments.PRIMARY_MEASURE, rules.fmt_setting  # grid values for prose: 0.001, 1, 32
+PRIMARY, fmt_tau = rules.PRIMARY_MEASURE, glossary.fmt_setting  # grid values for prose: 0.001, 1, 32
 
 # %% [markdown]
 # ## The runs
@@ -86,10 +86,10 @@ grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds
 sweep_runs = runs.table(
     experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False
 )
-TAU_MIN = float(min(grid["taus"]))
-HD_TAUS = sorted({1.0, TAU_MIN}, reverse=True)
+tau_min = float(min(grid["taus"]))
+hd_taus = sorted({1.0, tau_min}, reverse=True)
 head_dim0, hidden = resolve_config("bert", profile).head_dim, resolve_config("bert", profile).hidden_size
-hd_runs = evidence.grid_runs(sweep_runs, head_dims=grid["head_dims"], taus=HD_TAUS)
+hd_runs = evidence.grid_runs(sweep_runs, head_dims=grid["head_dims"], taus=hd_taus)
 t_runs = sweep_runs[(sweep_runs.head_dim == head_dim0) & sweep_runs.tau.isin(grid["taus"])]
 n_seeds, n_failed = sweep_runs.seed.nunique(), int((sweep_runs.status != "complete").sum())
 book.glue_all(
@@ -98,10 +98,10 @@ book.glue_all(
         "headdim_n_seeds": int(n_seeds),
         "headdim_hidden": int(hidden),
         "headdim_n_failed": n_failed,
-        "headdim_tau_min": fmt_tau(TAU_MIN),
+        "headdim_tau_min": fmt_tau(tau_min),
     }
 )
-display(Markdown(evidence.head_dim_grid_text(hd_runs, profile, grid["head_dims"], hidden, HD_TAUS)))
+display(Markdown(evidence.head_dim_grid_text(hd_runs, profile, grid["head_dims"], hidden, hd_taus)))
 display(
     *evidence.failures(
         sweep_runs,
@@ -136,7 +136,7 @@ init = pd.concat(
         )
         for a in ("bert", "gpt2")
         for h in grid["head_dims"]
-        for t in HD_TAUS
+        for t in hd_taus
     ],
     ignore_index=True,
 )
@@ -153,7 +153,7 @@ display(
 n_tok = int(init.n.iloc[0])
 book.glue_all(
     {
-        **evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": TAU_MIN}, prefix="headdim_logit_sd_"),
+        **evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": tau_min}, prefix="headdim_logit_sd_"),
         "headdim_n": n_tok,
     }
 )
@@ -194,7 +194,7 @@ hd_long = runs.long_form(hd_runs)
 # and only where the bound from the measured half-range M is below n (small logits: tau = 1, not very low tau)
 staircase, small_logits = baselines.staircase(grid["head_dims"], n_tok), baselines.small_logits(init, n_tok)
 uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
-for t in HD_TAUS:
+for t in hd_taus:
     d = hd_long[np.isclose(hd_long.tau, t)]
     lim = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
     refs = pd.concat(([staircase] if small_logits[t] else []) + [lim, uni], ignore_index=True)
@@ -248,15 +248,14 @@ book.glue_all({f"headdim_p1_{k}": v for k, v in facts.items()})
 # not judged.
 
 # %%
-hd1, hdmin = hd_runs[np.isclose(hd_runs.tau, 1.0)], hd_runs[np.isclose(hd_runs.tau, TAU_MIN)]
-EFFECT = 1.0  # pre-registered: a difference of one unit of effective rank between the two ranges
-lever_v, loss_lv, lv_min = evidence.lever_verdicts(t_runs, hd1, hdmin, primary=PRIMARY, effect=EFFECT)
+hd1, hdmin = hd_runs[np.isclose(hd_runs.tau, 1.0)], hd_runs[np.isclose(hd_runs.tau, tau_min)]
+lever_v, loss_lv, lv_min = evidence.lever_verdicts(t_runs, hd1, hdmin, primary=PRIMARY, effect=rules.LEVER_EFFECT)
 lv = lever_v[PRIMARY]
-eff = rules.lever_effects({f"initial {rank.MEASURES[PRIMARY].label}": lv, "final validation loss": loss_lv})
+eff = headdim.lever_effects({f"initial {glossary.MEASURE_LABELS[PRIMARY]}": lv, "final validation loss": loss_lv})
 fig = sweeps.effect_forest(
     eff,
     xlabels={
-        f"initial {rank.MEASURES[PRIMARY].label}": "range of the mean over the grid",
+        f"initial {glossary.MEASURE_LABELS[PRIMARY]}": "range of the mean over the grid",
         "final validation loss": "range of the mean over the grid (nats/token)",
     },
 )
@@ -276,12 +275,12 @@ display(
         "change with a Welch-t interval):"
     )
 )
-display(rules.lever_table(lever_v))
+display(headdim.lever_table(lever_v))
 means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{PRIMARY}"].mean() for a in ("bert", "gpt2")}
 book.glue_all(
     {
-        **{f"headdim_{k}": v for k, v in rules.lever_texts(lv, lv_min, loss_lv, means).items()},
-        "headdim_direction_note": rules.direction_note(lv, sweeps.ARCH_LABELS),
+        **{f"headdim_{k}": v for k, v in headdim.lever_texts(lv, lv_min, loss_lv, means).items()},
+        "headdim_direction_note": headdim.direction_note(lv, glossary.ARCH_LABELS),
         "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
         "headdim_head_dim0": int(head_dim0),
     }
@@ -307,16 +306,16 @@ book.glue_all(
 # ## Verdict
 
 # %% tags=["remove-output"]
-summary = rules.lever_summary(
+summary = headdim.lever_summary(
     lv,
-    label=rank.MEASURES[PRIMARY].label,
-    effect=EFFECT,
+    label=glossary.MEASURE_LABELS[PRIMARY],
+    effect=rules.LEVER_EFFECT,
     profile=profile,
     n_seeds=n_seeds,
     head_dims=grid["head_dims"],
     hidden=hidden,
 )
-book.verdict("headdim", lv.status, summary, by_measure={m: lever_v[m].status for m in evidence.RANK_MEASURES})
+book.verdict("headdim", lv.status, summary, by_measure={m: lever_v[m].status for m in glossary.RANK_MEASURES})
 _ = book.glue("headdim_seconds", float(time.perf_counter() - t_chapter))
 _ = book.glue("headdim_theory_seconds", float(theory_seconds))
 

@@ -51,15 +51,15 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from attnrank import baselines, book, evidence, experiments, plots, rank, rules
+from attnrank import baselines, book, dynamics, evidence, experiments, glossary, loss, rank, rules
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
 
 book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth", "dataset"))
 grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
 profile = book.setup(profile)
-MEASURES, ARCH_LABELS, m = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
-rank_label = f"initial mean rank ({MEASURES[m].label})"
+MEASURES, ARCH_LABELS, m = rank.MEASURES, glossary.ARCH_LABELS, rules.PRIMARY_MEASURE
+rank_label = f"initial mean rank ({glossary.MEASURE_LABELS[m]})"
 
 # %% [markdown]
 # ## The runs
@@ -78,7 +78,7 @@ book.glue_all(
     {
         **evidence.sweep_facts("loss", sweep, grid),
         "loss_rho_effect": f"{rules.LOSS_EFFECT:g}",
-        "loss_primary_label": MEASURES[m].label,
+        "loss_primary_label": glossary.MEASURE_LABELS[m],
     }
 )
 display(
@@ -178,7 +178,7 @@ book.show(
 # %%
 OUTCOMES = {"final_val_loss": "final validation loss (nats)", "steps_plot": "steps to reach the level"}
 ok_runs = sweep[sweep.status == "complete"]
-results = {mm: rules.loss_rule(ok_runs, mm) for mm in evidence.RANK_MEASURES}
+results = {mm: rules.loss_rule(ok_runs, mm) for mm in glossary.RANK_MEASURES}
 res, speed = results[m], rules.loss_rule(ok_runs, m, outcome="steps_plot")
 archs, tau_min = list(res.rho), min(grid["taus"])
 hd_taus = sorted(sweep.tau[sweep.sweep == "head-dimension grid"].unique())
@@ -217,7 +217,7 @@ fig = tplots.run_scatter(
     x=f"initial_{m}",
     y="final_val_loss",
     hue="tau",
-    annotations=rules.correlation_notes(res),
+    annotations=dynamics.correlation_notes(res),
     references=refs,
     xlabel=rank_label,
     ylabel="final validation loss (nats)",
@@ -245,7 +245,7 @@ fig = tplots.run_scatter(
     y="steps_plot",
     hue="tau",
     censored="censored",
-    annotations=rules.correlation_notes(speed),
+    annotations=dynamics.correlation_notes(speed),
     xlabel=rank_label,
     ylabel="steps to reach the loss level",
 )
@@ -304,7 +304,7 @@ book.show(
 speed_all = {mm: rules.loss_rule(ok_runs, mm, outcome="steps_plot") for mm in results}
 pd.concat(
     [
-        rules.correlation_table({mm: r}, evidence.MEASURE_LABELS, ARCH_LABELS, outcome=OUTCOMES[y])
+        dynamics.correlation_table({mm: r}, glossary.MEASURE_LABELS, ARCH_LABELS, outcome=OUTCOMES[y])
         for mm in results
         for y, r in (("final_val_loss", results[mm]), ("steps_plot", speed_all[mm]))
     ],
@@ -319,7 +319,9 @@ pd.concat(
 
 # %%
 regime = baselines.regime_text(ok_runs, {a: loss_base[a] for a in archs}, ARCH_LABELS, tau1=True)
-summary_text = rules.loss_summary(res, label=MEASURES[m].label, arch_labels=ARCH_LABELS, n_seeds=n_seeds, regime=regime)
+summary_text = loss.loss_summary(
+    res, label=glossary.MEASURE_LABELS[m], arch_labels=ARCH_LABELS, n_seeds=n_seeds, regime=regime
+)
 book.verdict("loss", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
 evidence.verdict_table(results)
 

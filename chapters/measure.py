@@ -35,7 +35,7 @@ import time
 
 from IPython.display import display
 
-from attnrank import book, experiments, store
+from attnrank import book, experiments, glossary, rules, spectra, store
 from attnrank import measure as ms
 from attnrank.plots import measure as plots
 
@@ -116,10 +116,10 @@ used[["arch", "tau", "head_dim", "num_heads", "seed", "status", "final_val_loss"
 # %%
 t_probe = time.perf_counter()
 tables = ms.probe(used, probe_size, tau_grid_extreme)  # attnrank.measure.probe_tables, cached
-values, matrices, spectra = tables["values"], tables["matrices"], tables["spectra"]
+values, matrices, quantiles = tables["values"], tables["matrices"], tables["spectra"]
 probe_seconds = time.perf_counter() - t_probe
 print(
-    f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(ms.PIPELINES)} pipelines in "
+    f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(spectra.PIPELINES)} pipelines in "
     f"{probe_seconds:.1f} s (or read them from the table cache)"
 )
 
@@ -154,7 +154,7 @@ print(
 
 # %%
 book.glue_all(ms.matrix_facts(matrices, n_tokens))
-book.show(*plots.spectra_tau1_figure(spectra, matrices, S))
+book.show(*plots.spectra_tau1_figure(quantiles, matrices, S))
 
 # %% [markdown]
 # ## The causal baseline
@@ -201,10 +201,10 @@ ratio_table.round(2)
 # points (black bars), so a reader sees under each measure how far GPT-2 is from content-blind attention.
 
 # %%
-at1 = ms.summarise(values[(values.tau == 1.0) & (values.pipeline == ms.REFERENCE)], ["arch", "state", "measure"])
+at1 = ms.summarise(values[(values.tau == 1.0) & (values.pipeline == spectra.REFERENCE)], ["arch", "state", "measure"])
 book.glue_all(ms.trained_facts(at1))
 book.show(*plots.ranks_tau1_figure(at1, causal, S))
-at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[ms.RANK_MEASURES].round(2)
+at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[list(glossary.RANK_MEASURES)].round(2)
 
 # %% [markdown]
 # ## Temperature without bound
@@ -245,13 +245,13 @@ at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[ms.RA
 
 # %%
 by_tau = ms.summarise(values[values.state == "trained"], ["arch", "tau", "pipeline", "measure"])
-ref = by_tau[by_tau.pipeline == ms.REFERENCE]
+ref = by_tau[by_tau.pipeline == spectra.REFERENCE]
 tau_max = max(tau_grid_extreme)
 ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
 head_dim = int(used[used.arch == "bert"].head_dim.iloc[0])
 book.glue("measure_dh_plus_1", head_dim + 1)
-book.glue_all(ms.temperature_facts(ref, matrices, spectra, tau_grid_extreme))
-book.show(*plots.ranks_vs_tau_figure(ref, causal, S, highlight=experiments.PRIMARY_MEASURE))
+book.glue_all(ms.temperature_facts(ref, matrices, quantiles, tau_grid_extreme))
+book.show(*plots.ranks_vs_tau_figure(ref, causal, S, highlight=rules.PRIMARY_MEASURE))
 
 # %% [markdown]
 # The spectra show why. At high temperature the BERT spectrum is one singular value near 1, a first block of
@@ -264,7 +264,7 @@ book.show(*plots.ranks_vs_tau_figure(ref, causal, S, highlight=experiments.PRIMA
 # $10^{-8}$, with the smallest relative one, $10^{-4}\sigma_1$.
 
 # %%
-book.show(*plots.spectra_extremes_figure(spectra, matrices, S))
+book.show(*plots.spectra_extremes_figure(quantiles, matrices, S))
 
 # %% [markdown]
 # ## Float32 or float64?
@@ -284,7 +284,7 @@ book.show(*plots.spectra_extremes_figure(spectra, matrices, S))
 
 # %%
 book.show(*plots.precision_figure(by_tau, S))
-deviation, precision_glue = ms.precision_facts(by_tau, spectra, n_tokens)
+deviation, precision_glue = ms.precision_facts(by_tau, quantiles, n_tokens)
 book.glue_all(precision_glue)
 deviation.round(3)
 
@@ -304,7 +304,7 @@ deviation.round(3)
 #    the head dimension (the verdict below).
 #
 # The book therefore reports the **effective rank** as its primary measure
-# (`attnrank.experiments.PRIMARY_MEASURE`): it has no threshold at all (it weighs every singular value by its
+# (`attnrank.rules.PRIMARY_MEASURE`): it has no threshold at all (it weighs every singular value by its
 # share), so it is scale-free, insensitive to precision, continuous, and it goes to 1 when attention becomes
 # uniform; and unlike the rank at rtol $10^{-2}$, under which the content-free uniform causal matrix already
 # scores {glue:text}`measure_causal_frac_rank_rtol_1e-2:.2f` of the largest possible value, it leaves GPT-2's
@@ -340,7 +340,7 @@ deviation.round(3)
 # The verdict is printed below the next cell.
 
 # %%
-ratios = {m: ratio_glue[f"measure_gpt2_ratio_value_{m}"] for m in ms.RANK_MEASURES}
+ratios = {m: ratio_glue[f"measure_gpt2_ratio_value_{m}"] for m in list(glossary.RANK_MEASURES)}
 status, summary, rule_glue = ms.verdict(
     values,
     ratios,

@@ -26,12 +26,12 @@ n_draws = 1000  # random draws of the study's 4 + 4 examples and its one run per
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %%
-from attnrank import book, experiments, plots, protocol, rank, rules, store
+from attnrank import book, glossary, protocol, rank, rules, store
 from attnrank.plots import protocol as pplots
 
 book.check_parameters(globals(), ("profile", "seeds", "n_draws", "dataset"))
 profile = book.setup(profile)
-MEASURES, ARCH_LABELS, PRIMARY = rank.MEASURES, plots.ARCH_LABELS, experiments.PRIMARY_MEASURE
+MEASURES, ARCH_LABELS, PRIMARY = rank.MEASURES, glossary.ARCH_LABELS, rules.PRIMARY_MEASURE
 d = protocol.load(profile, seeds=seeds, dataset=dataset)  # the main grid's runs and probe records
 book.glue_all(d.glue(n_draws))
 
@@ -119,7 +119,9 @@ by_step = protocol.rank_by_step(store.load_table(d.ok, "rank_summary"), PRIMARY)
 early = rules.set_early_rule(by_step)
 book.show(*pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO))
 book.verdict(
-    "set_early", early.status, protocol.set_early_summary(early, d.final_step, MEASURES[PRIMARY].label, ARCH_LABELS)
+    "set_early",
+    early.status,
+    protocol.set_early_summary(early, d.final_step, glossary.MEASURE_LABELS[PRIMARY], ARCH_LABELS),
 )
 
 # %% [markdown]

@@ -22,7 +22,7 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 # %%
 from IPython.display import display
 
-from attnrank import book, evidence, experiments, profiles, runs
+from attnrank import book, evidence, experiments, presets, runs
 
 book.check_parameters(globals(), ("profile", "dataset"))
 profile = book.setup(profile)
@@ -99,11 +99,11 @@ grids
 
 # %% [markdown]
 # The sizes of the work that is not a run of the profile's sweep (the theory chapter's propositions, the target
-# chapter's toy task; `attnrank.profiles.PRESETS`), and the runs that chapters train at other sizes than the
-# build's profile (`attnrank.profiles.RUN_PRESETS`):
+# chapter's toy task; `attnrank.presets.PRESETS`), and the runs that chapters train at other sizes than the
+# build's profile (`attnrank.presets.RUN_PRESETS`):
 
 # %%
-display(profiles.preset_table(), profiles.run_preset_table())
+display(presets.preset_table(), presets.run_preset_table())
 
 # %% [markdown]
 # ## Running the `paper` profile on a GPU

@@ -60,7 +60,7 @@ from attnrank.plots import theory as tplots
 
 S = tg.settings(
     profile, seed=seed, taus=taus, head_dims=head_dims, n=n, steps=steps, n_seeds=n_seeds
-)  # sizes: profiles.PRESETS
+)  # sizes: presets.PRESETS
 t_chapter = time.perf_counter()
 checks = []
 book.glue_all(S.glue())

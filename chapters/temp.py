@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from attnrank import baselines, book, evidence, experiments, rank, rules, runs, stats
+from attnrank import baselines, book, evidence, experiments, glossary, rules, runs, stats, temp
 from attnrank.plots import sweeps
 from attnrank.plots import training as tplots
 from attnrank.profiles import resolve_config
@@ -82,7 +82,7 @@ from attnrank.profiles import resolve_config
 book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "tau", "dataset"))
 profile = book.setup(profile)
 t_chapter = time.perf_counter()
-BASELINE, PRIMARY, fmt_tau = 1.0, experiments.PRIMARY_MEASURE, rules.fmt_setting  # fmt_tau: 0.001, 1, 9.7e7
+BASELINE, PRIMARY, fmt_tau = 1.0, rules.PRIMARY_MEASURE, glossary.fmt_setting  # fmt_tau: 0.001, 1, 9.7e7
 
 # %% [markdown]
 # ## The runs
@@ -190,12 +190,12 @@ book.show(
 
 # %%
 grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
-tau_min, RANK_EFFECT = float(min(grid["taus"])), 1.0  # pre-registered: one unit of effective rank
+tau_min = float(min(grid["taus"]))
 rank_v = {
     m: rules.temperature_rank(
-        grid_runs, f"initial_{m}", stock=BASELINE, cold=tau_min, effect=RANK_EFFECT, archs=("bert", "gpt2")
+        grid_runs, f"initial_{m}", stock=BASELINE, cold=tau_min, effect=rules.TEMP_RANK_EFFECT, archs=("bert", "gpt2")
     )
-    for m in evidence.RANK_MEASURES
+    for m in glossary.RANK_MEASURES
 }
 rv = rank_v[PRIMARY]
 display(
@@ -205,7 +205,7 @@ display(
         f"interval on the grid):"
     )
 )
-display(rules.temperature_table(rank_v, tau_min))
+display(temp.temperature_table(rank_v, tau_min))
 book.glue_all(
     {
         **evidence.rank_verdict_facts("temp", rv),
@@ -266,12 +266,12 @@ book.show(
 
 # %%
 layer_df = evidence.layer_ranks(pair, PRIMARY)
-fig = sweeps.per_layer(layer_df, highlight=tau, baseline=BASELINE, ylabel=rank.MEASURES[PRIMARY].label)
+fig = sweeps.per_layer(layer_df, highlight=tau, baseline=BASELINE, ylabel=glossary.MEASURE_LABELS[PRIMARY])
 book.show(
     fig,
     layer_df,
     "temp_rank_per_layer",
-    f"Primary rank ({rank.MEASURES[PRIMARY].label}) per layer at initialisation (filled) and after training "
+    f"Primary rank ({glossary.MEASURE_LABELS[PRIMARY]}) per layer at initialisation (filled) and after training "
     f"(open), tau = {fmt_tau(tau)} (red) and tau = 1 (black); +-1 sd over heads and seeds ({evidence.caption(pair, profile)}).",
 )
 
@@ -320,9 +320,8 @@ book.show(
 # The rule for the loss (above) on the completed runs of the grid:
 
 # %%
-LOSS_EFFECT = 0.5  # pre-registered correlation for the runs needed
 loss_v = rules.temperature_loss(
-    grid_runs[grid_runs.status == "complete"], "final_val_loss", effect=LOSS_EFFECT, archs=("bert", "gpt2")
+    grid_runs[grid_runs.status == "complete"], "final_val_loss", effect=rules.TEMP_LOSS_EFFECT, archs=("bert", "gpt2")
 )
 book.glue_all(
     {
@@ -332,7 +331,7 @@ book.glue_all(
         ),
     }
 )
-display(rules.temperature_loss_table(loss_v))
+display(temp.temperature_loss_table(loss_v))
 
 # %% [markdown]
 # Spearman's $\rho(\log\tau, \text{final loss})$ is {glue:text}`temp_loss_rho_bert` runs for BERT and
@@ -349,11 +348,11 @@ display(rules.temperature_loss_table(loss_v))
 # ## Verdicts
 
 # %% tags=["remove-output"]
-summary = rules.temperature_summary(
-    rv, label=rank.MEASURES[PRIMARY].label, cold=tau_min, profile=profile, n_seeds=n_seeds
+summary = temp.temperature_summary(
+    rv, label=glossary.MEASURE_LABELS[PRIMARY], cold=tau_min, profile=profile, n_seeds=n_seeds
 )
-book.verdict("temp", rv.status, summary, by_measure={m: rank_v[m].status for m in evidence.RANK_MEASURES})
-book.verdict("temp_loss", loss_v.status, rules.temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds))
+book.verdict("temp", rv.status, summary, by_measure={m: rank_v[m].status for m in glossary.RANK_MEASURES})
+book.verdict("temp_loss", loss_v.status, temp.temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds))
 _ = book.glue("temp_seconds", float(time.perf_counter() - t_chapter))
 _ = book.glue("temp_extra_seconds", float(tsweep.attrs["extra_seconds"]))
 

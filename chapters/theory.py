@@ -55,7 +55,7 @@ profile = book.setup(profile)
 from attnrank.plots import theory as tplots
 from attnrank.theory import experiments as tx
 
-SIZES = tx.sizes(profile, head_dims=head_dims, mc_samples=mc_samples)  # per profile: attnrank.profiles.PRESETS
+SIZES = tx.sizes(profile, head_dims=head_dims, mc_samples=mc_samples)  # per profile: attnrank.presets.PRESETS
 if profile != "paper":
     torch.set_num_threads(1)  # small matrices on a shared CPU: more threads only spin-wait
 t_chapter = time.perf_counter()

@@ -26,7 +26,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .errors import ConfigError
+from .errors import ConfigError, check_choice
+from .rank import MEASURES, rank_measures
+from .theory import monte_carlo_rank
+from .train import prepare_data
 
 __all__ = [
     "ngram_counts",
@@ -126,8 +129,6 @@ def target_pairs(input_ids, labels, arch: str):
             (target ``labels[:, i]`` at masked positions ``i >= 1``, context the visible
             ``input_ids[:, i - 1]``).
     """
-    from .errors import check_choice
-
     check_choice("arch", arch, ("bert", "gpt2"))
     x, y = np.asarray(input_ids), np.asarray(labels)
     if arch == "gpt2":
@@ -152,8 +153,6 @@ def ngram_losses(cfg) -> dict:
 
     Returns ``{"unigram": float, "bigram": float, "n_targets": int}``.
     """
-    from .train import prepare_data
-
     blocks, tokenizer, _collator, _probe, val_batches = prepare_data(cfg)
     train = blocks.blocks.numpy() if hasattr(blocks, "blocks") else np.asarray(blocks)
     V = len(tokenizer)
@@ -202,8 +201,6 @@ def uniform_attention(n: int, *, causal: bool) -> torch.Tensor:
 def uniform_ranks(n: int, measures=None) -> dict[str, dict[str, float]]:
     """Every rank measure of :func:`uniform_attention` over ``n`` tokens, the baseline a head that
     ignores the content gives: ``{"bert": {measure: value}, "gpt2": {...}}`` (GPT-2 causal)."""
-    from .rank import MEASURES, rank_measures
-
     measures = list(measures or MEASURES)
     return {
         arch: {
@@ -242,9 +239,6 @@ def iid_limits(scale, n: int, samples: int, *, seed: int = 0):
     """
     import pandas as pd
 
-    from .rank import MEASURES
-    from .theory import monte_carlo_rank
-
     rows = []
     for r in scale.itertuples():
         sigma = float(r.logit_sd)
@@ -279,8 +273,6 @@ def staircase(head_dims, n: int):
     import math
 
     import pandas as pd
-
-    from .rank import MEASURES
 
     return pd.DataFrame(
         [

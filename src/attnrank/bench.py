@@ -37,7 +37,12 @@ import time
 
 import torch
 
+from . import grid
+from .experiments import book_runs
+from .models import model_from_config
 from .profiles import resolve_config
+from .rank import rank_measures
+from .train import prepare_data, train, training_arguments
 
 __all__ = ["main", "peak_matmul_flops", "model_flops_per_token"]
 
@@ -70,8 +75,6 @@ def model_flops_per_token(model, seq_len: int) -> float:
 
 
 def _batches(cfg, count: int):
-    from .train import prepare_data
-
     dataset, tokenizer, collator, _, _ = prepare_data(cfg)
     g = torch.Generator().manual_seed(0)
     idx = torch.randint(len(dataset), (count, cfg.batch_size), generator=g)
@@ -81,8 +84,6 @@ def _batches(cfg, count: int):
 
 
 def _model(cfg, vocab, impl, tau, device):
-    from .runs import model_from_config
-
     return model_from_config(cfg, vocab_size=vocab, pad_token_id=0, tau=tau, seed=0, attn_implementation=impl).to(
         device
     )
@@ -117,8 +118,6 @@ def _trainer_seconds(cfg, model, batches, device) -> float:
     """Seconds per step of ``transformers.Trainer`` (our settings, no probes), after 2 warm-up steps."""
     from transformers import Trainer, TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    from .train import training_arguments
 
     class _Clock(TrainerCallback):
         marks: list = []
@@ -164,8 +163,6 @@ def _trainer_seconds(cfg, model, batches, device) -> float:
 
 
 def _svd_rate(n: int, count: int) -> float:
-    from .rank import rank_measures
-
     A = torch.softmax(torch.randn(count, n, n) * 2, -1)
     rank_measures(A[:4])
     t = time.perf_counter()
@@ -269,8 +266,6 @@ def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
             )
         )
 
-        from .train import train
-
         res = train(cfg, progress=False, keep_model=False)
         s = res.summary
         share = s["probe_seconds"] / s["wall_seconds"]
@@ -345,9 +340,6 @@ def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
 def grid_rows(profile: str = "quick", runs: int = 4) -> list[dict]:
     """Row 7: runs/hour of the process pool against serial sweeps (see the module docstring)."""
     import dataclasses
-
-    from . import grid
-    from .experiments import book_runs
 
     grid_runs = book_runs(profile)
     step = max(1, len(grid_runs) // runs)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from . import plots
 from .errors import ConfigError
-from .models import TAU_RANGE
-from .profiles import PROFILES, resolve_profile
+from .profiles import PROFILES, TAU_RANGE, check_dataset, resolve_profile
+from .rank import MEASURES
 from .verdicts import VERDICTS
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "glue_all",
     "show",
     "verdict",
-    "fmt",
     "VERDICTS",
 ]
 
@@ -198,8 +198,6 @@ PARAMETERS: dict[str, Param] = {
 
 
 def _check_dataset(name: str, value: str) -> str:
-    from .data import check_dataset  # imports the data stack only when a chapter names a dataset
-
     try:
         return check_dataset(value)
     except ConfigError as exc:
@@ -239,22 +237,9 @@ def check_parameters(namespace: dict, names) -> dict:
 
 def setup(profile: str = "auto") -> str:
     """Resolve ``profile`` and apply the seaborn theme (:mod:`attnrank.plots.style`); returns the profile."""
-    from . import plots
-
     profile = resolve_profile(profile)
     plots.set_theme()
     return profile
-
-
-def fmt(x, digits: int = 2) -> str:
-    """Format a number for prose: ``digits`` significant decimals, NaN as 'n/a'."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    if isinstance(x, int):
-        return str(x)
-    if abs(x) != 0 and (abs(x) < 10**-digits or abs(x) >= 1e5):
-        return f"{x:.{digits}g}"
-    return f"{x:.{digits}f}"
 
 
 class Text(str):
@@ -346,8 +331,6 @@ def verdict(name: str, status: str, summary: str, *, by_measure: dict[str, str] 
         ConfigError: naming ``status`` or ``by_measure`` for a status outside
         :data:`VERDICTS` or an unknown measure.
     """
-    from .rank import MEASURES
-
     if status not in VERDICTS:
         raise ConfigError("status", f"got {status!r}; allowed values: {', '.join(VERDICTS)}")
     if by_measure is not None:

@@ -29,6 +29,8 @@ import numpy as np
 import pandas as pd
 from filelock import FileLock
 
+from . import provenance
+from .data import data_dir
 from .errors import ConfigError
 
 __all__ = ["cached", "canonical_inputs", "environment", "table_key", "tables_dir"]
@@ -39,8 +41,6 @@ _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 def tables_dir() -> Path:
     """Folder of the table cache: ``<data>/cache/tables`` (:func:`attnrank.data.data_dir`)."""
-    from .data import data_dir
-
     return data_dir() / "cache" / "tables"
 
 
@@ -96,9 +96,7 @@ def _module_of(compute) -> str:
 
 def table_key(name: str, compute, inputs: dict) -> str:
     """Key (16 hex digits) of table ``name`` computed by ``compute(**inputs)``: see the module docstring."""
-    from .provenance import RESULT_ROOTS, code_hash
-
-    code = code_hash(tuple(RESULT_ROOTS) + (_module_of(compute),))
+    code = provenance.code_hash(tuple(provenance.RESULT_ROOTS) + (_module_of(compute),))
     payload = json.dumps(
         {
             "name": name,

@@ -23,13 +23,21 @@ the initial logit scale and the query/key step size, can be set one at a time:
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import ConfigError, check_real
-from .profiles import ARCHS, RUN_PRESETS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
+from .glossary import fmt_estimate, fmt_setting
+from .models import set_tau
+from .presets import RUN_PRESETS
+from .probe import RankProbe
+from .profiles import ARCHS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
+from .rank import check_measures
+from .rules import SweepVerdict, paired_difference, two_point
+from .stats import Estimate
+from .store import Run, load_table, read
+from .train import prepare_data
 
 __all__ = [
     "P3_CONDITIONS",
@@ -69,7 +77,7 @@ CELL_LABELS = {
 }
 
 #: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
-#: (:data:`attnrank.profiles.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
+#: (:data:`attnrank.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
 #: steps, at ``paper`` and ``long`` the ``quick`` sizes, so that the 50 runs of the chapter fit the
 #: build's time budget.
 PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
@@ -155,9 +163,6 @@ def outcomes(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
     Raises:
         ConfigError: naming ``runs`` without a ``cell`` column, ``measure`` for an unknown measure.
     """
-    from .rank import check_measures
-    from .store import load_table
-
     check_measures([measure])
     if "cell" not in runs.columns:
         raise ConfigError("runs", "needs a 'cell' column (label_cells)")
@@ -179,8 +184,6 @@ def effects(table: pd.DataFrame) -> pd.DataFrame:
     ``"tau - twin"`` (the temperature run minus its twin: zero if P3 holds): the mean of the
     per-seed differences with a Student-t 95% interval (:func:`attnrank.rules.paired_difference`).
     """
-    from .rules import paired_difference
-
     rows = []
     for a in sorted(table.arch.unique()):
         d = table[table.arch == a]
@@ -222,12 +225,6 @@ def eval_temperatures(run, taus, *, measures=("effective_rank",)) -> pd.DataFram
         ConfigError: naming ``taus`` for a value outside [1e-3, 1e3] or an empty list,
         ``measures`` for an unknown measure, ``run`` for a folder that is not a complete run.
     """
-    from .models import set_tau
-    from .probe import RankProbe
-    from .rank import check_measures
-    from .store import Run, _read
-    from .train import prepare_data
-
     taus = [
         check_real("taus", t, low=TAU_RANGE[0], high=TAU_RANGE[1])
         for t in (taus if isinstance(taus, (list, tuple, np.ndarray)) else [taus])
@@ -236,7 +233,7 @@ def eval_temperatures(run, taus, *, measures=("effective_rank",)) -> pd.DataFram
         raise ConfigError("taus", "got an empty list; expected evaluation temperature ratios")
     measures = check_measures(measures)
     if not isinstance(run, Run):
-        found = _read(Path(run))
+        found = read(run)
         if found is None:
             raise ConfigError("run", f"{run} is not a complete stored run")
         run = found
@@ -284,8 +281,6 @@ def twins_table(table: pd.DataFrame) -> pd.DataFrame:
     deviation over seeds of the ``tau`` runs (``ddof=1``). ``table``: :func:`outcomes`, for
     architectures ``bert`` and ``gpt2``.
     """
-    from .rules import two_point
-
     rows = []
     for a in ("bert", "gpt2"):
         for o in OUTCOMES:
@@ -294,7 +289,7 @@ def twins_table(table: pd.DataFrame) -> pd.DataFrame:
                 {
                     "arch": a,
                     "outcome": o,
-                    "tau - twin, over seeds [95% CI]": two_point(tau_runs, twin_runs).text(4, n=False),
+                    "tau - twin, over seeds [95% CI]": fmt_estimate(two_point(tau_runs, twin_runs), 4, n=False),
                     "largest per-seed |tau - twin|": float(np.nanmax(np.abs(tau_runs - twin_runs))),
                     "seed sd": float(np.nanstd(tau_runs, ddof=1)),
                 }
@@ -317,11 +312,9 @@ def effects_table(eff: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     effect as text with its interval (4 decimals for the loss, 3 for the ranks); ``glue``:
     ``causal_<outcome>_<cell>_<arch>`` -> the same text.
     """
-    from .rules import Estimate
-
     tab = eff[eff.contrast != "tau - twin"].copy()
     tab["effect"] = [
-        Estimate(r.value, r.low, r.high, r.n, "").text(4 if r.outcome == "final_val_loss" else 3, n=False)
+        fmt_estimate(Estimate(r.value, r.low, r.high, r.n, ""), 4 if r.outcome == "final_val_loss" else 3, n=False)
         for r in tab.itertuples()
     ]
     glue = {f"causal_{r.outcome}_{r.contrast}_{r.arch}": r.effect for r in tab.itertuples()}
@@ -357,9 +350,8 @@ def intervention_spans(inter: pd.DataFrame, measure: str) -> dict:
 
 
 def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_runs: int) -> str:
-    """The sentence of the ``causal`` verdict: the question, :func:`attnrank.rules.causal_text` per
+    """The sentence of the ``causal`` verdict: the question, :func:`causal_text` per
     architecture, how closely the twins match (:func:`twins_table`) and the runs."""
-    from .rules import causal_text, fmt_setting
 
     return (
         f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) "
@@ -368,3 +360,19 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
         f"{twins['largest per-seed |tau - twin|'].max():.2g}. {profile} profile at {PRESETS[profile][0]} sizes, "
         f"{n_runs} runs."
     )
+
+
+def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
+    """One architecture's part of :func:`causal_rule` in words, for a verdict's summary: the
+    temperature's effect, each single factor's, the oriented difference, the status and, when not
+    supported, the seeds that would resolve :data:`CAUSAL_EFFECT`."""
+    r, p = result[arch], result[arch].parts
+    name = {"bert": "BERT", "gpt2": "GPT-2"}.get(arch, arch)
+    txt = (
+        f"{name}: temperature effect {fmt_estimate(p['temperature'], digits)} seeds, initial scale alone "
+        f"{fmt_estimate(p['init'], digits, n=False)}, step size alone {fmt_estimate(p['lr'], digits, n=False)}, oriented difference "
+        f"{fmt_estimate(r.verdict.estimate, digits, n=False)} ({r.verdict.status})"
+    )
+    if r.verdict.status != "supported" and r.verdict.needed is not None:
+        txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {fmt_setting(r.verdict.effect)} nats"
+    return txt

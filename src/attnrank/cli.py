@@ -12,14 +12,16 @@ import os
 import re
 import sys
 
-from .errors import ConfigError
+from .errors import ConfigError, check_positive_int
+from .experiments import book_runs
+from .grid import default_workers, plan, sweep
+from .profiles import check_dataset, resolve_profile
+from .store import load_runs, run, runs_dir
 
 __all__ = ["main"]
 
 
 def _train(args) -> int:
-    from .store import run
-
     overrides = {
         k: getattr(args, k)
         for k in (
@@ -64,8 +66,6 @@ def _train(args) -> int:
 
 
 def _runs(args) -> int:
-    from .store import load_runs, runs_dir
-
     df = load_runs(current_code=not args.all)
     if df.empty:
         print(f"no runs in {runs_dir()}")
@@ -141,19 +141,12 @@ def _attach_negative_numbers(argv: list[str], numeric: set[str]) -> list[str]:
 def _sweep(args) -> int:
     import os
 
-    from .errors import check_positive_int
-    from .experiments import book_runs
-    from .grid import default_workers, plan, sweep
-    from .profiles import resolve_profile
-
     if args.threads_per_worker is not None:
         # the chapters resolve their runs with the same variable, or they would not find these runs
         os.environ["ATTNRANK_THREADS"] = str(check_positive_int("threads_per_worker", args.threads_per_worker))
     if args.workers is not None:
         check_positive_int("workers", args.workers)
     if args.dataset is not None:
-        from .data import check_dataset
-
         # the chapters resolve their runs with the same variable, or they would not find these runs
         os.environ["ATTNRANK_DATASET"] = check_dataset(args.dataset)
     profile = resolve_profile(args.profile)

@@ -38,12 +38,11 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock
 
-from .errors import ConfigError, DatasetUnavailable
+from .errors import ConfigError, DatasetUnavailable, check_choice
+from .profiles import ARCHS, OFFLINE_DEFAULT, check_dataset, dataset_spec
 
 __all__ = [
-    "OFFLINE_DEFAULT",
     "data_dir",
-    "check_dataset",
     "dataset_fingerprint",
     "shakespeare_plays",
     "markdown_to_text",
@@ -53,8 +52,6 @@ __all__ = [
     "token_blocks",
 ]
 
-#: Name of the corpus that needs no network.
-OFFLINE_DEFAULT = "shakespeare"
 #: Every ``VAL_EVERY``-th play (in sorted order) is held out for validation.
 VAL_EVERY = 8
 
@@ -131,41 +128,6 @@ def _cache_folder(name: str, needed: str) -> Path:
     return folder
 
 
-def _split_spec(dataset: str) -> tuple[str, str | None, bool]:
-    """``(name, config, is_local_folder)`` of an ``hf:`` dataset; local names are resolved absolute paths."""
-    spec = dataset[3:]
-    if os.path.isdir(os.path.expanduser(spec)):
-        return str(Path(spec).expanduser().resolve()), None, True
-    name, _, config = spec.partition(":")
-    if os.path.isdir(os.path.expanduser(name)):
-        return str(Path(name).expanduser().resolve()), config or None, True
-    if os.path.isabs(name) or name.startswith(("./", "../", "~")) or name in (".", ".."):
-        raise ConfigError("dataset", f"got {dataset!r}: the folder {name!r} does not exist")
-    return name, config or None, False
-
-
-def check_dataset(dataset) -> str:
-    """Validate a dataset name: ``"shakespeare"`` or ``"hf:NAME[:CONFIG]"``; return it normalised.
-
-    A local folder (``hf:PATH``) is returned as ``hf:`` and its resolved absolute path, so
-    that one folder reached through different relative paths or working directories is
-    one dataset, and one relative path meaning different folders is not.
-
-    Raises:
-        ConfigError: naming ``dataset``, for any other value or a path to no folder.
-    """
-    if not isinstance(dataset, str) or not (
-        dataset == OFFLINE_DEFAULT or (dataset.startswith("hf:") and len(dataset) > 3)
-    ):
-        raise ConfigError("dataset", f"got {dataset!r}; allowed values: {OFFLINE_DEFAULT!r} or 'hf:NAME[:CONFIG]'")
-    if dataset == OFFLINE_DEFAULT:
-        return dataset
-    name, config, local = _split_spec(dataset)
-    if local:
-        return f"hf:{name}" + (f":{config}" if config else "")
-    return dataset
-
-
 # ----------------------------------------------------------------------------- fingerprints
 def _file_digest(path) -> str:
     with open(path, "rb") as f:
@@ -222,7 +184,7 @@ def _resolve(dataset: str) -> _Source:
         return _Source(dataset, "shakespeare", OFFLINE_DEFAULT, None, h.hexdigest())
     import datasets
 
-    name, config, local = _split_spec(dataset)
+    name, config, local = dataset_spec(dataset)
     desc: dict = {"name": name, "config": config, "datasets": datasets.__version__}
     if local:
         root = Path(name)
@@ -498,9 +460,6 @@ def get_tokenizer(arch: str, dataset: str = OFFLINE_DEFAULT, vocab_size: int = 2
         ConfigError: for an unknown ``arch`` or dataset, or naming ``ATTNRANK_DATA`` when the
         tokenizer is not cached and the data folder cannot be written.
     """
-    from .errors import check_choice
-    from .models import ARCHS
-
     check_choice("arch", arch, ARCHS)
     return _tokenizer(arch, _resolve(dataset), vocab_size)
 
@@ -600,9 +559,6 @@ def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_
         it cannot be loaded; naming ``ATTNRANK_DATA`` when the blocks are not cached and
         the data folder cannot be written.
     """
-    from .errors import check_choice
-    from .models import ARCHS
-
     check_choice("arch", arch, ARCHS)
     source = _resolve(dataset)
     tokenizer = _tokenizer(arch, source, vocab_size)

@@ -15,7 +15,7 @@ claim, rule, evidence and verdict with one call per figure or table:
   :func:`init_facts`, :func:`grid_runs`, :func:`head_dim_grid_text`, :func:`lever_verdicts`, :func:`verdict_table`;
 * the build: :func:`environment`, :func:`profile_tables`, :func:`paper_facts`.
 
-Runs come through :mod:`attnrank.runs`; the models are built by :func:`attnrank.runs.model_from_config`.
+Runs come through :mod:`attnrank.runs`; the models are built by :func:`attnrank.models.model_from_config`.
 This module is not part of the training path, so a change here never invalidates a stored run.
 """
 
@@ -23,14 +23,27 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .measure import RANK_MEASURES
-from .profiles import RunConfig, resolve_config
-from .rank import MEASURES
-from .runs import RANK_COLUMN, model_from_config, table, tokenizer_pad_id
+from . import baselines
+from .baselines import logit_sd, visible_keys
+from .book import ENVIRONMENT_PACKAGES
+from .errors import ConfigError
+from .experiments import SWEEP_DEFAULTS, main_sweep, sweep_defaults, tau_sweep
+from .glossary import MEASURE_LABELS, RANK_MEASURES, fmt_estimate, fmt_setting
+from .models import build_model, model_from_config, tokenizer_pad_id
+from .probe import attention_logits, attention_probabilities
+from .profiles import ARCHS, PROFILES, RunConfig, profile_defaults, resolve_config
+from .provenance import lock_state
+from .rank import rank_measures
+from .rules import lever_comparison
+from .runs import RANK_COLUMN, table
+from .stats import spearman
+from .store import code_hash
+from .store import load_table as _load
+from .temp import grid_interval, grid_text, needed_text, shape_text
+from .theory import taylor_rank_bound
+from .train import device_name, prepare_data
 
 __all__ = [
-    "RANK_MEASURES",
-    "MEASURE_LABELS",
     "caption",
     "init_statistics",
     "init_means",
@@ -65,11 +78,6 @@ __all__ = [
     "profile_tables",
     "paper_facts",
 ]
-
-
-#: The display label of every measure of :data:`attnrank.rank.MEASURES` (``RANK_MEASURES``, from
-#: :mod:`attnrank.measure`, are the rank measures in that order: every measure but the attention entropy).
-MEASURE_LABELS = {m: spec.label for m, spec in MEASURES.items()}
 
 
 def caption(runs: pd.DataFrame, profile: str) -> str:
@@ -109,11 +117,6 @@ def init_statistics(
     import numpy as np
     import torch
 
-    from .baselines import logit_sd, visible_keys
-    from .probe import attention_logits, attention_probabilities
-    from .rank import rank_measures
-    from .train import prepare_data
-
     _, tokenizer, _, probe_ids, _ = prepare_data(cfg)
     model = model_from_config(cfg, vocab_size=len(tokenizer), pad_token_id=tokenizer_pad_id(tokenizer))
     n = probe_ids.shape[-1]
@@ -138,8 +141,6 @@ def init_statistics(
         }
     )
     if bounds:
-        from .theory import taylor_rank_bound
-
         for eps, col in ((1e-2, "bound_rtol_1e-2"), (1e-4, "bound_rtol_1e-4")):
             df[col] = [taylor_rank_bound(cfg.head_dim, M, eps, n) for M in df.M]
     return df.assign(arch=cfg.arch, tau=cfg.tau, head_dim=cfg.head_dim, seed=cfg.seed, n=n)
@@ -175,8 +176,6 @@ def init_std() -> float:
     Raises:
         RuntimeError: when BERT and GPT-2 differ (the chapters state one value).
     """
-    from .models import ARCHS, build_model
-
     values = {
         a: build_model(a, hidden_size=32, num_layers=1, num_heads=2, max_len=16, vocab_size=64).config.initializer_range
         for a in ARCHS
@@ -188,8 +187,6 @@ def init_std() -> float:
 
 def load_table(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     """One stored table over the runs of a frame (:func:`attnrank.store.load_table`)."""
-    from .store import load_table as _load
-
     return _load(runs, name)
 
 
@@ -206,8 +203,6 @@ def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds
     import time
 
     import numpy as np
-
-    from .experiments import main_sweep, sweep_defaults, tau_sweep
 
     grid = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
     wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
@@ -313,8 +308,6 @@ def check_in_grid(name: str, value: float, values) -> None:
     """
     import numpy as np
 
-    from .errors import ConfigError
-
     if not any(np.isclose(value, v) for v in values):
         raise ConfigError(
             name, f"got {value!r}; allowed values (the sweep's temperatures): {', '.join(f'{v:g}' for v in values)}"
@@ -326,8 +319,6 @@ def main_runs(profile: str, *, taus=None, head_dims=None, seeds=None, dataset=No
     per run, with a ``sweep`` column: ``"temperature grid"`` for the runs at the profile's standard head
     dimension, ``"head-dimension grid"`` for the others."""
     import numpy as np
-
-    from .experiments import main_sweep
 
     wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
     wide["sweep"] = np.where(
@@ -349,16 +340,18 @@ def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
 
 
 def estimate_texts(prefix: str, estimates: dict, **text) -> dict:
-    """``{f"{prefix}_{name}_{arch}": estimate.text(**text)}`` for ``estimates`` = ``{name: {arch: Estimate}}``."""
-    return {f"{prefix}_{name}_{a}": e.text(**text) for name, by_arch in estimates.items() for a, e in by_arch.items()}
+    """``{f"{prefix}_{name}_{arch}": fmt_estimate(estimate, **text)}`` for ``estimates`` = ``{name: {arch: Estimate}}``."""
+    return {
+        f"{prefix}_{name}_{a}": fmt_estimate(e, **text)
+        for name, by_arch in estimates.items()
+        for a, e in by_arch.items()
+    }
 
 
 def grid_correlations(runs: pd.DataFrame, x: str, y: str, taus, archs) -> dict:
     """Spearman's rho (:func:`attnrank.stats.spearman`) of columns ``x`` and ``y`` over the runs at each
     temperature ratio of ``taus`` (``numpy.isclose``) and architecture: ``{tau: {arch: Estimate}}``."""
     import numpy as np
-
-    from .stats import spearman
 
     return {
         t: {a: spearman(d[x], d[y]) for a in archs for d in [runs[(runs.arch == a) & np.isclose(runs.tau, t)]]}
@@ -373,7 +366,7 @@ def stability_facts(prefix: str, res, shares: pd.DataFrame, measure: str) -> dic
     ``share_stable``, ``share_increased`` and the largest change ``max_change``, as whole percentages."""
     out = {}
     for a in res.change:
-        out[f"{prefix}_median_change_{a}"] = res.change[a].text(0, percent=True)
+        out[f"{prefix}_median_change_{a}"] = fmt_estimate(res.change[a], 0, percent=True)
         for k, col in (
             ("share_stable", "share_stable"),
             ("share_increased", "share_increased"),
@@ -415,9 +408,7 @@ def ngram_references(profile: str, archs) -> tuple[dict, dict]:
     """The count-based baselines of each architecture's validation targets (:func:`attnrank.baselines.ngram_losses`
     of the profile's config): ``(losses, references)`` with ``losses = {arch: ngram_losses(...)}`` and
     ``references = {arch: {"unigram": nats, "bigram": nats}}`` (the lines a loss figure draws)."""
-    from .baselines import ngram_losses
-
-    losses = {a: ngram_losses(resolve_config(a, profile)) for a in archs}
+    losses = {a: baselines.ngram_losses(resolve_config(a, profile)) for a in archs}
     return losses, {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in losses.items()}
 
 
@@ -425,12 +416,10 @@ def temperature_facts(prefix: str, runs: pd.DataFrame, grid: dict, tau: float) -
     """The numbers of the temperature grid a chapter glues, named ``{prefix}_<fact>``.
 
     ``runs``: :func:`temperature_grid`; ``grid``: :func:`attnrank.experiments.sweep_defaults`; ``tau``: the
-    detailed temperature ratio. Facts: ``grid_text`` (:func:`attnrank.rules.grid_text`), ``init_std``
+    detailed temperature ratio. Facts: ``grid_text`` (:func:`attnrank.temp.grid_text`), ``init_std``
     (:func:`init_std`), ``n_runs``, ``n_seeds``, ``n_taus``, ``head_dim``, ``n_failed`` (integers) and
-    ``tau``, ``tau_min``, ``tau_max`` (written by :func:`attnrank.rules.fmt_setting`).
+    ``tau``, ``tau_min``, ``tau_max`` (written by :func:`attnrank.glossary.fmt_setting`).
     """
-    from .rules import fmt_setting, grid_text
-
     return {
         f"{prefix}_grid_text": grid_text(grid["taus"]),
         f"{prefix}_init_std": init_std(),
@@ -448,8 +437,6 @@ def temperature_facts(prefix: str, runs: pd.DataFrame, grid: dict, tau: float) -
 def temperature_grid_text(runs: pd.DataFrame, profile: str) -> str:
     """One sentence on the runs of :func:`temperature_grid`: how many, over how many temperatures, seeds and
     which head dimension, and the off-grid settings added (``runs.attrs["missing"]``)."""
-    from .rules import fmt_setting
-
     added = ", ".join(map(fmt_setting, runs.attrs["missing"])) or "none"
     return (
         f"{len(runs)} runs ({profile} profile): {runs.tau.nunique()} temperatures x 2 architectures x "
@@ -463,17 +450,15 @@ def rank_verdict_facts(prefix: str, rv) -> dict:
     glues, per architecture of ``rv.arch``: ``{prefix}_cold_diff_<arch>`` (coldest minus stock, with its interval),
     ``cold_p`` (exact permutation p), ``rank_spread`` (seed spread), ``peak`` (where the mean peaks, with its
     interval on the grid, in words) and ``rank_needed`` (seeds per arm that would resolve the effect)."""
-    from .rules import grid_interval, needed_text
-
     out = {}
     for a, r in rv.arch.items():
         e = r.verdict.estimate
         out.update(
             {
-                f"{prefix}_cold_diff_{a}": e.text(2),
+                f"{prefix}_cold_diff_{a}": fmt_estimate(e, 2),
                 f"{prefix}_cold_p_{a}": float(e.p),
                 f"{prefix}_rank_spread_{a}": float(r.spread),
-                f"{prefix}_peak_{a}": grid_interval(r.shape, words=True, note=r.shape_text.split(" (")[0]),
+                f"{prefix}_peak_{a}": grid_interval(r.shape, words=True, note=shape_text(r).split(" (")[0]),
                 f"{prefix}_rank_needed_{a}": needed_text(r.verdict),
             }
         )
@@ -485,13 +470,11 @@ def loss_verdict_facts(prefix: str, loss_v) -> dict:
     glues, per architecture of ``loss_v.arch``: ``{prefix}_loss_rho_<arch>`` (Spearman's rho with its interval),
     ``loss_best`` (the grid value of the lowest mean loss, with its interval on the grid, in words) and
     ``loss_spread`` (seed spread, nats)."""
-    from .rules import grid_interval
-
     out = {}
     for a, r in loss_v.arch.items():
         out.update(
             {
-                f"{prefix}_loss_rho_{a}": r.verdict.estimate.text(2),
+                f"{prefix}_loss_rho_{a}": fmt_estimate(r.verdict.estimate, 2),
                 f"{prefix}_loss_spread_{a}": float(r.spread),
                 f"{prefix}_loss_best_{a}": grid_interval(r.shape, words=True),
             }
@@ -501,9 +484,7 @@ def loss_verdict_facts(prefix: str, loss_v) -> dict:
 
 def head_dim_grid_text(runs: pd.DataFrame, profile: str, head_dims, hidden: int, taus) -> str:
     """One sentence on the head-dimension runs: how many, the head dimensions and heads at hidden size
-    ``hidden``, the temperature ratios ``taus`` (written by :func:`attnrank.rules.fmt_setting`) and the seeds."""
-    from .rules import fmt_setting
-
+    ``hidden``, the temperature ratios ``taus`` (written by :func:`attnrank.glossary.fmt_setting`) and the seeds."""
     return (
         f"{len(runs)} head-dimension runs ({profile} profile): head dimensions {', '.join(map(str, head_dims))} at "
         f"hidden size {hidden} (heads: {', '.join(str(hidden // h) for h in head_dims)}), tau in "
@@ -520,11 +501,6 @@ def environment(prefix: str, profile: str) -> tuple[pd.DataFrame, dict]:
     import platform
     import sys
     from importlib.metadata import version
-
-    from .book import ENVIRONMENT_PACKAGES
-    from .provenance import lock_state
-    from .store import code_hash
-    from .train import device_name
 
     lock_hash, locked = lock_state(ENVIRONMENT_PACKAGES)
     env = pd.DataFrame(
@@ -553,9 +529,6 @@ def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     (:func:`attnrank.profiles.profile_defaults`; each value as written in the profile, so integers stay
     integers and floats are written with ``:g``) and the sweep grids of the chapters
     (:data:`attnrank.experiments.SWEEP_DEFAULTS`)."""
-    from .experiments import SWEEP_DEFAULTS
-    from .profiles import PROFILES, profile_defaults
-
     defaults = pd.DataFrame(
         {p: {k: f"{v:g}" if isinstance(v, float) else str(v) for k, v in profile_defaults(p).items()} for p in PROFILES}
     )
@@ -565,9 +538,6 @@ def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
 def paper_facts(prefix: str) -> dict:
     """The size of the ``paper`` profile, as integers named ``{prefix}_paper_<fact>``: ``width`` (hidden size),
     ``layers``, ``heads``, ``tokens`` (sequence length), ``steps`` and ``seeds`` (of its sweep)."""
-    from .experiments import SWEEP_DEFAULTS
-    from .profiles import profile_defaults
-
     paper = profile_defaults("paper")
     return {
         f"{prefix}_paper_{key}": int(value)
@@ -588,7 +558,7 @@ def verdict_table(results: dict) -> pd.DataFrame:
     (:data:`attnrank.rank.MEASURES`) and ``"verdict under this measure"``."""
     return pd.DataFrame(
         {
-            "measure": [MEASURES[m].label for m in results],
+            "measure": [MEASURE_LABELS[m] for m in results],
             "verdict under this measure": [r.status for r in results.values()],
         }
     )
@@ -615,8 +585,6 @@ def lever_verdicts(
         :data:`RANK_MEASURES`; the same comparison of the final validation loss over the complete runs (no
         effect: reported, not judged); and the primary measure against the head-dimension grid at the coldest tau.
     """
-    from .rules import lever_comparison
-
     by_measure = {
         m: lever_comparison(tau_runs, hd_runs, f"initial_{m}", effect=effect, archs=archs) for m in RANK_MEASURES
     }

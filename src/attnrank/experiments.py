@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 
+from .causal import causal_runs
 from .errors import ConfigError, check_positive_int
-from .models import ARCHS, check_tau
-from .profiles import RUN_PRESETS, RunConfig, default_dataset, resolve_config, resolve_profile
+from .presets import RUN_PRESETS
+from .profiles import (
+    ARCHS,
+    RunConfig,
+    base_profile,
+    check_dataset,
+    check_tau,
+    default_dataset,
+    resolve_config,
+    resolve_profile,
+)
 
 __all__ = [
-    "PRIMARY_MEASURE",
     "TAU_GRID",
     "SWEEP_DEFAULTS",
     "sweep_defaults",
@@ -31,9 +40,6 @@ __all__ = [
     "VERDICT_RUNS",
     "verdict_scales",
 ]
-
-#: The rank measure verdicts are computed on (all others are reported beside it).
-PRIMARY_MEASURE = "effective_rank"
 
 #: Temperature ratios of the main sweep: 7 values, a factor of about 4 apart, from 1e-3 to 4.
 TAU_GRID = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
@@ -53,7 +59,7 @@ def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=No
     """The profile's grids with any of ``taus``, ``head_dims``, ``seeds``, ``dataset`` overridden (validated).
 
     ``seeds`` may be an int (that many seeds, 0..n-1) or a list of seeds. ``dataset`` (key
-    ``"dataset"``, normalised by :func:`attnrank.data.check_dataset`) defaults to the
+    ``"dataset"``, normalised by :func:`attnrank.profiles.check_dataset`) defaults to the
     profile's, ``ATTNRANK_DATASET`` or ``shakespeare``.
 
     Raises:
@@ -63,8 +69,6 @@ def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=No
     if dataset is None:
         d["dataset"] = default_dataset()
     else:
-        from .data import check_dataset
-
         d["dataset"] = check_dataset(dataset)
     if taus is not None:
         d["taus"] = tuple(check_tau(t) for t in (taus if isinstance(taus, (list, tuple)) else [taus]))
@@ -132,7 +136,7 @@ def main_sweep(
 SEQ_LENS = (32, 64, 128, 256)
 
 #: Per profile: the profile whose sizes the sequence-length runs have (at ``tau = 1``, with
-#: ``max_len`` varied), further overrides and the seeds (:data:`attnrank.profiles.RUN_PRESETS`).
+#: ``max_len`` varied), further overrides and the seeds (:data:`attnrank.presets.RUN_PRESETS`).
 SEQ_LEN_PRESET = RUN_PRESETS["seq_len"]
 
 
@@ -168,8 +172,6 @@ def _temp_runs(profile: str) -> list[RunConfig]:
 
 
 def _causal_runs(profile: str) -> list[RunConfig]:
-    from .causal import causal_runs  # the causal chapter's 2 x 2 and twins, at its preset sizes
-
     return causal_runs(profile)
 
 
@@ -203,8 +205,6 @@ def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunCon
         ConfigError: naming ``chapters`` for an unknown chapter, ``dataset`` for an invalid one.
     """
     if dataset is not None:
-        from .data import check_dataset
-
         dataset = check_dataset(dataset)
     names = list(CHAPTERS) if chapters is None else [chapters] if isinstance(chapters, str) else list(chapters)
     unique: dict[RunConfig, RunConfig] = {}
@@ -249,8 +249,6 @@ def verdict_scales(profile: str = "auto", dataset=None):
         ConfigError: naming ``profile`` or ``dataset``.
     """
     import pandas as pd
-
-    from .profiles import base_profile
 
     profile = resolve_profile(profile)
     rows = []

@@ -33,8 +33,9 @@ from concurrent.futures import as_completed
 
 import pandas as pd
 
+from . import store
 from .errors import ConfigError, check_choice
-from .profiles import RunConfig
+from .profiles import RunConfig, profile_defaults
 
 __all__ = ["EXECUTORS", "CodeMismatch", "sweep", "worker_env", "default_workers", "plan"]
 
@@ -81,8 +82,6 @@ def default_workers(threads: int = 1) -> int:
 
 def _work(cfg: RunConfig, expected_hash: str | None) -> dict:
     """Train (or find) one run in a worker; checks the worker's code hash first."""
-    from . import store
-
     have = store.code_hash()
     if expected_hash is not None and have != expected_hash:
         raise CodeMismatch(
@@ -114,8 +113,6 @@ def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> N
 def _settings(c: RunConfig) -> str:
     """The fields of ``c`` other than its sizes' profile's defaults, beside ``arch, tau, heads, seed,
     threads`` (e.g. ``"max_len=128"``, ``"qk_init_scale=10, ..."``), or ``""``."""
-    from .profiles import profile_defaults
-
     base, shown = profile_defaults(c.profile), {"tau", "num_heads", "seed", "threads"}
     return ", ".join(
         f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
@@ -132,15 +129,13 @@ def plan(configs) -> pd.DataFrame:
         ConfigError: for something that is not a :class:`RunConfig`, or under ``torchrun``
         (see :func:`attnrank.train.run_environment`).
     """
-    from . import store
-
     rows = []
     for i, c in enumerate(configs):
         if not isinstance(c, RunConfig):
             raise ConfigError("configs", f"item {i} is a {type(c).__name__}; expected RunConfig (resolve_config(...))")
         key = store.run_key(c)
         path = store.runs_dir() / f"{c.arch}-{key}"
-        stored = path.exists() and store._read(path) is not None
+        stored = path.exists() and store.read(path) is not None
         rows.append(
             {
                 "arch": c.arch,
@@ -204,8 +199,6 @@ def sweep(
             every other run has finished; their rows are missing).
     """
     from tqdm.auto import tqdm
-
-    from . import store
 
     check_choice("executor", executor, EXECUTORS)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):

@@ -1,38 +1,30 @@
-"""The measure chapter's probe pipeline: every rank measure of trained and initial attention,
-over a grid of temperatures and three precision pipelines, and the numbers the chapter reads.
+"""The measure chapter: every rank measure of trained and initial attention, over a grid of
+temperatures and three precision pipelines, and the numbers, tables and verdict the chapter reads.
 
-:func:`probe_tables` probes stored runs (by key) and returns one table (cached with
-:func:`attnrank.cache.cached` by :func:`probe`): per-sequence measure values, per-matrix
-diagnostics (``sigma_1``, ``sigma_min``, the largest gap, the causal diagonal, distinct
-argmax columns) and spectrum quantiles. The measures are recomputed from the singular
-values of each pipeline with :func:`measures_from_singular_values` (the definitions of
-:data:`attnrank.rank.MEASURES`). The other functions turn those tables into the chapter's
-glued numbers and its pre-registered verdict (:func:`verdict`).
+:func:`probe` reads the probe tables of stored runs (:func:`attnrank.spectra.probe_tables`,
+computed once and cached with :func:`attnrank.cache.cached`): per-sequence measure values,
+per-matrix diagnostics and spectrum quantiles. The other functions turn those tables into the
+chapter's numbers and its pre-registered verdict (:func:`verdict`).
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 
-from . import rank, stats, verdicts
+from . import rank, spectra, stats, verdicts
 from .cache import cached
 from .errors import ConfigError
-from .rank import MEASURES
+from .glossary import fmt, fmt_estimate
+from .profiles import ARCHS, resolve_config
+from .rank import RANK_MEASURES
+from .spectra import PIPELINES, REFERENCE
 
 __all__ = [
-    "RANK_MEASURES",
-    "PIPELINES",
-    "REFERENCE",
     "RULE_MEASURES",
-    "measures_from_singular_values",
-    "probe_ids",
-    "initial_model",
-    "probe_tables",
     "probe",
     "summarise",
     "threshold_lines",
@@ -45,174 +37,20 @@ __all__ = [
     "trained_facts",
 ]
 
-#: The measures computed from singular values (all but the entropy).
-RANK_MEASURES = [m for m, spec in MEASURES.items() if spec.kind != "entropy"]
-#: Precision pipelines: name -> (precision of the probabilities, precision of the SVD).
-PIPELINES = {
-    "float64 probs, float64 SVD": ("float64", torch.float64),
-    "float32 probs, float64 SVD": ("float32", torch.float64),
-    "float64 probs, float32 SVD": ("float64", torch.float32),
-}
-REFERENCE = "float64 probs, float64 SVD"
 #: The measures of the verdict rule: the study's absolute rule and two relative ones.
 RULE_MEASURES = ("rank_atol_1e-8", "rank_rtol_1e-2", "effective_rank")
 EPS32, EPS64 = float(torch.finfo(torch.float32).eps), float(torch.finfo(torch.float64).eps)
 
 
-def measures_from_singular_values(sv: torch.Tensor, measures=RANK_MEASURES) -> dict[str, torch.Tensor]:
-    """Rank measures from singular values ``sv [..., n]`` (decreasing), as in :func:`attnrank.rank.rank_measures`.
-
-    Returns ``{measure: float64 [...]}``.
-
-    Raises:
-        ConfigError: for an unknown measure or the entropy (it needs the matrix, not its spectrum).
-    """
-    measures = rank.check_measures(measures)
-    sv = sv.double()
-    out = {}
-    for name in measures:
-        spec = MEASURES[name]
-        if spec.kind == "numerical":
-            out[name] = rank._count_above(sv, spec.atol, spec.rtol).double()
-        elif spec.kind == "effective":
-            out[name] = rank._effective(sv)
-        elif spec.kind == "stable":
-            out[name] = rank._stable(sv)
-        else:
-            raise ConfigError("measures", f"{name!r} is not a function of the singular values; use rank.rank_measures")
-    return out
-
-
-def probe_ids(run, probe_size: int) -> torch.Tensor:
-    """``probe_size`` validation blocks of ``run`` spread evenly over the validation split, ``[probe_size, max_len]``.
-
-    Raises:
-        ConfigError: naming ``probe_size`` when the split has fewer blocks.
-    """
-    from .data import token_blocks
-
-    c = run.config
-    _, val, _ = token_blocks(c["arch"], c["dataset"], int(run.summary["vocab_size"]), int(c["max_len"]))
-    if probe_size > len(val):
-        raise ConfigError(
-            "probe_size", f"got {probe_size}; the validation split has only {len(val)} blocks of {c['max_len']} tokens"
-        )
-    return torch.from_numpy(val[np.linspace(0, len(val) - 1, probe_size).round().astype(int)])
-
-
-def initial_model(run):
-    """The model ``run`` (a :class:`attnrank.store.Run`) started from: same architecture and seed, untrained."""
-    return run.initial_model()
-
-
-@torch.no_grad()
-def _probabilities(model, model64, ids, tau):
-    from .models import set_tau
-    from .probe import attention_probabilities
-
-    set_tau(model, tau)
-    set_tau(model64, tau)
-    return {"float32": attention_probabilities(model, ids), "float64": attention_probabilities(model64, ids)}
-
-
-def _quantiles(kind: str, key: tuple, svs: list) -> pd.DataFrame:
-    sv = np.concatenate(svs)
-    q = np.quantile(sv, [0.1, 0.5, 0.9], axis=0)
-    arch, state, tau, pipe = key
-    return pd.DataFrame(
-        {
-            "table": kind,
-            "arch": arch,
-            "state": state,
-            "tau": tau,
-            "pipeline": pipe,
-            "k": np.arange(1, sv.shape[1] + 1),
-            "low": q[0],
-            "median": q[1],
-            "high": q[2],
-        }
-    )
-
-
-def probe_tables(keys, probe_size: int, taus) -> pd.DataFrame:
-    """Probe the stored runs ``keys`` (trained at ``tau = 1``) at every temperature of ``taus``
-    (trained models) and at ``tau = 1`` (initial models), in the three :data:`PIPELINES`.
-
-    Returns one table with a column ``table``: ``values`` (``arch``, ``seed``, ``state``,
-    ``tau``, ``pipeline``, ``measure``, ``sequence``, ``value``: the mean over layers and heads
-    per probe sequence), ``matrices`` (reference pipeline, one row per matrix: ``sigma_1``,
-    ``sigma_min``, ``max_gap``, ``min_diag``, ``log10_det`` (GPT-2), ``distinct_argmax``) and
-    ``spectra`` (quantiles 10/50/90% of ``sigma_k`` over all matrices, at ``tau`` = 1 and at the
-    ends of the grid).
-    """
-    from pathlib import Path
-
-    from .store import _read, load_runs
-
-    runs = load_runs(keys=set(keys))
-    runs = runs.set_index("key").loc[list(keys)].reset_index()
-    keep = {1.0, min(taus), max(taus)}
-    rows, spectra = [], {}
-    for r in runs.itertuples():
-        run = _read(Path(r.path))
-        ids = probe_ids(run, probe_size)
-        for state, model in (("initialisation", initial_model(run)), ("trained", run.load_model())):
-            model64 = copy.deepcopy(model).double().eval()
-            for tau in taus if state == "trained" else [1.0]:
-                probs = _probabilities(model, model64, ids, tau)
-                p64 = probs["float64"]
-                diag = p64.diagonal(dim1=-2, dim2=-1)
-                argmax_cols = torch.zeros_like(p64).scatter_(-1, p64.argmax(-1, keepdim=True), 1.0).amax(-2).sum(-1)
-                for pipe, (pdt, sdt) in PIPELINES.items():
-                    sv = rank.singular_values(probs[pdt], sdt).double()  # [L, B, H, n]
-                    for name, v in measures_from_singular_values(sv).items():
-                        per_seq = v.mean(dim=(0, 2)).numpy()  # mean over layers and heads
-                        rows.append(
-                            pd.DataFrame(
-                                {
-                                    "table": "values",
-                                    "arch": r.arch,
-                                    "seed": r.seed,
-                                    "state": state,
-                                    "tau": tau,
-                                    "pipeline": pipe,
-                                    "measure": name,
-                                    "sequence": np.arange(len(per_seq)),
-                                    "value": per_seq,
-                                }
-                            )
-                        )
-                    if tau in keep:
-                        spectra.setdefault((r.arch, state, tau, pipe), []).append(sv.reshape(-1, sv.shape[-1]).numpy())
-                    if pipe == REFERENCE:
-                        rows.append(
-                            pd.DataFrame(
-                                {
-                                    "table": "matrices",
-                                    "arch": r.arch,
-                                    "seed": r.seed,
-                                    "state": state,
-                                    "tau": tau,
-                                    "sigma_1": sv[..., 0].reshape(-1).numpy(),
-                                    "sigma_min": sv[..., -1].reshape(-1).numpy(),
-                                    "max_gap": (sv[..., :-1] / sv[..., 1:]).amax(-1).reshape(-1).numpy(),
-                                    "min_diag": diag.amin(-1).reshape(-1).numpy(),
-                                    "log10_det": torch.log10(diag).sum(-1).reshape(-1).numpy()
-                                    if r.arch == "gpt2"
-                                    else np.nan,
-                                    "distinct_argmax": argmax_cols.reshape(-1).numpy(),
-                                }
-                            )
-                        )
-    rows += [_quantiles("spectra", key, svs) for key, svs in spectra.items()]
-    return pd.concat(rows, ignore_index=True)
-
-
 def probe(used: pd.DataFrame, probe_size: int, taus) -> dict[str, pd.DataFrame]:
-    """:func:`probe_tables` of the runs in ``used`` (a :func:`attnrank.store.load_runs` frame),
+    """:func:`attnrank.spectra.probe_tables` of the runs in ``used`` (a :func:`attnrank.store.load_runs` frame),
     cached by run keys, probe size and temperatures; ``{"values", "matrices", "spectra"}``."""
     table = cached(
-        "measure_probe", probe_tables, keys=list(used.key), probe_size=int(probe_size), taus=[float(t) for t in taus]
+        "measure_probe",
+        spectra.probe_tables,
+        keys=list(used.key),
+        probe_size=int(probe_size),
+        taus=[float(t) for t in taus],
     )
     return {
         k: g.drop(columns="table").dropna(axis=1, how="all").reset_index(drop=True)
@@ -262,8 +100,6 @@ def matrix_facts(matrices: pd.DataFrame, n: int) -> dict:
     """Glued facts of the matrices at ``tau = 1``: median largest gap and ``sigma_min`` per
     architecture and state, the share certified full rank above float64 round-off, and GPT-2's
     causal diagonal (``min_i A_ii``, ``log10 det``, ``sigma_min <= min_i A_ii``)."""
-    from .book import fmt
-
     ref = matrices[matrices.tau == 1.0]
     out = {}
     for (arch, state), g in ref.groupby(["arch", "state"]):
@@ -296,8 +132,8 @@ def causal_ratios(values: pd.DataFrame, causal: dict, n: int) -> tuple[pd.DataFr
             g = ref[(ref.state == state) & (ref.measure == m)]
             e_ratio = stats.mean_ci(g["value"] / causal[m], clusters=g["seed"])
             row[f"GPT-2 {state}"] = stats.mean_ci(g["value"], clusters=g["seed"]).value
-            row[f"ratio {state} (95% CI over runs)"] = e_ratio.text(2, n=False)
-            glue[f"measure_gpt2_{tag}ratio_{m}"] = e_ratio.text(2)
+            row[f"ratio {state} (95% CI over runs)"] = fmt_estimate(e_ratio, 2, n=False)
+            glue[f"measure_gpt2_{tag}ratio_{m}"] = fmt_estimate(e_ratio, 2)
             glue[f"measure_gpt2_{tag}ratio_value_{m}"] = e_ratio.value
         rows.append(row)
     return pd.DataFrame(rows).set_index("measure"), glue
@@ -322,8 +158,6 @@ def verdict(
     misses while rtol 1e-2 and the effective rank detect; not supported: the absolute rule
     detects or a relative measure misses; else (or a grid below ``tau_high``) inconclusive.
     Returns ``(status, summary, glue)``."""
-    from .book import fmt
-
     hi = values[
         (values.state == "trained") & (values.pipeline == REFERENCE) & (values.arch == "bert") & (values.tau == tau_max)
     ]
@@ -359,8 +193,8 @@ def verdict(
             )
     summary = (
         f"At tau = {tau_max:g}, trained BERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
-        f"{atol_e.text(3)} runs under the study's absolute 1e-8 rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
-        f"{head_dim + 1}) but {rel_e.text(3, n=False)} at rtol 1e-2 and {eff_e.text(3, n=False)} for the effective rank "
+        f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 1e-8 rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
+        f"{head_dim + 1}) but {fmt_estimate(rel_e, 3, n=False)} at rtol 1e-2 and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
         f"(n = {n} tokens, {len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
         f"{fmt(ratios['effective_rank'], 2)} times that of uniform causal attention and its rank at rtol 1e-2 "
         f"{fmt(ratios['rank_rtol_1e-2'], 2)} times.{needed}"
@@ -377,9 +211,6 @@ def probed_runs(runs: pd.DataFrame, profile: str) -> tuple[pd.DataFrame, pd.Data
     Raises:
         RuntimeError: when one architecture has no complete run to probe.
     """
-    from .models import ARCHS
-    from .profiles import resolve_config
-
     standard_heads = {a: resolve_config(a, profile).num_heads for a in ARCHS}
     chosen = runs[(runs.tau == 1.0) & (runs.num_heads == runs.arch.map(standard_heads))]
     used = chosen[chosen.status == "complete"].reset_index(drop=True)
@@ -393,8 +224,6 @@ def temperature_facts(ref: pd.DataFrame, matrices: pd.DataFrame, spectra: pd.Dat
     the grid (``ref``: :func:`summarise` of the reference pipeline by arch, tau, measure), the
     distinct argmax columns at the smallest ``tau``, and the ``tau`` at which trained BERT's
     median ``sigma_2`` at the largest ``tau`` would reach the study's threshold 1e-8."""
-    from .book import fmt
-
     lo, hi = min(taus), max(taus)
     look = ref.set_index(["arch", "tau", "measure"])["mean"]
     s2 = spectra[
@@ -422,8 +251,6 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
     """Largest deviation of each measure from the float64 reference per pipeline (over archs and
     temperatures), and trained BERT's median smallest singular value at the largest ``tau`` in
     each pipeline (the floor each precision reaches). Returns ``(deviation table, glue)``."""
-    from .book import fmt
-
     wide = by_tau.pivot_table(index=["arch", "tau", "measure"], columns="pipeline", values="mean")
     p32, s32 = "float32 probs, float64 SVD", "float64 probs, float32 SVD"
     dev = pd.DataFrame(
@@ -512,8 +339,6 @@ def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFram
     the temperature) the causal rows have no label, ``n`` is labelled ``"n = <n>"`` and BERT also
     gets the rank-one line of uniform attention (``measure = "rank one"``, value 1).
     """
-    from .models import ARCHS
-
     if not temperature:
         return pd.DataFrame(
             [dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
@@ -536,7 +361,5 @@ def trained_facts(at1: pd.DataFrame) -> dict:
     Raises:
         KeyError: when ``at1`` lacks a trained architecture or measure.
     """
-    from .models import ARCHS
-
     lookup = at1.set_index(["arch", "state", "measure"])["mean"]
     return {f"measure_{a}_trained_{m}": float(lookup[a, "trained", m]) for a in ARCHS for m in RANK_MEASURES}

@@ -20,19 +20,15 @@ from .errors import ConfigError, check_choice, check_positive_int
 from .profiles import (  # the checks live with the run config
     ARCHS,
     FIELD_CHECKS,
-    TAU_RANGE,
     RunConfig,
     check_tau,
     resolve_heads,
 )
 
 __all__ = [
-    "ARCHS",
-    "TAU_RANGE",
     "build_model",
     "model_from_config",
     "tokenizer_pad_id",
-    "resolve_heads",
     "set_tau",
     "scale_qk",
     "qk_parameter_names",
@@ -162,8 +158,8 @@ def _fields(cfg) -> dict:
 def model_from_config(
     cfg,
     *,
-    vocab_size: int | None = None,
-    pad_token_id: int | None = None,
+    vocab_size: int,
+    pad_token_id: int,
     tau: float | None = None,
     seed: int | None = None,
     attn_implementation: str | None = None,
@@ -174,9 +170,8 @@ def model_from_config(
         cfg: a :class:`~attnrank.profiles.RunConfig`, or a run's stored ``config.json``
             (a mapping with ``arch``, ``hidden_size``, ``num_layers``, ``num_heads``, ``tau``,
             ``max_len``, ``dropout``, ``seed`` and ``qk_init_scale``).
-        vocab_size, pad_token_id: of the run's tokenizer; by default read from the tokenizer
-            of ``cfg`` (built and cached by :func:`attnrank.data.get_tokenizer`, which needs
-            ``dataset`` and ``vocab_size`` in ``cfg``).
+        vocab_size, pad_token_id: of the run's tokenizer (``len(tokenizer)`` and
+            :func:`tokenizer_pad_id`; a stored run's summary records both).
         tau, seed: override the config's temperature ratio and initialisation seed.
         attn_implementation: ``None`` for the tempered attention of :mod:`attnrank.attention`,
             or a stock HF name (``"eager"``, ``"sdpa"``; then ``tau`` must be 1).
@@ -189,12 +184,6 @@ def model_from_config(
         :func:`attnrank.models.build_model`.
     """
     c = _fields(cfg)
-    if vocab_size is None or pad_token_id is None:
-        from .data import get_tokenizer
-
-        tokenizer = get_tokenizer(c["arch"], c["dataset"], c["vocab_size"])
-        vocab_size = len(tokenizer) if vocab_size is None else vocab_size
-        pad_token_id = tokenizer_pad_id(tokenizer) if pad_token_id is None else pad_token_id
     return build_model(
         c["arch"],
         hidden_size=c["hidden_size"],

@@ -19,8 +19,9 @@ Every field of a :class:`RunConfig` is checked in one place, :data:`FIELD_CHECKS
 the config is built (by :func:`resolve_config` or directly), before any work: its type
 (NumPy numbers become plain Python numbers, so they give the same run key), its range
 (upper bounds included) and the constraints between fields (heads dividing the width,
-the memory a run needs). This module imports nothing else from the library at import
-time, so that the model and data modules can use its checks.
+the memory a run needs), the dataset's name included (:func:`check_dataset`). This
+module imports nothing from the library but :mod:`attnrank.errors`, so that the data and
+model modules can use its checks.
 
 Every run trains on a fixed number of torch threads, ``threads`` (1 and 2 threads give
 different bits, so the thread count is part of the run's key). Its default is 1 in every
@@ -34,15 +35,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import ConfigError, check_choice, check_int, check_real
 
 __all__ = [
-    "PRESETS",
-    "preset",
-    "preset_table",
-    "RUN_PRESETS",
-    "run_preset_table",
+    "OFFLINE_DEFAULT",
+    "check_dataset",
+    "dataset_spec",
     "PROFILES",
     "ARCHS",
     "TAU_RANGE",
@@ -140,9 +140,46 @@ def _real(low=None, high=None, **open_ends):
     return lambda name, value: check_real(name, value, low=low, high=high, **open_ends)
 
 
-def _dataset(name, value):
-    from .data import check_dataset  # the data module owns the dataset names
+#: Name of the corpus that needs no network.
+OFFLINE_DEFAULT = "shakespeare"
 
+
+def dataset_spec(dataset: str) -> tuple[str, str | None, bool]:
+    """``(name, config, is_local_folder)`` of an ``hf:`` dataset; local names are resolved absolute paths."""
+    spec = dataset[3:]
+    if os.path.isdir(os.path.expanduser(spec)):
+        return str(Path(spec).expanduser().resolve()), None, True
+    name, _, config = spec.partition(":")
+    if os.path.isdir(os.path.expanduser(name)):
+        return str(Path(name).expanduser().resolve()), config or None, True
+    if os.path.isabs(name) or name.startswith(("./", "../", "~")) or name in (".", ".."):
+        raise ConfigError("dataset", f"got {dataset!r}: the folder {name!r} does not exist")
+    return name, config or None, False
+
+
+def check_dataset(dataset) -> str:
+    """Validate a dataset name: ``"shakespeare"`` or ``"hf:NAME[:CONFIG]"``; return it normalised.
+
+    A local folder (``hf:PATH``) is returned as ``hf:`` and its resolved absolute path, so
+    that one folder reached through different relative paths or working directories is
+    one dataset, and one relative path meaning different folders is not.
+
+    Raises:
+        ConfigError: naming ``dataset``, for any other value or a path to no folder.
+    """
+    if not isinstance(dataset, str) or not (
+        dataset == OFFLINE_DEFAULT or (dataset.startswith("hf:") and len(dataset) > 3)
+    ):
+        raise ConfigError("dataset", f"got {dataset!r}; allowed values: {OFFLINE_DEFAULT!r} or 'hf:NAME[:CONFIG]'")
+    if dataset == OFFLINE_DEFAULT:
+        return dataset
+    name, config, local = dataset_spec(dataset)
+    if local:
+        return f"hf:{name}" + (f":{config}" if config else "")
+    return dataset
+
+
+def _dataset(name, value):
     return check_dataset(value)
 
 
@@ -322,7 +359,7 @@ class RunConfig:
 _COMMON = dict(
     tau=1.0,
     seed=0,
-    dataset="shakespeare",
+    dataset=OFFLINE_DEFAULT,
     weight_decay=0.01,
     mlm_probability=0.15,
     threads=1,
@@ -452,8 +489,6 @@ def default_dataset() -> str:
     env = os.environ.get("ATTNRANK_DATASET")
     if not env:
         return _COMMON["dataset"]
-    from .data import check_dataset
-
     try:
         return check_dataset(env)
     except ConfigError as exc:
@@ -499,164 +534,3 @@ def resolve_config(arch: str, profile: str = "auto", *, head_dim: int | None = N
     if head_dim is not None:
         values["num_heads"], _ = resolve_heads(values["hidden_size"], overrides.get("num_heads"), head_dim)
     return RunConfig(arch=arch, profile=profile, **values)
-
-
-#: Sizes of the chapters that compute without trained models, per profile (beside the run
-#: profiles above, which size the trained models). ``theory``: random instances of the
-#: propositions (P0: ``p0_n`` x ``p0_n`` matrices, ``p0_inst`` instances, ``p0_digits`` digits of
-#: mpmath; P1: staircase size ``stair_n``, Taylor size ``taylor_n`` with ``taylor_inst`` instances
-#: per setting; P1': size ``sat_n``, ``sat_samples`` matrices per point and head dimensions
-#: ``sat_head_dims``; P2: size ``p2_n``, head dimension ``p2_d``, ``p2_inst`` instances and a grid of
-#: ``p2_grid`` temperatures; theorem: ``mc_samples`` draws per point, head dimensions
-#: ``mc_head_dims`` and sequence lengths ``n_values``). ``target``: the toy model trained on a
-#: target of size ``n`` for ``steps`` steps, over ``taus`` x ``head_dims`` x ``n_seeds`` seeds,
-#: logging every ``log_every`` steps. Read with :func:`preset`; printed by :func:`preset_table`.
-PRESETS = {
-    "theory": {
-        "ci": dict(
-            p0_n=16,
-            p0_inst=2,
-            p0_digits=60,
-            stair_n=40,
-            taylor_n=32,
-            taylor_inst=3,
-            sat_n=48,
-            sat_samples=8,
-            p2_n=32,
-            p2_d=8,
-            p2_inst=6,
-            p2_grid=29,
-            mc_head_dims=[1, 2, 4, 8, 16, 64, 256],
-            mc_samples=40,
-            n_values=[64, 256],
-            sat_head_dims=[1, 2, 4, 8, 16, 64, 128, 512],
-        ),
-        "quick": dict(
-            p0_n=32,
-            p0_inst=3,
-            p0_digits=120,
-            stair_n=80,
-            taylor_n=64,
-            taylor_inst=8,
-            sat_n=128,
-            sat_samples=32,
-            p2_n=64,
-            p2_d=8,
-            p2_inst=32,
-            p2_grid=57,
-            mc_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-            mc_samples=400,
-            n_values=[64, 256],
-            sat_head_dims=[1, 2, 4, 8, 16, 64, 128, 512],
-        ),
-        "paper": dict(
-            p0_n=32,
-            p0_inst=8,
-            p0_digits=150,
-            stair_n=128,
-            taylor_n=128,
-            taylor_inst=32,
-            sat_n=128,
-            sat_samples=256,
-            p2_n=128,
-            p2_d=8,
-            p2_inst=128,
-            p2_grid=113,
-            mc_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
-            mc_samples=4000,
-            n_values=[64, 256],
-            sat_head_dims=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
-        ),
-    },
-    "target": {
-        "ci": dict(n=32, steps=200, taus=[0.01, 0.1, 1.0, 10.0], head_dims=[1, 2, 16, 32], n_seeds=4, log_every=10),
-        "quick": dict(
-            n=64,
-            steps=600,
-            taus=[0.01, 0.03, 0.1, 0.3, 1.0, 10.0],
-            head_dims=[1, 2, 16, 32, 64],
-            n_seeds=6,
-            log_every=20,
-        ),
-        "paper": dict(
-            n=128,
-            steps=2000,
-            taus=[0.01, 0.0178, 0.0316, 0.0562, 0.1, 0.178, 0.316, 0.562, 1.0, 1.78, 3.16, 5.62, 10.0],
-            head_dims=[1, 2, 4, 16, 32, 64, 128],
-            n_seeds=6,
-            log_every=20,
-        ),
-    },
-}
-
-
-#: Per chapter and profile, the runs a chapter trains at sizes other than the build's own
-#: profile: ``sizes`` (the profile whose defaults they take; their config's ``profile`` names
-#: it), ``overrides`` of those defaults and ``seeds``. Each costs what a short chapter may add
-#: to a cold build: the theory chapter's sequence lengths (``max_len`` varied over
-#: ``attnrank.experiments.SEQ_LENS``) and the causal chapter's 2 x 2 and twins at ``ci`` sizes
-#: for ``ci`` and ``quick`` builds (trained longer at ``quick``), at ``quick`` sizes for ``long``
-#: and ``paper``.
-RUN_PRESETS = {
-    "seq_len": {
-        "ci": dict(sizes="ci", overrides={}, seeds=(0, 1, 2)),
-        "quick": dict(sizes="ci", overrides=dict(max_steps=160, warmup_steps=16, rank_every=40), seeds=(0, 1, 2)),
-        "paper": dict(sizes="quick", overrides={}, seeds=(0, 1, 2)),
-        "long": dict(sizes="quick", overrides={}, seeds=(0, 1)),
-    },
-    "causal": {
-        "ci": dict(sizes="ci", overrides={}, seeds=(0, 1, 2, 3, 4)),
-        "quick": dict(sizes="ci", overrides=dict(max_steps=200, warmup_steps=20, rank_every=20), seeds=(0, 1, 2, 3, 4)),
-        "paper": dict(sizes="quick", overrides={}, seeds=(0, 1, 2, 3, 4)),
-        "long": dict(sizes="quick", overrides={}, seeds=(0, 1, 2, 3, 4)),
-    },
-}
-
-
-def run_preset_table():
-    """:data:`RUN_PRESETS` as a table: one row per chapter and profile of the build, with the sizes'
-    profile, the overrides and the seeds (text)."""
-    import pandas as pd
-
-    return pd.DataFrame(
-        [
-            {
-                "chapter": c,
-                "build profile": p,
-                "sizes of": v["sizes"],
-                "overrides": ", ".join(f"{k}={x}" for k, x in v["overrides"].items()) or "none",
-                "seeds": ", ".join(map(str, v["seeds"])),
-            }
-            for c in RUN_PRESETS
-            for p, v in RUN_PRESETS[c].items()
-        ]
-    )
-
-
-def preset(chapter: str, profile: str = "auto") -> dict:
-    """A copy of the sizes of ``chapter`` (``theory`` or ``target``) for ``profile`` (``long``: the ``quick`` sizes).
-
-    Raises:
-        ConfigError: naming ``chapter`` or ``profile`` for an unknown value.
-    """
-    check_choice("chapter", chapter, tuple(PRESETS))
-    return {k: list(v) if isinstance(v, list) else v for k, v in PRESETS[chapter][base_profile(profile)].items()}
-
-
-def preset_table():
-    """:data:`PRESETS` as a table: one row per chapter and size, one column per profile (text)."""
-    import pandas as pd
-
-    rows = [
-        {
-            "chapter": c,
-            "size": k,
-            **{
-                p: ", ".join(map(str, v)) if isinstance(v, list) else str(v)
-                for p, v in ((p, PRESETS[c][base_profile(p)][k]) for p in PROFILES)
-            },
-        }
-        for c in PRESETS
-        for k in PRESETS[c]["ci"]
-    ]
-    return pd.DataFrame(rows)

@@ -29,8 +29,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from . import stats
+from . import experiments, rules, stats, store
 from .errors import ConfigError, check_int
+from .glossary import fmt_estimate
+from .profiles import resolve_config
 from .rank import MEASURES, STUDY_ATOL
 from .stats import Estimate
 
@@ -296,7 +298,7 @@ def agreement(
             out.append(
                 f"for {name} they part: the study's rank puts {theirs} higher (difference "
                 f"{reference[a]:.2f} with every sequence), the effective rank {mine} "
-                f"({e.text(2)}{'' if resolved else ', unresolved'})"
+                f"({fmt_estimate(e, 2)}{'' if resolved else ', unresolved'})"
             )
     return out
 
@@ -320,8 +322,6 @@ class Records:
 
     def glue(self, n_draws: int) -> dict:
         """The chapter's ``protocol_*`` numbers about the records and its pre-registered thresholds."""
-        from . import rules
-
         seq = self.seq
         values = {
             "n_val": seq[seq.split == "val"].sequence.nunique(),
@@ -355,9 +355,6 @@ def load(profile: str, *, seeds=None, dataset=None) -> Records:
     Raises:
         ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
     """
-    from . import experiments, store
-    from .profiles import resolve_config
-
     runs = store.sweep(experiments.main_sweep(profile, seeds=seeds, dataset=dataset), progress=False)
     head_dim = resolve_config("bert", profile).head_dim
     ok, pair = select(runs, head_dim)
@@ -368,7 +365,7 @@ def load(profile: str, *, seeds=None, dataset=None) -> Records:
 def flip_table(flips: pd.DataFrame) -> pd.DataFrame:
     """:func:`flip_rate` as a table: one row per probe step, one column per architecture, each cell
     the flip rate in percent with its 95% interval (``"12.0% [8.1%, 16.5%]"``-style text)."""
-    text = flips.estimate.map(lambda e: e.text(1, n=False, percent=True))
+    text = flips.estimate.map(lambda e: fmt_estimate(e, 1, n=False, percent=True))
     return flips.assign(**{"flip rate [95% CI]": text}).pivot(index="step", columns="arch", values="flip rate [95% CI]")
 
 
@@ -389,8 +386,6 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
     Raises:
         ConfigError: from :func:`attnrank.rules.protocol_rule` when the architectures differ.
     """
-    from . import rules
-
     stock, cold = STUDY_TAUS
     ok, hd, final_step = records.ok, records.head_dim, records.final_step
     end = {a: ok[(ok.arch == a) & (ok.head_dim == hd)] for a in sorted(records.pair.arch.unique())}
@@ -405,7 +400,7 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
     sentences = agreement(res.reference, ours, labels)
     joined = "; ".join(sentences)
     glue = {"protocol_agreement": joined[0].upper() + joined[1:]}
-    glue.update({f"protocol_flip_{a}": e.text(1, n=False, percent=True) for a, e in res.flip.items()})
+    glue.update({f"protocol_flip_{a}": fmt_estimate(e, 1, n=False, percent=True) for a, e in res.flip.items()})
     stable = all(res.parts[("stable", a)] == "supported" for a in res.flip)
     glue["protocol_examples"] = (
         "Eight examples and one run were enough for the sign the study read: the gap between the temperatures "
@@ -417,8 +412,8 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
     n_train, n_test = STUDY_EXAMPLES
     summary = (
         f"Over {n_draws} draws of {n_train} + {n_test} examples and one run per temperature, the study's conclusion "
-        f"at the last step flips in {res.flip['bert'].text(1, n=False, percent=True)} of draws for BERT and "
-        f"{res.flip['gpt2'].text(1, n=False, percent=True)} for GPT-2 (at most {rules.MAX_FLIP:.0%} allowed). "
+        f"at the last step flips in {fmt_estimate(res.flip['bert'], 1, n=False, percent=True)} of draws for BERT and "
+        f"{fmt_estimate(res.flip['gpt2'], 1, n=False, percent=True)} for GPT-2 (at most {rules.MAX_FLIP:.0%} allowed). "
         f"Against our protocol (effective rank, all sequences, {records.pair.seed.nunique()} seeds): {joined}. "
         + "; ".join(f"{part} for {labels[a]}: {st}" for (part, a), st in res.parts.items())
         + "."
@@ -430,11 +425,9 @@ def set_early_summary(early, final_step: int, measure_label: str, labels: dict) 
     """The sentence of the ``set_early`` verdict from :func:`attnrank.rules.set_early_rule`'s result ``early``:
     per architecture the first early step whose interval clears the threshold (or, if none does, the
     last early step shown), with its rho."""
-    from . import rules
-
     text = "; ".join(
         f"{labels[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
-        f"{early.shown[a][0]}, rho {early.shown[a][1]}"
+        f"{early.shown[a][0]}, rho {fmt_estimate(early.shown[a][1])}"
         for a in early.per_arch
         if early.shown[a]
     )

@@ -30,6 +30,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+from .errors import ConfigError
+
 __all__ = [
     "LOCK_FILE",
     "RESULT_ROOTS",
@@ -109,8 +111,6 @@ def closure(roots=RESULT_ROOTS) -> list[Path]:
     Raises:
         ConfigError: naming ``roots`` for a name that is not a module of this package.
     """
-    from .errors import ConfigError
-
     todo, seen = [], set()
     for name in roots:
         if module_file(name) is None:

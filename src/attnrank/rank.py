@@ -38,6 +38,7 @@ from .errors import ConfigError
 __all__ = [
     "STUDY_ATOL",
     "MEASURES",
+    "RANK_MEASURES",
     "DEFAULT_MEASURES",
     "singular_values",
     "numerical_rank",
@@ -56,27 +57,29 @@ STUDY_ATOL = 1e-8
 
 @dataclass(frozen=True)
 class Measure:
-    """A named rank measure: ``kind`` in {numerical, effective, stable, entropy}."""
+    """A named rank measure: ``kind`` in {numerical, effective, stable, entropy} (its label for a
+    reader: :data:`attnrank.glossary.MEASURE_LABELS`)."""
 
     name: str
     kind: str
     atol: float | None = None
     rtol: float | None = None
-    label: str = ""
 
 
 #: Every measure available by name (names are the ``measure`` column of rank tables).
 MEASURES: dict[str, Measure] = {
     m.name: m
     for m in [
-        Measure("rank_atol_1e-8", "numerical", atol=STUDY_ATOL, label="rank, atol 1e-8 (study)"),
-        Measure("rank_rtol_1e-2", "numerical", rtol=1e-2, label="rank, rtol 1e-2"),
-        Measure("rank_rtol_1e-4", "numerical", rtol=1e-4, label="rank, rtol 1e-4"),
-        Measure("effective_rank", "effective", label="effective rank"),
-        Measure("stable_rank", "stable", label="stable rank"),
-        Measure("attention_entropy", "entropy", label="attention entropy (nats)"),
+        Measure("rank_atol_1e-8", "numerical", atol=STUDY_ATOL),
+        Measure("rank_rtol_1e-2", "numerical", rtol=1e-2),
+        Measure("rank_rtol_1e-4", "numerical", rtol=1e-4),
+        Measure("effective_rank", "effective"),
+        Measure("stable_rank", "stable"),
+        Measure("attention_entropy", "entropy"),
     ]
 }
+#: The measures that are ranks, in order: every measure but the attention entropy.
+RANK_MEASURES: tuple[str, ...] = tuple(m for m, spec in MEASURES.items() if spec.kind != "entropy")
 #: Measures recorded during training.
 DEFAULT_MEASURES: tuple[str, ...] = tuple(MEASURES)
 

@@ -32,6 +32,15 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
   over runs against a pre-registered threshold, :func:`attnrank.protocol.rank_by_step`).
 * :func:`seq_len_rule` - generality in sequence length: the trained rank stays below the study's
   bound ``(1 - 1/e) n + 1`` at every ``n`` (``final_<measure>``, ``max_len``).
+
+Every pre-registered constant of these rules is defined here (:data:`PRIMARY_MEASURE`,
+:data:`RHO_MIN`, :data:`STABLE_TOLERANCE`, :data:`LOSS_EFFECT`, :data:`TEMP_RANK_EFFECT`,
+:data:`TEMP_LOSS_EFFECT`, :data:`LEVER_EFFECT`, :data:`MAX_FLIP`, :data:`SET_EARLY_RHO`,
+:data:`EARLY_FRACTION`, :data:`CAUSAL_EFFECT`), and nothing else: this module holds decisions, not
+words. The sentences, tables and captions that report a verdict live in the chapter modules
+(:mod:`attnrank.dynamics`, :mod:`attnrank.loss`, :mod:`attnrank.temp`, :mod:`attnrank.headdim`,
+:mod:`attnrank.causal`, ...), outside the result hash (:data:`attnrank.provenance.RESULT_ROOTS`),
+so rewording a verdict's sentence recomputes no cached table.
 """
 
 from __future__ import annotations
@@ -45,66 +54,62 @@ import pandas as pd
 
 from . import stats, verdicts
 from .errors import ConfigError
+from .rank import check_measures
 from .stats import Estimate
+from .theory import study_bound
 from .verdicts import INCONCLUSIVE, Verdict, combine, judge
 
 __all__ = [
+    "PRIMARY_MEASURE",
     "RHO_MIN",
+    "STABLE_TOLERANCE",
     "LOSS_EFFECT",
+    "TEMP_RANK_EFFECT",
+    "TEMP_LOSS_EFFECT",
+    "LEVER_EFFECT",
+    "MAX_FLIP",
+    "SET_EARLY_RHO",
+    "EARLY_FRACTION",
+    "CAUSAL_EFFECT",
     "DynamicsResult",
     "LossResult",
+    "ArchResult",
+    "SweepVerdict",
+    "ProtocolResult",
+    "SetEarlyResult",
+    "SeqLenResult",
     "dynamics_rule",
     "loss_rule",
-    "SweepVerdict",
-    "ArchResult",
-    "peak_shape",
-    "fmt_setting",
     "two_point",
     "temperature_rank",
     "temperature_loss",
     "lever_comparison",
-    "grid_text",
-    "grid_interval",
-    "needed_text",
-    "verdict_text",
-    "temperature_table",
-    "temperature_loss_table",
-    "lever_table",
-    "lever_effects",
-    "direction_text",
-    "correlation_table",
     "relative_change",
     "stability_table",
-    "stability_rows",
     "convergence_speed",
-    "needed_runs",
-    "dynamics_summary",
-    "loss_summary",
-    "temperature_summary",
-    "temperature_loss_summary",
-    "lever_summary",
-    "correlation_notes",
-    "lever_texts",
-    "direction_note",
-    "MAX_FLIP",
-    "SET_EARLY_RHO",
-    "EARLY_FRACTION",
-    "ProtocolResult",
     "protocol_rule",
-    "SetEarlyResult",
     "set_early_rule",
-    "SeqLenResult",
     "seq_len_rule",
-    "CAUSAL_EFFECT",
     "paired_difference",
     "causal_rule",
-    "causal_text",
 ]
 
+#: The measure every verdict computed from a rank is judged on (the others give its robustness table).
+PRIMARY_MEASURE = "effective_rank"
 #: The predictive half of the dynamics claim needs Spearman's rho(initial, final) above this.
 RHO_MIN = 0.5
+#: The stable half of the dynamics claim: a run is stable if its relative change of mean rank is at most this.
+STABLE_TOLERANCE = 0.1
 #: Pre-registered within-temperature correlation (initial rank, final loss) the loss rule should resolve.
 LOSS_EFFECT = -0.5
+#: Pre-registered effect of the temperature rank rule: coldest minus stock initial rank, in units of rank
+#: (for the seeds needed when the verdict is not supported).
+TEMP_RANK_EFFECT = 1.0
+#: Pre-registered Spearman rho of log tau and the final loss that the temperature loss rule should resolve.
+TEMP_LOSS_EFFECT = 0.5
+#: Pre-registered difference (units of rank) between the temperature's and the head dimension's range of
+#: the mean initial rank, for the seeds needed by the lever rule.
+LEVER_EFFECT = 1.0
 
 
 def _need(df: pd.DataFrame, cols) -> None:
@@ -146,7 +151,7 @@ def dynamics_rule(
     runs: pd.DataFrame,
     measure: str,
     *,
-    tolerance: float = 0.1,
+    tolerance: float = STABLE_TOLERANCE,
     rho_min: float = RHO_MIN,
     seed: int = 0,
     n_resamples: int = stats.N_RESAMPLES,
@@ -231,24 +236,6 @@ def loss_rule(
     return res
 
 
-def fmt_setting(v) -> str:
-    """A grid value (tau, head dimension) for prose and tables: ``1``, ``0.001``, ``32``, ``9.7e7``.
-
-    Integer values print without a decimal point, others in ``%g`` form with the exponent written
-    compactly (``9.7e7``, ``1e-4``), never as ``97000000.0``.
-    """
-    v = float(v)
-    if not math.isfinite(v):
-        return "n/a"
-    if v.is_integer() and abs(v) < 1e4:
-        return str(int(v))
-    s = f"{v:g}"
-    if "e" in s:
-        mant, exp = s.split("e")
-        s = f"{mant}e{int(exp)}"
-    return s
-
-
 @dataclass(frozen=True)
 class ArchResult:
     """One architecture's part of a verdict.
@@ -257,16 +244,16 @@ class ArchResult:
         verdict: the classified estimate (status, estimate, threshold, runs needed).
         shape: where the response peaks (:class:`~attnrank.stats.Estimate` of the grid value; its
             interval is on the grid) or ``None``.
-        shape_text: the peak in words (see :func:`peak_shape`), or ``""``.
+        grid: the sorted grid values the shape was located on (empty without a shape).
         spread: pooled within-setting standard deviation over seeds of the outcome (NaN if none).
         parts: further named estimates shown beside the verdict (e.g. the span of each lever).
     """
 
     verdict: Verdict
     shape: Estimate | None = None
-    shape_text: str = ""
     spread: float = float("nan")
     parts: dict = field(default_factory=dict)
+    grid: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -279,28 +266,6 @@ class SweepVerdict:
 
     def __getitem__(self, arch: str) -> ArchResult:
         return self.arch[arch]
-
-
-def peak_shape(peak: Estimate, levels) -> str:
-    """Where a peak lies on a grid, in words, from :func:`attnrank.stats.peak_location`.
-
-    ``"interior peak at tau = v (interval a to b)"`` when the interval excludes both grid ends;
-    ``"peak at the low end"`` / ``"peak at the high end"`` when the whole interval is that end;
-    otherwise ``"peak location unresolved (interval a to b)"``. The word ``tau`` is the caller's
-    (this function names no setting): the text starts with the shape.
-    """
-    levels = np.sort(np.unique(np.asarray(levels, float)))
-    if len(levels) < 2 or not peak.has_interval:
-        return "peak location unresolved"
-    lo, hi = levels[0], levels[-1]
-    span = f"{fmt_setting(peak.low)} to {fmt_setting(peak.high)}"
-    if peak.low > lo and peak.high < hi:
-        return f"interior peak at {fmt_setting(peak.value)} (interval {span})"
-    if peak.low == peak.high == lo:
-        return "peak at the low end of the grid"
-    if peak.low == peak.high == hi:
-        return "peak at the high end of the grid"
-    return f"peak location unresolved (estimate {fmt_setting(peak.value)}, interval {span})"
 
 
 def _judge_t(est: Estimate, effect: float, spread: float, unit: str = "seeds per arm") -> Verdict:
@@ -337,7 +302,7 @@ def temperature_rank(
     *,
     stock: float = 1.0,
     cold: float | None = None,
-    effect: float = 1.0,
+    effect: float = TEMP_RANK_EFFECT,
     seed: int = 0,
     n_resamples: int = stats.N_RESAMPLES,
     archs=None,
@@ -355,7 +320,7 @@ def temperature_rank(
     at this scale; the claim is made for every architecture (:func:`attnrank.verdicts.combine`).
     When not supported, ``verdict.needed`` is the seeds per arm that resolve ``effect`` at the
     pooled within-tau seed spread (exact two-sample t power, :func:`attnrank.stats.seeds_needed_t`). Beside it: where the mean rank peaks over the grid
-    (:func:`attnrank.stats.peak_location`, stratified bootstrap) and :func:`peak_shape`.
+    (:func:`attnrank.stats.peak_location`, stratified bootstrap).
 
     Raises:
         ConfigError: naming ``runs`` for a missing column, ``stock``/``cold`` when not on the grid.
@@ -366,7 +331,7 @@ def temperature_rank(
     cold = float(levels.min()) if cold is None else float(cold)
     for name, v in (("stock", stock), ("cold", cold)):
         if not np.isclose(levels, v, rtol=1e-9).any():
-            raise ConfigError(name, f"got {v!r}; expected a tau on the grid {[fmt_setting(t) for t in levels]}")
+            raise ConfigError(name, f"got {v!r}; expected a tau on the grid {[f'{t:g}' for t in levels]}")
     out = {}
     for a in archs or sorted(d.arch.unique()):
         da = d[d.arch == a]
@@ -375,7 +340,7 @@ def temperature_rank(
         spread = stats.pooled_sd(y, x)
         v = _judge_t(est, effect, spread)
         peak = stats.peak_location(x, y, n_resamples=n_resamples, seed=seed)
-        out[a] = ArchResult(v, peak, peak_shape(peak, x), spread)
+        out[a] = ArchResult(v, peak, spread, grid=tuple(np.unique(x)))
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
 
 
@@ -383,7 +348,7 @@ def temperature_loss(
     runs: pd.DataFrame,
     column: str = "final_val_loss",
     *,
-    effect: float = 0.5,
+    effect: float = TEMP_LOSS_EFFECT,
     seed: int = 0,
     n_resamples: int = stats.N_RESAMPLES,
     archs=None,
@@ -409,7 +374,7 @@ def temperature_loss(
         est = stats.spearman(np.log(x), y, n_resamples=n_resamples, seed=seed)
         v = judge(est, 0.0, "above", effect=effect)
         best = stats.peak_location(x, y, n_resamples=n_resamples, seed=seed, maximum=False)
-        out[a] = ArchResult(v, best, peak_shape(best, x).replace("peak", "minimum"), stats.pooled_sd(y, x))
+        out[a] = ArchResult(v, best, stats.pooled_sd(y, x), grid=tuple(np.unique(x)))
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
 
 
@@ -418,7 +383,7 @@ def lever_comparison(
     hd_runs: pd.DataFrame,
     column: str,
     *,
-    effect: float = 1.0,
+    effect: float = LEVER_EFFECT,
     seed: int = 0,
     n_resamples: int = stats.N_RESAMPLES,
     archs=None,
@@ -465,211 +430,8 @@ def lever_comparison(
             if np.isclose(xt, 1.0).any()
             else None,
         }
-        out[a] = ArchResult(v, None, "", spread, parts)
+        out[a] = ArchResult(v, None, spread, parts)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(t) + len(h))
-
-
-# ------------------------------------------------------------------ text and tables of the verdicts
-def grid_text(values) -> str:
-    """A grid in words: ``"11 values a factor of about 4 apart"`` (geometric step), or ``"one value"``."""
-    g = sorted(float(v) for v in values)
-    if len(g) < 2:
-        return "one value"
-    return f"{len(g)} values a factor of about {(g[-1] / g[0]) ** (1 / (len(g) - 1)):.0f} apart"
-
-
-def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
-    """A grid location with its interval on the grid (:func:`attnrank.stats.peak_location`):
-    ``"0.01 [0.001, 0.1]"``, or with ``words=True`` ``"0.01 (95% interval on the grid 0.001 to 0.1)"``
-    (``note`` is added inside the parentheses after a semicolon)."""
-    if words:
-        return (
-            f"{fmt_setting(e.value)} ({e.confidence:.0%} interval on the grid {fmt_setting(e.low)} to "
-            f"{fmt_setting(e.high)}{'; ' + note if note else ''})"
-        )
-    return f"{fmt_setting(e.value)} [{fmt_setting(e.low)}, {fmt_setting(e.high)}]"
-
-
-def needed_text(v: Verdict) -> str:
-    """The runs a verdict needs, for prose: ``"12"`` or ``"none (resolved)"`` when it needs none."""
-    return str(v.needed) if v.needed is not None else "none (resolved)"
-
-
-def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | None = None) -> str:
-    """One architecture's estimate for a verdict summary: ``"<what> <estimate> runs"``, and, when the
-    verdict is not supported and more runs would resolve it, ``" (about N <unit> would resolve the
-    pre-registered effect)"`` (``effect`` given: ``"... a difference of <effect>"``)."""
-    v = r.verdict
-    s = f"{what} {v.estimate.text(digits)} runs"
-    if v.status != "supported" and v.needed is not None:
-        target = "the pre-registered effect" if effect is None else f"a difference of {effect:g}"
-        s += f" (about {v.needed} {v.needed_unit} would resolve {target})"
-    return s
-
-
-def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
-    """The rank rule of :func:`temperature_rank` with every measure, one row per measure and architecture:
-    the cold-minus-stock difference (Welch-t interval), its exact p, the runs, the peak on the grid and the status."""
-    rows = [
-        {
-            "measure": m,
-            "arch": a,
-            f"rank at tau = {fmt_setting(cold)} minus tau = 1 [95% CI]": r.verdict.estimate.text(2, n=False),
-            "exact p": round(r.verdict.estimate.p, 3),
-            "runs": r.verdict.estimate.n,
-            "peak at tau [95% CI]": grid_interval(r.shape),
-            "status": r.verdict.status,
-        }
-        for m, v in rank_v.items()
-        for a, r in v.arch.items()
-    ]
-    return pd.DataFrame(rows).set_index(["measure", "arch"])
-
-
-def temperature_loss_table(loss_v: SweepVerdict) -> pd.DataFrame:
-    """The loss rule of :func:`temperature_loss`, one row per architecture."""
-    return pd.DataFrame(
-        [
-            {
-                "arch": a,
-                "rho(log tau, final loss) [95% CI]": r.verdict.estimate.text(2, n=False),
-                "runs": r.verdict.estimate.n,
-                "lowest mean loss at tau [95% CI]": grid_interval(r.shape),
-                "seed sd (nats)": round(r.spread, 4),
-                "status": r.verdict.status,
-            }
-            for a, r in loss_v.arch.items()
-        ]
-    ).set_index("arch")
-
-
-def lever_table(lever_v: dict) -> pd.DataFrame:
-    """The rule of :func:`lever_comparison` with every measure, one row per measure and architecture."""
-    return pd.DataFrame(
-        [
-            {
-                "measure": m,
-                "arch": a,
-                "τ range": r.parts["tau_range"].text(2, n=False),
-                "d_head range": r.parts["head_dim_range"].text(2, n=False),
-                "d_head: largest − smallest": r.parts["head_dim_change"].text(2, n=False),
-                "difference of ranges": r.verdict.estimate.text(2, n=False),
-                "runs": r.verdict.estimate.n,
-                "status": r.verdict.status,
-            }
-            for m, v in lever_v.items()
-            for a, r in v.arch.items()
-        ]
-    ).set_index(["measure", "arch"])
-
-
-#: The rows of :func:`lever_effects`: each lever's range and their difference.
-LEVERS = {
-    "tau_range": "τ over its grid",
-    "head_dim_range": "d_head over its grid (τ = 1)",
-    "diff": "difference (τ − d_head)",
-}
-
-
-def lever_effects(panels: dict) -> pd.DataFrame:
-    """The effect sizes of :func:`lever_comparison` for a forest plot (:func:`attnrank.plots.sweeps.effect_forest`).
-
-    ``panels``: ``{panel title: SweepVerdict}``; one row per panel, architecture and lever
-    (:data:`LEVERS`) with ``estimate, low, high, n``.
-    """
-    rows = []
-    for panel, v in panels.items():
-        for a, r in v.arch.items():
-            for key, lab in LEVERS.items():
-                e = r.verdict.estimate if key == "diff" else r.parts[key]
-                rows.append(
-                    {
-                        "panel": panel,
-                        "arch": a,
-                        "lever": lab,
-                        "estimate": e.value,
-                        "low": e.low,
-                        "high": e.high,
-                        "n": e.n,
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-def direction_text(change: Estimate, means: pd.Series) -> str:
-    """How a mean moves along a grid, in words: ``"falls from 3.10 at d_head = 4 to 2.50 at d_head = 32
-    (change ...)"``; ``means`` is indexed by the head dimension, ``change`` the signed largest-minus-smallest."""
-    lo, hi = int(means.index.min()), int(means.index.max())
-    word = "falls" if change.high < 0 else "rises" if change.low > 0 else "changes (direction not resolved)"
-    return f"{word} from {means.loc[lo]:.2f} at d_head = {lo} to {means.loc[hi]:.2f} at d_head = {hi} (change {change.text(2)})"
-
-
-def lever_texts(lv: SweepVerdict, lv_min: SweepVerdict, loss_lv: SweepVerdict, means: dict) -> dict:
-    """The numbers the head-dimension chapter pastes from :func:`lever_comparison`, per architecture:
-    ``{f"{name}_{arch}": text or number}`` with the ranges of each lever (``tau_range``, ``hd_range``; at the
-    lowest temperature ``hd_range_min``), their difference (``diff``), the loss ranges (``loss_tau_range``,
-    ``loss_hd_range``), the direction of the head-dimension change (``direction``, :func:`direction_text`
-    with ``means[arch]``, the mean per head dimension) and the seed spread (``spread``)."""
-    out = {}
-    for a, r in lv.arch.items():
-        out.update(
-            {
-                f"tau_range_{a}": r.parts["tau_range"].text(2),
-                f"hd_range_{a}": r.parts["head_dim_range"].text(2),
-                f"hd_range_min_{a}": lv_min[a].parts["head_dim_range"].text(2),
-                f"diff_{a}": r.verdict.estimate.text(2),
-                f"loss_tau_range_{a}": loss_lv[a].parts["tau_range"].text(3),
-                f"loss_hd_range_{a}": loss_lv[a].parts["head_dim_range"].text(3),
-                f"direction_{a}": direction_text(r.parts["head_dim_change"], means[a]),
-                f"spread_{a}": float(r.spread),
-            }
-        )
-    return out
-
-
-def direction_note(lv: SweepVerdict, arch_labels: dict) -> str:
-    """Whether the measured rank follows the staircase bound upward with the head dimension, in words, from the
-    signed largest-minus-smallest change of :func:`lever_comparison` (``parts["head_dim_change"]``)."""
-    falls = [a for a, r in lv.arch.items() if r.parts["head_dim_change"].high < 0]
-    rises = [a for a, r in lv.arch.items() if r.parts["head_dim_change"].low > 0]
-    if not rises:
-        return "at this width the measured rank does not follow the staircase bound upward"
-    return (
-        "the measured rank rises with the head dimension for "
-        + " and ".join(arch_labels[a] for a in rises)
-        + ("" if not falls else ", and falls for " + " and ".join(arch_labels[a] for a in falls))
-    )
-
-
-def correlation_table(results: dict, labels: dict, arch_labels: dict, outcome: str | None = None) -> pd.DataFrame:
-    """The correlations of :func:`dynamics_rule` or :func:`loss_rule` with every measure, one row per
-    measure and architecture: Spearman's rho across runs and within temperatures (95% intervals), the
-    stratified-permutation p within temperatures and the runs. ``labels``: measure labels;
-    ``outcome``: a label for an ``outcome`` column (left out when None)."""
-    return pd.DataFrame(
-        [
-            {
-                "measure": labels[m],
-                **({"outcome": outcome} if outcome else {}),
-                "arch": arch_labels[a],
-                "Spearman ρ [95% CI]": r.rho[a].text(n=False),
-                "within τ: ρ [95% CI]": r.within[a].text(n=False),
-                "p (within τ)": f"{r.within[a].p:.3f}",
-                "runs": r.rho[a].n,
-            }
-            for m, r in results.items()
-            for a in r.rho
-        ]
-    )
-
-
-def correlation_notes(res) -> dict:
-    """Per architecture, the text drawn in a scatter panel for :func:`dynamics_rule` or :func:`loss_rule`:
-    Spearman's rho across runs, within temperatures and the number of runs, on three lines."""
-    return {
-        a: f"ρ = {res.rho[a].text(n=False)}\nwithin τ: ρ = {res.within[a].text(n=False)}\nn = {res.rho[a].n} runs"
-        for a in res.rho
-    }
 
 
 def relative_change(runs: pd.DataFrame, measures, *, keep=("arch", "tau", "head_dim", "seed", "sweep")) -> pd.DataFrame:
@@ -693,29 +455,6 @@ def stability_table(change: pd.DataFrame, tolerance: float) -> pd.DataFrame:
         share_stable=("rel_change", lambda v: float((v <= tolerance).mean())),
         share_increased=("increased", "mean"),
         largest=("rel_change", "max"),
-    )
-
-
-def stability_rows(
-    results: dict, shares: pd.DataFrame, tolerance: float, labels: dict, arch_labels: dict
-) -> pd.DataFrame:
-    """The stability half of :func:`dynamics_rule` with every measure, for display: per measure and
-    architecture the median relative change (95% order-statistic interval), the shares of
-    :func:`stability_table` as percentages and the runs."""
-    return pd.DataFrame(
-        [
-            {
-                "measure": labels[m],
-                "arch": arch_labels[a],
-                "median Δrel [95% CI]": r.change[a].text(0, n=False, percent=True),
-                f"stable (Δrel ≤ {tolerance:.0%})": f"{shares.loc[(m, a), 'share_stable']:.0%}",
-                "rank went up": f"{shares.loc[(m, a), 'share_increased']:.0%}",
-                "largest Δrel": f"{shares.loc[(m, a), 'largest']:.0%}",
-                "runs": r.change[a].n,
-            }
-            for m, r in results.items()
-            for a in r.change
-        ]
     )
 
 
@@ -749,113 +488,6 @@ def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: 
     runs["censored"] = ok & runs.steps_to_level.isna()
     runs["steps_plot"] = runs.steps_to_level.fillna(censored_at)
     return runs, levels, censored_at
-
-
-def needed_runs(judged: dict, arch_labels: dict, statuses: dict, *, prefix: str = "") -> list[str]:
-    """``["BERT (MLM) <prefix>12", ...]``: the runs each not-supported part of a verdict needs (``judged``:
-    ``{arch: Verdict}``, ``statuses``: ``{arch: status}``)."""
-    return [
-        f"{arch_labels[a]} {prefix}{v.needed}" for a, v in judged.items() if statuses[a] != "supported" and v.needed
-    ]
-
-
-# ------------------------------------------------------------------ the verdict summaries of the chapters
-def dynamics_summary(
-    res: DynamicsResult, *, label: str, arch_labels: dict, n_seeds: int, tolerance: float, regime: str
-) -> str:
-    """The summary of the dynamics verdict (:func:`dynamics_rule` on the primary measure ``label``): the
-    correlation and the median relative change per architecture, each half's status, the within-temperature
-    correlation, the runs a not-supported predictive half needs and the loss ``regime``."""
-    needed = [
-        f"{arch_labels[a]} {v.needed}"
-        for (h, a), v in res.judged.items()
-        if h == "predictive" and v.status != "supported" and v.needed
-    ]
-    return (
-        f"On the {label}, across {', '.join(f'{res.rho[a].n} {arch_labels[a]}' for a in res.rho)} runs "
-        f"({n_seeds} seeds per setting), initial and final mean rank have Spearman rho {res.rho['bert'].text(n=False)} "
-        f"(BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2), and the median relative change is "
-        f"{res.change['bert'].text(0, n=False, percent=True)} (BERT) and "
-        f"{res.change['gpt2'].text(0, n=False, percent=True)} (GPT-2) against a {tolerance:.0%} tolerance: "
-        + "; ".join(f"{h} half for {arch_labels[a]}: {v}" for (h, a), v in res.halves.items())
-        + ". "
-        f"Within temperatures the correlation is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) "
-        f"and {res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}). "
-        + (f"Runs needed to resolve a correlation of {RHO_MIN:g}: {', '.join(needed)}. " if needed else "")
-        + f"Regime: {regime}."
-    )
-
-
-def loss_summary(res: LossResult, *, label: str, arch_labels: dict, n_seeds: int, regime: str) -> str:
-    """The summary of the loss verdict (:func:`loss_rule` on the primary measure ``label``): the correlation
-    across runs and within temperatures per architecture, their statuses, the runs a not-supported
-    architecture needs and the loss ``regime``."""
-    archs = list(res.rho)
-    needed = needed_runs(res.judged, arch_labels, res.per_arch, prefix="about ")
-    return (
-        f"On the {label}, across {', '.join(f'{res.rho[a].n} {arch_labels[a]}' for a in archs)} runs "
-        f"({n_seeds} seeds per setting), initial mean rank and final validation loss have Spearman rho "
-        f"{res.rho['bert'].text(n=False)} (BERT) and {res.rho['gpt2'].text(n=False)} (GPT-2); within temperatures "
-        f"(tau as a fixed effect) rho is {res.within['bert'].text(n=False)} (BERT, p = {res.within['bert'].p:.2f}) and "
-        f"{res.within['gpt2'].text(n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}): "
-        + ", ".join(f"{res.per_arch[a]} for {arch_labels[a]}" for a in archs)
-        + ". "
-        + (
-            f"Runs needed to resolve a within-temperature rho of {LOSS_EFFECT:g}".replace("of -", "of \u2212")
-            + f": {', '.join(needed)}. "
-            if needed
-            else ""
-        )
-        + f"Regime: {regime}."
-    )
-
-
-def _shape(r: ArchResult) -> str:
-    return r.shape_text.split(" (")[0]
-
-
-def temperature_summary(rv: SweepVerdict, *, label: str, cold: float, profile: str, n_seeds: int) -> str:
-    """The summary of the rank verdict of :func:`temperature_rank` on the primary measure ``label``."""
-    return (
-        f"On the initial {label}, the mean at tau = {fmt_setting(cold)} minus the mean at tau = 1 (Welch-t 95% "
-        f"interval) is {verdict_text(rv['bert'], 'for BERT')} and {verdict_text(rv['gpt2'], 'for GPT-2')}; the mean "
-        f"initial rank peaks at tau = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) and at "
-        f"tau = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile} profile, "
-        f"{n_seeds} seeds per temperature, {rv.n_runs} runs."
-    )
-
-
-def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int) -> str:
-    """The summary of the loss verdict of :func:`temperature_loss`."""
-    return (
-        f"Spearman's rho of log tau and the final validation loss (BCa bootstrap over runs) is "
-        f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; a negative "
-        f"rho means a colder softmax trains worse. The lowest mean final loss is at tau = "
-        f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and tau = {fmt_setting(loss_v['gpt2'].shape.value)} "
-        f"(GPT-2). {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
-    )
-
-
-def lever_summary(
-    lv: SweepVerdict, *, label: str, effect: float, profile: str, n_seeds: int, head_dims, hidden: int
-) -> str:
-    """The summary of the verdict of :func:`lever_comparison` on the primary measure ``label``."""
-
-    def arch_text(r: ArchResult) -> str:
-        s = (
-            f"the temperature moves the mean initial {label} by {r.parts['tau_range'].text(2)} runs over its grid "
-            f"and the head dimension by {r.parts['head_dim_range'].text(2)} runs (difference "
-            f"{r.verdict.estimate.text(2, n=False)}"
-        )
-        if r.verdict.status != "supported" and r.verdict.needed is not None:
-            s += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve a difference of {effect:g}"
-        return s + ")"
-
-    return (
-        f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
-        f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile} profile, {n_seeds} seeds per "
-        f"setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
-    )
 
 
 #: The protocol rule: the study's four-plus-four-example conclusion is dependable if at most this
@@ -1019,9 +651,6 @@ def seq_len_rule(runs: pd.DataFrame, measure: str) -> SeqLenResult:
         ConfigError: naming ``runs`` for missing columns or no complete run, ``measure`` for an
         unknown measure.
     """
-    from .rank import check_measures
-    from .theory import study_bound
-
     (measure,) = check_measures(measure)
     col = f"final_{measure}"
     _need(runs, ["arch", "max_len", "status", col])
@@ -1138,25 +767,5 @@ def causal_rule(
         v = replace(v, needed_unit="seeds") if v.needed is not None else v
         if verdicts.classify(temp, 0.0, "above") == INCONCLUSIVE:
             v = replace(v, status=INCONCLUSIVE)
-        out[a] = ArchResult(v, None, "", spread, parts)
+        out[a] = ArchResult(v, None, spread, parts)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
-
-
-def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
-    """One architecture's part of :func:`causal_rule` in words, for a verdict's summary: the
-    temperature's effect, each single factor's, the oriented difference, the status and, when not
-    supported, the seeds that would resolve :data:`CAUSAL_EFFECT`."""
-    r, p = result[arch], result[arch].parts
-    name = {"bert": "BERT", "gpt2": "GPT-2"}.get(arch, arch)
-    txt = (
-        f"{name}: temperature effect {p['temperature'].text(digits)} seeds, initial scale alone "
-        f"{p['init'].text(digits, n=False)}, step size alone {p['lr'].text(digits, n=False)}, oriented difference "
-        f"{r.verdict.estimate.text(digits, n=False)} ({r.verdict.status})"
-    )
-    if r.verdict.status != "supported" and r.verdict.needed is not None:
-        txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {_fmt_effect(r.verdict.effect)} nats"
-    return txt
-
-
-def _fmt_effect(x) -> str:
-    return "n/a" if x is None else f"{x:g}"

@@ -19,9 +19,13 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from . import stats
+from . import experiments, stats
+from . import runs as runs_mod
 from .errors import ConfigError, check_positive_int
+from .glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate
+from .plots.seqlen import rank_vs_seq_len
 from .rank import MEASURES, check_measures, rank_measures
+from .rules import seq_len_rule
 from .theory import study_bound
 
 __all__ = ["uniform_ranks", "seq_len_table", "summary", "Report", "report_from_runs", "section"]
@@ -103,9 +107,6 @@ def summary(result, table: pd.DataFrame, measure: str, setting: str) -> str:
         measure: the rank measure of the verdict.
         setting: the runs' sizes in words (for example ``"ci sizes, 40 steps"``).
     """
-    from .book import fmt
-    from .plots import ARCH_LABELS
-
     d = table[(table.measure == measure) & (table.when == "trained")].sort_values("n")
     ns = sorted(set(d.n))
     parts = []
@@ -118,9 +119,9 @@ def summary(result, table: pd.DataFrame, measure: str, setting: str) -> str:
     arch, n = result.worst()
     v = result.cases[(arch, n)]
     return (
-        f"Trained {MEASURES[measure].label} for n = {', '.join(map(str, ns))}: {'; '.join(parts)}; "
+        f"Trained {MEASURE_LABELS[measure]} for n = {', '.join(map(str, ns))}: {'; '.join(parts)}; "
         f"the bound (1 - 1/e) n + 1 runs from {fmt(study_bound(ns[0]), 1)} to {fmt(study_bound(ns[-1]), 1)}. "
-        f"Closest to it relative to n: {ARCH_LABELS[arch]} at n = {n}, {v.estimate.text(1)} against {fmt(v.threshold, 1)} "
+        f"Closest to it relative to n: {ARCH_LABELS[arch]} at n = {n}, {fmt_estimate(v.estimate, 1)} against {fmt(v.threshold, 1)} "
         f"({result.n_runs} runs, {setting})."
     )
 
@@ -158,9 +159,6 @@ def report_from_runs(runs: pd.DataFrame, setting: str, profile: str, ns) -> Repo
     Raises:
         ConfigError: naming ``runs`` for missing columns or no complete run.
     """
-    from .plots.seqlen import rank_vs_seq_len
-    from .rules import seq_len_rule
-
     table = seq_len_table(runs)
     glue = {"seq_len_ns": ", ".join(map(str, ns)), "seq_len_setting": setting, "seq_len_n_runs": len(runs)}
     shown = table[table.measure.isin(FIGURE_MEASURES)]
@@ -189,9 +187,6 @@ def section(profile: str, dataset=None) -> Report:
     Raises:
         ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.
     """
-    from . import experiments
-    from . import runs as runs_mod
-
     configs = experiments.seq_len_sweep(profile, dataset=dataset)
     c0 = configs[0]
     setting = (

@@ -44,6 +44,15 @@ from pathlib import Path
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
+from . import grid
+from .book import ENVIRONMENT_PACKAGES
+from .data import data_dir
+from .errors import ConfigError
+from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
+from .profiles import PROFILES, resolve_config, resolve_profile
+from .provenance import RESULT_ROOTS, code_hash, imported_modules, lock_state
+from .store import runs_dir
+
 __all__ = [
     "CONTEXT_ENV_PREFIXES",
     "CONTEXT_ENV_VARIABLES",
@@ -82,8 +91,6 @@ def chapter_roots(srcdir: Path | str | None = None) -> tuple[str, ...]:
     notebook in ``<srcdir>/chapters`` (``srcdir`` defaults to the checkout holding this
     package); empty when there are none.
     """
-    from .provenance import imported_modules
-
     srcdir = Path(srcdir) if srcdir is not None else Path(__file__).resolve().parents[2]
     toc = [srcdir / f"{name}.ipynb" for name in _toc_chapters(srcdir)] if (srcdir / "_toc.yml").is_file() else []
     modules: set[str] = set()
@@ -105,8 +112,6 @@ def library_hash(srcdir: Path | str | None = None) -> str:
     every module a chapter's results or figures import, and nothing else (``bench``,
     ``cli``, this extension).
     """
-    from .provenance import RESULT_ROOTS, code_hash
-
     return code_hash(tuple(RESULT_ROOTS) + chapter_roots(srcdir))
 
 
@@ -114,10 +119,6 @@ def _context_items(srcdir=None) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     import torch
-
-    from .book import ENVIRONMENT_PACKAGES
-    from .profiles import resolve_profile
-    from .provenance import lock_state
 
     items = {"library": library_hash(srcdir), "python": sys.version.split()[0], "platform": platform.platform()}
     for name in ENVIRONMENT_PACKAGES:
@@ -310,8 +311,6 @@ def _check_glue(app, env):
 
 def build_log_path() -> Path:
     """CSV of past builds (start, seconds, profile, runs trained, their training seconds, status)."""
-    from .data import data_dir
-
     return data_dir() / "build_log.csv"
 
 
@@ -321,9 +320,6 @@ def _start_clock(app, config) -> None:
 
 def _log_build(app, exception) -> None:
     import csv
-
-    from .profiles import resolve_profile
-    from .store import runs_dir
 
     start = getattr(app, "attnrank_start", None)
     if start is None:
@@ -399,9 +395,6 @@ class ProfileTable(Directive):
     """``{attnrank-profiles}``: the profiles' model and training sizes, from :mod:`attnrank.profiles`."""
 
     def run(self):
-        from .experiments import SWEEP_DEFAULTS
-        from .profiles import PROFILES, resolve_config
-
         header = ["profile", "meant for", "model", "training", "seeds"]
         rows = []
         for p in PROFILES:
@@ -423,9 +416,6 @@ def setting_role(name, rawtext, text, lineno, inliner, options=None, content=Non
 
     For example ``{attnrank-setting}`quick.max_steps``` or ``{attnrank-setting}`quick.mlm_probability:.0%```.
     """
-    from .errors import ConfigError
-    from .profiles import resolve_config
-
     spec, _, fmt = text.partition(":")
     profile, _, field = spec.partition(".")
     try:
@@ -520,10 +510,6 @@ def _sweep_up_front(app, config) -> None:
     for other runs trains those itself.
     """
     import os
-
-    from . import grid
-    from .experiments import CHAPTERS, book_runs
-    from .profiles import resolve_profile
 
     executor = os.environ.get("ATTNRANK_SWEEP") or getattr(config, "attnrank_sweep", "process")
     if executor == "off":

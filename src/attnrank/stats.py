@@ -59,122 +59,8 @@ __all__ = [
     "seeds_needed",
     "seeds_needed_t",
     "runs_needed_correlation",
-    # older interfaces, kept for existing callers
-    "spearman_ci",
-    "partial_spearman",
-    "bootstrap_ci",
-    "slope_per_doubling",
     "steps_to_level",
 ]
-
-
-def bootstrap_ci(
-    statistic, *data, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, paired: bool = True
-):
-    """Percentile bootstrap interval of ``statistic(*data)`` (``scipy.stats.bootstrap``); returns ``(low, high)``.
-
-    Superseded by :func:`resample_ci` (canonical row order, grouped/stratified resampling, undefined
-    resamples dropped) and, for two small samples, :func:`compare_means` (a percentile bootstrap over
-    2 seeds per arm is degenerate).
-    """
-    res = stats.bootstrap(
-        data,
-        statistic,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        paired=paired,
-        vectorized=False,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
-def spearman_ci(x, y, *, n_resamples: int = 2000, seed: int = 0) -> dict:
-    """Spearman's rho of paired samples with a 95% bootstrap interval (resampling pairs).
-
-    Returns ``{"rho", "low", "high", "p", "n"}``; NaN where fewer than 4 pairs or a constant input.
-
-    Superseded by :func:`spearman`: this version scores a constant resample as rho = 0 and its
-    2,000-resample interval depends on the bootstrap seed and the row order.
-    """
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    out = {"rho": np.nan, "low": np.nan, "high": np.nan, "p": np.nan, "n": int(len(x))}
-    if len(x) < 4 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return out
-    r = stats.spearmanr(x, y)
-    out.update(rho=float(r.statistic), p=float(r.pvalue))
-
-    def rho(a, b):
-        if np.ptp(a) == 0 or np.ptp(b) == 0:
-            return 0.0
-        return stats.spearmanr(a, b).statistic
-
-    out["low"], out["high"] = bootstrap_ci(rho, x, y, n_resamples=n_resamples, seed=seed)
-    return out
-
-
-def partial_spearman(x, y, z, *, n_resamples: int = 2000, seed: int = 0) -> dict:
-    """Spearman partial correlation of ``x`` and ``y`` controlling for ``z``, with a bootstrap interval.
-
-    Ranks are residualised linearly on the ranks of ``z`` (the standard rank partial
-    correlation); ``z`` may be 2-D ``[n, k]`` to control for several variables.
-
-    Superseded by :func:`spearman_within` for a categorical nuisance such as tau: a linear trend in
-    the ranks of ``z`` does not hold ``z`` fixed when the outcome responds to it non-monotonically.
-    """
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    z = np.asarray(z, float).reshape(len(x), -1)
-    ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z).all(1)
-    x, y, z = x[ok], y[ok], z[ok]
-    out = {"rho": np.nan, "low": np.nan, "high": np.nan, "n": int(len(x))}
-    if len(x) < 5:
-        return out
-
-    def pcorr(idx):
-        rx, ry = stats.rankdata(x[idx]), stats.rankdata(y[idx])
-        rz = np.column_stack([np.ones(len(idx))] + [stats.rankdata(c) for c in z[idx].T])
-        ex = rx - rz @ np.linalg.lstsq(rz, rx, rcond=None)[0]
-        ey = ry - rz @ np.linalg.lstsq(rz, ry, rcond=None)[0]
-        d = np.sqrt((ex**2).sum() * (ey**2).sum())
-        return float((ex * ey).sum() / d) if d > 0 else 0.0
-
-    idx = np.arange(len(x))
-    out["rho"] = pcorr(idx)
-    out["low"], out["high"] = bootstrap_ci(lambda i: pcorr(i.astype(int)), idx, n_resamples=n_resamples, seed=seed)
-    return out
-
-
-def slope_per_doubling(
-    df: pd.DataFrame, x: str, y: str, *, group: str | None = None, n_resamples: int = 2000, seed: int = 0
-) -> dict:
-    """Least-squares slope of ``y`` against ``log2(x)`` (change in ``y`` per doubling of ``x``).
-
-    With ``group`` (for example the seed), the bootstrap resamples whole groups; otherwise rows.
-    Returns ``{"slope", "low", "high", "n"}``. To compare levers over the range a user can set,
-    use :func:`grid_span` / :func:`compare_spans` (no per-doubling normalisation).
-    """
-    d = df[[x, y] + ([group] if group else [])].dropna()
-    lx, yy = np.log2(d[x].to_numpy(float)), d[y].to_numpy(float)
-    out = {"slope": np.nan, "low": np.nan, "high": np.nan, "n": int(len(d))}
-    if len(d) < 3 or np.ptp(lx) == 0:
-        return out
-    out["slope"] = float(np.polyfit(lx, yy, 1)[0])
-    # resampling units: rows, or whole groups (all rows of a resampled group enter together)
-    labels = d[group].to_numpy() if group else np.arange(len(d))
-    units = np.unique(labels)
-    members = [np.nonzero(labels == u)[0] for u in units]
-
-    def fit(u):
-        i = np.concatenate([members[int(k)] for k in u])
-        return np.polyfit(lx[i], yy[i], 1)[0] if np.ptp(lx[i]) > 0 else 0.0
-
-    if len(units) < 2:
-        return out
-    out["low"], out["high"] = bootstrap_ci(fit, np.arange(len(units)), n_resamples=n_resamples, seed=seed)
-    return out
 
 
 def steps_to_level(
@@ -188,28 +74,6 @@ def steps_to_level(
 
 
 # =========================================================================== the interval type
-_MINUS = "\u2212"
-
-
-def _num(x: float, digits: int) -> str:
-    """One number for prose, by :func:`attnrank.book.fmt`'s rule (``digits`` decimals; ``digits``
-    significant digits below ``10**-digits`` or from 1e5), NaN as 'n/a', |x| < 1e-9 (rounding noise)
-    as zero, and a true minus sign."""
-    if x is None or not np.isfinite(x):
-        return "n/a"
-    x = float(x)
-    if abs(x) < 1e-9:
-        return f"{0:.{digits}f}"
-    s = f"{x:.{digits}g}" if (abs(x) < 10**-digits or abs(x) >= 1e5) else f"{x:.{digits}f}"
-    return s.replace("-", _MINUS)
-
-
-def _pct(x: float, digits: int) -> str:
-    if x is None or not np.isfinite(x):
-        return "n/a"
-    return f"{0.0 if abs(x) < 1e-9 else float(x):.{digits}%}".replace("-", _MINUS)
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A value with its confidence interval, the number of independent units and the method.
@@ -223,9 +87,9 @@ class Estimate:
         confidence: the interval's confidence level, in (0, 1).
         p: a two-sided p-value for "no effect" where the method gives one, else NaN.
 
-    ``str(e)`` is the one text form, e.g. ``0.39 [−0.05, 0.71], n = 14``; ``e.text(3)`` gives 3
-    decimals and ``f"{e:.3}"`` the same. For code written against the older tuple form an Estimate
-    also unpacks as ``value, low, high = e`` and indexes as ``e[0]``, ``e[1]``, ``e[2]``.
+    A reader sees it as :func:`attnrank.glossary.fmt_estimate` writes it (``0.39 [−0.05, 0.71], n = 14``):
+    this module computes numbers and writes none. An Estimate also unpacks as ``value, low, high = e``
+    and indexes as ``e[0]``, ``e[1]``, ``e[2]``.
     """
 
     value: float
@@ -249,27 +113,6 @@ class Estimate:
     def has_interval(self) -> bool:
         """True when both bounds are finite."""
         return bool(np.isfinite(self.low) and np.isfinite(self.high))
-
-    def text(self, digits: int = 2, *, n: bool = True, percent: bool = False) -> str:
-        """``value [low, high], n = N`` with ``digits`` decimals; ``n=False`` leaves out the count.
-
-        ``percent=True`` writes fractions as percentages with ``digits`` decimals, e.g.
-        ``text(0, percent=True)`` gives ``12% [8%, 15%], n = 30``.
-        """
-        f = _pct if percent else _num
-        s = f"{f(self.value, digits)} [{f(self.low, digits)}, {f(self.high, digits)}]"
-        return f"{s}, n = {self.n}" if n else s
-
-    def __str__(self) -> str:
-        return self.text()
-
-    def __format__(self, spec: str) -> str:
-        if not spec:
-            return self.text()
-        digits = spec.lstrip(".").rstrip("f")
-        if not digits.isdigit():
-            raise ConfigError("format", f"got {spec!r}; use '' or '.N' (N decimals)")
-        return self.text(int(digits))
 
     def __iter__(self):
         return iter((self.value, self.low, self.high))

@@ -45,8 +45,10 @@ import pandas as pd
 import torch
 from filelock import FileLock
 
-from .data import data_dir
+from . import provenance, train
+from .data import data_dir, dataset_fingerprint
 from .errors import ConfigError
+from .models import model_from_config
 from .profiles import ARCHS, RunConfig, resolve_config
 from .rank import MEASURES
 
@@ -57,9 +59,9 @@ __all__ = [
     "code_hash",
     "run_key",
     "run",
+    "read",
     "load_runs",
     "load_table",
-    "sweep",
     "runs_dir",
 ]
 
@@ -208,10 +210,7 @@ def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
 def code_hash() -> str:
     """:func:`attnrank.provenance.code_hash` of :data:`~attnrank.provenance.RUN_ROOTS`: the import
     closure of the training path, and the torch/transformers versions (16 hex digits)."""
-    from .provenance import RUN_ROOTS
-    from .provenance import code_hash as provenance_hash
-
-    return provenance_hash(RUN_ROOTS)
+    return provenance.code_hash(provenance.RUN_ROOTS)
 
 
 def run_key(cfg: RunConfig) -> str:
@@ -223,14 +222,11 @@ def run_key(cfg: RunConfig) -> str:
         ConfigError: naming ``WORLD_SIZE`` under a multi-process launch (``torchrun``),
         before any lock is taken.
     """
-    from .data import dataset_fingerprint
-    from .train import run_environment
-
     payload = (
         json.dumps(cfg.to_dict(), sort_keys=True)
         + code_hash()
         + dataset_fingerprint(cfg.dataset)
-        + json.dumps(run_environment(), sort_keys=True)
+        + json.dumps(train.run_environment(), sort_keys=True)
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -249,7 +245,7 @@ class Attention:
             attention of query token ``i`` over the key tokens (rows sum to one), exactly the
             matrices the rank probe measured at that step (eval mode, float32, no autocast).
         input_ids: int64 ``[S, n]``, the token ids of the ``S`` probe sequences (the first
-            ``S`` of the run's probe batch, :meth:`attnrank.runs.Run.probe_batch`).
+            ``S`` of the run's probe batch, :meth:`Run.probe_batch`).
         tokens: ``S`` lists of ``n`` strings, the text of each token.
     """
 
@@ -364,10 +360,28 @@ class Run:
             tokens = json.loads(f.metadata()["tokens"])
         return Attention(tensors["steps"], tensors["probabilities"], tensors["input_ids"], tokens)
 
+    @property
+    def run_config(self) -> RunConfig:
+        """The run's :class:`~attnrank.profiles.RunConfig`, rebuilt (and checked) from ``config.json``."""
+        return RunConfig(**{k: v for k, v in self.config.items() if k != "head_dim"})
+
+    def probe_batch(self):
+        """The fixed probe sequences of the run: token ids ``[probe_size, max_len]`` (int64).
+
+        The same held-out blocks the rank probe measured at every step.
+        """
+        return train.prepare_data(self.run_config)[3].clone()
+
+    def ranks_wide(self) -> pd.DataFrame:
+        """The ``ranks`` table with one column per measure: one row per ``step, layer, head``."""
+        wide = self.table("ranks").pivot_table(
+            index=["step", "layer", "head"], columns="measure", values="value", sort=True
+        )
+        wide.columns.name = None
+        return wide.reset_index()
+
     def initial_model(self):
         """The model this run started from: same architecture and seed, untrained, in eval mode."""
-        from .models import model_from_config
-
         return model_from_config(
             self.config, vocab_size=self.summary["vocab_size"], pad_token_id=self.summary["pad_token_id"]
         ).eval()
@@ -403,7 +417,7 @@ def _validate(document, name: str) -> None:
         raise ValueError(f"{name} has the wrong shape at {where}: {error.message}")
 
 
-def _read(path: Path) -> Run | None:
+def read(path: Path | str) -> Run | None:
     """Read a complete run, or None if it is missing, incomplete, misnamed or damaged.
 
     ``path`` is ``<arch>-<key>`` (or that name after :data:`ASIDE`); the marker must name
@@ -411,6 +425,7 @@ def _read(path: Path) -> Run | None:
     match its SHA-256, and the config and summary must have the shapes of
     :data:`CONFIG_SCHEMA` and :data:`SUMMARY_SCHEMA`. A damaged run is logged as a warning.
     """
+    path = Path(path)
     name = path.name[len(ASIDE) :] if path.name.startswith(ASIDE) else path.name
     match = RESULT_NAME.fullmatch(name)
     marker = path / "COMPLETE"
@@ -523,7 +538,6 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
     result.eval_log.to_csv(tmp / "eval_log.csv", index=False)
     result.ranks.to_parquet(tmp / "ranks.parquet", index=False)
     result.rank_summary.to_csv(tmp / "rank_summary.csv", index=False)
-    from .provenance import git_state
 
     if len(getattr(result, "sequences", ())):
         result.sequences.to_parquet(tmp / "sequences.parquet", index=False)
@@ -533,7 +547,7 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
         **result.summary,
         "key": key,
         "code_hash": code_hash(),
-        **git_state(),
+        **provenance.git_state(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     if result.model is not None:
@@ -559,16 +573,19 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
     store, so two processes asking for the same run share one training.
 
     Raises:
-        ConfigError: for invalid settings, before anything is trained; naming
+        ConfigError: for invalid settings or a ``config`` that is not a :class:`RunConfig`, before
+        anything is trained; naming
         ``ATTNRANK_RUNS`` when the store is not a folder, or cannot be written (read-only
         media) and the run must be trained.
     """
     cfg = config if config is not None else resolve_config(**kwargs)
+    if not isinstance(cfg, RunConfig):
+        raise ConfigError("config", f"got a {type(cfg).__name__}; expected a RunConfig (resolve_config(...))")
     key = run_key(cfg)
     root = runs_dir()
     final = root / f"{cfg.arch}-{key}"
     if not force:  # reading a complete run needs no lock (nor a writable store)
-        stored = _read(final)
+        stored = read(final)
         if stored is not None:
             return stored
     try:
@@ -577,25 +594,24 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
         lock.acquire()
     except OSError as exc:
         # a store that cannot be written still serves the old result of an interrupted replacement
-        stored = None if force else _read(_result_path(root, final.name))
+        stored = None if force else read(_result_path(root, final.name))
         if stored is not None:
             return stored
         raise _store_error(root, exc, f"train run {final.name} in") from None
     try:
         _recover(final)
         if not force:
-            stored = _read(final)
+            stored = read(final)
             if stored is not None:
                 return stored
-        from .train import train
 
         for stale in root.glob(f".tmp-{key}-*"):  # left by a process killed while writing
             _remove(stale)
-        result = train(cfg, progress=progress)
+        result = train.train(cfg, progress=progress)
         tmp = root / f".tmp-{key}-{os.getpid()}"
         _write(tmp, cfg, result, key)
         _install(tmp, final)
-        stored = _read(final)
+        stored = read(final)
     finally:
         lock.release()
     stored.fresh = True
@@ -649,7 +665,7 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
         if keys is not None and name.rsplit("-", 1)[1] not in keys:
             continue  # skip before reading (and checksumming) a run that was not asked for
         path = _result_path(root, name)
-        r = _read(path)
+        r = read(path)
         if r is None or (current_code and r.summary.get("code_hash") != current):
             continue
         s = r.summary
@@ -681,17 +697,6 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
     return df.reset_index(drop=True)
 
 
-def sweep(configs: list[RunConfig], *, progress: bool = True, desc: str = "runs") -> pd.DataFrame:
-    """Run (or load) every config, one after another; :func:`attnrank.grid.sweep` with the serial executor.
-
-    Returns :func:`load_runs` restricted to them, in order. A failed (diverged) run is kept
-    with ``status == "failed"``; the sweep goes on.
-    """
-    from .grid import sweep as grid_sweep
-
-    return grid_sweep(configs, executor="serial", progress=progress, desc=desc)
-
-
 #: Config columns copied onto every row by :func:`load_table`.
 ID_COLUMNS = ("key", "arch", "profile", "tau", "head_dim", "num_heads", "hidden_size", "seed", "status")
 
@@ -699,7 +704,7 @@ ID_COLUMNS = ("key", "arch", "profile", "tau", "head_dim", "num_heads", "hidden_
 def load_table(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     """Concatenate one table (``train_log``, ``eval_log``, ``ranks``, ``rank_summary``, ``sequences``) over ``runs``.
 
-    ``runs`` is a :func:`load_runs` / :func:`sweep` frame; each row of the result carries
+    ``runs`` is a :func:`load_runs` / :func:`attnrank.grid.sweep` frame; each row of the result carries
     the run's :data:`ID_COLUMNS`.
     """
     if name not in _TABLES:

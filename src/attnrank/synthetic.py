@@ -30,8 +30,12 @@ import pandas as pd
 import torch
 
 from .errors import ConfigError, check_choice, check_positive_float, check_positive_int
+from .rank import numerical_rank
+from .theory import normalised_kl_floor, simplex_kl
 
 __all__ = [
+    "grid_table",
+    "p3_table",
     "VARIANTS",
     "TARGETS",
     "ToyResult",
@@ -317,8 +321,6 @@ def train_toy(
     record.append(steps)
     curve.append(kl.to(torch.float64))
 
-    from .rank import numerical_rank
-
     A = logA.to(torch.float64).exp()
     acc = (A.argmax(-1) == T.argmax(-1)).to(torch.float64).mean(-1)
     return ToyResult(
@@ -364,9 +366,6 @@ def run_grid(
     Raises:
         ConfigError: naming the parameter for an empty or invalid grid.
     """
-    from .rank import numerical_rank
-    from .theory import normalised_kl_floor, simplex_kl
-
     n = check_positive_int("n", n, low=2)
     for name, grid in (
         ("taus", taus),
@@ -487,3 +486,64 @@ def select_best(
     if means.empty:
         raise ConfigError("seeds", f"no row of the candidates {candidates!r} on the selection seeds {list(seeds)!r}")
     return means.idxmin()
+
+
+def grid_table(
+    n: int, taus, head_dims, seeds, steps: int, log_every: int, lr: float, init_std: float, device: str | None = None
+) -> pd.DataFrame:
+    """The toy grid (:func:`run_grid`: every target, variant, ``tau``, head dimension and seed,
+    learning rate ``lr``, initial weight scale ``init_std``) as one table, for the table cache
+    (:func:`attnrank.cache.cached`): the final rows (``table == "final"``) and the KL curves
+    (``table == "curves"``); integer columns are nullable so the two kinds stack
+    (:func:`attnrank.target.grid` splits it)."""
+    final, curves = run_grid(
+        n,
+        taus,
+        head_dims,
+        VARIANTS,
+        seeds,
+        TARGETS,
+        steps=steps,
+        lr=lr,
+        init_std=init_std,
+        log_every=log_every,
+        device=device,
+    )
+    parts = []
+    for name, t in (("final", final), ("curves", curves)):
+        t = t.copy()
+        for c in t.columns:
+            if pd.api.types.is_integer_dtype(t[c]):
+                t[c] = t[c].astype("Int64")
+        parts.append(t.assign(table=name))
+    return pd.concat(parts, ignore_index=True)
+
+
+def p3_table(n: int, seeds, taus, head_dim: int, steps: int, lr: float, init_std: float) -> pd.DataFrame:
+    """P3 on the sharp target: training at ``tau`` equals training at 1 with logits scaled at
+    initialisation by ``1/sqrt(tau)`` and learning rate ``lr/sqrt(tau)`` (float64, Adam without
+    epsilon; the control keeps ``lr`` and ``init_std``), for the table cache. Columns ``seed``, ``tau``, ``max_diff_equivalent``, ``max_diff_control``."""
+    rows = []
+    for seed in seeds:
+        for t in taus:
+            r = train_toy(
+                make_target("sharp", n, seed=seed),
+                head_dim,
+                [t, 1.0, 1.0],
+                "plain",
+                seeds=[seed] * 3,
+                steps=steps,
+                lr=[lr, lr / math.sqrt(t), lr],
+                init_std=[init_std, init_std / math.sqrt(t), init_std],
+                adam_eps=0.0,
+                dtype=torch.float64,
+            )
+            rows.append(
+                dict(
+                    seed=seed,
+                    tau=t,
+                    max_diff_equivalent=float((r.attention[0] - r.attention[1]).abs().max()),
+                    max_diff_control=float((r.attention[0] - r.attention[2]).abs().max()),
+                )
+            )
+    return pd.DataFrame(rows)

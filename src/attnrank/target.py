@@ -1,7 +1,7 @@
 """The target chapter's experiment: the toy attention model trained on high-rank targets, the
 checks of propositions P3-P5 on its runs, and the chapter's pre-registered verdict rule.
 
-:func:`settings` resolves the chapter's sizes (:data:`attnrank.profiles.PRESETS` ``["target"]``)
+:func:`settings` resolves the chapter's sizes (:data:`attnrank.presets.PRESETS` ``["target"]``)
 and parameters; :func:`grid` trains the grid of toy runs (:func:`attnrank.synthetic.run_grid`)
 once per input and code, through :func:`attnrank.cache.cached`; the other functions turn its
 tables into the chapter's numbers. Each returns an
@@ -22,6 +22,8 @@ import torch
 from . import stats, synthetic, verdicts
 from .cache import cached
 from .errors import ConfigError
+from .glossary import fmt_estimate
+from .presets import preset
 from .rank import numerical_rank
 from .theory import normalised_kl_floor, permutation_accuracy_bound, simplex_kl
 from .theory.experiments import Section
@@ -30,7 +32,6 @@ __all__ = [
     "Settings",
     "settings",
     "grid",
-    "grid_tables",
     "targets_table",
     "floor_table",
     "p3",
@@ -121,7 +122,7 @@ class Settings:
 
 
 def settings(profile: str, *, seed: int = 0, taus=None, head_dims=None, n=None, steps=None, n_seeds=None) -> Settings:
-    """The chapter's sizes for ``profile`` (:func:`attnrank.profiles.preset`) with the parameters
+    """The chapter's sizes for ``profile`` (:func:`attnrank.presets.preset`) with the parameters
     that override them.
 
     Raises:
@@ -129,8 +130,6 @@ def settings(profile: str, *, seed: int = 0, taus=None, head_dims=None, n=None, 
         below 4 (two seeds select, two estimate) or ``head_dims`` without a realistic head
         (``16 <= d_h < min(n, largest head)``).
     """
-    from .profiles import preset
-
     p = preset("target", profile)
     if taus is not None:
         if 1.0 not in taus:
@@ -159,34 +158,6 @@ def settings(profile: str, *, seed: int = 0, taus=None, head_dims=None, n=None, 
     return s
 
 
-def grid_tables(n: int, taus, head_dims, seeds, steps: int, log_every: int, device: str | None = None) -> pd.DataFrame:
-    """The toy grid (:func:`attnrank.synthetic.run_grid`: every target, variant, ``tau``, head
-    dimension and seed) as one table: the final rows (``table == "final"``) and the KL curves
-    (``table == "curves"``); integer columns are nullable so the two kinds stack. Split it with
-    :func:`grid`."""
-    final, curves = synthetic.run_grid(
-        n,
-        taus,
-        head_dims,
-        synthetic.VARIANTS,
-        seeds,
-        synthetic.TARGETS,
-        steps=steps,
-        lr=LR,
-        init_std=INIT_STD,
-        log_every=log_every,
-        device=device,
-    )
-    parts = []
-    for name, t in (("final", final), ("curves", curves)):
-        t = t.copy()
-        for c in t.columns:
-            if pd.api.types.is_integer_dtype(t[c]):
-                t[c] = t[c].astype("Int64")
-        parts.append(t.assign(table=name))
-    return pd.concat(parts, ignore_index=True)
-
-
 def grid(s: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(final, curves)`` of the chapter's toy grid, trained once and then read from the table cache.
 
@@ -196,7 +167,9 @@ def grid(s: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     device = "cuda" if s.profile == "paper" and torch.cuda.is_available() else None
     table = cached(
         "target_grid",
-        grid_tables,
+        synthetic.grid_table,
+        lr=LR,
+        init_std=INIT_STD,
         n=s.n,
         taus=s.taus,
         head_dims=s.head_dims,
@@ -302,39 +275,19 @@ def p5(s: Settings, final: pd.DataFrame) -> Section:
     return Section({}, glue, "p5", len(pn), int((pn.kl < pn.kl_floor - 1e-6).sum()), prefix="target")
 
 
-def p3_table(n: int, seeds, taus, head_dim: int, steps: int) -> pd.DataFrame:
-    """P3 on the sharp target: training at ``tau`` equals training at 1 with logits scaled at
-    initialisation by ``1/sqrt(tau)`` and learning rate ``lr/sqrt(tau)`` (float64, Adam without
-    epsilon). Columns ``seed``, ``tau``, ``max_diff_equivalent``, ``max_diff_control``."""
-    rows = []
-    for seed in seeds:
-        for t in taus:
-            r = synthetic.train_toy(
-                synthetic.make_target("sharp", n, seed=seed),
-                head_dim,
-                [t, 1.0, 1.0],
-                "plain",
-                seeds=[seed] * 3,
-                steps=steps,
-                lr=[LR, LR / math.sqrt(t), LR],
-                init_std=[INIT_STD, INIT_STD / math.sqrt(t), INIT_STD],
-                adam_eps=0.0,
-                dtype=torch.float64,
-            )
-            rows.append(
-                dict(
-                    seed=seed,
-                    tau=t,
-                    max_diff_equivalent=float((r.attention[0] - r.attention[1]).abs().max()),
-                    max_diff_control=float((r.attention[0] - r.attention[2]).abs().max()),
-                )
-            )
-    return pd.DataFrame(rows)
-
-
 def p3(s: Settings) -> Section:
     """P3 (cached): a violation is an equivalent pair whose attention differs by more than 1e-9."""
-    t = cached("target_p3", p3_table, n=s.n, seeds=s.seeds, taus=list(P3_TAUS), head_dim=P3_D, steps=P3_STEPS)
+    t = cached(
+        "target_p3",
+        synthetic.p3_table,
+        n=s.n,
+        seeds=s.seeds,
+        taus=list(P3_TAUS),
+        head_dim=P3_D,
+        steps=P3_STEPS,
+        lr=LR,
+        init_std=INIT_STD,
+    )
     glue = dict(
         target_p3_same_max=float(t.max_diff_equivalent.max()), target_p3_control_min=float(t.max_diff_control.min())
     )
@@ -394,7 +347,7 @@ def rank_and_fit(s: Settings, final: pd.DataFrame) -> Section:
     glue = dict(
         target_full_rank_bad=int(len(full_bad)),
         target_full_rank_bad_max=float(full_bad.kl.max()) if len(full_bad) else float("nan"),
-        target_rho_perm=rho.text(2),
+        target_rho_perm=fmt_estimate(rho, 2),
         target_low_over=int(len(low_over)),
         target_low_runs=int(len(low)),
         target_low_norm_tau1=float(at1[at1.variant == "normalised"].kl.mean()),
@@ -424,7 +377,7 @@ def _per_seed(final, variant, dims, t, seeds, kind="permutation"):
 
 
 def _nats(e: stats.Estimate) -> str:
-    return f"{e.text(2, n=False)} nats (n = {e.n} seeds)"
+    return f"{fmt_estimate(e, 2, n=False)} nats (n = {e.n} seeds)"
 
 
 def verdict(s: Settings, final: pd.DataFrame, checks: list[Section], fit: Section) -> tuple[str, str, dict]:
@@ -484,20 +437,20 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Section], fit: Sectio
         reading_rank = (
             f"A full rank is necessary for a permutation but says little about the fit: {n_bad} runs reach "
             f"full rank and still end above {KL_BAD:g} nat of KL (across permutation runs, Spearman's rho "
-            f"between achieved rank and final KL is {rho.text(2)} seeds)."
+            f"between achieved rank and final KL is {fmt_estimate(rho, 2)} seeds)."
         )
     else:
         reading_rank = (
             f"No run combines full rank with a KL above {KL_BAD:g} nat here; across permutation runs Spearman's "
-            f"rho between achieved rank and final KL is {rho.text(2)} seeds."
+            f"rho between achieved rank and final KL is {fmt_estimate(rho, 2)} seeds."
         )
     n_checks, n_viol = sum(c.tested for c in checks), sum(c.violations for c in checks)
     summary = (
         f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
         f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
-        f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {v_short.text(2)}; "
+        f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short, 2)}; "
         f"gain of tau = {best_plain:g}, chosen on seeds {s.select_seeds}, on held-out seeds {s.estimate_seeds} "
-        f"(nats): {v_rescue.text(2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
+        f"(nats): {fmt_estimate(v_rescue, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
     )
     glue = dict(
         target_reading_plain=reading_plain,

@@ -43,6 +43,7 @@ from transformers import (
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import logging as hf_logging
 
+from .data import token_blocks
 from .errors import ConfigError, check_int
 from .models import model_from_config, qk_parameter_names, split_qk, tokenizer_pad_id
 from .probe import RankProbe
@@ -381,8 +382,6 @@ def prepare_data(cfg: RunConfig):
     ``default_data_collator`` (no label is -100; end-of-text tokens between documents are
     targets like any other token).
     """
-    from .data import token_blocks
-
     train, val, tokenizer = token_blocks(
         cfg.arch, cfg.dataset, cfg.vocab_size, cfg.max_len, min_train=cfg.batch_size, min_val=2
     )

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import ConfigError, check_choice
-from .stats import Estimate, _num, runs_needed_correlation, seeds_needed
+from .stats import Estimate, runs_needed_correlation, seeds_needed
 
 __all__ = [
     "VERDICTS",
@@ -108,7 +108,6 @@ class Verdict:
 
     ``needed`` is the number of independent runs (per arm for a difference of means, in total for a
     correlation) that would resolve the pre-registered ``effect``; ``None`` when not computed.
-    ``str(v)`` is one sentence for the book.
     """
 
     status: str
@@ -118,19 +117,6 @@ class Verdict:
     effect: float | None = None
     needed: int | None = None
     needed_unit: str = "runs"
-
-    def text(self, digits: int = 2) -> str:
-        side = "above" if self.direction == "above" else "below"
-        s = f"{self.status}: {self.estimate.text(digits)} against a threshold of {_num(self.threshold, digits)} ({side} predicted)"
-        if self.status != SUPPORTED and self.needed is not None:
-            s += (
-                f"; about {self.needed} {self.needed_unit} would resolve the pre-registered effect of "
-                f"{_num(self.effect, max(digits, 3))}"
-            )
-        return s
-
-    def __str__(self) -> str:
-        return self.text()
 
 
 def judge(

@@ -76,7 +76,7 @@ NB_CODE = (
     "import os\n"
     "from attnrank import book\n"
     "from attnrank.profiles import resolve_profile\n"
-    "book.glue('value', f\"{resolve_profile('auto')} {book.fmt(1 / 3)}\")"
+    "book.glue('value', f\"{resolve_profile('auto')} {glossary.fmt(1 / 3)}\")"
 )
 NB_MD = "# Notebook\n\nShown: {glue:text}`value:s`."
 

@@ -111,7 +111,7 @@ def test_the_confidence_level_the_prose_quotes_is_the_code_default():
 
     from attnrank import stats
 
-    assert inspect.signature(stats.bootstrap_ci).parameters["confidence"].default == 0.95
+    assert inspect.signature(stats.resample_ci).parameters["confidence"].default == 0.95
     assert inspect.signature(stats.mean_ci).parameters["confidence"].default == 0.95
     levels = set()
     for path in sorted((ROOT / "chapters").glob("*.ipynb")):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnrank import runs, store
+from attnrank import store
 from attnrank.errors import ConfigError
 from attnrank.probe import attention_probabilities
 from attnrank.profiles import resolve_config
@@ -23,7 +23,7 @@ def test_a_run_keeps_the_probed_attention_of_its_first_probe_sequences(private_s
     layers and heads, are the per-sequence records of the same steps; the final ones are the
     trained model's attention on the first probe sequences; the file is checksummed."""
     cfg = resolve_config(arch, "ci")
-    run = runs.get(cfg)
+    run = store.run(cfg)
     att = run.attention()
     steps = attention_steps(cfg.max_steps, cfg.rank_every)
     assert att.steps.tolist() == steps == [0, 2, 8, 20, 40]
@@ -47,7 +47,7 @@ def test_a_run_keeps_the_probed_attention_of_its_first_probe_sequences(private_s
             per_sequence = values[m].mean(dim=(0, 2)).numpy()  # over layers and heads
             stored = seq[(seq.step == step) & (seq.sequence < S)].sort_values("sequence")[m].to_numpy()
             np.testing.assert_allclose(per_sequence, stored, rtol=1e-6, err_msg=f"{m} at step {step}")
-    final = attention_probabilities(run.final_model(), att.input_ids)
+    final = attention_probabilities(run.load_model(), att.input_ids)
     torch.testing.assert_close(att.at(cfg.max_steps), final, rtol=1e-5, atol=1e-6)
     with pytest.raises(ConfigError, match="step") as e:
         att.at(3)
@@ -105,7 +105,7 @@ def test_a_run_without_kept_attention_says_so(private_store, monkeypatch):
     manifest = json.loads((r.path / "COMPLETE").read_text())
     del manifest["files"][store.ATTENTION_FILE]
     (r.path / "COMPLETE").write_text(json.dumps(manifest))
-    again = runs.get(cfg)
+    again = store.run(cfg)
     assert not again.fresh
     with pytest.raises(ConfigError, match="attention") as e:
         again.attention()

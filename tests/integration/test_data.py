@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnrank import data
+from attnrank import data, profiles
 from attnrank.errors import ConfigError, DatasetUnavailable
 
 
@@ -40,7 +40,7 @@ def test_token_blocks_have_the_right_shape_and_specials(arch):
 
 def test_unknown_dataset_names_the_parameter():
     with pytest.raises(ConfigError) as e:
-        data.check_dataset("wikipedia")
+        profiles.check_dataset("wikipedia")
     assert e.value.param == "dataset" and "shakespeare" in str(e.value)
 
 
@@ -299,7 +299,7 @@ def test_binary_file_is_named_not_blamed_on_the_hub(tmp_path, monkeypatch):
 def test_missing_folder_is_named(tmp_path):
     """README, "Dataset and data-folder errors are named": a path to no folder is not looked up on the hub."""
     with pytest.raises(ConfigError) as e:
-        data.check_dataset(f"hf:{tmp_path / 'nope'}")
+        profiles.check_dataset(f"hf:{tmp_path / 'nope'}")
     assert e.value.param == "dataset" and "does not exist" in str(e.value)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnrank import baselines, evidence, runs
+from attnrank import baselines, evidence, runs, store
 from attnrank.probe import attention_logits
 from attnrank.profiles import resolve_config
 from attnrank.train import probe_steps
@@ -18,7 +18,7 @@ def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(priv
     """The initial-model statistics give the run's stored step-0 mean ranks (float64 softmax of the hooked
     logits against the probe's float32 attention), the logit sd of the hooked logits and P1 bounds that hold (P1 covers bidirectional attention)."""
     cfg = resolve_config("bert", "ci", max_steps=5, rank_every=5, tau=0.25)
-    run = runs.get(cfg)
+    run = store.run(cfg)
     d = evidence.init_statistics(cfg, measures=("effective_rank", "rank_rtol_1e-2", "rank_rtol_1e-4"), bounds=True)
     L, B, H = cfg.num_layers, cfg.probe_size, cfg.num_heads
     assert len(d) == L * B * H and set(d.arch) == {"bert"} and d.n.iloc[0] == cfg.max_len

@@ -1,4 +1,4 @@
-"""The run-facing layer `attnrank.runs`: one model builder, stored runs as objects, long tables."""
+"""One model builder (`attnrank.models.model_from_config`), a stored run as an object (`attnrank.store.Run`), run tables (`attnrank.runs`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
 
-from attnrank import runs
+from attnrank import models, runs, store
 from attnrank.errors import ConfigError
 from attnrank.probe import RankProbe
 from attnrank.profiles import resolve_config
@@ -21,7 +21,7 @@ def test_model_from_config_equals_the_stock_hf_model_at_tau_1(arch):
     """At tau = 1 the model built by `model_from_config` gives the outputs of the stock HF class
     (eager attention) built from the same config and seed."""
     cfg = resolve_config(arch, "ci", tau=1.0, seed=3)
-    ours = runs.model_from_config(cfg, vocab_size=100, pad_token_id=0).eval()
+    ours = models.model_from_config(cfg, vocab_size=100, pad_token_id=0).eval()
     kw = dict(vocab_size=100, pad_token_id=0)
     if arch == "bert":
         hf = BertConfig(
@@ -59,7 +59,7 @@ def test_model_from_config_equals_the_stock_hf_model_at_tau_1(arch):
     assert a.shape == (3, cfg.max_len, 100)
     torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     # the seed and tau overrides act: another seed gives other weights, tau enters the config
-    other = runs.model_from_config(cfg, vocab_size=100, pad_token_id=0, seed=4, tau=0.5)
+    other = models.model_from_config(cfg, vocab_size=100, pad_token_id=0, seed=4, tau=0.5)
     assert other.config.tau == 0.5
     assert not torch.equal(other.get_input_embeddings().weight, ours.get_input_embeddings().weight)
 
@@ -67,47 +67,47 @@ def test_model_from_config_equals_the_stock_hf_model_at_tau_1(arch):
 def test_model_from_config_reads_a_stored_config_and_rejects_other_input():
     cfg = resolve_config("gpt2", "ci")
     stored = {**cfg.to_dict(), "head_dim": cfg.head_dim}
-    a = runs.model_from_config(cfg, vocab_size=64, pad_token_id=1)
-    b = runs.model_from_config(stored, vocab_size=64, pad_token_id=1)
+    a = models.model_from_config(cfg, vocab_size=64, pad_token_id=1)
+    b = models.model_from_config(stored, vocab_size=64, pad_token_id=1)
     for (n, p), (_, q) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(p, q), n
     with pytest.raises(ConfigError, match="cfg"):
-        runs.model_from_config(["gpt2"])
+        models.model_from_config(["gpt2"], vocab_size=64, pad_token_id=1)
     with pytest.raises(ConfigError, match="config"):
-        runs.get({"arch": "gpt2"})
+        store.run({"arch": "gpt2"})
 
 
 def test_tokenizer_pad_id_falls_back_to_end_of_text():
     class Tok:
         pad_token_id, eos_token_id = None, 7
 
-    assert runs.tokenizer_pad_id(Tok()) == 7
+    assert models.tokenizer_pad_id(Tok()) == 7
     Tok.pad_token_id = 2
-    assert runs.tokenizer_pad_id(Tok()) == 2
+    assert models.tokenizer_pad_id(Tok()) == 2
 
 
 @pytest.mark.parametrize("arch", ["bert", "gpt2"])
 def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(private_store, arch):
     """`Run.initial_model()` on `Run.probe_batch()` gives exactly the stored step-0 ranks and
-    validation-free summary; `Run.final_model()` gives the last stored ranks."""
+    validation-free summary; `Run.load_model()` gives the last stored ranks."""
     cfg = resolve_config(arch, "ci", max_steps=10, rank_every=10)
-    run = runs.get(cfg)
-    assert run.fresh and run.config is cfg and run.summary["status"] == "complete"
+    run = store.run(cfg)
+    assert run.fresh and run.run_config == cfg and run.summary["status"] == "complete"
     ids = run.probe_batch()
     assert ids.shape == (cfg.probe_size, cfg.max_len) and ids.dtype == torch.int64
-    for model, step, which in ((run.initial_model(), 0, "initial_rank"), (run.final_model(), 10, "final_rank")):
+    for model, step, which in ((run.initial_model(), 0, "initial_rank"), (run.load_model(), 10, "final_rank")):
         probe = RankProbe(ids, [])
         probe.validation_loss = lambda m: float("nan")  # ranks only
         got = probe(model, step)
         assert {m: got[m] for m in run.summary[which]} == run.summary[which]  # exactly, not approximately
-        stored = run.ranks().query("step == @step").reset_index(drop=True)
+        stored = run.ranks.query("step == @step").reset_index(drop=True)
         pd.testing.assert_frame_equal(probe.ranks, stored, check_dtype=False)
-    wide = run.ranks(long=False)
+    wide = run.ranks_wide()
     assert set(wide.columns) == {"step", "layer", "head", *run.summary["initial_rank"]}
     assert (
         len(wide) == len(probe_steps(cfg.max_steps, cfg.rank_every)) * cfg.num_layers * cfg.num_heads
     )  # 0, 1, 2, 4, 8, 10
-    again = runs.get(cfg)
+    again = store.run(cfg)
     assert not again.fresh and again.key == run.key
 
 
@@ -153,9 +153,8 @@ def test_the_model_builder_is_in_the_run_key_and_the_run_layer_is_not():
     """`model_from_config` (in `models.py`) builds every trained model, so its module is in the import
     closure that keys the run store; the run layer itself (`runs.py`, `store.py`, `grid.py`) is not, so
     editing how chapters read runs retrains nothing."""
-    from attnrank import models, provenance, runs
+    from attnrank import provenance
 
-    assert runs.model_from_config is models.model_from_config
     closure = {p.name for p in provenance.closure(provenance.RUN_ROOTS)}
     assert {"models.py", "attention.py", "train.py", "probe.py", "rank.py"} <= closure
     assert not {"runs.py", "store.py", "grid.py", "evidence.py"} & closure

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from attnrank import store
+from attnrank import grid, store
 from attnrank.errors import ConfigError
 from attnrank.profiles import resolve_config
 from attnrank.train import train
@@ -84,7 +84,7 @@ def test_probing_does_not_change_the_training_run():
 def test_diverging_run_is_stored_as_failed_and_sweep_goes_on(private_store):
     bad = resolve_config("gpt2", "ci", learning_rate=1e3, warmup_steps=0)
     good = resolve_config("gpt2", "ci", max_steps=10)
-    df = store.sweep([bad, good], progress=False)
+    df = grid.sweep([bad, good], executor="serial", progress=False)
     assert list(df.status) == ["failed", "complete"]
     assert df.failure_step.iloc[0] > 0 and "nan" in df.failure_reason.iloc[0].lower()
     assert not store.run(bad).fresh  # a failed run is a result too: not retrained

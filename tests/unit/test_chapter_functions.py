@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from attnrank import causal, protocol, rules, seqlen  # noqa: E402
+from attnrank import causal, protocol, rank, rules, seqlen, spectra  # noqa: E402
 from attnrank import measure as ms  # noqa: E402
 from attnrank.errors import ConfigError  # noqa: E402
 from attnrank.plots import causal as cplots  # noqa: E402
@@ -265,7 +265,7 @@ def test_causal_runs_text_spans_and_summary():
     text = causal.verdict_summary(v, causal.twins_table(table), tau=0.01, profile="ci", n_runs=30)
     assert text.startswith("Does temperature act on the final loss through the initial logit scale")
     assert "tau = 0.01, s = 10." in text and "Twins match to 0.02. ci profile at ci sizes, 30 runs." in text
-    assert rules.causal_text(v, "gpt2") in text
+    assert causal.causal_text(v, "gpt2") in text
 
 
 def test_causal_figures_name_data_and_caption():
@@ -332,12 +332,12 @@ def test_measure_baselines_and_trained_facts():
             dict(arch=a, state=s, measure=m, mean=i + (10 if s == "trained" else 0))
             for a in ("bert", "gpt2")
             for s in ("initialisation", "trained")
-            for i, m in enumerate(ms.RANK_MEASURES)
+            for i, m in enumerate(rank.RANK_MEASURES)
         ]
     )
     facts = ms.trained_facts(at1)
-    assert len(facts) == 2 * len(ms.RANK_MEASURES)
-    assert facts[f"measure_gpt2_trained_{ms.RANK_MEASURES[2]}"] == 12.0
+    assert len(facts) == 2 * len(rank.RANK_MEASURES)
+    assert facts[f"measure_gpt2_trained_{rank.RANK_MEASURES[2]}"] == 12.0
 
 
 def test_measure_figures_name_data_and_caption():
@@ -346,13 +346,13 @@ def test_measure_figures_name_data_and_caption():
         dict(arch=a, tau=t, pipeline=p, measure=m, mean=5.0, low=4.0, high=6.0, n=2)
         for a in ("bert", "gpt2")
         for t in (0.1, 1.0, 10.0)
-        for p in (ms.REFERENCE, "float32 probs, float64 SVD")
-        for m in ms.RANK_MEASURES
+        for p in (spectra.REFERENCE, "float32 probs, float64 SVD")
+        for m in rank.RANK_MEASURES
     ]
     by_tau = pd.DataFrame(rows)
     fig, data, name, caption = mplots.precision_figure(by_tau, S)
     assert name == "measure_precision" and data is by_tau
     assert caption.endswith("mean over 16 validation sequences (ci profile, 5 runs, 2 seeds per architecture).")
-    ref = by_tau[by_tau.pipeline == ms.REFERENCE]
+    ref = by_tau[by_tau.pipeline == spectra.REFERENCE]
     fig, data, name, caption = mplots.ranks_vs_tau_figure(ref, ms.uniform_causal(8), S, highlight="effective_rank")
     assert name == "measure_ranks_vs_tau" and "tau from 0.1 to 10; float64" in caption

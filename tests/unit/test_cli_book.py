@@ -74,23 +74,6 @@ def test_verdict_by_measure_glues_every_measure_and_checks_names(monkeypatch):
         book.verdict("x", "supported", "fine", by_measure={"effective_rank": "maybe"})
 
 
-def test_slope_per_doubling_recovers_a_known_slope_and_bootstraps_groups():
-    import numpy as np
-    import pandas as pd
-
-    from attnrank.stats import slope_per_doubling
-
-    rng = np.random.default_rng(0)
-    x = np.repeat([1, 2, 4, 8, 16], 6)
-    df = pd.DataFrame({"x": x, "y": 3.0 * np.log2(x) + rng.normal(0, 0.1, len(x)), "seed": np.tile(np.arange(6), 5)})
-    rows = slope_per_doubling(df, "x", "y")
-    groups = slope_per_doubling(df, "x", "y", group="seed")
-    assert rows["slope"] == pytest.approx(3.0, abs=0.05) == groups["slope"]
-    assert rows["low"] < 3.0 < rows["high"] and groups["low"] < 3.0 < groups["high"]
-    one = slope_per_doubling(df.assign(seed=0), "x", "y", group="seed")  # one group: no interval
-    assert np.isnan(one["low"])
-
-
 @pytest.mark.parametrize(
     "kw, text", [({"high": 1.0}, "(0, 1]"), ({"low": 2.0}, "[2, inf)"), ({"low": 2.0, "high": 3.0}, "[2, 3]")]
 )

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import baselines, evidence, rules, stats
+from attnrank import baselines, evidence, glossary, rank, rules, stats
 from attnrank.errors import ConfigError
+from attnrank.glossary import fmt_estimate
 from attnrank.plots import sweeps
 from attnrank.plots import training as tp
 from attnrank.rules import ArchResult, DynamicsResult, SweepVerdict
@@ -104,7 +105,7 @@ def test_grid_correlations_per_temperature_and_architecture():
         d[(d.arch == "gpt2") & (d.tau == 1.0)].initial_effective_rank,
         d[(d.arch == "gpt2") & (d.tau == 1.0)].final_val_loss,
     )
-    assert rho[1.0]["gpt2"].text() == direct.text()
+    assert fmt_estimate(rho[1.0]["gpt2"]) == fmt_estimate(direct)
 
 
 def test_stability_facts_read_the_median_change_and_the_shares():
@@ -186,7 +187,7 @@ def _sweep_verdict() -> SweepVerdict:
     bert = ArchResult(
         Verdict("supported", _est(1.5, 0.5, 2.5, n=6, p=0.1), 0.0, "above", 1.0, None),
         shape=_est(0.01, 0.001, 0.1),
-        shape_text="interior (0.01) on the grid",
+        grid=(0.0001, 0.001, 0.01, 0.1, 1.0),
         spread=0.25,
     )
     gpt2 = ArchResult(
@@ -194,7 +195,7 @@ def _sweep_verdict() -> SweepVerdict:
             "inconclusive at this scale", _est(-0.2, -1.0, 0.6, n=6, p=0.7), 0.0, "above", 1.0, 12, "seeds per arm"
         ),
         shape=_est(1.0, 0.25, 1.0),
-        shape_text="at the end",
+        grid=(0.25, 1.0),
         spread=0.5,
     )
     return SweepVerdict("inconclusive at this scale", {"bert": bert, "gpt2": gpt2}, 12)
@@ -205,7 +206,7 @@ def test_rank_and_loss_verdict_facts():
     f = evidence.rank_verdict_facts("temp", rv)
     assert f["temp_cold_diff_bert"] == "1.50 [0.50, 2.50], n = 6" and f["temp_cold_p_gpt2"] == pytest.approx(0.7)
     assert f["temp_rank_spread_gpt2"] == 0.5
-    assert f["temp_peak_bert"] == "0.01 (95% interval on the grid 0.001 to 0.1; interior)"
+    assert f["temp_peak_bert"] == "0.01 (95% interval on the grid 0.001 to 0.1; interior peak at 0.01)"
     assert f["temp_rank_needed_bert"] == "none (resolved)" and f["temp_rank_needed_gpt2"] == "12"
     g = evidence.loss_verdict_facts("temp", rv)
     assert g == {
@@ -262,14 +263,16 @@ def test_head_dim_grid_text():
 
 def test_lever_verdicts_are_the_rule_applied_per_measure_on_loss_and_cold():
     d = _runs()
-    for m in evidence.RANK_MEASURES:
+    for m in rank.RANK_MEASURES:
         d[f"initial_{m}"] = d.initial_effective_rank + len(m)
     t_runs = d[(d.head_dim == 16)]
     hd1, hdmin = d[d.tau == 1.0], d[d.tau == 0.01]
     by_m, loss, cold = evidence.lever_verdicts(t_runs, hd1, hdmin, primary="effective_rank", effect=1.0)
-    assert list(by_m) == evidence.RANK_MEASURES
+    assert tuple(by_m) == rank.RANK_MEASURES
     direct = rules.lever_comparison(t_runs, hd1, "initial_effective_rank", effect=1.0, archs=("bert", "gpt2"))
-    assert by_m["effective_rank"]["bert"].verdict.estimate.text() == direct["bert"].verdict.estimate.text()
+    assert fmt_estimate(by_m["effective_rank"]["bert"].verdict.estimate) == fmt_estimate(
+        direct["bert"].verdict.estimate
+    )
     assert loss.n_runs == len(t_runs[t_runs.status == "complete"]) + len(hd1[hd1.status == "complete"])
     assert cold.n_runs == len(t_runs) + len(hdmin)
 
@@ -281,8 +284,8 @@ def test_verdict_table_and_measure_constants():
         "measure": ["rank, rtol 1e-2", "effective rank"],
         "verdict under this measure": ["supported", "not supported"],
     }
-    assert "attention_entropy" not in evidence.RANK_MEASURES and len(evidence.RANK_MEASURES) == 5
-    assert evidence.MEASURE_LABELS["attention_entropy"] == "attention entropy (nats)"
+    assert "attention_entropy" not in rank.RANK_MEASURES and len(rank.RANK_MEASURES) == 5
+    assert glossary.MEASURE_LABELS["attention_entropy"] == "attention entropy (nats)"
 
 
 def test_environment_profile_tables_and_paper_facts():

@@ -9,8 +9,17 @@ import torch
 from transformers import BertForMaskedLM, GPT2LMHeadModel
 
 from attnrank.errors import ConfigError, check_choice, check_positive_float, check_positive_int
-from attnrank.models import ARCHS, TAU_RANGE, build_model, check_tau, resolve_heads, set_tau
-from attnrank.profiles import PROFILES, RunConfig, profile_defaults, resolve_profile
+from attnrank.models import build_model, set_tau
+from attnrank.profiles import (
+    ARCHS,
+    PROFILES,
+    TAU_RANGE,
+    RunConfig,
+    check_tau,
+    profile_defaults,
+    resolve_heads,
+    resolve_profile,
+)
 
 KW = dict(hidden_size=32, num_layers=2, max_len=16, vocab_size=64)
 

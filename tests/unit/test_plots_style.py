@@ -30,12 +30,13 @@ def test_check_columns_raises_config_error_naming_the_parameter_and_columns():
 
 def test_glossary_follows_the_book_notation():
     """tau is the temperature ratio with T = tau sqrt(d_h); the head dimension is d_h; measures use their labels."""
+    from attnrank.glossary import MEASURE_LABELS
     from attnrank.rank import MEASURES
 
     assert style.axis_label("tau") == r"temperature ratio $\tau$ (temperature $T = \tau\sqrt{d_h}$)"
     assert style.axis_label("head_dim", log=True) == r"head dimension $d_h$, log scale"
     assert style.SYMBOLS["head_dim"] == r"$d_h$" and style.fmt_tau(0.03) == r"$\tau$ = 0.03"
-    assert all(style.measure_label(m) == MEASURES[m].label for m in MEASURES)
+    assert all(style.measure_label(m) == MEASURE_LABELS[m] for m in MEASURES)
     assert style.measure_label("final_val_loss") == "final validation loss (nats/token)"
     assert set(style.MEASURE_COLORS) == set(MEASURES) and len(set(style.MEASURE_COLORS.values())) == len(MEASURES)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import rules
+from attnrank import causal, rules
 from attnrank.errors import ConfigError
 
 SEED = np.array([-0.05, -0.02, 0.0, 0.02, 0.05])  # a seed's effect, shared by its five runs
@@ -65,7 +65,7 @@ def test_single_factors_alike_is_inconclusive_and_states_seeds_needed():
     v = rules.causal_rule(table({**BASE, "init": 5.05, "lr": 5.051}))
     assert v.status == "inconclusive at this scale"
     assert v["bert"].verdict.needed is not None and v["bert"].verdict.needed >= 2
-    assert f"about {v['bert'].verdict.needed} seeds would resolve 0.01 nats" in rules.causal_text(v, "bert")
+    assert f"about {v['bert'].verdict.needed} seeds would resolve 0.01 nats" in causal.causal_text(v, "bert")
 
 
 def test_one_architecture_against_makes_the_claim_not_supported():

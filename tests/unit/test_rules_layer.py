@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import baselines, evidence, rules, theory
+from attnrank import baselines, dynamics, evidence, headdim, rules, temp, theory
 from attnrank.errors import ConfigError
 from attnrank.rank import MEASURES, rank_measures
 from attnrank.stats import Estimate
@@ -98,29 +98,29 @@ def _est(v, lo, hi, n=10):
 
 
 def test_text_helpers():
-    assert rules.grid_text([0.001, 0.004, 0.016, 0.064]) == "4 values a factor of about 4 apart"
-    assert rules.grid_text([1.0]) == "one value"
+    assert temp.grid_text([0.001, 0.004, 0.016, 0.064]) == "4 values a factor of about 4 apart"
+    assert temp.grid_text([1.0]) == "one value"
     peak = _est(0.016, 0.004, 0.064)
-    assert rules.grid_interval(peak) == "0.016 [0.004, 0.064]"
+    assert temp.grid_interval(peak) == "0.016 [0.004, 0.064]"
     assert (
-        rules.grid_interval(peak, words=True, note="interior")
+        temp.grid_interval(peak, words=True, note="interior")
         == "0.016 (95% interval on the grid 0.004 to 0.064; interior)"
     )
     v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
-    assert rules.needed_text(v) == "12"
-    assert rules.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == "none (resolved)"
+    assert temp.needed_text(v) == "12"
+    assert temp.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == "none (resolved)"
     r = rules.ArchResult(v)
-    assert rules.verdict_text(r, "for BERT") == (
+    assert temp.verdict_text(r, "for BERT") == (
         "for BERT 1.00 [−0.50, 2.50], n = 10 runs (about 12 seeds per arm would resolve the pre-registered effect)"
     )
-    assert rules.verdict_text(r, "x", effect=1).endswith("would resolve a difference of 1)")
+    assert temp.verdict_text(r, "x", effect=1).endswith("would resolve a difference of 1)")
     means = pd.Series([3.1, 2.5], index=[4, 32])
-    assert rules.direction_text(_est(-0.6, -0.9, -0.3), means).startswith(
+    assert headdim.direction_text(_est(-0.6, -0.9, -0.3), means).startswith(
         "falls from 3.10 at d_head = 4 to 2.50 at d_head = 32"
     )
-    assert rules.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
+    assert headdim.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
     judged = {"bert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
-    assert rules.needed_runs(
+    assert dynamics.needed_runs(
         judged, {"bert": "BERT", "gpt2": "GPT-2"}, {"bert": "x", "gpt2": "supported"}, prefix="about "
     ) == ["BERT about 12"]
 
@@ -177,13 +177,13 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
         for a in ("bert", "gpt2")
     }
     sv = rules.SweepVerdict("supported", arch, 20)
-    t = rules.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
+    t = temp.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
     assert t.shape[0] == 4 and t.loc[("stable_rank", "gpt2"), "peak at tau [95% CI]"] == "0.016 [0.004, 0.064]"
     assert "rank at tau = 0.001 minus tau = 1 [95% CI]" in t.columns
-    assert rules.temperature_loss_table(sv).loc["bert", "seed sd (nats)"] == 0.1
-    assert rules.lever_table({"effective_rank": sv}).loc[("effective_rank", "bert"), "status"] == "supported"
-    eff = rules.lever_effects({"rank": sv})
-    assert len(eff) == 6 and set(eff.lever) == set(rules.LEVERS.values()) and (eff.estimate == 1.0).all()
+    assert temp.temperature_loss_table(sv).loc["bert", "seed sd (nats)"] == 0.1
+    assert headdim.lever_table({"effective_rank": sv}).loc[("effective_rank", "bert"), "status"] == "supported"
+    eff = headdim.lever_effects({"rank": sv})
+    assert len(eff) == 6 and set(eff.lever) == set(headdim.LEVERS.values()) and (eff.estimate == 1.0).all()
 
 
 def test_caption_counts_runs_once_and_seeds():
@@ -201,7 +201,7 @@ def test_lever_texts_and_direction_note():
 
     lv = rules.SweepVerdict("supported", {"bert": arch(_est(-0.6, -0.9, -0.3)), "gpt2": arch(_est(0.6, 0.3, 0.9))}, 20)
     means = {a: pd.Series([3.1, 2.5], index=[4, 32]) for a in ("bert", "gpt2")}
-    t = rules.lever_texts(lv, lv, lv, means)
+    t = headdim.lever_texts(lv, lv, lv, means)
     assert (
         t["tau_range_bert"] == "3.00 [2.00, 4.00], n = 10" and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
     )
@@ -209,11 +209,11 @@ def test_lever_texts_and_direction_note():
     assert t["direction_bert"].startswith("falls") and t["direction_gpt2"].startswith("rises")
     labels = {"bert": "BERT", "gpt2": "GPT-2"}
     assert (
-        rules.direction_note(lv, labels)
+        headdim.direction_note(lv, labels)
         == "the measured rank rises with the head dimension for GPT-2, and falls for BERT"
     )
     flat = rules.SweepVerdict("x", {"bert": arch(_est(0.1, -0.2, 0.3))}, 5)
     assert (
-        rules.direction_note(flat, labels)
+        headdim.direction_note(flat, labels)
         == "at this width the measured rank does not follow the staircase bound upward"
     )

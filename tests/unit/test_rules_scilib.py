@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from attnrank import measure as ms
+from attnrank import rank, spectra
 from attnrank import target as tg
 from attnrank.errors import ConfigError
-from attnrank.profiles import PRESETS, preset, preset_table
+from attnrank.presets import PRESETS, preset, preset_table
 from attnrank.rank import MEASURES, rank_measures, singular_values
 from attnrank.theory import experiments as tx
 
@@ -22,12 +23,12 @@ from attnrank.theory import experiments as tx
 def test_measures_from_singular_values_match_rank_measures():
     """The measure chapter reads every measure from one set of singular values; same as rank_measures."""
     A = torch.softmax(torch.randn(3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 3, -1)
-    ours = ms.measures_from_singular_values(singular_values(A))
-    ref = rank_measures(A, measures=ms.RANK_MEASURES)
-    assert set(ours) == set(ms.RANK_MEASURES) == {m for m in MEASURES if MEASURES[m].kind != "entropy"}
-    assert all(torch.allclose(ours[m], ref[m]) for m in ms.RANK_MEASURES)
+    ours = spectra.measures_from_singular_values(singular_values(A))
+    ref = rank_measures(A, measures=rank.RANK_MEASURES)
+    assert set(ours) == set(rank.RANK_MEASURES) == {m for m in MEASURES if MEASURES[m].kind != "entropy"}
+    assert all(torch.allclose(ours[m], ref[m]) for m in rank.RANK_MEASURES)
     with pytest.raises(ConfigError) as err:
-        ms.measures_from_singular_values(singular_values(A), measures=("attention_entropy",))
+        spectra.measures_from_singular_values(singular_values(A), measures=("attention_entropy",))
     assert err.value.param == "measures"
 
 
@@ -52,7 +53,7 @@ def _excess_values(excess: dict, n: int = 11, seeds=(0, 1, 2, 3), spread: float 
                     seed=s,
                     state="trained",
                     tau=tau,
-                    pipeline=ms.REFERENCE,
+                    pipeline=spectra.REFERENCE,
                     measure=m,
                     sequence=0,
                     value=1 + ex * (n - 1),
@@ -212,7 +213,8 @@ def test_run_presets_sit_beside_the_profiles_and_print():
     """The runs chapters train at other sizes than the build's profile (sequence lengths, the causal
     chapter) are set in one table beside the profiles, which the reproducibility chapter prints."""
     from attnrank import causal, experiments
-    from attnrank.profiles import PROFILES, RUN_PRESETS, run_preset_table
+    from attnrank.presets import RUN_PRESETS, run_preset_table
+    from attnrank.profiles import PROFILES
 
     assert experiments.SEQ_LEN_PRESET is RUN_PRESETS["seq_len"]
     assert causal.PRESETS["quick"] == ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20})

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from attnrank import rules as sv
-from attnrank import stats
+from attnrank import stats, temp
 from attnrank.errors import ConfigError
 
 TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
@@ -44,16 +44,6 @@ def peaked(a, t):
     return 10.0 - 3.0 * (np.log10(t) - np.log10(0.063)) ** 2
 
 
-def test_fmt_setting():
-    """Grid values print as written by a person: no '97000000.0', no '32.000'."""
-    assert sv.fmt_setting(9.7e7) == "9.7e7"
-    assert sv.fmt_setting(32.0) == "32"
-    assert sv.fmt_setting(0.001) == "0.001"
-    assert sv.fmt_setting(1e-4) == "0.0001"
-    assert sv.fmt_setting(2e-5) == "2e-5"
-    assert sv.fmt_setting(0.25) == "0.25"
-
-
 def test_peaked_response_gives_interior_peak_and_the_two_point_sign():
     """A peaked tau response: the peak is found at the mid tau (interior), and the two-point comparison
     tau = 0.001 vs tau = 1 follows the two ends, not the peak."""
@@ -63,7 +53,7 @@ def test_peaked_response_gives_interior_peak_and_the_two_point_sign():
         r = v[a]
         assert r.shape.value == pytest.approx(0.063)
         assert r.shape.low > min(TAUS) and r.shape.high < max(TAUS)
-        assert r.shape_text.startswith("interior peak at 0.063")
+        assert temp.shape_text(r).startswith("interior peak at 0.063")
         # ends: peaked(0.001) = 10 - 3 * 1.8^2 = 0.28 and peaked(1) = 10 - 3 * 1.2^2 = 5.68: colder is lower
         assert r.verdict.estimate.value == pytest.approx(peaked(a, 0.001) - peaked(a, 1.0), abs=0.2)
         assert r.verdict.status == "not supported"
@@ -76,7 +66,7 @@ def test_monotone_colder_raises_rank_is_supported_and_peak_at_cold_end():
     runs = _tau_runs(lambda a, t: 5.0 - np.log10(t))
     v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
     assert v.status == "supported"
-    assert v["bert"].shape_text == "peak at the low end of the grid"
+    assert temp.shape_text(v["bert"]) == "peak at the low end of the grid"
     assert v["bert"].verdict.needed is None
 
 

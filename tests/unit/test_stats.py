@@ -18,20 +18,12 @@ TAUS7 = np.geomspace(1e-3, 1.0, 7)
 
 
 # --------------------------------------------------------------------------- Estimate and its text
-def test_estimate_text_form_and_tuple_compatibility():
+def test_estimate_tuple_compatibility():
     e = S.Estimate(0.391, -0.0512, 0.7149, 14, "test")
-    assert str(e) == "0.39 [\u22120.05, 0.71], n = 14"
-    assert e.text(3, n=False) == "0.391 [\u22120.051, 0.715]"
-    assert f"{e:.1}" == "0.4 [\u22120.05, 0.7], n = 14"  # below 10^-digits: significant digits, as book.fmt
     v, lo, hi = e
     assert (v, lo, hi) == (0.391, -0.0512, 0.7149) and e[1] == -0.0512
-    assert str(S.Estimate(float("nan"), float("nan"), float("nan"), 2, "t")) == "n/a [n/a, n/a], n = 2"
-    assert (
-        str(S.Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.00 [\u22120.001, 0.002], n = 5"
-    )  # noise is 0, never "-0.00"
     assert e.as_dict()["n"] == 14 and e.has_interval
-    assert S.Estimate(0.123, 0.08, -0.0 + 0.15, 30, "t").text(0, percent=True) == "12% [8%, 15%], n = 30"
-    assert S.Estimate(-0.0125, -0.02, 0.01, 3, "t").text(1, percent=True, n=False) == "\u22121.2% [\u22122.0%, 1.0%]"
+    assert not hasattr(e, "text")  # numbers are written by attnrank.glossary, outside the result hash
 
 
 def test_estimate_rejects_bad_fields():
@@ -39,8 +31,6 @@ def test_estimate_rejects_bad_fields():
         S.Estimate(0.0, -1.0, 1.0, 3, "t", confidence=95)
     with pytest.raises(ConfigError, match="low"):
         S.Estimate(0.0, 1.0, -1.0, 3, "t")
-    with pytest.raises(ConfigError, match="format"):
-        format(S.Estimate(0.0, -1.0, 1.0, 3, "t"), "%")
 
 
 # --------------------------------------------------------------------------- mean_ci
@@ -100,8 +90,8 @@ def test_spearman_value_matches_scipy_with_ties():
 def test_spearman_constant_or_short_input_is_nan_in_both_versions():
     for x, y in (([1.0, 1, 1, 1, 1], [1.0, 2, 3, 4, 5]), ([1.0, 2, 3], [3.0, 1, 2])):
         e = S.spearman(x, y, n_resamples=200)
-        assert math.isnan(e.value) and math.isnan(e.low) and str(e).startswith("n/a")
-        old = S.spearman_ci(x, y)
+        assert math.isnan(e.value) and math.isnan(e.low)
+        old = _old_spearman_ci(x, y)
         assert math.isnan(old["rho"]) and math.isnan(old["low"])
 
 
@@ -153,7 +143,7 @@ def test_verdict_is_stable_to_bootstrap_seed_and_row_order():
     assert {classify(e, 0.0, "above") for e in ests} == {"inconclusive at this scale"}
     perm = np.random.default_rng(7).permutation(14)
     assert S.spearman(x[perm], y[perm], seed=3) == ests[3]  # row order cannot matter
-    old = [S.spearman_ci(x, y, seed=s)["low"] for s in range(10)] + [S.spearman_ci(x[perm], y[perm])["low"]]
+    old = [_old_spearman_ci(x, y, seed=s)["low"] for s in range(10)] + [_old_spearman_ci(x[perm], y[perm])["low"]]
     assert min(old) < 0 < max(old)  # why the old interval is not used for verdicts
 
 
@@ -189,7 +179,7 @@ def test_fixed_effect_removes_a_peaked_tau_effect_that_partial_spearman_keeps():
     old, new = [], []
     for k in range(20):
         t, rank, loss = _peaked(k)
-        old.append(S.partial_spearman(rank, loss, np.log(t), n_resamples=200)["rho"])
+        old.append(partial_spearman_rho(rank, loss, np.log(t)))
         e = S.spearman_within(rank, loss, t, n_resamples=2000)
         new.append(e.value)
         assert e.low <= 0 <= e.high and e.p > 0.05 and classify(e, 0.0, "below") == "inconclusive at this scale"
@@ -257,7 +247,7 @@ def test_compare_means_welch_interval_and_exact_permutation_p():
 def test_compare_means_is_not_degenerate_with_two_seeds_per_arm():
     cold, stock = np.array([-15.86, -16.06]), np.array([0.0, 0.0])
     e = S.compare_means(cold, stock)
-    low, high = S.bootstrap_ci(lambda x, y: np.mean(x) - np.mean(y), cold, stock, paired=False)
+    low, high = _bootstrap_ci(lambda x, y: np.mean(x) - np.mean(y), cold, stock, paired=False)
     assert high - low == pytest.approx(0.2, abs=1e-9)  # the percentile bootstrap: only 3 distinct means per arm
     assert e.high - e.low > 10 * (high - low)  # Welch: df = 1, t = 12.71
     assert e.high - e.low == pytest.approx(2 * 12.7062 * 0.1, abs=1e-3)
@@ -295,7 +285,7 @@ def test_grid_span_and_compare_spans_compare_levers_over_their_whole_range():
     assert d.value == pytest.approx(span.value - S.grid_span(hd, y_hd).value) and d.low > 0
     assert classify(d, 0.0, "above") == "supported"
     # the per-doubling comparison of signed slopes cannot see it: the peak's slope averages out
-    tau_slope = S.slope_per_doubling(pd.DataFrame({"x": 1 / t, "y": y_tau}), "x", "y")
+    tau_slope = _slope_per_doubling(1 / t, y_tau)
     assert abs(tau_slope["slope"]) < 1.0 and tau_slope["low"] < 0 < tau_slope["high"]
     with pytest.raises(ConfigError, match="kind"):
         S.grid_span(t, y_tau, kind="slope")
@@ -348,3 +338,46 @@ def test_seeds_needed_t_exact_power_matches_cohen():
     assert S.seeds_needed_t(0.01, 1.0) == 2
     with pytest.raises(ConfigError, match="spread"):
         S.seeds_needed_t(0.0, 1.0)
+
+
+# --------------------------------------------------------------------------- superseded methods
+# The methods the library used before (percentile bootstraps, a linear rank partial correlation,
+# slopes per doubling), kept here only to show on constructed data why they were replaced.
+def _bootstrap_ci(statistic, *data, n_resamples=2000, seed=0, paired=True):
+    res = sps.bootstrap(
+        data,
+        statistic,
+        n_resamples=n_resamples,
+        paired=paired,
+        vectorized=False,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _old_spearman_ci(x, y, *, seed=0):
+    """Percentile bootstrap of Spearman's rho (2,000 resamples), a constant resample scored 0."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 4 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"rho": np.nan, "low": np.nan, "high": np.nan}
+    rho = lambda a, b: 0.0 if np.ptp(a) == 0 or np.ptp(b) == 0 else sps.spearmanr(a, b).statistic
+    low, high = _bootstrap_ci(rho, x, y, seed=seed)
+    return {"rho": float(sps.spearmanr(x, y).statistic), "low": low, "high": high}
+
+
+def partial_spearman_rho(x, y, z):
+    """Rank partial correlation of x and y, the ranks residualised linearly on the ranks of z."""
+    rx, ry = sps.rankdata(x), sps.rankdata(y)
+    rz = np.column_stack([np.ones(len(rx)), sps.rankdata(z)])
+    ex = rx - rz @ np.linalg.lstsq(rz, rx, rcond=None)[0]
+    ey = ry - rz @ np.linalg.lstsq(rz, ry, rcond=None)[0]
+    return float((ex * ey).sum() / np.sqrt((ex**2).sum() * (ey**2).sum()))
+
+
+def _slope_per_doubling(x, y, *, n_resamples=2000, seed=0):
+    """Least-squares slope of y against log2(x) with a percentile bootstrap over rows."""
+    lx, y = np.log2(np.asarray(x, float)), np.asarray(y, float)
+    fit = lambda i: np.polyfit(lx[i.astype(int)], y[i.astype(int)], 1)[0] if np.ptp(lx[i.astype(int)]) > 0 else 0.0
+    low, high = _bootstrap_ci(fit, np.arange(len(lx)), n_resamples=n_resamples, seed=seed)
+    return {"slope": float(np.polyfit(lx, y, 1)[0]), "low": low, "high": high}

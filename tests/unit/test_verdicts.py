@@ -80,13 +80,11 @@ def test_judge_states_the_runs_needed_when_not_supported():
     d = S.compare_means([5.001, 5.006], [5.000, 5.004])
     v = judge(d, 0.0, "below", effect=0.005, spread=0.0036)
     assert isinstance(v, Verdict) and v.status == INCONCLUSIVE and v.needed == 9 and v.needed_unit == "seeds per arm"
-    assert str(v).startswith("inconclusive at this scale: 0.0015 [") and str(v).endswith(
-        "about 9 seeds per arm would resolve the pre-registered effect of 0.005"
-    )
+    assert v.estimate.value == pytest.approx(0.0015) and v.effect == 0.005
     c = judge(est(-0.1, 0.8, 0.4), 0.0, "above", effect=0.5)  # correlation: runs in total
     assert c.needed == 30 and c.needed_unit == "runs"
     s = judge(est(0.1, 0.8), 0.0, "above", effect=0.5)
-    assert s.status == SUPPORTED and s.needed is None and "would resolve" not in str(s)
+    assert s.status == SUPPORTED and s.needed is None
     assert judge(est(0.1, 0.8), 0.0, "above").needed is None
     assert math.isnan(S.compare_means([1.0, 1.0], [1.0, 1.0]).low)
     assert judge(S.compare_means([1.0, 1.0], [1.0, 1.0]), 0.0, "below", effect=0.1, spread=0.0).needed is None

@@ -14,9 +14,9 @@ matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-from .style import ARCH_LABELS, PALETTE  # the plot grammar: labels, colours, markers, checks
+from .style import PALETTE  # the plot grammar: labels, colours, markers, checks
 
-__all__ = ["set_theme", "PALETTE", "ARCH_LABELS", "new_figure", "style"]
+__all__ = ["set_theme", "PALETTE", "new_figure", "style"]
 
 
 def set_theme() -> None:

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from . import ARCH_LABELS, new_figure
+from ..causal import CELL_LABELS, CELLS, PRESETS, twin_scale
+from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
+from . import new_figure
 
 __all__ = ["cells", "intervention", "cells_figure", "intervention_figure"]
 
@@ -107,11 +109,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
     are the initial rank, the mean rank through training and the final loss, the cells in
     :data:`attnrank.causal.CELLS` order (the ``tau`` cell named with its value).
     """
-    from ..causal import CELL_LABELS, CELLS, PRESETS, twin_scale
-    from ..rank import MEASURES
-    from ..rules import fmt_setting
-
-    label = MEASURES[measure].label
+    label = MEASURE_LABELS[measure]
     labels = {
         c: CELL_LABELS[c].replace("tau", f"tau = {fmt_setting(tau)}") if c == "tau" else CELL_LABELS[c] for c in CELLS
     }
@@ -138,11 +136,7 @@ def intervention_figure(inter: pd.DataFrame, *, measure: str, tau: float, seeds,
 
     ``inter``: :func:`attnrank.causal.intervention` of the runs at ``tau = 1`` and ``tau`` of ``seeds``.
     """
-    from ..causal import PRESETS
-    from ..rank import MEASURES
-    from ..rules import fmt_setting
-
-    label = MEASURES[measure].label
+    label = MEASURE_LABELS[measure]
     n_runs = inter.groupby(["arch", "train_tau", "seed"]).ngroups
     return (
         intervention(inter, measure, label),

@@ -15,8 +15,10 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
+from ..glossary import ARCH_LABELS
+from ..measure import REFERENCE, baselines, threshold_lines
 from . import new_figure
-from .style import ARCH_LABELS, MEASURE_COLORS, PALETTE, axis_label, check_columns, fmt_tau, measure_label
+from .style import MEASURE_COLORS, PALETTE, axis_label, check_columns, fmt_tau, measure_label
 
 __all__ = [
     "MEASURE_COLORS",
@@ -387,8 +389,6 @@ def measure_points(
 def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
     """Spectra at ``tau = 1``, float64 throughout, by architecture and state, with where each measure
     cuts (:func:`attnrank.measure.threshold_lines` at the median ``sigma_1`` of the panel)."""
-    from ..measure import REFERENCE, threshold_lines
-
     spec = spectra_table[(spectra_table.tau == 1.0) & (spectra_table.pipeline == REFERENCE)].reset_index(drop=True)
     sigma1 = matrices[matrices.tau == 1.0].groupby("arch").sigma_1.median()
     fig = spectra(spec, threshold_lines(sigma1, setting.n), col="arch", hue="state")
@@ -408,8 +408,6 @@ def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, set
 def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
     """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.measure.summarise`),
     beside the uniform causal matrix and ``n`` (:func:`attnrank.measure.baselines`)."""
-    from ..measure import baselines
-
     fig = measure_points(at1, baselines(causal, setting.n), col="arch", hue="state")
     return (
         fig,
@@ -426,8 +424,6 @@ def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
 def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str):
     """The rank measures of trained models against the temperature (``ref``: the reference pipeline's
     :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
-    from ..measure import baselines
-
     fig = rank_vs_tau(
         ref, baselines(causal, setting.n, temperature=True), col="arch", hue="measure", highlight=highlight
     )
@@ -446,8 +442,6 @@ def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str
 
 def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
     """Spectra of trained attention at every probed temperature, one row of panels per precision pipeline."""
-    from ..measure import threshold_lines
-
     spec = spectra_table[spectra_table.state == "trained"]
     spec = spec.assign(temperature=spec.tau.map(lambda t: f"tau = {t:g}"))
     sigma1 = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
@@ -469,8 +463,6 @@ def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame,
 def precision_figure(by_tau: pd.DataFrame, setting):
     """Each rank measure against the temperature for the three precision pipelines (the float64
     reference bold; ``by_tau``: :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``)."""
-    from ..measure import REFERENCE
-
     fig = precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=REFERENCE)
     return (
         fig,

@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..experiments import PRIMARY_MEASURE
+from ..glossary import ARCH_LABELS, MEASURE_LABELS
 from ..protocol import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS, Records
-from ..rank import MEASURES
-from . import ARCH_LABELS
+from ..rules import PRIMARY_MEASURE
 from .sweeps import effect_forest
 from .training import change_distribution, trajectories
 
@@ -94,7 +93,7 @@ def our_view(records: Records, profile: str):
     """Our view: the mean rank over every held-out probe sequence, per seed, under the study's
     rank and the primary measure, through training at both temperatures."""
     view = records.summary[records.summary.measure.isin([STUDY_MEASURE, PRIMARY_MEASURE])]
-    labels = {m: MEASURES[m].label for m in (STUDY_MEASURE, PRIMARY_MEASURE)}
+    labels = {m: MEASURE_LABELS[m] for m in (STUDY_MEASURE, PRIMARY_MEASURE)}
     fig = trajectories(
         view,
         y="mean",
@@ -125,7 +124,7 @@ def set_early_figure(by_step: pd.DataFrame, records: Records, profile: str, rho_
     """Spearman's rho (:func:`attnrank.protocol.rank_by_step`) at each probe step against the last,
     per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without
     its ``estimate`` objects."""
-    label = MEASURES[PRIMARY_MEASURE].label
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
     forest = by_step.assign(panel=label, lever=by_step.step.map(lambda s: f"step {s}"))
     fig = effect_forest(
         forest,

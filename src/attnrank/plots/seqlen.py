@@ -7,8 +7,8 @@ import seaborn as sns
 from matplotlib.ticker import NullLocator
 
 from ..errors import ConfigError
-from ..rank import MEASURES
-from . import ARCH_LABELS, PALETTE, new_figure
+from ..glossary import ARCH_LABELS, MEASURE_LABELS
+from . import PALETTE, new_figure
 
 __all__ = ["rank_vs_seq_len"]
 
@@ -46,7 +46,7 @@ def rank_vs_seq_len(table: pd.DataFrame, measures):
             ax.plot(u.n, u.uniform, ":", color=colors[arch], label=f"uniform attention, {ARCH_LABELS[arch]}")
         b = d.drop_duplicates("n").sort_values("n")
         ax.plot(b.n, b.bound, "-", color="black", lw=1, label="bound (1 - 1/e) n + 1")
-        ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=MEASURES[m].label)
+        ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=MEASURE_LABELS[m])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(sorted(set(d.n)), [str(n) for n in sorted(set(d.n))])
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))

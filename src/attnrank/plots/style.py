@@ -1,13 +1,12 @@
-"""The book's plot grammar: one glossary of labels, one set of colours and markers, formatters
+"""The book's plot grammar: one set of axis labels, one set of colours and markers, formatters
 and input checks, shared by every figure module.
 
-The glossary follows the book's notation (theory chapter): the temperature *ratio* ``tau``
+The labels follow the book's notation (theory chapter): the temperature *ratio* ``tau``
 (the softmax divides the logits ``QK^T / sqrt(d_h)`` by it, so the temperature is
-``T = tau sqrt(d_h)``), the head dimension ``d_h``, the rank measures by their
-:attr:`attnrank.rank.Measure.label`, the architectures by :data:`ARCH_LABELS`. A figure
-module takes its words from :data:`SYMBOLS` (inside a sentence or a legend title),
-:data:`LABELS` / :func:`axis_label` (axis and colour-bar labels), :func:`measure_label` and
-:data:`ARCH_LABELS`; its colours from :data:`PALETTE`, :data:`MEASURE_COLORS`,
+``T = tau sqrt(d_h)``), the head dimension ``d_h``, the rank measures and the architectures by
+their names in :mod:`attnrank.glossary`. A figure module takes its words from :data:`SYMBOLS`
+(inside a sentence or a legend title), :data:`LABELS` / :func:`axis_label` (axis and colour-bar
+labels), :func:`measure_label` and :data:`attnrank.glossary.ARCH_LABELS`; its colours from :data:`PALETTE`, :data:`MEASURE_COLORS`,
 :data:`TAU_CMAP` / :data:`HEAD_DIM_CMAP`; failed (diverged) runs are drawn with
 :data:`FAILED_COLOR` and :data:`FAILED_MARKER`. :func:`check_columns` checks a figure's data
 and raises :class:`attnrank.ConfigError`, like every other input check of the project.
@@ -21,10 +20,11 @@ import seaborn as sns
 from matplotlib import colors as mcolors
 
 from ..errors import ConfigError
+from ..glossary import MEASURE_LABELS, fmt_setting
+from ..rank import MEASURES
 
 __all__ = [
     "PALETTE",
-    "ARCH_LABELS",
     "SYMBOLS",
     "LABELS",
     "MEASURE_COLORS",
@@ -36,15 +36,12 @@ __all__ = [
     "BASELINE_COLOR",
     "axis_label",
     "measure_label",
-    "fmt_value",
     "fmt_tau",
     "check_columns",
 ]
 
 #: Colour palette shared by all figures (colour-blind safe).
 PALETTE = "colorblind"
-#: Display names of the architectures.
-ARCH_LABELS = {"bert": "BERT (MLM)", "gpt2": "GPT-2 (CLM)"}
 #: The symbol of each quantity, for legend titles, panel titles and sentences.
 SYMBOLS = {"tau": r"$\tau$", "head_dim": r"$d_h$", "n": r"$n$", "T": r"$T$"}
 #: Axis and colour-bar labels (one wording per quantity).
@@ -78,8 +75,6 @@ HEAD_DIM_CMAP = _truncated("rocket", 0.15, 0.8)
 
 
 def _measure_colors() -> dict:
-    from ..rank import MEASURES
-
     colors = sns.color_palette(PALETTE, 10)
     return {name: colors[i % len(colors)] for i, name in enumerate(MEASURES)}
 
@@ -89,14 +84,9 @@ MEASURE_COLORS = _measure_colors()
 
 
 def measure_label(name: str) -> str:
-    """Label of a rank measure (its :attr:`~attnrank.rank.Measure.label`), of a loss column
+    """Label of a rank measure (:data:`attnrank.glossary.MEASURE_LABELS`), of a loss column
     (:data:`LABELS`), or the name itself."""
-    from ..rank import MEASURES
-
-    m = MEASURES.get(name)
-    if m is not None and m.label:
-        return m.label
-    return LABELS.get(name, str(name))
+    return MEASURE_LABELS.get(name) or LABELS.get(name, str(name))
 
 
 def axis_label(name: str, *, log: bool = False) -> str:
@@ -106,15 +96,9 @@ def axis_label(name: str, *, log: bool = False) -> str:
     return f"{text}, log scale" if log else text
 
 
-def fmt_value(v) -> str:
-    """A setting's value for a legend or title: ``0.03``, ``1``, ``64``, ``10000``."""
-    v = float(v)
-    return f"{v:g}" if v != int(v) or abs(v) < 1e4 else f"{int(v)}"
-
-
 def fmt_tau(t) -> str:
     """``tau = 0.03`` in the book's notation (for legends and panel titles)."""
-    return f"{SYMBOLS['tau']} = {fmt_value(t)}"
+    return f"{SYMBOLS['tau']} = {fmt_setting(t)}"
 
 
 def check_columns(data, columns, name: str = "data") -> None:

@@ -24,12 +24,12 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from . import ARCH_LABELS, PALETTE, new_figure
-from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS
+from ..glossary import ARCH_LABELS, fmt_setting
+from . import PALETTE, new_figure
+from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS, measure_label
 
 __all__ = [
     "arch_color",
-    "measure_label",
     "setting_label",
     "by_setting",
     "per_layer",
@@ -54,30 +54,12 @@ def arch_color(arch: str):
     return pal[list(ARCH_LABELS).index(arch)] if arch in ARCH_LABELS else pal[2 + abs(hash(arch)) % 6]
 
 
-def measure_label(measure: str) -> str:
-    """Axis label of a rank measure (its ``.label``), or the name itself."""
-    from ..rank import MEASURES
-
-    if measure in MEASURES:
-        return MEASURES[measure].label
-    return {
-        "final_val_loss": "final validation loss (nats/token)",
-        "initial_val_loss": "initial validation loss (nats/token)",
-        "val_loss": "validation loss (nats/token)",
-    }.get(measure, measure)
-
-
 def setting_label(x: str) -> str:
     """Axis label of a swept setting."""
     return _SETTING_LABELS.get(x, x)
 
 
 _SYMBOLS = SYMBOLS
-
-
-def _fmt_value(v) -> str:
-    v = float(v)
-    return f"{v:g}" if v != int(v) or abs(v) < 1e4 else f"{int(v)}"
 
 
 def _is_close(a, b) -> bool:
@@ -89,7 +71,7 @@ def _set_xscale(ax, x: str, values) -> None:
     if x == "head_dim":
         ax.set_xscale("log", base=2)
         ax.set_xticks(values)
-        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _fmt_value(v)))
+        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: fmt_setting(v)))
         ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
     elif x == "tau":
         ax.set_xscale("log")
@@ -285,7 +267,7 @@ def by_setting(
         if f is not None and facet == "arch":
             ax.set_title(ARCH_LABELS.get(f, str(f)), fontsize="medium")
         elif f is not None and facet != "measure":
-            ax.set_title(f"{facet} = {_fmt_value(f)}", fontsize="medium")
+            ax.set_title(f"{facet} = {fmt_setting(f)}", fontsize="medium")
     if baseline is not None:
         handles["baseline"] = Line2D(
             [],
@@ -293,7 +275,7 @@ def by_setting(
             color=BASELINE_COLOR,
             ls="--",
             lw=1.4,
-            label=f"baseline {_SYMBOLS.get(x, x)} = {_fmt_value(baseline)}",
+            label=f"baseline {_SYMBOLS.get(x, x)} = {fmt_setting(baseline)}",
         )
     if highlight is not None:
         handles["highlight"] = Line2D(
@@ -302,7 +284,7 @@ def by_setting(
             color=HIGHLIGHT_COLOR,
             lw=2.6,
             alpha=0.6,
-            label=f"detailed {_SYMBOLS.get(x, x)} = {_fmt_value(highlight)}",
+            label=f"detailed {_SYMBOLS.get(x, x)} = {fmt_setting(highlight)}",
         )
     if legend and handles:
         fig.legend(
@@ -361,7 +343,7 @@ def per_layer(
             summ = _summarise(part, ["layer"], y).sort_values("layer")
             xs = summ["layer"].to_numpy(float) + (gi - (len(groups) - 1) / 2) * 0.08
             face = c if si == 0 else "white"
-            label = f"{_SYMBOLS.get(hue, hue)} = {_fmt_value(h)}" + (f", {s}" if style else "")
+            label = f"{_SYMBOLS.get(hue, hue)} = {fmt_setting(h)}" + (f", {s}" if style else "")
             ax.errorbar(
                 xs,
                 summ["mean"],

@@ -16,8 +16,9 @@ import seaborn as sns
 from matplotlib.colors import LogNorm
 
 from ..errors import ConfigError
+from ..glossary import fmt_setting
 from . import new_figure
-from .style import PALETTE, SYMBOLS, axis_label, check_columns, fmt_value
+from .style import PALETTE, SYMBOLS, axis_label, check_columns
 
 __all__ = [
     "exact_spectrum",
@@ -303,7 +304,7 @@ def toy_heatmaps(
                 cbar=j == len(cols) - 1,
                 cbar_kws={"label": label or value},
             )
-            ax.set_xticklabels([fmt_value(float(t.get_text())) for t in ax.get_xticklabels()], rotation=0, fontsize=7)
+            ax.set_xticklabels([fmt_setting(float(t.get_text())) for t in ax.get_xticklabels()], rotation=0, fontsize=7)
             ax.set_title(f"{r}, {c}", fontsize=9)
             ax.set_xlabel(axis_label("tau") if i == len(rows) - 1 else "")
             ax.set_ylabel(axis_label("head_dim") if j == 0 else "")
@@ -508,7 +509,7 @@ def section_figure(name: str, section, sizes: dict, profile: str):
         section: the :class:`attnrank.theory.experiments.Section` that check returned (its
             ``tables`` are drawn: ``spectrum``; ``sv`` and ``slopes``; ``bound``; ``sat`` and
             ``limit``; ``curves`` and ``thresholds``; ``mc`` and ``refs``).
-        sizes: the chapter's sizes (``attnrank.profiles.preset("theory", profile)``), quoted in
+        sizes: the chapter's sizes (``attnrank.presets.preset("theory", profile)``), quoted in
             the caption.
         profile: the profile named in the caption.
 

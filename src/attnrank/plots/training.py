@@ -18,7 +18,8 @@ from matplotlib import cm
 from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
-from . import ARCH_LABELS, PALETTE, new_figure
+from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
+from . import PALETTE, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
 from .style import FAILED_MARKER, HEAD_DIM_CMAP, LABELS, SYMBOLS, TAU_CMAP
 
@@ -96,14 +97,10 @@ def _title(ax, row, r, col, c, row_labels, col_labels):
     ax.set_title(" · ".join(parts), fontsize="medium")
 
 
-def _fmt_tick(x: float) -> str:
-    return f"{x:g}"
-
-
 def _colorbar(fig, axes, sm, values, label):
     cb = fig.colorbar(sm, ax=list(np.ravel(axes)), label=label, shrink=0.9, pad=0.02, aspect=30)
     cb.set_ticks(values)
-    cb.set_ticklabels([_fmt_tick(v) for v in values])
+    cb.set_ticklabels([fmt_setting(v) for v in values])
     cb.minorticks_off()
     return cb
 
@@ -158,7 +155,14 @@ def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list
     ax.set_ylim(lo, hi)
     if off and note:
         ax.text(
-            0.99, 0.98, "\n".join(off), transform=ax.transAxes, ha="right", va="top", fontsize="x-small", color=color
+            0.99,
+            0.98,
+            "\n".join(off),
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize="x-small",
+            color=color,
         )
     return off
 
@@ -231,7 +235,7 @@ def trajectories(
                     zorder=3 if bold else 2,
                     marker="o" if bold else None,
                     ms=4,
-                    label=_fmt_tick(h) if bold else None,
+                    label=fmt_setting(h) if bold else None,
                 )
             for (h, _u), g in d[~ok].groupby([hue, unit]):
                 any_failed = True
@@ -268,7 +272,7 @@ def trajectories(
                 lw=2.8,
                 marker="o",
                 ms=4,
-                label=f"{_SYMBOLS.get(hue, hue)} = {_fmt_tick(float(highlight))} (bold)",
+                label=f"{_SYMBOLS.get(hue, hue)} = {fmt_setting(float(highlight))} (bold)",
             )
         )
     handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3, label=f"mean, band = min–max over {unit}s"))
@@ -580,9 +584,7 @@ def measure_trajectories(
     Returns:
         the Figure (panels 4.3 wide and ``height`` high).
     """
-    from ..rank import MEASURES
-
-    labels = {m: MEASURES[m].label for m in MEASURES}
+    labels = dict(MEASURE_LABELS)
     return trajectories(
         data,
         y=y,
@@ -673,7 +675,9 @@ def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, reference
     Returns:
         the Figure.
     """
-    notes = {(t, a): f"ρ = {e.text(n=False)}\nn = {e.n} runs" for t, by_a in rho.items() for a, e in by_a.items()}
+    notes = {
+        (t, a): f"ρ = {fmt_estimate(e, n=False)}\nn = {e.n} runs" for t, by_a in rho.items() for a, e in by_a.items()
+    }
     return run_scatter(
         data,
         x=x,

@@ -1,7 +1,7 @@
 """The theory chapter's checks of each proposition on random instances, as tables and numbers.
 
 Each function runs the check of one proposition with the chapter's sizes
-(:data:`attnrank.profiles.PRESETS` ``["theory"]``) and returns a :class:`Section`: the tables
+(:data:`attnrank.presets.PRESETS` ``["theory"]``) and returns a :class:`Section`: the tables
 its figure draws, the numbers the chapter pastes (``glue``, under the chapter's names) and
 the count of instances tested and violations found. The expensive tables (the mpmath
 spectra, the Monte Carlo estimates) are cached with :func:`attnrank.cache.cached`, keyed by
@@ -18,11 +18,14 @@ import pandas as pd
 import torch
 
 from ..cache import cached
-from ..rank import MEASURES, numerical_rank, singular_values, study_rank
+from ..glossary import MEASURE_LABELS, fmt
+from ..presets import preset
+from ..rank import numerical_rank, singular_values, study_rank
 from ._common import softmax_attention
-from .exact import causal_log10_det, exact_singular_values
+from .exact import causal_log10_det
 from .hardmax import hardmax_rank, hardmax_threshold, measured_threshold, new_column_gap, top_gap
-from .sampling import expected_distinct, monte_carlo_hardmax_rank, monte_carlo_rank, sample_logits, study_bound
+from .sampling import expected_distinct, sample_logits, study_bound
+from .tables import SAT_MEASURES, _gen, exact_spectra, hardmax_mc_table, saturation_table
 from .taylor import logit_halfrange, staircase_blocks, staircase_slopes, taylor_rank_bound, taylor_terms
 
 __all__ = [
@@ -38,13 +41,11 @@ __all__ = [
     "exact_spectra",
     "saturation_table",
     "hardmax_mc_table",
-    "SAT_MEASURES",
     "sizes",
     "totals",
 ]
 
 #: Rank measures of the P1' saturation check (the first is the one the text quotes).
-SAT_MEASURES = ("rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank")
 
 
 @dataclass
@@ -72,7 +73,7 @@ def merge(check: str, *sections: Section) -> Section:
 
 
 def sizes(profile: str, *, head_dims=None, mc_samples=None) -> dict:
-    """The chapter's sizes for ``profile`` (:func:`attnrank.profiles.preset` ``("theory", profile)``), overridden.
+    """The chapter's sizes for ``profile`` (:func:`attnrank.presets.preset` ``("theory", profile)``), overridden.
 
     Args:
         profile: a resolved profile name.
@@ -82,10 +83,8 @@ def sizes(profile: str, *, head_dims=None, mc_samples=None) -> dict:
         mc_samples: if given, the theorem's draws of ``(W_Q, W_K)`` per point (``mc_samples``).
 
     Raises:
-        ConfigError: naming ``profile`` for an unknown profile (from :func:`~attnrank.profiles.preset`).
+        ConfigError: naming ``profile`` for an unknown profile (from :func:`~attnrank.presets.preset`).
     """
-    from ..profiles import preset
-
     out = preset("theory", profile)
     if head_dims is not None:
         out["mc_head_dims"] = out["sat_head_dims"] = sorted(set(head_dims))
@@ -107,32 +106,7 @@ def totals(sections: dict) -> dict:
     }
 
 
-def _gen(seed: int, offset: int) -> torch.Generator:
-    return torch.Generator().manual_seed(1000 * seed + offset)
-
-
 # ------------------------------------------------------------------------------- P0
-def exact_spectra(n: int, instances: int, digits: int, head_dim: int, seed: int) -> pd.DataFrame:
-    """``log10`` singular values of ``softmax(S)`` for random logits, in mpmath and in float64.
-
-    Columns ``instance``, ``k`` (1..n), ``log10_sigma``, ``method``, ``float_rank`` (the
-    float64 rank with NumPy's default tolerance). Slow (mpmath): cache it.
-    """
-    S = sample_logits(n, head_dim, instances, generator=_gen(seed, 1))
-    rows = []
-    for i in range(instances):
-        exact = exact_singular_values(S[i], digits=digits)
-        A = torch.softmax(S[i], -1)
-        fl = np.log10(np.clip(singular_values(A).numpy(), 1e-300, None))
-        r = int(numerical_rank(A))
-        for k in range(n):
-            rows.append(
-                dict(instance=i, k=k + 1, log10_sigma=float(exact[k]), method=f"mpmath, {digits} digits", float_rank=r)
-            )
-            rows.append(dict(instance=i, k=k + 1, log10_sigma=float(fl[k]), method="float64 SVD", float_rank=r))
-    return pd.DataFrame(rows)
-
-
 def p0(
     *, p0_n: int, p0_inst: int, p0_digits: int, seed: int = 0, head_dim: int = 1, causal_instances: int = 200, **_
 ) -> Section:
@@ -295,27 +269,6 @@ def p1_taylor(
 
 
 # ------------------------------------------------------------------------------ P1'
-def saturation_table(n: int, head_dims, samples: int, seed: int, measures=SAT_MEASURES) -> pd.DataFrame:
-    """Monte Carlo means of rank measures of ``softmax(S)`` at ``tau = 1`` per head dimension and in
-    the i.i.d. limit (``head_dim`` = inf). Columns ``head_dim``, ``measure``, ``mean``,
-    ``ci_low``, ``ci_high``, ``samples``."""
-    rows = []
-    for d in list(head_dims) + [None]:
-        res = monte_carlo_rank(n, d, samples, measures=tuple(measures), seed=1000 * seed + (7 if d is None else d))
-        rows += [
-            dict(
-                head_dim=math.inf if d is None else d,
-                measure=m,
-                mean=e.value,
-                ci_low=e.low,
-                ci_high=e.high,
-                samples=e.n,
-            )
-            for m, (e, _) in res.items()
-        ]
-    return pd.DataFrame(rows)
-
-
 def _approach(d: pd.DataFrame, lim_row) -> str:
     """From which side the smallest head's mean lies relative to the limit's interval."""
     first = d.sort_values("head_dim").iloc[0]
@@ -363,7 +316,7 @@ def p1p_saturation(*, sat_n: int, sat_head_dims, sat_samples: int, seed: int = 0
         theory_sat_limit_frac=float(lim_main["mean"]) / sat_n,
         theory_sat_bound=study_bound(sat_n),
         theory_sat_direction="; ".join(
-            f"{MEASURES[m].label}: {_approach(sat[sat.measure == m], lim_by.loc[m])} "
+            f"{MEASURE_LABELS[m]}: {_approach(sat[sat.measure == m], lim_by.loc[m])} "
             f"(limit {lim_by.loc[m, 'mean']:.2f})"
             for m in SAT_MEASURES
         ),
@@ -453,32 +406,6 @@ def p2_hardmax(*, p2_n: int, p2_d: int, p2_inst: int, p2_grid: int, seed: int = 
 
 
 # ------------------------------------------------------------------------- theorem
-def hardmax_mc_table(n_values, head_dims, samples: int, seed: int) -> pd.DataFrame:
-    """Monte Carlo mean hardmax rank per ``(n, head_dim)`` and in the i.i.d. limit (``head_dim`` =
-    inf). Columns ``n``, ``head_dim``, ``mean``, ``ci_low``, ``ci_high``, ``sd``, ``max``,
-    ``ties``, ``samples``."""
-    rows = []
-    for n in n_values:
-        for d in list(head_dims) + [None]:
-            e, ranks, ties = monte_carlo_hardmax_rank(
-                n, d, samples, seed=1000 * seed + 17 * n + (5 if d is None else d)
-            )
-            rows.append(
-                dict(
-                    n=n,
-                    head_dim=math.inf if d is None else d,
-                    mean=e.value,
-                    ci_low=e.low,
-                    ci_high=e.high,
-                    sd=float(ranks.double().std()),
-                    max=int(ranks.max()),
-                    ties=ties,
-                    samples=e.n,
-                )
-            )
-    return pd.DataFrame(rows)
-
-
 def theorem(*, n_values, mc_head_dims, mc_samples: int, seed: int = 0, reach: float = 0.9, **_) -> Section:
     """The study's theorem: the mean hardmax rank stays below ``n(1-(1-1/n)^n) <= (1-1/e)n + 1``
     and grows with the head dimension. Tables ``mc`` and ``refs``; a violation is a mean whose
@@ -540,8 +467,6 @@ def verdict(sections: dict, *, mc_samples: int, profile: str) -> tuple[str, str]
     ``supported`` if the mean hardmax rank at the largest ``n`` grows with the head dimension
     (by more than 3 standard errors) and reaches 95% of ``n(1-(1-1/n)^n)``; else inconclusive.
     Returns ``(status, summary)``."""
-    from ..book import fmt
-
     tested = sum(s.tested for s in sections.values() if s.check)
     viol = sum(s.violations for s in sections.values() if s.check)
     mc = sections["thm"].tables["mc"]

@@ -7,6 +7,7 @@ import math
 import torch
 
 from ..errors import ConfigError, check_positive_int
+from ..rank import check_measures, rank_measures
 from ..stats import Estimate, mean_ci
 from ._common import softmax_attention
 from .hardmax import hardmax_rank
@@ -144,8 +145,6 @@ def monte_carlo_rank(
     Raises:
         ConfigError: for an unknown measure, ``samples < 2``, bad sizes or ``tau <= 0``.
     """
-    from ..rank import check_measures, rank_measures
-
     measures = check_measures(measures)
     samples = check_positive_int("samples", samples, low=2)
     g = torch.Generator().manual_seed(int(seed))

@@ -1,0 +1,61 @@
+"""The book's vocabulary and number formatter (attnrank.glossary): one rule for every printed number."""
+
+import numpy as np
+import pytest
+
+from attnrank import glossary, provenance, rank, rules
+from attnrank.glossary import fmt, fmt_estimate, fmt_setting
+from attnrank.stats import Estimate
+
+
+def test_fmt_writes_one_number_by_one_rule():
+    assert fmt(0.4321) == "0.43" and fmt(0.4321, 3) == "0.432"
+    assert fmt(-0.5) == "\u22120.50"  # a true minus sign
+    assert fmt(3.2e-5) == "3.2e\u221205" and fmt(123456.0) == "1.2e+05"  # significant digits at the ends
+    assert fmt(-1e-16) == "0.00"  # rounding noise is zero, never "-0.00"
+    assert fmt(7) == "7" and fmt(np.int64(-3)) == "\u22123"  # integers as they are
+    assert fmt(float("nan")) == fmt(None) == fmt(float("inf")) == "n/a"
+    assert fmt(0.125, 0, percent=True) == "12%" and fmt(-0.0125, 1, percent=True) == "\u22121.2%"
+
+
+def test_fmt_setting_writes_grid_values_compactly():
+    assert [fmt_setting(v) for v in (9.7e7, 32.0, 0.001, 1e-4, 2e-5, 0.25, 1)] == [
+        "9.7e7",
+        "32",
+        "0.001",
+        "0.0001",
+        "2e-5",
+        "0.25",
+        "1",
+    ]
+    assert fmt_setting(float("nan")) == "n/a"
+
+
+def test_fmt_estimate_writes_value_interval_and_n():
+    e = Estimate(0.391, -0.0512, 0.7149, 14, "test")
+    assert fmt_estimate(e) == "0.39 [\u22120.05, 0.71], n = 14"
+    assert fmt_estimate(e, 3, n=False) == "0.391 [\u22120.051, 0.715]"
+    assert fmt_estimate(e, 1) == "0.4 [\u22120.05, 0.7], n = 14"  # below 10^-digits: significant digits
+    nan = float("nan")
+    assert fmt_estimate(Estimate(nan, nan, nan, 2, "t")) == "n/a [n/a, n/a], n = 2"
+    assert fmt_estimate(Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.00 [\u22120.001, 0.002], n = 5"
+    assert fmt_estimate(Estimate(0.123, 0.08, 0.15, 30, "t"), 0, percent=True) == "12% [8%, 15%], n = 30"
+
+
+def test_the_vocabulary_is_the_run_configs_and_has_a_label_for_every_measure():
+    from attnrank import profiles
+
+    assert glossary.ARCHS is profiles.ARCHS and glossary.TAU_RANGE is profiles.TAU_RANGE
+    assert glossary.MEASURES is rank.MEASURES and rules.PRIMARY_MEASURE in glossary.RANK_MEASURES
+    assert set(glossary.MEASURE_LABELS) == set(rank.MEASURES)
+    assert set(glossary.ARCH_LABELS) == set(glossary.ARCH_NAMES) == set(profiles.ARCHS)
+    assert glossary.RANK_MEASURES == tuple(m for m in rank.MEASURES if m != "attention_entropy")
+
+
+@pytest.mark.parametrize("roots", [provenance.RUN_ROOTS, provenance.RESULT_ROOTS])
+def test_words_are_outside_every_result_hash(roots):
+    """The glossary and the chapter modules (labels, sentences, tables) are in no run key and in no
+    cached table's key: renaming a label or rewording a verdict re-keys nothing."""
+    hashed = {p.stem for p in provenance.closure(roots)}
+    for words in ("glossary", "dynamics", "loss", "temp", "headdim", "presets", "book", "plots"):
+        assert words not in hashed
