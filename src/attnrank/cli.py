@@ -2,7 +2,8 @@
 
 Bad input (a wrong option, a value of the wrong type, an invalid setting, an unusable
 ``ATTNRANK_RUNS``) gives a one-line message on stderr, starting with the parameter's name,
-and exit status 2, no usage block and no traceback.
+and exit status 2, no usage block and no traceback; also when a grid worker finds it. A
+sweep whose runs raised names them on one line, with exit status 1.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import re
 import sys
 
-from .errors import ConfigError, check_positive_int
+from .errors import ConfigError, SweepFailed, check_positive_int
 from .experiments import book_runs
 from .grid import default_workers, plan, sweep
 from .profiles import check_dataset, resolve_profile
@@ -244,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     except (_InputError, ConfigError) as exc:
         print(f"attnrank: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
+    except SweepFailed as exc:  # the runs that did not finish, named; every other run is stored
+        print(f"attnrank: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # the reader stopped reading (``attnrank runs | head``): no traceback
         # https://docs.python.org/3/library/signal.html#note-on-sigpipe
         devnull = os.open(os.devnull, os.O_WRONLY)

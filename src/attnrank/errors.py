@@ -3,6 +3,10 @@
 Every error about user input is a :class:`ConfigError` (a ``ValueError``) whose message
 names the offending parameter and the values it accepts, so that a wrong setting fails
 before any compute is spent.
+
+Every exception class of the library survives a process boundary: it pickles and unpickles
+to the same class, message and attributes (a grid worker's error reaches the driver as the
+same error). :func:`portable` turns any other exception into a :class:`WorkerError` that does.
 """
 
 from __future__ import annotations
@@ -17,7 +21,11 @@ class ConfigError(ValueError):
 
     def __init__(self, param: str, message: str):
         self.param = param
+        self.message = message
         super().__init__(f"{param}: {message}")
+
+    def __reduce__(self):  # unpickling calls __init__ with these, not with the joined text
+        return type(self), (self.param, self.message), self.__dict__
 
 
 class DatasetUnavailable(ConfigError):
@@ -26,6 +34,52 @@ class DatasetUnavailable(ConfigError):
 
 class RunFailed(RuntimeError):
     """A training run diverged (NaN or infinite loss); it is stored as failed."""
+
+
+class RunDamaged(RuntimeError):
+    """A stored run's files do not match what its config builds (for example weights with
+    renamed or missing tensors): it cannot be read as a result."""
+
+
+class SweepFailed(RuntimeError):
+    """Runs of a sweep raised or lost their worker too often; raised after every other run finished."""
+
+
+class WorkerError(RuntimeError):
+    """An exception raised in a worker process that could not cross the process boundary as
+    itself; it keeps the original class name, message and traceback text.
+
+    Attributes:
+        kind: the original exception's class name (``module.Name``).
+        traceback: the worker's formatted traceback.
+    """
+
+    def __init__(self, kind: str, message: str, traceback: str = ""):
+        self.kind, self.message, self.traceback = kind, message, traceback
+        super().__init__(f"{kind}: {message}")
+
+    def __reduce__(self):
+        return type(self), (self.kind, self.message, self.traceback)
+
+
+def portable(exc: BaseException) -> BaseException:
+    """``exc`` if it pickles and unpickles to the same class and message, else a :class:`WorkerError`.
+
+    A worker raises ``portable(exc)``, so the driver receives a named error instead of a
+    broken pool (``concurrent.futures``) or an ``UnserializableException`` (Ray).
+    """
+    import pickle
+    import traceback
+
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+        if type(back) is type(exc) and str(back) == str(exc):
+            return exc
+    except Exception:  # noqa: BLE001 (any failure to round-trip)
+        pass
+    kind = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
+    text = "".join(traceback.format_exception(exc))
+    return WorkerError(kind, " ".join(str(exc).split()), text)
 
 
 def check_choice(param: str, value, allowed) -> None:

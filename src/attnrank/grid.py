@@ -34,10 +34,11 @@ from concurrent.futures import as_completed
 import pandas as pd
 
 from . import store
-from .errors import ConfigError, check_choice
+from .errors import ConfigError, SweepFailed, WorkerError, check_choice, portable
 from .profiles import RunConfig, profile_defaults
+from .train import data_blocks
 
-__all__ = ["EXECUTORS", "CodeMismatch", "sweep", "worker_env", "default_workers", "plan"]
+__all__ = ["EXECUTORS", "CodeMismatch", "SweepFailed", "sweep", "worker_env", "default_workers", "plan", "preflight"]
 
 #: Executors accepted by :func:`sweep`.
 EXECUTORS = ("serial", "process", "ray")
@@ -81,7 +82,19 @@ def default_workers(threads: int = 1) -> int:
 
 
 def _work(cfg: RunConfig, expected_hash: str | None) -> dict:
-    """Train (or find) one run in a worker; checks the worker's code hash first."""
+    """Train (or find) one run in a worker; checks the worker's code hash first.
+
+    Every exception leaves as itself when it survives pickling, else as a
+    :class:`~attnrank.errors.WorkerError` (:func:`~attnrank.errors.portable`): an error is
+    never mistaken for a worker that died.
+    """
+    try:
+        return _work_unchecked(cfg, expected_hash)
+    except Exception as exc:
+        raise portable(exc) from None
+
+
+def _work_unchecked(cfg: RunConfig, expected_hash: str | None) -> dict:
     have = store.code_hash()
     if expected_hash is not None and have != expected_hash:
         raise CodeMismatch(
@@ -154,6 +167,32 @@ def plan(configs) -> pd.DataFrame:
     )
 
 
+def preflight(configs) -> None:
+    """The checks of a run that need no training, on the driver, before any worker starts.
+
+    The run store can be written (a folder is created and a file written and removed in it),
+    and for each distinct data set-up (architecture, dataset, vocabulary, block length, batch
+    size) the dataset's text is readable, its tokenizer and token blocks are built (or read
+    from the cache) and the corpus gives enough blocks for the run (see
+    :func:`attnrank.train.data_blocks`). The tokenizers and blocks built here are cached, so
+    the workers read them.
+
+    Raises:
+        ConfigError: the first failing check, naming ``ATTNRANK_RUNS``, ``ATTNRANK_DATA``,
+        ``dataset`` or ``max_len``, as the worker would have.
+    """
+    configs = list(configs)
+    if not configs:
+        return
+    store.check_writable()
+    seen = set()
+    for c in configs:
+        setup = (c.arch, c.dataset, c.vocab_size, c.max_len, c.batch_size)
+        if setup not in seen:
+            seen.add(setup)
+            data_blocks(c)
+
+
 def _label(c: RunConfig) -> str:
     return f"{c.arch} tau={c.tau:g} head_dim={c.head_dim} seed={c.seed}"
 
@@ -193,10 +232,14 @@ def sweep(
 
     Raises:
         ConfigError: for an unknown executor, a bad ``workers`` value, ``ray`` not being
-            installed, or a multi-process launch; before anything is trained.
+            installed, a multi-process launch, or a failing check of :func:`preflight`
+            (an unwritable store, an unreadable or too small dataset), before anything is
+            trained; a worker's own ``ConfigError`` stops the sweep as itself, on every
+            executor (the other workers are stopped).
         CodeMismatch: a worker's code differs from the driver's (before it trains).
-        RuntimeError: runs that raised or whose worker died ``retries + 1`` times (after
-            every other run has finished; their rows are missing).
+        SweepFailed: runs that raised or whose worker died ``retries + 1`` times (after
+            every other run has finished; their rows are missing). An exception is not a
+            dead worker: a run that raises is reported once, never retried.
     """
     from tqdm.auto import tqdm
 
@@ -207,6 +250,7 @@ def sweep(
     table = plan(configs)
     expected = code_hash or store.code_hash()
     todo = [i for i in range(len(configs)) if not table.stored[i]]
+    preflight([configs[i] for i in todo])
     threads = max((configs[i].threads for i in todo), default=1)
     if executor == "process":
         workers = workers or default_workers(threads)
@@ -243,7 +287,7 @@ def sweep(
             bar.write(f"{_label(configs[i])}: {res['source']} in {res['seconds']:.1f} s{status}")
 
     def failed(i: int, exc: BaseException) -> None:
-        errors[i] = f"{type(exc).__name__}: {exc}"
+        errors[i] = str(exc) if isinstance(exc, WorkerError) else f"{type(exc).__name__}: {exc}"
         bar.update(1)
         if progress:
             bar.write(f"{_label(configs[i])}: error {errors[i]}")
@@ -288,7 +332,7 @@ def sweep(
     if progress and todo:
         _print_summary(configs, results, errors, stats)
     if errors:
-        raise RuntimeError(
+        raise SweepFailed(
             f"{len(errors)} of {len(configs)} runs did not finish: "
             + "; ".join(f"{_label(configs[i])}: {e}" for i, e in sorted(errors.items())[:3])
         )
@@ -350,7 +394,7 @@ def _run_process(configs, todo, workers, threads, expected, retries, done, faile
                 except Exception as exc:  # noqa: BLE001
                     failed(i, exc)
         except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
+            _stop(pool)
             raise
         pool.shutdown(wait=True)
         pending = sorted(broken)
@@ -363,6 +407,17 @@ def _run_process(configs, todo, workers, threads, expected, retries, done, faile
             )
     for i in pending:
         failed(i, RuntimeError(f"its worker process died {retries + 1} times"))
+
+
+def _stop(pool) -> None:
+    """Shut ``pool`` down now: cancel its queued runs and end its workers (a run they were
+    training leaves no result; the store's next reader cleans up after it)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, ValueError, AttributeError):  # already gone
+            pass
 
 
 def _run_ray(configs, todo, workers, threads, expected, retries, address, done, failed) -> int | None:

@@ -189,13 +189,33 @@ def runs_dir() -> Path:
         (or cannot be examined).
     """
     env = os.environ.get("ATTNRANK_RUNS")
-    root = Path(env) if env else data_dir() / "runs"
+    root = Path(env).expanduser() if env else data_dir(write=False) / "runs"  # reading needs no write
     try:
         usable = not root.exists() or root.is_dir()
     except OSError as exc:
         raise _store_error(root, exc) from None
     if not usable:
         raise ConfigError("ATTNRANK_RUNS", f"the run store {root} is not a folder; set ATTNRANK_RUNS to a folder")
+    return root
+
+
+def check_writable() -> Path:
+    """The run store's folder, created, after writing and removing a file in it.
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_RUNS`` when the folder cannot be created or written
+        (read-only media, no space left, a data folder that cannot be written).
+    """
+    import tempfile
+
+    root = runs_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-check-", dir=root)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise _store_error(root, exc, "train runs in") from None
     return root
 
 

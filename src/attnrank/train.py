@@ -59,6 +59,7 @@ __all__ = [
     "attention_steps",
     "token_strings",
     "training_probe_ids",
+    "data_blocks",
     "prepare_data",
     "probe_indices",
     "training_arguments",
@@ -372,6 +373,17 @@ class RankCallback(TrainerCallback):
             logs["val_loss"] = round(self.last["val_loss"], 4)
 
 
+def data_blocks(cfg: RunConfig):
+    """``(train [N, max_len], val [M, max_len], tokenizer)`` of ``cfg``: :func:`attnrank.data.token_blocks`
+    with at least one batch of training blocks and two validation blocks.
+
+    Raises:
+        ConfigError: naming ``dataset`` (unreadable), ``max_len`` (too few blocks) or
+        ``ATTNRANK_DATA`` (the caches cannot be written); the grid runs it on the driver first.
+    """
+    return token_blocks(cfg.arch, cfg.dataset, cfg.vocab_size, cfg.max_len, min_train=cfg.batch_size, min_val=2)
+
+
 def prepare_data(cfg: RunConfig):
     """Token blocks, tokenizer, collator, fixed probe ids and fixed validation batches for ``cfg``.
 
@@ -382,9 +394,7 @@ def prepare_data(cfg: RunConfig):
     ``default_data_collator`` (no label is -100; end-of-text tokens between documents are
     targets like any other token).
     """
-    train, val, tokenizer = token_blocks(
-        cfg.arch, cfg.dataset, cfg.vocab_size, cfg.max_len, min_train=cfg.batch_size, min_val=2
-    )
+    train, val, tokenizer = data_blocks(cfg)
     mlm = cfg.arch == "bert"
     collator = (
         DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=cfg.mlm_probability)
