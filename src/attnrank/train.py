@@ -69,6 +69,10 @@ __all__ = [
     "device_name",
     "precision",
     "run_environment",
+    "check_environment",
+    "ran_as",
+    "KEYED_VARIABLES",
+    "PINNED_VARIABLES",
 ]
 
 #: Training blocks measured at every probe beside the held-out probe sequences (per-sequence
@@ -92,15 +96,93 @@ def precision() -> str:
     return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
 
 
-def run_environment() -> dict:
-    """The machine's part of a run's key: ``{"device_type", "precision", "world_size"}``.
+#: Environment variables that change the bits a run computes, read by torch's CPU and GPU
+#: kernels (instruction sets, oneDNN's float32 math mode, MKL's reproducibility mode, TF32
+#: overrides, cuBLAS workspaces): when set, each is part of the run's key
+#: (:func:`run_environment`). ``ATEN_CPU_CAPABILITY`` is keyed through its effect, the
+#: instruction set torch's kernels use (``cpu_capability``).
+KEYED_VARIABLES = (
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "ONEDNN_DEFAULT_FPMATH_MODE",
+    "DNNL_DEFAULT_FPMATH_MODE",
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_DEBUG_CPU_TYPE",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "CUBLAS_WORKSPACE_CONFIG",
+)
+#: Variables that training pins, so they change nothing: the thread counts (``torch.set_num_threads``
+#: to the run's ``threads`` sets OpenMP's and MKL's), and accelerate's precision (training sets
+#: ``TrainingArguments.mixed_precision`` itself; a value other than the run's is refused below).
+PINNED_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ACCELERATE_MIXED_PRECISION")
+#: accelerate's variables that change nothing a run computes (logging, CPU affinity).
+HARMLESS_ACCELERATE = (
+    "ACCELERATE_DEBUG_MODE",
+    "ACCELERATE_LOG_LEVEL",
+    "ACCELERATE_DISABLE_RICH",
+    "ACCELERATE_CPU_AFFINITY",
+)
+_FALSE = ("", "0", "false", "no", "off")
 
-    The GPU model is recorded in a run's summary, not keyed.
+
+def _accelerate_allowed(name: str, device_type: str, run_precision: str) -> tuple[str, ...] | None:
+    """The values of accelerate variable ``name`` that agree with how a run trains (None: any)."""
+    if name in HARMLESS_ACCELERATE:
+        return None
+    agree = {
+        "ACCELERATE_MIXED_PRECISION": ("no",) if run_precision == "fp32" else (run_precision,),
+        "ACCELERATE_USE_CPU": _FALSE + (("1", "true", "yes") if device_type == "cpu" else ()),
+        "ACCELERATE_TORCH_DEVICE": (device_type,),
+        "ACCELERATE_DYNAMO_BACKEND": ("no", "NO"),
+        "ACCELERATE_GRADIENT_ACCUMULATION_STEPS": ("1",),
+    }
+    return agree.get(name, _FALSE if name.startswith("ACCELERATE_USE_") else ())
+
+
+def check_environment(device_type: str | None = None, run_precision: str | None = None) -> None:
+    """Refuse environment variables that would make the Trainer train otherwise than the run key says.
+
+    Every ``ACCELERATE_*`` variable (accelerate's launcher settings, read by the ``Trainer``:
+    precision, compilation, DeepSpeed/FSDP, device, gradient accumulation) must be unset, one of
+    :data:`HARMLESS_ACCELERATE`, or agree with the run (``ACCELERATE_MIXED_PRECISION=no`` on the
+    CPU, ``bf16`` on a bf16 GPU; ``ACCELERATE_USE_*`` false; ...). The variables of
+    :data:`KEYED_VARIABLES` are keyed instead, those of :data:`PINNED_VARIABLES` pinned.
+
+    Raises:
+        ConfigError: naming the first variable that disagrees, its value and what a run uses.
+    """
+    device_type = device_type or ("cuda" if torch.cuda.is_available() else "cpu")
+    run_precision = run_precision or precision()
+    for name in sorted(os.environ):
+        if not name.startswith("ACCELERATE_"):
+            continue
+        value = os.environ[name]
+        allowed = _accelerate_allowed(name, device_type, run_precision)
+        if allowed is not None and value.strip().lower() not in {a.lower() for a in allowed}:
+            uses = f"runs here train in {run_precision} on the {device_type}, in one process, without compilation"
+            raise ConfigError(
+                name,
+                f"got {value!r}; accelerate's variables change how the Trainer trains, which the run key does not "
+                f"record ({uses}): unset it" + (f" or set it to {allowed[0]!r}" if allowed else ""),
+            )
+
+
+def run_environment() -> dict:
+    """The machine's part of a run's key: ``{"device_type", "precision", "world_size", "cpu_capability",
+    "variables"}``.
+
+    ``cpu_capability`` is the instruction set torch's CPU kernels use
+    (``torch.backends.cpu.get_cpu_capability()``, lowered by ``ATEN_CPU_CAPABILITY``);
+    ``variables`` the :data:`KEYED_VARIABLES` that are set. The GPU model is recorded in a
+    run's summary, not keyed.
 
     Raises:
         ConfigError: naming ``WORLD_SIZE`` when this process is one of several launched
         together (``torchrun --nproc_per_node=2``): raised before the run store takes its
-        lock, so no rank waits on another.
+        lock, so no rank waits on another; naming an ``ACCELERATE_*`` variable that would
+        change how the run trains (:func:`check_environment`).
     """
     raw = os.environ.get("WORLD_SIZE", "1") or "1"
     world = int(raw) if raw.isdigit() else 1
@@ -110,10 +192,14 @@ def run_environment() -> dict:
             f"got {world}: a run trains in one process on one device; do not launch it with "
             "torchrun, train one run per GPU with `attnrank sweep --executor ray` (or `--executor process`)",
         )
+    device_type = "cuda" if torch.cuda.is_available() else "cpu"
+    check_environment(device_type, precision())
     return {
-        "device_type": "cuda" if torch.cuda.is_available() else "cpu",
+        "device_type": device_type,
         "precision": precision(),
         "world_size": world,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "variables": {k: os.environ[k] for k in KEYED_VARIABLES if k in os.environ},
     }
 
 
@@ -157,7 +243,22 @@ def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = Fals
         disable_tqdm=not progress,
         remove_unused_columns=False,
     )
-    return _one_device(TrainingArguments(**{**kw, **overrides}))
+    args = _one_device(TrainingArguments(**{**kw, **overrides}))
+    # accelerate's ACCELERATE_MIXED_PRECISION would otherwise turn on autocast in a float32 run
+    args.mixed_precision = "bf16" if args.bf16 else "fp16" if args.fp16 else "no"
+    return args
+
+
+def ran_as(trainer: Trainer) -> dict:
+    """How ``trainer``'s accelerator is set up: ``{"device_type", "precision", "world_size"}``
+    (``precision``: ``"fp32"`` for accelerate's ``"no"``), read after the ``Trainer`` is built."""
+    acc = trainer.accelerator
+    mixed = str(acc.mixed_precision)
+    return {
+        "device_type": acc.device.type,
+        "precision": "fp32" if mixed == "no" else mixed,
+        "world_size": int(acc.num_processes),
+    }
 
 
 def probe_indices(n_val: int, count: int) -> np.ndarray:
@@ -423,20 +524,24 @@ def train(
 
     A run whose training or validation loss becomes NaN/inf stops and is returned with
     ``summary["status"] == "failed"`` and the step and reason. Trains on ``cfg.threads``
-    torch threads; the previous thread count and TF32 switches are restored.
+    torch threads with float32 matmuls at full precision (``"highest"``; TF32 on CUDA); the
+    previous thread count, matmul precision and TF32 switches are restored.
 
     Raises:
         ConfigError: under a multi-process launch (see :func:`run_environment`).
     """
     env = run_environment()
     threads = torch.get_num_threads()
+    matmul = torch.get_float32_matmul_precision()
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(cfg.threads)  # also OpenMP's and MKL's: OMP_NUM_THREADS/MKL_NUM_THREADS change nothing
+    torch.set_float32_matmul_precision("highest")  # a caller's "medium" would let float32 matmuls run in bf16
     try:
         return _train(cfg, env, output_dir=output_dir, progress=progress, keep_model=keep_model)
     finally:
         torch.set_num_threads(threads)
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+        torch.set_float32_matmul_precision(matmul)  # after the TF32 switches, which torch reads as its legacy API
 
 
 def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> TrainResult:
@@ -460,6 +565,10 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         trainer = make_trainer(
             cfg, model, dataset, collator, output_dir=output_dir or tmp, progress=progress, callbacks=[callback]
         )
+        ran = ran_as(trainer)
+        keyed = {k: env[k] for k in ran}
+        if ran != keyed:  # the key must name what runs: never train under another set-up
+            raise RuntimeError(f"the Trainer was set up as {ran}, the run key says {keyed}; nothing was trained")
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
         # At low tau the softmax and its gradient underflow into subnormal floats, which
