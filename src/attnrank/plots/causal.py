@@ -8,11 +8,12 @@ import seaborn as sns
 
 from ..causal import CELL_LABELS, CELLS, PRESETS, twin_scale
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
-from . import new_figure
+from . import figure, new_figure
 
 __all__ = ["cells", "intervention", "cells_figure", "intervention_figure"]
 
 
+@figure
 def cells(table: pd.DataFrame, outcomes: dict, order, labels: dict, *, width: float = 4.4, height: float = 2.5):
     """One panel per outcome (rows) and architecture (columns): every run as a dot over its cell,
     the mean over seeds as a bar, and the runs of one seed joined by a faint line (the design is
@@ -60,10 +61,10 @@ def cells(table: pd.DataFrame, outcomes: dict, order, labels: dict, *, width: fl
             )
             if r == 0:
                 ax.set_title(ARCH_LABELS.get(a, a))
-    fig.tight_layout()
-    return fig
+    return fig  # laid out by the figure's constrained layout (tight_layout would replace it, with a warning)
 
 
+@figure
 def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: float = 4.2, height: float = 2.6):
     """The intervention at fixed weights: rank (top) and the change of validation loss from its value at
     the training temperature (bottom) against the evaluation temperature, one line per trained run,
@@ -95,13 +96,12 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
                 ax.set_title(ARCH_LABELS.get(a, a))
     handles, names = axes[0, 0].get_legend_handles_labels()
     uniq = dict(zip(names, handles))
-    fig.legend(
-        uniq.values(), uniq.keys(), loc="lower center", ncol=len(uniq), frameon=False, bbox_to_anchor=(0.5, -0.02)
-    )
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    # below the panels, where constrained layout makes room for it
+    fig.legend(uniq.values(), uniq.keys(), loc="outside lower center", ncol=len(uniq), frameon=False)
     return fig
 
 
+@figure
 def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str, n_seeds: int, n_runs: int):
     """:func:`cells` for the causal chapter, as ``(figure, data, name, caption)`` for :func:`attnrank.book.show`.
 
@@ -131,6 +131,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
     )
 
 
+@figure
 def intervention_figure(inter: pd.DataFrame, *, measure: str, tau: float, seeds, profile: str):
     """:func:`intervention` for the causal chapter, as ``(figure, data, name, caption)``.
 

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 
 from ..glossary import ARCH_LABELS
 from ..measure import REFERENCE, baselines, threshold_lines
-from . import new_figure
+from . import figure, new_figure
 from .style import MEASURE_COLORS, PALETTE, axis_label, check_columns, fmt_tau, measure_label
 
 __all__ = [
@@ -65,6 +65,7 @@ def _select(data: pd.DataFrame, where: dict) -> pd.DataFrame:
     return data[mask]
 
 
+@figure
 def spectra(
     data: pd.DataFrame,
     thresholds: pd.DataFrame | None = None,
@@ -136,6 +137,7 @@ def spectra(
     return fig
 
 
+@figure
 def rank_vs_tau(
     data: pd.DataFrame,
     baselines: pd.DataFrame | None = None,
@@ -234,6 +236,7 @@ def rank_vs_tau(
     return fig
 
 
+@figure
 def precision_by_tau(
     data: pd.DataFrame,
     *,
@@ -321,6 +324,7 @@ def precision_by_tau(
     return fig
 
 
+@figure
 def measure_points(
     data: pd.DataFrame,
     baselines: pd.DataFrame | None = None,
@@ -386,6 +390,7 @@ def measure_points(
 # is :class:`attnrank.measure.Setting`.
 
 
+@figure
 def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
     """Spectra at ``tau = 1``, float64 throughout, by architecture and state, with where each measure
     cuts (:func:`attnrank.measure.threshold_lines` at the median ``sigma_1`` of the panel)."""
@@ -405,6 +410,7 @@ def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, set
     )
 
 
+@figure
 def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
     """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.measure.summarise`),
     beside the uniform causal matrix and ``n`` (:func:`attnrank.measure.baselines`)."""
@@ -421,6 +427,7 @@ def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
     )
 
 
+@figure
 def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str):
     """The rank measures of trained models against the temperature (``ref``: the reference pipeline's
     :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
@@ -440,6 +447,7 @@ def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str
     )
 
 
+@figure
 def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
     """Spectra of trained attention at every probed temperature, one row of panels per precision pipeline."""
     spec = spectra_table[spectra_table.state == "trained"]
@@ -460,6 +468,7 @@ def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame,
     )
 
 
+@figure
 def precision_figure(by_tau: pd.DataFrame, setting):
     """Each rank measure against the temperature for the three precision pipelines (the float64
     reference bold; ``by_tau``: :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``)."""

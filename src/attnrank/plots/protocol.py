@@ -14,12 +14,14 @@ import pandas as pd
 from ..glossary import ARCH_LABELS, MEASURE_LABELS
 from ..protocol import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS, Records
 from ..rules import PRIMARY_MEASURE
+from . import figure
 from .sweeps import effect_forest
 from .training import change_distribution, trajectories
 
 __all__ = ["study_view", "draws_figure", "our_view", "set_early_figure"]
 
 
+@figure
 def study_view(records: Records, eval_log: pd.DataFrame, profile: str):
     """The study's view: its rank (mean over the first 4 training + 4 held-out sequences) and the
     validation loss through training, one run (the first seed) per temperature.
@@ -69,6 +71,7 @@ def study_view(records: Records, eval_log: pd.DataFrame, profile: str):
     )
 
 
+@figure
 def draws_figure(draws: pd.DataFrame, records: Records, n_draws: int, profile: str):
     """The study's statistic over random draws (:func:`attnrank.protocol.study_draws`) at step 0
     and at the last probe step, one dot per draw; the data is those draws with a ``when`` column."""
@@ -89,6 +92,7 @@ def draws_figure(draws: pd.DataFrame, records: Records, n_draws: int, profile: s
     )
 
 
+@figure
 def our_view(records: Records, profile: str):
     """Our view: the mean rank over every held-out probe sequence, per seed, under the study's
     rank and the primary measure, through training at both temperatures."""
@@ -120,6 +124,7 @@ def our_view(records: Records, profile: str):
     )
 
 
+@figure
 def set_early_figure(by_step: pd.DataFrame, records: Records, profile: str, rho_min: float):
     """Spearman's rho (:func:`attnrank.protocol.rank_by_step`) at each probe step against the last,
     per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without

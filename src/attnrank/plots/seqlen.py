@@ -8,11 +8,12 @@ from matplotlib.ticker import NullLocator
 
 from ..errors import ConfigError
 from ..glossary import ARCH_LABELS, MEASURE_LABELS
-from . import PALETTE, new_figure
+from . import PALETTE, figure, new_figure
 
 __all__ = ["rank_vs_seq_len"]
 
 
+@figure
 def rank_vs_seq_len(table: pd.DataFrame, measures):
     """One panel per measure: mean rank against ``n`` (log-log), initial dashed and trained solid per model.
 

@@ -25,7 +25,7 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 
 from ..glossary import ARCH_LABELS, fmt_setting
-from . import PALETTE, new_figure
+from . import PALETTE, figure, new_figure
 from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS, measure_label
 
 __all__ = [
@@ -88,6 +88,7 @@ def _summarise(d: pd.DataFrame, keys: list[str], y: str) -> pd.DataFrame:
     return out
 
 
+@figure
 def by_setting(
     data: pd.DataFrame,
     x: str = "tau",
@@ -299,6 +300,7 @@ def by_setting(
     return fig
 
 
+@figure
 def per_layer(
     data: pd.DataFrame,
     y: str = "value",
@@ -377,6 +379,7 @@ def per_layer(
     return fig
 
 
+@figure
 def effect_forest(
     data: pd.DataFrame,
     *,

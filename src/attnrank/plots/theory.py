@@ -17,7 +17,7 @@ from matplotlib.colors import LogNorm
 
 from ..errors import ConfigError
 from ..glossary import fmt_setting
-from . import new_figure
+from . import figure, new_figure
 from .style import PALETTE, SYMBOLS, axis_label, check_columns
 
 __all__ = [
@@ -46,6 +46,7 @@ def _dim_palette(dims) -> dict:
 
 
 # ----------------------------------------------------------------------------- theory
+@figure
 def exact_spectrum(df: pd.DataFrame, tolerances: dict[str, float] | None = None):
     """P0: ``log10`` singular values against their index, exact (mpmath) and float64.
 
@@ -78,6 +79,7 @@ def exact_spectrum(df: pd.DataFrame, tolerances: dict[str, float] | None = None)
     return fig
 
 
+@figure
 def staircase(sv: pd.DataFrame, slopes: pd.DataFrame):
     """P1: singular values of ``softmax(beta S0)`` against ``beta`` and their fitted exponents.
 
@@ -120,6 +122,7 @@ def staircase(sv: pd.DataFrame, slopes: pd.DataFrame):
     return fig
 
 
+@figure
 def taylor_bound(df: pd.DataFrame):
     """P1: measured ``rank_eps`` against the Taylor bound, one point per instance.
 
@@ -155,6 +158,7 @@ def taylor_bound(df: pd.DataFrame):
     return fig
 
 
+@figure
 def saturation(df: pd.DataFrame, limit: pd.DataFrame):
     """P1': mean rank measure against head dimension, with the i.i.d. Gaussian limit.
 
@@ -187,6 +191,7 @@ def saturation(df: pd.DataFrame, limit: pd.DataFrame):
     return fig
 
 
+@figure
 def hardmax_convergence(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float = 1e-2):
     """P2: rank against temperature converging to ``r_H``; thresholds against logit gaps.
 
@@ -230,6 +235,7 @@ def hardmax_convergence(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: flo
     return fig
 
 
+@figure
 def hardmax_monte_carlo(df: pd.DataFrame, refs: pd.DataFrame):
     """The study's theorem: ``E[r_H] / n`` against head dimension, per ``n``.
 
@@ -262,6 +268,7 @@ def hardmax_monte_carlo(df: pd.DataFrame, refs: pd.DataFrame):
 
 
 # ----------------------------------------------------------------------------- target
+@figure
 def toy_heatmaps(
     df: pd.DataFrame,
     value: str,
@@ -314,6 +321,7 @@ def toy_heatmaps(
     return fig
 
 
+@figure
 def toy_kl_vs_tau(df: pd.DataFrame, *, floor: pd.DataFrame | None = None, kl_min: float = 1e-6):
     """Final KL against ``tau`` per head dimension, one panel per variant (mean and +-2 SE over seeds).
 
@@ -357,6 +365,7 @@ def toy_kl_vs_tau(df: pd.DataFrame, *, floor: pd.DataFrame | None = None, kl_min
     return fig
 
 
+@figure
 def toy_curves(curves: pd.DataFrame, cells: list[tuple[str, int]]):
     """Training curves (KL against step, seed mean and +-2 SE) for chosen (variant, head_dim) cells, hue = tau.
 
@@ -389,6 +398,7 @@ def toy_curves(curves: pd.DataFrame, cells: list[tuple[str, int]]):
     return fig
 
 
+@figure
 def rank_vs_kl(df: pd.DataFrame, *, n: int | None = None):
     """Achieved rank against final KL, one point per run (hue = variant, style = target).
 
@@ -501,6 +511,7 @@ _SECTION_FIGURES = {
 }
 
 
+@figure
 def section_figure(name: str, section, sizes: dict, profile: str):
     """The theory chapter's figure of one check: ``(figure, data, glue name, caption)`` for :func:`attnrank.book.show`.
 

@@ -19,7 +19,7 @@ from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
-from . import PALETTE, new_figure
+from . import PALETTE, figure, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
 from .style import FAILED_MARKER, HEAD_DIM_CMAP, LABELS, SYMBOLS, TAU_CMAP
 
@@ -167,6 +167,7 @@ def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list
     return off
 
 
+@figure
 def trajectories(
     data: pd.DataFrame,
     *,
@@ -287,6 +288,7 @@ def trajectories(
     return fig
 
 
+@figure
 def run_scatter(
     data: pd.DataFrame,
     *,
@@ -408,6 +410,7 @@ def run_scatter(
     return fig
 
 
+@figure
 def change_distribution(
     data: pd.DataFrame,
     *,
@@ -451,6 +454,9 @@ def change_distribution(
         fliersize=0,
         boxprops=dict(alpha=0.45),
         width=0.7,
+        # matplotlib's own words for horizontal boxes: seaborn 0.13 passes the deprecated vert=False
+        vert=None,
+        orientation="horizontal",
     )
     sns.stripplot(
         d,
@@ -479,6 +485,7 @@ def change_distribution(
     return fig
 
 
+@figure
 def layer_head_heatmaps(
     data: pd.DataFrame,
     *,
@@ -544,8 +551,7 @@ def layer_head_heatmaps(
                 ax=ax,
                 vmin=-lim,
                 vmax=lim,
-                cmap="vlag",
-                center=0,
+                cmap="vlag",  # centred at 0 by the symmetric limits (seaborn's center= warns under matplotlib 3.11)
                 annot=show_annot,
                 fmt="+.1f",
                 annot_kws={"fontsize": "x-small"},
@@ -562,6 +568,7 @@ def layer_head_heatmaps(
     return fig
 
 
+@figure
 def measure_trajectories(
     data: pd.DataFrame,
     uniform: dict,
@@ -602,6 +609,7 @@ def measure_trajectories(
     )
 
 
+@figure
 def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
     """Validation loss (top row) and training loss (bottom row) through training, one column per architecture,
     one curve per temperature ratio (``tau = 1`` bold).
@@ -632,6 +640,7 @@ def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
     )
 
 
+@figure
 def head_dim_trajectories(data: pd.DataFrame, *, highlight: int, ylabel: str, y: str = "mean"):
     """Mean rank of one measure through training, one row of panels per architecture and one column per
     temperature ratio (titled ``τ = <tau>``), one curve per head dimension (log colour scale).
@@ -660,6 +669,7 @@ def head_dim_trajectories(data: pd.DataFrame, *, highlight: int, ylabel: str, y:
     )
 
 
+@figure
 def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, references: dict, xlabel: str, ylabel: str):
     """One point per run of the head-dimension grid: ``y`` against ``x``, coloured by head dimension (log scale),
     one row of panels per temperature ratio (titled ``τ = <tau>``) and one column per architecture; the runs of
@@ -695,6 +705,7 @@ def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, reference
     )
 
 
+@figure
 def val_loss_trajectories(evals: pd.DataFrame, *, highlight=1.0):
     """Validation loss through training, one panel per architecture, one curve per temperature ratio (log
     colour scale; ``highlight`` bold).

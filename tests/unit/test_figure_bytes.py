@@ -1,0 +1,566 @@
+"""Every public figure function of ``attnrank.plots`` gives byte-identical PNG bytes on two calls with
+the same data (no hidden global randomness: strip-plot jitter, sampling, dates), and leaves the
+caller's NumPy random stream as it was. A new figure function fails here until it has a sample."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import io
+import math
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from attnrank import measure as ms  # noqa: E402
+from attnrank import protocol, seqlen  # noqa: E402
+from attnrank.rank import MEASURES  # noqa: E402
+from attnrank.stats import Estimate  # noqa: E402
+from attnrank.theory import experiments as tx  # noqa: E402
+
+MODULES = ("causal", "measure", "protocol", "seqlen", "sweeps", "theory", "training")
+#: Public functions of the plot modules that draw no figure of their own.
+HELPERS = {
+    "set_theme",
+    "new_figure",
+    "figure",
+    "measure_label",
+    "axis_label",
+    "fmt_value",
+    "fmt_tau",
+    "check_columns",
+    "arch_color",
+    "setting_label",
+    "reference_lines",
+    "limit_lines",
+    "hue_scale",
+}
+ARCHS = ("bert", "gpt2")
+TAUS = (0.25, 1.0, 4.0)
+
+
+def _figure_functions() -> dict[str, object]:
+    out = {}
+    for name in MODULES:
+        module = importlib.import_module(f"attnrank.plots.{name}")
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            if inspect.isfunction(obj) and attr not in HELPERS and obj.__module__ == module.__name__:
+                out[f"{name}.{attr}"] = obj
+    return out
+
+
+FUNCTIONS = _figure_functions()
+
+
+# --- samples: small data for each function ------------------------------------------------------
+
+
+def _curves(y="mean", failed=True):
+    rows = []
+    for arch in ARCHS:
+        for measure in ("rank_rtol_1e-2", "effective_rank"):
+            for tau in TAUS:
+                for seed in (0, 1, 2):
+                    status = "failed" if failed and (arch, tau, seed) == ("gpt2", 4.0, 1) else "complete"
+                    for step in (0, 10, 20, 30):
+                        rows.append(
+                            dict(
+                                arch=arch,
+                                measure=measure,
+                                tau=tau,
+                                seed=seed,
+                                step=step,
+                                status=status,
+                                **{y: 10 - np.log10(tau) + 0.1 * step + 0.2 * seed},
+                            )
+                        )
+    return pd.DataFrame(rows)
+
+
+def _runs():
+    rows = []
+    for arch in ARCHS:
+        for tau in TAUS:
+            for seed in range(4):
+                rows.append(
+                    dict(
+                        arch=arch,
+                        tau=tau,
+                        seed=seed,
+                        head_dim=16,
+                        status="failed" if seed == 3 and tau == 4.0 else "complete",
+                        initial=5 + seed + tau,
+                        final=4 + seed * 0.5 + tau,
+                        loss=6 - 0.1 * seed,
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
+def _setting_data(x="tau", values=TAUS):
+    rows = [
+        dict(
+            arch=a, **{x: v}, seed=s, measure=m, when=w, value=10 - np.log10(v) + s + (w == "final"), status="complete"
+        )
+        for a in ARCHS
+        for v in values
+        for s in (0, 1, 2)
+        for m in MEASURES
+        for w in ("initial", "final")
+    ]
+    return pd.DataFrame(rows)
+
+
+def _distribution():
+    return pd.DataFrame(
+        [
+            dict(arch=a, measure=m, change=0.01 * i * (1 + j), seed=i)
+            for j, a in enumerate(ARCHS)
+            for m in MEASURES
+            for i in range(12)
+        ]
+    )
+
+
+def _heat():
+    return pd.DataFrame(
+        [
+            dict(arch=a, when=w, layer=layer, head=h, value=layer + h + (w == "final"))
+            for a in ARCHS
+            for w in ("initial", "final")
+            for layer in range(2)
+            for h in range(3)
+        ]
+    )
+
+
+def _forest():
+    return pd.DataFrame(
+        [
+            dict(panel=p, arch=a, lever=lv, estimate=e, low=e - 1, high=e + 1)
+            for p in ("rank", "loss")
+            for a in ARCHS
+            for lv, e in (("tau halved", 3.0), ("d_head doubled", 1.0))
+        ]
+    )
+
+
+def _per_layer():
+    return pd.DataFrame(
+        [
+            dict(arch=a, tau=t, seed=s, layer=layer, head=h, when=w, value=layer + t + h + 0.1 * s)
+            for a in ARCHS
+            for t in (0.25, 1.0)
+            for s in (0, 1)
+            for layer in range(3)
+            for h in range(2)
+            for w in ("initial", "final")
+        ]
+    )
+
+
+def _causal_table():
+    rows = []
+    for a in ARCHS:
+        for c, shift in (("stock", 0.0), ("init", 0.1), ("lr", 0.0), ("twin", 0.1), ("tau", 0.1)):
+            for seed in range(3):
+                rows.append(
+                    dict(
+                        arch=a,
+                        cell=c,
+                        seed=seed,
+                        status="complete",
+                        initial=2.0 + 10 * shift,
+                        during=3.0 + shift,
+                        final_val_loss=5.0 + shift + seed * 0.02,
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
+def _intervention():
+    return pd.DataFrame(
+        [
+            dict(arch=a, train_tau=t, seed=s, eval_tau=e, effective_rank=1.0 + e + s, val_loss=5.0 + 0.1 * e)
+            for a in ARCHS
+            for t in (1.0, 0.01)
+            for s in (0, 1)
+            for e in (0.01, 0.1, 1.0)
+        ]
+    )
+
+
+def _spectra():
+    return pd.DataFrame(
+        [
+            dict(arch=a, state=st, k=k, median=10.0**-k, low=10.0**-k / 2, high=10.0**-k * 2)
+            for a in ARCHS
+            for st in ("initialisation", "trained")
+            for k in range(1, 9)
+        ]
+    )
+
+
+def _spectra_table():
+    return pd.DataFrame(
+        [
+            dict(arch=a, state=st, tau=t, pipeline=p, k=k, median=10.0**-k * t, low=10.0**-k / 2, high=10.0**-k * 2)
+            for a in ARCHS
+            for st in ("initialisation", "trained")
+            for t in (0.1, 1.0)
+            for p in (ms.REFERENCE, "float32 probs")
+            for k in range(1, 9)
+        ]
+    )
+
+
+def _matrices():
+    return pd.DataFrame(
+        [
+            dict(arch=a, state=st, tau=t, sigma_1=1.0 + 0.1 * i)
+            for a in ARCHS
+            for st in ("initialisation", "trained")
+            for t in (0.1, 1.0)
+            for i in range(4)
+        ]
+    )
+
+
+def _by_tau():
+    return pd.DataFrame(
+        [
+            dict(arch=a, tau=t, pipeline=p, measure=m, mean=5.0 + t, low=4.0, high=6.0 + t, n=2)
+            for a in ARCHS
+            for t in (0.1, 1.0, 10.0)
+            for p in (ms.REFERENCE, "float32 probs, float64 SVD")
+            for m in ms.RANK_MEASURES
+        ]
+    )
+
+
+def _at1():
+    return pd.DataFrame(
+        [
+            dict(arch=a, state=s, measure=m, mean=5.0 + i, low=4.0 + i, high=6.0 + i)
+            for a in ARCHS
+            for s in ("initialisation", "trained")
+            for i, m in enumerate(ms.RANK_MEASURES)
+        ]
+    )
+
+
+def _setting():
+    used = pd.DataFrame({"arch": ["bert", "bert", "gpt2", "gpt2"], "seed": [0, 1, 0, 1], "max_len": 16})
+    return ms.Setting.of(used, "ci", 8, [10.0, 0.1, 1.0])
+
+
+def _records():
+    pair = pd.DataFrame(
+        [
+            dict(key=f"{a}{t}{s}", arch=a, tau=t, seed=s, head_dim=16, status="complete", final_effective_rank=3.0 + s)
+            for a in ARCHS
+            for t in protocol.STUDY_TAUS
+            for s in (0, 1)
+        ]
+    )
+    seq = pd.DataFrame(
+        [
+            dict(
+                key=r.key,
+                arch=r.arch,
+                tau=r.tau,
+                seed=r.seed,
+                status="complete",
+                split=sp,
+                sequence=i,
+                step=st,
+                **{m: 3.0 + i * 0.1 + st * 0.01 + r.seed for m in MEASURES},
+            )
+            for r in pair.itertuples()
+            for sp, k in (("val", 6), ("train", 5))
+            for i in range(k)
+            for st in (0, 5, 20)
+        ]
+    )
+    summary = pd.DataFrame(
+        [
+            dict(
+                key=r.key,
+                arch=r.arch,
+                tau=r.tau,
+                seed=r.seed,
+                status="complete",
+                measure=m,
+                step=st,
+                mean=3.0 + st * 0.1 + r.seed,
+                sem=0.1,
+            )
+            for r in pair.itertuples()
+            for m in MEASURES
+            for st in (0, 5, 20)
+        ]
+    )
+    return protocol.Records(pair, pair, 16, seq, summary, 20)
+
+
+def _eval_log():
+    return pd.DataFrame(
+        [
+            dict(arch=a, tau=t, seed=0, status="complete", step=st, val_loss=6.0 - 0.05 * st)
+            for a in ARCHS
+            for t in protocol.STUDY_TAUS
+            for st in (0, 5, 20)
+        ]
+    )
+
+
+def _draws():
+    rng = np.random.default_rng(1)
+    return pd.DataFrame(
+        [dict(arch=a, step=st, draw=d, stat=float(rng.normal())) for a in ARCHS for st in (0, 20) for d in range(20)]
+    )
+
+
+def _by_step():
+    return pd.DataFrame(
+        [
+            dict(
+                arch=a,
+                step=st,
+                final_step=20,
+                rho=r,
+                low=r - 0.1,
+                high=min(1.0, r + 0.1),
+                estimate=Estimate(r, r - 0.1, min(1.0, r + 0.1), 8, ""),
+            )
+            for a in ARCHS
+            for st, r in ((0, 0.5), (5, 0.8))
+        ]
+    )
+
+
+def _seq_len_table():
+    bound = {n: (1 - math.exp(-1)) * n + 1 for n in (32, 64)}
+    rows = []
+    for (arch, n), finals in {
+        ("bert", 32): [1.1, 1.2, 1.3],
+        ("bert", 64): [1.5, 1.6, 1.7],
+        ("gpt2", 32): [10.0, 10.1, 10.2],
+        ("gpt2", 64): [bound[64], bound[64] + 1, bound[64] + 2],
+    }.items():
+        for seed, v in enumerate(finals):
+            row = {"arch": arch, "max_len": n, "seed": seed, "status": "complete"}
+            row.update({f"{w}_{m}": v for m in MEASURES for w in ("initial", "final")})
+            rows.append(row)
+    return seqlen.report_from_runs(pd.DataFrame(rows), "ci sizes", "ci", (32, 64)).figure[1]
+
+
+@functools.cache
+def _theory_sections():
+    z = dict(
+        tx.sizes("ci"),
+        p0_n=5,
+        p0_inst=2,
+        p0_digits=30,
+        stair_n=6,
+        taylor_n=6,
+        taylor_inst=1,
+        sat_n=8,
+        sat_head_dims=[1, 4],
+        sat_samples=3,
+        p2_n=6,
+        p2_d=2,
+        p2_inst=2,
+        p2_grid=8,
+        n_values=[4, 8],
+        mc_head_dims=[1, 4],
+        mc_samples=3,
+    )
+    return z, {
+        "p0": tx.p0(**z),
+        "p1_staircase": tx.p1_staircase(**z),
+        "p1_taylor": tx.p1_taylor(**z),
+        "p1p": tx.p1p_saturation(**z),
+        "p2": tx.p2_hardmax(**z),
+        "thm": tx.theorem(**z),
+    }
+
+
+def _toy():
+    return pd.DataFrame(
+        [
+            dict(
+                variant=v,
+                target=t,
+                tau=tau,
+                head_dim=d,
+                seed=s,
+                value=tau * d + s,
+                kl=0.1 * tau / d + 0.01 * s,
+                rank=d + s,
+            )
+            for v in ("standard", "normalised")
+            for t in ("low", "high")
+            for tau in (0.5, 1.0)
+            for d in (2, 4)
+            for s in (0, 1)
+        ]
+    )
+
+
+def _toy_curves():
+    return pd.DataFrame(
+        [
+            dict(variant=v, head_dim=d, tau=tau, seed=s, step=st, kl=1.0 / (1 + st) + 0.01 * s)
+            for v in ("standard",)
+            for d in (2, 4)
+            for tau in (0.5, 1.0)
+            for s in (0, 1)
+            for st in (0, 10, 20)
+        ]
+    )
+
+
+def _samples() -> dict:
+    def z():
+        return _theory_sections()[0]
+
+    def sec(name):
+        return _theory_sections()[1][name]
+
+    uniform = {a: {m: 2.0 for m in ("rank_rtol_1e-2", "effective_rank")} for a in ARCHS}
+    heads = _curves().assign(head_dim=lambda d: np.where(d.seed == 0, 8, 16))
+    scatter = _runs().assign(head_dim=lambda d: np.where(d.seed % 2, 8, 16))
+    est = Estimate(0.5, 0.2, 0.8, 10, "")
+    loss_curves = pd.concat(
+        [
+            _curves("value")[lambda d: d.measure == "effective_rank"].drop(columns="measure").assign(curve=c)
+            for c in ("val", "train")
+        ]
+    )
+    return {
+        "causal.cells": lambda: cells_args(),
+        "causal.intervention": lambda: ((_intervention(), "effective_rank", "effective rank"), {}),
+        "causal.cells_figure": lambda: (
+            (_causal_table(),),
+            dict(tau=0.01, measure="effective_rank", profile="ci", n_seeds=3, n_runs=30),
+        ),
+        "causal.intervention_figure": lambda: (
+            (_intervention(),),
+            dict(measure="effective_rank", tau=0.01, seeds=[0, 1], profile="ci"),
+        ),
+        "measure.spectra": lambda: ((_spectra(),), {}),
+        "measure.rank_vs_tau": lambda: (
+            (_by_tau()[lambda d: d.pipeline == ms.REFERENCE],),
+            {"highlight": "effective_rank"},
+        ),
+        "measure.precision_by_tau": lambda: ((_by_tau(),), {"reference": ms.REFERENCE}),
+        "measure.measure_points": lambda: ((_at1(), ms.baselines(ms.uniform_causal(8), 8)), {}),
+        "measure.spectra_tau1_figure": lambda: ((_spectra_table(), _matrices(), _setting()), {}),
+        "measure.ranks_tau1_figure": lambda: ((_at1(), ms.uniform_causal(8), _setting()), {}),
+        "measure.ranks_vs_tau_figure": lambda: (
+            (_by_tau()[lambda d: d.pipeline == ms.REFERENCE], ms.uniform_causal(8), _setting(), "effective_rank"),
+            {},
+        ),
+        "measure.spectra_extremes_figure": lambda: ((_spectra_table(), _matrices(), _setting()), {}),
+        "measure.precision_figure": lambda: ((_by_tau(), _setting()), {}),
+        "protocol.study_view": lambda: ((_records(), _eval_log(), "ci"), {}),
+        "protocol.draws_figure": lambda: ((_draws(), _records(), 20, "ci"), {}),
+        "protocol.our_view": lambda: ((_records(), "ci"), {}),
+        "protocol.set_early_figure": lambda: ((_by_step(), _records(), "ci", 0.9), {}),
+        "seqlen.rank_vs_seq_len": lambda: ((_seq_len_table(), ["effective_rank", "rank_rtol_1e-2"]), {}),
+        "sweeps.by_setting": lambda: ((_setting_data(),), {"facet": "measure", "style": "when", "highlight": 1.0}),
+        "sweeps.per_layer": lambda: ((_per_layer(),), {"highlight": 0.25, "baseline": 1.0, "ylabel": "rank"}),
+        "sweeps.effect_forest": lambda: ((_forest(),), {}),
+        "theory.exact_spectrum": lambda: ((sec("p0").tables["spectrum"],), {}),
+        "theory.staircase": lambda: ((sec("p1_staircase").tables["sv"], sec("p1_staircase").tables["slopes"]), {}),
+        "theory.taylor_bound": lambda: ((sec("p1_taylor").tables["bound"],), {}),
+        "theory.saturation": lambda: ((sec("p1p").tables["sat"], sec("p1p").tables["limit"]), {}),
+        "theory.hardmax_convergence": lambda: ((sec("p2").tables["curves"], sec("p2").tables["thresholds"]), {}),
+        "theory.hardmax_monte_carlo": lambda: ((sec("thm").tables["mc"], sec("thm").tables["refs"]), {}),
+        "theory.toy_heatmaps": lambda: ((_toy(), "value"), {}),
+        "theory.toy_kl_vs_tau": lambda: ((_toy(),), {}),
+        "theory.toy_curves": lambda: ((_toy_curves(), [("standard", 2), ("standard", 4)]), {}),
+        "theory.rank_vs_kl": lambda: ((_toy(),), {"n": 4}),
+        "theory.section_figure": lambda: (("p1_taylor", sec("p1_taylor"), z(), "ci"), {}),
+        "training.trajectories": lambda: (
+            (_curves(),),
+            {"y": "mean", "row": "arch", "col": "measure", "highlight": 1.0},
+        ),
+        "training.run_scatter": lambda: (
+            (_runs(),),
+            {"x": "initial", "y": "final", "identity": True, "connect": "seed"},
+        ),
+        "training.change_distribution": lambda: ((_distribution(),), {"x": "change", "reference": 0.1}),
+        "training.layer_head_heatmaps": lambda: ((_heat(),), {}),
+        "training.measure_trajectories": lambda: ((_curves(), uniform), {"label": "uniform attention"}),
+        "training.loss_trajectories": lambda: (
+            (loss_curves, {"bert": 5.0, "gpt2": 5.5}, {a: {"bigram": 5.2} for a in ARCHS}),
+            {},
+        ),
+        "training.head_dim_trajectories": lambda: (
+            (heads[heads.measure == "effective_rank"],),
+            {"highlight": 16, "ylabel": "effective rank"},
+        ),
+        "training.head_dim_scatter": lambda: (
+            (scatter,),
+            dict(
+                x="initial",
+                y="loss",
+                rho={t: {a: est for a in ARCHS} for t in TAUS},
+                references={a: {"bigram": 5.5} for a in ARCHS},
+                xlabel="initial",
+                ylabel="loss",
+            ),
+        ),
+        "training.val_loss_trajectories": lambda: ((_eval_log(),), {}),
+    }
+
+
+def cells_args():
+    from attnrank.causal import CELL_LABELS, CELLS
+
+    outcomes = {"initial": "initial", "during": "during", "final_val_loss": "loss"}
+    return (_causal_table(), outcomes, CELLS, dict(CELL_LABELS)), {}
+
+
+SAMPLES = _samples()
+
+
+def _png(result) -> bytes:
+    fig = result[0] if isinstance(result, tuple) else result
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=50)  # small: the bytes, not the look, are compared
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def test_every_public_figure_function_has_a_sample():
+    assert sorted(FUNCTIONS) == sorted(SAMPLES), "give each new figure function a sample in SAMPLES"
+
+
+def test_every_public_figure_function_draws_with_a_fixed_random_state():
+    undecorated = [name for name, fn in FUNCTIONS.items() if not getattr(fn, "__attnrank_figure__", False)]
+    assert undecorated == [], "decorate these with attnrank.plots.figure"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_a_figure_is_the_same_bytes_on_every_call(name):
+    args, kwargs = SAMPLES[name]()
+    np.random.seed(12345)
+    before = np.random.get_state()[1].copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a figure function prints no warning (it would reach the page)
+        first = _png(FUNCTIONS[name](*args, **kwargs))
+    assert (np.random.get_state()[1] == before).all(), "the caller's random stream was changed"
+    np.random.rand(7)  # another global state: the figure must not depend on it
+    second = _png(FUNCTIONS[name](*args, **kwargs))
+    assert first == second
