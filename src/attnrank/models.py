@@ -130,6 +130,10 @@ def build_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = cls(config)
+    if getattr(model, "loss_type", None) is None:
+        # GPT2LMHeadModel's class name names no loss, so transformers falls back to its causal-LM
+        # loss with a notice on every first evaluation outside the Trainer; name that loss here
+        model.loss_type = "ForCausalLM"
     if qk_init_scale != 1.0:
         scale_qk(model, qk_init_scale)
     model.train()

@@ -315,3 +315,22 @@ def test_resolve_config_builds_a_model():
         seed=rc.seed,
     )
     assert m.config.n_head == 4 and math.isclose(m.config.tau, 0.3)
+
+
+@pytest.mark.parametrize("arch, loss_type", [("bert", "ForMaskedLM"), ("gpt2", "ForCausalLM")])
+def test_evaluating_outside_the_trainer_prints_no_loss_notice(arch, loss_type, capfd):
+    """A trained model evaluated with labels (the causal chapter's intervention) names its loss:
+    transformers printed "`loss_type=None` was set in the config but it is unrecognized" for GPT-2."""
+    from transformers.loss.loss_utils import LOSS_MAPPING
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.get_logger("transformers.modeling_utils").warning_once.cache_clear()
+    model = build_model(arch, num_heads=2, **KW).eval()
+    assert model.loss_type == loss_type
+    ids = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        out = model(input_ids=ids, labels=ids)
+    assert "loss_type" not in capfd.readouterr().err
+    if arch == "gpt2":  # the loss transformers used before, named
+        expected = LOSS_MAPPING["ForCausalLM"](out.logits, ids, vocab_size=64)
+        assert torch.equal(out.loss, expected)
