@@ -44,6 +44,14 @@ def _train(args) -> int:
     r = run(arch=args.arch, profile=args.profile, force=args.force, progress=not args.quiet, **overrides)
     s, c = r.summary, r.config
     print(f"\nrun {r.path}")
+    if r.fresh:
+        print(f"  trained now, in {s['wall_seconds']:.1f} s")
+    else:
+        when = str(s.get("finished_at") or "an earlier session").replace("T", " ")
+        print(
+            f"  read from the store, nothing recomputed: trained {when} in {s['wall_seconds']:.1f} s "
+            "(--force trains it again)"
+        )
     print(
         f"  {c['arch']} ({'MLM' if c['arch'] == 'bert' else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
         f"head_dim {c['head_dim']} ({c['num_heads']} heads x {c['num_layers']} layers), seed {c['seed']}, {s['device']}"
@@ -56,14 +64,21 @@ def _train(args) -> int:
         + (f" at step {s['failure']['step']}: {s['failure']['reason']}" if s["failure"] else "")
     )
     print(f"  {'measure':<20}{'initial':>10}{'final':>10}")
-    print(f"  {'validation loss':<20}{s['initial_val_loss']:>10.4f}{s['final_val_loss']:>10.4f}")
+    print(f"  {'validation loss':<20}{_number(s['initial_val_loss'], 4)}{_number(s['final_val_loss'], 4)}")
     for m, v in s["initial_rank"].items():
-        print(f"  {m:<20}{v:>10.3f}{s['final_rank'][m]:>10.3f}")
+        print(f"  {m:<20}{_number(v, 3)}{_number(s['final_rank'][m], 3)}")
     print(
         f"  wall time {s['wall_seconds']:.1f} s ({s['steps']} steps; rank probes {s['probe_seconds']:.1f} s, "
         f"validation {s.get('validation_seconds', 0.0):.1f} s)"
     )
     return 0
+
+
+def _number(value, digits: int) -> str:
+    """``value`` right-aligned in 10 columns, or ``missing`` (a failed run's final values)."""
+    if value is None or value != value:
+        return f"{'missing':>10}"
+    return f"{value:>10.{digits}f}"
 
 
 def _runs(args) -> int:

@@ -38,7 +38,17 @@ from .errors import ConfigError, SweepFailed, WorkerError, check_choice, portabl
 from .profiles import RunConfig, profile_defaults
 from .train import data_blocks
 
-__all__ = ["EXECUTORS", "CodeMismatch", "SweepFailed", "sweep", "worker_env", "default_workers", "plan", "preflight"]
+__all__ = [
+    "EXECUTORS",
+    "CodeMismatch",
+    "SweepFailed",
+    "sweep",
+    "worker_env",
+    "default_workers",
+    "plan",
+    "preflight",
+    "ray_address",
+]
 
 #: Executors accepted by :func:`sweep`.
 EXECUTORS = ("serial", "process", "ray")
@@ -193,6 +203,46 @@ def preflight(configs) -> None:
             data_blocks(c)
 
 
+def ray_address(address: str | None = None) -> str:
+    """The Ray address a ``ray`` sweep connects to, checked before anything starts.
+
+    ``address``, else ``$RAY_ADDRESS``, else ``"local"``. Allowed: ``"local"`` (a private
+    instance), ``"auto"`` (the cluster ``ray start`` runs on this machine), ``"HOST:PORT"`` (a
+    cluster's head) and ``"ray://HOST:PORT"`` (Ray Client, installed by the ``cluster`` extra).
+    For the last two, something must answer at ``HOST:PORT`` within 5 s.
+
+    Raises:
+        ConfigError: naming ``address`` (or ``RAY_ADDRESS`` when it came from there) for another
+        form, a Ray Client address without Ray Client, or a host and port where nothing answers.
+    """
+    import importlib.util
+    import re
+
+    param = "address" if address else "RAY_ADDRESS"
+    address = address or os.environ.get("RAY_ADDRESS") or "local"
+    if address in ("local", "auto"):
+        return address
+    m = re.fullmatch(r"(ray://)?(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+):(\d{1,5})", address)
+    if m is None:
+        raise ConfigError(
+            param,
+            f"got {address!r}; allowed values: 'local' (a private Ray instance), 'auto' (the cluster `ray start` "
+            "runs here), 'HOST:PORT' (a cluster's head) or 'ray://HOST:PORT' (Ray Client)",
+        )
+    if m.group(1) and importlib.util.find_spec("grpc") is None:
+        raise ConfigError(param, f'got {address!r}: Ray Client needs grpcio; pip install -e ".[cluster]"')
+    host, port = m.group(2).strip("[]"), int(m.group(3))
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(
+            param,
+            f"got {address!r}: nothing answers at {host}:{port} ({exc.strerror or type(exc).__name__}); start the "
+            "cluster there (`ray start --head`) or use address 'local'",
+        ) from None
+    return address
+
+
 def _label(c: RunConfig) -> str:
     return f"{c.arch} tau={c.tau:g} head_dim={c.head_dim} seed={c.seed}"
 
@@ -246,10 +296,15 @@ def sweep(
     check_choice("executor", executor, EXECUTORS)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("workers", f"got {workers!r}; expected an integer >= 1")
+    if executor == "ray":
+        _import_ray()
+        address = ray_address(address)
     configs = list(configs)
     table = plan(configs)
     expected = code_hash or store.code_hash()
     todo = [i for i in range(len(configs)) if not table.stored[i]]
+    if progress and todo:
+        print(f"checking the data of {len(todo)} run(s) before training (tokenizers and blocks are cached)", flush=True)
     preflight([configs[i] for i in todo])
     threads = max((configs[i].threads for i in todo), default=1)
     if executor == "process":
@@ -420,14 +475,18 @@ def _stop(pool) -> None:
             pass
 
 
-def _run_ray(configs, todo, workers, threads, expected, retries, address, done, failed) -> int | None:
+def _import_ray():
     try:
         import ray
     except ImportError:
         raise ConfigError(
             "executor", "'ray' needs Ray: pip install -e \".[cluster]\"; allowed values without it: 'serial', 'process'"
         ) from None
-    address = address or os.environ.get("RAY_ADDRESS") or "local"
+    return ray
+
+
+def _run_ray(configs, todo, workers, threads, expected, retries, address, done, failed) -> int | None:
+    ray = _import_ray()
     started = not ray.is_initialized()
     if started:
         env = worker_env()
@@ -441,7 +500,12 @@ def _run_ray(configs, todo, workers, threads, expected, retries, address, done, 
         }
         if address == "local":
             kwargs["num_cpus"] = workers or _cpus()
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except (ConnectionError, TimeoutError, ValueError, RuntimeError) as exc:
+            raise ConfigError(
+                "address", f"got {address!r}: Ray could not connect ({' '.join(str(exc).split())})"
+            ) from None
     try:
         gpu = ray.cluster_resources().get("GPU", 0) > 0
         task = ray.remote(_work).options(

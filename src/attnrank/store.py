@@ -14,7 +14,8 @@ checkout), ``model.safetensors``, ``attention.safetensors`` (the attention proba
 few probe sequences at a few probe steps: :meth:`Run.attention`) and the
 completion marker ``COMPLETE`` (a JSON manifest with the run's key and the SHA-256 of
 every file). Only a folder named ``<arch>-<16 hex digits>`` whose marker names the same
-key, whose files match their checksums and whose manifest, config and summary have the
+key and lists :data:`REQUIRED_FILES` and every file the summary names (``summary["files"]``),
+whose files match their checksums and whose manifest, config and summary have the
 expected shape (:data:`MANIFEST_SCHEMA`, :data:`CONFIG_SCHEMA`, :data:`SUMMARY_SCHEMA`, and
 :data:`SEQUENCES_SCHEMA` for the columns of ``sequences.parquet``) is a result; anything else is ignored with a warning and trained again.
 
@@ -24,7 +25,12 @@ old folder to ``.old-<arch>-<key>``, then renames the new one into place, then d
 old one: a process killed at any point leaves the old or the new result, and the next
 reader serves whichever is there (an interrupted replacement is undone under the lock).
 Reading a complete run takes no lock, so a read-only store serves what it holds; a file
-lock keeps two processes from training the same run at once. Nothing is pickled.
+lock keeps two processes from training the same run at once; a process waiting for it says
+who holds it (pid, host, since when, stopped or not) and keeps saying it. A run that cannot be
+written (a full disk) leaves no temporary folder and stops with one line naming
+``ATTNRANK_RUNS``. Weights whose tensors do not match the model the run's config builds (only
+the tied output embeddings may be missing) raise :class:`~attnrank.errors.RunDamaged`.
+Nothing is pickled.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from filelock import FileLock
 
 from . import provenance, train
 from .data import data_dir, dataset_fingerprint
-from .errors import ConfigError
+from .errors import ConfigError, RunDamaged
 from .models import model_from_config
 from .profiles import ARCHS, RunConfig, resolve_config
 from .rank import MEASURES
@@ -79,6 +85,12 @@ RESULT_NAME = re.compile(rf"(?:{'|'.join(ARCHS)})-([0-9a-f]{{16}})")
 #: Prefix of a result moved out of the way while its replacement is renamed into place.
 ASIDE = ".old-"
 
+#: The files every complete run lists in its marker (and that must match their checksums); the
+#: summary also names every file written with it (``summary["files"]``: the weights, the
+#: per-sequence table...), and a marker that leaves out any of them makes the run damaged,
+#: whatever the folder holds.
+REQUIRED_FILES = ("config.json", "summary.json", "train_log.csv", "eval_log.csv", "ranks.parquet", "rank_summary.csv")
+
 _NUMBER = {"type": "number"}
 _INTEGER = {"type": "integer"}
 #: Shape of the completion marker ``COMPLETE``.
@@ -89,7 +101,7 @@ MANIFEST_SCHEMA = {
         "key": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
         "files": {
             "type": "object",
-            "required": ["config.json", "summary.json"],
+            "required": list(REQUIRED_FILES),
             "propertyNames": {"pattern": "^[A-Za-z0-9_][A-Za-z0-9_.-]*$"},  # plain names inside the folder
             "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
         },
@@ -148,16 +160,17 @@ SUMMARY_SCHEMA = {
         },
         "steps": _INTEGER,
         "initial_val_loss": _NUMBER,
-        "final_val_loss": _NUMBER,
+        "final_val_loss": {"type": ["number", "null"]},  # null: a failed run has none
         "wall_seconds": _NUMBER,
         "probe_seconds": _NUMBER,
         "validation_seconds": _NUMBER,
         "initial_rank": {"type": "object", "additionalProperties": _NUMBER},
-        "final_rank": {"type": "object", "additionalProperties": _NUMBER},
+        "final_rank": {"type": "object", "additionalProperties": {"type": ["number", "null"]}},
         "device": {"type": "string"},
         "code_hash": {"type": "string"},
         "vocab_size": _INTEGER,
         "pad_token_id": _INTEGER,
+        "files": {"type": "array", "items": {"type": "string"}},
         "git_commit": {"type": ["string", "null"]},
         "git_dirty": {"type": ["boolean", "null"]},
     },
@@ -412,8 +425,29 @@ class Run:
 
         model = self.initial_model()
         state = load_file(str(self.path / "model.safetensors"))
-        model.load_state_dict(state, strict=False)  # tied output embeddings are stored once
+        result = model.load_state_dict(state, strict=False)  # tied output embeddings are stored once
+        tied = _tied_names(model)
+        missing = [k for k in result.missing_keys if k not in tied]
+        if missing or result.unexpected_keys:
+            raise RunDamaged(
+                f"run {self.path.name}: model.safetensors does not match the model its config builds "
+                f"(missing: {', '.join(missing[:3]) or 'none'}{' ...' if len(missing) > 3 else ''}; "
+                f"unexpected: {', '.join(result.unexpected_keys[:3]) or 'none'}"
+                f"{' ...' if len(result.unexpected_keys) > 3 else ''}); train it again with force=True"
+            )
         return model.eval()
+
+
+def _tied_names(model) -> set[str]:
+    """Names in ``model.state_dict()`` whose tensor shares its storage with an earlier name (the
+    tied output embeddings): the ones :func:`save_weights` leaves out."""
+    seen, tied = set(), set()
+    for name, t in model.state_dict().items():
+        view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+        if view in seen:
+            tied.add(name)
+        seen.add(view)
+    return tied
 
 
 @functools.cache
@@ -463,6 +497,9 @@ def read(path: Path | str) -> Run | None:
         _validate(config, "config.json")
         summary = json.loads((path / "summary.json").read_text())
         _validate(summary, "summary.json")
+        unlisted = sorted(set(summary.get("files", ())) - set(manifest["files"]))
+        if unlisted:
+            raise ValueError(f"the marker does not list {', '.join(unlisted)}, which the summary names")
         if set(summary["initial_rank"]) != set(summary["final_rank"]):
             raise ValueError("summary.json has different measures in initial_rank and final_rank")
         if "sequences.parquet" in manifest["files"]:
@@ -541,14 +578,16 @@ def save_weights(model, path: Path) -> None:
     """
     from safetensors.torch import save_file
 
-    state, seen = {}, set()
-    for name, t in model.state_dict().items():
-        view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
-        if view in seen:
-            continue
-        seen.add(view)
-        state[name] = t.contiguous()
-    save_file(state, str(path), metadata={"format": "pt"})
+    tied = _tied_names(model)
+    state = {name: t.contiguous() for name, t in model.state_dict().items() if name not in tied}
+    try:
+        save_file(state, str(path), metadata={"format": "pt"})
+    except Exception as exc:  # safetensors reports I/O errors (a full disk) as its own error type
+        found = re.search(r"os error (\d+)", str(exc))
+        if found is None:
+            raise
+        code = int(found.group(1))
+        raise OSError(code, os.strerror(code), str(path)) from exc
 
 
 def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
@@ -574,6 +613,7 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
         save_weights(result.model, tmp / "model.safetensors")
         summary["vocab_size"] = result.model.config.vocab_size
         summary["pad_token_id"] = result.model.config.pad_token_id
+    summary["files"] = sorted({p.name for p in tmp.iterdir()} | {"summary.json"})  # what the marker must list
     (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
     (tmp / "COMPLETE").write_text(json.dumps({"key": key, "files": files}, indent=2))
@@ -610,13 +650,20 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
             return stored
     try:
         root.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(root / f".{key}.lock"))
-        lock.acquire()
+        lock = _acquire(root, key, final.name)
     except OSError as exc:
         # a store that cannot be written still serves the old result of an interrupted replacement
         stored = None if force else read(_result_path(root, final.name))
         if stored is not None:
             return stored
+        lock_file = root / f".{key}.lock"
+        if getattr(exc, "filename", None) == str(lock_file) and os.path.lexists(lock_file):
+            raise ConfigError(
+                "ATTNRANK_RUNS",
+                f"cannot open the lock file {lock_file} of run {final.name} ({exc.strerror or type(exc).__name__}): "
+                "it belongs to another user or cannot be changed; remove it (no process holds it) or set "
+                "ATTNRANK_RUNS to a folder of your own",
+            ) from None
         raise _store_error(root, exc, f"train run {final.name} in") from None
     try:
         _recover(final)
@@ -629,13 +676,106 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
             _remove(stale)
         result = train.train(cfg, progress=progress)
         tmp = root / f".tmp-{key}-{os.getpid()}"
-        _write(tmp, cfg, result, key)
-        _install(tmp, final)
+        try:
+            _write(tmp, cfg, result, key)
+            _install(tmp, final)
+        except OSError as exc:  # a full disk, a quota: nothing half-written stays behind
+            _remove(tmp)
+            raise ConfigError(
+                "ATTNRANK_RUNS",
+                f"cannot write run {final.name} to the run store {root} ({exc.strerror or type(exc).__name__}); "
+                "free space there or set ATTNRANK_RUNS to another folder (the run trained, nothing was stored)",
+            ) from None
         stored = read(final)
     finally:
-        lock.release()
+        _release(lock, root, key)
     stored.fresh = True
     return stored
+
+
+#: Seconds a second process waits for a run's lock before it says who holds it, then between reports.
+LOCK_REPORT_FIRST, LOCK_REPORT_EVERY = 2.0, 30.0
+
+
+def _holder_file(root: Path, key: str) -> Path:
+    return root / f".{key}.holder"
+
+
+def _acquire(root: Path, key: str, name: str) -> FileLock:
+    """Take run ``key``'s lock; while another process holds it, say who (pid, host, since when) on
+    stderr after :data:`LOCK_REPORT_FIRST` seconds and again every :data:`LOCK_REPORT_EVERY` seconds.
+
+    Raises:
+        OSError: the lock file cannot be opened (the caller names it).
+    """
+    import socket
+    import sys
+
+    from filelock import Timeout
+
+    lock = FileLock(str(root / f".{key}.lock"))
+    start, timeout = time.time(), LOCK_REPORT_FIRST
+    while True:
+        try:
+            lock.acquire(timeout=timeout)
+            break
+        except Timeout:
+            print(
+                f"waiting for run {name}: {_describe_holder(_holder_file(root, key))}; "
+                f"waited {time.time() - start:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            timeout = LOCK_REPORT_EVERY
+    try:  # who holds it, for the next process that waits (best effort: a read-only store has none)
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "started": time.time(),
+            "command": " ".join(sys.argv)[:200],
+        }
+        tmp = _holder_file(root, key).with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(holder))
+        os.replace(tmp, _holder_file(root, key))
+    except OSError:
+        pass
+    return lock
+
+
+def _describe_holder(path: Path) -> str:
+    """Who holds a run's lock, from its holder file: pid, host, since when, the command, and whether
+    that process is stopped or gone (on this host)."""
+    import socket
+
+    try:
+        h = json.loads(path.read_text())
+        pid, host, since = int(h["pid"]), str(h["host"]), str(h["since"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process holds its lock (it has not said which)"
+    text = f"its lock is held by pid {pid} on {host} since {since} ({time.time() - float(h.get('started', 0)):.0f} s)"
+    if h.get("command"):
+        text += f", running {h['command']!r}"
+    if host == socket.gethostname():
+        import psutil
+
+        try:
+            status = psutil.Process(pid).status()
+        except psutil.Error:
+            status = None
+        if status == psutil.STATUS_STOPPED:
+            text += f"; that process is stopped (resume it with kill -CONT {pid}, or end it)"
+        elif status is None:
+            text += "; no such process here now (the lock passes on when its holder exits)"
+    return text
+
+
+def _release(lock: FileLock, root: Path, key: str) -> None:
+    try:
+        _holder_file(root, key).unlink(missing_ok=True)
+    except OSError:
+        pass
+    lock.release()
 
 
 #: Columns of :func:`load_runs` besides the config fields and ``initial_<measure>``/``final_<measure>``.
@@ -706,6 +846,8 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
         row.update({f"final_{k}": v for k, v in s["final_rank"].items()})
         rows.append(row)
     df = pd.DataFrame(rows)
+    for col in [c for c in df if c.startswith(("initial_", "final_"))]:  # losses and ranks
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)  # a failed run's None: NaN
     allowed = set(df.columns) | {f.name for f in dataclasses.fields(RunConfig)} | {"head_dim", *RUN_COLUMNS}
     unknown = sorted(set(filter or {}) - allowed)
     if unknown:

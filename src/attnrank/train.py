@@ -523,7 +523,9 @@ def train(
     """Train one run and return its logs and summary (the run store calls this).
 
     A run whose training or validation loss becomes NaN/inf stops and is returned with
-    ``summary["status"] == "failed"`` and the step and reason. Trains on ``cfg.threads``
+    ``summary["status"] == "failed"`` and the step and reason; its final validation loss and
+    final ranks are None, and the rank records of its probes from that step on are NaN (a
+    broken model's attention measures nothing). Trains on ``cfg.threads``
     torch threads with float32 matmuls at full precision (``"highest"``; TF32 on CUDA); the
     previous thread count, matmul precision and TF32 switches are restored.
 
@@ -584,18 +586,26 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
             hf_logging.set_verbosity(verbosity)
             if flush:
                 torch.set_flush_denormal(False)
-    rank_summary = probe.summary
+    rank_summary, ranks, sequences = probe.summary, probe.ranks, probe.sequences
+    failure = callback.failure
+    if failure:  # probes of a model whose loss is NaN or infinite measured nothing: their ranks are missing
+        ranks = _unmeasured(ranks, failure["step"], ["value", "sd"])
+        rank_summary = _unmeasured(rank_summary, failure["step"], ["mean", "sd", "sem"])
+        sequences = _unmeasured(
+            sequences, failure["step"], [c for c in sequences if c not in ("step", "split", "sequence")]
+        )
     first = rank_summary[rank_summary.step == rank_summary.step.min()].set_index("measure")["mean"]
     last = rank_summary[rank_summary.step == rank_summary.step.max()].set_index("measure")["mean"]
     eval_log = probe.eval_log
     summary = {
-        "status": "failed" if callback.failure else "complete",
-        "failure": callback.failure,
+        "status": "failed" if failure else "complete",
+        "failure": failure,
         "steps": int(trainer.state.global_step),
         "initial_val_loss": float(eval_log.val_loss.iloc[0]),
-        "final_val_loss": float(eval_log.val_loss.iloc[-1]),
+        # a failed run has no final state: its final loss and ranks are missing (None), not numbers
+        "final_val_loss": None if failure else float(eval_log.val_loss.iloc[-1]),
         "initial_rank": {k: float(v) for k, v in first.items()},
-        "final_rank": {k: float(v) for k, v in last.items()},
+        "final_rank": {k: None if failure else float(v) for k, v in last.items()},
         "wall_seconds": time.perf_counter() - t_start,
         "train_seconds": train_seconds,
         "probe_seconds": sum(probe.timing[k] for k in ("forward", "svd", "bookkeeping")),  # rank tracking
@@ -616,10 +626,19 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
     return TrainResult(
         train_log=pd.DataFrame(callback.train_rows),
         eval_log=eval_log,
-        ranks=probe.ranks,
+        ranks=ranks,
         rank_summary=rank_summary,
         summary=summary,
         model=model if keep_model else None,
-        sequences=probe.sequences,
+        sequences=sequences,
         attention=attention,
     )
+
+
+def _unmeasured(table: pd.DataFrame, step: int, columns) -> pd.DataFrame:
+    """``table`` with ``columns`` missing (NaN) from probe ``step`` on."""
+    if not len(table):
+        return table
+    table = table.copy()
+    table.loc[table.step >= step, list(columns)] = np.nan
+    return table
