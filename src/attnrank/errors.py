@@ -63,16 +63,19 @@ class WorkerError(RuntimeError):
 
 
 def portable(exc: BaseException) -> BaseException:
-    """``exc`` if it pickles and unpickles to the same class and message, else a :class:`WorkerError`.
+    """``exc`` if it is rebuilt as the same class and message from what it pickles to, else a
+    :class:`WorkerError`.
 
     A worker raises ``portable(exc)``, so the driver receives a named error instead of a
-    broken pool (``concurrent.futures``) or an ``UnserializableException`` (Ray).
+    broken pool (``concurrent.futures``) or an ``UnserializableException`` (Ray). The rebuild
+    is ``copy.deepcopy``, which calls the same ``__reduce_ex__`` recipe unpickling calls (so
+    nothing is ever unpickled here).
     """
-    import pickle
+    import copy
     import traceback
 
     try:
-        back = pickle.loads(pickle.dumps(exc))
+        back = copy.deepcopy(exc)
         if type(back) is type(exc) and str(back) == str(exc):
             return exc
     except Exception:  # noqa: BLE001 (any failure to round-trip)
