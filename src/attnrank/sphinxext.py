@@ -31,6 +31,7 @@ then it executes the chapters the cache lacks in parallel, one process per core
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -46,8 +47,8 @@ from docutils.parsers.rst import Directive, directives
 
 from . import grid
 from .book import ENVIRONMENT_PACKAGES
-from .data import data_dir
-from .errors import ConfigError
+from .data import absolute_path_settings, data_dir
+from .errors import ConfigError, check_choice
 from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
 from .profiles import PROFILES, resolve_config, resolve_profile
 from .provenance import RESULT_ROOTS, code_hash, imported_modules, lock_state
@@ -502,6 +503,28 @@ def _toc_chapters(srcdir) -> list[str]:
     return files
 
 
+def _one_line_errors(step):
+    """Run the build step ``step``; a :class:`~attnrank.ConfigError` (a bad ``ATTNRANK_*`` setting)
+    stops the build with one line on stderr and exit status 2, as on the command line, instead of
+    Sphinx's and jupyter-book's tracebacks."""
+
+    @functools.wraps(step)
+    def run(*args, **kwargs):
+        try:
+            return step(*args, **kwargs)
+        except ConfigError as exc:
+            print(f"attnrank: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+    return run
+
+
+def _absolute_paths(app, config) -> None:
+    """Resolve the path settings once, against the directory the build started in
+    (:func:`attnrank.data.absolute_path_settings`): the chapters execute in ``chapters/``."""
+    absolute_path_settings()
+
+
 def _sweep_up_front(app, config) -> None:
     """Train every run of the toc's chapters before any chapter executes, with a progress bar.
 
@@ -512,6 +535,7 @@ def _sweep_up_front(app, config) -> None:
     import os
 
     executor = os.environ.get("ATTNRANK_SWEEP") or getattr(config, "attnrank_sweep", "process")
+    check_choice("ATTNRANK_SWEEP", executor, (*grid.EXECUTORS, "off"))
     if executor == "off":
         return
     names = [c.removeprefix("chapters/") for c in _toc_chapters(app.srcdir)]
@@ -547,7 +571,9 @@ def _execute_up_front(app, config) -> list[str]:
     from jupyter_cache.executors import load_executor
 
     switch = os.environ.get("ATTNRANK_EXECUTE_UP_FRONT")
-    enabled = config.attnrank_execute_up_front if switch is None else switch not in ("0", "false", "no", "off")
+    if switch is not None:
+        check_choice("ATTNRANK_EXECUTE_UP_FRONT", switch.lower(), ("1", "true", "yes", "on", "0", "false", "no", "off"))
+    enabled = config.attnrank_execute_up_front if switch is None else switch.lower() not in ("0", "false", "no", "off")
     if not enabled or config.nb_execution_mode != "cache":
         return []
     cache = get_cache(config.nb_execution_cache_path)
@@ -593,7 +619,8 @@ def setup(app):
     app.add_config_value("attnrank_execution_context", "", "env")
     app.add_config_value("attnrank_extension", "", "env")
     app.add_config_value("attnrank_cache_base", "", "")
-    app.connect("config-inited", _set_context, priority=100)
+    app.connect("config-inited", _one_line_errors(_absolute_paths), priority=50)
+    app.connect("config-inited", _one_line_errors(_set_context), priority=100)
     app.connect("config-inited", _start_clock, priority=101)
     app.connect("env-before-read-docs", _init_env)
     app.connect("env-purge-doc", _purge)
@@ -613,5 +640,5 @@ def setup(app):
     # the executor does not change results (every executor gives bit-identical runs)
     app.add_config_value("attnrank_sweep", "process", "")
     app.add_config_value("attnrank_execute_up_front", True, "")
-    app.connect("builder-inited", _sweep_up_front_app)
+    app.connect("builder-inited", _one_line_errors(_sweep_up_front_app))
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
