@@ -253,19 +253,47 @@ def _note_glue_refs(app, doctree) -> None:
     _init_env(app, env)
     refs = []
     for node in doctree.findall(PendingGlueReference):
-        refs.append((node.refdoc, node.key, node.line))
+        refs.append((node.refdoc, node.key, node.line, node.gtype, node.get("fmt_spec")))
         if node.refdoc != env.docname:
             env.note_dependency(env.doc2path(node.refdoc))
     if refs:
         env.attnrank_glue_refs[env.docname] = refs
 
 
-def _glue_keys(app, docname: str) -> set[str] | None:
+def _glue_data(app, docname: str) -> dict | None:
+    """The values glued by the cells of ``docname`` (myst-nb's ``<doc>.glue.json``), or None."""
     folder = Path(app.env.mystnb_config.output_folder)
     path = folder.joinpath(*docname.split("/")[:-1], docname.split("/")[-1] + ".glue.json")
     if not path.exists():
         return None
-    return set(json.loads(path.read_text()))
+    return json.loads(path.read_text())
+
+
+def _glue_keys(app, docname: str) -> set[str] | None:
+    data = _glue_data(app, docname)
+    return None if data is None else set(data)
+
+
+_NOT_GLUED = "is not provided by any cell"
+
+
+def _paste_problem(data: dict | None, key: str, gtype: str | None, fmt_spec: str | None) -> str | None:
+    """Why pasting ``key`` from glue ``data`` shows nothing (no such key, no text, a format that
+    fails on the value), or None when it shows a value."""
+    if data is None or key not in data:
+        return _NOT_GLUED
+    if gtype != "text":
+        return None
+    text = data[key].get("data", {}).get("text/plain")
+    if text is None:
+        return "has no text to paste"
+    from myst_nb.core.variables import format_plain_text
+
+    try:
+        format_plain_text(text, fmt_spec or "s")
+    except Exception as exc:  # noqa: BLE001 (myst-nb would drop it with a warning)
+        return f"cannot be formatted with {fmt_spec!r} ({' '.join(str(exc).split())}; value {text})"
+    return None
 
 
 def _missing_glue(app) -> list[str]:
@@ -273,10 +301,13 @@ def _missing_glue(app) -> list[str]:
     _init_env(app, env)
     problems = [f"{doc}: {msg}" for doc, msgs in sorted(env.attnrank_missing_glue.items()) for msg in msgs]
     for doc, refs in sorted(env.attnrank_glue_refs.items()):
-        for refdoc, key, line in refs:
-            keys = _glue_keys(app, refdoc)
-            if keys is None or key not in keys:
-                problems.append(f"{doc}:{line}: glued value {key!r} is not provided by any cell of {refdoc!r}")
+        for refdoc, key, line, *kind in refs:
+            gtype, fmt_spec = (kind + [None, None])[:2]
+            why = _paste_problem(_glue_data(app, refdoc), key, gtype, fmt_spec)
+            if why == _NOT_GLUED:
+                problems.append(f"{doc}:{line}: glued value {key!r} {why} of {refdoc!r}")
+            elif why is not None:
+                problems.append(f"{doc}:{line}: glued value {key!r} of {refdoc!r} {why}")
     return problems
 
 
@@ -291,12 +322,47 @@ def _make_marker_transform():
 
             app = self.app
             for node in list(self.document.findall(PendingGlueReference)):
-                keys = _glue_keys(app, node.refdoc)
-                if keys is None or node.key not in keys:
-                    text = f"[missing value: {node.refdoc}::{node.key}]"
+                why = _paste_problem(_glue_data(app, node.refdoc), node.key, node.gtype, node.get("fmt_spec"))
+                if why is not None:
+                    text = _marker(node.refdoc, node.key)
                     node.replace_self(nodes.strong(text, text, classes=["attnrank-missing"]))
 
     return MarkMissingGlue
+
+
+def _marker(docname: str, key: str) -> str:
+    """What a page shows where a pasted value is missing or cannot be shown."""
+    return f"[missing value: {docname}::{key}]"
+
+
+def _marked_paste_roles() -> dict:
+    """myst-nb's paste roles of the ``glue`` domain, showing :func:`_marker` where they would paste
+    nothing (a key of the page's own notebook that no cell glued, a format that fails); their
+    warning is kept, so the build still fails (:func:`_fail_on_missing_glue`)."""
+    from myst_nb.ext.glue.roles import PasteMarkdownRole, PasteRoleAny, PasteTextRole
+
+    def marked(base):
+        class Marked(base):
+            def run(self):
+                result, messages = super().run()
+                if not result:
+                    key = self.text.rsplit(":", 1)[0] if base is PasteTextRole else self.text
+                    doc, _, own = key.rpartition("::")
+                    text = _marker(
+                        doc.removesuffix(".ipynb").removesuffix(".md") or self.document.settings.env.docname, own
+                    )
+                    result = [nodes.strong(text, text, classes=["attnrank-missing"])]
+                return result, messages
+
+        Marked.__name__ = f"Marked{base.__name__}"
+        return Marked()
+
+    return {
+        "": marked(PasteRoleAny),
+        "any": marked(PasteRoleAny),
+        "text": marked(PasteTextRole),
+        "md": marked(PasteMarkdownRole),
+    }
 
 
 def _check_glue(app, env):
@@ -479,7 +545,9 @@ def _unshadow_latex_codec() -> None:
 def _fail_on_missing_glue(app, exception) -> None:
     problems = getattr(app, "attnrank_glue_problems", [])
     if exception is None and problems:
-        raise BuildFailed(f"{len(problems)} pasted value(s) are provided by no cell:\n  " + "\n  ".join(problems))
+        raise BuildFailed(
+            f"{len(problems)} pasted value(s) are provided by no cell or cannot be shown:\n  " + "\n  ".join(problems)
+        )
 
 
 def _toc_chapters(srcdir) -> list[str]:
@@ -630,6 +698,9 @@ def setup(app):
     app.connect("build-finished", _log_build, priority=400)
     app.connect("build-finished", _fail_on_missing_glue, priority=900)
     app.add_post_transform(_make_marker_transform())
+    app.setup_extension("myst_nb")  # its glue domain, whose paste roles show a marker here
+    for name, role in _marked_paste_roles().items():
+        app.add_role_to_domain("glue", name, role, override=True)
     app.add_directive("attnrank-build-log", BuildLog)
     app.add_directive("attnrank-profiles", ProfileTable)
     app.add_role("attnrank-setting", setting_role)
