@@ -431,6 +431,11 @@ def _unavailable(dataset: str, exc: BaseException, *, local: bool, root: Path | 
     why = None
     if root is not None and any(isinstance(e, UnicodeDecodeError) for e in _chain(exc)):
         why = _undecodable(root)
+    empty = re.search(r'Instruction "([^"]+)" corresponds to no data', " ".join(str(e) for e in _chain(exc)))
+    if root is not None and empty:
+        files = [str(f) for f in _local_files(root) if f.stat().st_size == 0]
+        why = f"its {empty.group(1)!r} split holds no data" + (f" ({', '.join(files)} is empty)" if files else "")
+        why += "; add text to it or remove it (without a validation split, 5% of the documents are held out)"
     return DatasetUnavailable("dataset", f"{dataset!r} could not be loaded: {why or _describe(exc)}")
 
 

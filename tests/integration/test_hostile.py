@@ -1,0 +1,136 @@
+"""A hostile environment against the README's guarantees: kill -9 in the middle of a pool sweep, two
+sweeps at once on one store, a diverging run among others, odd characters in a dataset path, an
+empty validation split, a one-line corpus, bad thread settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from attnrank import grid, store
+from attnrank.cli import main
+from attnrank.profiles import resolve_config
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+SWEEP = """
+import json, sys
+from attnrank import grid
+from attnrank.profiles import resolve_config
+configs = [resolve_config(a, "ci", tau=t, max_steps=60) for a in ("bert", "gpt2") for t in (0.5, 1.0, 2.0)]
+df = grid.sweep(configs, executor="process", workers=2, progress=False)
+print(json.dumps({"trained": df.attrs["sweep"]["trained"], "keys": sorted(df.key)}))
+"""
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+    for name in ("ATTNRANK_DATASET", "ATTNRANK_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "runs"
+
+
+def _sweep(runs: Path, **popen) -> subprocess.Popen:
+    env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC}
+    return subprocess.Popen([sys.executable, "-c", SWEEP], env=env, stdout=subprocess.PIPE, text=True, **popen)
+
+
+def _results(runs: Path) -> list[str]:
+    return sorted(p.name for p in runs.iterdir() if store.RESULT_NAME.fullmatch(p.name)) if runs.exists() else []
+
+
+def test_kill_9_during_a_pool_sweep_then_a_rerun_loses_nothing_and_trains_nothing_twice(runs):
+    driver = _sweep(runs, start_new_session=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and len(_results(runs)) < 2:
+        time.sleep(0.2)
+    done_before = set(_results(runs))
+    assert len(done_before) >= 2, "the sweep did not get going"
+    for p in [psutil.Process(driver.pid), *psutil.Process(driver.pid).children(recursive=True)]:
+        p.send_signal(signal.SIGKILL)  # the driver and its workers, mid-training
+    driver.wait()
+    time.sleep(0.5)
+    survivors = set(_results(runs))
+    assert done_before <= survivors  # nothing finished is lost
+    again = _sweep(runs)
+    out, _ = again.communicate(timeout=1800)
+    assert again.returncode == 0
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["trained"] == 6 - len(survivors)  # only the missing runs are trained
+    assert len(_results(runs)) == 6 and len(store.load_runs()) == 6
+    assert not [p for p in runs.iterdir() if p.name.startswith(".tmp-")]  # cleaned on the way
+
+
+def test_two_sweeps_at_once_on_one_store_train_each_run_once(runs):
+    first, second = _sweep(runs), _sweep(runs)
+    outs = [json.loads(p.communicate(timeout=1800)[0].strip().splitlines()[-1]) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0
+    assert outs[0]["keys"] == outs[1]["keys"] and len(outs[0]["keys"]) == 6
+    assert outs[0]["trained"] + outs[1]["trained"] == 6
+    assert len(_results(runs)) == 6
+
+
+def test_a_diverging_run_in_the_middle_of_a_pool_sweep(runs):
+    configs = [
+        resolve_config("gpt2", "ci", max_steps=10),
+        resolve_config("gpt2", "ci", learning_rate=1e3, warmup_steps=0),
+        resolve_config("bert", "ci", max_steps=10),
+    ]
+    df = grid.sweep(configs, executor="process", workers=2, progress=False)
+    assert list(df.status) == ["complete", "failed", "complete"]
+    assert df.final_val_loss.isna().tolist() == [False, True, False]
+
+
+def test_odd_characters_in_a_dataset_path(runs, corpus, tmp_path):
+    odd = tmp_path / "a b:c é'q\"x"
+    corpus.rename(odd)
+    r = store.run(arch="gpt2", profile="ci", max_steps=3, dataset=f"hf:{odd}")
+    assert r.summary["status"] == "complete" and r.config["dataset"] == f"hf:{odd}"
+    assert store.run(arch="gpt2", profile="ci", max_steps=3, dataset=f"hf:{odd}").key == r.key
+
+
+def test_an_empty_validation_split_is_named(runs, corpus, capsys):
+    (corpus / "validation.txt").write_text("")
+    assert main(["train", "--arch", "gpt2", "--profile", "ci", "--quiet", "--dataset", f"hf:{corpus}"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"attnrank: error: dataset: 'hf:{corpus}' could not be loaded: its 'validation' split holds no data "
+        f"({corpus}/validation.txt is empty); add text to it or remove it (without a validation split, 5% of "
+        "the documents are held out)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({"train.txt": "one single line of text\n"}, "holds too little text: one document and no validation split"),
+        (
+            {"train.txt": "one single line of text\n", "validation.txt": "and one more\n"},
+            "gives 0 training and 0 validation blocks of",
+        ),
+    ],
+)
+def test_a_one_line_corpus_is_named(runs, tmp_path, capsys, files, message):
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    assert main(["train", "--arch", "gpt2", "--profile", "ci", "--quiet", "--dataset", f"hf:{folder}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnrank: error: ") and message in err
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-1", "1.5"])
+def test_bad_thread_settings_are_one_line(runs, monkeypatch, capsys, value):
+    monkeypatch.setenv("ATTNRANK_THREADS", value)
+    assert main(["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]) == 2
+    assert capsys.readouterr().err == f"attnrank: error: ATTNRANK_THREADS: got {value!r}; expected an integer >= 1\n"
+    assert main(["sweep", "--profile", "ci", "--dry-run"]) == 2
