@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import ConfigError
+
 __all__ = ["Page", "Rule", "RULES", "rule", "machine_paths", "pages", "check", "main"]
 
 
@@ -187,8 +189,6 @@ def check(site_dir: Path | str, rules: list[Rule] | None = None, roots: tuple[st
     Raises:
         ConfigError: naming ``site_dir`` when it is not a folder holding an ``index.html``.
     """
-    from .errors import ConfigError
-
     site_dir = Path(site_dir)
     if not (site_dir / "index.html").is_file():
         raise ConfigError("site_dir", f"{str(site_dir)!r} is not a built site (no index.html); build it first")
@@ -202,8 +202,6 @@ def check(site_dir: Path | str, rules: list[Rule] | None = None, roots: tuple[st
 def main(argv: list[str] | None = None) -> int:
     """``python -m attnrank.sitecheck SITE_DIR``: print the findings; exit status 1 when there are any."""
     import argparse
-
-    from .errors import ConfigError
 
     parser = argparse.ArgumentParser(prog="python -m attnrank.sitecheck", description=__doc__.splitlines()[0])
     parser.add_argument("site_dir", nargs="?", default="_build/html", help="the built site (default _build/html)")
