@@ -25,6 +25,7 @@ end-of-text token between documents (GPT-2 has no padding token: blocks are neve
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.resources
@@ -154,6 +155,27 @@ def _check_writable(root: Path, needed: str | None = None) -> None:
             "ATTNRANK_DATA",
             f"{str(root)!r} is not a writable folder ({exc.strerror or exc}){held}; "
             "set ATTNRANK_DATA to a writable folder",
+        ) from None
+
+
+@contextlib.contextmanager
+def _writing(tmp: Path, what: str):
+    """Write ``what`` through the temporary file ``tmp``: a failed write (a full disk) removes it and
+    raises a one-line :class:`ConfigError` naming ``ATTNRANK_DATA`` (``tokenizers`` reports its I/O
+    errors as its own exception, with the OS error's number in the text)."""
+    try:
+        yield
+    except Exception as exc:
+        tmp.unlink(missing_ok=True)
+        code = getattr(exc, "errno", None)
+        found = None if code else re.search(r"os error (\d+)", str(exc))
+        code = code or (int(found.group(1)) if found else None)
+        if code is None:
+            raise
+        raise ConfigError(
+            "ATTNRANK_DATA",
+            f"cannot write {what} to {str(tmp.parent)!r} ({os.strerror(code)}); free space there or set "
+            "ATTNRANK_DATA to another folder",
         ) from None
 
 
@@ -560,8 +582,9 @@ def _tokenizer(arch: str, source: _Source, vocab_size: int):
                 train, _ = _load_source(source)
                 tok = _train_tokenizer(arch, train, vocab_size)
                 tmp = path.with_suffix(f".tmp{os.getpid()}")
-                tok.save(str(tmp))
-                os.replace(tmp, path)
+                with _writing(tmp, f"the tokenizer {name}"):
+                    tok.save(str(tmp))
+                    os.replace(tmp, path)
     return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(path)), **_SPECIALS[arch])
 
 
@@ -655,8 +678,9 @@ def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_
                 for split, p in paths.items():
                     arr = _blocks(_stream(tokenizer, texts[split], arch), tokenizer, arch, max_len)
                     tmp = p.with_suffix(f".tmp{os.getpid()}.npy")
-                    np.save(tmp, arr)
-                    os.replace(tmp, p)
+                    with _writing(tmp, f"the token blocks {p.name}"):
+                        np.save(tmp, arr)
+                        os.replace(tmp, p)
     train, val = (np.load(paths[s], allow_pickle=False).astype(np.int64) for s in ("train", "val"))
     if len(train) < min_train or len(val) < min_val:
         raise ConfigError(

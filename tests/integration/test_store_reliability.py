@@ -219,3 +219,34 @@ def test_train_says_whether_it_trained_or_read_the_run(runs, capsys):
     finished = json.loads((Path(summary.path) / "summary.json").read_text())["finished_at"].replace("T", " ")
     assert f"  read from the store, nothing recomputed: trained {finished} in " in out
     assert "trained now" not in out
+
+
+@pytest.mark.parametrize("what", ["tokenizer", "blocks"])
+def test_a_full_disk_while_caching_data_gives_one_line_and_leaves_no_temporary_file(
+    tmp_path, monkeypatch, capsys, what
+):
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    data_folder = tmp_path / "data"
+    monkeypatch.setenv("ATTNRANK_DATA", str(data_folder))
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+    if what == "tokenizer":
+
+        def full(self, path, *a, **k):
+            Path(path).write_text("{")
+            raise Exception("No space left on device (os error 28)")  # how tokenizers reports it
+
+        monkeypatch.setattr(Tokenizer, "save", full)
+    else:
+
+        def full(path, arr, *a, **k):
+            Path(path).write_bytes(b"\x93NUMPY")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+        monkeypatch.setattr(np, "save", full)
+    assert main(["train", "--arch", "gpt2", "--profile", "ci", "--max-steps", "3", "--quiet"]) == 2
+    line = _error_line(capsys.readouterr().err)
+    assert line.startswith("attnrank: error: ATTNRANK_DATA: cannot write the ")
+    assert "(No space left on device); free space there or set ATTNRANK_DATA to another folder" in line
+    assert not [p for p in data_folder.rglob("*") if ".tmp" in p.name]
