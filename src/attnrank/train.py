@@ -534,7 +534,10 @@ def train(
     """
     env = run_environment()
     threads = torch.get_num_threads()
-    matmul = torch.get_float32_matmul_precision()
+    try:
+        matmul = torch.get_float32_matmul_precision()
+    except RuntimeError:  # a caller mixed torch's legacy and new precision switches: keep theirs as they are
+        matmul = None
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.set_num_threads(cfg.threads)  # also OpenMP's and MKL's: OMP_NUM_THREADS/MKL_NUM_THREADS change nothing
     torch.set_float32_matmul_precision("highest")  # a caller's "medium" would let float32 matmuls run in bf16
@@ -543,7 +546,8 @@ def train(
     finally:
         torch.set_num_threads(threads)
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
-        torch.set_float32_matmul_precision(matmul)  # after the TF32 switches, which torch reads as its legacy API
+        if matmul is not None:  # after the TF32 switches, which torch reads as its legacy API
+            torch.set_float32_matmul_precision(matmul)
 
 
 def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> TrainResult:
