@@ -636,7 +636,6 @@ def _execute_up_front(app, config) -> list[str]:
 
     import nbformat
     from jupyter_cache import get_cache
-    from jupyter_cache.executors import load_executor
 
     switch = os.environ.get("ATTNRANK_EXECUTE_UP_FRONT")
     if switch is not None:
@@ -665,15 +664,59 @@ def _execute_up_front(app, config) -> list[str]:
     )
     for path in stale:
         cache.add_nb_to_project(path)
-    result = load_executor("local-parallel", cache=cache, logger=log).run_and_cache(
-        filter_uris=stale, timeout=config.nb_execution_timeout, allow_errors=config.nb_execution_allow_errors
+    failed = _execute_in_child(
+        config.nb_execution_cache_path, stale, config.nb_execution_timeout, config.nb_execution_allow_errors
     )
-    failed = list(result.excepted) + list(result.errored)
     if failed:
         log.warning(
             "Notebooks that failed up front, executed again while read: %s", ", ".join(Path(p).stem for p in failed)
         )
     return stale
+
+
+def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: bool) -> list[str]:
+    """Run jupyter-cache's ``local-parallel`` executor on ``uris`` in a child process of its own
+    session; returns the notebooks that failed there.
+
+    Ctrl-C in the terminal reaches this process only: it ends the child's whole process group
+    (the pool and its kernels) and is raised again, so the build stops at once. (Run in the
+    build's own process group, the pool's workers died of the interrupt and the build hung,
+    waiting for their results.) Nothing an interrupted execution made is cached.
+    """
+    import signal
+    import subprocess
+
+    command = [sys.executable, "-m", "attnrank.sphinxext", "execute", cache_path, json.dumps(timeout)]
+    command += [json.dumps(bool(allow_errors)), *uris]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, _ = child.communicate()
+    except BaseException:  # KeyboardInterrupt, SystemExit: stop the child and everything it started
+        try:
+            os.killpg(child.pid, signal.SIGKILL)  # at once and silently: its results are discarded anyway
+        except ProcessLookupError:
+            pass
+        child.wait()
+        raise
+    lines = out.strip().splitlines()
+    if child.returncode != 0 or not lines:
+        logging.getLogger("attnrank").warning("Executing up front stopped (exit status %s)", child.returncode)
+        return list(uris)
+    return json.loads(lines[-1])
+
+
+def _execute_main(argv: list[str]) -> int:
+    """``python -m attnrank.sphinxext execute CACHE TIMEOUT ALLOW_ERRORS URI...`` (:func:`_execute_in_child`)."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors import load_executor
+
+    _, cache_path, timeout, allow_errors, *uris = argv
+    log = logging.getLogger("attnrank")  # warnings reach stderr, as in the build's own process
+    result = load_executor("local-parallel", cache=get_cache(cache_path), logger=log).run_and_cache(
+        filter_uris=uris, timeout=json.loads(timeout), allow_errors=json.loads(allow_errors)
+    )
+    print(json.dumps(list(result.excepted) + list(result.errored)), flush=True)
+    return 0
 
 
 def setup(app):
@@ -713,3 +756,7 @@ def setup(app):
     app.add_config_value("attnrank_execute_up_front", True, "")
     app.connect("builder-inited", _one_line_errors(_sweep_up_front_app))
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":  # pragma: no cover (the child of _execute_in_child)
+    sys.exit(_execute_main(sys.argv[1:]))
