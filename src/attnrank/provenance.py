@@ -26,6 +26,7 @@ reproducibility chapter shows it and the book's execution context includes its h
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import subprocess
 from pathlib import Path
@@ -87,6 +88,19 @@ def imported_modules(source: str, module: str = "", *, is_package: bool = False)
     ``module`` is the importing module's name (for relative imports). ``from attnrank
     import x`` counts ``attnrank.x`` when it is a module, and ``attnrank`` itself.
     """
+    out = set()
+    for name in _import_names(source, module, is_package):
+        if module_file(name) is not None:
+            out.add(name)
+            parts = name.split(".")  # importing a submodule imports its parent packages
+            out.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _import_names(source: str, module: str, is_package: bool) -> frozenset[str]:
+    """Every name ``source`` imports (resolved against ``module``), memoised on the text itself:
+    planning a grid hashes the same closure once per run, and parsing is the whole cost."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -96,13 +110,7 @@ def imported_modules(source: str, module: str = "", *, is_package: bool = False)
             if target:
                 found.add(target)
                 found.update(f"{target}.{a.name}" for a in node.names)
-    out = set()
-    for name in found:
-        if module_file(name) is not None:
-            out.add(name)
-            parts = name.split(".")  # importing a submodule imports its parent packages
-            out.update(".".join(parts[:i]) for i in range(1, len(parts)))
-    return out
+    return frozenset(found)
 
 
 def closure(roots=RESULT_ROOTS) -> list[Path]:
