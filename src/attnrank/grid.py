@@ -26,6 +26,7 @@ tables on the same machine type.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -497,6 +498,9 @@ def _run_ray(configs, todo, workers, threads, expected, retries, address, done, 
             "runtime_env": {"env_vars": env},
             "include_dashboard": False,
             "log_to_driver": False,
+            # Ray's INFO lines ("Started a local Ray instance") are not ours to print; its handler also
+            # kept the stderr of the first caller, which fails ("Logging error") once that stream is gone
+            "logging_level": logging.WARNING,
         }
         if address == "local":
             kwargs["num_cpus"] = workers or _cpus()

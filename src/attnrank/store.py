@@ -198,7 +198,7 @@ def runs_dir() -> Path:
     """Folder of the run store: ``$ATTNRANK_RUNS`` if set, else ``data/runs``.
 
     Raises:
-        ConfigError: naming ``ATTNRANK_RUNS`` when the path exists but is not a folder
+        ConfigError: naming ``ATTNRANK_RUNS`` (``ATTNRANK_DATA`` when the store is its ``runs`` folder) when the path exists but is not a folder
         (or cannot be examined).
     """
     env = os.environ.get("ATTNRANK_RUNS")
@@ -208,7 +208,8 @@ def runs_dir() -> Path:
     except OSError as exc:
         raise _store_error(root, exc) from None
     if not usable:
-        raise ConfigError("ATTNRANK_RUNS", f"the run store {root} is not a folder; set ATTNRANK_RUNS to a folder")
+        name = _store_setting()
+        raise ConfigError(name, f"the run store {root} is not a folder; set {name} to a folder")
     return root
 
 
@@ -216,7 +217,7 @@ def check_writable() -> Path:
     """The run store's folder, created, after writing and removing a file in it.
 
     Raises:
-        ConfigError: naming ``ATTNRANK_RUNS`` when the folder cannot be created or written
+        ConfigError: naming ``ATTNRANK_RUNS`` (``ATTNRANK_DATA`` when the store is its ``runs`` folder) when the folder cannot be created or written
         (read-only media, no space left, a data folder that cannot be written).
     """
     import tempfile
@@ -232,12 +233,17 @@ def check_writable() -> Path:
     return root
 
 
+def _store_setting() -> str:
+    """The setting that placed the run store: ``ATTNRANK_RUNS`` when it is set, else ``ATTNRANK_DATA``
+    (the store is its ``runs`` folder), so an error names the variable the user can change."""
+    return "ATTNRANK_RUNS" if os.environ.get("ATTNRANK_RUNS") else "ATTNRANK_DATA"
+
+
 def _store_error(root: Path, exc: OSError, doing: str = "use") -> ConfigError:
     reason = exc.strerror or type(exc).__name__
     wanted = "a readable folder" if doing == "read" else "a writable folder"
-    return ConfigError(
-        "ATTNRANK_RUNS", f"cannot {doing} the run store {root} ({reason}); set ATTNRANK_RUNS to {wanted}"
-    )
+    name = _store_setting()
+    return ConfigError(name, f"cannot {doing} the run store {root} ({reason}); set {name} to {wanted}")
 
 
 def code_hash() -> str:
@@ -306,10 +312,16 @@ def save_attention(attention: dict, path: Path) -> None:
     entry of the file's metadata (safetensors writes several entries in an order that changes
     from one save to the next), so equal inputs give the same bytes.
     """
-    from safetensors.torch import save_file
-
     tensors = {k: attention[k].contiguous() for k in ("steps", "probabilities", "input_ids")}
-    save_file(tensors, str(path), metadata={"tokens": json.dumps(attention["tokens"])})
+    _save_safetensors(tensors, path, {"tokens": json.dumps(attention["tokens"])})
+
+
+def _save_safetensors(tensors: dict, path: Path, metadata: dict) -> None:
+    """``safetensors.torch.save_file``, except that an I/O failure (a full disk) is an ``OSError``:
+    the bytes are made in memory, then written by Python (safetensors raises its own error type)."""
+    from safetensors.torch import save
+
+    Path(path).write_bytes(save(tensors, metadata=metadata))
 
 
 def _check_attention(path: Path, config: dict) -> None:
@@ -576,18 +588,9 @@ def save_weights(model, path: Path) -> None:
     metadata whose order changes from one save to the next, so equal models gave files with
     different bytes and checksums.) :meth:`Run.load_model` re-ties them.
     """
-    from safetensors.torch import save_file
-
     tied = _tied_names(model)
     state = {name: t.contiguous() for name, t in model.state_dict().items() if name not in tied}
-    try:
-        save_file(state, str(path), metadata={"format": "pt"})
-    except Exception as exc:  # safetensors reports I/O errors (a full disk) as its own error type
-        found = re.search(r"os error (\d+)", str(exc))
-        if found is None:
-            raise
-        code = int(found.group(1))
-        raise OSError(code, os.strerror(code), str(path)) from exc
+    _save_safetensors(state, path, {"format": "pt"})
 
 
 def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
@@ -635,8 +638,8 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
     Raises:
         ConfigError: for invalid settings or a ``config`` that is not a :class:`RunConfig`, before
         anything is trained; naming
-        ``ATTNRANK_RUNS`` when the store is not a folder, or cannot be written (read-only
-        media) and the run must be trained.
+        ``ATTNRANK_RUNS`` (``ATTNRANK_DATA`` when the store is its ``runs`` folder) when the store
+        is not a folder, or cannot be written (read-only media) and the run must be trained.
     """
     cfg = config if config is not None else resolve_config(**kwargs)
     if not isinstance(cfg, RunConfig):
@@ -658,12 +661,15 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
             return stored
         lock_file = root / f".{key}.lock"
         if getattr(exc, "filename", None) == str(lock_file) and os.path.lexists(lock_file):
+            name = _store_setting()
             raise ConfigError(
-                "ATTNRANK_RUNS",
+                name,
                 f"cannot open the lock file {lock_file} of run {final.name} ({exc.strerror or type(exc).__name__}): "
                 "it belongs to another user or cannot be changed; remove it (no process holds it) or set "
-                "ATTNRANK_RUNS to a folder of your own",
+                f"{name} to a folder of your own",
             ) from None
+        if not os.environ.get("ATTNRANK_RUNS"):
+            data_dir(write=True)  # the store is the data folder's: its own check names ATTNRANK_DATA
         raise _store_error(root, exc, f"train run {final.name} in") from None
     try:
         _recover(final)
@@ -681,10 +687,11 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
             _install(tmp, final)
         except OSError as exc:  # a full disk, a quota: nothing half-written stays behind
             _remove(tmp)
+            name = _store_setting()
             raise ConfigError(
-                "ATTNRANK_RUNS",
+                name,
                 f"cannot write run {final.name} to the run store {root} ({exc.strerror or type(exc).__name__}); "
-                "free space there or set ATTNRANK_RUNS to another folder (the run trained, nothing was stored)",
+                f"free space there or set {name} to another folder (the run trained, nothing was stored)",
             ) from None
         stored = read(final)
     finally:
@@ -807,7 +814,8 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
 
     Raises:
         ConfigError: naming ``filter`` for a column that no run has (listing the allowed
-        ones), or ``ATTNRANK_RUNS`` for a store path that is not a folder.
+        ones), or ``ATTNRANK_RUNS`` (``ATTNRANK_DATA`` when the store is its ``runs`` folder)
+        for a store path that is not a folder.
     """
     rows = []
     current = code_hash()

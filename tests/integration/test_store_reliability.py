@@ -201,7 +201,7 @@ def test_a_failed_runs_final_values_are_missing(runs, monkeypatch, capsys):
     summary = r.rank_summary
     assert summary[summary.step >= step]["mean"].isna().all() and summary[summary.step < step]["mean"].notna().all()
     assert r.ranks[r.ranks.step >= step].value.isna().all()
-    monkeypatch.setattr(store, "run", lambda **kw: r)  # the command line prints the stored failed run
+    monkeypatch.setattr("attnrank.cli.run", lambda **kw: r)  # the command line prints the stored failed run
     assert main(["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"status failed at step {step}: " in out
