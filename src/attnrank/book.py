@@ -51,6 +51,7 @@ ENVIRONMENT_PACKAGES = (
     "scipy",
     "seaborn",
     "matplotlib",
+    "bokeh",
     "jupyter-book",
     "myst-nb",
     "jupytext",

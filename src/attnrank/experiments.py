@@ -189,6 +189,7 @@ CHAPTERS = {
     "headdim": main_sweep,
     "causal": _causal_runs,
     "target": None,
+    "explore": main_sweep,
     "reproducibility": main_sweep,
     "bibliography": None,
 }
