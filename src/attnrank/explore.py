@@ -733,10 +733,12 @@ def show(profile: str = "auto", dataset: str | None = None, **grid) -> Export:
 GLUE_JS = r"""
 (function () {
   "use strict";
+  performance.mark("explorer-script");
   const config = JSON.parse(document.currentScript.dataset.config);
   const uid = config.uid;
   const $ = (part) => document.getElementById(uid + "-" + part);
   const payload = JSON.parse($("data").textContent);
+  performance.mark("explorer-data");
   const runs = payload.runs;
   const RUN_FIELDS = ["arch", "tau", "head_dim", "seed"];
   const decoded = new Map();
@@ -917,6 +919,8 @@ GLUE_JS = r"""
       const root = $("controls").parentElement;
       root.dataset.run = run.arch + "-" + run.key;
       root.dataset.drawn = String(ticket);
+      performance.mark("explorer-drawn");
+      root.dataset.drawnMs = String(Math.round(performance.now()));  // since navigation started
     } catch (error) {
       fail(error);
     }
@@ -948,7 +952,10 @@ GLUE_JS = r"""
   (function wait() {
     const docs = (window.Bokeh && window.Bokeh.documents) || [];
     models = docs.find((doc) => doc.get_model_by_name(uid + "-heat-source")) || null;
-    if (models) return start();
+    if (models) {
+      performance.mark("explorer-bokeh");
+      return start();
+    }
     if (++tries > 800) return fail("the plotting library did not start");
     setTimeout(wait, 25);
   })();
