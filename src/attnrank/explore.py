@@ -4,7 +4,7 @@
 profile and dataset from the run store (training those it lacks) and turns them into one
 JSON-serialisable payload: per run its settings and key, its mean rank (every measure) and
 validation loss through training, its initial and final ranks, and, at each probe step at
-which the run kept attention probabilities (:meth:`attnrank.runs.Run.attention`), every layer
+which the run kept attention probabilities (:meth:`attnrank.store.Run.attention`), every layer
 and head of its first :data:`PAGE_SEQUENCES` probe sequences: the matrix, quantised to 8 bits
 (:func:`quantise`), its singular values and the value of every rank measure, computed from the
 stored float32 matrix by :mod:`attnrank.rank` (the values of the rank probe, not of the
@@ -26,18 +26,28 @@ import base64
 import html
 import json
 import math
+import re
 import zlib
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import numpy as np
 import pandas as pd
 import torch
+from bokeh.embed import components
+from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper, LogColorMapper, Range1d, Span
+from bokeh.palettes import Viridis256
+from bokeh.plotting import figure
+from bokeh.resources import Resources
+from IPython.display import HTML, display
 
+from . import store
 from .errors import ConfigError
-from .experiments import PRIMARY_MEASURE, main_sweep
-from .plots.style import ARCH_LABELS
+from .experiments import main_sweep
+from .glossary import ARCH_LABELS, MEASURE_LABELS, fmt
 from .profiles import resolve_profile
 from .rank import MEASURES, rank_measures, singular_values
+from .rules import PRIMARY_MEASURE
 from .train import ATTENTION_SEQUENCES
 
 __all__ = [
@@ -193,7 +203,7 @@ def _thin(count: int, keep: int | None) -> list[int]:
 
 def _run_record(arrays: _Arrays, plan: Plan) -> dict:
     run = arrays.run
-    cfg = run.config
+    cfg = run.run_config
     att = run.attention()
     T = _thin(len(att.steps), plan.steps)
     probs = arrays.probabilities[T, :, : plan.sequences]  # [T, L, S, H, n, n]
@@ -245,8 +255,6 @@ def _run_record(arrays: _Arrays, plan: Plan) -> dict:
 
 
 def _bokeh_bytes() -> int:
-    from bokeh.resources import Resources
-
     return len(Resources(mode="inline", components=["bokeh"], log_level="error").render_js().encode())
 
 
@@ -292,20 +300,18 @@ def export(
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ConfigError("budget", f"got {budget!r}; expected a positive number of bytes")
-    from . import runs as run_layer
-
     profile = resolve_profile(profile)
     configs = main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-    stored = [run_layer.get(c) for c in configs]
+    stored = [store.run(c) for c in configs]
     arrays = [_Arrays.of(r, max(p.sequences for p in PLANS)) for r in stored]
     dataset_name = configs[0].dataset if configs else (dataset or "")
     head = {
         "profile": profile,
         "dataset": dataset_name,
         "primary": PRIMARY_MEASURE,
-        "measures": [[m, MEASURES[m].label or m] for m in MEASURES],
+        "measures": [[m, MEASURE_LABELS.get(m, m)] for m in MEASURES],
         "thresholds": [
-            {"label": MEASURES[m].label, "atol": MEASURES[m].atol, "rtol": MEASURES[m].rtol}
+            {"label": MEASURE_LABELS.get(m, m), "atol": MEASURES[m].atol, "rtol": MEASURES[m].rtol}
             for m in MEASURES
             if MEASURES[m].kind == "numerical"
         ],
@@ -373,17 +379,6 @@ _PALETTE_SIZE = 256
 
 def _figures(uid: str, n: int) -> dict:
     """The Bokeh figures of the page (empty data sources; the script fills them in), by panel name."""
-    from bokeh.models import (
-        ColorBar,
-        ColumnDataSource,
-        HoverTool,
-        LinearColorMapper,
-        LogColorMapper,
-        Range1d,
-        Span,
-    )
-    from bokeh.palettes import Viridis256
-    from bokeh.plotting import figure
 
     def name(part: str) -> str:
         return f"{uid}-{part}"
@@ -590,8 +585,6 @@ def _json_for_html(payload: dict) -> str:
 
 def _colors(records: list[dict]) -> None:
     """Give each run record a colour by its temperature ratio on a log scale (viridis)."""
-    from bokeh.palettes import Viridis256
-
     taus = [r["tau"] for r in records] or [1.0]
     lo, hi = math.log(min(taus)), math.log(max(taus))
     for r in records:
@@ -609,12 +602,6 @@ def page(data: Export, *, uid: str = "attnrank-explorer") -> str:
     Raises:
         ConfigError: naming ``data`` when it holds no run, or ``uid`` when it is not a plain id.
     """
-    import re
-
-    from bokeh.embed import components
-    from bokeh.models import LogColorMapper
-    from bokeh.resources import Resources
-
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", uid):
         raise ConfigError("uid", f"got {uid!r}; expected letters, digits, '-' and '_', starting with a letter")
     records = data.payload["runs"]
@@ -653,8 +640,6 @@ def page(data: Export, *, uid: str = "attnrank-explorer") -> str:
 
 def view(data: Export):
     """:func:`page` as an ``IPython.display.HTML`` object (for ``book.glue`` or ``display``)."""
-    from IPython.display import HTML
-
     return HTML(page(data))
 
 
@@ -667,10 +652,6 @@ def glue_values(data: Export, view=None) -> dict:
     a matrix's largest entry), ``explore_bokeh`` (the version of Bokeh) and ``explore_page_mb``
     (the size of the page's HTML with its data and scripts, in MB; ``n/a`` without ``view``).
     """
-    from importlib.metadata import version
-
-    from .book import fmt
-
     records = data.payload["runs"]
     kept = [r["attention"]["steps"] for r in records]
     steps = max(kept, key=len) if kept else []
@@ -694,10 +675,8 @@ def glue_values(data: Export, view=None) -> dict:
 
 def run_table(data: Export) -> pd.DataFrame:
     """The runs on the page, for reading: architecture, settings, status, losses, primary rank and run key."""
-    from .plots.style import measure_label
-
     t = data.runs
-    primary = measure_label(PRIMARY_MEASURE)
+    primary = MEASURE_LABELS.get(PRIMARY_MEASURE, PRIMARY_MEASURE)
     return pd.DataFrame(
         {
             "architecture": t.arch.map(ARCH_LABELS),
@@ -720,8 +699,6 @@ def run_table(data: Export) -> pd.DataFrame:
 def show(profile: str = "auto", dataset: str | None = None, **grid) -> Export:
     """Export the runs of ``profile``, ``dataset`` and the grid (``taus``, ``head_dims``, ``seeds``:
     :func:`export`) and display the explorer in the notebook; returns the export."""
-    from IPython.display import HTML, display
-
     data = export(profile, dataset, **grid)
     display(HTML(page(data)))
     return data

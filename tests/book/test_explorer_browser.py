@@ -23,7 +23,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from attnrank import experiments, store
+from attnrank.explore import BUDGET_BYTES
+from attnrank.rank import MEASURES, rank_measures, singular_values
 
 ROOT = Path(__file__).resolve().parents[2]
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
@@ -60,13 +66,11 @@ def _book(folder: Path, env: dict) -> Path:
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
     """``(page, runs)``: the built explore page and the stored runs it shows (``attnrank.runs.Run`` by key)."""
-    from attnrank import experiments, runs
-
     given = os.environ.get("ATTNRANK_EXPLORER_SITE")
     if given:
         page = Path(given) / "chapters" / "explore.html"
         configs = experiments.main_sweep("auto")
-        return page, {r.key: r for r in (runs.get(c) for c in configs)}
+        return page, {r.key: r for r in (store.run(c) for c in configs)}
     tmp = tmp_path_factory.mktemp("explorer")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNRANK_")}
     env.update(
@@ -83,7 +87,7 @@ def site(tmp_path_factory):
     old = os.environ.get("ATTNRANK_RUNS")
     os.environ["ATTNRANK_RUNS"] = env["ATTNRANK_RUNS"]
     try:
-        stored = {r.key: r for r in (runs.get(c) for c in configs)}
+        stored = {r.key: r for r in (store.run(c) for c in configs)}
         page = _book(tmp / "book", {**env, "ATTNRANK_SWEEP": "off"})
     finally:
         if old is None:
@@ -96,9 +100,6 @@ def site(tmp_path_factory):
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory):
     """Headless Chromium driven by Selenium, with its console and network logs."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
@@ -169,8 +170,6 @@ def _state(driver) -> dict:
 
 
 def _choose(driver, name: str, value: str) -> None:
-    from selenium.webdriver.support.ui import Select
-
     before = int(driver.execute_script(f"return document.getElementById('{UID}').dataset.drawn"))
     Select(driver.find_element("id", f"{UID}-{name}")).select_by_value(value)
     _wait_drawn(driver, before)
@@ -182,12 +181,10 @@ def _options(driver, name: str) -> list[str]:
 
 def _check_shown(driver, stored: dict) -> None:
     """The plotted matrix, spectrum, measures, curves and sweep are those of the selected run's stored data."""
-    from attnrank.rank import MEASURES, rank_measures, singular_values
-
     s = _state(driver)
     arch, key = s["run"].split("-", 1)
     run = stored[key]
-    cfg = run.config
+    cfg = run.run_config
     assert (cfg.arch, f"{cfg.tau:g}", str(cfg.head_dim), str(cfg.seed)) == (
         s["arch"],
         f"{float(s['tau']):g}",
@@ -311,8 +308,6 @@ def test_every_control_shows_the_stored_values_of_the_right_run(site, browser, s
 def test_the_page_fits_a_phone_and_the_budget(site, browser, site_errors):
     """At 390 px the panels stack and nothing is wider than the screen; the page with its data and
     scripts is within the budget."""
-    from attnrank.explore import BUDGET_BYTES
-
     page, _ = site
     _open(browser, page, width=390)
     overflow = browser.execute_script(

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from attnrank import store
+from attnrank.data import get_tokenizer
 from attnrank.errors import ConfigError
 from attnrank.probe import attention_probabilities
 from attnrank.profiles import resolve_config
@@ -35,8 +36,6 @@ def test_a_run_keeps_the_probed_attention_of_its_first_probe_sequences(private_s
         assert att.probabilities.triu(1).abs().max() == 0
     assert torch.equal(att.input_ids, run.probe_batch()[:S])
     assert len(att.tokens) == S and all(len(row) == cfg.max_len for row in att.tokens)
-    from attnrank.data import get_tokenizer
-
     tok = get_tokenizer(arch, cfg.dataset, cfg.vocab_size)
     assert att.tokens[1][:5] == [tok.decode([i]) for i in att.input_ids[1, :5].tolist()]
 
@@ -53,8 +52,8 @@ def test_a_run_keeps_the_probed_attention_of_its_first_probe_sequences(private_s
         att.at(3)
     assert "[0, 2, 8, 20, 40]" in str(e.value)
 
-    manifest = json.loads((run.stored.path / "COMPLETE").read_text())
-    digest = hashlib.sha256((run.stored.path / store.ATTENTION_FILE).read_bytes()).hexdigest()
+    manifest = json.loads((run.path / "COMPLETE").read_text())
+    digest = hashlib.sha256((run.path / store.ATTENTION_FILE).read_bytes()).hexdigest()
     assert manifest["files"][store.ATTENTION_FILE] == digest
     s = run.summary
     assert s["attention_seconds"] >= 0 and "attention" in s["probe_timing"]

@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from attnrank import experiments, explore, runs
+from attnrank import experiments, explore, store
 from attnrank.rank import MEASURES
 
 GRID = dict(taus=[1.0], head_dims=[16], seeds=1)
@@ -16,7 +16,7 @@ GRID = dict(taus=[1.0], head_dims=[16], seeds=1)
 
 @pytest.fixture
 def stored(private_store):
-    return {r.key: r for r in (runs.get(c) for c in experiments.main_sweep("ci", **GRID))}
+    return {r.key: r for r in (store.run(c) for c in experiments.main_sweep("ci", **GRID))}
 
 
 def _floats(text):
@@ -32,7 +32,7 @@ def test_export_shows_the_runs_own_records(stored):
     for rec in data.payload["runs"]:
         run = stored[rec["key"]]
         a = rec["attention"]
-        cfg = run.config
+        cfg = run.run_config
         T, L, S, H = len(a["steps"]), cfg.num_layers, a["sequences"], cfg.num_heads
         measures = _floats(a["measures"]).reshape(T, L, S, H, len(MEASURES))
         seq = run.table("sequences").query("split == 'val'")

@@ -34,7 +34,7 @@ def _attention(arch: str, T=3, L=2, S=2, H=2, n=8, seed=0) -> Attention:
 class FakeRun:
     """What the export reads of a run (:class:`attnrank.runs.Run`'s interface)."""
 
-    config: object
+    run_config: object
     key: str
     att: Attention
 
