@@ -62,7 +62,7 @@ book.glue("explorer", view, display=False)
 # the matrix is close to rank one plus small noise.
 #
 # **The spectrum.** Every softmax attention matrix has full rank in exact arithmetic
-# ({ref}`the theory chapter <theory>`), so each rank the book reports is a count of singular
+# ({doc}`the theory chapter <theory>`), so each rank the book reports is a count of singular
 # values above a tolerance. The dashed lines are those tolerances: the study's $10^{-8}$ (an
 # absolute level, far below float32's resolution relative to $\sigma_1 \ge 1$) and our relative
 # ones. Moving the step shows how training moves the spectrum across them.
