@@ -5,17 +5,17 @@ profile and dataset from the run store (training those it lacks) and turns them 
 JSON-serialisable payload: per run its settings and key, its mean rank (every measure) and
 validation loss through training, its initial and final ranks, and, at each probe step at
 which the run kept attention probabilities (:meth:`attnrank.store.Run.attention`), every layer
-and head of its first :data:`PAGE_SEQUENCES` probe sequences: the matrix, quantised to 8 bits
-(:func:`quantise`), its singular values and the value of every rank measure, computed from the
-stored float32 matrix by :mod:`attnrank.rank` (the values of the rank probe, not of the
-quantised copy).
+and head of its first probe sequences: the matrix, quantised (:func:`quantise`; how many
+sequences, levels and steps is the first :class:`Plan` of :data:`PLANS` that fits the page's
+budget), its singular values and the value of every rank measure, computed from the stored
+float32 matrix by :mod:`attnrank.rank` (the values of the rank probe, not of the quantised copy).
 
 :func:`page` draws that payload with Bokeh (its JavaScript inline in the page, so the page
 works from ``file://`` and from a static host): the attention matrix with the tokens on hover,
 its singular-value spectrum with the study's absolute threshold and the relative ones, the
 rank through training with the validation loss, and the run among the other temperatures;
 the controls are plain HTML selects wired to the Bokeh data sources by the small script
-:data:`GLUE_JS`. The chapter ``chapters/explore`` calls :func:`show` once, inside its execution,
+:data:`GLUE_JS`. The chapter ``chapters/explore`` calls :func:`export` once, inside its execution,
 so the page is in the book's execution cache like every other page, keyed by the library code,
 the settings and the environment (a changed run or setting exports again).
 """
@@ -39,7 +39,7 @@ from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMappe
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 from bokeh.resources import Resources
-from IPython.display import HTML, display
+from IPython.display import HTML
 
 from . import store
 from .errors import ConfigError
@@ -51,7 +51,6 @@ from .rules import PRIMARY_MEASURE
 from .train import ATTENTION_SEQUENCES
 
 __all__ = [
-    "PAGE_SEQUENCES",
     "PLANS",
     "Plan",
     "BUDGET_BYTES",
@@ -60,15 +59,12 @@ __all__ = [
     "dequantise",
     "export",
     "page",
-    "show",
     "view",
     "glue_values",
     "run_table",
     "GLUE_JS",
 ]
 
-#: Probe sequences per run the page shows at most (of the :data:`attnrank.train.ATTENTION_SEQUENCES` a run keeps).
-PAGE_SEQUENCES = 2
 #: The most bytes the explorer page (its HTML with the data and the plotting library inline) may take.
 BUDGET_BYTES = 8_000_000
 #: Bytes of the page around the data and BokehJS (controls, styles, scripts, the book's theme HTML),
@@ -286,7 +282,7 @@ def export(
         primary measure), ``measures`` (``[name, label]`` in the order of
         :data:`attnrank.rank.MEASURES`), ``thresholds`` (the study's absolute one and the
         relative ones), ``plan`` (the :class:`Plan` used, in words), ``probe_size`` and ``runs``:
-        one record per run with its settings, ``key``, ``status``, curves (``rank_steps``,
+        one record per run with its settings, ``key``, ``status``, ``color`` (of its ``tau``), curves (``rank_steps``,
         ``rank``: ``{measure: [mean]}``, ``loss_steps``, ``val_loss``), ``initial``/``final``
         ranks and ``attention``: the shown ``steps``, ``sequences``, ``n``, ``causal``, ``levels``,
         the ``tokens`` of each sequence, and base64 little-endian arrays over ``[step, layer,
@@ -321,6 +317,7 @@ def export(
     fixed = _bokeh_bytes() + PAGE_OVERHEAD_BYTES
     for plan in PLANS:
         payload = {**head, "plan": plan.describe(), "runs": [_run_record(a, plan) for a in arrays]}
+        _colors(payload["runs"])
         if len(_json_for_html(payload).encode()) + fixed <= budget:
             break
     records = payload["runs"]
@@ -607,7 +604,6 @@ def page(data: Export, *, uid: str = "attnrank-explorer") -> str:
     records = data.payload["runs"]
     if not records:
         raise ConfigError("data", "the export holds no run; train the main grid first (attnrank sweep)")
-    _colors(records)
     n = max(r["attention"]["n"] for r in records)
     figs = _figures(uid, n)
     taus = [r["tau"] for r in records]
@@ -694,14 +690,6 @@ def run_table(data: Export) -> pd.DataFrame:
             "run": [f"{a}-{k}" for a, k in zip(t.arch, t.key)],
         }
     )
-
-
-def show(profile: str = "auto", dataset: str | None = None, **grid) -> Export:
-    """Export the runs of ``profile``, ``dataset`` and the grid (``taus``, ``head_dims``, ``seeds``:
-    :func:`export`) and display the explorer in the notebook; returns the export."""
-    data = export(profile, dataset, **grid)
-    display(HTML(page(data)))
-    return data
 
 
 #: The page's script: fills the controls, decodes the selected run and sets the Bokeh data sources.

@@ -121,7 +121,9 @@ def test_a_run_record_holds_its_exact_spectra_measures_and_curves(arch):
 def test_the_page_embeds_everything_and_escapes_the_data():
     """No external script or style, BokehJS inline, the payload parses back, a token with < & > cannot
     close the data element, every control is there."""
-    runs = [_record("bert")[1], _record("gpt2")[1]]
+    runs = [_record("bert")[1], {**_record("gpt2")[1], "tau": 0.01}]
+    explore._colors(runs)  # by tau, on a log scale: the coldest and the warmest ends of viridis
+    assert [r["color"] for r in runs] == ["#FDE724", "#440154"]
     payload = {
         "profile": "ci",
         "dataset": "shakespeare",
