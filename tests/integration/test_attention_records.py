@@ -98,12 +98,26 @@ def test_an_attention_file_of_the_wrong_shape_makes_the_run_damaged(private_stor
 
 
 def test_a_run_without_kept_attention_says_so(private_store, monkeypatch):
+    """A run whose marker lost the attention file its summary names is damaged and trained again; a run
+    that names none anywhere (its summary and its marker) is served, and ``attention()`` says so."""
     cfg = resolve_config("gpt2", "ci", max_steps=2, rank_every=1)
     r = store.run(cfg)
-    (r.path / store.ATTENTION_FILE).unlink()
-    manifest = json.loads((r.path / "COMPLETE").read_text())
-    del manifest["files"][store.ATTENTION_FILE]
-    (r.path / "COMPLETE").write_text(json.dumps(manifest))
+
+    def drop_attention(path, from_summary):
+        (path / store.ATTENTION_FILE).unlink()
+        manifest = json.loads((path / "COMPLETE").read_text())
+        del manifest["files"][store.ATTENTION_FILE]
+        if from_summary:
+            summary = json.loads((path / "summary.json").read_text())
+            summary["files"] = [f for f in summary["files"] if f != store.ATTENTION_FILE]
+            (path / "summary.json").write_text(json.dumps(summary))
+            manifest["files"]["summary.json"] = store._sha256(path / "summary.json")
+        (path / "COMPLETE").write_text(json.dumps(manifest))
+
+    drop_attention(r.path, from_summary=False)
+    damaged = store.run(cfg)
+    assert damaged.fresh and (damaged.path / store.ATTENTION_FILE).is_file()
+    drop_attention(damaged.path, from_summary=True)
     again = store.run(cfg)
     assert not again.fresh
     with pytest.raises(ConfigError, match="attention") as e:
