@@ -21,7 +21,7 @@
 # attends to from what its mask alone imposes (the causal baseline below). This chapter answers the reviewers'
 # fourth critique (why an absolute $10^{-8}$ threshold?).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None
@@ -194,7 +194,7 @@ book.publish(measure.section(**params))
 # {glue:md}`measure_ranks_tau1__caption`
 # ```
 #
-# ```{glue} measure_ranks_tau1
+# ```{glue} measure_ranks_tau1_table
 # ```
 
 # %% [markdown]

@@ -337,5 +337,5 @@ def section(
 
 def _bound_table(check: pd.DataFrame) -> pd.DataFrame:
     """:func:`attnrank.baselines.bound_check`'s table with the columns a reader sees."""
-    names = {"tau": "τ", "head_dim": "d_h", "M": "median half-range M", "r_1": "r₁", "r_2": "r₂"}
+    names = {"tau": "τ", "head_dim": "head dimension", "M": "median half-range M", "r_1": "r₁", "r_2": "r₂"}
     return check.rename(columns={c: names.get(c, c) for c in check.columns})

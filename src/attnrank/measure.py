@@ -19,7 +19,7 @@ from . import experiments, rank, spectra, stats, verdicts
 from .baselines import reference_losses, regime_clause
 from .cache import cached
 from .errors import ConfigError
-from .glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate, fmt_setting
+from .glossary import ARCH_LABELS, MEASURE_LABELS, MINUS, fmt, fmt_estimate, fmt_setting
 from .plots import ALT_TEXT
 from .plots import measure as mplots
 from .profiles import ARCHS, resolve_config, resolve_profile
@@ -260,7 +260,7 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
     ].set_index("pipeline")["median"]
     glue.update(
         {
-            f"measure_floor_{tag}": fmt(float(t[p]), 2)
+            f"measure_floor_{tag}": f"{float(t[p]):.2g}".replace("-", MINUS)  # floors lie below fmt's zero
             for tag, p in (("ref", REFERENCE), ("probs32", p32), ("svd32", s32))
         }
     )
@@ -431,7 +431,7 @@ def section(
     )
     reader_tables = [
         Table("measure_causal_ratios", ratio_table.reset_index().rename(columns=lambda c: str(c).replace("_", " "))),
-        Table("measure_ranks_tau1", wide.rename_axis(None, axis=1)),
+        Table("measure_ranks_tau1_table", wide.rename_axis(None, axis=1)),
         Table(
             "measure_precision_deviation",
             deviation.reset_index().rename(columns=lambda c: MEASURE_LABELS.get(c, str(c).replace("_", " "))),

@@ -26,6 +26,7 @@ from .glossary import fmt_estimate, fmt_setting
 from .plots import ALT_TEXT
 from .plots import theory as tplots
 from .presets import preset
+from .profiles import resolve_profile
 from .rank import numerical_rank
 from .section import Figure, Section, Table, Verdict
 from .theory import normalised_kl_floor, permutation_accuracy_bound, simplex_kl
@@ -451,9 +452,9 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
     summary = (
         f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
         f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
-        f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short, 2)}; "
+        f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short.estimate, 2)}; "
         f"gain of tau = {best_plain:g}, chosen on seeds {s.select_seeds}, on held-out seeds {s.estimate_seeds} "
-        f"(nats): {fmt_estimate(v_rescue, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
+        f"(nats): {fmt_estimate(v_rescue.estimate, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
     )
     glue = dict(
         target_reading_plain=reading_plain,
@@ -480,6 +481,7 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
     Raises:
         ConfigError: naming a parameter outside its range (see :func:`settings`).
     """
+    profile = resolve_profile(profile)
     S = settings(profile, seed=seed, taus=taus, head_dims=head_dims, n=n, steps=steps, n_seeds=n_seeds)
     glue = dict(S.glue())
     info = targets_table(S)
