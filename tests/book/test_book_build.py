@@ -74,7 +74,7 @@ def _notebook(code: str, markdown: str) -> str:
 
 NB_CODE = (
     "import os\n"
-    "from attnrank import book\n"
+    "from attnrank import book, glossary\n"
     "from attnrank.profiles import resolve_profile\n"
     "book.glue('value', f\"{resolve_profile('auto')} {glossary.fmt(1 / 3)}\")"
 )
