@@ -435,6 +435,13 @@ def table_html(table) -> str:
 BADGES = {"supported": "supported", "not supported": "not-supported", "inconclusive at this scale": "inconclusive"}
 
 
+class _Html(_Markdown):
+    """HTML pasted with ``{glue:md}`` on its own page and with ``{glue}`` from another page (a badge)."""
+
+    def _repr_html_(self) -> str:
+        return str(self)
+
+
 def badge(status: str) -> str:
     """A verdict as a coloured badge (HTML, pasted with ``{glue:md}``)."""
     if status not in BADGES:
@@ -455,7 +462,7 @@ def publish_verdict(v) -> None:
             glue(f"{v.name}_status__{m}", v.by_measure.get(m, "n/a"))
     for part, value in v.parts().items():
         glue(f"{v.name}_{part}", value)
-    glue(f"{v.name}_badge", _Markdown(badge(v.status)))
+    glue(f"{v.name}_badge", _Html(badge(v.status)))
 
 
 def published_names(section) -> set[str]:

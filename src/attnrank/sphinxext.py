@@ -45,7 +45,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 from . import grid
-from .book import CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES
+from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES
 from .data import data_dir
 from .errors import ConfigError
 from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
@@ -387,7 +387,8 @@ class BuildLog(Directive):
                     "build of this data folder shows it here."
                 )
             ]
-        return [_table(rows[0], rows[1:][-self.options.get("rows", 10) :])]
+        header = [BUILD_LOG_LABELS.get(c, c.replace("_", " ")) for c in rows[0]]
+        return [_table(header, rows[1:][-self.options.get("rows", 10) :])]
 
 
 _PROFILE_USE = {
@@ -433,6 +434,14 @@ def setting_role(name, rawtext, text, lineno, inliner, options=None, content=Non
         prb = inliner.problematic(rawtext, rawtext, msg)
         return [prb], [msg]
     return [nodes.Text(shown)], []
+
+
+#: The build log's columns as a reader sees them.
+BUILD_LOG_LABELS = {
+    "seconds": "build time [s]",
+    "runs_trained": "runs trained",
+    "training_seconds": "training time [s]",
+}
 
 
 def _table(header, rows):
@@ -489,6 +498,22 @@ def write_figure_data(app, exception) -> None:
                 (out / f"{key[: -len('__data')]}.csv").write_text("".join(text) if isinstance(text, list) else text)
 
 
+def _write_pasted_image(app, refdoc: str, key: str) -> None:
+    """Write the PNG glued as ``key`` on page ``refdoc`` where myst-nb's cross-page paste links it
+    (``<site>/_images/<sha256 of the bytes>.png``): the paste makes the link but not the file."""
+    import base64
+
+    if app.builder.format != "html":
+        return
+    png = _glue_data(app, refdoc).get(key, {}).get("data", {}).get("image/png")
+    if not png:
+        return
+    data = base64.b64decode("".join(png) if isinstance(png, list) else png)
+    folder = Path(app.builder.outdir) / app.builder.imagedir
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{hashlib.sha256(data).hexdigest()}.png").write_bytes(data)
+
+
 def _set_figure_alt(app, doctree, docname) -> None:
     """Give each glued figure's image the alt text its section wrote (``<figure>__alt``).
 
@@ -497,6 +522,12 @@ def _set_figure_alt(app, doctree, docname) -> None:
     """
     glued = None
     for fig in doctree.findall(nodes.figure):
+        if fig.get("attnrank_ref"):  # another page's figure ({attnrank-figure})
+            _write_pasted_image(app, *fig["attnrank_ref"])
+            for image in fig.findall(nodes.image):
+                image["alt"] = image.get("alt") or fig["attnrank_alt"]
+                image["width"] = f"{COLUMN_PX}px"
+            continue
         for name in fig.get("names", []):
             if not name.startswith("fig-"):
                 continue
@@ -543,6 +574,29 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
             seen.add(key)
             kept.append(js)
     context["script_files"] = kept
+
+
+def _dedupe_inline_scripts(app, exception) -> None:
+    """Each inline script once per written page. Extensions that register their inline configuration
+    at every read of the sources (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
+    selector) reach a page twice when the sources are read twice in one build, a "has already been
+    declared" error in the browser; the page-context hook (:func:`_dedupe_scripts`) does not see the
+    copies the theme's templates add, so the written pages are fixed here."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for path in Path(app.outdir).rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        seen, out, changed = set(), [], False
+        for line in text.splitlines(keepends=True):
+            key = line.strip()
+            if key.startswith("<script>") and key.endswith("</script>"):
+                if key in seen:
+                    changed = True
+                    continue
+                seen.add(key)
+            out.append(line)
+        if changed:
+            path.write_text("".join(out), encoding="utf-8")
 
 
 def _prune_mathjax(app, exception) -> None:
@@ -604,6 +658,44 @@ class Cite(Directive):
         block = nodes.literal_block(text, text)
         block["language"] = "bibtex"
         return [block]
+
+
+class GluedFigure(Directive):
+    """``{attnrank-figure} <page>.ipynb::<figure>``: a numbered figure of another page's glued figure.
+
+    myst-nb's ``{glue:figure}`` pastes only the page's own figures; this directive pastes another
+    page's (the intro's headline figure) as a figure: the image is a pending glue reference (resolved
+    once every page is read), the directive's content is its caption, ``:name:`` its label and
+    ``:alt:`` its alt text; the image is shown at :data:`attnrank.book.COLUMN_PX` pixels, the column's
+    width (:func:`_set_figure_alt` sets both once the image is pasted).
+    """
+
+    required_arguments = 1
+    has_content = True
+    option_spec = {"name": directives.unchanged, "alt": directives.unchanged_required}
+
+    def run(self):
+        from myst_nb.ext.glue.utils import create_pending_glue_ref
+
+        doc, sep, key = self.arguments[0].partition("::")
+        if not sep or not key:
+            raise self.error(f"expected <page>.ipynb::<figure>, got {self.arguments[0]!r}")
+        ref = create_pending_glue_ref(self.state.document, self.state.document["source"], self.lineno, doc, key)
+        figure = nodes.figure("", ref)
+        figure["attnrank_alt"] = self.options.get("alt", "")
+        figure["attnrank_ref"] = (ref["refdoc"], key)
+        if self.content:
+            holder = nodes.Element()
+            self.state.nested_parse(self.content, self.content_offset, holder)
+            first = holder[0] if len(holder) else None
+            if isinstance(first, nodes.paragraph):
+                figure += nodes.caption(first.rawsource, "", *first.children)
+                figure += holder.children[1:]
+            else:
+                figure += holder.children
+        if "name" in self.options:
+            self.add_name(figure)
+        return [figure]
 
 
 # --------------------------------------------------------------------------- setup
@@ -756,6 +848,7 @@ def setup(app):
     app.connect("build-finished", _log_build, priority=400)
     app.connect("build-finished", write_figure_data, priority=450)
     app.connect("build-finished", _prune_mathjax, priority=460)
+    app.connect("build-finished", _dedupe_inline_scripts, priority=470)
     app.connect("doctree-resolved", _set_figure_alt)
     app.connect("html-page-context", _page_meta)
     app.connect("html-page-context", _dedupe_scripts)
@@ -765,6 +858,7 @@ def setup(app):
     app.add_directive("attnrank-build-log", BuildLog)
     app.add_directive("attnrank-profiles", ProfileTable)
     app.add_directive("attnrank-cite", Cite)
+    app.add_directive("attnrank-figure", GluedFigure)
     app.add_role("attnrank-setting", setting_role)
     sphinx_logger = logging.getLogger("sphinx")
     for old in [h for h in sphinx_logger.handlers if isinstance(h, _GlueWarnings)]:

@@ -76,6 +76,8 @@ def test_verdict_glues_its_parts_and_every_measure_and_checks_names(monkeypatch)
     assert glued["x_status__rank_rtol_1e-2"] == "n/a"
     assert glued["x_units"] == "4 runs" and glued["x_regime"] == "a clause" and glued["x_finding"] == "It holds here."
     assert 'class="verdict-badge verdict-supported"' in glued["x_badge"]
+    # another page (the intro's table) pastes the badge with {glue}, which takes its HTML
+    assert glued["x_badge"]._repr_html_() == glued["x_badge"]._repr_markdown_() == str(glued["x_badge"])
     with pytest.raises(ConfigError) as e:
         book.verdict("x", "supported", "fine", by_measure={"rank_bogus": "supported"}, **VERDICT)
     assert e.value.param == "by_measure"
