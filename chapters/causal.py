@@ -36,7 +36,7 @@
 # for both architectures. Beside it: every cell's effect on the initial rank, the mean rank through
 # training and the final loss, and the twin gap (`tau` minus twin, zero if P3 holds).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 tau = 0.01

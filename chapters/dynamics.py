@@ -24,7 +24,7 @@
 # 3. How large is the change $|r_\text{final} - r_\text{init}| / r_\text{init}$ of a single run, and is it the same in
 #    every layer and head?
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None

@@ -42,7 +42,7 @@
 # scale*, with the seeds per setting that would resolve a difference of one unit of effective rank at the observed
 # seed spread. The same rule is applied with every rank measure.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None

@@ -35,7 +35,7 @@
 #    through $d_h$ {cite}`bhojanapalli2020lowrank` and not through the temperature, does more rank still mean lower
 #    loss?
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None

@@ -19,7 +19,7 @@
 # beside ours. With probes on a log-spaced schedule early in training we also ask from which step
 # the rank predicts the final one (the study: the rank settles early).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 n_draws = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature

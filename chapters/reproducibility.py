@@ -15,7 +15,7 @@
 # the library, the `ATTNRANK_*` settings, the profile, the device, the thread count or a package version shown below);
 # the build log at the end is read from the build's own log file by every build, without executing the page again.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 

@@ -35,7 +35,7 @@
 # 64 wide) up to a head as wide as the sequence, both variants and several seeds (sizes below); it is trained as
 # one batched tensor program per head dimension (`synthetic.run_grid`).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seed = 0
 taus = None

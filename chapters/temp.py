@@ -49,7 +49,7 @@
 # When a verdict is not supported we state how many seeds (or runs) would resolve the pre-registered effect at the
 # observed seed spread: one unit of effective rank for the rank comparison, $|\rho| = 0.5$ for the loss correlation.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None

@@ -34,7 +34,7 @@
 # `attnrank.theory.experiments` (tested in
 # `tests/test_theory.py`).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seed = 0
 head_dims = None

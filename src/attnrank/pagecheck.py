@@ -192,6 +192,9 @@ def _shrunk(page: Page):
         if src.startswith(("http", "data:")) or not src.endswith(".png"):
             continue
         shown = img.get("width")
+        style = re.search(r"(?:^|;)\s*width:\s*([0-9.]+)px", img.get("style", ""))
+        if shown is None and style:
+            shown = style.group(1)
         if shown is None:
             natural = _png_width((page.site / page.name).parent / src)
             shown = natural if natural is not None else 0

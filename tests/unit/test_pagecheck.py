@@ -82,6 +82,11 @@ def test_an_image_wider_than_the_column_is_shrunk(tmp_path):
         "image 'wide.png' is 1400 px wide, more than the 688 px column"
     ]
     assert not _findings("shrunk-figure", img.replace("/>", ' width="688"/>'), site=tmp_path)
+    # myst-nb writes a glued image's width as a style
+    assert not _findings("shrunk-figure", img.replace("/>", ' style="width: 665px;"/>'), site=tmp_path)
+    assert _findings("shrunk-figure", img.replace("/>", ' style="width: 900px;"/>'), site=tmp_path) == [
+        "image 'wide.png' is 900 px wide, more than the 688 px column"
+    ]
 
 
 def test_a_data_link_must_reach_a_file_and_the_command_reports_and_fails(tmp_path, capsys):
