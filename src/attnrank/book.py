@@ -276,7 +276,7 @@ def glue(name: str, value, display: bool = False):
     in :class:`Text` so they paste without quotes. Another page pastes them with
     ``{glue:text}`chapter.ipynb::name```. Outside a notebook kernel this only returns the value.
     """
-    if isinstance(value, str) and not isinstance(value, Text):
+    if type(value) is str:  # a plain string; Text, Markdown and HTML strings keep their own display
         value = Text(value)
     try:
         from IPython import get_ipython
