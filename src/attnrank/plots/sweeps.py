@@ -297,13 +297,19 @@ def by_setting(
             label=f"detailed {_SYMBOLS.get(x, x)} = {fmt_setting(highlight)}",
         )
     if legend and handles:
-        fig.legend(
-            handles=list(handles.values()),
-            loc="outside lower center",
-            ncols=min(4, len(handles)),
-            frameon=False,
-            fontsize=MIN_FONT_SIZE,
-        )
+        # as many columns as fit in the figure's width (a wider legend is cut off at the edges)
+        renderer = fig.canvas.get_renderer()
+        for ncols in range(min(4, len(handles)), 0, -1):
+            leg = fig.legend(
+                handles=list(handles.values()),
+                loc="outside lower center",
+                ncols=ncols,
+                frameon=False,
+                fontsize=MIN_FONT_SIZE,
+            )
+            if ncols == 1 or leg.get_window_extent(renderer).width <= fig.bbox.width:
+                break
+            leg.remove()
     if title is not None:
         fig.suptitle(title, fontsize=FONT_SIZE)
     return fig
