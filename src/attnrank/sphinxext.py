@@ -601,7 +601,8 @@ def _dedupe_inline_scripts(app, exception) -> None:
 
 def _prune_mathjax(app, exception) -> None:
     """Keep only the MathJax files a page loads (``sphinx-mathjax-offline`` copies the whole
-    distribution): the combined component the pages load and the fonts it uses."""
+    distribution): the combined component the pages load, the fonts it uses and the TeX extensions
+    it loads on demand (a macro outside the component autoloads its extension)."""
     if exception is not None or app.builder.format != "html":
         return
     root = Path(app.outdir) / "_static" / "mathjax"
@@ -610,7 +611,8 @@ def _prune_mathjax(app, exception) -> None:
     keep = {"tex-chtml.js"}
     for path in sorted(root.rglob("*"), reverse=True):
         rel = path.relative_to(root).as_posix()
-        if path.is_file() and path.name not in keep and "/fonts/" not in f"/{rel}":
+        needed = path.name in keep or "/fonts/" in f"/{rel}" or rel.startswith("input/tex/extensions/")
+        if path.is_file() and not needed:
             path.unlink()
         elif path.is_dir() and not any(path.iterdir()):
             path.rmdir()
@@ -847,7 +849,7 @@ def setup(app):
     app.connect("env-updated", _check_glue)
     app.connect("build-finished", _log_build, priority=400)
     app.connect("build-finished", write_figure_data, priority=450)
-    app.connect("build-finished", _prune_mathjax, priority=460)
+    app.connect("build-finished", _prune_mathjax, priority=850)  # after sphinx-mathjax-offline copies the distribution
     app.connect("build-finished", _dedupe_inline_scripts, priority=470)
     app.connect("doctree-resolved", _set_figure_alt)
     app.connect("html-page-context", _page_meta)

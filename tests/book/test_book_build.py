@@ -205,6 +205,11 @@ def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
     for src in scripts:
         assert "://" not in src and not src.startswith("//"), src
         assert (html / src.split("?")[0]).is_file(), src
+    # only what a page loads is copied: the combined component, its fonts, the TeX extensions it autoloads
+    mathjax = html / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").is_file() and (mathjax / "output" / "chtml" / "fonts" / "tex.js").is_file()
+    assert not (mathjax / "tex-svg-full.js").exists() and not (mathjax / "sre").exists()
+    assert sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file()) < 5e6
 
 
 def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path):
