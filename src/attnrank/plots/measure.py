@@ -562,7 +562,8 @@ def attention_patterns(matrices: pd.DataFrame, spectra_table: pd.DataFrame, labe
             ax.imshow(grid, cmap="rocket_r", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
             ax.set_xticks(range(len(tok)))
             ax.set_yticks(range(len(tok)))
-            ax.set_xticklabels(tok if r == len(rows) - 1 else [], rotation=90, fontsize=MIN_FONT_SIZE - 1.5)
+            last_of_arch = r == len(rows) - 1 or rows[r + 1][0] != a  # each model's keys under its last row
+            ax.set_xticklabels(tok if last_of_arch else [], rotation=90, fontsize=MIN_FONT_SIZE - 1.5)
             ax.set_yticklabels(tok if c == 0 else [], fontsize=MIN_FONT_SIZE - 1.5)
             ax.tick_params(length=0, pad=1)
             ax.grid(False)
