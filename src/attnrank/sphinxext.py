@@ -618,8 +618,10 @@ def _prune_mathjax(app, exception) -> None:
             path.rmdir()
 
 
-def citation(path: Path | str) -> str:
-    """The book's BibTeX entry, written from its ``CITATION.cff`` (the one source of how to cite it).
+def citation(path: Path | str, repository: str = "") -> str:
+    """The book's BibTeX entry, written from its ``CITATION.cff`` (the one source of how to cite it)
+    and the address of its ``repository`` (``repository.url`` of ``_config.yml``, the one place it is
+    set; empty: no note).
 
     Raises:
         ConfigError: naming ``CITATION.cff`` when the file lacks a title, authors, version or date.
@@ -641,8 +643,8 @@ def citation(path: Path | str) -> str:
         "author": " and ".join(person(a) for a in cff["authors"]),
         "year": str(cff["date-released"])[:4],
         "version": cff["version"],
-        "url": cff.get("url") or cff.get("repository-code", ""),
-        "note": "Jupyter Book, source at " + cff.get("repository-code", ""),
+        "url": cff.get("url") or repository,
+        "note": f"Jupyter Book, source at {repository}" if repository else "",
     }
     key = "attention_rank_" + fields["year"]
     body = ",\n".join(f"  {k:<7} = {{{v}}}" for k, v in fields.items() if v)
@@ -656,7 +658,8 @@ class Cite(Directive):
         env = self.state.document.settings.env
         path = Path(env.srcdir) / "CITATION.cff"
         env.note_dependency(str(path))
-        text = citation(path)
+        theme = getattr(env.config, "html_theme_options", None) or {}
+        text = citation(path, theme.get("repository_url", ""))
         block = nodes.literal_block(text, text)
         block["language"] = "bibtex"
         return [block]
