@@ -237,13 +237,14 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
         c = resolve_config("gpt2", p)
         assert f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens" in text
         assert f"{c.max_steps} steps of {c.batch_size} sequences" in text
-    assert "No build has been logged yet" in text
+    assert "The log starts with this build" in text
 
     result = build(tmp_path, env)
     assert result.returncode == 0
     text = " ".join(page().split())
-    assert "No build has been logged yet" not in text
-    assert re.search(r"started seconds profile runs_trained training_seconds status \S+ [\d.]+ ci 0 0.0 ok", text), text
+    assert "The log starts with this build" not in text
+    header = r"started build time \[s\] profile runs trained training time \[s\] status"
+    assert re.search(header + r" \S+ [\d.]+ ci 0 0.0 ok", text), text
 
 
 TOC_TWO = TOC + "  - file: nb2\n"
