@@ -36,46 +36,33 @@
 # for both architectures. Beside it: every cell's effect on the initial rank, the mean rank through
 # training and the final loss, and the twin gap (`tau` minus twin, zero if P3 holds).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 tau = 0.01
 eval_taus = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %%
-import warnings
+# %% tags=["remove-cell"]
+from attnrank import book, causal
 
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
-from IPython.display import display
+params = book.check_parameters(globals(), causal.PARAMETERS)
 
-from attnrank import book, causal, glossary, rules, store
-from attnrank.plots import causal as cplots
-
-book.check_parameters(globals(), ("profile", "seeds", "tau", "eval_taus", "dataset"))
-profile = book.setup(profile)
-PRIMARY = rules.PRIMARY_MEASURE
-seeds = seeds or list(range(5))
-book.glue_all(
-    {
-        "causal_tau": glossary.fmt_setting(tau),
-        "causal_s": f"{causal.twin_scale(tau):.3g}",
-        "causal_eps": f"{causal.P3_CONDITIONS['adam_epsilon']:g}",
-    }
-)
+# %% tags=["hide-input"]
+book.publish(causal.section(**params))
 
 # %% [markdown]
 # ## The runs
 #
 # The design needs many runs, so the chapter trains the sizes of a smaller profile (`ci`
-# sizes at `ci` and `quick`, `quick` sizes at `paper`; `causal.PRESETS`): {glue:text}`causal_runs_text`.
+# sizes at `ci` and `quick`, `quick` sizes at `paper`; `attnrank.experiments.PRESETS`): {glue:text}`causal_runs_text`.
 
-# %%
-runs = store.sweep(causal.causal_runs(profile, tau=tau, seeds=seeds, dataset=dataset), progress=False)
-runs["cell"] = causal.label_cells(runs, tau)
-table = causal.outcomes(runs, PRIMARY)
-book.glue("causal_runs_text", causal.runs_text(runs, profile, len(seeds)))
-book.show(*cplots.cells_figure(table, tau=tau, measure=PRIMARY, profile=profile, n_seeds=len(seeds), n_runs=len(runs)))
+# %% [markdown]
+# ```{glue:figure} causal_cells
+# :name: fig-causal_cells
+#
+# {glue:md}`causal_cells__caption`
+# ```
 
 # %% [markdown]
 # ## Twins: the temperature and its rescaled twin
@@ -83,15 +70,13 @@ book.show(*cplots.cells_figure(table, tau=tau, measure=PRIMARY, profile=profile,
 # P3 predicts that the `tau` run and its twin are the same model at every step. We compare them as
 # distributions over seeds (difference of means, Welch-t interval) and point by point:
 
-# %%
-eff = causal.effects(table)
-twins = causal.twins_table(table)
-display(twins)
-book.glue_all(causal.twin_gaps(twins))
+# %% [markdown]
+# ```{glue} causal_twins
+# ```
 
 # %% [markdown]
 # The largest difference between a run and its twin (seeds, architectures) is
-# {glue:text}`causal_twin_max_loss:.2g` nats in the final loss and {glue:text}`causal_twin_max_rank:.2g`
+# {glue:text}`causal_twin_max_loss` nats in the final loss and {glue:text}`causal_twin_max_rank`
 # in the rank. In float32 the twins' rounding differs, and over many steps the difference grows as
 # in any chaotic training, which is why they are compared as distributions: a temperature is an
 # initial logit scale together with a query/key step size.
@@ -100,10 +85,9 @@ book.glue_all(causal.twin_gaps(twins))
 #
 # Each cell minus `tau = 1`, per seed (mean of the per-seed differences, Student-t 95% interval):
 
-# %%
-eff_tab, eff_glue = causal.effects_table(eff)
-book.glue_all(eff_glue)
-display(eff_tab)
+# %% [markdown]
+# ```{glue} causal_effects
+# ```
 
 # %% [markdown]
 # **Initial rank.** The initial scale alone moves the initial effective rank by
@@ -125,10 +109,12 @@ display(eff_tab)
 # its rank moves. Below, the `tau = 1` and `tau` runs of the first seeds at every temperature of
 # `eval_taus` (circles: the training temperature).
 
-# %%
-inter = causal.intervention(runs, seeds[:2], eval_taus, PRIMARY)
-book.show(*cplots.intervention_figure(inter, measure=PRIMARY, tau=tau, seeds=seeds[:2], profile=profile))
-book.glue_all(causal.intervention_spans(inter, PRIMARY))
+# %% [markdown]
+# ```{glue:figure} causal_intervention
+# :name: fig-causal_intervention
+#
+# {glue:md}`causal_intervention__caption`
+# ```
 
 # %% [markdown]
 # Over the evaluation temperatures a run's mean rank spans {glue:text}`causal_int_rank` units, its
@@ -137,13 +123,9 @@ book.glue_all(causal.intervention_spans(inter, PRIMARY))
 #
 # ## Verdict
 
-# %% tags=["remove-output"]
-v = rules.causal_rule(table)
-_ = book.verdict("causal", v.status, causal.verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)))
-
 # %% [markdown]
 # **The loss follows the initial logit scale (and with it the initial rank), not the query/key step
-# size: {glue:text}`causal_status`.** {glue:text}`causal_summary`
+# size:** {glue:md}`causal_badge` {glue:md}`causal_summary` Regime: {glue:md}`causal_regime`.
 #
 # Whatever the verdict, a temperature is exactly a pair (initial logit scale, query/key step size):
 # "temperature raises the rank, rank lowers the loss" is one of two readings, and the final loss

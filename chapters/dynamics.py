@@ -24,7 +24,7 @@
 # 3. How large is the change $|r_\text{final} - r_\text{init}| / r_\text{init}$ of a single run, and is it the same in
 #    every layer and head?
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None
@@ -33,24 +33,13 @@ heatmap_tau = 1.0  # temperature ratio of the layer x head heat maps (must be in
 stable_tolerance = 0.1  # a run is "stable" if its relative change of mean rank is at most this
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %%
-import time
+# %% tags=["remove-cell"]
+from attnrank import book, dynamics
 
-import numpy as np
-from IPython.display import display
+params = book.check_parameters(globals(), dynamics.PARAMETERS)
 
-from attnrank import baselines, book, dynamics, evidence, experiments, glossary, rank, rules
-from attnrank.plots import training as tplots
-from attnrank.profiles import resolve_config
-
-book.check_parameters(
-    globals(), ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance", "dataset")
-)
-grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-evidence.check_in_grid("heatmap_tau", heatmap_tau, grid["taus"])
-profile = book.setup(profile)
-MEASURES, ARCH_LABELS, m = rank.MEASURES, glossary.ARCH_LABELS, rules.PRIMARY_MEASURE
-labels, rank_measures_only = glossary.MEASURE_LABELS, glossary.RANK_MEASURES
+# %% tags=["hide-input"]
+book.publish(dynamics.section(**params))
 
 # %% [markdown]
 # ## The runs
@@ -61,23 +50,11 @@ labels, rank_measures_only = glossary.MEASURE_LABELS, glossary.RANK_MEASURES
 # smallest $\tau$; each setting with {glue:text}`dynamics_n_seeds` seeds. Here $\tau$ is the ratio of the softmax
 # temperature to the standard one, $T = \tau\sqrt{d_h}$ in $\operatorname{softmax}(QK^\top / T)$: $\tau = 1$ is the
 # stock transformer {cite}`vaswani2017attention`, $\tau = 10^{-3}$ the study's low-temperature setting. A cold build
-# trains each run once (the first chapter that needs it); afterwards this cell only reads.
+# trains each run once, before any chapter is executed; afterwards the chapters only read them.
 
-# %%
-sweep = evidence.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-default_head_dim, ok_runs = resolve_config("bert", profile).head_dim, sweep[sweep.status == "complete"]
-t_loaded = time.perf_counter()  # the analysis below reads the store only
-n_seeds, max_len = sweep.seed.nunique(), int(sweep.max_len.iloc[0])
-book.glue_all(
-    {
-        **evidence.sweep_facts("dynamics", sweep, grid),
-        "dynamics_rho_min": rules.RHO_MIN,
-        "dynamics_default_head_dim": default_head_dim,
-        "dynamics_n": max_len,
-        "dynamics_steps": int(ok_runs.steps.max()) if len(ok_runs) else 0,
-    }
-)
-display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a cross in every figure:"))
+# %% [markdown]
+# ```{glue} dynamics_failures
+# ```
 
 # %% [markdown]
 # (dynamics-rule)=
@@ -94,16 +71,6 @@ display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a 
 # The claim is **supported** if all four halves hold, **not supported** if any fails, and **inconclusive at this
 # scale** otherwise. The within-temperature correlation is reported beside the rule, not in it (the claim is about
 # prediction across settings).
-#
-# *What changed from the previous version of this chapter, and why.* The primary measure was the rank at relative
-# threshold $10^{-2}$; on GPT-2 it equals the rank of the content-free uniform causal matrix, so it read the mask, not
-# the attention. The effective rank is continuous and separates the two (both lines are drawn below). The "temperature
-# held fixed" numbers were a partial correlation that removes only a *linear* trend in $\log\tau$; since the rank
-# responds to $\tau$ with a peak, such a partial correlation keeps most of the temperature's effect. Each temperature
-# is now its own category. The intervals were percentile bootstraps of 2,000 resamples that moved with the bootstrap
-# seed and the row order; they are now 100,000-resample BCa intervals on canonically ordered runs (correlations) and
-# exact order-statistic intervals (medians), stable to both (tested). Every verdict now states its number of runs, the
-# runs a non-supported half would need, and the loss regime of the models.
 
 # %% [markdown]
 # The sweep holds {glue:text}`dynamics_n_runs` runs ({glue:text}`dynamics_n_failed` diverged), each trained for
@@ -125,53 +92,29 @@ display(*evidence.failures(sweep, "**{n} run(s) diverged** and are drawn with a 
 # each measure as a dotted line in the GPT-2 panels, and the value of uniform bidirectional attention ($U_{ij} = 1/n$,
 # rank one) in the BERT panels: a rank near that line means "close to content-free attention", not "rich attention".
 
-# %%
-summary = evidence.load_table(sweep, "rank_summary")
-uniform = baselines.uniform_ranks(max_len)  # uniform rows: causal for GPT-2, bidirectional for BERT
-tau_runs = sweep[sweep.sweep == "temperature grid"]
-d = summary[summary.key.isin(tau_runs.key)]
-fig = tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)")
-g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
-book.glue_all(
-    {
-        "dynamics_gpt2_tau1_init": f"{g1[f'initial_{m}'].mean():.1f}",
-        "dynamics_gpt2_tau1_final": f"{g1[f'final_{m}'].mean():.1f}",
-        "dynamics_uniform_causal": f"{uniform['gpt2'][m]:.1f}",
-        "dynamics_primary_label": glossary.MEASURE_LABELS[m],
-    }
-)
-book.show(
-    fig,
-    d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
-    "dynamics_rank_trajectories",
-    f"Mean rank through training for every measure (rows), BERT and GPT-2 (columns), one curve per "
-    f"temperature ratio tau (colour, log scale; tau = 1 bold), head dimension {default_head_dim}. "
-    f"Line: mean over seeds; band: min-max over seeds. Dotted: uniform attention, causal for GPT-2, "
-    f"bidirectional for BERT. ({evidence.caption(tau_runs, profile)}).",
-)
+# %% [markdown]
+# ```{glue:figure} dynamics_rank_trajectories
+# :name: fig-dynamics_rank_trajectories
+#
+# {glue:md}`dynamics_rank_trajectories__caption`
+# ```
 
 # %% [markdown]
-# Read the figure row by row: the temperature largely sorts the curves at step 0, and the question is whether the
+# Read {numref}`fig-dynamics_rank_trajectories` row by row: the temperature largely sorts the curves at step 0, and the question is whether the
 # curves stay where they started. For GPT-2 at $\tau = 1$ the initial mean rank is
 # {glue:text}`dynamics_gpt2_tau1_init` (final: {glue:text}`dynamics_gpt2_tau1_final`) against
 # {glue:text}`dynamics_uniform_causal` for the uniform causal matrix (primary measure,
 # {glue:text}`dynamics_primary_label`): a GPT-2 value close to that line is the triangular mask, not content. The same
-# view for the head-dimension grid, on the primary measure, at $\tau = 1$ and at the smallest $\tau$ (colour is now
-# $d_h$; the profile's default $d_h$ = {glue:text}`dynamics_default_head_dim` is bold):
+# view for the head-dimension grid, on the primary measure, at $\tau = 1$ and at the smallest $\tau$, is
+# {numref}`fig-dynamics_rank_trajectories_head_dim` (colour is now $d_h$; the profile's default
+# $d_h$ = {glue:text}`dynamics_default_head_dim` is bold).
 
-# %%
-hd_taus = sorted({1.0, min(grid["taus"])})
-hd_runs = sweep[sweep.tau.isin(hd_taus)]
-d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
-fig = tplots.head_dim_trajectories(d, highlight=default_head_dim, ylabel=glossary.MEASURE_LABELS[m])
-book.show(
-    fig,
-    d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
-    "dynamics_rank_trajectories_head_dim",
-    f"Mean rank ({glossary.MEASURE_LABELS[m]}) through training for each head dimension (colour, log scale) at fixed "
-    f"width, at tau = {', '.join(f'{t:g}' for t in hd_taus)} (columns). Line: mean over seeds; band: min-max "
-    f"over seeds. ({evidence.caption(hd_runs, profile)}).",
-)
+# %% [markdown]
+# ```{glue:figure} dynamics_rank_trajectories_head_dim
+# :name: fig-dynamics_rank_trajectories_head_dim
+#
+# {glue:md}`dynamics_rank_trajectories_head_dim__caption`
+# ```
 
 # %% [markdown]
 # ## Does the initial rank predict the final rank?
@@ -186,35 +129,12 @@ book.show(
 # from permuting runs only within a temperature. What is left varies through the seed and, at $\tau = 1$ and the
 # smallest $\tau$, the head dimension; any effect of $\tau$ on either rank, monotone or peaked, is removed.
 
-# %%
-results = {mm: rules.dynamics_rule(ok_runs, mm, tolerance=stable_tolerance) for mm in rank_measures_only}
-res = results[m]
-book.glue_all(
-    {
-        **evidence.estimate_texts("dynamics", {"rho": res.rho, "within": res.within}),
-        **{f"dynamics_n_ok_{a}": e.n for a, e in res.rho.items()},
-    }
-)
-d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
-fig = tplots.run_scatter(
-    d,
-    x=f"initial_{m}",
-    y=f"final_{m}",
-    hue="tau",
-    identity=True,
-    annotations=dynamics.correlation_notes(res),
-    xlabel=f"initial mean rank ({glossary.MEASURE_LABELS[m]})",
-    ylabel="final mean rank",
-)
-book.show(
-    fig,
-    d,
-    "dynamics_initial_vs_final",
-    f"Final against initial mean rank ({glossary.MEASURE_LABELS[m]}), one point per run of the main sweep (temperature "
-    f"and head-dimension grids), colour = tau (log scale). Dashed: final = initial. Text: Spearman rho (95% BCa "
-    f"bootstrap over runs) and the rank correlation within temperatures (tau as a fixed effect; stratified "
-    f"bootstrap). ({evidence.caption(sweep, profile)}).",
-)
+# %% [markdown]
+# ```{glue:figure} dynamics_initial_vs_final
+# :name: fig-dynamics_initial_vs_final
+#
+# {glue:md}`dynamics_initial_vs_final__caption`
+# ```
 
 # %% [markdown]
 # On the primary measure, Spearman's $\rho$ between initial and final mean rank is {glue:text}`dynamics_rho_bert` for
@@ -222,8 +142,9 @@ book.show(
 # is {glue:text}`dynamics_within_bert` (BERT) and {glue:text}`dynamics_within_gpt2` (GPT-2). The table gives the same
 # numbers for every measure.
 
-# %%
-dynamics.correlation_table(results, labels, ARCH_LABELS)
+# %% [markdown]
+# ```{glue} dynamics_correlations
+# ```
 
 # %% [markdown]
 # ## How much does a run's rank change?
@@ -238,30 +159,16 @@ dynamics.correlation_table(results, labels, ARCH_LABELS)
 # `stable_tolerance`). The attention entropy is left out here: it is not a rank, and at low temperature it starts near
 # zero, where a relative change is meaningless.
 
-# %%
-change = rules.relative_change(ok_runs, rank_measures_only)
-book.glue("dynamics_tolerance_pct", f"{stable_tolerance:.0%}")
-fig = tplots.change_distribution(
-    change,
-    x="rel_change",
-    y="measure",
-    y_labels=labels,
-    reference=stable_tolerance,
-    xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$",
-)
-book.show(
-    fig,
-    change,
-    "dynamics_relative_change",
-    f"Relative change of mean rank from the first to the last probe, one dot per complete run, per rank measure "
-    f"and architecture (box: quartiles). Dotted: the stability tolerance {stable_tolerance:g}. "
-    f"({evidence.caption(sweep, profile)}).",
-)
+# %% [markdown]
+# ```{glue:figure} dynamics_relative_change
+# :name: fig-dynamics_relative_change
+#
+# {glue:md}`dynamics_relative_change__caption`
+# ```
 
-# %%
-S = rules.stability_table(change, stable_tolerance)
-book.glue_all(evidence.stability_facts("dynamics", res, S, m))
-dynamics.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
+# %% [markdown]
+# ```{glue} dynamics_stability
+# ```
 
 # %% [markdown]
 # On the primary measure the median relative change is {glue:text}`dynamics_median_change_bert` for BERT and
@@ -278,21 +185,12 @@ dynamics.stability_rows(results, S, stable_tolerance, labels, ARCH_LABELS)
 # (mean over probe sequences and seeds) at the first and the last probe, and their difference, at $\tau$ =
 # {glue:text}`dynamics_heatmap_tau` and the default head dimension.
 
-# %%
-heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == default_head_dim)]
-heat_ok = heat_runs[heat_runs.status == "complete"]
-heat = evidence.layer_head_means(heat_ok, m)
-book.glue("dynamics_heatmap_tau", f"{heatmap_tau:g}")
-fig = tplots.layer_head_heatmaps(heat, value="value", cbar_label=glossary.MEASURE_LABELS[m])
-book.show(
-    fig,
-    heat,
-    "dynamics_layer_head",
-    f"Rank ({glossary.MEASURE_LABELS[m]}) of each layer (rows) and head (columns) at the first and last probe and their "
-    f"difference, tau = {heatmap_tau:g}, head dimension {default_head_dim}, mean over probe sequences and "
-    f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).",
-)
-book.glue_all({f"dynamics_head_max_change_{a}": f"{v:.0%}" for a, v in evidence.head_changes(heat).items()})
+# %% [markdown]
+# ```{glue:figure} dynamics_layer_head
+# :name: fig-dynamics_layer_head
+#
+# {glue:md}`dynamics_layer_head__caption`
+# ```
 
 # %% [markdown]
 # The largest relative change of a single head's rank at this setting is {glue:text}`dynamics_head_max_change_bert`
@@ -301,32 +199,20 @@ book.glue_all({f"dynamics_head_max_change_{a}": f"{v:.0%}" for a, v in evidence.
 # ## Verdict
 #
 # The rule was stated before the evidence (see {ref}`the rule <dynamics-rule>`); applied on the primary measure it
-# gives the verdict below. The same rule on every other rank measure gives the robustness table that follows. The
+# gives the verdict below. The same rule on every other rank measure gives the robustness table. The
 # *regime* of these models matters for how far any verdict carries: a count-based unigram model (no context) and
 # bigram model (one token of context), fitted on the training blocks and scored on the runs' own validation targets,
 # set the loss a model reaches without using attention for anything beyond the previous token.
 
-# %%
-regime = baselines.regime_text(ok_runs, evidence.ngram_references(profile, res.rho)[0], ARCH_LABELS)
-summary_text = dynamics.dynamics_summary(
-    res,
-    label=glossary.MEASURE_LABELS[m],
-    arch_labels=ARCH_LABELS,
-    n_seeds=n_seeds,
-    tolerance=stable_tolerance,
-    regime=regime,
-)
-book.verdict("dynamics", res.status, summary_text, by_measure={mm: r.status for mm, r in results.items()})
-evidence.verdict_table(results)
-
 # %% [markdown]
-# **Verdict: {glue:text}`dynamics_status`.** {glue:text}`dynamics_summary`
+# **Verdict:** {glue:md}`dynamics_badge` {glue:md}`dynamics_summary` Regime: {glue:md}`dynamics_regime`.
+#
+# The same rule with every rank measure:
+#
+# ```{glue} dynamics_by_measure
+# ```
 #
 # How to read the within-temperature correlation: the temperature is the main knob that separates the runs, so an
 # across-run correlation can be the temperature showing up twice, at the start and at the end, without the initial
 # rank adding anything. The within-temperature correlation is the part of the claim that would let a practitioner read
 # the final rank off an initialisation *without* already knowing the temperature.
-
-# %%
-book.glue("dynamics_seconds", round(time.perf_counter() - t_loaded, 1))
-print(f"analysis computed in {time.perf_counter() - t_loaded:.1f} s after the runs were loaded (training excluded)")

@@ -41,15 +41,8 @@
 # zero for both BERT and GPT-2; *not supported* if it lies below zero for either; otherwise *inconclusive at this
 # scale*, with the seeds per setting that would resolve a difference of one unit of effective rank at the observed
 # seed spread. The same rule is applied with every rank measure.
-#
-# **What changed from the previous version of this chapter, and why.** The verdict compared signed slopes "per factor
-# of two" (per halving of $\tau$ against per doubling of $d_\mathrm{head}$). That normalisation is arbitrary (the
-# temperature grid spans about ten halvings, the head-dimension grid three doublings) and a signed slope scores a
-# lever that moves the rank *down* as weaker than none. The levers are now compared over the ranges a user can set, in
-# magnitude. The primary measure is now the effective rank (a numerical rank at relative tolerance $10^{-2}$ is
-# saturated by GPT-2's causal mask), and the uniform (causal) baseline is drawn beside the runs.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None
@@ -57,22 +50,13 @@ head_dims = None
 mc_samples = 256
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %%
-import time
+# %% tags=["remove-cell"]
+from attnrank import book, headdim
 
-import numpy as np
-import pandas as pd
-from IPython.display import Markdown, display
+params = book.check_parameters(globals(), headdim.PARAMETERS)
 
-from attnrank import baselines, book, evidence, experiments, glossary, headdim, rules, runs, stats
-from attnrank.plots import sweeps
-from attnrank.profiles import resolve_config
-
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "mc_samples", "dataset"))
-mc_samples = 256 if mc_samples is None else mc_samples
-profile = book.setup(profile)
-t_chapter = time.perf_counter()
-PRIMARY, fmt_tau = rules.PRIMARY_MEASURE, glossary.fmt_setting  # grid values for prose: 0.001, 1, 32
+# %% tags=["hide-input"]
+book.publish(headdim.section(**params))
 
 # %% [markdown]
 # ## The runs
@@ -81,38 +65,13 @@ PRIMARY, fmt_tau = rules.PRIMARY_MEASURE, glossary.fmt_setting  # grid values fo
 # $\tau = 1$ and at the smallest $\tau$, and its temperature grid at the standard head dimension (used below to put
 # the two levers on one scale).
 
-# %%
-grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-sweep_runs = runs.table(
-    experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False
-)
-tau_min = float(min(grid["taus"]))
-hd_taus = sorted({1.0, tau_min}, reverse=True)
-head_dim0, hidden = resolve_config("bert", profile).head_dim, resolve_config("bert", profile).hidden_size
-hd_runs = evidence.grid_runs(sweep_runs, head_dims=grid["head_dims"], taus=hd_taus)
-t_runs = sweep_runs[(sweep_runs.head_dim == head_dim0) & sweep_runs.tau.isin(grid["taus"])]
-n_seeds, n_failed = sweep_runs.seed.nunique(), int((sweep_runs.status != "complete").sum())
-book.glue_all(
-    {
-        "headdim_n_runs": len(hd_runs),
-        "headdim_n_seeds": int(n_seeds),
-        "headdim_hidden": int(hidden),
-        "headdim_n_failed": n_failed,
-        "headdim_tau_min": fmt_tau(tau_min),
-    }
-)
-display(Markdown(evidence.head_dim_grid_text(hd_runs, profile, grid["head_dims"], hidden, hd_taus)))
-display(
-    *evidence.failures(
-        sweep_runs,
-        None,
-        ("arch", "tau", "head_dim", "seed", "status", "failure_step", "failure_reason"),
-        none="No run of the sweep diverged.",
-    )
-)
+# %% [markdown]
+# ```{glue} headdim_failures
+# ```
 
 # %% [markdown]
-# {glue:text}`headdim_n_runs` runs at hidden size {glue:text}`headdim_hidden`, {glue:text}`headdim_n_seeds` seeds per
+# {glue:text}`headdim_n_runs` runs at hidden size {glue:text}`headdim_hidden`: head dimensions
+# {glue:text}`headdim_head_dims` (heads: {glue:text}`headdim_heads`) at $\tau \in$ {glue:text}`headdim_taus`, {glue:text}`headdim_n_seeds` seeds per
 # setting; {glue:text}`headdim_n_failed` runs of the whole sweep diverged (listed above, drawn as red crosses, never
 # dropped).
 #
@@ -125,55 +84,22 @@ display(
 # for the two relative tolerances; the softmax of the hooked logits reproduces the model's own attention probabilities
 # (checked below).
 
-# %%
-t0 = time.perf_counter()  # per (layer, sequence, head) of each freshly initialised model, seed 0
-init = pd.concat(
-    [
-        evidence.init_statistics(
-            resolve_config(a, profile, tau=t, head_dim=h, seed=0),
-            bounds=True,
-            measures=("rank_rtol_1e-2", "rank_rtol_1e-4"),
-        )
-        for a in ("bert", "gpt2")
-        for h in grid["head_dims"]
-        for t in hd_taus
-    ],
-    ignore_index=True,
-)
-theory_seconds = time.perf_counter() - t0
-scale = (
-    init.groupby(["arch", "tau", "head_dim"]).agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median")).reset_index()
-)
-display(Markdown("Logit scale at initialisation (mean within-row sd of the logits; median half-range M), seed 0:"))
-display(
-    scale.assign(tau=scale.tau.map(fmt_tau))
-    .pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd")
-    .round(4)
-)
-n_tok = int(init.n.iloc[0])
-book.glue_all(
-    {
-        **evidence.means_at(scale, "logit_sd", {"base": 1.0, "min": tau_min}, prefix="headdim_logit_sd_"),
-        "headdim_n": n_tok,
-    }
-)
+# %% [markdown]
+# ```{glue} headdim_logit_scale
+# ```
 
 # %% [markdown]
 # The logit scale hardly depends on the head dimension (the $1/\sqrt{d_\mathrm{head}}$ in $T$ is there for that):
-# about {glue:text}`headdim_logit_sd_base_bert:.3g` for BERT and {glue:text}`headdim_logit_sd_base_gpt2:.3g` for GPT-2
+# about {glue:text}`headdim_logit_sd_base_bert` for BERT and {glue:text}`headdim_logit_sd_base_gpt2` for GPT-2
 # at $\tau = 1$, and $1/\tau$ times more at $\tau =$ {glue:text}`headdim_tau_min`
-# ({glue:text}`headdim_logit_sd_min_bert:.3g` for BERT). The i.i.d. limit of P1' is therefore one number per
+# ({glue:text}`headdim_logit_sd_min_bert` for BERT). The i.i.d. limit of P1' is therefore one number per
 # architecture and temperature: the mean of each measure over `mc_samples` random $n\times n$ matrices
 # $\operatorname{softmax}(\sigma G)$, $G_{ij}\sim\mathcal N(0,1)$, with $\sigma$ the measured scale and the causal
 # mask for GPT-2.
 
-# %%
-limits = baselines.iid_limits(scale.groupby(["arch", "tau"]).logit_sd.mean().reset_index(), n_tok, mc_samples)
-display(
-    limits.assign(tau=limits.tau.map(fmt_tau)).pivot(index="measure", columns=["arch", "tau"], values="value").round(2)
-)
-uniform = baselines.uniform_ranks(n_tok)  # the content-free baseline: uniform rows (causal for GPT-2)
-book.glue_all({f"headdim_uniform_{a}": u[PRIMARY] for a, u in uniform.items()})
+# %% [markdown]
+# ```{glue} headdim_iid_limits
+# ```
 
 # %% [markdown]
 # ## Rank against head dimension
@@ -186,34 +112,20 @@ book.glue_all({f"headdim_uniform_{a}": u[PRIMARY] for a, u in uniform.items()})
 # bounds nothing, and the figure shows no staircase. Coloured horizontal lines: the i.i.d.-logit limit of P1' for each
 # architecture at that temperature (a prediction for initialisation), and the same measure for uniform attention
 # (causal for GPT-2), which a head that ignores the content would give: effective rank
-# {glue:text}`headdim_uniform_bert:.2f` (BERT) and {glue:text}`headdim_uniform_gpt2:.2f` (GPT-2).
+# {glue:text}`headdim_uniform_bert` (BERT) and {glue:text}`headdim_uniform_gpt2` (GPT-2).
 
-# %%
-hd_long = runs.long_form(hd_runs)
-# the Taylor argument bounds ranks at a tolerance relative to sigma_1, so the staircase is drawn on those panels only,
-# and only where the bound from the measured half-range M is below n (small logits: tau = 1, not very low tau)
-staircase, small_logits = baselines.staircase(grid["head_dims"], n_tok), baselines.small_logits(init, n_tok)
-uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
-for t in hd_taus:
-    d = hd_long[np.isclose(hd_long.tau, t)]
-    lim = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
-    refs = pd.concat(([staircase] if small_logits[t] else []) + [lim, uni], ignore_index=True)
-    fig = sweeps.by_setting(d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_tau(t)}")
-    book.show(
-        fig,
-        pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
-        f"headdim_rank_vs_head_dim_tau{fmt_tau(t)}",
-        f"Attention rank against head dimension at fixed hidden size {hidden} and tau = {fmt_tau(t)}, one panel per "
-        f"measure: initialisation (solid) and after training (dashed), mean over seeds with +-1 sd bars; "
-        + (
-            "grey: P1 staircase r_1, r_2 (capped at n); "
-            if small_logits[t]
-            else "no staircase: at this temperature the P1 bound computed from the logits is n; "
-        )
-        + f"coloured horizontal: P1' limit for i.i.d. Gaussian logits of the same scale and uniform "
-        f"attention (causal for GPT-2), the content-free baseline "
-        f"({mc_samples} Monte Carlo matrices) ({evidence.caption(d, profile)}).",
-    )
+# %% [markdown]
+# ```{glue:figure} headdim_rank_vs_head_dim_stock
+# :name: fig-headdim_rank_vs_head_dim_stock
+#
+# {glue:md}`headdim_rank_vs_head_dim_stock__caption`
+# ```
+#
+# ```{glue:figure} headdim_rank_vs_head_dim_cold
+# :name: fig-headdim_rank_vs_head_dim_cold
+#
+# {glue:md}`headdim_rank_vs_head_dim_cold__caption`
+# ```
 
 # %% [markdown]
 # ### How close is the staircase bound?
@@ -222,18 +134,17 @@ for t in hd_taus:
 # its measured half-range $M$, with the measured rank of the same matrices (seed 0, mean over layers, heads and
 # sequences). The bound holds matrix by matrix when every entry of the "measured" column is at most its "bound".
 
-# %%
-check, facts = baselines.bound_check(init[init.arch == "bert"], n_tok)
-display(check.assign(tau=check.tau.map(fmt_tau)).round(3))
-book.glue_all({f"headdim_p1_{k}": v for k, v in facts.items()})
+# %% [markdown]
+# ```{glue} headdim_bound_check
+# ```
 
 # %% [markdown]
 # The bound holds for all but {glue:text}`headdim_p1_violations` of {glue:text}`headdim_p1_matrices` BERT matrices. At
 # $\tau = 1$ the bound at relative tolerance $10^{-2}$ computed from each matrix's half-range $M$ is exactly
-# $r_1 = d_\mathrm{head}+1$ (capped at $n$) for a fraction {glue:text}`headdim_p1_bound_is_r1:.2f` of the matrices.
-# The measured rank equals $r_1$ for a fraction {glue:text}`headdim_p1_r1_at_rtol2:.2f` of them at tolerance $10^{-2}$
-# (and is 1, the uniform direction alone, for {glue:text}`headdim_p1_rank1_at_rtol2:.2f`), and for
-# {glue:text}`headdim_p1_r1_at_rtol4:.2f` of them at tolerance $10^{-4}$. Where the rank equals $r_1$, the first
+# $r_1 = d_\mathrm{head}+1$ (capped at $n$) for a fraction {glue:text}`headdim_p1_bound_is_r1` of the matrices.
+# The measured rank equals $r_1$ for a fraction {glue:text}`headdim_p1_r1_at_rtol2` of them at tolerance $10^{-2}$
+# (and is 1, the uniform direction alone, for {glue:text}`headdim_p1_rank1_at_rtol2`), and for
+# {glue:text}`headdim_p1_r1_at_rtol4` of them at tolerance $10^{-4}$. Where the rank equals $r_1$, the first
 # Taylor step is resolved in full and nothing beyond it: there the head dimension sets the initial rank through the
 # number of directions of the first step, not through anything learned. Where the rank is 1, even the first step lies
 # below the tolerance, and the head dimension cannot show at all.
@@ -247,44 +158,17 @@ book.glue_all({f"headdim_p1_{k}": v for k, v in facts.items()})
 # the direction is visible, and the same ranges for the final validation loss (completed runs), which are reported,
 # not judged.
 
-# %%
-hd1, hdmin = hd_runs[np.isclose(hd_runs.tau, 1.0)], hd_runs[np.isclose(hd_runs.tau, tau_min)]
-lever_v, loss_lv, lv_min = evidence.lever_verdicts(t_runs, hd1, hdmin, primary=PRIMARY, effect=rules.LEVER_EFFECT)
-lv = lever_v[PRIMARY]
-eff = headdim.lever_effects({f"initial {glossary.MEASURE_LABELS[PRIMARY]}": lv, "final validation loss": loss_lv})
-fig = sweeps.effect_forest(
-    eff,
-    xlabels={
-        f"initial {glossary.MEASURE_LABELS[PRIMARY]}": "range of the mean over the grid",
-        "final validation loss": "range of the mean over the grid (nats/token)",
-    },
-)
-book.show(
-    fig,
-    eff,
-    "headdim_effect_sizes",
-    f"How far each lever moves the mean over its whole grid (range of the seed means, a magnitude): the initial "
-    f"primary rank (left) and the final validation loss (right); tau over its grid of {len(grid['taus'])} values "
-    f"at head dimension {head_dim0}, d_head over {', '.join(map(fmt_tau, grid['head_dims']))} at hidden size "
-    f"{hidden} and tau = 1, and their difference; 95% stratified-bootstrap intervals over runs "
-    f"({evidence.caption(pd.concat([t_runs, hd1]), profile)}).",
-)
-display(
-    Markdown(
-        "The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension "
-        "change with a Welch-t interval):"
-    )
-)
-display(headdim.lever_table(lever_v))
-means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{PRIMARY}"].mean() for a in ("bert", "gpt2")}
-book.glue_all(
-    {
-        **{f"headdim_{k}": v for k, v in headdim.lever_texts(lv, lv_min, loss_lv, means).items()},
-        "headdim_direction_note": headdim.direction_note(lv, glossary.ARCH_LABELS),
-        "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
-        "headdim_head_dim0": int(head_dim0),
-    }
-)
+# %% [markdown]
+# ```{glue:figure} headdim_effect_sizes
+# :name: fig-headdim_effect_sizes
+#
+# {glue:md}`headdim_effect_sizes__caption`
+# ```
+#
+# The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension change with a Welch-t interval):
+#
+# ```{glue} headdim_lever_rule
+# ```
 
 # %% [markdown]
 # At $\tau = 1$ and fixed width, the mean initial effective rank of BERT {glue:text}`headdim_direction_bert`, and that
@@ -295,7 +179,7 @@ book.glue_all(
 # {glue:text}`headdim_hd_range_gpt2` (difference {glue:text}`headdim_diff_gpt2`). At $\tau =$
 # {glue:text}`headdim_tau_min` the head-dimension range is {glue:text}`headdim_hd_range_min_bert` (BERT) and
 # {glue:text}`headdim_hd_range_min_gpt2` (GPT-2). The range of noisy means is biased upward by the seed noise (seed
-# spread {glue:text}`headdim_spread_bert:.3f` for BERT, {glue:text}`headdim_spread_gpt2:.3f` for GPT-2), and with
+# spread {glue:text}`headdim_spread_bert` for BERT, {glue:text}`headdim_spread_gpt2` for GPT-2), and with
 # {glue:text}`headdim_n_seeds` seeds per setting a bootstrap within each setting understates the spread of a mean, so
 # the intervals are optimistic; the verdict is robust to that only where the difference is many times the seed spread.
 #
@@ -305,22 +189,14 @@ book.glue_all(
 #
 # ## Verdict
 
-# %% tags=["remove-output"]
-summary = headdim.lever_summary(
-    lv,
-    label=glossary.MEASURE_LABELS[PRIMARY],
-    effect=rules.LEVER_EFFECT,
-    profile=profile,
-    n_seeds=n_seeds,
-    head_dims=grid["head_dims"],
-    hidden=hidden,
-)
-book.verdict("headdim", lv.status, summary, by_measure={m: lever_v[m].status for m in glossary.RANK_MEASURES})
-_ = book.glue("headdim_seconds", float(time.perf_counter() - t_chapter))
-_ = book.glue("headdim_theory_seconds", float(theory_seconds))
-
 # %% [markdown]
-# **Temperature is the stronger lever on the initial rank: {glue:text}`headdim_status`.** {glue:text}`headdim_summary`
+# **Temperature is the stronger lever on the initial rank:** {glue:md}`headdim_badge` {glue:md}`headdim_summary`
+# Regime: {glue:md}`headdim_regime`.
+#
+# The same rule with every rank measure:
+#
+# ```{glue} headdim_by_measure
+# ```
 #
 # Head dimension and temperature act on the initial rank through the same expansion. The head dimension sets how many
 # directions each Taylor step of the softmax can open (the staircase bound, toward the i.i.d.-logit limit), and the

@@ -21,7 +21,7 @@
 # attends to from what its mask alone imposes (the causal baseline below). This chapter answers the reviewers'
 # fourth critique (why an absolute $10^{-8}$ threshold?).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 taus = None
@@ -30,18 +30,13 @@ probe_size = 64
 tau_grid_extreme = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %%
-import time
+# %% tags=["remove-cell"]
+from attnrank import book, measure
 
-from IPython.display import display
+params = book.check_parameters(globals(), measure.PARAMETERS)
 
-from attnrank import book, experiments, glossary, rules, spectra, store
-from attnrank import measure as ms
-from attnrank.plots import measure as plots
-
-book.check_parameters(globals(), ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme", "dataset"))
-tau_grid_extreme = sorted(set(tau_grid_extreme) | {1.0})  # tau = 1 (the trained model) is always probed
-profile = book.setup(profile)
+# %% tags=["hide-input"]
+book.publish(measure.section(**params))
 
 # %% [markdown]
 # ## The runs
@@ -50,29 +45,30 @@ profile = book.setup(profile)
 # once). This chapter needs only the runs trained at the standard temperature $\tau = 1$ (temperature $T =
 # \tau\sqrt{d_h}$) and the profile's standard head dimension, for both architectures and every seed. Each is
 # probed twice: as trained, and at initialisation (the same architecture rebuilt from the same seed, which gives
-# exactly the weights training started from). Runs that diverged are listed, never silently dropped.
-
-# %%
-configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-runs = store.sweep(configs, progress=False)
-t_chapter = time.perf_counter()  # the chapter's own compute starts here
-failed = runs[runs.status != "complete"]
-print(f"{len(runs)} runs in the shared sweep, {len(failed)} failed")
-if len(failed):
-    display(failed[["arch", "tau", "head_dim", "seed", "failure_step", "failure_reason"]])
-used, not_probed = ms.probed_runs(runs, profile)
-if len(not_probed):
-    print("Not probed (diverged at tau = 1):")
-    display(not_probed)
-S = ms.Setting.of(used, profile, probe_size, tau_grid_extreme)  # sizes quoted in the glue and the captions
-n_tokens = S.n
-book.glue_all(S.glue())
-used[["arch", "tau", "head_dim", "num_heads", "seed", "status", "final_val_loss"]]
+# exactly the weights training started from). Of the sweep's runs {glue:text}`measure_n_failed` diverged, and
+# {glue:text}`measure_n_not_probed` of the runs at $\tau = 1$ are left out of the probe for it: the chapter probes
+# {glue:text}`measure_n_runs` runs.
 
 # %% [markdown]
 # The probe sequences are {glue:text}`measure_probe_size` held-out validation blocks, spread evenly over the
 # validation plays (the plays never seen in training), of the run's full length $n$; no sequence is padded, so
 # every matrix is $n \times n$.
+
+# %% [markdown]
+# ## What an attention matrix looks like
+#
+# Every number in this book is computed from matrices like those of {numref}`fig-measure_attention_patterns`: the
+# attention of one head to the first tokens of a held-out sequence, row $i$ the weights query $i$ puts on each
+# key $j$. GPT-2's rows see only the keys up to their own position (the causal mask), BERT's see every key. At
+# $\tau = 10^{-3}$ each row puts its weight on one key (the hardmax limit of the theory chapter); at $\tau = 10^{3}$
+# it spreads it evenly over the keys it may see. The spectra on the right are what a rank measure reads: how many
+# singular values stand out, and where the study's threshold $10^{-8}$ cuts them.
+#
+# ```{glue:figure} measure_attention_patterns
+# :name: fig-measure_attention_patterns
+#
+# {glue:md}`measure_attention_patterns__caption`
+# ```
 
 # %% [markdown]
 # ## Four ways to count
@@ -103,25 +99,15 @@ used[["arch", "tau", "head_dim", "num_heads", "seed", "status", "final_val_loss"
 
 # %% [markdown]
 # From one SVD per matrix we read every measure (the same definitions as
-# `attnrank.rank.rank_measures`; `tests/test_measure.py` checks that they agree). A *pipeline* is the
+# `attnrank.rank.rank_measures`; the tests check that they agree). A *pipeline* is the
 # precision of the probabilities and the precision of the SVD; float64 for both is the reference.
 
 # %% [markdown]
-# The probe loop (`attnrank.measure.probe`, its tables cached): each trained model over the temperature grid
+# The probe loop (`attnrank.spectra.probe_tables`, its tables cached): each trained model over the temperature grid
 # (set with
 # `attnrank.models.set_tau`, weights unchanged) and each initial model at $\tau = 1$,
 # every pipeline, every measure, per sequence (averaged over layers and heads). Spectra are kept at $\tau = 1$
 # and at the two ends of the grid.
-
-# %%
-t_probe = time.perf_counter()
-tables = ms.probe(used, probe_size, tau_grid_extreme)  # attnrank.measure.probe_tables, cached
-values, matrices, quantiles = tables["values"], tables["matrices"], tables["spectra"]
-probe_seconds = time.perf_counter() - t_probe
-print(
-    f"probed {len(used)} runs x {len(tau_grid_extreme)} temperatures x {len(spectra.PIPELINES)} pipelines in "
-    f"{probe_seconds:.1f} s (or read them from the table cache)"
-)
 
 # %% [markdown]
 # ## The exact rank is always full
@@ -152,9 +138,12 @@ print(
 # about $10^{x}$ with median $x$ = {glue:text}`measure_logdet_gpt2_trained:.0f`: tiny, never zero; and
 # $\sigma_{\min} \le \min_i A_{ii}$ holds in {glue:text}`measure_diag_bound_pct:.1f`% of the matrices.
 
-# %%
-book.glue_all(ms.matrix_facts(matrices, n_tokens))
-book.show(*plots.spectra_tau1_figure(quantiles, matrices, S))
+# %% [markdown]
+# ```{glue:figure} measure_spectra_tau1
+# :name: fig-measure_spectra_tau1
+#
+# {glue:md}`measure_spectra_tau1__caption`
+# ```
 
 # %% [markdown]
 # ## The causal baseline
@@ -185,11 +174,9 @@ book.show(*plots.spectra_tau1_figure(quantiles, matrices, S))
 # the baseline's (at initialisation {glue:text}`measure_gpt2_init_ratio_effective_rank`). This is why the book's
 # primary measure is the effective rank.
 
-# %%
-causal = ms.uniform_causal(n_tokens)
-ratio_table, ratio_glue = ms.causal_ratios(values, causal, n_tokens)
-book.glue_all(ratio_glue)
-ratio_table.round(2)
+# %% [markdown]
+# ```{glue} measure_causal_ratios
+# ```
 
 # %% [markdown]
 # On the same matrices the measures can disagree widely. For trained BERT at $\tau = 1$ the rank is
@@ -200,11 +187,15 @@ ratio_table.round(2)
 # {glue:text}`measure_bert_trained_stable_rank:.2f`. The figure draws the uniform causal baseline beside GPT-2's
 # points (black bars), so a reader sees under each measure how far GPT-2 is from content-blind attention.
 
-# %%
-at1 = ms.summarise(values[(values.tau == 1.0) & (values.pipeline == spectra.REFERENCE)], ["arch", "state", "measure"])
-book.glue_all(ms.trained_facts(at1))
-book.show(*plots.ranks_tau1_figure(at1, causal, S))
-at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[list(glossary.RANK_MEASURES)].round(2)
+# %% [markdown]
+# ```{glue:figure} measure_ranks_tau1
+# :name: fig-measure_ranks_tau1
+#
+# {glue:md}`measure_ranks_tau1__caption`
+# ```
+#
+# ```{glue} measure_ranks_tau1_table
+# ```
 
 # %% [markdown]
 # ## Temperature without bound
@@ -243,15 +234,12 @@ at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[list(
 # {glue:text}`measure_bert_taumin_argmax:.1f` and {glue:text}`measure_gpt2_taumin_argmax:.1f` distinct argmax
 # columns.
 
-# %%
-by_tau = ms.summarise(values[values.state == "trained"], ["arch", "tau", "pipeline", "measure"])
-ref = by_tau[by_tau.pipeline == spectra.REFERENCE]
-tau_max = max(tau_grid_extreme)
-ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
-head_dim = int(used[used.arch == "bert"].head_dim.iloc[0])
-book.glue("measure_dh_plus_1", head_dim + 1)
-book.glue_all(ms.temperature_facts(ref, matrices, quantiles, tau_grid_extreme))
-book.show(*plots.ranks_vs_tau_figure(ref, causal, S, highlight=rules.PRIMARY_MEASURE))
+# %% [markdown]
+# ```{glue:figure} measure_ranks_vs_tau
+# :name: fig-measure_ranks_vs_tau
+#
+# {glue:md}`measure_ranks_vs_tau__caption`
+# ```
 
 # %% [markdown]
 # The spectra show why. At high temperature the BERT spectrum is one singular value near 1, a first block of
@@ -263,8 +251,12 @@ book.show(*plots.ranks_vs_tau_figure(ref, causal, S, highlight=rules.PRIMARY_MEA
 # float32 probabilities and {glue:text}`measure_floor_svd32` from a float32 SVD: compare the study's threshold,
 # $10^{-8}$, with the smallest relative one, $10^{-4}\sigma_1$.
 
-# %%
-book.show(*plots.spectra_extremes_figure(quantiles, matrices, S))
+# %% [markdown]
+# ```{glue:figure} measure_spectra_extremes
+# :name: fig-measure_spectra_extremes
+#
+# {glue:md}`measure_spectra_extremes__caption`
+# ```
 
 # %% [markdown]
 # ## Float32 or float64?
@@ -282,11 +274,15 @@ book.show(*plots.spectra_extremes_figure(quantiles, matrices, S))
 # rank, but {glue:text}`measure_dev_atol:.1f` for the study's rule (table below; float32 probabilities:
 # {glue:text}`measure_dev_atol_probs:.1f`, float32 SVD: {glue:text}`measure_dev_atol_svd:.1f`).
 
-# %%
-book.show(*plots.precision_figure(by_tau, S))
-deviation, precision_glue = ms.precision_facts(by_tau, quantiles, n_tokens)
-book.glue_all(precision_glue)
-deviation.round(3)
+# %% [markdown]
+# ```{glue:figure} measure_precision
+# :name: fig-measure_precision
+#
+# {glue:md}`measure_precision__caption`
+# ```
+#
+# ```{glue} measure_precision_deviation
+# ```
 
 # %% [markdown]
 # ## Answer to critique 4, and the measures this book uses
@@ -318,12 +314,6 @@ deviation.round(3)
 # measures that rounding can move. The study's rule is still recorded, so its numbers can be compared with the
 # study's.
 #
-# **What changed from the previous version of this chapter, and why.** The primary measure
-# was the rank at rtol $10^{-2}$; the causal-baseline table shows that for GPT-2 at this length it reads the
-# mask, so it is now the effective rank. The intervals were computed over all probe sequences of all runs as if
-# they were independent; the sequences of one run share its weights, so every interval is now over runs (the
-# mean of each run's sequences first), and states the number of runs.
-#
 # ## Verdict
 #
 # **Rule, fixed before looking.** At the largest temperature of the grid, measure BERT
@@ -335,24 +325,8 @@ deviation.round(3)
 # is **supported** if the study's rule misses the limit while the rank at rtol $10^{-2}$ and the effective rank
 # both detect it; **not supported** if the study's rule detects it too, or if the rank at rtol $10^{-2}$ or the
 # effective rank misses it as well; **inconclusive at this scale** otherwise, or if the grid stops below $\tau$
-# = {glue:text}`measure_tau_high:g`.
+# = {glue:text}`measure_tau_high`.
 #
-# The verdict is printed below the next cell.
 
-# %%
-ratios = {m: ratio_glue[f"measure_gpt2_ratio_value_{m}"] for m in list(glossary.RANK_MEASURES)}
-status, summary, rule_glue = ms.verdict(
-    values,
-    ratios,
-    n=n_tokens,
-    tau_max=tau_max,
-    head_dim=head_dim,
-    atol_rank=float(ref_lookup["bert", tau_max, "rank_atol_1e-8"]),
-    profile=profile,
-)
-book.glue_all(rule_glue)
-book.verdict("measure", status, summary)
-book.glue("measure_probe_seconds", probe_seconds)
-print(
-    f"chapter compute beyond the shared sweep: {time.perf_counter() - t_chapter:.1f} s (probing {probe_seconds:.1f} s)"
-)
+# %% [markdown]
+# **Verdict:** {glue:md}`measure_badge` {glue:md}`measure_summary` Regime: {glue:md}`measure_regime`.

@@ -19,21 +19,19 @@
 # beside ours. With probes on a log-spaced schedule early in training we also ask from which step
 # the rank predicts the final one (the study: the rank settles early).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seeds = None
 n_draws = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %%
-from attnrank import book, glossary, protocol, rank, rules, store
-from attnrank.plots import protocol as pplots
+# %% tags=["remove-cell"]
+from attnrank import book, protocol
 
-book.check_parameters(globals(), ("profile", "seeds", "n_draws", "dataset"))
-profile = book.setup(profile)
-MEASURES, ARCH_LABELS, PRIMARY = rank.MEASURES, glossary.ARCH_LABELS, rules.PRIMARY_MEASURE
-d = protocol.load(profile, seeds=seeds, dataset=dataset)  # the main grid's runs and probe records
-book.glue_all(d.glue(n_draws))
+params = book.check_parameters(globals(), protocol.PARAMETERS)
+
+# %% tags=["hide-input"]
+book.publish(protocol.section(**params))
 
 # %% [markdown]
 # (protocol-rule)=
@@ -64,9 +62,12 @@ book.glue_all(d.glue(n_draws))
 # 4 held-out sequences, at the probe steps {glue:text}`protocol_steps`; below it the validation
 # loss of the same runs.
 
-# %%
-first = d.pair[d.pair.seed == d.pair.seed.min()]
-book.show(*pplots.study_view(d, store.load_table(first, "eval_log"), profile))
+# %% [markdown]
+# ```{glue:figure} protocol_study_view
+# :name: fig-protocol_study_view
+#
+# {glue:md}`protocol_study_view__caption`
+# ```
 
 # %% [markdown]
 # ## How much do four plus four examples decide?
@@ -76,11 +77,15 @@ book.show(*pplots.study_view(d, store.load_table(first, "eval_log"), profile))
 # conclusion flips. The table gives the flip rate at every probe step; at the last one it is
 # {glue:text}`protocol_flip_bert` for BERT and {glue:text}`protocol_flip_gpt2` for GPT-2.
 
-# %%
-draws = protocol.study_draws(d.seq, n_draws=n_draws, seed=0)
-flips = protocol.flip_rate(draws, protocol.study_reference(d.seq))
-book.show(*pplots.draws_figure(draws, d, n_draws, profile))
-protocol.flip_table(flips)
+# %% [markdown]
+# ```{glue:figure} protocol_draws
+# :name: fig-protocol_draws
+#
+# {glue:md}`protocol_draws__caption`
+# ```
+#
+# ```{glue} protocol_flips
+# ```
 
 # %% [markdown]
 # ## The same comparison under our protocol
@@ -88,24 +93,23 @@ protocol.flip_table(flips)
 # Every probe sequence and every seed (line: mean over seeds, band: min-max), under the study's
 # rank and under our primary measure.
 
-# %%
-book.show(*pplots.our_view(d, profile))
-res, protocol_glue, protocol_summary = protocol.judge(d, flips, n_draws, PRIMARY, ARCH_LABELS)
-book.glue_all(protocol_glue)
+# %% [markdown]
+# ```{glue:figure} protocol_our_view
+# :name: fig-protocol_our_view
+#
+# {glue:md}`protocol_our_view__caption`
+# ```
 
 # %% [markdown]
 # ## Verdict on the protocol
 #
-# **Verdict: {glue:text}`protocol_status`.** {glue:text}`protocol_summary`
+# **Verdict:** {glue:md}`protocol_badge` {glue:md}`protocol_summary` Regime: {glue:md}`protocol_regime`.
 #
 # *Where the two protocols agree and where they part.* {glue:text}`protocol_agreement`.
 # {glue:text}`protocol_examples`. The protocols part in the measure: the study's threshold counts singular values below
 # float32 resolution (rows sum to one, so $\sigma_1 \ge 1$), so near-uniform attention at
 # $\tau = 1$ can score close to full rank where the effective rank sees nearly rank one; and one
 # run per setting shows no spread over seeds, which our intervals carry.
-
-# %%
-book.verdict("protocol", res.status, protocol_summary)
 
 # %% [markdown]
 # ## Is the rank set early?
@@ -114,16 +118,13 @@ book.verdict("protocol", res.status, protocol_summary)
 # {glue:text}`protocol_n_runs` complete runs of the main grid (temperatures and head dimensions;
 # primary measure; 95 % BCa bootstrap over runs, a tenth of the book's usual resamples per step).
 
-# %%
-by_step = protocol.rank_by_step(store.load_table(d.ok, "rank_summary"), PRIMARY)
-early = rules.set_early_rule(by_step)
-book.show(*pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO))
-book.verdict(
-    "set_early",
-    early.status,
-    protocol.set_early_summary(early, d.final_step, glossary.MEASURE_LABELS[PRIMARY], ARCH_LABELS),
-)
+# %% [markdown]
+# ```{glue:figure} protocol_set_early
+# :name: fig-protocol_set_early
+#
+# {glue:md}`protocol_set_early__caption`
+# ```
 
 # %% [markdown]
-# **Verdict: {glue:text}`set_early_status`.** {glue:text}`set_early_summary` (Step 1 equals step 0
+# **Verdict:** {glue:md}`set_early_badge` {glue:md}`set_early_summary` (Step 1 equals step 0
 # by construction: the learning rate warms up from zero.)

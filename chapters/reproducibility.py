@@ -15,17 +15,17 @@
 # the library, the `ATTNRANK_*` settings, the profile, the device, the thread count or a package version shown below);
 # the build log at the end is read from the build's own log file by every build, without executing the page again.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %%
-from IPython.display import display
+# %% tags=["remove-cell"]
+from attnrank import book, reproducibility
 
-from attnrank import book, evidence, experiments, presets, runs
+params = book.check_parameters(globals(), reproducibility.PARAMETERS)
 
-book.check_parameters(globals(), ("profile", "dataset"))
-profile = book.setup(profile)
+# %% tags=["hide-input"]
+book.publish(reproducibility.section(**params))
 
 # %% [markdown]
 # ## Environment
@@ -35,10 +35,9 @@ profile = book.setup(profile)
 # {glue:text}`repro_code_hash`. Lock file: {glue:text}`repro_lock`. The table lists each package's installed
 # version beside the version the lock file pins (`pip install -r requirements.lock` installs exactly those).
 
-# %%
-env, facts = evidence.environment("repro", profile)  # the thread count is part of every run's config
-book.glue_all(facts)
-env
+# %% [markdown]
+# ```{glue} repro_environment
+# ```
 
 # %% [markdown]
 # ## The runs behind the figures
@@ -49,13 +48,9 @@ env
 # library code, of the dataset's content and of the environment (device type, precision, world size). The training
 # time of each build is in the build log below.
 
-# %%
-sweep = runs.table(experiments.main_sweep(profile, dataset=dataset), long=False)
-book.glue("repro_n_runs", len(sweep))
-table = sweep[
-    ["key", "arch", "tau", "head_dim", "num_heads", "seed", "threads", "status", "steps", "final_val_loss", "device"]
-]
-table.round({"final_val_loss": 4})
+# %% [markdown]
+# ```{glue} repro_runs
+# ```
 
 # %% [markdown]
 # ## The scale of each verdict
@@ -64,8 +59,9 @@ table.round({"final_val_loss": 4})
 # profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A `long`
 # or `paper` build computes the same verdicts on longer-trained or larger models.
 
-# %%
-book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=dataset), display=True)
+# %% [markdown]
+# ```{glue} repro_verdict_scales
+# ```
 
 # %% [markdown]
 # ## Build times
@@ -89,21 +85,25 @@ book.glue("repro_verdict_scales", experiments.verdict_scales(profile, dataset=da
 # A run is a profile plus plain overrides (`attnrank.profiles.resolve_config`). The defaults of each profile, and the
 # sweep grids the chapters use:
 
-# %%
-defaults, grids = evidence.profile_tables()
-defaults  # each value as written in the profile (integers stay integers)
+# %% [markdown]
+# ```{glue} repro_profile_defaults
+# ```
 
-# %%
-book.glue_all(evidence.paper_facts("repro"))
-grids
+# %% [markdown]
+# ```{glue} repro_profile_grids
+# ```
 
 # %% [markdown]
 # The sizes of the work that is not a run of the profile's sweep (the theory chapter's propositions, the target
 # chapter's toy task; `attnrank.presets.PRESETS`), and the runs that chapters train at other sizes than the
 # build's profile (`attnrank.presets.RUN_PRESETS`):
 
-# %%
-display(presets.preset_table(), presets.run_preset_table())
+# %% [markdown]
+# ```{glue} repro_presets
+# ```
+#
+# ```{glue} repro_run_presets
+# ```
 
 # %% [markdown]
 # ## Running the `paper` profile on a GPU

@@ -35,7 +35,7 @@
 # 64 wide) up to a head as wide as the sequence, both variants and several seeds (sizes below); it is trained as
 # one batched tensor program per head dimension (`synthetic.run_grid`).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seed = 0
 taus = None
@@ -44,26 +44,13 @@ n = None
 steps = None
 n_seeds = None
 
-# %%
-import time
+# %% tags=["remove-cell"]
+from attnrank import book, target
 
-import pandas as pd
-from IPython.display import Markdown, display
+params = book.check_parameters(globals(), target.PARAMETERS)
 
-from attnrank import book
-
-book.check_parameters(globals(), ("profile", "seed", "taus", "head_dims", "n", "steps", "n_seeds"))
-profile = book.setup(profile)
-
-from attnrank import target as tg
-from attnrank.plots import theory as tplots
-
-S = tg.settings(
-    profile, seed=seed, taus=taus, head_dims=head_dims, n=n, steps=steps, n_seeds=n_seeds
-)  # sizes: presets.PRESETS
-t_chapter = time.perf_counter()
-checks = []
-book.glue_all(S.glue())
+# %% tags=["hide-input"]
+book.publish(target.section(**params))
 
 # %% [markdown]
 # Sizes of this run: $n$ = {glue:text}`target_n` tokens, {glue:text}`target_steps` Adam steps (learning rate
@@ -75,43 +62,32 @@ book.glue_all(S.glue())
 # independent units of every interval. A temperature chosen as the best is chosen on seeds
 # {glue:text}`target_select_seeds` and its effect is measured on seeds {glue:text}`target_estimate_seeds`.
 
-# %%
-targets_info = tg.targets_table(S)
-display(targets_info.groupby("target")[["rank_rtol_1e_2", "mean_max_prob"]].mean().round(3))
-book.glue_all({f"target_rank_{k}": float(d["rank_rtol_1e_2"].mean()) for k, d in targets_info.groupby("target")})
-t0 = time.perf_counter()
-final, curves = tg.grid(S)  # trained once per input and code (attnrank.cache)
-grid_seconds = time.perf_counter() - t0
-book.glue("target_n_runs", int(len(final)))
-book.glue("target_grid_seconds", float(grid_seconds))
-display(
-    Markdown(f"{len(final)} runs trained (or read from the table cache) in {grid_seconds:.1f} s ({profile} profile).")
-)
+# %% [markdown]
+# ```{glue} target_targets
+# ```
 
 # %% [markdown]
 # The targets have mean numerical rank (rtol $10^{-2}$) {glue:text}`target_rank_permutation:.1f` (permutation),
 # {glue:text}`target_rank_sharp:.1f` (sharp) and {glue:text}`target_rank_lowrank:.1f` (low-rank control), out of
-# $n$ = {glue:text}`target_n`. The whole grid, {glue:text}`target_n_runs` runs, trained in
-# {glue:text}`target_grid_seconds:.0f` seconds.
+# $n$ = {glue:text}`target_n`. The whole grid has {glue:text}`target_n_runs` runs.
 #
 # ## The grid: final fit and achieved rank
 #
 # The heat maps show the final KL (log colour scale) and the achieved numerical rank for every (temperature,
 # head dimension) cell, per variant and target. The red outline marks the standard $\tau = 1$.
 
-# %%
-book.show(
-    tplots.toy_heatmaps(final, "kl", log=True, fmt=".2g", label="final KL (nats)"),
-    final,
-    "target_kl_heatmap",
-    S.caption("Final KL to the target over temperature ratio and head dimension;", final, cells=True),
-)
-book.show(
-    tplots.toy_heatmaps(final, "rank", fmt=".0f", label="achieved rank (rtol 1e-2), count"),
-    final,
-    "target_rank_heatmap",
-    S.caption("Achieved numerical rank (rtol 1e-2) of the trained attention matrix;", final, cells=True),
-)
+# %% [markdown]
+# ```{glue:figure} target_kl_heatmap
+# :name: fig-target_kl_heatmap
+#
+# {glue:md}`target_kl_heatmap__caption`
+# ```
+#
+# ```{glue:figure} target_rank_heatmap
+# :name: fig-target_rank_heatmap
+#
+# {glue:md}`target_rank_heatmap__caption`
+# ```
 
 # %% [markdown]
 # ## Where $\tau = 1$ falls short on the permutation target
@@ -120,20 +96,12 @@ book.show(
 # figure shows the final KL against $\tau$ for each head dimension, with the two limits derived below drawn for
 # the normalised variant.
 
-# %%
-perm, floor_df = final[final.target == "permutation"], tg.floor_table(S)
-book.show(
-    tplots.toy_kl_vs_tau(perm, floor=floor_df),
-    pd.concat([perm.assign(curve="run"), floor_df], ignore_index=True),
-    "target_perm_kl",
-    S.caption(
-        "Permutation target: final KL against tau per head dimension (mean and +-2 standard errors over seeds), "
-        "plain (left) and normalised (right) attention, with the P5 floor and the simplex value (KL below 1e-6 "
-        "drawn at 1e-6);",
-        perm,
-    ),
-)
-book.glue_all(tg.kl_cells(S, final))
+# %% [markdown]
+# ```{glue:figure} target_perm_kl
+# :name: fig-target_perm_kl
+#
+# {glue:md}`target_perm_kl__caption`
+# ```
 
 # %% [markdown]
 # ### P4. A head of dimension 1 cannot represent a permutation
@@ -153,10 +121,6 @@ book.glue_all(tg.kl_cells(S, final))
 #
 # With $d_h = 2$ any argmax pattern is possible (keys on a circle, each query pointing at its key), but the
 # margin between neighbouring keys shrinks like $1 - \cos(2\pi/n)$, so a near one-hot fit needs large logits.
-
-# %%
-checks.append(tg.p4(S, final))
-book.glue_all(checks[-1].glue)
 
 # %% [markdown]
 # All {glue:text}`target_p4_runs` runs with $d_h = 1$ on the permutation target (every temperature, both
@@ -180,10 +144,6 @@ book.glue_all(checks[-1].glue)
 # **Proof.** For a one-hot target row, the KL is
 # $-\log A_{i\pi(i)} = \log\big(1 + \sum_{j \ne \pi(i)} e^{S_{ij} - S_{i\pi(i)}}\big)$ and every exponent is at
 # least $-2/\tau$. On the simplex, distinct keys have cosine $-1/(n-1)$, so every gap is $n/((n-1)\tau)$.
-
-# %%
-checks.append(tg.p5(S, final))
-book.glue_all(checks[-1].glue)
 
 # %% [markdown]
 # At $\tau = 1$ the floor is {glue:text}`target_p5_floor_tau1:.2f` nats and the simplex value
@@ -217,10 +177,9 @@ book.glue_all(checks[-1].glue)
 # with its rescaled twin at $\tau = 1$ and with a control at $\tau = 1$ with the original scale and learning
 # rate.
 
-# %%
-checks.append(tg.p3(S))
-display(checks[-1].tables["p3"])
-book.glue_all(checks[-1].glue)
+# %% [markdown]
+# ```{glue} target_p3
+# ```
 
 # %% [markdown]
 # The largest entrywise difference between the attention matrices of the twin runs is
@@ -235,18 +194,12 @@ book.glue_all(checks[-1].glue)
 #
 # Curves for a few cells of the permutation target (mean and $\pm 2$ standard errors over seeds).
 
-# %%
-sp = tg.speed(S, final, curves)
-book.show(
-    tplots.toy_curves(sp.tables["all_curves"], sp.tables["cells"]),
-    sp.tables["curves"],
-    "target_curves",
-    S.caption(
-        "Permutation target: KL against Adam step for selected (variant, head dimension) cells, coloured by tau;",
-        sp.tables["runs"],
-    ),
-)
-book.glue_all(sp.glue)
+# %% [markdown]
+# ```{glue:figure} target_curves
+# :name: fig-target_curves
+#
+# {glue:md}`target_curves__caption`
+# ```
 
 # %% [markdown]
 # In the plain variant with $d_h \ge$ {glue:text}`target_dmid`, the median number of steps to bring the KL below
@@ -261,15 +214,12 @@ book.glue_all(sp.glue)
 #
 # Each point is one run: its achieved numerical rank against its final KL.
 
-# %%
-fit = tg.rank_and_fit(S, final)
-book.show(
-    tplots.rank_vs_kl(final, n=S.n),
-    final,
-    "target_rank_vs_kl",
-    S.caption("Achieved rank (rtol 1e-2) against final KL, one point per run;", final),
-)
-book.glue_all(fit.glue)
+# %% [markdown]
+# ```{glue:figure} target_rank_vs_kl
+# :name: fig-target_rank_vs_kl
+#
+# {glue:md}`target_rank_vs_kl__caption`
+# ```
 
 # %% [markdown]
 # {glue:text}`target_full_rank_bad` runs reach full rank ($n$) and still end with a KL above
@@ -308,27 +258,12 @@ book.glue_all(fit.glue)
 # also gives the seeds per arm needed to resolve an effect of {glue:text}`target_material` nats at the observed
 # seed spread). The claim is supported if both parts are, not supported if either is not
 # (`attnrank.verdicts.combine`).
-#
-# **What changed from the previous version of this chapter, and why.** The shortfall used to
-# be measured for the heads $d_h \in \{1, 2\}$. By P4 a head of dimension 1 cannot represent a permutation at
-# any temperature, so that comparison was close to guaranteed and said nothing about heads anyone uses; it is
-# now made for realistic heads, and $d_h = 1$ is kept only for the P4 check. The best temperature used to be
-# chosen on the same seeds on which its gain was then measured, which biases the gain upward (the winner's
-# curse); the choice is now held out. The verdict used to rest on the shortfall alone; the study reads the
-# shortfall as evidence that temperature is the remedy, so the remedy is now tested too.
-
-# %%
-status, summary, readings = tg.verdict(S, final, checks, fit)
-book.glue_all({k: readings[k] for k in ("target_reading_plain", "target_reading_norm", "target_reading_rank")})
-book.verdict("target", status, summary)
-book.glue_all({k: v for k, v in readings.items() if not k.startswith("target_reading")})
-book.glue("target_seconds", float(time.perf_counter() - t_chapter))
 
 # %% [markdown]
-# The verdict is printed above. Where the study's reading holds and where it does not, in short:
+# **Verdict:** {glue:md}`target_badge` {glue:md}`target_summary`
+#
+# Where the study's reading holds and where it does not, in short:
 #
 # * {glue:text}`target_reading_norm`
 # * {glue:text}`target_reading_plain`
 # * {glue:text}`target_reading_rank`
-#
-# The chapter ran in {glue:text}`target_seconds:.0f` seconds ({glue:text}`target_profile` profile).

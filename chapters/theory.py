@@ -34,41 +34,21 @@
 # `attnrank.theory.experiments` (tested in
 # `tests/test_theory.py`).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = "auto"
 seed = 0
 head_dims = None
 mc_samples = None
 dataset = None  # training corpus of the sequence-length runs; None: ATTNRANK_DATASET or shakespeare
 
-# %%
-import time
-
-import torch
-from IPython.display import display
-
+# %% tags=["remove-cell"]
 from attnrank import book
+from attnrank.theory import experiments
 
-book.check_parameters(globals(), ("profile", "seed", "head_dims", "mc_samples", "dataset"))
-profile = book.setup(profile)
+params = book.check_parameters(globals(), experiments.PARAMETERS)
 
-from attnrank.plots import theory as tplots
-from attnrank.theory import experiments as tx
-
-SIZES = tx.sizes(profile, head_dims=head_dims, mc_samples=mc_samples)  # per profile: attnrank.presets.PRESETS
-if profile != "paper":
-    torch.set_num_threads(1)  # small matrices on a shared CPU: more threads only spin-wait
-t_chapter = time.perf_counter()
-sections = {}
-
-
-def report(name, section):
-    sections[name] = section
-    book.glue_all(section.glue)
-    return section
-
-
-book.glue("theory_profile", profile)
+# %% tags=["hide-input"]
+book.publish(experiments.section(**params))
 
 # %% [markdown]
 # ## P0. The exact rank is always full
@@ -94,9 +74,12 @@ book.glue("theory_profile", profile)
 # high-precision arithmetic (`mpmath`, with exp, the row normalisation and the SVD all in that precision), and
 # count the rank that float64 reports with NumPy's default tolerance $\sigma_1 n \epsilon_{64}$.
 
-# %%
-p0 = report("p0", tx.p0(**SIZES, seed=seed))
-book.show(*tplots.section_figure("p0", p0, SIZES, profile))
+# %% [markdown]
+# ```{glue:figure} theory_p0_spectrum
+# :name: fig-theory_p0_spectrum
+#
+# {glue:md}`theory_p0_spectrum__caption`
+# ```
 
 # %% [markdown]
 # With $d_h$ = {glue:text}`theory_p0_d` and $n$ = {glue:text}`theory_p0_n`, float64 with the default tolerance
@@ -143,10 +126,15 @@ book.show(*tplots.section_figure("p0", p0, SIZES, profile))
 # {glue:text}`theory_stair_nbetas` values of $\beta$ between $10^{-2}$ and $10^{-1}$, and fit the exponent of
 # $\beta$ for each $\sigma_k$ by least squares on the log–log scale.
 
-# %%
-st = report("p1_staircase", tx.p1_staircase(**SIZES, seed=seed))
-display(st.tables["blocks"].round(4))
-book.show(*tplots.section_figure("p1_staircase", st, SIZES, profile))
+# %% [markdown]
+# ```{glue} theory_staircase_blocks
+# ```
+#
+# ```{glue:figure} theory_p1_staircase
+# :name: fig-theory_p1_staircase
+#
+# {glue:md}`theory_p1_staircase__caption`
+# ```
 
 # %% [markdown]
 # The blocks of equal exponent are exactly the predicted ones for the {glue:text}`theory_stair_nblocks` blocks
@@ -160,10 +148,12 @@ book.show(*tplots.section_figure("p1_staircase", st, SIZES, profile))
 # {glue:text}`theory_ty_scales` of unit-variance logits), at tolerances {glue:text}`theory_ty_eps`. Each point
 # is one instance; the bound must never be below the measured rank.
 
-# %%
-ty = report("p1_taylor", tx.p1_taylor(**SIZES, seed=seed))
-report("p1", tx.merge("p1", st, ty))
-book.show(*tplots.section_figure("p1_taylor", ty, SIZES, profile))
+# %% [markdown]
+# ```{glue:figure} theory_p1_bound
+# :name: fig-theory_p1_bound
+#
+# {glue:md}`theory_p1_bound__caption`
+# ```
 
 # %% [markdown]
 # Of the {glue:text}`theory_ty_points` (instance, tolerance) points, {glue:text}`theory_ty_informative` have a
@@ -197,9 +187,12 @@ book.show(*tplots.section_figure("p1_taylor", ty, SIZES, profile))
 #
 # **Measured** at $\tau = 1$ by Monte Carlo, with the i.i.d. Gaussian limit drawn directly.
 
-# %%
-sat = report("p1p", tx.p1p_saturation(**SIZES, seed=seed))
-book.show(*tplots.section_figure("p1p", sat, SIZES, profile))
+# %% [markdown]
+# ```{glue:figure} theory_p1p_saturation
+# :name: fig-theory_p1p_saturation
+#
+# {glue:md}`theory_p1p_saturation__caption`
+# ```
 
 # %% [markdown]
 # At $\tau = 1$ and $n$ = {glue:text}`theory_sat_n`, the mean rank at $\varepsilon = 10^{-2}$ for $d_h$ =
@@ -248,9 +241,12 @@ book.show(*tplots.section_figure("p1p", sat, SIZES, profile))
 # grid point at or below $\tau^*_{\text{pred}}$ whose rank is not $r_H$, or an instance whose rank at $\tau =
 # 10^{-5}$ differs from $r_H$.
 
-# %%
-p2 = report("p2", tx.p2_hardmax(**SIZES, seed=seed))
-book.show(*tplots.section_figure("p2", p2, SIZES, profile))
+# %% [markdown]
+# ```{glue:figure} theory_p2_hardmax
+# :name: fig-theory_p2_hardmax
+#
+# {glue:md}`theory_p2_hardmax__caption`
+# ```
 
 # %% [markdown]
 # Over {glue:text}`theory_p2_inst` instances ($n$ = {glue:text}`theory_p2_n`, $d_h$ = {glue:text}`theory_p2_d`,
@@ -302,9 +298,12 @@ book.show(*tplots.section_figure("p2", p2, SIZES, profile))
 # violation is a head dimension whose whole confidence interval lies above $n(1 - (1-1/n)^n)$, a drop of the
 # mean beyond both intervals as $d_h$ doubles, or $r_H > 2$ at $d_h = 1$.
 
-# %%
-thm = report("thm", tx.theorem(**SIZES, seed=seed))
-book.show(*tplots.section_figure("thm", thm, SIZES, profile))
+# %% [markdown]
+# ```{glue:figure} theory_thm_montecarlo
+# :name: fig-theory_thm_montecarlo
+#
+# {glue:md}`theory_thm_montecarlo__caption`
+# ```
 
 # %% [markdown]
 # With {glue:text}`theory_thm_samples` draws per point: for $n = 64$ the mean hardmax rank rises from
@@ -321,11 +320,8 @@ book.show(*tplots.section_figure("thm", thm, SIZES, profile))
 # **Check of the theorem:** {glue:text}`theory_thm_tested` estimates,
 # {glue:text}`theory_thm_violations` violations.
 
-# %%
-status, summary = tx.verdict(sections, mc_samples=SIZES["mc_samples"], profile=profile)
-book.verdict("theory", status, summary)
-book.glue_all(tx.totals(sections))
-book.glue("theory_seconds", float(time.perf_counter() - t_chapter))
+# %% [markdown]
+# **Verdict on the theory:** {glue:md}`theory_badge` {glue:md}`theory_summary`
 
 # %% [markdown]
 # ## Rank and sequence length
@@ -339,17 +335,17 @@ book.glue("theory_seconds", float(time.perf_counter() - t_chapter))
 # lies below it, not supported if any lies wholly above it, otherwise inconclusive at this scale.
 # The same rule is applied with every measure (the intro's robustness table).
 
-# %%
-from attnrank import seqlen
-
-sl = seqlen.section(profile, dataset=dataset)  # the seq_len sweep's runs, trained where missing
-book.glue_all(sl.glue)
-book.show(*sl.figure)
-book.verdict("seq_len", sl.status, sl.summary, by_measure=sl.by_measure)
+# %% [markdown]
+# ```{glue:figure} seq_len
+# :name: fig-seq_len
+#
+# {glue:md}`seq_len__caption`
+# ```
+#
+# **Verdict on the bound at every sequence length:** {glue:md}`seq_len_badge` {glue:md}`seq_len_summary` Regime: {glue:md}`seq_len_regime`.
 
 # %% [markdown]
-# The verdict is printed above. What this means for the rest of the book: a "rank" is always a numerical rank,
+# What this means for the rest of the book: a "rank" is always a numerical rank,
 # so each chapter names its tolerance; at initialisation, where logits are small, the rank of a head is capped
 # by the Taylor bound, a cap that grows with $d_h$ in steps (a cap, not a prediction of the rank); and the
 # study's $0.63\,n$ is the rank of the zero-temperature limit, which trained models at $\tau = 1$ are far from.
-# The chapter ran in {glue:text}`theory_seconds:.0f` seconds ({glue:text}`theory_profile` profile).

@@ -24,19 +24,26 @@ validation loss. No parameter is tuned on the validation targets.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .errors import ConfigError, check_choice
+from .glossary import ARCH_NAMES, fmt
+from .models import build_model, model_from_config, tokenizer_pad_id
+from .probe import attention_logits, attention_probabilities
+from .profiles import ARCHS, RunConfig, resolve_config
 from .rank import MEASURES, rank_measures
-from .theory import monte_carlo_rank
+from .theory import monte_carlo_rank, taylor_rank_bound
 from .train import prepare_data
 
 __all__ = [
+    "init_statistics",
+    "init_means",
+    "init_std",
     "ngram_counts",
     "ngram_nll",
     "target_pairs",
     "ngram_losses",
-    "relative_text",
     "causal_mask",
     "visible_keys",
     "uniform_attention",
@@ -46,7 +53,8 @@ __all__ = [
     "staircase",
     "small_logits",
     "bound_check",
-    "regime_text",
+    "reference_losses",
+    "regime_clause",
 ]
 
 
@@ -164,15 +172,6 @@ def ngram_losses(cfg) -> dict:
     counts = ngram_counts(ctx[keep], tgt[keep], V)
     pairs = [target_pairs(b["input_ids"].numpy(), b["labels"].numpy(), cfg.arch) for b in val_batches]
     return ngram_nll(counts, np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
-
-
-def relative_text(loss: float, baseline: float, digits: int = 2) -> str:
-    """Where a model's loss lies against a baseline, in words: ``"0.19 nats below"`` or ``"0.31 nats above"``
-    (``"level with"`` when equal at ``digits`` decimals)."""
-    d = round(float(baseline) - float(loss), digits)
-    if d == 0:
-        return "level with"
-    return f"{abs(d):.{digits}f} nats {'below' if d > 0 else 'above'}"
 
 
 def causal_mask(n: int, device=None) -> torch.Tensor:
@@ -329,21 +328,122 @@ def bound_check(init, n: int):
     return table, facts
 
 
-def regime_text(runs, losses: dict, arch_labels: dict, *, tau1: bool = False) -> str:
-    """The loss regime of the trained models in words, per architecture: the best final validation loss
-    (and with ``tau1`` the mean at ``tau = 1`` of the temperature grid) against the unigram and bigram
-    baselines (``losses``: ``{arch: ngram_losses(...)}``); ``runs`` are the complete runs (with ``sweep``
-    when ``tau1``)."""
-    best = runs.groupby("arch").final_val_loss.min()
-    at1 = (
-        runs[np.isclose(runs.tau, 1.0) & (runs.sweep == "temperature grid")].groupby("arch").final_val_loss.mean()
-        if tau1
-        else {}
+def reference_losses(profile: str, archs, dataset: str | None = None) -> dict:
+    """The count models of each architecture's validation targets at ``profile``'s settings on ``dataset``:
+    ``{arch: ngram_losses(...)}`` (:func:`ngram_losses`; ``unigram`` and ``bigram`` in nats per token)."""
+    return {a: ngram_losses(resolve_config(a, profile, dataset=dataset)) for a in archs}
+
+
+def regime_clause(runs, losses: dict) -> str:
+    """Where a verdict on trained models was computed, in one short clause: each architecture's best final
+    validation loss over ``runs`` (complete runs) against its bigram count model (``losses``:
+    :func:`reference_losses`), e.g. ``"best run: BERT 1.03 nats above bigram, GPT-2 0.69 above"``."""
+    parts = []
+    for a in sorted(runs.arch.unique()):
+        gap = float(runs[runs.arch == a].final_val_loss.min()) - losses[a]["bigram"]
+        side = "above" if gap > 0 else "below"
+        parts.append(
+            f"{ARCH_NAMES[a]} {fmt(abs(gap))} nats {side} bigram"
+            if not parts
+            else f"{ARCH_NAMES[a]} {fmt(abs(gap))} {side}"
+        )
+    return "best run: " + ", ".join(parts) if parts else "no complete run"
+
+
+# --------------------------------------------------------------------------- freshly initialised models
+def init_statistics(
+    cfg: RunConfig, *, measures=("effective_rank", "attention_entropy"), bounds: bool = False, check: float = 1e-4
+) -> pd.DataFrame:
+    """Statistics of the attention logits of a run's freshly initialised model on its probe sequences.
+
+    The model is :func:`attnrank.models.model_from_config` of ``cfg`` (exactly the weights its training starts
+    from); the logits ``S = QK^T / (tau sqrt(d_head))`` are read at the attention function's hook
+    point (:func:`attnrank.probe.attention_logits`) and their float64 softmax (causal for GPT-2)
+    is checked against the model's own attention probabilities.
+
+    Args:
+        cfg: the run's config.
+        measures: rank measures of the attention matrices (names in :data:`attnrank.rank.MEASURES`).
+        bounds: also the P1 bound (:func:`attnrank.theory.taylor_rank_bound`) from each matrix's
+            half-range ``M`` at relative tolerances 1e-2 and 1e-4 (``bound_rtol_1e-2``, ``bound_rtol_1e-4``).
+        check: largest allowed difference between the softmax of the hooked logits and the model's
+            attention probabilities.
+
+    Returns:
+        One row per ``layer, seq, head``: ``logit_sd`` (within-row sd of the visible logits,
+        :func:`attnrank.baselines.logit_sd`), ``M`` (half-range of each row's visible logits,
+        maximum over rows), one column per measure, the bounds if asked, and ``arch, tau,
+        head_dim, seed, n``.
+
+    Raises:
+        RuntimeError: when the hooked logits do not reproduce the model's attention (by more than ``check``).
+    """
+    import numpy as np
+    import torch
+
+    _, tokenizer, _, probe_ids, _ = prepare_data(cfg)
+    model = model_from_config(cfg, vocab_size=len(tokenizer), pad_token_id=tokenizer_pad_id(tokenizer))
+    n = probe_ids.shape[-1]
+    causal = cfg.arch == "gpt2"
+    vis = visible_keys(n, causal)
+    S = attention_logits(model, probe_ids).double()  # [L, B, H, n, n]
+    A = torch.softmax(S.masked_fill(~vis, -torch.inf), -1)
+    worst = float((A - attention_probabilities(model, probe_ids).double()).abs().max())
+    if worst > check:
+        raise RuntimeError(f"hooked logits do not reproduce the model's attention (largest difference {worst:.2g})")
+    half = ((S.masked_fill(~vis, -torch.inf).amax(-1) - S.masked_fill(~vis, torch.inf).amin(-1)) / 2).amax(-1)
+    L, B, H = S.shape[:3]
+    idx = np.indices((L, B, H)).reshape(3, -1)
+    df = pd.DataFrame(
+        {
+            "layer": idx[0],
+            "seq": idx[1],
+            "head": idx[2],
+            "logit_sd": logit_sd(S, causal).reshape(-1).numpy(),
+            "M": half.reshape(-1).numpy(),
+            **{m: v.reshape(-1).numpy() for m, v in rank_measures(A, measures=list(measures)).items()},
+        }
     )
-    return "; ".join(
-        f"{arch_labels[a]}'s best final validation loss is {best[a]:.2f} nats"
-        + (f" (tau = 1: {at1.get(a, np.nan):.2f})" if tau1 else "")
-        + f", {relative_text(best[a], b['unigram'])} a unigram model ({b['unigram']:.2f}) and "
-        f"{relative_text(best[a], b['bigram'])} a bigram model ({b['bigram']:.2f})"
-        for a, b in losses.items()
-    )
+    if bounds:
+        for eps, col in ((1e-2, "bound_rtol_1e-2"), (1e-4, "bound_rtol_1e-4")):
+            df[col] = [taylor_rank_bound(cfg.head_dim, M, eps, n) for M in df.M]
+    return df.assign(arch=cfg.arch, tau=cfg.tau, head_dim=cfg.head_dim, seed=cfg.seed, n=n)
+
+
+def init_means(configs, *, measures=("effective_rank", "attention_entropy"), bounds: bool = False) -> pd.DataFrame:
+    """:func:`init_statistics` of each config, averaged over layers, probe sequences and heads.
+
+    One row per config: ``arch, tau, head_dim, seed, n``, the mean ``logit_sd``, the median
+    half-range ``M_median`` and the mean of each measure (and bound).
+    """
+    rows = []
+    for cfg in configs:
+        d = init_statistics(cfg, measures=measures, bounds=bounds)
+        cols = [c for c in d.columns if c not in ("layer", "seq", "head", "arch", "tau", "head_dim", "seed", "n", "M")]
+        rows.append(
+            {
+                "arch": cfg.arch,
+                "tau": cfg.tau,
+                "head_dim": cfg.head_dim,
+                "seed": cfg.seed,
+                "n": int(d.n.iloc[0]),
+                **d[cols].mean().to_dict(),
+                "M_median": float(d.M.median()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def init_std() -> float:
+    """Standard deviation of the weight initialisation of both architectures (``initializer_range``).
+
+    Raises:
+        RuntimeError: when BERT and GPT-2 differ (the chapters state one value).
+    """
+    values = {
+        a: build_model(a, hidden_size=32, num_layers=1, num_heads=2, max_len=16, vocab_size=64).config.initializer_range
+        for a in ARCHS
+    }
+    if len(set(values.values())) != 1:
+        raise RuntimeError(f"the architectures are initialised with different standard deviations: {values}")
+    return float(next(iter(values.values())))

@@ -1,18 +1,20 @@
-"""Helpers for the chapters: parameters, glue, figures with downloadable data, verdicts.
+"""What a chapter's notebook calls: its parameters checked, its section published for the prose.
 
-A chapter calls :func:`setup` in the cell after its ``parameters`` cell, then shows each
-figure with :func:`show` (the figure, a numbered caption and a CSV download of its data)
-and ends with :func:`verdict`, whose words and numbers are glued into the prose with
-``myst_nb.glue``: no number in the text is typed by hand.
+A chapter's notebook has a ``parameters`` cell, a hidden cell that checks them
+(:func:`check_parameters`) and one call, ``book.publish(<chapter module>.section(**params))``:
+:func:`publish` glues every part of the :class:`attnrank.section.Section` under its name (numbers and
+sentences for ``{glue:text}`` / ``{glue:md}``, figures for a numbered ``{glue:figure}`` with their
+caption, alt text and data, tables for ``{glue}``, each verdict with its badge and its line for the
+intro's table), so that no number in the text is typed by hand and no code cell is on the page.
 """
 
 from __future__ import annotations
 
 import ast
-import base64
 import html
 import math
 import numbers
+import re
 import types
 from dataclasses import dataclass
 
@@ -20,8 +22,11 @@ import pandas as pd
 
 from . import plots
 from .errors import ConfigError
-from .profiles import PROFILES, TAU_RANGE, check_dataset, resolve_profile
+from .glossary import fmt
+from .plots.style import COLUMN_WIDTH
+from .profiles import PROFILES, TAU_RANGE, check_dataset
 from .rank import MEASURES
+from .section import Figure, Section, Table, Verdict
 from .verdicts import VERDICTS
 
 __all__ = [
@@ -29,12 +34,20 @@ __all__ = [
     "PARAMETERS",
     "Param",
     "Text",
-    "setup",
     "check_parameters",
     "glue",
     "glue_all",
     "show",
+    "table",
     "verdict",
+    "publish",
+    "published_names",
+    "pasted_names",
+    "publish_verdict",
+    "table_html",
+    "badge",
+    "figure_png",
+    "data_url",
     "VERDICTS",
 ]
 
@@ -236,13 +249,6 @@ def check_parameters(namespace: dict, names) -> dict:
     return values
 
 
-def setup(profile: str = "auto") -> str:
-    """Resolve ``profile`` and apply the seaborn theme (:mod:`attnrank.plots.style`); returns the profile."""
-    profile = resolve_profile(profile)
-    plots.set_theme()
-    return profile
-
-
 class Text(str):
     """A string that displays without quotes, as plain text and as Markdown.
 
@@ -271,7 +277,7 @@ def glue(name: str, value, display: bool = False):
     in :class:`Text` so they paste without quotes. Another page pastes them with
     ``{glue:text}`chapter.ipynb::name```. Outside a notebook kernel this only returns the value.
     """
-    if isinstance(value, str) and not isinstance(value, Text):
+    if type(value) is str:  # a plain string; Text, Markdown and HTML strings keep their own display
         value = Text(value)
     try:
         from IPython import get_ipython
@@ -289,68 +295,227 @@ def glue_all(values: dict) -> None:
         glue(name, value)
 
 
-def _csv_link(data: pd.DataFrame, name: str) -> str:
-    payload = base64.b64encode(data.to_csv(index=False).encode()).decode()
-    return (
-        f'<a download="{html.escape(name)}.csv" href="data:text/csv;base64,{payload}">'
-        f"Download the data of this figure ({html.escape(name)}.csv, {len(data)} rows)</a>"
-    )
+def show(fig, data: pd.DataFrame, name: str, caption: str, alt: str | None = None) -> None:
+    """Publish one figure (:class:`attnrank.section.Figure`: ``fig``, its ``data``, ``caption`` and ``alt``
+    text, by default :data:`attnrank.plots.ALT_TEXT` ``[name]``) under ``name`` for a ``{glue:figure}`` of
+    the prose; nothing is displayed by the cell.
 
-
-def show(fig, data: pd.DataFrame, name: str, caption: str) -> None:
-    """Display ``fig``, glued under ``name``, with its caption and a CSV download link of ``data``.
-
-    The figure is glued (myst-nb ``glue``), so the prose can paste or reference it by name
-    (``{glue:figure}`name``` on this page, ``{glue:figure}`chapter.ipynb::name``` on another);
-    numbering is left to the book. The caption should state the profile, the number of runs
-    and seeds. Outside a notebook kernel the figure is only closed.
+    Raises:
+        ConfigError: naming ``alt`` for a figure without alt text.
     """
-    import matplotlib.pyplot as plt
+    alt = plots.ALT_TEXT.get(name) if alt is None else alt
+    if not alt:
+        raise ConfigError("alt", f"figure {name!r} has no alt text (attnrank.plots.ALT_TEXT)")
+    publish(Section(name, figures=[Figure(name, fig, data, caption, alt)]))
+
+
+def table(frame: pd.DataFrame, *, digits: int = 2, formats: dict | None = None):
+    """Display ``frame`` as a table for reading (:func:`table_html`: its columns as named, no index, one
+    number format); for a cell whose input the page hides."""
     from IPython.display import HTML, display
 
-    glue(name, fig, display=True)
-    plt.close(fig)
-    display(HTML(f"<p><b>Figure.</b> {html.escape(caption)}<br/>{_csv_link(data, name)}</p>"))
+    display(HTML(table_html(Table("table", frame, digits=digits, formats=formats or {}))))
 
 
-def verdict(name: str, status: str, summary: str, *, by_measure: dict[str, str] | None = None) -> str:
-    """Glue a chapter's verdict: ``{name}_status`` (one of :data:`VERDICTS`) and ``{name}_summary``.
+def verdict(
+    name: str,
+    status: str,
+    summary: str,
+    *,
+    regime: str,
+    finding: str,
+    effect: str,
+    n: str,
+    by_measure: dict[str, str] | None = None,
+):
+    """Build a chapter's verdict record (:class:`attnrank.section.Verdict`, checked) and publish it
+    (:func:`publish_verdict`: ``{name}_status``, ``{name}_badge``, ``{name}_summary``, ``{name}_regime``, ...).
 
     Args:
         name: the verdict's glue prefix (for example ``"dynamics"``).
         status: the verdict on the primary rank measure, one of :data:`VERDICTS`.
-        summary: one or two sentences with the effect size, its interval and n.
-        by_measure: for a verdict computed from a rank measure, the same pre-registered
-            rule applied with every measure of :data:`attnrank.rank.MEASURES`
-            (``{measure: status}``); each is glued as ``{name}_status__{measure}``, so that
-            a table can show which verdicts are robust to the choice of measure. Measures
-            missing from the dict are glued as ``"n/a"``.
+        summary: the sentences the chapter shows, with the effect size, its interval and n.
+        regime: one short computed clause saying where the verdict was computed.
+        finding, effect, n: the verdict's one line for the intro's table, its effect with the interval,
+            and the independent units it rests on.
+        by_measure: for a verdict computed from a rank measure, the same pre-registered rule applied
+            with every measure of :data:`attnrank.rank.MEASURES` (``{measure: status}``).
 
-    Returns a one-line Markdown rendering, also displayed in the notebook.
+    Returns the record.
 
     Raises:
-        ConfigError: naming ``status`` or ``by_measure`` for a status outside
-        :data:`VERDICTS` or an unknown measure.
+        ConfigError: naming ``status``, ``regime``, ``finding`` or ``by_measure`` for a status outside
+        :data:`VERDICTS`, an empty regime, a finding of more than :data:`attnrank.section.WORD_LIMIT`
+        words or an unknown measure.
     """
-    if status not in VERDICTS:
-        raise ConfigError("status", f"got {status!r}; allowed values: {', '.join(VERDICTS)}")
     if by_measure is not None:
-        unknown = sorted(set(by_measure) - set(MEASURES))
         bad = sorted(v for v in by_measure.values() if v not in VERDICTS)
-        if unknown or bad:
-            raise ConfigError(
-                "by_measure",
-                f"got measures {unknown} / statuses {bad}; allowed measures: "
-                f"{', '.join(MEASURES)}; allowed statuses: {', '.join(VERDICTS)}",
-            )
-        for m in MEASURES:
-            glue(f"{name}_status__{m}", by_measure.get(m, "n/a"))
-    glue(f"{name}_status", status)
-    glue(f"{name}_summary", summary)
-    try:
-        from IPython.display import Markdown, display
+        if bad:
+            raise ConfigError("by_measure", f"got statuses {bad}; allowed statuses: {', '.join(VERDICTS)}")
+    record = Verdict(name, status, finding, effect, n, regime, summary, dict(by_measure or {}))
+    publish_verdict(record)
+    return record
 
-        display(Markdown(f"**Verdict: {status}.** {summary}"))
-    except ImportError:  # pragma: no cover
-        pass
-    return f"**Verdict: {status}.** {summary}"
+
+# --------------------------------------------------------------------------- publishing a section
+#: Where a figure's data lies in the built site, relative to the site's root (one file per figure).
+DATA_FOLDER = "data"
+#: The MIME type a figure's data is glued under; the book's Sphinx extension writes it to
+#: ``<site>/data/<figure name>.csv`` (:func:`attnrank.sphinxext.write_figure_data`).
+CSV_MIME = "text/csv"
+#: The width of the book's text column in CSS pixels at a 1280 px wide window: a figure
+#: :data:`attnrank.plots.style.COLUMN_WIDTH` inches wide is shown at this width.
+COLUMN_PX = 688
+
+
+class _Data:
+    """A figure's data as a glued CSV (its own MIME type, never rendered on the page)."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.csv = frame.to_csv(index=False)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {CSV_MIME: self.csv, "text/plain": f"<{self.csv.count(chr(10)) - 1} rows of CSV>"}
+
+
+class _Markdown(str):
+    """Markdown pasted with ``{glue:md}`` (a caption with a link)."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def figure_png(fig, *, dpi: int = 200) -> tuple[bytes, int]:
+    """The PNG of ``fig`` at ``dpi`` (not cropped: the figure keeps the size it was drawn at) and the CSS
+    width in pixels to show it at: :data:`COLUMN_PX` for a figure :data:`attnrank.plots.style.COLUMN_WIDTH`
+    inches wide, proportionally less for a narrower one, so that its type is as large as the page's small
+    print."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue(), round(COLUMN_PX * min(fig.get_figwidth(), COLUMN_WIDTH) / COLUMN_WIDTH)
+
+
+def data_url(name: str) -> str:
+    """The address of figure ``name``'s data from a chapter page (``chapters/<page>.html``)."""
+    return f"../{DATA_FOLDER}/{name}.csv"
+
+
+def table_html(table) -> str:
+    """A :class:`attnrank.section.Table` as an HTML table for reading: its columns as named, no
+    index, every float column written by :func:`attnrank.glossary.fmt` with ``table.digits``
+    decimals unless ``table.formats`` gives the column its own writer."""
+    frame = table.frame.reset_index(drop=True)
+    writers = {}
+    for c in frame.columns:
+        if c in table.formats:
+            writers[c] = table.formats[c]
+        elif pd.api.types.is_float_dtype(frame[c]):
+            writers[c] = lambda v, d=table.digits: fmt(v, d)
+        else:
+            writers[c] = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{"num" if c in numeric else "text"}">{html.escape(writers[c](v))}</td>'
+            for c, v in zip(frame.columns, row)
+        )
+        + "</tr>"
+        for row in frame.itertuples(index=False, name=None)
+    )
+    return f'<table class="attnrank-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+#: Each verdict's badge class (coloured by the book's style sheet, ``_static/attnrank.css``).
+BADGES = {"supported": "supported", "not supported": "not-supported", "inconclusive at this scale": "inconclusive"}
+
+
+class _Html(_Markdown):
+    """HTML pasted with ``{glue:md}`` on its own page and with ``{glue}`` from another page (a badge)."""
+
+    def _repr_html_(self) -> str:
+        return str(self)
+
+
+def badge(status: str) -> str:
+    """A verdict as a coloured badge (HTML, pasted with ``{glue:md}``)."""
+    if status not in BADGES:
+        raise ConfigError("status", f"got {status!r}; allowed values: {', '.join(VERDICTS)}")
+    return f'<span class="verdict-badge verdict-{BADGES[status]}">{html.escape(status)}</span>'
+
+
+def publish_verdict(v) -> None:
+    """Glue a :class:`attnrank.section.Verdict` under its name: ``{name}_status``, ``{name}_badge``
+    (:func:`badge`), ``{name}_finding`` (the intro's one line), ``{name}_effect``, ``{name}_units``
+    (the ``n`` it rests on), ``{name}_regime``, ``{name}_summary`` and ``{name}_status__{measure}`` for every measure of
+    :data:`attnrank.rank.MEASURES` (``"n/a"`` where the rule does not read that measure)."""
+    unknown = sorted(set(v.by_measure) - set(MEASURES))
+    if unknown:
+        raise ConfigError("by_measure", f"got measures {unknown}; allowed measures: {', '.join(MEASURES)}")
+    if v.by_measure:
+        for m in MEASURES:
+            glue(f"{v.name}_status__{m}", v.by_measure.get(m, "n/a"))
+    for part, value in v.parts().items():
+        glue(f"{v.name}_{part}", value)
+    glue(f"{v.name}_badge", _Html(badge(v.status)))
+
+
+def published_names(section) -> set[str]:
+    """Every name :func:`publish` glues for ``section`` (what the chapter's prose may paste)."""
+    names = set(section.glue) | {t.name for t in section.tables}
+    for f in section.figures:
+        names |= {f.name, f"{f.name}__caption", f"{f.name}__alt", f"{f.name}__data"}
+    for v in section.verdicts:
+        names |= {f"{v.name}_{p}" for p in v.parts()} | {f"{v.name}_badge"}
+        if v.by_measure:
+            names |= {f"{v.name}_status__{m}" for m in MEASURES}
+    return names
+
+
+#: What a chapter's prose pastes: ``{glue:text}`name```, ``{glue:md}`name```, ``{glue} name`` and
+#: ``{glue:figure} name`` (a name with ``::`` is another page's).
+GLUE_REFERENCE = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)(?::[^`]*)?`|```\{glue(?::[a-z]+)?\} ([A-Za-z0-9_]+)")
+
+
+def pasted_names(text: str) -> set[str]:
+    """The names of this page's glued values that a chapter's prose ``text`` pastes (:data:`GLUE_REFERENCE`)."""
+    return {a or b for a, b in GLUE_REFERENCE.findall(text)}
+
+
+def publish(section) -> None:
+    """Glue every part of a :class:`attnrank.section.Section` for the chapter's prose.
+
+    * each ``glue`` value under its name (``{glue:text}``);
+    * each figure under its name as a PNG shown at the column's width (:func:`figure_png`;
+      ``{glue:figure}`` numbers it), its caption with a link to its data under
+      ``{name}__caption`` (``{glue:md}`` inside the figure), its alt text under ``{name}__alt``
+      (set on the image by the book's Sphinx extension) and its data as CSV under
+      ``{name}__data`` (written by the extension to ``data/{name}.csv`` in the site);
+    * each table under its name as HTML (:func:`table_html`; ``{glue}`` pastes it);
+    * each verdict (:func:`publish_verdict`).
+
+    Outside a notebook kernel nothing is displayed; figures are closed either way.
+    """
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, Image
+
+    glue_all(section.glue)
+    for f in section.figures:
+        png, width = figure_png(f.fig)
+        plt.close(f.fig)
+        glue(f.name, Image(data=png, format="png", width=width))
+        rows = len(f.data)
+        link = f'<a class="figure-data" href="{data_url(f.name)}" download>data ({rows} rows, CSV)</a>'
+        glue(f"{f.name}__caption", _Markdown(f"{f.caption} {link}"))
+        glue(f"{f.name}__alt", Text(f.alt))
+        glue(f"{f.name}__data", _Data(f.data))
+    for t in section.tables:
+        glue(t.name, HTML(table_html(t)))
+    for v in section.verdicts:
+        publish_verdict(v)

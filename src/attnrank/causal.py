@@ -22,30 +22,28 @@ the initial logit scale and the query/key step size, can be set one at a time:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
+from . import rules
+from .baselines import reference_losses, regime_clause
 from .errors import ConfigError, check_real
-from .glossary import fmt_estimate, fmt_setting
+from .experiments import CELLS, P3_CONDITIONS, PRESETS, causal_runs, twin_scale
+from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, fmt, fmt_estimate, fmt_setting
 from .models import set_tau
-from .presets import RUN_PRESETS
+from .plots import ALT_TEXT
+from .plots.causal import CELL_LABELS, cells_figure, intervention_figure
 from .probe import RankProbe
-from .profiles import ARCHS, TAU_RANGE, RunConfig, check_tau, resolve_config, resolve_profile
+from .profiles import TAU_RANGE, RunConfig, resolve_profile
 from .rank import check_measures
-from .rules import SweepVerdict, paired_difference, two_point
+from .rules import PRIMARY_MEASURE, SweepVerdict, paired_difference, two_point
+from .runs import table as runs_table
+from .section import Figure, Section, Table, Verdict
 from .stats import Estimate
 from .store import Run, load_table, read
 from .train import prepare_data
 
 __all__ = [
-    "P3_CONDITIONS",
-    "CELLS",
-    "CELL_LABELS",
-    "PRESETS",
-    "twin_scale",
-    "causal_runs",
     "label_cells",
     "outcomes",
     "OUTCOMES",
@@ -59,71 +57,6 @@ __all__ = [
     "intervention_spans",
     "verdict_summary",
 ]
-
-#: The training conditions under which P3 makes twins exact: Adam's epsilon far below every
-#: gradient's scale, no weight decay on the query/key weights, no gradient clipping (the global
-#: norm mixes the query/key gradients, which differ between twins by the factor ``s``).
-P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 0.0}
-
-#: The five runs of one seed, in display order.
-CELLS = ("stock", "init", "lr", "twin", "tau")
-#: Their names in tables and figures (``s`` is the scale ``1 / sqrt(tau)``).
-CELL_LABELS = {
-    "stock": "tau = 1",
-    "init": "init x s",
-    "lr": "q/k lr x s",
-    "twin": "init x s, lr x s (twin)",
-    "tau": "tau",
-}
-
-#: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
-#: (:data:`attnrank.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
-#: steps, at ``paper`` and ``long`` the ``quick`` sizes, so that the 50 runs of the chapter fit the
-#: build's time budget.
-PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
-
-
-def twin_scale(tau: float) -> float:
-    """``1 / sqrt(tau)``: the query/key scale whose logits at ``tau = 1`` equal those at ``tau``.
-
-    Raises:
-        ConfigError: naming ``tau`` outside [1e-3, 1e3].
-    """
-    return 1.0 / math.sqrt(check_tau(tau))
-
-
-def causal_runs(
-    profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=ARCHS, dataset: str | None = None
-) -> list[RunConfig]:
-    """The configs of the chapter: :data:`CELLS` x ``seeds`` (None: the preset's) x ``archs`` at the profile's preset,
-    trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
-
-    Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
-    ``qk_init_scale`` and ``qk_lr_scale`` (``s = twin_scale(tau)``).
-
-    Raises:
-        ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds`` or ``dataset`` for invalid values.
-    """
-    profile = resolve_profile(profile)
-    sizes, overrides = PRESETS[profile]
-    seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
-    s = twin_scale(tau)
-    settings = {
-        "stock": dict(),
-        "init": dict(qk_init_scale=s),
-        "lr": dict(qk_lr_scale=s),
-        "twin": dict(qk_init_scale=s, qk_lr_scale=s),
-        "tau": dict(tau=tau),
-    }
-    archs = (archs,) if isinstance(archs, str) else tuple(archs)
-    if not seeds:
-        raise ConfigError("seeds", "got an empty list; expected at least one seed")
-    return [
-        resolve_config(a, sizes, seed=seed, dataset=dataset, **overrides, **P3_CONDITIONS, **settings[c])
-        for a in archs
-        for c in CELLS
-        for seed in seeds
-    ]
 
 
 def label_cells(runs: pd.DataFrame, tau: float) -> pd.Series:
@@ -287,22 +220,22 @@ def twins_table(table: pd.DataFrame) -> pd.DataFrame:
             tau_runs, twin_runs = _twin_pair(table, a, o)
             rows.append(
                 {
-                    "arch": a,
-                    "outcome": o,
-                    "tau - twin, over seeds [95% CI]": fmt_estimate(two_point(tau_runs, twin_runs), 4, n=False),
-                    "largest per-seed |tau - twin|": float(np.nanmax(np.abs(tau_runs - twin_runs))),
+                    "model": ARCH_LABELS[a],
+                    "outcome": OUTCOMES[o],
+                    "τ − twin, over seeds [95% CI]": fmt_estimate(two_point(tau_runs, twin_runs), 4, n=False),
+                    "largest per-seed |τ − twin|": float(np.nanmax(np.abs(tau_runs - twin_runs))),
                     "seed sd": float(np.nanstd(tau_runs, ddof=1)),
+                    "_loss": o == "final_val_loss",
                 }
             )
-    return pd.DataFrame(rows).set_index(["arch", "outcome"])
+    return pd.DataFrame(rows)
 
 
 def twin_gaps(twins: pd.DataFrame) -> dict:
     """``causal_twin_max_loss`` and ``causal_twin_max_rank``: the largest per-seed ``|tau - twin|`` of
     :func:`twins_table` over the final loss and over the two rank outcomes."""
-    gap = twins["largest per-seed |tau - twin|"]
-    is_loss = gap.index.get_level_values("outcome") == "final_val_loss"
-    return {"causal_twin_max_loss": float(gap[is_loss].max()), "causal_twin_max_rank": float(gap[~is_loss].max())}
+    gap, is_loss = twins["largest per-seed |τ − twin|"], twins["_loss"]
+    return {"causal_twin_max_loss": fmt(gap[is_loss].max(), 2), "causal_twin_max_rank": fmt(gap[~is_loss].max(), 2)}
 
 
 def effects_table(eff: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -321,7 +254,10 @@ def effects_table(eff: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     shown = tab.assign(outcome=tab.outcome.map(OUTCOMES)).pivot_table(
         index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first"
     )[list(CELLS[1:])]
-    return shown, glue
+    shown = shown.rename(columns={c: CELL_LABELS[c] + " − τ = 1" for c in CELLS[1:]}).reset_index()
+    return shown.assign(arch=shown.arch.map(ARCH_LABELS)).rename(columns={"arch": "model"}).rename_axis(
+        None, axis=1
+    ), glue
 
 
 def intervention(runs: pd.DataFrame, seeds, taus, measure: str) -> pd.DataFrame:
@@ -357,7 +293,7 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
         f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) "
         f"rather than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
         f"s = {twin_scale(tau):.3g}. {causal_text(result, 'bert')}. {causal_text(result, 'gpt2')}. Twins match to "
-        f"{twins['largest per-seed |tau - twin|'].max():.2g}. {profile} profile at {PRESETS[profile][0]} sizes, "
+        f"{fmt(twins['largest per-seed |τ − twin|'].max(), 2)}. {profile} profile at {PRESETS[profile][0]} sizes, "
         f"{n_runs} runs."
     )
 
@@ -376,3 +312,77 @@ def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
     if r.verdict.status != "supported" and r.verdict.needed is not None:
         txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {fmt_setting(r.verdict.effect)} nats"
     return txt
+
+
+# --------------------------------------------------------------------------- the chapter
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "tau", "eval_taus", "dataset")
+
+
+def finding(result: SweepVerdict) -> str:
+    """The verdict in one line for the intro's table: per architecture the temperature's loss effect and
+    the initial-scale-minus-step-size statistic."""
+    parts = "; ".join(
+        f"{ARCH_NAMES[a]} τ effect {fmt(r.parts['temperature'].value, 3)}, scale − step {fmt(r.verdict.estimate.value, 3)}"
+        for a, r in result.arch.items()
+    )
+    return f"Final loss, nats: {parts}."
+
+
+def section(
+    profile: str = "auto",
+    *,
+    seeds=None,
+    tau: float = 0.01,
+    eval_taus=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
+    dataset=None,
+) -> Section:
+    """The causal chapter: the 2 x 2 and twins of :func:`attnrank.experiments.causal_runs` (trained where
+    missing), their outcomes and effects, the intervention at fixed weights, two figures, two tables and
+    the ``causal`` verdict (:func:`attnrank.rules.causal_rule`).
+
+    Raises:
+        ConfigError: naming ``tau``, ``seeds``, ``eval_taus`` or ``dataset`` for a value outside their range.
+    """
+    profile = resolve_profile(profile)
+    seeds = list(range(5)) if seeds is None else list(seeds)
+    m = PRIMARY_MEASURE
+    configs = causal_runs(profile, tau=tau, seeds=seeds, dataset=dataset)
+    runs = runs_table(configs, long=False)
+    runs["cell"] = label_cells(runs, tau)
+    table = outcomes(runs, m)
+    glue = {
+        "causal_tau": fmt_setting(tau),
+        "causal_s": fmt(twin_scale(tau), 3),
+        "causal_eps": fmt_setting(P3_CONDITIONS["adam_epsilon"]),
+        "causal_runs_text": runs_text(runs, profile, len(seeds)),
+    }
+    fig, data, name, caption = cells_figure(
+        table, tau=tau, measure=m, profile=profile, n_seeds=len(seeds), n_runs=len(runs)
+    )
+    figures = [Figure(name, fig, data, caption, ALT_TEXT[name])]
+    eff = effects(table)
+    twins = twins_table(table)
+    glue.update(twin_gaps(twins))
+    eff_tab, eff_glue = effects_table(eff)
+    glue.update(eff_glue)
+    inter = intervention(runs, seeds[:2], eval_taus, m)
+    fig, data, name, caption = intervention_figure(inter, measure=m, tau=tau, seeds=seeds[:2], profile=profile)
+    figures.append(Figure(name, fig, data, caption, ALT_TEXT[name]))
+    glue.update(intervention_spans(inter, m))
+    v = rules.causal_rule(table)
+    done = runs[runs.status == "complete"]
+    verdict = Verdict(
+        "causal",
+        v.status,
+        finding(v),
+        "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, 3, n=False)} nats" for a, r in v.arch.items()),
+        f"{len(seeds)} seeds, {len(runs)} runs",
+        regime_clause(done, reference_losses(done.profile.iloc[0], ARCHS, dataset)) if len(done) else "no complete run",
+        verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)),
+    )
+    tables = [
+        Table("causal_twins", twins.drop(columns="_loss"), digits=3),
+        Table("causal_effects", eff_tab),
+    ]
+    return Section("causal", glue, figures, tables, [verdict])

@@ -10,8 +10,8 @@ profile's, ``ATTNRANK_DATASET`` when set (:func:`attnrank.profiles.default_datas
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from .causal import causal_runs
 from .errors import ConfigError, check_positive_int
 from .presets import RUN_PRESETS
 from .profiles import (
@@ -24,8 +24,12 @@ from .profiles import (
     resolve_config,
     resolve_profile,
 )
+from .rank import MEASURES, STUDY_ATOL
 
 __all__ = [
+    "STUDY_MEASURE",
+    "STUDY_TAUS",
+    "STUDY_EXAMPLES",
     "TAU_GRID",
     "SWEEP_DEFAULTS",
     "sweep_defaults",
@@ -35,11 +39,24 @@ __all__ = [
     "SEQ_LENS",
     "SEQ_LEN_PRESET",
     "seq_len_sweep",
+    "P3_CONDITIONS",
+    "CELLS",
+    "PRESETS",
+    "twin_scale",
+    "causal_runs",
     "CHAPTERS",
     "book_runs",
     "VERDICT_RUNS",
     "verdict_scales",
 ]
+
+# ------------------------------------------------------------------ the study's own protocol
+#: The study's rank: singular values above the absolute threshold 1e-8.
+STUDY_MEASURE = next(m.name for m in MEASURES.values() if m.atol == STUDY_ATOL and m.rtol is None)
+#: The study's two temperatures as ratios ``tau = T / sqrt(d_head)``: stock and cold.
+STUDY_TAUS = (1.0, 1e-3)
+#: Examples the study averaged over: (training, test).
+STUDY_EXAMPLES = (4, 4)
 
 #: Temperature ratios of the main sweep: 7 values, a factor of about 4 apart, from 1e-3 to 4.
 TAU_GRID = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
@@ -169,6 +186,64 @@ def _temp_runs(profile: str) -> list[RunConfig]:
     # the temperature chapter adds its detailed tau (default 0.25) and the baseline tau = 1
     # when they are off the grid (with the defaults both are on it)
     return main_sweep(profile) + tau_sweep(profile, taus=[0.25, 1.0])
+
+
+# ------------------------------------------------------------------ the causal chapter's runs (P3)
+#: The training conditions under which P3 makes twins exact: Adam's epsilon far below every
+#: gradient's scale, no weight decay on the query/key weights, no gradient clipping (the global
+#: norm mixes the query/key gradients, which differ between twins by the factor ``s``).
+P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 0.0}
+
+#: The five runs of one seed, in display order.
+CELLS = ("stock", "init", "lr", "twin", "tau")
+#: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
+#: (:data:`attnrank.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
+#: steps, at ``paper`` and ``long`` the ``quick`` sizes, so that the 50 runs of the chapter fit the
+#: build's time budget.
+PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
+
+
+def twin_scale(tau: float) -> float:
+    """``1 / sqrt(tau)``: the query/key scale whose logits at ``tau = 1`` equal those at ``tau``.
+
+    Raises:
+        ConfigError: naming ``tau`` outside [1e-3, 1e3].
+    """
+    return 1.0 / math.sqrt(check_tau(tau))
+
+
+def causal_runs(
+    profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=ARCHS, dataset: str | None = None
+) -> list[RunConfig]:
+    """The configs of the chapter: :data:`CELLS` x ``seeds`` (None: the preset's) x ``archs`` at the profile's preset,
+    trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
+
+    Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
+    ``qk_init_scale`` and ``qk_lr_scale`` (``s = twin_scale(tau)``).
+
+    Raises:
+        ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds`` or ``dataset`` for invalid values.
+    """
+    profile = resolve_profile(profile)
+    sizes, overrides = PRESETS[profile]
+    seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
+    s = twin_scale(tau)
+    settings = {
+        "stock": dict(),
+        "init": dict(qk_init_scale=s),
+        "lr": dict(qk_lr_scale=s),
+        "twin": dict(qk_init_scale=s, qk_lr_scale=s),
+        "tau": dict(tau=tau),
+    }
+    archs = (archs,) if isinstance(archs, str) else tuple(archs)
+    if not seeds:
+        raise ConfigError("seeds", "got an empty list; expected at least one seed")
+    return [
+        resolve_config(a, sizes, seed=seed, dataset=dataset, **overrides, **P3_CONDITIONS, **settings[c])
+        for a in archs
+        for c in CELLS
+        for seed in seeds
+    ]
 
 
 def _causal_runs(profile: str) -> list[RunConfig]:

@@ -1,45 +1,66 @@
-"""Temperature against head dimension, the head-dimension chapter: the tables and sentences of the lever comparison.
+"""Temperature against head dimension, the head-dimension chapter: which lever moves the attention rank more.
 
-The verdict itself is :func:`attnrank.rules.lever_comparison`; this module writes its table with
-every measure, the effect sizes of its forest plot, the numbers the chapter pastes and its summary.
+:func:`section` reads the head-dimension grid of the shared sweep, computes the theory on the
+freshly initialised models (their logit scale, the P1 staircase bound and the P1' limit for
+i.i.d. logits), applies the pre-registered lever rule (:func:`attnrank.rules.lever_comparison`:
+the range of the mean initial rank over the temperature grid against its range over the
+head-dimension grid) with every rank measure and returns the chapter's
+:class:`~attnrank.section.Section`.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from .glossary import fmt_estimate, fmt_setting
-from .rules import ArchResult, SweepVerdict
+from . import baselines, experiments, rules, runs, stats
+from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, RANK_MEASURES, fmt, fmt_estimate, fmt_setting
+from .plots import sweeps
+from .profiles import resolve_config, resolve_profile
+from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
+from .section import Figure, Section, Table, Verdict, by_measure_table
 from .stats import Estimate
 
-__all__ = ["lever_table", "LEVERS", "lever_effects", "direction_text", "lever_texts", "direction_note", "lever_summary"]
+__all__ = [
+    "PARAMETERS",
+    "section",
+    "lever_table",
+    "LEVERS",
+    "lever_effects",
+    "direction_text",
+    "lever_texts",
+    "direction_note",
+    "lever_summary",
+    "finding",
+]
 
 
 def lever_table(lever_v: dict) -> pd.DataFrame:
-    """The rule of :func:`lever_comparison` with every measure, one row per measure and architecture."""
+    """The rule of :func:`attnrank.rules.lever_comparison` with every measure, for reading: one row per
+    measure and architecture."""
     return pd.DataFrame(
         [
             {
-                "measure": m,
-                "arch": a,
+                "measure": MEASURE_LABELS[m],
+                "model": ARCH_LABELS[a],
                 "τ range": fmt_estimate(r.parts["tau_range"], 2, n=False),
-                "d_head range": fmt_estimate(r.parts["head_dim_range"], 2, n=False),
-                "d_head: largest − smallest": fmt_estimate(r.parts["head_dim_change"], 2, n=False),
+                "d_h range": fmt_estimate(r.parts["head_dim_range"], 2, n=False),
+                "d_h: largest − smallest": fmt_estimate(r.parts["head_dim_change"], 2, n=False),
                 "difference of ranges": fmt_estimate(r.verdict.estimate, 2, n=False),
                 "runs": r.verdict.estimate.n,
-                "status": r.verdict.status,
+                "verdict": r.verdict.status,
             }
             for m, v in lever_v.items()
             for a, r in v.arch.items()
         ]
-    ).set_index(["measure", "arch"])
+    )
 
 
 #: The rows of :func:`lever_effects`: each lever's range and their difference.
 LEVERS = {
     "tau_range": "τ over its grid",
-    "head_dim_range": "d_head over its grid (τ = 1)",
-    "diff": "difference (τ − d_head)",
+    "head_dim_range": "d_h over its grid (τ = 1)",
+    "diff": "difference (τ − d_h)",
 }
 
 
@@ -73,7 +94,7 @@ def direction_text(change: Estimate, means: pd.Series) -> str:
     (change ...)"``; ``means`` is indexed by the head dimension, ``change`` the signed largest-minus-smallest."""
     lo, hi = int(means.index.min()), int(means.index.max())
     word = "falls" if change.high < 0 else "rises" if change.low > 0 else "changes (direction not resolved)"
-    return f"{word} from {means.loc[lo]:.2f} at d_head = {lo} to {means.loc[hi]:.2f} at d_head = {hi} (change {fmt_estimate(change, 2)})"
+    return f"{word} from {fmt(means.loc[lo])} at $d_h$ = {lo} to {fmt(means.loc[hi])} at $d_h$ = {hi} (change {fmt_estimate(change, 2)})"
 
 
 def lever_texts(lv: SweepVerdict, lv_min: SweepVerdict, loss_lv: SweepVerdict, means: dict) -> dict:
@@ -93,13 +114,13 @@ def lever_texts(lv: SweepVerdict, lv_min: SweepVerdict, loss_lv: SweepVerdict, m
                 f"loss_tau_range_{a}": fmt_estimate(loss_lv[a].parts["tau_range"], 3),
                 f"loss_hd_range_{a}": fmt_estimate(loss_lv[a].parts["head_dim_range"], 3),
                 f"direction_{a}": direction_text(r.parts["head_dim_change"], means[a]),
-                f"spread_{a}": float(r.spread),
+                f"spread_{a}": fmt(r.spread, 3),
             }
         )
     return out
 
 
-def direction_note(lv: SweepVerdict, arch_labels: dict) -> str:
+def direction_note(lv: SweepVerdict) -> str:
     """Whether the measured rank follows the staircase bound upward with the head dimension, in words, from the
     signed largest-minus-smallest change of :func:`lever_comparison` (``parts["head_dim_change"]``)."""
     falls = [a for a, r in lv.arch.items() if r.parts["head_dim_change"].high < 0]
@@ -108,28 +129,213 @@ def direction_note(lv: SweepVerdict, arch_labels: dict) -> str:
         return "at this width the measured rank does not follow the staircase bound upward"
     return (
         "the measured rank rises with the head dimension for "
-        + " and ".join(arch_labels[a] for a in rises)
-        + ("" if not falls else ", and falls for " + " and ".join(arch_labels[a] for a in falls))
+        + " and ".join(ARCH_LABELS[a] for a in rises)
+        + ("" if not falls else ", and falls for " + " and ".join(ARCH_LABELS[a] for a in falls))
     )
 
 
-def lever_summary(
-    lv: SweepVerdict, *, label: str, effect: float, profile: str, n_seeds: int, head_dims, hidden: int
-) -> str:
-    """The summary of the verdict of :func:`lever_comparison` on the primary measure ``label``."""
+def lever_summary(lv: SweepVerdict, *, effect: float, profile: str, n_seeds: int, head_dims, hidden: int) -> str:
+    """The summary of the verdict of :func:`attnrank.rules.lever_comparison` on the primary measure."""
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
 
     def arch_text(r: ArchResult) -> str:
         s = (
-            f"the temperature moves the mean initial {label} by {fmt_estimate(r.parts['tau_range'], 2)} runs over its grid "
-            f"and the head dimension by {fmt_estimate(r.parts['head_dim_range'], 2)} runs (difference "
+            f"the temperature moves the mean initial {label} by {fmt_estimate(r.parts['tau_range'], 2)} runs over its "
+            f"grid and the head dimension by {fmt_estimate(r.parts['head_dim_range'], 2)} runs (difference "
             f"{fmt_estimate(r.verdict.estimate, 2, n=False)}"
         )
         if r.verdict.status != "supported" and r.verdict.needed is not None:
-            s += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve a difference of {effect:g}"
+            s += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve a difference of {fmt_setting(effect)}"
         return s + ")"
 
     return (
         f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
-        f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile} profile, {n_seeds} seeds per "
-        f"setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
+        f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile.capitalize()} profile, {n_seeds} "
+        f"seeds per setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
     )
+
+
+def finding(lv: SweepVerdict) -> str:
+    """The verdict in one line for the intro's table."""
+    parts = ", ".join(
+        f"{ARCH_NAMES[a]} {fmt(r.parts['tau_range'].value, 1)} against {fmt(r.parts['head_dim_range'].value, 1)}"
+        for a, r in lv.arch.items()
+    )
+    return f"Range of the mean initial effective rank over each grid, τ against head dimension: {parts}."
+
+
+# --------------------------------------------------------------------------- the chapter
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "taus", "head_dims", "mc_samples", "dataset")
+
+
+def section(
+    profile: str = "auto", *, seeds=None, taus=None, head_dims=None, mc_samples: int | None = 256, dataset=None
+) -> Section:
+    """The head-dimension chapter: the head-dimension grid of the shared sweep at ``tau = 1`` and the
+    coldest ``tau`` (trained where missing), the theory computed on the freshly initialised models (logit
+    scale, the P1 staircase and its bound, the P1' limit for i.i.d. logits), the lever rule with every
+    rank measure, three figures, five tables and the ``headdim`` verdict.
+
+    Args:
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.dynamics.section`).
+        mc_samples: random matrices per Monte Carlo estimate of the P1' limit (None: 256).
+
+    Raises:
+        ConfigError: for a parameter the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    mc_samples = 256 if mc_samples is None else mc_samples
+    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    m = PRIMARY_MEASURE
+    label = MEASURE_LABELS[m]
+    sweep = runs.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    tau_min = float(min(grid["taus"]))
+    hd_taus = sorted({1.0, tau_min}, reverse=True)
+    cfg0 = resolve_config("bert", profile)
+    head_dim0, hidden = cfg0.head_dim, cfg0.hidden_size
+    hd_runs = sweep[sweep.head_dim.isin(grid["head_dims"]) & sweep.tau.isin(hd_taus)].sort_values(
+        ["arch", "tau", "head_dim", "seed"]
+    )
+    t_runs = sweep[(sweep.head_dim == head_dim0) & sweep.tau.isin(grid["taus"])]
+    n_seeds = int(sweep.seed.nunique())
+    glue = {
+        "headdim_n_runs": len(hd_runs),
+        "headdim_n_seeds": n_seeds,
+        "headdim_hidden": hidden,
+        "headdim_n_failed": int((sweep.status != "complete").sum()),
+        "headdim_tau_min": fmt_setting(tau_min),
+        "headdim_head_dims": ", ".join(map(str, grid["head_dims"])),
+        "headdim_heads": ", ".join(str(hidden // h) for h in grid["head_dims"]),
+        "headdim_taus": ", ".join(map(fmt_setting, hd_taus)),
+        "headdim_head_dim0": head_dim0,
+        "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
+        "headdim_mc_samples": mc_samples,
+    }
+    failed = runs.failures(sweep, "headdim_failures")
+    tables = [failed] if failed is not None else []
+    if failed is None:
+        glue["headdim_failures"] = "No run of the sweep diverged."
+    # the theory on the freshly initialised models (seed 0)
+    init = pd.concat(
+        [
+            baselines.init_statistics(
+                resolve_config(a, profile, tau=t, head_dim=h, seed=0, dataset=dataset),
+                bounds=True,
+                measures=("rank_rtol_1e-2", "rank_rtol_1e-4"),
+            )
+            for a in ARCHS
+            for h in grid["head_dims"]
+            for t in hd_taus
+        ],
+        ignore_index=True,
+    )
+    scale = (
+        init.groupby(["arch", "tau", "head_dim"])
+        .agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median"))
+        .reset_index()
+    )
+    wide = scale.pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd").reset_index()
+    wide.columns = ["model", "τ"] + [f"d_h = {h}" for h in wide.columns[2:]]
+    tables.append(
+        Table(
+            "headdim_logit_scale", wide.assign(model=wide.model.map(ARCH_LABELS)), digits=4, formats={"τ": fmt_setting}
+        )
+    )
+    n_tok = int(init.n.iloc[0])
+    for k, v in runs.means_at(scale, "logit_sd", {"base": 1.0, "min": tau_min}, prefix="headdim_logit_sd_").items():
+        glue[k] = fmt(v, 3)
+    glue["headdim_n"] = n_tok
+    limits = baselines.iid_limits(scale.groupby(["arch", "tau"]).logit_sd.mean().reset_index(), n_tok, mc_samples)
+    lim = limits.assign(label=limits.measure.map(MEASURE_LABELS), model=limits.arch.map(ARCH_NAMES))
+    lim = lim.assign(column=lim.model + ", τ = " + lim.tau.map(fmt_setting)).pivot(
+        index="label", columns="column", values="value"
+    )
+    tables.append(Table("headdim_iid_limits", lim.rename_axis("measure").reset_index().rename_axis(None, axis=1)))
+    uniform = baselines.uniform_ranks(n_tok)
+    glue.update({f"headdim_uniform_{a}": fmt(u[m]) for a, u in uniform.items()})
+    # rank against head dimension, one figure per temperature
+    hd_long = runs.long_form(hd_runs)
+    stair, small = baselines.staircase(grid["head_dims"], n_tok), baselines.small_logits(init, n_tok)
+    uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
+    figures = []
+    for t in hd_taus:
+        d = hd_long[np.isclose(hd_long.tau, t)]
+        limit = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
+        refs = pd.concat(([stair] if small[t] else []) + [limit, uni], ignore_index=True)
+        figures.append(
+            Figure(
+                f"headdim_rank_vs_head_dim_{'stock' if t == 1.0 else 'cold'}",
+                sweeps.by_setting(
+                    d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_setting(t)}"
+                ),
+                pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
+                f"Attention rank against head dimension at fixed hidden size {hidden} and $\\tau$ = {fmt_setting(t)}, "
+                f"one panel per measure: initialisation (solid) and after training (dashed), mean over seeds with ±1 "
+                f"sd bars; "
+                + (
+                    "grey: the P1 staircase $r_1, r_2$ (capped at $n$); "
+                    if small[t]
+                    else "no staircase: at this temperature the P1 bound computed from the logits is $n$; "
+                )
+                + f"coloured horizontal lines: the P1' limit for i.i.d. Gaussian logits of the same scale ({mc_samples} "
+                f"Monte Carlo matrices) and uniform attention (causal for GPT-2), the content-free baseline. "
+                f"{runs.caption(d, profile)}.",
+                f"One panel per rank measure: mean attention rank against head dimension at temperature "
+                f"{fmt_setting(t)}, before and after training, for BERT and GPT-2, beside reference lines.",
+            )
+        )
+    check, facts = baselines.bound_check(init[init.arch == "bert"], n_tok)
+    glue.update({f"headdim_p1_{k}": v for k, v in facts.items()})
+    tables.append(Table("headdim_bound_check", _bound_table(check), digits=3, formats={"τ": fmt_setting}))
+    # the lever rule
+    hd1, hdmin = hd_runs[np.isclose(hd_runs.tau, 1.0)], hd_runs[np.isclose(hd_runs.tau, tau_min)]
+    lever_v = {mm: rules.lever_comparison(t_runs, hd1, f"initial_{mm}") for mm in RANK_MEASURES}
+    done = lambda d: d[d.status == "complete"]  # noqa: E731
+    loss_lv = rules.lever_comparison(done(t_runs), done(hd1), "final_val_loss")
+    lv, lv_min = lever_v[m], rules.lever_comparison(t_runs, hdmin, f"initial_{m}")
+    eff = lever_effects({f"initial {label}": lv, "final validation loss": loss_lv})
+    figures.append(
+        Figure(
+            "headdim_effect_sizes",
+            sweeps.effect_forest(
+                eff,
+                xlabels={
+                    f"initial {label}": "range of the mean over the grid",
+                    "final validation loss": "range of the mean over the grid (nats/token)",
+                },
+            ),
+            eff,
+            f"How far each lever moves the mean over its whole grid (range of the seed means, a magnitude): the "
+            f"initial {label} (left) and the final validation loss (right); $\\tau$ over its grid of "
+            f"{len(grid['taus'])} values at head dimension {head_dim0}, $d_h$ over "
+            f"{', '.join(map(fmt_setting, grid['head_dims']))} at hidden size {hidden} and $\\tau = 1$, and their "
+            f"difference; 95% stratified-bootstrap intervals over runs. {runs.caption(pd.concat([t_runs, hd1]), profile)}.",
+            "Forest plot: for each model, the range of the initial effective rank and of the final loss over the "
+            "temperature grid, over the head-dimension grid, and their difference, with intervals.",
+        )
+    )
+    tables.append(Table("headdim_lever_rule", lever_table(lever_v)))
+    means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{m}"].mean() for a in ARCHS}
+    glue.update({f"headdim_{k}": v for k, v in lever_texts(lv, lv_min, loss_lv, means).items()})
+    glue["headdim_direction_note"] = direction_note(lv)
+    verdict = Verdict(
+        "headdim",
+        lv.status,
+        finding(lv),
+        "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in lv.arch.items()),
+        f"{lv.n_runs} runs",
+        baselines.regime_clause(done(sweep), baselines.reference_losses(profile, ARCHS, dataset)),
+        lever_summary(
+            lv, effect=rules.LEVER_EFFECT, profile=profile, n_seeds=n_seeds, head_dims=grid["head_dims"], hidden=hidden
+        ),
+        {mm: v.status for mm, v in lever_v.items()},
+    )
+    tables.append(by_measure_table("headdim_by_measure", lever_v, m))
+    return Section("headdim", glue, figures, tables, [verdict])
+
+
+def _bound_table(check: pd.DataFrame) -> pd.DataFrame:
+    """:func:`attnrank.baselines.bound_check`'s table with the columns a reader sees."""
+    names = {"tau": "τ", "head_dim": "head dimension", "M": "median half-range M", "r_1": "r₁", "r_2": "r₂"}
+    return check.rename(columns={c: names.get(c, c) for c in check.columns})

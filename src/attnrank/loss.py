@@ -1,36 +1,251 @@
-"""Rank and loss, the loss chapter: the sentences of claim (ii).
+"""Rank and loss, the loss chapter: claim (ii), a higher attention rank goes with a lower loss.
 
-The verdict itself is :func:`attnrank.rules.loss_rule`; this module writes its summary.
+:func:`section` reads the book's shared sweep, measures convergence speed against a level set from
+the data (:func:`attnrank.rules.convergence_speed`), applies the pre-registered rule
+(:func:`attnrank.rules.loss_rule`) with every rank measure and returns the chapter's
+:class:`~attnrank.section.Section`: four figures (loss curves beside count models, final loss and
+convergence speed against the initial rank, the head-dimension grid), the correlation table and the
+``loss`` verdict.
 """
 
 from __future__ import annotations
 
-from .dynamics import needed_runs
-from .glossary import fmt_estimate
-from .rules import LOSS_EFFECT, LossResult
+import numpy as np
+import pandas as pd
 
-__all__ = ["loss_summary"]
+from . import baselines, experiments, rules, runs
+from .dynamics import correlation_notes, correlation_table, needed_runs
+from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, RANK_MEASURES, fmt, fmt_estimate, fmt_setting
+from .plots import training as tplots
+from .profiles import resolve_config, resolve_profile
+from .rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
+from .section import Figure, Section, Table, Verdict, by_measure_table
+from .stats import spearman
+from .store import load_table
+
+__all__ = ["PARAMETERS", "section", "loss_summary", "finding", "grid_correlations"]
+
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth", "dataset")
+#: The outcomes the chapter correlates with the initial rank, with their labels.
+OUTCOMES = {"final_val_loss": "final validation loss (nats)", "steps_plot": "steps to reach the level"}
 
 
-def loss_summary(res: LossResult, *, label: str, arch_labels: dict, n_seeds: int, regime: str) -> str:
-    """The summary of the loss verdict (:func:`loss_rule` on the primary measure ``label``): the correlation
-    across runs and within temperatures per architecture, their statuses, the runs a not-supported
-    architecture needs and the loss ``regime``."""
+def grid_correlations(runs_: pd.DataFrame, x: str, y: str, taus) -> dict:
+    """Spearman's rho (:func:`attnrank.stats.spearman`) of columns ``x`` and ``y`` over the runs at each
+    temperature ratio of ``taus`` and architecture: ``{tau: {arch: Estimate}}``."""
+    archs = sorted(runs_.arch.unique())
+    return {
+        t: {a: spearman(d[x], d[y]) for a in archs for d in [runs_[(runs_.arch == a) & np.isclose(runs_.tau, t)]]}
+        for t in taus
+    }
+
+
+def loss_summary(res: LossResult, *, n_seeds: int) -> str:
+    """The summary of the loss verdict (:func:`attnrank.rules.loss_rule` on the primary measure): the
+    correlation across runs and within temperatures per architecture, their statuses and the runs a
+    not-supported architecture needs."""
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
     archs = list(res.rho)
-    needed = needed_runs(res.judged, arch_labels, res.per_arch, prefix="about ")
+    needed = needed_runs(res.judged, res.per_arch, prefix="about ")
     return (
-        f"On the {label}, across {', '.join(f'{res.rho[a].n} {arch_labels[a]}' for a in archs)} runs "
-        f"({n_seeds} seeds per setting), initial mean rank and final validation loss have Spearman rho "
-        f"{fmt_estimate(res.rho['bert'], n=False)} (BERT) and {fmt_estimate(res.rho['gpt2'], n=False)} (GPT-2); within temperatures "
-        f"(tau as a fixed effect) rho is {fmt_estimate(res.within['bert'], n=False)} (BERT, p = {res.within['bert'].p:.2f}) and "
-        f"{fmt_estimate(res.within['gpt2'], n=False)} (GPT-2, p = {res.within['gpt2'].p:.2f}): "
-        + ", ".join(f"{res.per_arch[a]} for {arch_labels[a]}" for a in archs)
-        + ". "
+        f"On the {label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in archs)} runs "
+        f"({n_seeds} seeds per setting), initial mean rank and final validation loss have Spearman ρ "
+        f"{fmt_estimate(res.rho['bert'], n=False)} (BERT) and {fmt_estimate(res.rho['gpt2'], n=False)} (GPT-2); "
+        f"within temperatures ($\\tau$ as a fixed effect) ρ is {fmt_estimate(res.within['bert'], n=False)} "
+        f"(BERT, p = {fmt(res.within['bert'].p)}) and {fmt_estimate(res.within['gpt2'], n=False)} "
+        f"(GPT-2, p = {fmt(res.within['gpt2'].p)}): "
+        + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs)
+        + "."
         + (
-            f"Runs needed to resolve a within-temperature rho of {LOSS_EFFECT:g}".replace("of -", "of \u2212")
-            + f": {', '.join(needed)}. "
+            f" Runs needed to resolve a within-temperature ρ of {fmt(LOSS_EFFECT, 1)}: {', '.join(needed)}."
             if needed
             else ""
         )
-        + f"Regime: {regime}."
     )
+
+
+def finding(res: LossResult) -> str:
+    """The verdict in one line for the intro's table."""
+    within = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.within[a].value)} (p = {fmt(res.within[a].p)})" for a in res.within)
+    across = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.rho[a].value)}" for a in res.rho)
+    return f"Initial rank against final loss: ρ {across} across runs; within a temperature {within}."
+
+
+def section(
+    profile: str = "auto",
+    *,
+    seeds=None,
+    taus=None,
+    head_dims=None,
+    level_quantile: float = 0.75,
+    smooth: int = 3,
+    dataset: str | None = None,
+) -> Section:
+    """The loss chapter: the shared sweep's runs (trained where missing), convergence speed, the rule
+    with every rank measure, four figures, the correlation table and the ``loss`` verdict.
+
+    Args:
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.dynamics.section`).
+        level_quantile: the quantile of the runs' final training losses (per architecture) that sets
+            the convergence level.
+        smooth: logged training-loss points averaged before a run is tested against the level.
+
+    Raises:
+        ConfigError: for a parameter the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    m = PRIMARY_MEASURE
+    label = MEASURE_LABELS[m]
+    rank_label = f"initial mean rank ({label})"
+    sweep = runs.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    head_dim0, n_seeds = resolve_config("bert", profile).head_dim, int(sweep.seed.nunique())
+    train_log = load_table(sweep, "train_log")
+    sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
+    ok = sweep[sweep.status == "complete"]
+    glue = {
+        **runs.sweep_facts("loss", sweep, grid),
+        "loss_rho_effect": fmt(LOSS_EFFECT, 1),
+        "loss_primary_label": label,
+        **{f"loss_level_{a}": fmt(lv, 3) for a, lv in levels.items()},
+        "loss_level_quantile": fmt(level_quantile, 0, percent=True),
+        "loss_smooth": smooth,
+        "loss_n_censored": int(sweep.censored.sum()),
+        "loss_n_complete": len(ok),
+        "loss_cens_value": cens_value,
+    }
+    losses = baselines.reference_losses(profile, sorted(sweep.arch.unique()), dataset)
+    refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in losses.items()}
+    tau_runs = sweep[sweep.sweep == "temperature grid"]
+    curves = runs.loss_curves(tau_runs)
+    failed = runs.failures(sweep, "loss_failures")
+    tables_first = [failed] if failed is not None else []
+    if failed is None:
+        glue["loss_failures"] = "No run of the sweep diverged."
+    figures = [
+        Figure(
+            "loss_curves",
+            tplots.loss_trajectories(curves, levels, refs),
+            curves,
+            f"Validation loss (top) and training loss (bottom) through training for each temperature ratio "
+            f"$\\tau$ (colour, log scale; $\\tau = 1$ bold), head dimension {head_dim0}. Line: mean over seeds; "
+            f"band: range over seeds. Dotted: the convergence level ({fmt(level_quantile, 0, percent=True)} "
+            f"quantile of the final training losses). Dashed and fine-dotted (validation panels): unigram and "
+            f"bigram count models on the same validation targets (written in a panel's corner when far off its "
+            f"range). Each panel has its own axis. {runs.caption(tau_runs, profile)}.",
+            "Four line charts: validation and training loss against training step for BERT and GPT-2, one line "
+            "per temperature, with horizontal lines for the count models and the convergence level.",
+        )
+    ]
+    results = {mm: rules.loss_rule(ok, mm) for mm in RANK_MEASURES}
+    res = results[m]
+    speed = {mm: rules.loss_rule(ok, mm, outcome="steps_plot") for mm in RANK_MEASURES}
+    hd_taus = sorted(sweep.tau[sweep.sweep == "head-dimension grid"].unique())
+    tau_min = min(grid["taus"])
+    hd_rho = grid_correlations(ok, f"initial_{m}", "final_val_loss", hd_taus)
+    for name, by_arch in {
+        "val_rho": res.rho,
+        "val_within": res.within,
+        "speed_rho": speed[m].rho,
+        "speed_within": speed[m].within,
+        "val_hdmin": hd_rho[tau_min],
+        **{f"val_hd{fmt_setting(t)}".replace(".", "p"): hd_rho[t] for t in hd_taus},
+    }.items():
+        for a, e in by_arch.items():
+            glue[f"loss_{name}_{a}"] = fmt_estimate(e)
+    glue["loss_tau_min"] = fmt_setting(tau_min)
+    cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss"]
+    cols += ["final_train_loss", "steps_to_level", "censored", "steps_plot"]
+    figures.append(
+        Figure(
+            "loss_final_vs_rank",
+            tplots.run_scatter(
+                sweep[cols],
+                x=f"initial_{m}",
+                y="final_val_loss",
+                hue="tau",
+                annotations=correlation_notes(res),
+                references=refs,
+                xlabel=rank_label,
+                ylabel="final validation loss (nats)",
+            ),
+            sweep[cols],
+            f"Final validation loss against the initial mean rank, one point per run of the shared sweep, colour: "
+            f"$\\tau$ (log scale); each model on its own axis. Text: Spearman's ρ (95% BCa bootstrap over runs) "
+            f"and the rank correlation within temperatures. Lines or corner notes: unigram and bigram count models. "
+            f"{runs.caption(sweep, profile)}.",
+            "Two scatter plots, BERT and GPT-2, of each run's final validation loss against its initial effective "
+            "rank, coloured by temperature, with the correlations above each panel.",
+        )
+    )
+    figures.append(
+        Figure(
+            "loss_speed_vs_rank",
+            tplots.run_scatter(
+                sweep[cols],
+                x=f"initial_{m}",
+                y="steps_plot",
+                hue="tau",
+                censored="censored",
+                annotations=correlation_notes(speed[m]),
+                xlabel=rank_label,
+                ylabel="steps to reach the loss level",
+            ),
+            sweep[cols],
+            "Training steps until the smoothed training loss first reaches the level ("
+            + ", ".join(f"{ARCH_NAMES[a]} {fmt(lv, 3)} nats" for a, lv in levels.items())
+            + f"; the {fmt(level_quantile, 0, percent=True)} quantile of final training losses) against the initial "
+            f"mean rank; hollow triangles: never reached (censored, drawn at step {cens_value}). Colour: $\\tau$ "
+            f"(log scale). {runs.caption(sweep, profile)}.",
+            "Two scatter plots of the steps each run needed to reach a fixed training loss against its initial "
+            "effective rank; hollow triangles mark runs that never reached it.",
+        )
+    )
+    hd = sweep[sweep.tau.isin(hd_taus)]
+    figures.append(
+        Figure(
+            "loss_head_dim",
+            tplots.head_dim_scatter(
+                hd[cols],
+                x=f"initial_{m}",
+                y="final_val_loss",
+                rho=hd_rho,
+                references=refs,
+                xlabel=rank_label,
+                ylabel="final validation loss (nats)",
+            ),
+            hd[cols],
+            f"Final validation loss against the initial mean rank in the head-dimension grid (colour: head "
+            f"dimension, log scale; fixed width) at $\\tau$ = {', '.join(map(fmt_setting, hd_taus))} (rows); each "
+            f"panel on its own axis. Lines join the runs of one seed. Text: Spearman's ρ with its 95% BCa bootstrap "
+            f"interval over runs. Lines or corner notes: unigram and bigram count models. {runs.caption(hd, profile)}.",
+            "Scatter plots, one per model and temperature, of final validation loss against initial effective rank "
+            "for each head dimension, the runs of one seed joined by lines.",
+        )
+    )
+    tables = tables_first + [
+        Table(
+            "loss_correlations",
+            pd.concat(
+                [
+                    correlation_table({mm: r}, outcome=OUTCOMES[y])
+                    for mm in RANK_MEASURES
+                    for y, r in (("final_val_loss", results[mm]), ("steps_plot", speed[mm]))
+                ],
+                ignore_index=True,
+            ),
+        ),
+        by_measure_table("loss_by_measure", results, m),
+    ]
+    verdict = Verdict(
+        "loss",
+        res.status,
+        finding(res),
+        "; ".join(f"{ARCH_NAMES[a]} within-τ ρ {fmt_estimate(res.within[a], n=False)}" for a in res.within),
+        f"{sum(e.n for e in res.rho.values())} runs",
+        baselines.regime_clause(ok, losses),
+        loss_summary(res, n_seeds=n_seeds),
+        {mm: r.status for mm, r in results.items()},
+    )
+    return Section("loss", glue, figures, tables, [verdict])

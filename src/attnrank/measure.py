@@ -15,31 +15,35 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import rank, spectra, stats, verdicts
+from . import experiments, rank, spectra, stats, verdicts
+from .baselines import reference_losses, regime_clause
 from .cache import cached
 from .errors import ConfigError
-from .glossary import fmt, fmt_estimate
-from .profiles import ARCHS, resolve_config
+from .glossary import ARCH_LABELS, MEASURE_LABELS, MINUS, fmt, fmt_estimate, fmt_setting
+from .plots import ALT_TEXT
+from .plots import measure as mplots
+from .profiles import ARCHS, resolve_config, resolve_profile
 from .rank import RANK_MEASURES
-from .spectra import PIPELINES, REFERENCE
+from .rules import PRIMARY_MEASURE
+from .runs import table as runs_table
+from .section import Figure, Section, Table, Verdict
+from .spectra import EPS64, PIPELINES, REFERENCE, attention_examples
+from .store import read
 
 __all__ = [
     "RULE_MEASURES",
     "probe",
     "summarise",
-    "threshold_lines",
     "uniform_causal",
     "matrix_facts",
     "causal_ratios",
     "verdict",
     "Setting",
-    "baselines",
     "trained_facts",
 ]
 
 #: The measures of the verdict rule: the study's absolute rule and two relative ones.
 RULE_MEASURES = ("rank_atol_1e-8", "rank_rtol_1e-2", "effective_rank")
-EPS32, EPS64 = float(torch.finfo(torch.float32).eps), float(torch.finfo(torch.float64).eps)
 
 
 def probe(used: pd.DataFrame, probe_size: int, taus) -> dict[str, pd.DataFrame]:
@@ -67,26 +71,6 @@ def summarise(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         out.append(
             dict(zip(by, key if isinstance(key, tuple) else (key,)), mean=e.value, low=e.low, high=e.high, n=e.n)
         )
-    return pd.DataFrame(out)
-
-
-def threshold_lines(sigma_1: pd.Series, n: int) -> pd.DataFrame:
-    """Where each measure cuts, per architecture (relative thresholds at the median ``sigma_1``
-    of the panel), and the float32 and float64 round-off levels."""
-    out = []
-    for arch, s1 in sigma_1.items():
-        out += [
-            dict(arch=arch, label="study: atol 1e-8", value=rank.STUDY_ATOL, style="-"),
-            dict(arch=arch, label=r"rtol 1e-2 $\times\,\sigma_1$", value=1e-2 * s1, style="--"),
-            dict(arch=arch, label=r"rtol 1e-4 $\times\,\sigma_1$", value=1e-4 * s1, style="-."),
-            dict(arch=arch, label=r"float32 round-off $\varepsilon_{32}\sigma_1$", value=EPS32 * s1, style=":"),
-            dict(
-                arch=arch,
-                label=r"float64 round-off $n\,\varepsilon_{64}\sigma_1$",
-                value=n * EPS64 * s1,
-                style=(0, (1, 3)),
-            ),
-        ]
     return pd.DataFrame(out)
 
 
@@ -157,7 +141,7 @@ def verdict(
     ``e`` is below ``e_max``, *misses* it when above. Supported: the study's absolute rule
     misses while rtol 1e-2 and the effective rank detect; not supported: the absolute rule
     detects or a relative measure misses; else (or a grid below ``tau_high``) inconclusive.
-    Returns ``(status, summary, glue)``."""
+    Returns ``(status, summary, glue, excess)`` (``excess``: ``{measure: Estimate}`` of the mean excess)."""
     hi = values[
         (values.state == "trained") & (values.pipeline == REFERENCE) & (values.arch == "bert") & (values.tau == tau_max)
     ]
@@ -200,7 +184,8 @@ def verdict(
         f"{fmt(ratios['rank_rtol_1e-2'], 2)} times.{needed}"
     )
     glue = {f"measure_excess_{m}": float(e.value) for m, e in excess.items()}
-    return status, summary, {"measure_e_max": e_max, "measure_tau_high": tau_high, **glue}
+    glue.update({"measure_e_max": e_max, "measure_tau_high": tau_high})
+    return status, summary, glue, excess
 
 
 def probed_runs(runs: pd.DataFrame, profile: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -275,7 +260,7 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
     ].set_index("pipeline")["median"]
     glue.update(
         {
-            f"measure_floor_{tag}": fmt(float(t[p]), 2)
+            f"measure_floor_{tag}": f"{float(t[p]):.2g}".replace("-", MINUS)  # floors lie below fmt's zero
             for tag, p in (("ref", REFERENCE), ("probs32", p32), ("svd32", s32))
         }
     )
@@ -331,29 +316,6 @@ class Setting:
         )
 
 
-def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFrame:
-    """Reference values drawn beside the measures: ``arch, measure, value, label``.
-
-    ``causal``: :func:`uniform_causal` (drawn for GPT-2, under each measure); ``n``: the sequence
-    length, the largest rank (both architectures). With ``temperature=True`` (the figure against
-    the temperature) the causal rows have no label, ``n`` is labelled ``"n = <n>"`` and BERT also
-    gets the rank-one line of uniform attention (``measure = "rank one"``, value 1).
-    """
-    if not temperature:
-        return pd.DataFrame(
-            [dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
-            + [dict(arch=a, measure="n", value=float(n), label="n") for a in ARCHS]
-        )
-    return pd.concat(
-        [
-            pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
-            pd.DataFrame([dict(arch=a, measure="n", value=float(n), label=f"n = {n}") for a in ARCHS]),
-            pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
-        ],
-        ignore_index=True,
-    )
-
-
 def trained_facts(at1: pd.DataFrame) -> dict:
     """``measure_<arch>_trained_<measure>``: the mean over runs of every rank measure of the trained
     models at ``tau = 1`` (``at1``: :func:`summarise` by ``arch, state, measure``).
@@ -363,3 +325,128 @@ def trained_facts(at1: pd.DataFrame) -> dict:
     """
     lookup = at1.set_index(["arch", "state", "measure"])["mean"]
     return {f"measure_{a}_trained_{m}": float(lookup[a, "trained", m]) for a in ARCHS for m in RANK_MEASURES}
+
+
+# --------------------------------------------------------------------------- the chapter
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme", "dataset")
+
+
+def _figure(spec) -> Figure:
+    fig, data, name, caption = spec
+    return Figure(name, fig, data, caption, ALT_TEXT[name])
+
+
+def section(
+    profile: str = "auto",
+    *,
+    seeds=None,
+    taus=None,
+    head_dims=None,
+    probe_size: int = 64,
+    tau_grid_extreme=(0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0),
+    dataset=None,
+) -> Section:
+    """The measure chapter: the shared sweep's runs at ``tau = 1`` (trained where missing) probed at every
+    temperature of ``tau_grid_extreme`` in three precision pipelines (:func:`probe`, cached), real attention
+    patterns and their spectra (:func:`attnrank.spectra.attention_examples`), seven figures, three tables and
+    the ``measure`` verdict (:func:`verdict`).
+
+    Raises:
+        ConfigError: naming a parameter outside its range; RuntimeError when an architecture has no complete
+        run at ``tau = 1``.
+    """
+    profile = resolve_profile(profile)
+    grid_taus = sorted(set(tau_grid_extreme) | {1.0})  # tau = 1 (the trained model) is always probed
+    configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    sweep = runs_table(configs, long=False)
+    used, not_probed = probed_runs(sweep, profile)
+    S = Setting.of(used, profile, probe_size, grid_taus)
+    n = S.n
+    glue = {
+        **S.glue(),
+        "measure_n_failed": int((sweep.status != "complete").sum()),
+        "measure_n_not_probed": len(not_probed),
+    }
+    tables = probe(used, probe_size, grid_taus)
+    values, matrices, quantiles = tables["values"], tables["matrices"], tables["spectra"]
+    # the subject: real attention patterns and their spectra, one run per architecture (the first seed)
+    mats, svs, labels = [], [], {}
+    for a in ARCHS:
+        first = used[used.arch == a].sort_values("seed").iloc[0]
+        m_a, s_a, labels[a] = attention_examples(read(first.path))
+        mats.append(m_a.assign(arch=a))
+        svs.append(s_a.assign(arch=a))
+    mats, svs = pd.concat(mats, ignore_index=True), pd.concat(svs, ignore_index=True)
+    figures = [
+        Figure(
+            "measure_attention_patterns",
+            mplots.attention_patterns(mats, svs, labels),
+            mats.merge(svs, on=["arch", "state", "tau"], how="left")
+            .drop(columns="k")
+            .drop_duplicates(["arch", "state", "tau", "i", "j"]),
+            f"Attention of layer 1, head 1 of BERT and GPT-2 on the first {len(labels['bert'])} tokens of a held-out "
+            f"sequence (query down, key across; darker is more weight), for the model a run started from and the "
+            f"trained one, each evaluated at $\\tau = 10^{{-3}}$, $1$ and $10^{{3}}$ with its weights fixed; right: "
+            f"the singular values of the row's three matrices (log axis; dotted: the study's threshold $10^{{-8}}$). "
+            f"{S.runs_text.capitalize()}; one run each shown.",
+            "Grid of small heat maps of attention weights with the tokens on both axes, one row per model and state, "
+            "one column per temperature, and a line chart of singular values at the end of each row.",
+        )
+    ]
+    glue.update(matrix_facts(matrices, n))
+    figures.append(_figure(mplots.spectra_tau1_figure(quantiles, matrices, S)))
+    causal = uniform_causal(n)
+    ratio_table, ratio_glue = causal_ratios(values, causal, n)
+    glue.update(ratio_glue)
+    at1 = summarise(values[(values.tau == 1.0) & (values.pipeline == REFERENCE)], ["arch", "state", "measure"])
+    glue.update(trained_facts(at1))
+    figures.append(_figure(mplots.ranks_tau1_figure(at1, causal, S)))
+    by_tau = summarise(values[values.state == "trained"], ["arch", "tau", "pipeline", "measure"])
+    ref = by_tau[by_tau.pipeline == REFERENCE]
+    tau_max = max(grid_taus)
+    ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
+    head_dim = int(used[used.arch == "bert"].head_dim.iloc[0])
+    glue["measure_dh_plus_1"] = head_dim + 1
+    glue.update(temperature_facts(ref, matrices, quantiles, grid_taus))
+    figures.append(_figure(mplots.ranks_vs_tau_figure(ref, causal, S, highlight=PRIMARY_MEASURE)))
+    figures.append(_figure(mplots.spectra_extremes_figure(quantiles, matrices, S)))
+    figures.append(_figure(mplots.precision_figure(by_tau, S)))
+    deviation, precision_glue = precision_facts(by_tau, quantiles, n)
+    glue.update(precision_glue)
+    ratios = {m: ratio_glue[f"measure_gpt2_ratio_value_{m}"] for m in RANK_MEASURES}
+    status, summary, rule_glue, excess = verdict(
+        values,
+        ratios,
+        n=n,
+        tau_max=tau_max,
+        head_dim=head_dim,
+        atol_rank=float(ref_lookup["bert", tau_max, "rank_atol_1e-8"]),
+        profile=profile,
+    )
+    glue.update(rule_glue)
+    wide = at1.pivot_table(index=["arch", "state"], columns="measure", values="mean")[list(RANK_MEASURES)].reset_index()
+    wide = wide.assign(arch=wide.arch.map(ARCH_LABELS)).rename(
+        columns={"arch": "model", "state": "state", **MEASURE_LABELS}
+    )
+    reader_tables = [
+        Table("measure_causal_ratios", ratio_table.reset_index().rename(columns=lambda c: str(c).replace("_", " "))),
+        Table("measure_ranks_tau1_table", wide.rename_axis(None, axis=1)),
+        Table(
+            "measure_precision_deviation",
+            deviation.reset_index().rename(columns=lambda c: MEASURE_LABELS.get(c, str(c).replace("_", " "))),
+            digits=3,
+        ),
+    ]
+    e = excess
+    record = Verdict(
+        "measure",
+        status,
+        f"At τ = {fmt_setting(tau_max)} trained BERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
+        f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
+        "; ".join(f"{MEASURE_LABELS[m]} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
+        f"{S.n_runs} runs",
+        regime_clause(used, reference_losses(profile, ARCHS, dataset)),
+        summary,
+    )
+    return Section("measure", glue, figures, reader_tables, [record])

@@ -1,270 +1,33 @@
-"""The study's protocol replayed on our probe records, and rank at step k against the final rank.
+"""The study's own protocol, and whether the rank is set early: the protocol chapter.
 
-The study averaged its rank (singular values above the absolute threshold 1e-8) over 4
-training and 4 test examples of one trained model per temperature. Every run of ours records,
-at every probe step, the value of each rank measure for each of its held-out probe sequences
-(split ``"val"``) and of a fixed set of training blocks (split ``"train"``):
-:attr:`attnrank.store.Run.sequences`. From these records:
-
-* :func:`study_draws` replays the study's statistic many times: for each random draw, one run
-  per temperature and 4 + 4 sequences, the mean rank at the stock temperature minus the mean
-  rank at the cold one, at every probe step;
-* :func:`study_reference` is the same statistic with every run and every recorded sequence;
-* :func:`flip_rate` is the share of draws whose sign differs from the reference's, with its
-  exact binomial interval;
-* :func:`rank_by_step` is Spearman's rho over runs of the mean rank at each probe step against
-  the final one (the "set early" question).
-
-The verdict rules built on these tables are :func:`attnrank.rules.protocol_rule` and
-:func:`attnrank.rules.set_early_rule`. For the chapter: :func:`load` gathers the main grid's runs
-and records (:class:`Records`), :func:`flip_table`, :func:`judge` and :func:`set_early_summary` give
-its table, glued numbers and verdict sentences; its figures are in :mod:`attnrank.plots.protocol`.
+:func:`section` replays the study's protocol (4 + 4 examples, one run per temperature, the absolute
+1e-8 rank) many times on the main grid's probe records (:mod:`attnrank.study`), applies the two
+pre-registered rules (:func:`attnrank.rules.protocol_rule`, :func:`attnrank.rules.set_early_rule`)
+and returns the chapter's :class:`~attnrank.section.Section`: four figures, the flip-rate table and
+the ``protocol`` and ``set_early`` verdicts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
-from . import experiments, rules, stats, store
-from .errors import ConfigError, check_int
-from .glossary import fmt_estimate
-from .profiles import resolve_config
-from .rank import MEASURES, STUDY_ATOL
-from .stats import Estimate
+from . import rules, study
+from .baselines import reference_losses, regime_clause
+from .experiments import STUDY_EXAMPLES, STUDY_TAUS
+from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, fmt, fmt_estimate
+from .plots import ALT_TEXT
+from .plots import protocol as pplots
+from .profiles import resolve_profile
+from .rules import PRIMARY_MEASURE
+from .section import Figure, Section, Table, Verdict
+from .store import load_table
+from .study import Records
 
-__all__ = [
-    "STUDY_MEASURE",
-    "STUDY_TAUS",
-    "STUDY_EXAMPLES",
-    "study_draws",
-    "study_reference",
-    "flip_rate",
-    "rank_by_step",
-    "agreement",
-    "Records",
-    "load",
-    "flip_table",
-    "judge",
-    "set_early_summary",
-]
+__all__ = ["PARAMETERS", "section", "agreement", "flip_table", "judge", "set_early_summary"]
 
-#: The study's rank: singular values above the absolute threshold 1e-8.
-STUDY_MEASURE = next(m.name for m in MEASURES.values() if m.atol == STUDY_ATOL and m.rtol is None)
-#: The study's two temperatures as ratios ``tau = T / sqrt(d_head)``: stock and cold.
-STUDY_TAUS = (1.0, 1e-3)
-#: Examples the study averaged over: (training, test).
-STUDY_EXAMPLES = (4, 4)
-
-
-def _need(df: pd.DataFrame, cols, name: str = "sequences") -> None:
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise ConfigError(name, f"missing columns {missing}; got {list(df.columns)}")
-
-
-def _cube(seq: pd.DataFrame, measure: str, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(keys [R], steps [S], values [R, S, B])`` of one split, runs in key order."""
-    d = seq[seq.split == split]
-    keys, steps, seqs = (np.sort(d[c].unique()) for c in ("key", "step", "sequence"))
-    full = pd.MultiIndex.from_product([keys, steps, seqs], names=["key", "step", "sequence"])
-    v = d.set_index(["key", "step", "sequence"])[measure].astype(float).reindex(full)
-    return keys, steps, v.to_numpy().reshape(len(keys), len(steps), len(seqs))
-
-
-def _arms(seq: pd.DataFrame, arch: str, stock: float, cold: float, measure: str):
-    """Per temperature: ``{tau: (train values [R, S, Bt], test values [R, S, Bv])}`` and the common steps."""
-    out, steps = {}, None
-    for tau in (stock, cold):
-        d = seq[(seq.arch == arch) & np.isclose(seq.tau.astype(float), tau, rtol=1e-9)]
-        if d.empty:
-            raise ConfigError("sequences", f"no {arch} run at tau = {tau:g}")
-        _, s_tr, tr = _cube(d, measure, "train")
-        _, s_va, va = _cube(d, measure, "val")
-        s = np.intersect1d(s_tr, s_va)
-        tr, va = tr[:, np.isin(s_tr, s)], va[:, np.isin(s_va, s)]
-        steps = s if steps is None else np.intersect1d(steps, s)
-        out[tau] = (s, tr, va)
-    for tau, (s, tr, va) in out.items():
-        keep = np.isin(s, steps)
-        out[tau] = (tr[:, keep], va[:, keep])
-    return out, steps
-
-
-def _check(seq, measure, examples):
-    _need(seq, ["key", "arch", "tau", "step", "split", "sequence", measure])
-    if measure not in MEASURES:
-        raise ConfigError("measure", f"got {measure!r}; allowed values: {', '.join(MEASURES)}")
-    n_train, n_test = (check_int("examples", e, low=1) for e in examples)
-    return n_train, n_test
-
-
-def study_draws(
-    sequences: pd.DataFrame,
-    *,
-    measure: str = STUDY_MEASURE,
-    stock: float = STUDY_TAUS[0],
-    cold: float = STUDY_TAUS[1],
-    examples=STUDY_EXAMPLES,
-    n_draws: int = 1000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """The study's statistic over ``n_draws`` random draws of one run per temperature and its examples.
-
-    Args:
-        sequences: rows of :func:`attnrank.store.load_table` (``"sequences"``) with the columns
-            ``key, arch, tau, step, split, sequence`` and ``measure``; runs at ``stock`` and
-            ``cold`` (others are ignored), several seeds each.
-        measure: the rank measure (default the study's, ``rank_atol_1e-8``).
-        examples: ``(training, test)`` sequences per draw, drawn without replacement from the
-            ``"train"`` and ``"val"`` records; the same sequences for both temperatures (the
-            probe sets are the same in every run of an architecture).
-        n_draws, seed: draws per architecture and the generator's seed.
-
-    Each draw picks one run at each temperature (uniformly, independently) and the examples, and
-    computes at every probe step ``mean over the examples at stock - the same at cold``.
-
-    Returns:
-        one row per architecture x draw x step: ``arch, draw, step, stat, key_stock, key_cold``.
-
-    Raises:
-        ConfigError: naming ``sequences`` (missing columns, no run at a temperature), ``measure``
-        or ``examples`` (more than recorded).
-    """
-    n_train, n_test = _check(sequences, measure, examples)
-    n_draws = check_int("n_draws", n_draws, low=1)
-    rng = np.random.default_rng(seed)
-    frames = []
-    for arch in sorted(sequences.arch.unique()):
-        arms, steps = _arms(sequences, arch, stock, cold, measure)
-        keys = {
-            t: np.sort(
-                sequences[(sequences.arch == arch) & np.isclose(sequences.tau.astype(float), t, rtol=1e-9)].key.unique()
-            )
-            for t in (stock, cold)
-        }
-        bt, bv = arms[stock][0].shape[2], arms[stock][1].shape[2]
-        if n_train > bt or n_test > bv:
-            raise ConfigError(
-                "examples", f"got {tuple(examples)}; {arch} runs record {bt} training and {bv} test sequences"
-            )
-        runs = {t: rng.integers(len(keys[t]), size=n_draws) for t in (stock, cold)}
-        tr = np.argsort(rng.random((n_draws, bt)), axis=1)[:, :n_train]  # without replacement
-        va = np.argsort(rng.random((n_draws, bv)), axis=1)[:, :n_test]
-        means = {}
-        for t in (stock, cold):
-            train_v, test_v = arms[t]
-            r = runs[t]
-            a = np.take_along_axis(train_v[r], tr[:, None, :], axis=2).sum(2)  # [D, S]
-            b = np.take_along_axis(test_v[r], va[:, None, :], axis=2).sum(2)
-            means[t] = (a + b) / (n_train + n_test)
-        stat = means[stock] - means[cold]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "arch": arch,
-                    "draw": np.repeat(np.arange(n_draws), len(steps)),
-                    "step": np.tile(steps, n_draws),
-                    "stat": stat.reshape(-1),
-                    "key_stock": np.repeat(keys[stock][runs[stock]], len(steps)),
-                    "key_cold": np.repeat(keys[cold][runs[cold]], len(steps)),
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
-
-
-def study_reference(
-    sequences: pd.DataFrame, *, measure: str = STUDY_MEASURE, stock: float = STUDY_TAUS[0], cold: float = STUDY_TAUS[1]
-) -> pd.DataFrame:
-    """The study's statistic with every run and every recorded sequence (training and test alike).
-
-    Per architecture and step: mean over runs of each run's mean over all its recorded sequences,
-    at ``stock`` minus the same at ``cold``. Returns ``arch, step, stat``.
-
-    Raises:
-        ConfigError: as :func:`study_draws`.
-    """
-    _check(sequences, measure, (1, 1))
-    rows = []
-    for arch in sorted(sequences.arch.unique()):
-        arms, steps = _arms(sequences, arch, stock, cold, measure)
-        m = {t: np.concatenate(arms[t], axis=2).mean(axis=2).mean(axis=0) for t in (stock, cold)}  # [S]
-        rows.append(pd.DataFrame({"arch": arch, "step": steps, "stat": m[stock] - m[cold]}))
-    return pd.concat(rows, ignore_index=True)
-
-
-def flip_rate(draws: pd.DataFrame, reference: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
-    """Share of draws whose conclusion (the sign of the statistic) differs from the reference's.
-
-    A draw with a statistic of exactly 0 (no difference) disagrees with a reference that has a
-    sign, and agrees with a reference of 0.
-
-    Returns:
-        one row per architecture and step: ``arch, step, reference, flips, draws`` and
-        ``estimate`` (an :class:`~attnrank.stats.Estimate`: the share, its exact Clopper-Pearson
-        interval over the draws (Monte Carlo error of the share; the runs and sequences drawn
-        from are fixed), ``n`` = draws).
-    """
-    _need(draws, ["arch", "step", "stat"], "draws")
-    _need(reference, ["arch", "step", "stat"], "reference")
-    ref = reference.set_index(["arch", "step"]).stat
-    rows = []
-    for (arch, step), d in draws.groupby(["arch", "step"], sort=True):
-        r = float(ref.loc[(arch, step)])
-        flips = int((np.sign(d.stat.to_numpy(float)) != np.sign(r)).sum())
-        n = len(d)
-        ci = sps.binomtest(flips, n).proportion_ci(confidence, method="exact")
-        est = Estimate(flips / n, ci.low, ci.high, n, f"share of {n} draws, Clopper-Pearson interval", confidence)
-        rows.append({"arch": arch, "step": step, "reference": r, "flips": flips, "draws": n, "estimate": est})
-    return pd.DataFrame(rows)
-
-
-def rank_by_step(
-    summary: pd.DataFrame, measure: str, *, n_resamples: int = stats.N_RESAMPLES // 10, seed: int = 0
-) -> pd.DataFrame:
-    """Spearman's rho over runs between the mean rank at each probe step and at the last step.
-
-    Args:
-        summary: :func:`attnrank.store.load_table` rows of ``rank_summary`` (``key, arch, step,
-            measure, mean``), complete runs only; every run probed at the same steps.
-        measure: the rank measure.
-        n_resamples, seed: of the BCa bootstrap over runs (:func:`attnrank.stats.spearman`).
-
-    Returns:
-        one row per architecture and step before the last: ``arch, step, final_step, n`` and
-        ``estimate`` (the :class:`~attnrank.stats.Estimate`), ``rho, low, high``.
-
-    Raises:
-        ConfigError: naming ``summary`` for missing columns, ``measure`` for one it lacks.
-    """
-    _need(summary, ["key", "arch", "step", "measure", "mean"], "summary")
-    if measure not in set(summary.measure):
-        raise ConfigError("measure", f"got {measure!r}; the summary has {sorted(set(summary.measure))}")
-    rows = []
-    for arch, d in summary[summary.measure == measure].groupby("arch", sort=True):
-        wide = d.pivot_table(index="key", columns="step", values="mean")
-        final = wide.columns.max()
-        for step in wide.columns[wide.columns < final]:
-            e = stats.spearman(
-                wide[step].to_numpy(float), wide[final].to_numpy(float), n_resamples=n_resamples, seed=seed
-            )
-            rows.append(
-                {
-                    "arch": arch,
-                    "step": int(step),
-                    "final_step": int(final),
-                    "n": e.n,
-                    "estimate": e,
-                    "rho": e.value,
-                    "low": e.low,
-                    "high": e.high,
-                }
-            )
-    return pd.DataFrame(rows)
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "n_draws", "dataset")
 
 
 def agreement(
@@ -303,73 +66,18 @@ def agreement(
     return out
 
 
-@dataclass
-class Records:
-    """The protocol chapter's runs and probe records (:func:`load`).
-
-    ``ok``: the complete runs of the main grid (one row per run); ``pair``: those at the
-    profile's standard head dimension ``head_dim`` and the study's two temperatures;
-    ``seq`` and ``summary``: their ``sequences`` and ``rank_summary`` tables;
-    ``final_step``: the last probe step.
-    """
-
-    ok: pd.DataFrame
-    pair: pd.DataFrame
-    head_dim: int
-    seq: pd.DataFrame
-    summary: pd.DataFrame
-    final_step: int
-
-    def glue(self, n_draws: int) -> dict:
-        """The chapter's ``protocol_*`` numbers about the records and its pre-registered thresholds."""
-        seq = self.seq
-        values = {
-            "n_val": seq[seq.split == "val"].sequence.nunique(),
-            "n_train": seq[seq.split == "train"].sequence.nunique(),
-            "n_seeds": self.pair.seed.nunique(),
-            "n_draws": n_draws,
-            "final_step": self.final_step,
-            "n_runs": len(self.ok),
-            "max_flip": f"{rules.MAX_FLIP:.0%}",
-            "rho_min": rules.SET_EARLY_RHO,
-            "early_pct": f"{rules.EARLY_FRACTION:.0%}",
-            "steps": ", ".join(map(str, sorted(seq.step.unique()))),
-        }
-        return {f"protocol_{k}": v for k, v in values.items()}
-
-
-def select(runs: pd.DataFrame, head_dim: int, *, stock: float = STUDY_TAUS[0], cold: float = STUDY_TAUS[1]):
-    """``(ok, pair)``: the complete runs of ``runs``, and those with ``head_dim`` at ``stock`` or ``cold``.
-
-    Raises:
-        ConfigError: naming ``runs`` for missing columns ``status``, ``head_dim``, ``tau``.
-    """
-    _need(runs, ["status", "head_dim", "tau"], "runs")
-    ok = runs[runs.status == "complete"]
-    return ok, ok[(ok.head_dim == head_dim) & (np.isclose(ok.tau, stock) | np.isclose(ok.tau, cold))]
-
-
-def load(profile: str, *, seeds=None, dataset=None) -> Records:
-    """The :class:`Records` of the main grid (:func:`attnrank.experiments.main_sweep`, trained where missing).
-
-    Raises:
-        ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
-    """
-    runs = store.sweep(experiments.main_sweep(profile, seeds=seeds, dataset=dataset), progress=False)
-    head_dim = resolve_config("bert", profile).head_dim
-    ok, pair = select(runs, head_dim)
-    seq = store.load_table(pair, "sequences")
-    return Records(ok, pair, head_dim, seq, store.load_table(pair, "rank_summary"), int(seq.step.max()))
-
-
 def flip_table(flips: pd.DataFrame) -> pd.DataFrame:
     """:func:`flip_rate` as a table: one row per probe step, one column per architecture, each cell
     the flip rate in percent with its 95% interval (``"12.0% [8.1%, 16.5%]"``-style text)."""
     text = flips.estimate.map(lambda e: fmt_estimate(e, 1, n=False, percent=True))
-    return flips.assign(**{"flip rate [95% CI]": text}).pivot(index="step", columns="arch", values="flip rate [95% CI]")
+    wide = flips.assign(rate=text, model=flips.arch.map(ARCH_LABELS)).pivot(
+        index="step", columns="model", values="rate"
+    )
+    wide.columns = [f"{c}: flip rate [95% CI]" for c in wide.columns]
+    return wide.rename_axis("probe step").reset_index()
 
 
-def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, labels: dict):
+def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
     """The ``protocol`` verdict at the last probe step: ``(result, glue, summary)``.
 
     Args:
@@ -378,7 +86,6 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
         flips: :func:`flip_rate` of the records' draws.
         n_draws: the number of draws (for the summary).
         measure: our measure (the book's primary measure).
-        labels: ``{arch: name}`` for the text.
 
     ``result`` is :func:`attnrank.rules.protocol_rule`; ``glue`` holds ``protocol_agreement``
     (:func:`agreement`, capitalised), ``protocol_flip_<arch>`` and ``protocol_examples``.
@@ -397,7 +104,7 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
     }
     at_end = flips[flips.step == final_step].set_index("arch")
     res = rules.protocol_rule(at_end.estimate.to_dict(), at_end.reference.to_dict(), ours)
-    sentences = agreement(res.reference, ours, labels)
+    sentences = agreement(res.reference, ours, ARCH_LABELS)
     joined = "; ".join(sentences)
     glue = {"protocol_agreement": joined[0].upper() + joined[1:]}
     glue.update({f"protocol_flip_{a}": fmt_estimate(e, 1, n=False, percent=True) for a, e in res.flip.items()})
@@ -407,31 +114,108 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, lab
         "under its threshold is large against the spread between sequences and seeds"
         if stable
         else f"Eight examples and one run do not settle the sign the study read: the flip rate is not resolved below "
-        f"{rules.MAX_FLIP:.0%}"
+        f"{fmt(rules.MAX_FLIP, 0, percent=True)}"
     )
     n_train, n_test = STUDY_EXAMPLES
     summary = (
         f"Over {n_draws} draws of {n_train} + {n_test} examples and one run per temperature, the study's conclusion "
         f"at the last step flips in {fmt_estimate(res.flip['bert'], 1, n=False, percent=True)} of draws for BERT and "
-        f"{fmt_estimate(res.flip['gpt2'], 1, n=False, percent=True)} for GPT-2 (at most {rules.MAX_FLIP:.0%} allowed). "
+        f"{fmt_estimate(res.flip['gpt2'], 1, n=False, percent=True)} for GPT-2 (at most {fmt(rules.MAX_FLIP, 0, percent=True)} allowed). "
         f"Against our protocol (effective rank, all sequences, {records.pair.seed.nunique()} seeds): {joined}. "
-        + "; ".join(f"{part} for {labels[a]}: {st}" for (part, a), st in res.parts.items())
+        + "; ".join(f"{part} for {ARCH_LABELS[a]}: {st}" for (part, a), st in res.parts.items())
         + "."
     )
     return res, glue, summary
 
 
-def set_early_summary(early, final_step: int, measure_label: str, labels: dict) -> str:
+def set_early_summary(early, final_step: int) -> str:
     """The sentence of the ``set_early`` verdict from :func:`attnrank.rules.set_early_rule`'s result ``early``:
     per architecture the first early step whose interval clears the threshold (or, if none does, the
     last early step shown), with its rho."""
     text = "; ".join(
-        f"{labels[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
+        f"{ARCH_LABELS[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
         f"{early.shown[a][0]}, rho {fmt_estimate(early.shown[a][1])}"
         for a in early.per_arch
         if early.shown[a]
     )
     return (
-        f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}, 95% interval) "
-        f"within the first {rules.EARLY_FRACTION:.0%} of training ({final_step} steps, {measure_label}): {text}."
+        f"The rank at step k predicts the final rank (Spearman rho above {fmt(rules.SET_EARLY_RHO, 1)}, 95% interval) "
+        f"within the first {fmt(rules.EARLY_FRACTION, 0, percent=True)} of training ({final_step} steps, {MEASURE_LABELS[PRIMARY_MEASURE]}): {text}."
     )
+
+
+def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: str | None = None) -> Section:
+    """The protocol chapter: the main grid's runs and probe records (trained where missing), the study's
+    protocol replayed ``n_draws`` times, four figures, the flip-rate table and the ``protocol`` and
+    ``set_early`` verdicts.
+
+    Raises:
+        ConfigError: naming ``profile``, ``seeds``, ``n_draws`` or ``dataset`` for a value outside their range.
+    """
+    profile = resolve_profile(profile)
+    m = PRIMARY_MEASURE
+    d = study.load(profile, seeds=seeds, dataset=dataset)
+    seq = d.seq
+    glue = {
+        "protocol_n_val": int(seq[seq.split == "val"].sequence.nunique()),
+        "protocol_n_train": int(seq[seq.split == "train"].sequence.nunique()),
+        "protocol_n_seeds": int(d.pair.seed.nunique()),
+        "protocol_n_draws": n_draws,
+        "protocol_final_step": d.final_step,
+        "protocol_n_runs": len(d.ok),
+        "protocol_max_flip": fmt(rules.MAX_FLIP, 0, percent=True),
+        "protocol_rho_min": fmt(rules.SET_EARLY_RHO, 1),
+        "protocol_early_pct": fmt(rules.EARLY_FRACTION, 0, percent=True),
+        "protocol_steps": ", ".join(map(str, sorted(seq.step.unique()))),
+    }
+    first = d.pair[d.pair.seed == d.pair.seed.min()]
+
+    def figure(spec):
+        fig, data, name, caption = spec
+        return Figure(name, fig, data, caption, ALT_TEXT[name])
+
+    figures = [figure(pplots.study_view(d, load_table(first, "eval_log"), profile))]
+    draws = study.study_draws(seq, n_draws=n_draws, seed=0)
+    flips = study.flip_rate(draws, study.study_reference(seq))
+    figures.append(figure(pplots.draws_figure(draws, d, n_draws, profile)))
+    figures.append(figure(pplots.our_view(d, profile)))
+    res, judged, summary = judge(d, flips, n_draws, m)
+    glue.update(judged)
+    by_step = study.rank_by_step(load_table(d.ok, "rank_summary"), m)
+    early = rules.set_early_rule(by_step)
+    figures.append(figure(pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO)))
+    regime = regime_clause(d.ok, reference_losses(profile, ARCHS, dataset))
+    flip_max = max(e.high for e in res.flip.values())
+    verdicts = [
+        Verdict(
+            "protocol",
+            res.status,
+            f"4 + 4 examples flip the study's sign in at most {fmt(flip_max, 1, percent=True)} of draws; "
+            + "; ".join(f"{ARCH_NAMES[a]} {part}: {st}" for (part, a), st in res.parts.items() if part == "agrees")
+            + ".",
+            "; ".join(
+                f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items()
+            ),
+            f"{n_draws} draws, {len(d.pair)} runs",
+            regime,
+            summary,
+        ),
+        Verdict(
+            "set_early",
+            early.status,
+            "Rank at an early step against the final rank: "
+            + "; ".join(
+                f"{ARCH_NAMES[a]} ρ {fmt(early.shown[a][1].value)} at step {early.shown[a][0]}"
+                for a in early.per_arch
+                if early.shown[a]
+            )
+            + f" (threshold {fmt(rules.SET_EARLY_RHO, 1)}).",
+            "; ".join(
+                f"{ARCH_NAMES[a]} {fmt_estimate(early.shown[a][1], n=False)}" for a in early.per_arch if early.shown[a]
+            ),
+            f"{len(d.ok)} runs",
+            regime,
+            set_early_summary(early, d.final_step),
+        ),
+    ]
+    return Section("protocol", glue, figures, [Table("protocol_flips", flip_table(flips))], verdicts)

@@ -29,7 +29,7 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 * :func:`protocol_rule` - the study's protocol (4 + 4 examples, one run per temperature, absolute
   1e-8 rank): how often a random draw flips its conclusion, and whether it agrees with ours.
 * :func:`set_early_rule` - the rank at an early probe step predicts the final rank (Spearman's rho
-  over runs against a pre-registered threshold, :func:`attnrank.protocol.rank_by_step`).
+  over runs against a pre-registered threshold, :func:`attnrank.study.rank_by_step`).
 * :func:`seq_len_rule` - generality in sequence length: the trained rank stays below the study's
   bound ``(1 - 1/e) n + 1`` at every ``n`` (``final_<measure>``, ``max_len``).
 
@@ -517,9 +517,9 @@ def protocol_rule(flips: dict, reference: dict, ours: dict, *, max_flip: float =
 
     Args:
         flips: ``{arch: Estimate}``, the share of random 4 + 4 draws whose sign differs from the
-            reference's (:func:`attnrank.protocol.flip_rate` at the final step).
+            reference's (:func:`attnrank.study.flip_rate` at the final step).
         reference: ``{arch: float}``, the study's statistic (stock minus cold) with every run and
-            every recorded sequence (:func:`attnrank.protocol.study_reference`).
+            every recorded sequence (:func:`attnrank.study.study_reference`).
         ours: ``{arch: Estimate}``, the same difference under our protocol (primary measure, every
             probe sequence, every seed: :func:`two_point`).
         max_flip: the largest acceptable flip rate.
@@ -579,7 +579,7 @@ def set_early_rule(
     """Is the final rank set early in training? Spearman's rho of the rank at step k against the final rank.
 
     Args:
-        table: :func:`attnrank.protocol.rank_by_step` rows (``arch, step, final_step, estimate``).
+        table: :func:`attnrank.study.rank_by_step` rows (``arch, step, final_step, estimate``).
         rho_min: the correlation the rank at step k must clear.
         early_fraction: "early" is ``step <= early_fraction * final_step``.
 

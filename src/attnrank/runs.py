@@ -5,9 +5,11 @@
   ``when``, :func:`long_form`);
 * :func:`main_runs` and :func:`temperature_grid`: the book's shared sweep, and its
   temperature grid at the standard head dimension with off-grid temperatures added;
-* the tables of a set of runs: :func:`load_table` (one stored table over the runs),
-  :func:`rank_curves`, :func:`layer_ranks`, :func:`layer_head_means`, :func:`loss_curves`,
-  :func:`means_at`.
+* what the chapters say about a set of runs: :func:`caption` (profile, runs, seeds),
+  :func:`sweep_facts`, :func:`failures` (the diverged runs as a table);
+* the tables of a set of runs (:func:`attnrank.store.load_table` reads one stored table over
+  them): :func:`rank_curves`, :func:`layer_ranks`, :func:`layer_head_means`, :func:`head_changes`,
+  :func:`loss_curves`, :func:`means_at`.
 
 A run itself is :class:`attnrank.store.Run` (:func:`attnrank.store.run` trains or reads one).
 This module is outside the training path, so a change here never re-keys a stored run.
@@ -15,12 +17,36 @@ This module is outside the training path, so a change here never re-keys a store
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 
+from .experiments import main_sweep, sweep_defaults, tau_sweep
+from .glossary import ARCH_LABELS, ARCHS, fmt_setting
 from .grid import sweep
+from .profiles import resolve_config
 from .rank import MEASURES
+from .section import Table
+from .store import load_table
 
-__all__ = ["table", "long_form", "WHEN", "RANK_COLUMN"]
+__all__ = [
+    "WHEN",
+    "RANK_COLUMN",
+    "table",
+    "long_form",
+    "main_runs",
+    "temperature_grid",
+    "caption",
+    "sweep_facts",
+    "failures",
+    "rank_curves",
+    "layer_ranks",
+    "layer_head_means",
+    "head_changes",
+    "loss_curves",
+    "means_at",
+]
 
 #: The two moments of a run that the summary records, in order.
 WHEN = ("initial", "final")
@@ -66,3 +92,136 @@ def table(configs, *, long: bool = True, progress: bool = False) -> pd.DataFrame
     """
     wide = sweep(list(configs), executor="serial", progress=progress)
     return long_form(wide) if long else wide
+
+
+# --------------------------------------------------------------------------- the shared sweep
+def main_runs(profile: str, *, taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
+    """The runs of the shared sweep (:func:`attnrank.experiments.main_sweep`; trained where missing), one row
+    per run, with a ``sweep`` column: ``"temperature grid"`` for the runs at the profile's standard head
+    dimension, ``"head-dimension grid"`` for the others."""
+    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
+    wide["sweep"] = np.where(
+        wide.head_dim == resolve_config("bert", profile).head_dim, "temperature grid", "head-dimension grid"
+    )
+    return wide
+
+
+def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
+    """The runs of the temperature grid at the profile's standard head dimension, plus ``extra`` temperatures.
+
+    The grid comes from the shared sweep (:func:`attnrank.experiments.main_sweep`); an ``extra`` value
+    off the grid trains its own runs (both architectures, the grid's seeds), on ``dataset``. Returns
+    the wide run frame sorted by ``arch, tau, seed``, with ``log10_tau``; ``attrs["missing"]`` lists
+    the extra values that were off the grid.
+    """
+    grid = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
+    head_dim0 = resolve_config("bert", profile).head_dim
+    missing = [t for t in sorted(set(extra)) if not any(math.isclose(t, g, rel_tol=1e-9) for g in grid["taus"])]
+    more = (
+        table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), long=False)
+        if missing
+        else wide.iloc[:0]
+    )
+    on_grid = wide[(wide.head_dim == head_dim0) & wide.tau.isin(grid["taus"])]
+    out = pd.concat([on_grid, more]).drop_duplicates("key").sort_values(["arch", "tau", "seed"]).reset_index(drop=True)
+    out["log10_tau"] = np.log10(out.tau)
+    out.attrs.update(missing=missing)
+    return out
+
+
+def caption(runs: pd.DataFrame, profile: str) -> str:
+    """The tail of a figure caption: ``"<profile> profile, N runs, S seeds per setting"`` for the runs
+    (one row per run, with ``seed``) behind it."""
+    d = runs.drop_duplicates("key") if "key" in runs else runs
+    return f"{profile.capitalize()} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
+
+
+def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
+    """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grid,
+    comma-separated), ``n_seeds``, ``n_runs`` and ``n_failed`` (runs whose status is not ``"complete"``)."""
+    return {
+        f"{prefix}_taus": ", ".join(fmt_setting(t) for t in grid["taus"]),
+        f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
+        f"{prefix}_n_seeds": int(runs.seed.nunique()),
+        f"{prefix}_n_runs": len(runs),
+        f"{prefix}_n_failed": int((runs.status != "complete").sum()),
+    }
+
+
+def failures(runs: pd.DataFrame, name: str) -> Table | None:
+    """The diverged runs of ``runs`` as a table for reading (model, tau, head dimension, seed, step and
+    reason), named ``name``; None when every run completed."""
+    bad = runs[runs.status != "complete"]
+    if not len(bad):
+        return None
+    cols = {"arch": "model", "tau": "τ", "head_dim": "head dimension", "seed": "seed", "failure_step": "step"}
+    frame = bad[[c for c in cols if c in bad] + ["failure_reason"]].rename(columns={**cols, "failure_reason": "reason"})
+    return Table(name, frame.assign(model=frame.model.map(ARCH_LABELS)), formats={"τ": fmt_setting})
+
+
+# --------------------------------------------------------------------------- tables of a set of runs
+def rank_curves(runs: pd.DataFrame, measures) -> pd.DataFrame:
+    """Mean rank through training (``rank_summary``) of the runs for ``measures``, in their order.
+
+    Columns: the run's identity columns, ``step``, ``measure`` and ``value`` (the mean over layers,
+    heads and probe sequences), sorted by measure (in the order given), arch, tau, seed and step.
+    """
+    measures = list(measures)
+    d = load_table(runs, "rank_summary")
+    d = d[d.measure.isin(measures)].rename(columns={"mean": RANK_COLUMN})
+    d = d.assign(_m=d.measure.map({m: i for i, m in enumerate(measures)}))
+    return d.sort_values(["_m", "arch", "tau", "seed", "step"]).drop(columns="_m").reset_index(drop=True)
+
+
+def layer_ranks(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Per-layer and per-head rank of ``measure`` at each run's first probe (``when = "initial"``) and last
+    probe (``"final"``): the rows of the ``ranks`` tables (mean over probe sequences)."""
+    t = load_table(runs, "ranks")
+    t = t[t.measure == measure]
+    first, last = t.groupby("key").step.transform("min"), t.groupby("key").step.transform("max")
+    return pd.concat(
+        [t[t.step == first].assign(when="initial"), t[t.step == last].assign(when="final")], ignore_index=True
+    )
+
+
+def layer_head_means(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Rank of ``measure`` per layer and head at the first and the last probe, averaged over the runs
+    (seeds): one row per ``arch, when, step, layer, head`` (``when`` is ``"step <n>"``) with ``value``."""
+    t = layer_ranks(runs, measure).assign(when=lambda x: "step " + x.step.astype(str))
+    t = t.groupby(["arch", "when", "step", "layer", "head"], as_index=False)[RANK_COLUMN].mean()
+    return t.sort_values(["arch", "step", "layer", "head"]).reset_index(drop=True)
+
+
+def head_changes(heat: pd.DataFrame) -> dict:
+    """Largest relative change of one head's rank between the first and the last probe step, per architecture.
+
+    ``heat``: :func:`layer_head_means`. Returns ``{arch: max over (layer, head) of |last - first| / first}``.
+    """
+    wide = heat.pivot_table(index=["arch", "layer", "head"], columns="step", values="value")
+    first, last = heat.step.min(), heat.step.max()
+    change = (wide[last] - wide[first]).abs() / wide[first]
+    return {a: float(change.loc[a].max()) for a in heat.arch.unique()}
+
+
+def loss_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Validation and training loss through training of the runs, stacked: one row per run, ``curve``
+    (``"validation loss"``, ``"training loss"``) and ``step``, with ``arch, tau, head_dim, seed, status, value``."""
+    ev, tr = load_table(runs, "eval_log"), load_table(runs, "train_log")
+    return pd.concat(
+        [ev.assign(curve="validation loss", value=ev.val_loss), tr.assign(curve="training loss", value=tr.loss)],
+        ignore_index=True,
+    )[["curve", "arch", "tau", "head_dim", "seed", "status", "step", "value"]]
+
+
+def means_at(runs: pd.DataFrame, column: str, settings: dict, *, by: str = "tau", prefix: str = "") -> dict:
+    """Mean of ``column`` over the rows at each named setting, per architecture.
+
+    ``settings``: ``{name: value of by}``; returns ``{f"{prefix}{name}_{arch}": mean}`` (NaN where no row
+    matches; values are compared with ``numpy.isclose``).
+    """
+    return {
+        f"{prefix}{name}_{a}": float(runs[(runs.arch == a) & np.isclose(runs[by], v)][column].mean())
+        for a in ARCHS
+        for name, v in settings.items()
+    }

@@ -20,12 +20,16 @@ import pandas as pd
 import torch
 
 from . import experiments, stats
-from . import runs as runs_mod
+from .baselines import reference_losses, regime_clause
 from .errors import ConfigError, check_positive_int
-from .glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate
+from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, fmt, fmt_estimate
+from .plots import ALT_TEXT
 from .plots.seqlen import rank_vs_seq_len
+from .profiles import resolve_profile
 from .rank import MEASURES, check_measures, rank_measures
 from .rules import seq_len_rule
+from .runs import table as runs_table
+from .section import Figure, Section, Verdict
 from .theory import study_bound
 
 __all__ = ["uniform_ranks", "seq_len_table", "summary", "Report", "report_from_runs", "section"]
@@ -181,16 +185,45 @@ def report_from_runs(runs: pd.DataFrame, setting: str, profile: str, ns) -> Repo
     )
 
 
-def section(profile: str, dataset=None) -> Report:
-    """:func:`report_from_runs` on the runs of :func:`attnrank.experiments.seq_len_sweep` (trained where missing).
+def finding(result, ns) -> str:
+    """The ``seq_len`` verdict in one line for the intro's table: the case closest to the bound."""
+    arch, n = result.worst()
+    v = result.cases[(arch, n)]
+    return (
+        f"Trained effective rank at n = {', '.join(map(str, ns))}: closest to the bound (1 − 1/e) n + 1 is "
+        f"{ARCH_NAMES[arch]} at n = {n}, {fmt(v.estimate.value, 1)} against {fmt(v.threshold, 1)}."
+    )
+
+
+def section(profile: str = "auto", dataset=None) -> Section:
+    """The theory chapter's section on sequence length: the runs of
+    :func:`attnrank.experiments.seq_len_sweep` (trained where missing), their figure and the ``seq_len``
+    verdict, as a :class:`~attnrank.section.Section`.
 
     Raises:
         ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.
     """
+    profile = resolve_profile(profile)
     configs = experiments.seq_len_sweep(profile, dataset=dataset)
     c0 = configs[0]
     setting = (
         f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), "
         f"{c0.max_steps} steps"
     )
-    return report_from_runs(runs_mod.table(configs, long=False), setting, profile, experiments.SEQ_LENS)
+    runs = runs_table(configs, long=False)
+    report = report_from_runs(runs, setting, profile, experiments.SEQ_LENS)
+    fig, data, name, caption = report.figure
+    result = seq_len_rule(runs, FIGURE_MEASURES[0])
+    done = runs[runs.status == "complete"]
+    arch, n = result.worst()
+    verdict = Verdict(
+        "seq_len",
+        report.status,
+        finding(result, experiments.SEQ_LENS),
+        f"{ARCH_NAMES[arch]} at n = {n}: {fmt_estimate(result.cases[(arch, n)].estimate, 1, n=False)}",
+        f"{len(runs)} runs",
+        regime_clause(done, reference_losses(c0.profile, ARCHS, dataset)),
+        report.summary,
+        report.by_measure,
+    )
+    return Section("seq_len", report.glue, [Figure(name, fig, data, caption, ALT_TEXT[name])], [], [verdict])

@@ -26,7 +26,17 @@ from .probe import attention_probabilities
 from .rank import MEASURES, RANK_MEASURES
 from .store import load_runs, read
 
-__all__ = ["PIPELINES", "REFERENCE", "measures_from_singular_values", "probe_ids", "probe_tables"]
+__all__ = [
+    "PIPELINES",
+    "REFERENCE",
+    "EPS32",
+    "EPS64",
+    "EXAMPLE_TAUS",
+    "attention_examples",
+    "measures_from_singular_values",
+    "probe_ids",
+    "probe_tables",
+]
 
 #: Precision pipelines: name -> (precision of the probabilities, precision of the SVD).
 PIPELINES = {
@@ -35,6 +45,8 @@ PIPELINES = {
     "float64 probs, float32 SVD": ("float64", torch.float32),
 }
 REFERENCE = "float64 probs, float64 SVD"
+#: Machine epsilon of float32 and float64 (the round-off of probabilities and of an SVD).
+EPS32, EPS64 = float(torch.finfo(torch.float32).eps), float(torch.finfo(torch.float64).eps)
 
 
 def measures_from_singular_values(sv: torch.Tensor, measures=RANK_MEASURES) -> dict[str, torch.Tensor]:
@@ -171,3 +183,47 @@ def probe_tables(keys, probe_size: int, taus) -> pd.DataFrame:
                         )
     rows += [_quantiles("spectra", key, svs) for key, svs in spectra.items()]
     return pd.concat(rows, ignore_index=True)
+
+
+#: The temperature ratios of the attention examples: the study's cold setting, the stock one, a hot one.
+EXAMPLE_TAUS = (1e-3, 1.0, 1e3)
+
+
+@torch.no_grad()
+def attention_examples(run, *, taus=EXAMPLE_TAUS, tokens: int = 10, layer: int = 0, head: int = 0):
+    """Real attention patterns of one stored run, for the figure that shows what a rank is measured on.
+
+    The first ``tokens`` tokens of the run's first probe sequence go through the model the run started
+    from and the trained one, each evaluated at every temperature ratio of ``taus`` (weights fixed), and
+    the attention probabilities of ``layer`` and ``head`` are read (float64 models; a causal prefix is
+    exactly the top-left block of the full sequence's matrix).
+
+    Returns ``(matrices, spectra, labels)``: ``matrices`` has one row per ``state`` (``initialisation``,
+    ``trained``), ``tau``, query ``i`` and key ``j`` with ``value``; ``spectra`` one row per ``state``,
+    ``tau`` and index ``k`` with the singular value ``sigma``; ``labels`` the token strings.
+
+    Raises:
+        ConfigError: naming ``tokens``, ``layer`` or ``head`` outside the run's sizes.
+    """
+    c = run.config
+    if not 2 <= tokens <= int(c["max_len"]):
+        raise ConfigError("tokens", f"got {tokens}; expected 2 to {c['max_len']} (the run's sequence length)")
+    if not 0 <= layer < int(c["num_layers"]) or not 0 <= head < int(c["num_heads"]):
+        raise ConfigError("layer", f"got layer {layer}, head {head}; the run has {c['num_layers']} x {c['num_heads']}")
+    ids = run.probe_batch()[:1, :tokens]
+    tokenizer = token_blocks(c["arch"], c["dataset"], int(run.summary["vocab_size"]), int(c["max_len"]))[2]
+    labels = [tokenizer.decode([int(t)]).strip() or "␣" for t in ids[0]]
+    mats, svs = [], []
+    for state, model in (("initialisation", run.initial_model()), ("trained", run.load_model())):
+        model = model.double().eval()
+        for tau in taus:
+            set_tau(model, tau)
+            A = attention_probabilities(model, ids)[layer, 0, head]  # [n, n]
+            n = A.shape[-1]
+            i, j = np.indices((n, n))
+            mats.append(
+                pd.DataFrame({"state": state, "tau": tau, "i": i.ravel(), "j": j.ravel(), "value": A.numpy().ravel()})
+            )
+            sv = rank.singular_values(A).numpy()
+            svs.append(pd.DataFrame({"state": state, "tau": tau, "k": np.arange(1, n + 1), "sigma": sv}))
+    return pd.concat(mats, ignore_index=True), pd.concat(svs, ignore_index=True), labels

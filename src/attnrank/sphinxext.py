@@ -46,7 +46,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 from . import grid
-from .book import ENVIRONMENT_PACKAGES
+from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES
 from .data import absolute_path_settings, data_dir
 from .errors import ConfigError, check_choice
 from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
@@ -59,6 +59,8 @@ __all__ = [
     "CONTEXT_ENV_VARIABLES",
     "BuildFailed",
     "build_log_path",
+    "write_figure_data",
+    "citation",
     "execution_context",
     "chapter_roots",
     "library_hash",
@@ -446,8 +448,14 @@ class BuildLog(Directive):
             with path.open(newline="") as f:
                 rows = list(csv.reader(f))
         if len(rows) < 2:
-            return [nodes.paragraph(text="No build has been logged yet on this machine.")]
-        return [_table(rows[0], rows[1:][-self.options.get("rows", 10) :])]
+            return [
+                nodes.paragraph(
+                    text="The log starts with this build: a build's row is written when it finishes, so the next "
+                    "build of this data folder shows it here."
+                )
+            ]
+        header = [BUILD_LOG_LABELS.get(c, c.replace("_", " ")) for c in rows[0]]
+        return [_table(header, rows[1:][-self.options.get("rows", 10) :])]
 
 
 _PROFILE_USE = {
@@ -495,6 +503,14 @@ def setting_role(name, rawtext, text, lineno, inliner, options=None, content=Non
     return [nodes.Text(shown)], []
 
 
+#: The build log's columns as a reader sees them.
+BUILD_LOG_LABELS = {
+    "seconds": "build time [s]",
+    "runs_trained": "runs trained",
+    "training_seconds": "training time [s]",
+}
+
+
 def _table(header, rows):
     table = nodes.table()
     group = nodes.tgroup(cols=len(header))
@@ -518,6 +534,240 @@ def _row(cells):
         entry += nodes.paragraph(text=str(c))
         row += entry
     return row
+
+
+# --------------------------------------------------------------------------- figures and pages
+
+
+def _glue_data(app, docname: str) -> dict:
+    """The glued outputs of page ``docname`` (myst-nb's ``<docname>.glue.json``), or ``{}``."""
+    folder = Path(app.env.mystnb_config.output_folder)
+    path = folder.joinpath(*docname.split("/")[:-1], docname.split("/")[-1] + ".glue.json")
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def write_figure_data(app, exception) -> None:
+    """Write every glued figure's data (MIME :data:`attnrank.book.CSV_MIME`, glued by
+    :func:`attnrank.book.publish` as ``<figure>__data``) to ``<site>/data/<figure>.csv``: one
+    stable address per figure, linked from its caption. Pages served from the execution cache
+    keep their glue, so every build writes every figure's data."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir) / DATA_FOLDER
+    for docname in sorted(app.env.found_docs):
+        for key, output in _glue_data(app, docname).items():
+            data = output.get("data", {}) if isinstance(output, dict) else {}
+            if key.endswith("__data") and CSV_MIME in data:
+                out.mkdir(parents=True, exist_ok=True)
+                text = data[CSV_MIME]
+                (out / f"{key[: -len('__data')]}.csv").write_text("".join(text) if isinstance(text, list) else text)
+
+
+def _write_pasted_image(app, refdoc: str, key: str) -> None:
+    """Write the PNG glued as ``key`` on page ``refdoc`` where myst-nb's cross-page paste links it
+    (``<site>/_images/<sha256 of the bytes>.png``): the paste makes the link but not the file."""
+    import base64
+
+    if app.builder.format != "html":
+        return
+    png = _glue_data(app, refdoc).get(key, {}).get("data", {}).get("image/png")
+    if not png:
+        return
+    data = base64.b64decode("".join(png) if isinstance(png, list) else png)
+    folder = Path(app.builder.outdir) / app.builder.imagedir
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{hashlib.sha256(data).hexdigest()}.png").write_bytes(data)
+
+
+def _set_figure_alt(app, doctree, docname) -> None:
+    """Give each glued figure's image the alt text its section wrote (``<figure>__alt``).
+
+    A glued figure is pasted with ``{glue:figure}`` and named ``fig-<figure>``; its image has no
+    alt text of its own (Sphinx would write the image's file path).
+    """
+    glued = None
+    for fig in doctree.findall(nodes.figure):
+        if fig.get("attnrank_ref"):  # another page's figure ({attnrank-figure})
+            _write_pasted_image(app, *fig["attnrank_ref"])
+            for image in fig.findall(nodes.image):
+                image["alt"] = image.get("alt") or fig["attnrank_alt"]
+                image["width"] = f"{COLUMN_PX}px"
+            continue
+        for name in fig.get("names", []):
+            if not name.startswith("fig-"):
+                continue
+            glued = _glue_data(app, docname) if glued is None else glued
+            alt = glued.get(f"{name[4:]}__alt", {}).get("data", {}).get("text/plain")
+            if alt:
+                alt = "".join(alt) if isinstance(alt, list) else alt
+                for image in fig.findall(nodes.image):
+                    if not image.get("alt"):
+                        image["alt"] = alt.strip("'\"")
+
+
+def _page_meta(app, pagename, templatename, context, doctree) -> None:
+    """A meta description on every page: the page's first paragraph (at most 160 characters), or
+    the book's description (``attnrank_description``) where the page has none."""
+    text = ""
+    if doctree is not None:
+        for para in doctree.findall(nodes.paragraph):
+            text = " ".join(para.astext().split())
+            if len(text) > 40:
+                break
+    text = text if len(text) > 40 else app.config.attnrank_description
+    if len(text) > 160:
+        text = text[:157].rsplit(" ", 1)[0] + "..."
+    if text:
+        import html as _html
+
+        context["metatags"] = (
+            context.get("metatags", "") + f'\n    <meta name="description" content="{_html.escape(text)}" />'
+        )
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Each script once per page: an extension that registers its inline configuration at every read
+    (sphinx-thebe's ``const THEBE_JS_URL = ...``) would declare the same constant twice, a syntax error
+    in the browser."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for js in scripts:
+        key = (str(js), repr(getattr(js, "attributes", {})))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    context["script_files"] = kept
+
+
+def _dedupe_inline_scripts(app, exception) -> None:
+    """Each inline script once per written page. Extensions that register their inline configuration
+    at every read of the sources (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
+    selector) reach a page twice when the sources are read twice in one build, a "has already been
+    declared" error in the browser; the page-context hook (:func:`_dedupe_scripts`) does not see the
+    copies the theme's templates add, so the written pages are fixed here."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for path in Path(app.outdir).rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        seen, out, changed = set(), [], False
+        for line in text.splitlines(keepends=True):
+            key = line.strip()
+            if key.startswith("<script>") and key.endswith("</script>"):
+                if key in seen:
+                    changed = True
+                    continue
+                seen.add(key)
+            out.append(line)
+        if changed:
+            path.write_text("".join(out), encoding="utf-8")
+
+
+def _prune_mathjax(app, exception) -> None:
+    """Keep only the MathJax files a page loads (``sphinx-mathjax-offline`` copies the whole
+    distribution): the combined component the pages load, the fonts it uses and the TeX extensions
+    it loads on demand (a macro outside the component autoloads its extension)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    root = Path(app.outdir) / "_static" / "mathjax"
+    if not root.is_dir():
+        return
+    keep = {"tex-chtml.js"}
+    for path in sorted(root.rglob("*"), reverse=True):
+        rel = path.relative_to(root).as_posix()
+        needed = path.name in keep or "/fonts/" in f"/{rel}" or rel.startswith("input/tex/extensions/")
+        if path.is_file() and not needed:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def citation(path: Path | str, repository: str = "") -> str:
+    """The book's BibTeX entry, written from its ``CITATION.cff`` (the one source of how to cite it)
+    and the address of its ``repository`` (``repository.url`` of ``_config.yml``, the one place it is
+    set; empty: no note).
+
+    Raises:
+        ConfigError: naming ``CITATION.cff`` when the file lacks a title, authors, version or date.
+    """
+    import yaml
+
+    cff = yaml.safe_load(Path(path).read_text())
+    missing = [k for k in ("title", "authors", "version", "date-released") if not cff.get(k)]
+    if missing:
+        raise ConfigError("CITATION.cff", f"missing {', '.join(missing)}")
+
+    def person(a: dict) -> str:
+        if "name" in a:
+            return "{" + a["name"] + "}"
+        return f"{a['family-names']}, {a['given-names']}"
+
+    fields = {
+        "title": "{" + cff["title"] + "}",
+        "author": " and ".join(person(a) for a in cff["authors"]),
+        "year": str(cff["date-released"])[:4],
+        "version": cff["version"],
+        "url": cff.get("url") or repository,
+        "note": f"Jupyter Book, source at {repository}" if repository else "",
+    }
+    key = "attention_rank_" + fields["year"]
+    body = ",\n".join(f"  {k:<7} = {{{v}}}" for k, v in fields.items() if v)
+    return f"@software{{{key},\n{body}\n}}"
+
+
+class Cite(Directive):
+    """``{attnrank-cite}``: the BibTeX entry of the book, from ``CITATION.cff`` at the book's root."""
+
+    def run(self):
+        env = self.state.document.settings.env
+        path = Path(env.srcdir) / "CITATION.cff"
+        env.note_dependency(str(path))
+        theme = getattr(env.config, "html_theme_options", None) or {}
+        text = citation(path, theme.get("repository_url", ""))
+        block = nodes.literal_block(text, text)
+        block["language"] = "bibtex"
+        return [block]
+
+
+class GluedFigure(Directive):
+    """``{attnrank-figure} <page>.ipynb::<figure>``: a numbered figure of another page's glued figure.
+
+    myst-nb's ``{glue:figure}`` pastes only the page's own figures; this directive pastes another
+    page's (the intro's headline figure) as a figure: the image is a pending glue reference (resolved
+    once every page is read), the directive's content is its caption, ``:name:`` its label and
+    ``:alt:`` its alt text; the image is shown at :data:`attnrank.book.COLUMN_PX` pixels, the column's
+    width (:func:`_set_figure_alt` sets both once the image is pasted).
+    """
+
+    required_arguments = 1
+    has_content = True
+    option_spec = {"name": directives.unchanged, "alt": directives.unchanged_required}
+
+    def run(self):
+        from myst_nb.ext.glue.utils import create_pending_glue_ref
+
+        doc, sep, key = self.arguments[0].partition("::")
+        if not sep or not key:
+            raise self.error(f"expected <page>.ipynb::<figure>, got {self.arguments[0]!r}")
+        ref = create_pending_glue_ref(self.state.document, self.state.document["source"], self.lineno, doc, key)
+        figure = nodes.figure("", ref)
+        figure["attnrank_alt"] = self.options.get("alt", "")
+        figure["attnrank_ref"] = (ref["refdoc"], key)
+        if self.content:
+            holder = nodes.Element()
+            self.state.nested_parse(self.content, self.content_offset, holder)
+            first = holder[0] if len(holder) else None
+            if isinstance(first, nodes.paragraph):
+                figure += nodes.caption(first.rawsource, "", *first.children)
+                figure += holder.children[1:]
+            else:
+                figure += holder.children
+        if "name" in self.options:
+            self.add_name(figure)
+        return [figure]
 
 
 # --------------------------------------------------------------------------- setup
@@ -739,6 +989,13 @@ def setup(app):
     app.connect("doctree-read", _note_glue_refs)
     app.connect("env-updated", _check_glue)
     app.connect("build-finished", _log_build, priority=400)
+    app.connect("build-finished", write_figure_data, priority=450)
+    app.connect("build-finished", _prune_mathjax, priority=850)  # after sphinx-mathjax-offline copies the distribution
+    app.connect("build-finished", _dedupe_inline_scripts, priority=470)
+    app.connect("doctree-resolved", _set_figure_alt)
+    app.connect("html-page-context", _page_meta)
+    app.connect("html-page-context", _dedupe_scripts)
+    app.add_config_value("attnrank_description", "", "html")
     app.connect("build-finished", _fail_on_missing_glue, priority=900)
     app.add_post_transform(_make_marker_transform())
     app.setup_extension("myst_nb")  # its glue domain, whose paste roles show a marker here
@@ -746,6 +1003,8 @@ def setup(app):
         app.add_role_to_domain("glue", name, role, override=True)
     app.add_directive("attnrank-build-log", BuildLog)
     app.add_directive("attnrank-profiles", ProfileTable)
+    app.add_directive("attnrank-cite", Cite)
+    app.add_directive("attnrank-figure", GluedFigure)
     app.add_role("attnrank-setting", setting_role)
     sphinx_logger = logging.getLogger("sphinx")
     for old in [h for h in sphinx_logger.handlers if isinstance(h, _GlueWarnings)]:

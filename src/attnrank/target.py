@@ -5,7 +5,7 @@ checks of propositions P3-P5 on its runs, and the chapter's pre-registered verdi
 and parameters; :func:`grid` trains the grid of toy runs (:func:`attnrank.synthetic.run_grid`)
 once per input and code, through :func:`attnrank.cache.cached`; the other functions turn its
 tables into the chapter's numbers. Each returns an
-:class:`attnrank.theory.experiments.Section` whose ``glue`` holds the chapter's names
+:class:`attnrank.theory.experiments.Check` whose ``glue`` holds the chapter's names
 (``target_...``).
 """
 
@@ -22,11 +22,15 @@ import torch
 from . import stats, synthetic, verdicts
 from .cache import cached
 from .errors import ConfigError
-from .glossary import fmt_estimate
+from .glossary import fmt_estimate, fmt_setting
+from .plots import ALT_TEXT
+from .plots import theory as tplots
 from .presets import preset
+from .profiles import resolve_profile
 from .rank import numerical_rank
+from .section import Figure, Section, Table, Verdict
 from .theory import normalised_kl_floor, permutation_accuracy_bound, simplex_kl
-from .theory.experiments import Section
+from .theory.tables import Check
 
 __all__ = [
     "Settings",
@@ -243,7 +247,7 @@ def kl_cells(s: Settings, final: pd.DataFrame) -> dict:
     return out
 
 
-def p4(s: Settings, final: pd.DataFrame) -> Section:
+def p4(s: Settings, final: pd.DataFrame) -> Check:
     """P4: with ``d_h = 1`` the accuracy is at most ``2/n`` and the KL at least ``(1 - 2/n) log 2``."""
     perm = final[final.target == "permutation"]
     d1 = perm[perm.head_dim == 1]
@@ -257,10 +261,10 @@ def p4(s: Settings, final: pd.DataFrame) -> Section:
         target_p4_runs=int(len(d1)),
         target_p4_acc_d2=float(d2.accuracy.mean()) if 2 in s.head_dims else float("nan"),
     )
-    return Section({}, glue, "p4", 2 * len(d1), viol, prefix="target")
+    return Check({}, glue, "p4", 2 * len(d1), viol, prefix="target")
 
 
-def p5(s: Settings, final: pd.DataFrame) -> Section:
+def p5(s: Settings, final: pd.DataFrame) -> Check:
     """P5: with normalised q, k no run's KL is below the floor ``log(1 + (n-1) e^{-2/tau})``."""
     perm = final[final.target == "permutation"]
     pn = perm[perm.variant == "normalised"]
@@ -272,10 +276,10 @@ def p5(s: Settings, final: pd.DataFrame) -> Section:
         target_p5_best_kl=float(best.min()) if len(best) else float("nan"),
         target_p5_rank_tau1=float(_cell(final, "normalised", s.d_max, 1.0, col="rank").mean()),
     )
-    return Section({}, glue, "p5", len(pn), int((pn.kl < pn.kl_floor - 1e-6).sum()), prefix="target")
+    return Check({}, glue, "p5", len(pn), int((pn.kl < pn.kl_floor - 1e-6).sum()), prefix="target")
 
 
-def p3(s: Settings) -> Section:
+def p3(s: Settings) -> Check:
     """P3 (cached): a violation is an equivalent pair whose attention differs by more than 1e-9."""
     t = cached(
         "target_p3",
@@ -291,10 +295,10 @@ def p3(s: Settings) -> Section:
     glue = dict(
         target_p3_same_max=float(t.max_diff_equivalent.max()), target_p3_control_min=float(t.max_diff_control.min())
     )
-    return Section({"p3": t}, glue, "p3", len(t), int((t.max_diff_equivalent > 1e-9).sum()), prefix="target")
+    return Check({"p3": t}, glue, "p3", len(t), int((t.max_diff_equivalent > 1e-9).sum()), prefix="target")
 
 
-def speed(s: Settings, final: pd.DataFrame, curves: pd.DataFrame, thresh: float = 0.1) -> Section:
+def speed(s: Settings, final: pd.DataFrame, curves: pd.DataFrame, thresh: float = 0.1) -> Check:
     """Steps to reach KL ``thresh`` on the permutation target per ``tau`` (plain attention, heads
     from ``d_mid`` up), and the final KL by ``tau``. Tables ``curves`` (the drawn cells) and
     ``runs``; ``cells`` are the (variant, head dim) pairs drawn."""
@@ -332,10 +336,10 @@ def speed(s: Settings, final: pd.DataFrame, curves: pd.DataFrame, thresh: float 
     )
     in_cells = cperm.set_index(["variant", "head_dim"]).index.isin(cells)
     runs = perm[perm.set_index(["variant", "head_dim"]).index.isin(cells)]
-    return Section({"curves": cperm[in_cells], "runs": runs, "cells": cells, "all_curves": cperm}, glue)
+    return Check({"curves": cperm[in_cells], "runs": runs, "cells": cells, "all_curves": cperm}, glue)
 
 
-def rank_and_fit(s: Settings, final: pd.DataFrame) -> Section:
+def rank_and_fit(s: Settings, final: pd.DataFrame) -> Check:
     """Full rank against fit: runs at full rank with KL above :data:`KL_BAD`, Spearman's rho of
     rank and KL (permutation runs, clustered by seed), low-rank targets fitted with excess rank."""
     perm = final[final.target == "permutation"]
@@ -353,7 +357,7 @@ def rank_and_fit(s: Settings, final: pd.DataFrame) -> Section:
         target_low_norm_tau1=float(at1[at1.variant == "normalised"].kl.mean()),
         target_low_plain_tau1=float(at1[at1.variant == "plain"].kl.mean()),
     )
-    return Section({"rho": rho, "full_bad": full_bad}, glue)
+    return Check({"rho": rho, "full_bad": full_bad}, glue)
 
 
 def judged(diff: pd.Series, material: float = MATERIAL) -> verdicts.Verdict:
@@ -380,7 +384,7 @@ def _nats(e: stats.Estimate) -> str:
     return f"{fmt_estimate(e, 2, n=False)} nats (n = {e.n} seeds)"
 
 
-def verdict(s: Settings, final: pd.DataFrame, checks: list[Section], fit: Section) -> tuple[str, str, dict]:
+def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -> tuple[str, str, dict]:
     """The chapter's verdict. Realistic plain heads at ``tau = 1`` fall short of the largest head
     (shortfall, all seeds) and the best lower ``tau`` (chosen on the selection seeds) rescues them
     (gain, held-out seeds): each judged by :func:`judged`; the status combines both
@@ -448,16 +452,132 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Section], fit: Sectio
     summary = (
         f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
         f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
-        f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short, 2)}; "
+        f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short.estimate, 2)}; "
         f"gain of tau = {best_plain:g}, chosen on seeds {s.select_seeds}, on held-out seeds {s.estimate_seeds} "
-        f"(nats): {fmt_estimate(v_rescue, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
+        f"(nats): {fmt_estimate(v_rescue.estimate, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
     )
     glue = dict(
         target_reading_plain=reading_plain,
         target_reading_norm=reading_norm,
         target_reading_rank=reading_rank,
+        target_short=fmt_estimate(v_short.estimate, 2, n=False),
+        target_rescue=fmt_estimate(v_rescue.estimate, 2, n=False),
         target_short_mean=v_short.estimate.value,
         target_rescue_plain_mean=v_rescue.estimate.value,
         target_rescue_norm_mean=e_norm.value,
     )
     return status, summary, glue
+
+
+# --------------------------------------------------------------------------- the chapter
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seed", "taus", "head_dims", "n", "steps", "n_seeds")
+
+
+def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, n=None, steps=None, n_seeds=None):
+    """The target chapter: the toy grid (cached), the checks of P3-P5, five figures, two tables and the
+    ``target`` verdict, as a :class:`~attnrank.section.Section`.
+
+    Raises:
+        ConfigError: naming a parameter outside its range (see :func:`settings`).
+    """
+    profile = resolve_profile(profile)
+    S = settings(profile, seed=seed, taus=taus, head_dims=head_dims, n=n, steps=steps, n_seeds=n_seeds)
+    glue = dict(S.glue())
+    info = targets_table(S)
+    glue.update({f"target_rank_{k}": float(d["rank_rtol_1e_2"].mean()) for k, d in info.groupby("target")})
+    final, curves = grid(S)
+    glue["target_n_runs"] = int(len(final))
+
+    def figure(fig, data, name, caption):
+        return Figure(name, fig, data, caption, ALT_TEXT[name])
+
+    figures = [
+        figure(
+            tplots.toy_heatmaps(final, "kl", log=True, fmt=".2g", label="final KL (nats)"),
+            final,
+            "target_kl_heatmap",
+            S.caption("Final KL to the target over temperature ratio and head dimension;", final, cells=True),
+        ),
+        figure(
+            tplots.toy_heatmaps(final, "rank", fmt=".0f", label="achieved rank (rtol 1e-2), count"),
+            final,
+            "target_rank_heatmap",
+            S.caption("Achieved numerical rank (rtol 1e-2) of the trained attention matrix;", final, cells=True),
+        ),
+    ]
+    perm, floor = final[final.target == "permutation"], floor_table(S)
+    figures.append(
+        figure(
+            tplots.toy_kl_vs_tau(perm, floor=floor),
+            pd.concat([perm.assign(curve="run"), floor], ignore_index=True),
+            "target_perm_kl",
+            S.caption(
+                "Permutation target: final KL against $\\tau$ per head dimension (mean and ±2 standard errors over "
+                "seeds), plain (left) and normalised (right) attention, with the P5 floor and the simplex value "
+                "(KL below $10^{-6}$ drawn at $10^{-6}$);",
+                perm,
+            ),
+        )
+    )
+    glue.update(kl_cells(S, final))
+    checks = [p4(S, final), p5(S, final), p3(S)]
+    for c in checks:
+        glue.update(c.glue)
+    sp = speed(S, final, curves)
+    figures.append(
+        figure(
+            tplots.toy_curves(sp.tables["all_curves"], sp.tables["cells"]),
+            sp.tables["curves"],
+            "target_curves",
+            S.caption(
+                "Permutation target: KL against Adam step for selected (variant, head dimension) cells, coloured by "
+                "$\\tau$;",
+                sp.tables["runs"],
+            ),
+        )
+    )
+    glue.update(sp.glue)
+    fit = rank_and_fit(S, final)
+    figures.append(
+        figure(
+            tplots.rank_vs_kl(final, n=S.n),
+            final,
+            "target_rank_vs_kl",
+            S.caption("Achieved rank (rtol 1e-2) against final KL, one point per run;", final),
+        )
+    )
+    glue.update(fit.glue)
+    status, summary, readings = verdict(S, final, checks, fit)
+    glue.update(readings)
+    mean_info = info.groupby("target")[["rank_rtol_1e_2", "mean_max_prob"]].mean().reset_index()
+    tables = [
+        Table(
+            "target_targets",
+            mean_info.rename(
+                columns={
+                    "target": "target",
+                    "rank_rtol_1e_2": "rank (rtol 1e-2)",
+                    "mean_max_prob": "mean largest weight",
+                }
+            ),
+            digits=3,
+        ),
+        Table(
+            "target_p3",
+            checks[-1].tables["p3"].rename(columns=lambda c: c.replace("_", " ")),
+            digits=3,
+            formats={"tau": fmt_setting},
+        ),
+    ]
+    record = Verdict(
+        "target",
+        status,
+        f"Toy permutation target: τ = 1 with realistic heads falls short of the largest head by {readings['target_short']} "
+        f"nats of KL; a lower τ recovers {readings['target_rescue']}.",
+        f"shortfall {readings['target_short']} nats",
+        f"{len(S.seeds)} seeds",
+        f"a toy attention layer trained on its target, not a language model ({S.profile} sizes)",
+        summary,
+    )
+    return Section("target", glue, figures, tables, [record])

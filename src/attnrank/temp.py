@@ -1,22 +1,38 @@
-"""Temperature and rank, the temperature chapter: the tables and sentences of claim (iii).
+"""Temperature and rank, the temperature chapter: claim (iii), a colder softmax raises the attention rank.
 
-The verdicts themselves are :func:`attnrank.rules.temperature_rank` and
-:func:`attnrank.rules.temperature_loss`; this module writes where a peak lies in words, the
-tables of both rules with every measure, and the verdicts' summaries.
+:func:`section` reads the temperature grid of the shared sweep (plus a detailed ``tau`` and
+``tau = 1`` when off it), measures the logit scale of the freshly initialised models, applies the
+two pre-registered rules (:func:`attnrank.rules.temperature_rank`, the study's two-point comparison
+with the peak located on the grid; :func:`attnrank.rules.temperature_loss`) with every rank measure
+and returns the chapter's :class:`~attnrank.section.Section`: six figures, their tables and the
+``temp`` and ``temp_loss`` verdicts. :func:`peak_shape`, :func:`grid_interval` and
+:func:`verdict_text` write a location on a grid and an estimate for the other chapters too.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
-from .glossary import fmt_estimate, fmt_setting
-from .rules import ArchResult, SweepVerdict
+from . import baselines, experiments, rules, runs, stats
+from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, RANK_MEASURES, fmt, fmt_estimate, fmt_setting
+from .plots import sweeps
+from .plots import training as tplots
+from .profiles import resolve_config, resolve_profile
+from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
+from .section import Figure, Section, Table, Verdict, by_measure_table
 from .stats import Estimate
-from .verdicts import Verdict
+from .store import load_table
+from .verdicts import Verdict as Judged
 
 __all__ = [
+    "PARAMETERS",
+    "STOCK",
+    "section",
     "peak_shape",
+    "shape_text",
     "grid_text",
     "grid_interval",
     "needed_text",
@@ -25,7 +41,8 @@ __all__ = [
     "temperature_loss_table",
     "temperature_summary",
     "temperature_loss_summary",
-    "shape_text",
+    "rank_finding",
+    "loss_finding",
 ]
 
 
@@ -71,7 +88,7 @@ def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
     return f"{fmt_setting(e.value)} [{fmt_setting(e.low)}, {fmt_setting(e.high)}]"
 
 
-def needed_text(v: Verdict) -> str:
+def needed_text(v: Judged) -> str:
     """The runs a verdict needs, for prose: ``"12"`` or ``"none (resolved)"`` when it needs none."""
     return str(v.needed) if v.needed is not None else "none (resolved)"
 
@@ -89,39 +106,41 @@ def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | N
 
 
 def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
-    """The rank rule of :func:`temperature_rank` with every measure, one row per measure and architecture:
-    the cold-minus-stock difference (Welch-t interval), its exact p, the runs, the peak on the grid and the status."""
-    rows = [
-        {
-            "measure": m,
-            "arch": a,
-            f"rank at tau = {fmt_setting(cold)} minus tau = 1 [95% CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
-            "exact p": round(r.verdict.estimate.p, 3),
-            "runs": r.verdict.estimate.n,
-            "peak at tau [95% CI]": grid_interval(r.shape),
-            "status": r.verdict.status,
-        }
-        for m, v in rank_v.items()
-        for a, r in v.arch.items()
-    ]
-    return pd.DataFrame(rows).set_index(["measure", "arch"])
-
-
-def temperature_loss_table(loss_v: SweepVerdict) -> pd.DataFrame:
-    """The loss rule of :func:`temperature_loss`, one row per architecture."""
+    """The rank rule of :func:`attnrank.rules.temperature_rank` with every measure, for reading: one row
+    per measure and architecture with the cold-minus-stock difference (Welch-t interval), its exact p,
+    the runs, the peak on the grid and the status."""
     return pd.DataFrame(
         [
             {
-                "arch": a,
-                "rho(log tau, final loss) [95% CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
+                "measure": MEASURE_LABELS[m],
+                "model": ARCH_LABELS[a],
+                f"τ = {fmt_setting(cold)} minus τ = 1 [95% CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
+                "exact p": fmt(r.verdict.estimate.p, 3),
                 "runs": r.verdict.estimate.n,
-                "lowest mean loss at tau [95% CI]": grid_interval(r.shape),
-                "seed sd (nats)": round(r.spread, 4),
-                "status": r.verdict.status,
+                "peak at τ [95% CI]": grid_interval(r.shape),
+                "verdict": r.verdict.status,
+            }
+            for m, v in rank_v.items()
+            for a, r in v.arch.items()
+        ]
+    )
+
+
+def temperature_loss_table(loss_v: SweepVerdict) -> pd.DataFrame:
+    """The loss rule of :func:`attnrank.rules.temperature_loss`, one row per architecture, for reading."""
+    return pd.DataFrame(
+        [
+            {
+                "model": ARCH_LABELS[a],
+                "ρ(log τ, final loss) [95% CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
+                "runs": r.verdict.estimate.n,
+                "lowest mean loss at τ [95% CI]": grid_interval(r.shape),
+                "seed sd (nats)": fmt(r.spread, 4),
+                "verdict": r.verdict.status,
             }
             for a, r in loss_v.arch.items()
         ]
-    ).set_index("arch")
+    )
 
 
 def shape_text(r: ArchResult, *, minimum: bool = False) -> str:
@@ -135,23 +154,294 @@ def _shape(r: ArchResult) -> str:
     return shape_text(r).split(" (")[0]
 
 
-def temperature_summary(rv: SweepVerdict, *, label: str, cold: float, profile: str, n_seeds: int) -> str:
-    """The summary of the rank verdict of :func:`temperature_rank` on the primary measure ``label``."""
+def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds: int) -> str:
+    """The summary of the rank verdict of :func:`attnrank.rules.temperature_rank` on the primary measure."""
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
     return (
-        f"On the initial {label}, the mean at tau = {fmt_setting(cold)} minus the mean at tau = 1 (Welch-t 95% "
-        f"interval) is {verdict_text(rv['bert'], 'for BERT')} and {verdict_text(rv['gpt2'], 'for GPT-2')}; the mean "
-        f"initial rank peaks at tau = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) and at "
-        f"tau = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile} profile, "
-        f"{n_seeds} seeds per temperature, {rv.n_runs} runs."
+        f"On the initial {label}, the mean at $\\tau$ = {fmt_setting(cold)} minus the mean at $\\tau = 1$ (Welch-t "
+        f"95% interval) is {verdict_text(rv['bert'], 'for BERT')} and {verdict_text(rv['gpt2'], 'for GPT-2')}; the "
+        f"mean initial rank peaks at $\\tau$ = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) "
+        f"and at $\\tau$ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile.capitalize()} "
+        f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
     )
 
 
 def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int) -> str:
-    """The summary of the loss verdict of :func:`temperature_loss`."""
+    """The summary of the loss verdict of :func:`attnrank.rules.temperature_loss`."""
     return (
-        f"Spearman's rho of log tau and the final validation loss (BCa bootstrap over runs) is "
+        f"Spearman's ρ of $\\log\\tau$ and the final validation loss (BCa bootstrap over runs) is "
         f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; a negative "
-        f"rho means a colder softmax trains worse. The lowest mean final loss is at tau = "
-        f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and tau = {fmt_setting(loss_v['gpt2'].shape.value)} "
-        f"(GPT-2). {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
+        f"ρ means a colder softmax trains worse. The lowest mean final loss is at $\\tau$ = "
+        f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and $\\tau$ = {fmt_setting(loss_v['gpt2'].shape.value)} "
+        f"(GPT-2). {profile.capitalize()} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
     )
+
+
+# --------------------------------------------------------------------------- the chapter
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "taus", "head_dims", "tau", "dataset")
+#: The stock temperature ratio, the study's baseline.
+STOCK = 1.0
+
+
+def rank_finding(rv: SweepVerdict, cold: float) -> str:
+    """The rank verdict in one line for the intro's table."""
+    diff = ", ".join(f"{ARCH_NAMES[a]} {fmt(r.verdict.estimate.value, 1)}" for a, r in rv.arch.items())
+    peak = ", ".join(f"{ARCH_NAMES[a]} {fmt_setting(r.shape.value)}" for a, r in rv.arch.items())
+    return f"Initial effective rank at τ = {fmt_setting(cold)} minus τ = 1: {diff}; the rank peaks at τ = {peak}."
+
+
+def loss_finding(loss_v: SweepVerdict) -> str:
+    """The loss verdict in one line for the intro's table."""
+    rho = ", ".join(f"{ARCH_NAMES[a]} {fmt(r.verdict.estimate.value)}" for a, r in loss_v.arch.items())
+    best = ", ".join(f"{ARCH_NAMES[a]} {fmt_setting(r.shape.value)}" for a, r in loss_v.arch.items())
+    return f"ρ(log τ, final loss): {rho} (negative: colder trains worse); lowest loss at τ = {best}."
+
+
+def section(
+    profile: str = "auto", *, seeds=None, taus=None, head_dims=None, tau: float = 0.25, dataset=None
+) -> Section:
+    """The temperature chapter: the temperature grid (plus ``tau`` and ``tau = 1`` when off it, trained
+    where missing), the logit scale at initialisation, the two rules with every measure, six figures, their
+    tables and the ``temp`` and ``temp_loss`` verdicts.
+
+    Args:
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.dynamics.section`).
+        tau: the temperature ratio shown in detail against ``tau = 1`` (a value off the grid trains its
+            own runs, both architectures, the grid's seeds).
+
+    Raises:
+        ConfigError: for a parameter the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    m = PRIMARY_MEASURE
+    label = MEASURE_LABELS[m]
+    tsweep = runs.temperature_grid(
+        profile, extra=(tau, STOCK), taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset
+    )
+    n_seeds, head_dim0 = int(tsweep.seed.nunique()), int(tsweep.head_dim.iloc[0])
+    tau_min = float(min(grid["taus"]))
+    added = ", ".join(map(fmt_setting, tsweep.attrs["missing"])) or "none"
+    glue = {
+        "temp_grid_text": grid_text(grid["taus"]),
+        "temp_init_std": fmt(baselines.init_std()),
+        "temp_n_runs": len(tsweep),
+        "temp_n_seeds": n_seeds,
+        "temp_n_taus": int(tsweep.tau.nunique()),
+        "temp_head_dim": head_dim0,
+        "temp_tau": fmt_setting(tau),
+        "temp_n_failed": int((tsweep.status != "complete").sum()),
+        "temp_tau_min": fmt_setting(tau_min),
+        "temp_tau_max": fmt_setting(max(grid["taus"])),
+        "temp_added": added,
+    }
+    failed = runs.failures(tsweep, "temp_failures")
+    tables = [failed] if failed is not None else []
+    if failed is None:
+        glue["temp_failures"] = "No run of the sweep diverged."
+    # the logit scale at initialisation
+    init = baselines.init_means(
+        [resolve_config(a, profile, tau=t, seed=0, dataset=dataset) for a in ARCHS for t in sorted({tau, STOCK})]
+    )
+    n_tok = int(init.n.iloc[0])
+    uniform = baselines.uniform_ranks(n_tok)
+    at = {"tau": tau, "base": STOCK}
+    for k, v in {
+        **runs.means_at(init, "logit_sd", at, prefix="temp_logit_sd_"),
+        **runs.means_at(init, "attention_entropy", at, prefix="temp_entropy_"),
+    }.items():
+        glue[k] = fmt(v, 3) if "logit_sd" in k else fmt(v, 4)
+    glue.update(
+        {
+            **{f"temp_uniform_{a}": fmt(u[m]) for a, u in uniform.items()},
+            "temp_log_n": fmt(math.log(n_tok), 4),
+            "temp_uniform_causal_rank_rtol": fmt(uniform["gpt2"]["rank_rtol_1e-2"], 0),
+            "temp_n": n_tok,
+        }
+    )
+    tables.append(
+        Table(
+            "temp_init",
+            init.assign(arch=init.arch.map(ARCH_LABELS))[
+                ["arch", "tau", "logit_sd", "n", m, "attention_entropy"]
+            ].rename(
+                columns={
+                    "arch": "model",
+                    "tau": "τ",
+                    "logit_sd": "logit sd (within a row)",
+                    "n": "tokens",
+                    m: label,
+                    "attention_entropy": "attention entropy (nats)",
+                }
+            ),
+            digits=4,
+            formats={"τ": fmt_setting},
+        )
+    )
+    # rank at initialisation against temperature, every measure
+    ranks_long = runs.long_form(tsweep)
+    refs = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
+    figures = [
+        Figure(
+            "temp_rank_vs_tau",
+            sweeps.by_setting(
+                ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=STOCK, refs=refs
+            ),
+            pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
+            f"Attention rank against the temperature ratio $\\tau$ (log axis), one panel per rank measure, at "
+            f"initialisation (solid) and after training (dashed); BERT and GPT-2; mean over seeds with ±1 sd bars, "
+            f"faint dots: single runs. Dotted: the same measure for uniform attention (BERT) and uniform causal "
+            f"attention (GPT-2) over $n$ = {n_tok} tokens, the content-free baseline. Red: the detailed "
+            f"$\\tau$ = {fmt_setting(tau)}; dashed black: $\\tau = 1$; red crosses: diverged runs. "
+            f"{runs.caption(tsweep, profile)}, head dimension {head_dim0}.",
+            "One panel per rank measure: mean attention rank against temperature on a log axis, at "
+            "initialisation and after training, for BERT and GPT-2, with dotted lines for uniform attention.",
+        )
+    ]
+    primary = ranks_long[ranks_long.measure == m]
+    figures.insert(
+        0,
+        Figure(
+            "temp_headline",
+            sweeps.by_setting(
+                primary,
+                "tau",
+                facet=None,
+                style="when",
+                baseline=STOCK,
+                refs=refs[refs.measure == m] if "measure" in refs else refs,
+                ncols=1,
+                width=6.0,
+                height=3.0,
+                ylabel=f"mean {label}",
+            ),
+            primary,
+            f"The {label} of the attention matrices of BERT and GPT-2 against the temperature ratio $\\tau$ (log "
+            f"axis), at initialisation (solid) and after training (dashed); mean over seeds with ±1 sd bars. Dotted: "
+            f"uniform attention, the content-free baseline. {runs.caption(tsweep, profile)}.",
+            "Line chart of the mean effective rank against temperature on a log axis for BERT and GPT-2, before and "
+            "after training, beside dotted lines for uniform attention.",
+        ),
+    )
+    grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
+    rank_v = {mm: rules.temperature_rank(grid_runs, f"initial_{mm}", stock=STOCK, cold=tau_min) for mm in RANK_MEASURES}
+    rv = rank_v[m]
+    tables.append(Table("temp_rank_rule", temperature_table(rank_v, tau_min)))
+    for a, r in rv.arch.items():
+        e = r.verdict.estimate
+        glue.update(
+            {
+                f"temp_cold_diff_{a}": fmt_estimate(e),
+                f"temp_cold_p_{a}": fmt(e.p),
+                f"temp_rank_spread_{a}": fmt(r.spread, 3),
+                f"temp_peak_{a}": grid_interval(r.shape, words=True, note=shape_text(r).split(" (")[0]),
+                f"temp_rank_needed_{a}": needed_text(r.verdict),
+            }
+        )
+    for k, v in runs.means_at(tsweep, f"initial_{m}", {**at, "min": tau_min}, prefix="temp_rank0_").items():
+        glue[k] = fmt(v)
+    glue["temp_n_resamples"] = f"{stats.N_RESAMPLES:,}"
+    glue["temp_min_p"] = fmt(2 / math.comb(2 * n_seeds, n_seeds))
+    # the detailed setting against tau = 1: rank through training and per layer
+    pair = tsweep[np.isclose(tsweep.tau, tau) | np.isclose(tsweep.tau, STOCK)]
+    summ = runs.rank_curves(pair, [m, "rank_atol_1e-8", "rank_rtol_1e-2"])
+    figures.append(
+        Figure(
+            "temp_rank_curves",
+            tplots.measure_trajectories(
+                summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau, archs=("gpt2",)
+            ),
+            summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
+            f"Mean attention rank through training for $\\tau$ = {fmt_setting(tau)} (bold) and $\\tau = 1$, three "
+            f"measures (rows) for BERT and GPT-2 (columns); line: mean over seeds, band: range over seeds; dotted: "
+            f"uniform causal attention (GPT-2). {runs.caption(pair, profile)}.",
+            "Line charts of three rank measures through training, one row per measure and one column per model, "
+            "for the detailed temperature and the stock one.",
+        )
+    )
+    layer_df = runs.layer_ranks(pair, m)
+    figures.append(
+        Figure(
+            "temp_rank_per_layer",
+            sweeps.per_layer(layer_df, highlight=tau, baseline=STOCK, ylabel=label),
+            layer_df,
+            f"The {label} per layer at initialisation (filled) and after training (open), $\\tau$ = "
+            f"{fmt_setting(tau)} (red) and $\\tau = 1$ (black); ±1 sd over heads and seeds. "
+            f"{runs.caption(pair, profile)}.",
+            "Dot plots of the effective rank of each layer, before and after training, for the detailed and the "
+            "stock temperature, one panel per model.",
+        )
+    )
+    # the loss
+    evals = load_table(tsweep, "eval_log")
+    figures.append(
+        Figure(
+            "temp_loss_curves",
+            tplots.val_loss_trajectories(evals, highlight=STOCK),
+            evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
+            f"Validation loss through training for every temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ "
+            f"bold); line: mean over seeds, band: range over seeds; dashed ending in a cross: diverged runs. "
+            f"{runs.caption(tsweep, profile)}.",
+            "Line charts of validation loss against training step, one line per temperature, one panel per model.",
+        )
+    )
+    loss_df = tsweep[["key", "arch", "tau", "seed", "status", "final_val_loss", "initial_val_loss"]]
+    figures.append(
+        Figure(
+            "temp_final_loss_vs_tau",
+            sweeps.by_setting(
+                loss_df,
+                "tau",
+                "final_val_loss",
+                facet="arch",
+                highlight=tau,
+                baseline=STOCK,
+                ncols=2,
+                ylabel="final validation loss (nats/token)",
+            ),
+            loss_df,
+            f"Final validation loss against $\\tau$ (log axis), one panel per model with its own axis (masked-token "
+            f"loss for BERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; "
+            f"red: $\\tau$ = {fmt_setting(tau)}; dashed: $\\tau = 1$; crosses at the top: diverged runs. "
+            f"{runs.caption(tsweep, profile)}.",
+            "Two panels of final validation loss against temperature on a log axis, BERT and GPT-2.",
+        )
+    )
+    loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")
+    for a, r in loss_v.arch.items():
+        glue.update(
+            {
+                f"temp_loss_rho_{a}": fmt_estimate(r.verdict.estimate),
+                f"temp_loss_spread_{a}": fmt(r.spread, 4),
+                f"temp_loss_best_{a}": grid_interval(r.shape, words=True),
+            }
+        )
+    done = tsweep[tsweep.status == "complete"]
+    for k, v in runs.means_at(done, "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_").items():
+        glue[k] = fmt(v, 3)
+    tables.append(Table("temp_loss_rule", temperature_loss_table(loss_v)))
+    regime = baselines.regime_clause(done, baselines.reference_losses(profile, ARCHS, dataset))
+    verdicts = [
+        Verdict(
+            "temp",
+            rv.status,
+            rank_finding(rv, tau_min),
+            "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in rv.arch.items()),
+            f"{rv.n_runs} runs",
+            regime,
+            temperature_summary(rv, cold=tau_min, profile=profile, n_seeds=n_seeds),
+            {mm: v.status for mm, v in rank_v.items()},
+        ),
+        Verdict(
+            "temp_loss",
+            loss_v.status,
+            loss_finding(loss_v),
+            "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
+            f"{loss_v.n_runs} runs",
+            regime,
+            temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds),
+        ),
+    ]
+    tables.append(by_measure_table("temp_by_measure", rank_v, m))
+    return Section("temp", glue, figures, tables, verdicts)

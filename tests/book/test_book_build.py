@@ -74,7 +74,7 @@ def _notebook(code: str, markdown: str) -> str:
 
 NB_CODE = (
     "import os\n"
-    "from attnrank import book\n"
+    "from attnrank import book, glossary\n"
     "from attnrank.profiles import resolve_profile\n"
     "book.glue('value', f\"{resolve_profile('auto')} {glossary.fmt(1 / 3)}\")"
 )
@@ -205,6 +205,11 @@ def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
     for src in scripts:
         assert "://" not in src and not src.startswith("//"), src
         assert (html / src.split("?")[0]).is_file(), src
+    # only what a page loads is copied: the combined component, its fonts, the TeX extensions it autoloads
+    mathjax = html / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").is_file() and (mathjax / "output" / "chtml" / "fonts" / "tex.js").is_file()
+    assert not (mathjax / "tex-svg-full.js").exists() and not (mathjax / "sre").exists()
+    assert sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file()) < 5e6
 
 
 def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path):
@@ -232,13 +237,14 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
         c = resolve_config("gpt2", p)
         assert f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens" in text
         assert f"{c.max_steps} steps of {c.batch_size} sequences" in text
-    assert "No build has been logged yet" in text
+    assert "The log starts with this build" in text
 
     result = build(tmp_path, env)
     assert result.returncode == 0
     text = " ".join(page().split())
-    assert "No build has been logged yet" not in text
-    assert re.search(r"started seconds profile runs_trained training_seconds status \S+ [\d.]+ ci 0 0.0 ok", text), text
+    assert "The log starts with this build" not in text
+    header = r"started build time \[s\] profile runs trained training time \[s\] status"
+    assert re.search(header + r" \S+ [\d.]+ ci 0 0.0 ok", text), text
 
 
 TOC_TWO = TOC + "  - file: nb2\n"

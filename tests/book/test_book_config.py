@@ -56,12 +56,15 @@ def test_no_chapter_is_forced_to_re_execute_on_every_build():
 
 
 def test_intro_has_no_hand_typed_profile_settings():
-    """The profile table and the sizes in the intro are rendered from attnrank.profiles."""
+    """The profile table (on the conventions page, read first) is rendered from attnrank.profiles; neither
+    it nor the intro types a size by hand."""
     intro = (ROOT / "chapters" / "intro.md").read_text()
-    assert "{attnrank-profiles}" in intro
-    section = intro.split("## Profiles", 1)[1].split("\n## ", 1)[0]
+    conventions = (ROOT / "chapters" / "conventions.md").read_text()
+    assert "{attnrank-profiles}" in conventions
+    section = conventions.split("## Profiles", 1)[1].split("\n## ", 1)[0]
     assert not re.search(r"\|[^|\n]*\d[^|\n]*\|", section), "a table with numbers typed by hand"
-    assert not re.search(r"\b\d+ (steps|layers|tokens)\b", intro)
+    for page in (intro, conventions):
+        assert not re.search(r"\b\d+ (steps|layers|tokens)\b", page)
 
 
 # Numbers once typed by hand in the chapters' prose; each is now glued from the code that uses it.

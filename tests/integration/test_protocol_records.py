@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import fake_train
 
-from attnrank import protocol, store
+from attnrank import protocol, store, study
 from attnrank.errors import ConfigError
 from attnrank.profiles import resolve_config
 from attnrank.rank import MEASURES
@@ -121,32 +121,32 @@ def test_study_draws_flip_as_often_as_the_one_outlier_sequence_is_drawn():
     # holds the outlier with probability 4/8, and then reads stock > cold (+1/8 - 0.1); the mean over
     # every sequence reads stock < cold (1/16 - 0.1), so half the draws flip.
     seq = _records([1.0] + [0.0] * 7, [0.0] * 8, 0.1)
-    ref = protocol.study_reference(seq)
+    ref = study.study_reference(seq)
     np.testing.assert_allclose(ref.stat, [1 / 16 - 0.1] * 2)
-    draws = protocol.study_draws(seq, n_draws=4000, seed=1)
+    draws = study.study_draws(seq, n_draws=4000, seed=1)
     assert len(draws) == 4000 * 2 and set(np.round(draws.stat, 12)) == {round(1 / 8 - 0.1, 12), -0.1}
-    flips = protocol.flip_rate(draws, ref)
+    flips = study.flip_rate(draws, ref)
     assert list(flips.step) == [0, 10] and (flips.draws == 4000).all()
     est = flips.estimate.iloc[0]
     assert abs(est.value - 0.5) < 0.03 and est.low < 0.5 < est.high and est.n == 4000
     # drawing every sequence (8 + 8) reproduces the reference: nothing flips
-    all_in = protocol.study_draws(seq, examples=(8, 8), n_draws=50)
+    all_in = study.study_draws(seq, examples=(8, 8), n_draws=50)
     np.testing.assert_allclose(all_in.stat, 1 / 16 - 0.1)
-    assert (protocol.flip_rate(all_in, ref).flips == 0).all()
+    assert (study.flip_rate(all_in, ref).flips == 0).all()
     with pytest.raises(ConfigError, match="examples"):
-        protocol.study_draws(seq, examples=(9, 4))
+        study.study_draws(seq, examples=(9, 4))
     with pytest.raises(ConfigError, match="tau"):
-        protocol.study_draws(seq[seq.tau == 1.0])
+        study.study_draws(seq[seq.tau == 1.0])
 
 
 def test_study_draws_pick_one_run_per_temperature():
     seq = _records([2.0] * 8, [2.0] * 8, 1.0, n_runs=3)
     seq.loc[seq.key == "s2", "rank_atol_1e-8"] = 0.0  # one stock run below the cold runs
-    draws = protocol.study_draws(seq, n_draws=3000)
+    draws = study.study_draws(seq, n_draws=3000)
     low = draws.key_stock == "s2"
     assert set(draws[low].stat) == {-1.0} and set(draws[~low].stat) == {1.0}
     assert abs(low.mean() - 1 / 3) < 0.03
-    assert protocol.study_reference(seq).stat.iloc[0] == pytest.approx(4 / 3 - 1)
+    assert study.study_reference(seq).stat.iloc[0] == pytest.approx(4 / 3 - 1)
 
 
 def test_rank_by_step_correlates_every_step_with_the_last():
@@ -156,11 +156,11 @@ def test_rank_by_step_correlates_every_step_with_the_last():
     for i, f in enumerate(final):
         for step, v in ((0, rng.normal()), (5, -f), (10, f + 0.01 * rng.normal()), (40, f)):
             rows.append({"key": f"k{i}", "arch": "gpt2", "step": step, "measure": "effective_rank", "mean": v})
-    t = protocol.rank_by_step(pd.DataFrame(rows), "effective_rank", n_resamples=2000)
+    t = study.rank_by_step(pd.DataFrame(rows), "effective_rank", n_resamples=2000)
     assert list(t.step) == [0, 5, 10] and (t.final_step == 40).all() and (t.n == 30).all()
     assert abs(t.rho.iloc[0]) < 0.5 and t.rho.iloc[1] == -1.0 and t.rho.iloc[2] > 0.99
     with pytest.raises(ConfigError, match="measure"):
-        protocol.rank_by_step(pd.DataFrame(rows), "stable_rank")
+        study.rank_by_step(pd.DataFrame(rows), "stable_rank")
 
 
 def test_agreement_names_each_protocols_side():

@@ -157,4 +157,4 @@ def test_the_model_builder_is_in_the_run_key_and_the_run_layer_is_not():
 
     closure = {p.name for p in provenance.closure(provenance.RUN_ROOTS)}
     assert {"models.py", "attention.py", "train.py", "probe.py", "rank.py"} <= closure
-    assert not {"runs.py", "store.py", "grid.py", "evidence.py"} & closure
+    assert not {"runs.py", "store.py", "grid.py", "dynamics.py", "temp.py", "glossary.py"} & closure

@@ -53,10 +53,3 @@ def test_bad_input_is_a_config_error():
         baselines.ngram_counts([0], [1], 0)
     with pytest.raises(ConfigError, match="arch"):
         baselines.target_pairs(np.zeros((1, 2), int), np.zeros((1, 2), int), "t5")
-
-
-def test_relative_text_says_above_or_below():
-    """A loss under the baseline is 'below', over it 'above' (no signed number in prose)."""
-    assert baselines.relative_text(4.98, 4.49) == "0.49 nats above"
-    assert baselines.relative_text(5.56, 5.75) == "0.19 nats below"
-    assert baselines.relative_text(1.0, 1.001) == "level with"

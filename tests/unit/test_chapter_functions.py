@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from attnrank import causal, protocol, rank, rules, seqlen, spectra  # noqa: E402
+from attnrank import causal, protocol, rank, rules, seqlen, spectra, study  # noqa: E402
 from attnrank import measure as ms  # noqa: E402
 from attnrank.errors import ConfigError  # noqa: E402
 from attnrank.plots import causal as cplots  # noqa: E402
@@ -48,9 +48,9 @@ def test_theory_sizes_overrides_head_dims_and_samples():
 
 def test_theory_totals_count_only_checks():
     sections = {
-        "a": tx.Section(check="a", tested=10, violations=1),
-        "part": tx.Section(tested=99, violations=9),
-        "b": tx.Section(check="b", tested=5, violations=0),
+        "a": tx.Check(check="a", tested=10, violations=1),
+        "part": tx.Check(tested=99, violations=9),
+        "b": tx.Check(check="b", tested=5, violations=0),
     }
     assert tx.totals(sections) == {"theory_total_tested": 15, "theory_total_violations": 1}
 
@@ -109,7 +109,7 @@ def test_seq_len_report_glue_figure_and_verdict():
 # --- protocol -----------------------------------------------------------------------------------
 
 
-def _records() -> protocol.Records:
+def _records() -> study.Records:
     seq = pd.DataFrame(
         [
             {"split": sp, "sequence": i, "step": st}
@@ -127,7 +127,7 @@ def _records() -> protocol.Records:
             "final_effective_rank": [5.0, 5.2, 3.0, 3.1, 2.0, 2.1, 2.9, 3.0],
         }
     )
-    return protocol.Records(ok, ok, 16, seq, pd.DataFrame(), 20)
+    return study.Records(ok, ok, 16, seq, pd.DataFrame(), 20)
 
 
 def test_protocol_select_and_records_glue():
@@ -139,14 +139,10 @@ def test_protocol_select_and_records_glue():
             "seed": [0, 0, 1, 0],
         }
     )
-    ok, pair = protocol.select(runs, 16)
+    ok, pair = study.select(runs, 16)
     assert list(ok.index) == [0, 1, 3] and list(pair.index) == [0, 1]
     with pytest.raises(ConfigError, match="runs"):
-        protocol.select(runs.drop(columns="tau"), 16)
-    g = _records().glue(250)
-    assert g["protocol_n_val"] == 6 and g["protocol_n_train"] == 3 and g["protocol_n_seeds"] == 2
-    assert g["protocol_n_draws"] == 250 and g["protocol_final_step"] == 20 and g["protocol_n_runs"] == 8
-    assert g["protocol_steps"] == "0, 1, 5, 20" and g["protocol_max_flip"] == f"{rules.MAX_FLIP:.0%}"
+        study.select(runs.drop(columns="tau"), 16)
 
 
 def _flips(bert: Estimate, gpt2: Estimate) -> pd.DataFrame:
@@ -162,18 +158,20 @@ def _flips(bert: Estimate, gpt2: Estimate) -> pd.DataFrame:
 def test_protocol_flip_table_and_judge():
     good, flaky = Estimate(0.01, 0.0, 0.03, 1000, ""), Estimate(0.3, 0.27, 0.33, 1000, "")
     t = protocol.flip_table(_flips(good, flaky))
-    assert list(t.index) == [0, 20] and t.loc[20, "gpt2"] == "30.0% [27.0%, 33.0%]"
-    labels = {"bert": "BERT", "gpt2": "GPT-2"}
-    res, glue, summary = protocol.judge(_records(), _flips(good, good), 500, "effective_rank", labels)
+    assert list(t["probe step"]) == [0, 20]
+    assert t.set_index("probe step").loc[20, "GPT-2 (CLM): flip rate [95% CI]"] == "30.0% [27.0%, 33.0%]"
+    res, glue, summary = protocol.judge(_records(), _flips(good, good), 500, "effective_rank")
     # BERT: ours 5.1 - 3.05 > 0 resolved, reference 2.0 > 0: agree; GPT-2: ours -0.9 resolved, reference 0.8: part
     assert res.parts[("agrees", "bert")] == "supported" and res.parts[("agrees", "gpt2")] == "not supported"
     assert res.status == "not supported"
-    assert glue["protocol_agreement"].startswith("For BERT both protocols rank tau = 1 higher; for GPT-2 they part")
+    assert glue["protocol_agreement"].startswith(
+        "For BERT (MLM) both protocols rank tau = 1 higher; for GPT-2 (CLM) they part"
+    )
     assert glue["protocol_flip_bert"] == "1.0% [0.0%, 3.0%]"
     assert glue["protocol_examples"].startswith("Eight examples and one run were enough")
     assert summary.startswith("Over 500 draws of 4 + 4 examples and one run per temperature")
-    assert "(effective rank, all sequences, 2 seeds)" in summary and "agrees for GPT-2: not supported" in summary
-    _, glue, _ = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank", labels)
+    assert "(effective rank, all sequences, 2 seeds)" in summary and "agrees for GPT-2 (CLM): not supported" in summary
+    _, glue, _ = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank")
     assert glue["protocol_examples"].startswith("Eight examples and one run do not settle")
 
 
@@ -185,10 +183,10 @@ def test_protocol_set_early_summary():
             for s, (lo, hi) in iv.items()
         ]
     )
-    text = protocol.set_early_summary(rules.set_early_rule(t), 40, "effective rank", {"bert": "BERT", "gpt2": "GPT-2"})
+    text = protocol.set_early_summary(rules.set_early_rule(t), 40)
     assert text.startswith(f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}")
-    assert "(40 steps, effective rank): BERT: first early step 4, rho 0.95 [0.91, 0.99]" in text
-    assert "GPT-2: none clears it; last early step 4" in text
+    assert "(40 steps, effective rank): BERT (MLM): first early step 4, rho 0.95 [0.91, 0.99]" in text
+    assert "GPT-2 (CLM): none clears it; last early step 4" in text
 
 
 # --- causal -------------------------------------------------------------------------------------
@@ -216,22 +214,28 @@ def _outcomes() -> pd.DataFrame:
 
 def test_causal_twins_table_and_gaps():
     twins = causal.twins_table(_outcomes())
-    assert list(twins.index.get_level_values("outcome")[:3]) == ["initial", "during", "final_val_loss"]
-    assert twins.loc[("bert", "final_val_loss"), "largest per-seed |tau - twin|"] == pytest.approx(0.02)
-    assert twins.loc[("bert", "initial"), "largest per-seed |tau - twin|"] == 0.0
-    assert twins.loc[("gpt2", "final_val_loss"), "seed sd"] == pytest.approx(0.03)  # 5.1 + 0.03 seed
-    assert twins.loc[("bert", "during"), "tau - twin, over seeds [95% CI]"].startswith("0.0100 [")
-    assert causal.twin_gaps(twins) == pytest.approx({"causal_twin_max_loss": 0.02, "causal_twin_max_rank": 0.02})
+    t = twins.set_index(["model", "outcome"])
+    loss, initial, during = (causal.OUTCOMES[o] for o in ("final_val_loss", "initial", "during"))
+    assert list(twins.outcome[:3]) == [initial, during, loss] and list(twins.model[:1]) == ["BERT (MLM)"]
+    assert t.loc[("BERT (MLM)", loss), "largest per-seed |τ − twin|"] == pytest.approx(0.02)
+    assert t.loc[("BERT (MLM)", initial), "largest per-seed |τ − twin|"] == 0.0
+    assert t.loc[("GPT-2 (CLM)", loss), "seed sd"] == pytest.approx(0.03)  # 5.1 + 0.03 seed
+    assert t.loc[("BERT (MLM)", during), "τ − twin, over seeds [95% CI]"].startswith("0.0100 [")
+    assert causal.twin_gaps(twins) == {"causal_twin_max_loss": "0.02", "causal_twin_max_rank": "0.02"}
 
 
 def test_causal_effects_table_glue_and_order():
     eff = causal.effects(_outcomes())
     tab, glue = causal.effects_table(eff)
-    assert list(tab.columns) == ["init", "lr", "twin", "tau"]
+    cells = [causal.CELL_LABELS[c] + " − τ = 1" for c in ("init", "lr", "twin", "tau")]
+    assert list(tab.columns) == ["model", "outcome", *cells]
     assert glue["causal_initial_init_bert"] == "1.000 [1.000, 1.000]"
     assert glue["causal_final_val_loss_lr_gpt2"] == "0.0000 [0.0000, 0.0000]"
     assert len(glue) == 2 * 3 * 4 and not any("twin_" in k and "tau - twin" in k for k in glue)
-    assert tab.loc[("bert", causal.OUTCOMES["initial"]), "tau"] == "1.000 [1.000, 1.000]"
+    assert (
+        tab.set_index(["model", "outcome"]).loc[("BERT (MLM)", causal.OUTCOMES["initial"]), cells[-1]]
+        == "1.000 [1.000, 1.000]"
+    )
 
 
 def test_causal_runs_text_spans_and_summary():
@@ -320,10 +324,10 @@ def test_measure_setting_glue_and_caption_tail():
 
 def test_measure_baselines_and_trained_facts():
     causal_ranks = {"rank_rtol_1e-2": 30.0, "effective_rank": 20.0}
-    b = ms.baselines(causal_ranks, 64)
+    b = mplots.baselines(causal_ranks, 64)
     assert list(b.label) == ["uniform causal attention $U_n$"] * 2 + ["n", "n"]
     assert list(b.arch) == ["gpt2", "gpt2", "bert", "gpt2"] and b.value.tolist() == [30.0, 20.0, 64.0, 64.0]
-    t = ms.baselines(causal_ranks, 64, temperature=True)
+    t = mplots.baselines(causal_ranks, 64, temperature=True)
     assert t.label.isna().sum() == 2 and "n = 64" in set(t.label)
     one = t[t.measure == "rank one"].iloc[0]
     assert (one.arch, one.value, one.label) == ("bert", 1.0, "uniform attention: rank 1")

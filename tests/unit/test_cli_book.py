@@ -51,27 +51,38 @@ def test_check_parameters_names_the_bad_parameter(ns, param):
     assert e.value.param == param
 
 
-def test_verdict_must_be_one_of_three():
-    assert book.verdict("x", "supported", "fine").startswith("**Verdict: supported.**")
+VERDICT = dict(regime="a clause", finding="It holds here.", effect="1.0 [0.5, 1.5]", n="4 runs")
+
+
+def test_verdict_must_be_one_of_three_and_is_a_record():
+    v = book.verdict("x", "supported", "fine", **VERDICT)
+    assert (v.name, v.status, v.summary, v.regime, v.n) == ("x", "supported", "fine", "a clause", "4 runs")
     with pytest.raises(ConfigError):
-        book.verdict("x", "probably", "no")
+        book.verdict("x", "probably", "no", **VERDICT)
+    with pytest.raises(ConfigError, match="regime"):
+        book.verdict("x", "supported", "fine", **{**VERDICT, "regime": ""})
 
 
-def test_verdict_by_measure_glues_every_measure_and_checks_names(monkeypatch):
-    """A verdict's status under every rank measure is glued as ``{name}_status__{measure}``."""
+def test_verdict_glues_its_parts_and_every_measure_and_checks_names(monkeypatch):
+    """A verdict glues its badge, line, effect, units, regime and summary, and its status under every rank
+    measure as ``{name}_status__{measure}``."""
     from attnrank.rank import MEASURES
 
     glued = {}
     monkeypatch.setattr(book, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
-    book.verdict("x", "supported", "fine", by_measure={"effective_rank": "not supported"})
+    book.verdict("x", "supported", "fine", by_measure={"effective_rank": "not supported"}, **VERDICT)
     assert glued["x_status__effective_rank"] == "not supported"
     assert {k for k in glued if "__" in k} == {f"x_status__{m}" for m in MEASURES}
     assert glued["x_status__rank_rtol_1e-2"] == "n/a"
+    assert glued["x_units"] == "4 runs" and glued["x_regime"] == "a clause" and glued["x_finding"] == "It holds here."
+    assert 'class="verdict-badge verdict-supported"' in glued["x_badge"]
+    # another page (the intro's table) pastes the badge with {glue}, which takes its HTML
+    assert glued["x_badge"]._repr_html_() == glued["x_badge"]._repr_markdown_() == str(glued["x_badge"])
     with pytest.raises(ConfigError) as e:
-        book.verdict("x", "supported", "fine", by_measure={"rank_bogus": "supported"})
+        book.verdict("x", "supported", "fine", by_measure={"rank_bogus": "supported"}, **VERDICT)
     assert e.value.param == "by_measure"
     with pytest.raises(ConfigError):
-        book.verdict("x", "supported", "fine", by_measure={"effective_rank": "maybe"})
+        book.verdict("x", "supported", "fine", by_measure={"effective_rank": "maybe"}, **VERDICT)
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ import pytest  # noqa: E402
 
 from attnrank import measure as ms  # noqa: E402
 from attnrank import protocol, seqlen  # noqa: E402
+from attnrank.plots import measure as pms  # noqa: E402
 from attnrank.rank import MEASURES  # noqa: E402
 from attnrank.stats import Estimate  # noqa: E402
 from attnrank.theory import experiments as tx  # noqa: E402
@@ -41,6 +42,8 @@ HELPERS = {
     "reference_lines",
     "limit_lines",
     "hue_scale",
+    "threshold_lines",  # tables for a figure's reference lines, not figures
+    "baselines",
 }
 ARCHS = ("bert", "gpt2")
 TAUS = (0.25, 1.0, 4.0)
@@ -232,6 +235,21 @@ def _matrices():
             for i in range(4)
         ]
     )
+
+
+def _attention_examples():
+    n = 4
+    rng = np.random.default_rng(0)
+    rows, spectra = [], []
+    for a in ARCHS:
+        for st in ("initialisation", "trained"):
+            for t in (0.001, 1.0, 1000.0):
+                p = rng.dirichlet(np.ones(n), size=n)
+                rows += [dict(arch=a, state=st, tau=t, i=i, j=j, value=p[i, j]) for i in range(n) for j in range(n)]
+                sv = np.linalg.svd(p, compute_uv=False)
+                spectra += [dict(arch=a, state=st, tau=t, k=k + 1, sigma=v) for k, v in enumerate(sv)]
+    labels = {a: [f"t{i}" for i in range(n)] for a in ARCHS}
+    return pd.DataFrame(rows), pd.DataFrame(spectra), labels
 
 
 def _by_tau():
@@ -458,12 +476,13 @@ def _samples() -> dict:
             dict(measure="effective_rank", tau=0.01, seeds=[0, 1], profile="ci"),
         ),
         "measure.spectra": lambda: ((_spectra(),), {}),
+        "measure.attention_patterns": lambda: (_attention_examples(), {}),
         "measure.rank_vs_tau": lambda: (
             (_by_tau()[lambda d: d.pipeline == ms.REFERENCE],),
             {"highlight": "effective_rank"},
         ),
         "measure.precision_by_tau": lambda: ((_by_tau(),), {"reference": ms.REFERENCE}),
-        "measure.measure_points": lambda: ((_at1(), ms.baselines(ms.uniform_causal(8), 8)), {}),
+        "measure.measure_points": lambda: ((_at1(), pms.baselines(ms.uniform_causal(8), 8)), {}),
         "measure.spectra_tau1_figure": lambda: ((_spectra_table(), _matrices(), _setting()), {}),
         "measure.ranks_tau1_figure": lambda: ((_at1(), ms.uniform_causal(8), _setting()), {}),
         "measure.ranks_vs_tau_figure": lambda: (

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from attnrank import book
+from attnrank import book, plots
 from attnrank.errors import ConfigError
 from attnrank.plots import measure, style, sweeps, theory, training
 
@@ -60,14 +60,19 @@ def test_theory_figures_check_columns_with_config_error():
     assert err.value.param == "data"
 
 
-def test_show_glues_the_figure_under_its_name(monkeypatch):
-    """book.show glues the figure (myst-nb) under the figure's name; there is no figure counter."""
-    glued = []
-    monkeypatch.setattr(book, "glue", lambda name, value, display=False: glued.append((name, value, display)))
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
-    fig, _ = plt.subplots()
-    book.show(fig, pd.DataFrame({"x": [1]}), "theory_p0_spectrum", "A caption.")
-    assert glued == [("theory_p0_spectrum", fig, True)]
-    assert "A caption." in shown[-1].data and "theory_p0_spectrum.csv" in shown[-1].data
-    assert not hasattr(book, "_figure_counter")
+def test_show_publishes_the_figure_with_its_caption_alt_text_and_data(monkeypatch):
+    """book.show glues the figure (a PNG at the column's width) under its name, its caption with a link
+    to its data file, its alt text and its data as CSV; the cell displays nothing."""
+    glued = {}
+    monkeypatch.setattr(book, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
+    fig, _ = plt.subplots(figsize=(6.0, 3.0))
+    book.show(fig, pd.DataFrame({"x": [1, 2]}), "theory_p0_spectrum", "A caption.")
+    assert set(glued) == {f"theory_p0_spectrum{s}" for s in ("", "__caption", "__alt", "__data")}
+    image = glued["theory_p0_spectrum"]
+    assert image._repr_mimebundle_()[1] == {"image/png": {"width": 688}} and image.format == "png"
+    assert glued["theory_p0_spectrum__caption"].startswith("A caption.")
+    assert 'href="../data/theory_p0_spectrum.csv"' in glued["theory_p0_spectrum__caption"]
+    assert glued["theory_p0_spectrum__alt"] == plots.ALT_TEXT["theory_p0_spectrum"]
+    assert glued["theory_p0_spectrum__data"].csv == "x\n1\n2\n"
+    with pytest.raises(ConfigError, match="alt"):
+        book.show(fig, pd.DataFrame({"x": [1]}), "no_such_figure", "A caption.")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import baselines, dynamics, evidence, headdim, rules, temp, theory
+from attnrank import baselines, dynamics, headdim, rules, temp, theory
 from attnrank.errors import ConfigError
 from attnrank.rank import MEASURES, rank_measures
 from attnrank.stats import Estimate
@@ -116,13 +116,11 @@ def test_text_helpers():
     assert temp.verdict_text(r, "x", effect=1).endswith("would resolve a difference of 1)")
     means = pd.Series([3.1, 2.5], index=[4, 32])
     assert headdim.direction_text(_est(-0.6, -0.9, -0.3), means).startswith(
-        "falls from 3.10 at d_head = 4 to 2.50 at d_head = 32"
+        "falls from 3.10 at $d_h$ = 4 to 2.50 at $d_h$ = 32"
     )
     assert headdim.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
     judged = {"bert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
-    assert dynamics.needed_runs(
-        judged, {"bert": "BERT", "gpt2": "GPT-2"}, {"bert": "x", "gpt2": "supported"}, prefix="about "
-    ) == ["BERT about 12"]
+    assert dynamics.needed_runs(judged, {"bert": "x", "gpt2": "supported"}, prefix="about ") == ["BERT (MLM) about 12"]
 
 
 def test_relative_change_and_stability_table():
@@ -178,17 +176,14 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
     }
     sv = rules.SweepVerdict("supported", arch, 20)
     t = temp.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
-    assert t.shape[0] == 4 and t.loc[("stable_rank", "gpt2"), "peak at tau [95% CI]"] == "0.016 [0.004, 0.064]"
-    assert "rank at tau = 0.001 minus tau = 1 [95% CI]" in t.columns
-    assert temp.temperature_loss_table(sv).loc["bert", "seed sd (nats)"] == 0.1
-    assert headdim.lever_table({"effective_rank": sv}).loc[("effective_rank", "bert"), "status"] == "supported"
+    t = t.set_index(["measure", "model"])
+    assert t.shape[0] == 4 and t.loc[("stable rank", "GPT-2 (CLM)"), "peak at τ [95% CI]"] == "0.016 [0.004, 0.064]"
+    assert "τ = 0.001 minus τ = 1 [95% CI]" in t.columns
+    assert temp.temperature_loss_table(sv).set_index("model").loc["BERT (MLM)", "seed sd (nats)"] == "0.1000"
+    lever = headdim.lever_table({"effective_rank": sv}).set_index(["measure", "model"])
+    assert lever.loc[("effective rank", "BERT (MLM)"), "verdict"] == "supported"
     eff = headdim.lever_effects({"rank": sv})
     assert len(eff) == 6 and set(eff.lever) == set(headdim.LEVERS.values()) and (eff.estimate == 1.0).all()
-
-
-def test_caption_counts_runs_once_and_seeds():
-    d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
-    assert evidence.caption(d, "ci") == "ci profile, 3 runs, 2 seeds per setting"
 
 
 def test_lever_texts_and_direction_note():
@@ -205,15 +200,11 @@ def test_lever_texts_and_direction_note():
     assert (
         t["tau_range_bert"] == "3.00 [2.00, 4.00], n = 10" and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
     )
-    assert t["diff_gpt2"] == "2.00 [1.00, 3.00], n = 10" and t["spread_bert"] == 0.25
+    assert t["diff_gpt2"] == "2.00 [1.00, 3.00], n = 10" and t["spread_bert"] == "0.250"
     assert t["direction_bert"].startswith("falls") and t["direction_gpt2"].startswith("rises")
-    labels = {"bert": "BERT", "gpt2": "GPT-2"}
     assert (
-        headdim.direction_note(lv, labels)
-        == "the measured rank rises with the head dimension for GPT-2, and falls for BERT"
+        headdim.direction_note(lv)
+        == "the measured rank rises with the head dimension for GPT-2 (CLM), and falls for BERT (MLM)"
     )
     flat = rules.SweepVerdict("x", {"bert": arch(_est(0.1, -0.2, 0.3))}, 5)
-    assert (
-        headdim.direction_note(flat, labels)
-        == "at this width the measured rank does not follow the staircase bound upward"
-    )
+    assert headdim.direction_note(flat) == "at this width the measured rank does not follow the staircase bound upward"

@@ -77,7 +77,7 @@ RATIOS = {"effective_rank": 0.5, "rank_rtol_1e-2": 0.4}
 def test_measure_rule_at_its_threshold(excess, status):
     """Supported iff the absolute rule's excess is above 0.1 and both relative measures' below; an
     interval straddling 0.1 (excess exactly 0.1) is inconclusive."""
-    got, summary, glue = ms.verdict(
+    got, summary, glue, _ = ms.verdict(
         _excess_values(excess), RATIOS, n=11, tau_max=100.0, head_dim=4, atol_rank=5.0, profile="ci"
     )
     assert got == status
@@ -87,7 +87,7 @@ def test_measure_rule_at_its_threshold(excess, status):
 
 def test_measure_rule_needs_the_grid_to_reach_tau_100():
     excess = {"rank_atol_1e-8": 0.5, "rank_rtol_1e-2": 0.02, "effective_rank": 0.03}
-    got, _, _ = ms.verdict(
+    got, _, _, _ = ms.verdict(
         _excess_values(excess, tau=99.0), RATIOS, n=11, tau_max=99.0, head_dim=4, atol_rank=5.0, profile="ci"
     )
     assert got == "inconclusive at this scale"
@@ -136,9 +136,9 @@ def test_target_p4_counts_violations_on_constructed_runs():
 def _sections(viol=0, big_means=(10.0, 40.0), sd=1.0):
     mc = pd.DataFrame(dict(n=[64, 64], head_dim=[1, 256], mean=list(big_means), ci_low=0.0, ci_high=0.0, sd=sd))
     return {
-        "p0": tx.Section({}, {}, "p0", 5, viol),
-        "thm": tx.Section({"mc": mc}, {}, "thm", 2, 0),
-        "p1p": tx.Section({}, {"theory_sat_limit": 30.0, "theory_sat_n": 48}, "p1p", 3, 0),
+        "p0": tx.Check({}, {}, "p0", 5, viol),
+        "thm": tx.Check({"mc": mc}, {}, "thm", 2, 0),
+        "p1p": tx.Check({}, {"theory_sat_limit": 30.0, "theory_sat_n": 48}, "p1p", 3, 0),
     }
 
 

@@ -22,23 +22,95 @@ matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-from .style import PALETTE  # the plot grammar: labels, colours, markers, checks
+from .style import COLUMN_WIDTH, FONT_SIZE, MIN_FONT_SIZE, PALETTE  # the plot grammar
 
-__all__ = ["set_theme", "PALETTE", "new_figure", "figure", "FIGURE_SEED", "style"]
+__all__ = ["set_theme", "PALETTE", "new_figure", "figure", "FIGURE_SEED", "style", "ALT_TEXT"]
 
 #: Seed of NumPy's global random state while a figure is drawn (:func:`figure`).
 FIGURE_SEED = 0
 
 
 def set_theme() -> None:
-    """Apply the book's seaborn theme (called once per chapter by :func:`attnrank.book.setup`)."""
-    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE, font_scale=0.95)
-    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "figure.autolayout": False})
+    """Apply the book's seaborn theme and type sizes (applied by :func:`new_figure` to every figure):
+    every text of a figure drawn at most :data:`~attnrank.plots.style.COLUMN_WIDTH` wide is at least
+    :data:`~attnrank.plots.style.MIN_FONT_SIZE` points, as large as the page's small print when shown."""
+    sns.set_theme(context="paper", style="whitegrid", palette=PALETTE)
+    small = MIN_FONT_SIZE
+    plt.rcParams.update(
+        {
+            "figure.dpi": 100,
+            "savefig.dpi": 200,
+            "figure.autolayout": False,
+            "font.size": FONT_SIZE,
+            "axes.titlesize": FONT_SIZE,
+            "axes.labelsize": FONT_SIZE,
+            "xtick.labelsize": small,
+            "ytick.labelsize": small,
+            "legend.fontsize": small,
+            "legend.title_fontsize": small,
+            "figure.titlesize": FONT_SIZE,
+        }
+    )
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.2, **kw):
-    """``plt.subplots`` with the book's panel size; returns ``(fig, axes)``."""
-    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), constrained_layout=True, **kw)
+def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.0, height: float = 2.6, **kw):
+    """``plt.subplots`` with ``ncols x nrows`` panels of ``width x height`` inches, at most the column's width
+    (:data:`~attnrank.plots.style.COLUMN_WIDTH`: wider grids get narrower panels); returns ``(fig, axes)``."""
+    set_theme()  # every figure of the book in one theme, whoever draws it
+    total = min(width * ncols, COLUMN_WIDTH)
+    return plt.subplots(nrows, ncols, figsize=(total, height * nrows), constrained_layout=True, **kw)
+
+
+#: What each figure of the measure, theory, protocol, causal and target chapters looks like, for a reader
+#: who cannot see it (the image's alt text; the chapter modules of the other chapters give theirs with
+#: each :class:`attnrank.section.Figure`). Keyed by the figure's glue name.
+ALT_TEXT = {
+    "measure_spectra_tau1": "Line charts of the singular values of real attention matrices against their index on a "
+    "log scale, BERT and GPT-2, trained and at initialisation, with horizontal threshold lines.",
+    "measure_ranks_tau1": "Bar charts of every rank measure for trained and initial BERT and GPT-2 at temperature 1, "
+    "beside the uniform causal matrix.",
+    "measure_ranks_vs_tau": "Line charts of every rank measure against the evaluation temperature on a log axis, "
+    "one panel per model.",
+    "measure_spectra_extremes": "Line charts of the singular values of attention at the lowest and highest "
+    "temperature, on a log scale, for BERT and GPT-2.",
+    "measure_precision": "Line charts of how much each rank measure moves when the probabilities or the SVD are "
+    "computed in float32 instead of float64, against temperature.",
+    "theory_p0_spectrum": "Singular values of one random softmax matrix against their index, computed exactly and in "
+    "float64, on a log scale.",
+    "theory_p1_staircase": "Singular values of softmax matrices against the logit scale on log axes, grouped in the "
+    "blocks of the Taylor staircase, and their slopes.",
+    "theory_p1_bound": "Scatter plot of the measured numerical rank against the Taylor bound for random logits, with "
+    "the equality line.",
+    "theory_p1p_saturation": "Line chart of rank measures of random softmax matrices against the head dimension on a "
+    "log axis, approaching the i.i.d. limit drawn dashed.",
+    "theory_p2_hardmax": "Rank of a softmax matrix against the temperature on a log axis, falling to the number of "
+    "distinct argmax columns, with the predicted thresholds marked.",
+    "theory_thm_montecarlo": "Monte Carlo mean hardmax rank against the head dimension on a log axis for two sequence "
+    "lengths, below the bound drawn as a line.",
+    "seq_len": "Log-log line charts of the mean rank against the sequence length, at initialisation and trained, for "
+    "BERT and GPT-2, beside uniform attention and the study's bound.",
+    "protocol_study_view": "The study's figures replayed: rank through training at two temperatures for one run each, "
+    "and the validation loss below, for BERT and GPT-2.",
+    "protocol_draws": "Histograms of the study's statistic over random draws of four plus four examples, at "
+    "initialisation and at the last step, with zero marked.",
+    "protocol_our_view": "Rank through training at two temperatures over every seed and sequence, under the study's "
+    "rank and the effective rank, for BERT and GPT-2.",
+    "protocol_set_early": "Spearman's rho between the rank at each probe step and the final rank, against the step, "
+    "with intervals and the threshold line.",
+    "causal_cells": "Dot plots of the five runs of each seed, for BERT and GPT-2: initial rank, mean rank through "
+    "training and final validation loss, with the seed means as bars.",
+    "causal_intervention": "Line charts of the rank and the validation loss of trained models evaluated at other "
+    "temperatures on a log axis, one line per run.",
+    "target_kl_heatmap": "Heat maps of the final KL to the target over temperature and head dimension, one per "
+    "variant and target, the temperature 1 row outlined.",
+    "target_rank_heatmap": "Heat maps of the achieved numerical rank over temperature and head dimension, one per "
+    "variant and target.",
+    "target_perm_kl": "Line charts of the final KL on the permutation target against temperature on a log axis, one "
+    "line per head dimension, with the two limits drawn.",
+    "target_curves": "Line charts of the KL against the training step for a few cells of the permutation target, "
+    "coloured by temperature.",
+    "target_rank_vs_kl": "Scatter plot of each toy run's achieved rank against its final KL.",
+}
 
 
 def figure(draw):

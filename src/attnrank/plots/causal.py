@@ -6,11 +6,21 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..causal import CELL_LABELS, CELLS, PRESETS, twin_scale
+from ..experiments import CELLS, PRESETS, twin_scale
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
 from . import figure, new_figure
+from .style import MIN_FONT_SIZE
 
-__all__ = ["cells", "intervention", "cells_figure", "intervention_figure"]
+__all__ = ["CELL_LABELS", "cells", "intervention", "cells_figure", "intervention_figure"]
+
+#: Their names in tables and figures (``s`` is the scale ``1 / sqrt(tau)``).
+CELL_LABELS = {
+    "stock": "tau = 1",
+    "init": "init x s",
+    "lr": "q/k lr x s",
+    "twin": "init x s, lr x s (twin)",
+    "tau": "tau",
+}
 
 
 @figure
@@ -57,7 +67,7 @@ def cells(table: pd.DataFrame, outcomes: dict, order, labels: dict, *, width: fl
                 [labels[c] for c in order] if r == len(outcomes) - 1 else [""] * len(order),
                 rotation=30,
                 ha="right",
-                fontsize=8,
+                fontsize=MIN_FONT_SIZE,
             )
             if r == 0:
                 ax.set_title(ARCH_LABELS.get(a, a))

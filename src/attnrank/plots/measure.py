@@ -15,12 +15,16 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from ..glossary import ARCH_LABELS
-from ..measure import REFERENCE, baselines, threshold_lines
+from .. import rank
+from ..glossary import ARCH_LABELS, ARCHS
+from ..spectra import EPS32, EPS64, REFERENCE
 from . import figure, new_figure
-from .style import MEASURE_COLORS, PALETTE, axis_label, check_columns, fmt_tau, measure_label
+from .style import FONT_SIZE, MEASURE_COLORS, MIN_FONT_SIZE, PALETTE, axis_label, check_columns, fmt_tau, measure_label
 
 __all__ = [
+    "threshold_lines",
+    "baselines",
+    "attention_patterns",
     "MEASURE_COLORS",
     "measure_label",
     "spectra",
@@ -35,6 +39,49 @@ __all__ = [
 ]
 
 _TAU_LABEL = axis_label("tau", log=True)
+
+
+def threshold_lines(sigma_1: pd.Series, n: int) -> pd.DataFrame:
+    """Where each measure cuts, per architecture (relative thresholds at the median ``sigma_1``
+    of the panel), and the float32 and float64 round-off levels."""
+    out = []
+    for arch, s1 in sigma_1.items():
+        out += [
+            dict(arch=arch, label="study: atol 1e-8", value=rank.STUDY_ATOL, style="-"),
+            dict(arch=arch, label=r"rtol 1e-2 $\times\,\sigma_1$", value=1e-2 * s1, style="--"),
+            dict(arch=arch, label=r"rtol 1e-4 $\times\,\sigma_1$", value=1e-4 * s1, style="-."),
+            dict(arch=arch, label=r"float32 round-off $\varepsilon_{32}\sigma_1$", value=EPS32 * s1, style=":"),
+            dict(
+                arch=arch,
+                label=r"float64 round-off $n\,\varepsilon_{64}\sigma_1$",
+                value=n * EPS64 * s1,
+                style=(0, (1, 3)),
+            ),
+        ]
+    return pd.DataFrame(out)
+
+
+def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFrame:
+    """Reference values drawn beside the measures: ``arch, measure, value, label``.
+
+    ``causal``: :func:`uniform_causal` (drawn for GPT-2, under each measure); ``n``: the sequence
+    length, the largest rank (both architectures). With ``temperature=True`` (the figure against
+    the temperature) the causal rows have no label, ``n`` is labelled ``"n = <n>"`` and BERT also
+    gets the rank-one line of uniform attention (``measure = "rank one"``, value 1).
+    """
+    if not temperature:
+        return pd.DataFrame(
+            [dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
+            + [dict(arch=a, measure="n", value=float(n), label="n") for a in ARCHS]
+        )
+    return pd.concat(
+        [
+            pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
+            pd.DataFrame([dict(arch=a, measure="n", value=float(n), label=f"n = {n}") for a in ARCHS]),
+            pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
+        ],
+        ignore_index=True,
+    )
 
 
 def _require(data: pd.DataFrame, columns, name: str = "data") -> None:
@@ -133,7 +180,7 @@ def spectra(
                 ax.set_ylabel(head + r"singular value $\sigma_k$ (log scale)")
     handles = [Line2D([], [], color=palette[h], lw=2, label=str(h)) for h in hues]
     handles += [Line2D([], [], color=c, ls=ls, lw=1.2, label=lab) for lab, (c, ls) in th_styles.items()]
-    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -207,7 +254,7 @@ def rank_vs_tau(
                         (0.02, r["value"]),
                         xycoords=("axes fraction", "data"),
                         va="bottom",
-                        fontsize="x-small",
+                        fontsize=MIN_FONT_SIZE,
                         color="0.3",
                     )
         if mark_tau is not None:
@@ -232,7 +279,7 @@ def rank_vs_tau(
     ]
     if baselines is not None and baselines["measure"].isin(hues).any():
         handles.append(Line2D([], [], color="0.3", ls="--", lw=1.2, label="limit of each measure (dashed)"))
-    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -292,7 +339,7 @@ def precision_by_tau(
         ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
-        ax.set_title(_panel_title(col, cv), fontsize="medium")
+        ax.set_title(_panel_title(col, cv), fontsize=FONT_SIZE)
         ax.set_xlabel(_TAU_LABEL)
         if idx % ncols == 0:
             ax.set_ylabel("rank (mean)" + (", log scale" if logy else ""))
@@ -316,10 +363,14 @@ def precision_by_tau(
         ax.set_visible(False)
     if empty:  # the legend fills the first empty slot of the grid
         empty[0].axis("off")
-        empty[0].legend(handles=handles, loc="center", frameon=False, fontsize="small")
+        empty[0].legend(handles=handles, loc="center", frameon=False, fontsize=MIN_FONT_SIZE)
     else:
         fig.legend(
-            handles=handles, loc="outside lower center", ncols=min(len(handles), 4), frameon=False, fontsize="small"
+            handles=handles,
+            loc="outside lower center",
+            ncols=min(len(handles), 4),
+            frameon=False,
+            fontsize=MIN_FONT_SIZE,
         )
     return fig
 
@@ -370,7 +421,11 @@ def measure_points(
                     ax.hlines(r["value"], i - 0.38, i + 0.38, color="black", lw=2.2, zorder=4)
                     base_label = r.get("label", "baseline")
         ax.set_xticks(
-            np.arange(len(measures)), [measure_label(m) for m in measures], rotation=35, ha="right", fontsize="small"
+            np.arange(len(measures)),
+            [measure_label(m) for m in measures],
+            rotation=35,
+            ha="right",
+            fontsize=MIN_FONT_SIZE,
         )
         ax.set_yscale("log")
         ax.set_title(_panel_title(col, cv))
@@ -381,7 +436,7 @@ def measure_points(
         handles.append(Line2D([], [], color="black", lw=2.2, label=str(base_label)))
     if baselines is not None and (baselines["measure"] == "n").any():
         handles.append(Line2D([], [], color="0.4", ls=":", label="matrix size n"))
-    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -393,7 +448,7 @@ def measure_points(
 @figure
 def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
     """Spectra at ``tau = 1``, float64 throughout, by architecture and state, with where each measure
-    cuts (:func:`attnrank.measure.threshold_lines` at the median ``sigma_1`` of the panel)."""
+    cuts (:func:`threshold_lines` at the median ``sigma_1`` of the panel)."""
     spec = spectra_table[(spectra_table.tau == 1.0) & (spectra_table.pipeline == REFERENCE)].reset_index(drop=True)
     sigma1 = matrices[matrices.tau == 1.0].groupby("arch").sigma_1.median()
     fig = spectra(spec, threshold_lines(sigma1, setting.n), col="arch", hue="state")
@@ -413,7 +468,7 @@ def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, set
 @figure
 def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
     """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.measure.summarise`),
-    beside the uniform causal matrix and ``n`` (:func:`attnrank.measure.baselines`)."""
+    beside the uniform causal matrix and ``n`` (:func:`baselines`)."""
     fig = measure_points(at1, baselines(causal, setting.n), col="arch", hue="state")
     return (
         fig,
@@ -483,3 +538,62 @@ def precision_figure(by_tau: pd.DataFrame, setting):
             f"({setting.runs_text})."
         ),
     )
+
+
+@figure
+def attention_patterns(matrices: pd.DataFrame, spectra_table: pd.DataFrame, labels: dict, *, eps: float = 1e-8):
+    """Real attention matrices and their spectra: for each architecture one row per state (the model a run
+    started from and the trained one) of heat maps, one column per temperature ratio, tokens of the probe
+    sequence on both axes (query down, key across), and a last column with the singular values of the
+    row's matrices on a log axis (the study's absolute threshold ``eps`` dotted).
+
+    Args:
+        matrices: :func:`attnrank.spectra.attention_examples` matrices with an ``arch`` column.
+        spectra_table: its spectra, with ``arch``.
+        labels: ``{arch: token strings}``.
+
+    Returns:
+        the Figure, at the column's width.
+    """
+    check_columns(matrices, ["arch", "state", "tau", "i", "j", "value"], "matrices")
+    check_columns(spectra_table, ["arch", "state", "tau", "k", "sigma"], "spectra_table")
+    archs = [a for a in ARCH_LABELS if a in set(matrices.arch)]
+    states = list(pd.unique(matrices.state))
+    taus = sorted(matrices.tau.unique())
+    rows = [(a, s) for a in archs for s in states]
+    fig, axes = new_figure(len(taus) + 1, len(rows), width=1.5, height=1.55, squeeze=False)
+    colors = dict(zip(taus, sns.color_palette(PALETTE, len(taus))))
+    for r, (a, s) in enumerate(rows):
+        tok = labels[a]
+        for c, t in enumerate(taus):
+            ax = axes[r, c]
+            d = matrices[(matrices.arch == a) & (matrices.state == s) & (matrices.tau == t)]
+            grid = d.pivot(index="i", columns="j", values="value").to_numpy()
+            ax.imshow(grid, cmap="rocket_r", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
+            ax.set_xticks(range(len(tok)))
+            ax.set_yticks(range(len(tok)))
+            last_of_arch = r == len(rows) - 1 or rows[r + 1][0] != a  # each model's keys under its last row
+            ax.set_xticklabels(tok if last_of_arch else [], rotation=90, fontsize=MIN_FONT_SIZE - 1.5)
+            ax.set_yticklabels(tok if c == 0 else [], fontsize=MIN_FONT_SIZE - 1.5)
+            ax.tick_params(length=0, pad=1)
+            ax.grid(False)
+            if r == 0:
+                ax.set_title(fmt_tau(t), fontsize=FONT_SIZE)
+            if c == 0:
+                ax.set_ylabel(f"{ARCH_LABELS[a]}\n{s}", fontsize=MIN_FONT_SIZE)
+        ax = axes[r, -1]
+        for t in taus:
+            sv = spectra_table[(spectra_table.arch == a) & (spectra_table.state == s) & (spectra_table.tau == t)]
+            ax.semilogy(
+                sv.k, sv.sigma.clip(lower=1e-300), marker="o", ms=2.5, lw=1.0, color=colors[t], label=fmt_tau(t)
+            )
+        ax.axhline(eps, ls=":", color="0.3", lw=1.0)
+        ax.set_ylim(1e-17, 10)
+        ax.set_yticks([1e-16, 1e-8, 1])
+        ax.tick_params(labelsize=MIN_FONT_SIZE - 1.5)
+        if r == 0:
+            ax.set_title("singular values", fontsize=FONT_SIZE)
+        if r == len(rows) - 1:
+            ax.set_xlabel("index k", fontsize=MIN_FONT_SIZE)
+            ax.legend(fontsize=MIN_FONT_SIZE - 1.5, loc="lower left", frameon=False, handlelength=1.0)
+    return fig

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
 from ..glossary import ARCH_LABELS, MEASURE_LABELS
-from ..protocol import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS, Records
 from ..rules import PRIMARY_MEASURE
 from . import figure
 from .sweeps import effect_forest
@@ -22,12 +22,12 @@ __all__ = ["study_view", "draws_figure", "our_view", "set_early_figure"]
 
 
 @figure
-def study_view(records: Records, eval_log: pd.DataFrame, profile: str):
+def study_view(records, eval_log: pd.DataFrame, profile: str):
     """The study's view: its rank (mean over the first 4 training + 4 held-out sequences) and the
     validation loss through training, one run (the first seed) per temperature.
 
     Args:
-        records: :func:`attnrank.protocol.load`.
+        records: :class:`attnrank.study.Records` (:func:`attnrank.study.load`).
         eval_log: the ``eval_log`` table of the first seed's runs (columns ``arch``, ``tau``,
             ``seed``, ``step``, ``val_loss``).
         profile: named in the caption.
@@ -72,8 +72,8 @@ def study_view(records: Records, eval_log: pd.DataFrame, profile: str):
 
 
 @figure
-def draws_figure(draws: pd.DataFrame, records: Records, n_draws: int, profile: str):
-    """The study's statistic over random draws (:func:`attnrank.protocol.study_draws`) at step 0
+def draws_figure(draws: pd.DataFrame, records, n_draws: int, profile: str):
+    """The study's statistic over random draws (:func:`attnrank.study.study_draws`) at step 0
     and at the last probe step, one dot per draw; the data is those draws with a ``when`` column."""
     n_train, n_test = STUDY_EXAMPLES
     ends = draws[draws.step.isin([0, records.final_step])]
@@ -93,7 +93,7 @@ def draws_figure(draws: pd.DataFrame, records: Records, n_draws: int, profile: s
 
 
 @figure
-def our_view(records: Records, profile: str):
+def our_view(records, profile: str):
     """Our view: the mean rank over every held-out probe sequence, per seed, under the study's
     rank and the primary measure, through training at both temperatures."""
     view = records.summary[records.summary.measure.isin([STUDY_MEASURE, PRIMARY_MEASURE])]
@@ -125,8 +125,8 @@ def our_view(records: Records, profile: str):
 
 
 @figure
-def set_early_figure(by_step: pd.DataFrame, records: Records, profile: str, rho_min: float):
-    """Spearman's rho (:func:`attnrank.protocol.rank_by_step`) at each probe step against the last,
+def set_early_figure(by_step: pd.DataFrame, records, profile: str, rho_min: float):
+    """Spearman's rho (:func:`attnrank.study.rank_by_step`) at each probe step against the last,
     per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without
     its ``estimate`` objects."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]

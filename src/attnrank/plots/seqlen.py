@@ -9,6 +9,7 @@ from matplotlib.ticker import NullLocator
 from ..errors import ConfigError
 from ..glossary import ARCH_LABELS, MEASURE_LABELS
 from . import PALETTE, figure, new_figure
+from .style import MIN_FONT_SIZE
 
 __all__ = ["rank_vs_seq_len"]
 
@@ -50,5 +51,5 @@ def rank_vs_seq_len(table: pd.DataFrame, measures):
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=MEASURE_LABELS[m])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(sorted(set(d.n)), [str(n) for n in sorted(set(d.n))])
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    axes[0][-1].legend(fontsize=MIN_FONT_SIZE, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return fig

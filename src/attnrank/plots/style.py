@@ -24,6 +24,9 @@ from ..glossary import MEASURE_LABELS, fmt_setting
 from ..rank import MEASURES
 
 __all__ = [
+    "COLUMN_WIDTH",
+    "FONT_SIZE",
+    "MIN_FONT_SIZE",
     "PALETTE",
     "SYMBOLS",
     "LABELS",
@@ -40,6 +43,14 @@ __all__ = [
     "check_columns",
 ]
 
+#: The width (inches) of a figure that fills the book's text column: 688 CSS pixels at a 1280-pixel
+#: window, where a point of type is 688 / (72 x 6.0) = 1.6 pixels.
+COLUMN_WIDTH = 6.0
+#: Type size (points) of titles and axis labels.
+FONT_SIZE = 9.0
+#: The smallest type (points) of any figure text: tick labels, legends, notes in a panel (13.6 pixels
+#: shown at the column's width, the size of the page's small print).
+MIN_FONT_SIZE = 8.5
 #: Colour palette shared by all figures (colour-blind safe).
 PALETTE = "colorblind"
 #: The symbol of each quantity, for legend titles, panel titles and sentences.

@@ -26,7 +26,17 @@ from matplotlib.lines import Line2D
 
 from ..glossary import ARCH_LABELS, fmt_setting
 from . import PALETTE, figure, new_figure
-from .style import BASELINE_COLOR, FAILED_COLOR, FAILED_MARKER, HIGHLIGHT_COLOR, LABELS, SYMBOLS, measure_label
+from .style import (
+    BASELINE_COLOR,
+    FAILED_COLOR,
+    FAILED_MARKER,
+    FONT_SIZE,
+    HIGHLIGHT_COLOR,
+    LABELS,
+    MIN_FONT_SIZE,
+    SYMBOLS,
+    measure_label,
+)
 
 __all__ = [
     "arch_color",
@@ -266,9 +276,9 @@ def by_setting(
         ax.set_xlabel(setting_label(x))
         ax.set_ylabel(ylabel or measure_label(f if f is not None else y))
         if f is not None and facet == "arch":
-            ax.set_title(ARCH_LABELS.get(f, str(f)), fontsize="medium")
+            ax.set_title(ARCH_LABELS.get(f, str(f)), fontsize=FONT_SIZE)
         elif f is not None and facet != "measure":
-            ax.set_title(f"{facet} = {fmt_setting(f)}", fontsize="medium")
+            ax.set_title(f"{facet} = {fmt_setting(f)}", fontsize=FONT_SIZE)
     if baseline is not None:
         handles["baseline"] = Line2D(
             [],
@@ -288,15 +298,21 @@ def by_setting(
             label=f"detailed {_SYMBOLS.get(x, x)} = {fmt_setting(highlight)}",
         )
     if legend and handles:
-        fig.legend(
-            handles=list(handles.values()),
-            loc="outside lower center",
-            ncols=min(4, len(handles)),
-            frameon=False,
-            fontsize="small",
-        )
+        # as many columns as fit in the figure's width (a wider legend is cut off at the edges)
+        renderer = fig.canvas.get_renderer()
+        for ncols in range(min(4, len(handles)), 0, -1):
+            leg = fig.legend(
+                handles=list(handles.values()),
+                loc="outside lower center",
+                ncols=ncols,
+                frameon=False,
+                fontsize=MIN_FONT_SIZE,
+            )
+            if ncols == 1 or leg.get_window_extent(renderer).width <= fig.bbox.width:
+                break
+            leg.remove()
     if title is not None:
-        fig.suptitle(title, fontsize="medium")
+        fig.suptitle(title, fontsize=FONT_SIZE)
     return fig
 
 
@@ -368,13 +384,13 @@ def per_layer(
         ax.set_xticklabels([str(layer + 1) for layer in layers])
         ax.set_xlabel("layer")
         ax.set_ylabel(ylabel or measure_label(y))
-        ax.set_title(ARCH_LABELS.get(cv, cv), fontsize="medium")
+        ax.set_title(ARCH_LABELS.get(cv, cv), fontsize=FONT_SIZE)
     fig.legend(
         handles=list(handles.values()),
         loc="outside lower center",
         ncols=min(4, len(handles)),
         frameon=False,
-        fontsize="small",
+        fontsize=MIN_FONT_SIZE,
     )
     return fig
 
@@ -422,9 +438,13 @@ def effect_forest(
         ax.set_yticklabels(labels if ax is axes[0][0] else [""] * len(labels))
         ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_xlabel((xlabels or {}).get(p, str(p)))
-        ax.set_title(str(p), fontsize="medium")
+        ax.set_title(str(p), fontsize=FONT_SIZE)
     fig.legend(
-        handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False, fontsize="small"
+        handles=list(handles.values()),
+        loc="outside lower center",
+        ncols=len(handles),
+        frameon=False,
+        fontsize=MIN_FONT_SIZE,
     )
     return fig
 

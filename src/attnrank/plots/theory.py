@@ -2,7 +2,7 @@
 
 Every function takes tidy pandas data (one row per observation), returns a matplotlib
 ``Figure`` and never changes the theme (:func:`attnrank.plots.set_theme` is applied once
-per chapter by :func:`attnrank.book.setup`). Column names are listed in each docstring.
+by :func:`attnrank.plots.new_figure`). Column names are listed in each docstring.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from matplotlib.colors import LogNorm
 from ..errors import ConfigError
 from ..glossary import fmt_setting
 from . import figure, new_figure
-from .style import PALETTE, SYMBOLS, axis_label, check_columns
+from .style import MIN_FONT_SIZE, PALETTE, SYMBOLS, axis_label, check_columns
 
 __all__ = [
     "exact_spectrum",
@@ -72,10 +72,10 @@ def exact_spectrum(df: pd.DataFrame, tolerances: dict[str, float] | None = None)
     )
     for i, (label, y) in enumerate((tolerances or {}).items()):
         ax.axhline(y, color="0.35", lw=0.8, ls=(0, (4, 2 + 2 * i)))
-        ax.text(df["k"].min(), y, f" {label}", va="bottom", ha="left", fontsize=8, color="0.25")
+        ax.text(df["k"].min(), y, f" {label}", va="bottom", ha="left", fontsize=MIN_FONT_SIZE, color="0.25")
     ax.set_xlabel("index k of the singular value")
     ax.set_ylabel(r"$\log_{10}\sigma_k(A)$")
-    ax.legend(title=None, fontsize=8)
+    ax.legend(title=None, fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -110,7 +110,7 @@ def staircase(sv: pd.DataFrame, slopes: pd.DataFrame):
         xlabel=r"logit scale $\beta$ (dimensionless)",
         ylabel=r"$\sigma_k(\mathrm{softmax}(\beta S_0))$",
     )
-    a.legend(title="block m", fontsize=7, title_fontsize=8, ncol=2)
+    a.legend(title="block m", fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE, ncol=2)
     cl = slopes[slopes["clean"]]
     b.step(slopes["k"], slopes["predicted"], where="mid", color="0.3", lw=1.2, label="predicted m(k)")
     b.scatter(cl["k"], cl["slope"], s=10, color=sns.color_palette(PALETTE)[1], label="measured slope", zorder=3)
@@ -118,7 +118,7 @@ def staircase(sv: pd.DataFrame, slopes: pd.DataFrame):
     if len(nc):
         b.scatter(nc["k"], nc["slope"], s=10, facecolors="none", edgecolors="0.6", label="at float64 floor")
     b.set(xlabel="index k", ylabel=r"exponent of $\beta$ in $\sigma_k$")
-    b.legend(fontsize=8)
+    b.legend(fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -154,7 +154,7 @@ def taylor_bound(df: pd.DataFrame):
             ylabel="measured numerical rank, count",
         )
     if axes[0][-1].get_legend():
-        axes[0][-1].legend(title=SYMBOLS["head_dim"], fontsize=7, title_fontsize=8)
+        axes[0][-1].legend(title=SYMBOLS["head_dim"], fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -187,7 +187,7 @@ def saturation(df: pd.DataFrame, limit: pd.DataFrame):
             ax.axhline(float(lim["mean"].iloc[0]), color=colors[m], ls="--", lw=0.9)
     ax.set_xscale("log", base=2)
     ax.set(xlabel=axis_label("head_dim"), ylabel="rank measure (mean, 95% CI), count")
-    ax.legend(fontsize=8, title="dashed: i.i.d. Gaussian limit", title_fontsize=8)
+    ax.legend(fontsize=MIN_FONT_SIZE, title="dashed: i.i.d. Gaussian limit", title_fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -231,7 +231,7 @@ def hardmax_convergence(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: flo
     g = np.geomspace(lo, hi, 10)
     b.plot(g, g / np.log(1 / eps), color="0.4", lw=0.8, ls=":", label=r"$g/\log(1/\varepsilon)$")
     b.set(xscale="log", yscale="log", xlabel="logit gap g (logit units)", ylabel=r"threshold $\tau^*$")
-    b.legend(fontsize=6.5)
+    b.legend(fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -263,7 +263,7 @@ def hardmax_monte_carlo(df: pd.DataFrame, refs: pd.DataFrame):
         ax.axhline(r["study_bound"] / n, color=colors[n], ls=":", lw=1.1, label=f"n = {n}: ((1-1/e)n+1)/n")
     ax.set_xscale("log", base=2)
     ax.set(xlabel=axis_label("head_dim"), ylabel=r"hardmax rank $r_H$ / n (mean, 95% CI)")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=MIN_FONT_SIZE, loc="lower right")
     return fig
 
 
@@ -311,7 +311,9 @@ def toy_heatmaps(
                 cbar=j == len(cols) - 1,
                 cbar_kws={"label": label or value},
             )
-            ax.set_xticklabels([fmt_setting(float(t.get_text())) for t in ax.get_xticklabels()], rotation=0, fontsize=7)
+            ax.set_xticklabels(
+                [fmt_setting(float(t.get_text())) for t in ax.get_xticklabels()], rotation=0, fontsize=MIN_FONT_SIZE
+            )
             ax.set_title(f"{r}, {c}", fontsize=9)
             ax.set_xlabel(axis_label("tau") if i == len(rows) - 1 else "")
             ax.set_ylabel(axis_label("head_dim") if j == 0 else "")
@@ -361,7 +363,7 @@ def toy_kl_vs_tau(df: pd.DataFrame, *, floor: pd.DataFrame | None = None, kl_min
             ylabel="final KL to target (nats)",
         )
     axes[0][0].set_ylim(kl_min / 2, float(df.groupby(["variant", "head_dim", "tau"])["kl"].mean().max()) * 2)
-    axes[0][-1].legend(title=SYMBOLS["head_dim"] + " / reference", fontsize=7, title_fontsize=8)
+    axes[0][-1].legend(title=SYMBOLS["head_dim"] + " / reference", fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -394,7 +396,7 @@ def toy_curves(curves: pd.DataFrame, cells: list[tuple[str, int]]):
             yscale="log", title=f"{v}, {SYMBOLS['head_dim']} = {d}", xlabel="Adam step", ylabel="KL to target (nats)"
         )
     if axes[0][-1].get_legend():
-        axes[0][-1].legend(title=r"$\tau$", fontsize=7, title_fontsize=8)
+        axes[0][-1].legend(title=r"$\tau$", fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -410,7 +412,7 @@ def rank_vs_kl(df: pd.DataFrame, *, n: int | None = None):
     if n is not None:
         ax.axhline(n, color="0.4", lw=0.8, ls="--")
     ax.set(xscale="log", xlabel="final KL to target (nats)", ylabel="achieved rank (rtol 1e-2), count")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=MIN_FONT_SIZE)
     return fig
 
 
@@ -517,7 +519,7 @@ def section_figure(name: str, section, sizes: dict, profile: str):
 
     Args:
         name: the check, one of ``p0``, ``p1_staircase``, ``p1_taylor``, ``p1p``, ``p2``, ``thm``.
-        section: the :class:`attnrank.theory.experiments.Section` that check returned (its
+        section: the :class:`attnrank.theory.experiments.Check` that check returned (its
             ``tables`` are drawn: ``spectrum``; ``sv`` and ``slopes``; ``bound``; ``sat`` and
             ``limit``; ``curves`` and ``thresholds``; ``mc`` and ``refs``).
         sizes: the chapter's sizes (``attnrank.presets.preset("theory", profile)``), quoted in

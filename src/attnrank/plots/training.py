@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
 from . import PALETTE, figure, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
-from .style import FAILED_MARKER, HEAD_DIM_CMAP, LABELS, SYMBOLS, TAU_CMAP
+from .style import FAILED_MARKER, FONT_SIZE, HEAD_DIM_CMAP, LABELS, MIN_FONT_SIZE, SYMBOLS, TAU_CMAP
 
 __all__ = [
     "TAU_CMAP",
@@ -94,7 +94,7 @@ def _title(ax, row, r, col, c, row_labels, col_labels):
         parts.append(str((row_labels or {}).get(r, r)))
     if col is not None:
         parts.append(str((col_labels or {}).get(c, c)))
-    ax.set_title(" · ".join(parts), fontsize="medium")
+    ax.set_title(" · ".join(parts), fontsize=FONT_SIZE)
 
 
 def _colorbar(fig, axes, sm, values, label):
@@ -146,7 +146,7 @@ def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list
                 textcoords="offset points",
                 ha="right",
                 va="bottom",
-                fontsize="x-small",
+                fontsize=MIN_FONT_SIZE,
                 color=color,
             )
             lo, hi = min(lo, y - 0.05 * (hi - lo)), max(hi, y + 0.05 * (hi - lo))
@@ -161,7 +161,7 @@ def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list
             transform=ax.transAxes,
             ha="right",
             va="top",
-            fontsize="x-small",
+            fontsize=MIN_FONT_SIZE,
             color=color,
         )
     return off
@@ -284,7 +284,9 @@ def trajectories(
     if baseline is not None:
         handles.append(Line2D([], [], color="0.4", ls=":", lw=1.2, label=baseline_label))
     _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
-    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=min(len(handles), 4), frameon=False)
+    fig.legend(
+        handles=handles, fontsize=MIN_FONT_SIZE, loc="outside lower center", ncols=min(len(handles), 4), frameon=False
+    )
     return fig
 
 
@@ -391,10 +393,10 @@ def run_scatter(
                     transform=ax.transAxes,
                     va="bottom",
                     ha="center",
-                    fontsize="x-small",
+                    fontsize=MIN_FONT_SIZE,
                     linespacing=1.25,
                 )
-                ax.set_title(ax.get_title() + "\n" * (block.count("\n") + 1), fontsize="medium")
+                ax.set_title(ax.get_title() + "\n" * (block.count("\n") + 1), fontsize=FONT_SIZE)
             ax.set_xlabel(xlabel or x if i == len(rows) - 1 else "")
             ax.set_ylabel(ylabel or y if j == 0 else "")
     handles = []
@@ -406,7 +408,9 @@ def run_scatter(
         handles.append(Line2D([], [], marker=FAILED_MARKER, color=_FAILED_COLOR, ls="none", label="diverged run"))
     _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
     if handles:
-        fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=len(handles), frameon=False)
+        fig.legend(
+            handles=handles, fontsize=MIN_FONT_SIZE, loc="outside lower center", ncols=len(handles), frameon=False
+        )
     return fig
 
 
@@ -481,7 +485,7 @@ def change_distribution(
         ax.set_xscale("log")
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel)
-    ax.legend(title=None, fontsize="small", loc="lower right", framealpha=0.85)
+    ax.legend(title=None, fontsize=MIN_FONT_SIZE, loc="lower right", framealpha=0.85)
     return fig
 
 
@@ -540,7 +544,7 @@ def layer_head_heatmaps(
                 linewidths=0.5,
                 linecolor="white",
             )
-            axes[i, j].set_title(f"{row_labels.get(r, r)} · {(col_labels or {}).get(c, c)}", fontsize="small")
+            axes[i, j].set_title(f"{row_labels.get(r, r)} · {(col_labels or {}).get(c, c)}", fontsize=MIN_FONT_SIZE)
         if ncols > len(cols):
             delta = mats[cols[-1]] - mats[cols[0]]
             lim = float(np.nanmax(np.abs(delta.to_numpy()))) or 1.0
@@ -560,7 +564,7 @@ def layer_head_heatmaps(
                 linecolor="white",
             )
             first, last = ((col_labels or {}).get(c, c) for c in (cols[0], cols[-1]))
-            ax.set_title(f"{row_labels.get(r, r)} · {last} − {first}", fontsize="small")
+            ax.set_title(f"{row_labels.get(r, r)} · {last} − {first}", fontsize=MIN_FONT_SIZE)
         for j in range(ncols):
             axes[i, j].set_xlabel("head" if i == len(rows) - 1 else "")
             axes[i, j].set_ylabel("layer" if j == 0 else "")
@@ -615,7 +619,7 @@ def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
     one curve per temperature ratio (``tau = 1`` bold).
 
     Args:
-        curves: :func:`attnrank.evidence.loss_curves` (``curve, arch, tau, seed, status, step, value``; nats).
+        curves: :func:`attnrank.runs.loss_curves` (``curve, arch, tau, seed, status, step, value``; nats).
         levels: ``{arch: loss level}`` drawn dotted in the training-loss panels (the convergence level).
         references: ``{arch: {label: nats}}`` drawn in the validation-loss panels (unigram and bigram models).
 
@@ -677,7 +681,7 @@ def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, reference
 
     Args:
         data: one row per run with ``arch, tau, head_dim, seed, status``, ``x`` and ``y``.
-        rho: ``{tau: {arch: Estimate}}`` (e.g. :func:`attnrank.evidence.grid_correlations`), written in each
+        rho: ``{tau: {arch: Estimate}}`` (e.g. :func:`attnrank.loss.grid_correlations`), written in each
             panel's corner as ``ρ = value [low, high]`` and the number of runs; its keys are the rows, in order.
         references: ``{arch: {label: y}}``, drawn in every panel of that architecture (e.g. unigram and bigram
             losses).

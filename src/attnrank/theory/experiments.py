@@ -1,7 +1,7 @@
 """The theory chapter's checks of each proposition on random instances, as tables and numbers.
 
 Each function runs the check of one proposition with the chapter's sizes
-(:data:`attnrank.presets.PRESETS` ``["theory"]``) and returns a :class:`Section`: the tables
+(:data:`attnrank.presets.PRESETS` ``["theory"]``) and returns a :class:`Check`: the tables
 its figure draws, the numbers the chapter pastes (``glue``, under the chapter's names) and
 the count of instances tested and violations found. The expensive tables (the mpmath
 spectra, the Monte Carlo estimates) are cached with :func:`attnrank.cache.cached`, keyed by
@@ -11,7 +11,6 @@ their inputs and the code. Seeds: instance draws use ``1000 * seed + offset``, a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -19,17 +18,22 @@ import torch
 
 from ..cache import cached
 from ..glossary import MEASURE_LABELS, fmt
+from ..plots import ALT_TEXT
+from ..plots.theory import section_figure
 from ..presets import preset
+from ..profiles import resolve_profile
 from ..rank import numerical_rank, singular_values, study_rank
+from ..section import Figure, Section, Table, Verdict
+from ..seqlen import section as seq_len_section
 from ._common import softmax_attention
 from .exact import causal_log10_det
 from .hardmax import hardmax_rank, hardmax_threshold, measured_threshold, new_column_gap, top_gap
 from .sampling import expected_distinct, sample_logits, study_bound
-from .tables import SAT_MEASURES, _gen, exact_spectra, hardmax_mc_table, saturation_table
+from .tables import SAT_MEASURES, Check, _gen, exact_spectra, hardmax_mc_table, saturation_table
 from .taylor import logit_halfrange, staircase_blocks, staircase_slopes, taylor_rank_bound, taylor_terms
 
 __all__ = [
-    "Section",
+    "Check",
     "merge",
     "p0",
     "p1_staircase",
@@ -48,28 +52,9 @@ __all__ = [
 #: Rank measures of the P1' saturation check (the first is the one the text quotes).
 
 
-@dataclass
-class Section:
-    """One proposition's check: ``tables`` (name -> DataFrame), ``glue`` (chapter name -> value),
-    ``tested`` instances and ``violations`` found (both also in ``glue`` as
-    ``<prefix>_<check>_tested`` / ``_violations`` when ``check`` is set)."""
-
-    tables: dict = field(default_factory=dict)
-    glue: dict = field(default_factory=dict)
-    check: str | None = None
-    tested: int = 0
-    violations: int = 0
-    prefix: str = "theory"
-
-    def __post_init__(self):
-        if self.check is not None:
-            self.glue[f"{self.prefix}_{self.check}_tested"] = int(self.tested)
-            self.glue[f"{self.prefix}_{self.check}_violations"] = int(self.violations)
-
-
-def merge(check: str, *sections: Section) -> Section:
+def merge(check: str, *sections: Check) -> Check:
     """One check made of several sections (P1: the staircase and the Taylor bound)."""
-    return Section({}, {}, check, sum(s.tested for s in sections), sum(s.violations for s in sections))
+    return Check({}, {}, check, sum(s.tested for s in sections), sum(s.violations for s in sections))
 
 
 def sizes(profile: str, *, head_dims=None, mc_samples=None) -> dict:
@@ -96,7 +81,7 @@ def sizes(profile: str, *, head_dims=None, mc_samples=None) -> dict:
 def totals(sections: dict) -> dict:
     """``theory_total_tested`` and ``theory_total_violations``: the sums over the sections that are checks.
 
-    ``sections``: name -> :class:`Section`; a section without ``check`` (a part of a merged
+    ``sections``: name -> :class:`Check`; a section without ``check`` (a part of a merged
     check) is not counted, so nothing is counted twice.
     """
     checks = [s for s in sections.values() if s.check]
@@ -109,7 +94,7 @@ def totals(sections: dict) -> dict:
 # ------------------------------------------------------------------------------- P0
 def p0(
     *, p0_n: int, p0_inst: int, p0_digits: int, seed: int = 0, head_dim: int = 1, causal_instances: int = 200, **_
-) -> Section:
+) -> Check:
     """P0: the exact spectrum is full (mpmath) and causal attention has a finite log-determinant
     with ``sigma_min <= min_i A_ii``. Table ``spectrum``; a violation is an exact zero singular
     value, a non-finite causal log-determinant or ``sigma_min > min_i A_ii``."""
@@ -137,13 +122,13 @@ def p0(
         theory_p0_causal_inst=int(len(S_c)),
         theory_p0_causal_logdet_min=float(logdet.min()),
     )
-    return Section({"spectrum": p0.drop(columns="float_rank")}, glue, "p0", p0_inst + len(S_c), viol)
+    return Check({"spectrum": p0.drop(columns="float_rank")}, glue, "p0", p0_inst + len(S_c), viol)
 
 
 # ------------------------------------------------------------------------------- P1
 def p1_staircase(
     *, stair_n: int, seed: int = 0, head_dim: int = 4, clean_share: float = 0.8, tol: float = 0.05, **_
-) -> Section:
+) -> Check:
     """P1 staircase: singular values of ``softmax(beta S0)`` over 9 values of beta in [1e-2, 1e-1]
     and their fitted exponents against the predicted blocks. Tables ``sv``, ``slopes``,
     ``blocks``; a violation is a block (at least ``clean_share`` of it above the float64 floor)
@@ -195,7 +180,7 @@ def p1_staircase(
         theory_stair_maxdev=float(complete["max_dev"].max()),
         theory_stair_nblocks=int(len(complete)),
     )
-    return Section({"sv": sv_df, "slopes": slope_df, "blocks": blocks_df}, glue, None, len(complete), viol)
+    return Check({"sv": sv_df, "slopes": slope_df, "blocks": blocks_df}, glue, None, len(complete), viol)
 
 
 def p1_taylor(
@@ -208,7 +193,7 @@ def p1_taylor(
     eps=(1e-2, 1e-4),
     example=(8, 0.1),
     **_,
-) -> Section:
+) -> Check:
     """P1 Taylor bound: measured ``rank_eps`` against :func:`taylor_rank_bound` for random logits
     times each scale, and ``sigma_{r_m+1} <= e^{2M} M^{m+1}/(m+1)!`` directly. Table ``bound``;
     ``example`` is the (head dim, scale) quoted in the text."""
@@ -265,7 +250,7 @@ def p1_taylor(
         theory_ty_r1=taylor_terms(8, 1),
         theory_ty_r2=taylor_terms(8, 2),
     )
-    return Section({"bound": ty}, glue, None, tested, viol)
+    return Check({"bound": ty}, glue, None, tested, viol)
 
 
 # ------------------------------------------------------------------------------ P1'
@@ -279,7 +264,7 @@ def _approach(d: pd.DataFrame, lim_row) -> str:
     return "from within the limit's interval"
 
 
-def p1p_saturation(*, sat_n: int, sat_head_dims, sat_samples: int, seed: int = 0, tol: float = 0.05, **_) -> Section:
+def p1p_saturation(*, sat_n: int, sat_head_dims, sat_samples: int, seed: int = 0, tol: float = 0.05, **_) -> Check:
     """P1': rank measures saturate in the head dimension toward the i.i.d. limit. Tables ``sat``
     and ``limit``; a violation is a measure whose largest head lies outside the limit's interval
     and more than ``tol`` (relative) from its mean."""
@@ -326,7 +311,7 @@ def p1p_saturation(*, sat_n: int, sat_head_dims, sat_samples: int, seed: int = 0
             else "stays below it at every head dimension of the grid"
         ),
     )
-    return Section({"sat": sat, "limit": limit}, glue, "p1p", sat.measure.nunique(), viol)
+    return Check({"sat": sat, "limit": limit}, glue, "p1p", sat.measure.nunique(), viol)
 
 
 # ------------------------------------------------------------------------------- P2
@@ -335,7 +320,7 @@ def _loglog(x, y):
     return float(np.polyfit(lx, ly, 1)[0]), float(np.corrcoef(lx, ly)[0, 1])
 
 
-def p2_hardmax(*, p2_n: int, p2_d: int, p2_inst: int, p2_grid: int, seed: int = 0, eps: float = 1e-2, **_) -> Section:
+def p2_hardmax(*, p2_n: int, p2_d: int, p2_inst: int, p2_grid: int, seed: int = 0, eps: float = 1e-2, **_) -> Check:
     """P2: the numerical rank equals the hardmax rank below the predicted threshold, over a grid of
     ``p2_grid`` temperatures in [1e-6, 10]. Tables ``curves`` and ``thresholds``; a violation is
     a grid point below ``tau*_pred`` whose rank is not ``r_H``, a tied row, or a rank at
@@ -402,11 +387,11 @@ def p2_hardmax(*, p2_n: int, p2_d: int, p2_inst: int, p2_grid: int, seed: int = 
         theory_p2_cold_rel_hits=int((cold_rel == hr.rank).sum()),
         theory_p2_cold_study_hits=int((cold_study == hr.rank).sum()),
     )
-    return Section({"curves": curves, "thresholds": thr}, glue, "p2", int(below.sum()) + 2 * len(S2), viol)
+    return Check({"curves": curves, "thresholds": thr}, glue, "p2", int(below.sum()) + 2 * len(S2), viol)
 
 
 # ------------------------------------------------------------------------- theorem
-def theorem(*, n_values, mc_head_dims, mc_samples: int, seed: int = 0, reach: float = 0.9, **_) -> Section:
+def theorem(*, n_values, mc_head_dims, mc_samples: int, seed: int = 0, reach: float = 0.9, **_) -> Check:
     """The study's theorem: the mean hardmax rank stays below ``n(1-(1-1/n)^n) <= (1-1/e)n + 1``
     and grows with the head dimension. Tables ``mc`` and ``refs``; a violation is a mean whose
     interval lies above ``n(1-(1-1/n)^n)``, a rank above 2 at ``d_h = 1``, an i.i.d. interval
@@ -459,7 +444,7 @@ def theorem(*, n_values, mc_head_dims, mc_samples: int, seed: int = 0, reach: fl
                 f"theory_thm_{r.n}_logn": float(math.log(r.n)),
             }
         )
-    return Section({"mc": mc.drop(columns=["max", "ties"]), "refs": refs}, glue, "thm", len(mc) + len(refs), viol)
+    return Check({"mc": mc.drop(columns=["max", "ties"]), "refs": refs}, glue, "thm", len(mc) + len(refs), viol)
 
 
 def verdict(sections: dict, *, mc_samples: int, profile: str) -> tuple[str, str]:
@@ -488,3 +473,82 @@ def verdict(sections: dict, *, mc_samples: int, profile: str) -> tuple[str, str]
         f"{'above' if lim > study_bound(n_sat) else 'not above'} the bound (1-1/e)n+1."
     )
     return status, summary
+
+
+# --------------------------------------------------------------------------- the chapter
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seed", "head_dims", "mc_samples", "dataset")
+#: The checks of the chapter in its order, and their figures' names (a name of :func:`section_figure`).
+CHECKS = ("p0", "p1_staircase", "p1_taylor", "p1p", "p2", "thm")
+
+
+def finding(sections: dict) -> str:
+    """The ``theory`` verdict in one line for the intro's table."""
+    t = totals(sections)
+    mc = sections["thm"].tables["mc"]
+    big = mc[mc.n == mc.n.max()].sort_values("head_dim")
+    return (
+        f"{t['theory_total_tested'] - t['theory_total_violations']} of {t['theory_total_tested']} checks hold; the "
+        f"hardmax rank at n = {int(mc.n.max())} grows from {fmt(float(big['mean'].iloc[0]))} to "
+        f"{fmt(float(big['mean'].iloc[-1]), 1)} with the head dimension."
+    )
+
+
+def section(profile: str = "auto", *, seed: int = 0, head_dims=None, mc_samples=None, dataset=None) -> Section:
+    """The theory chapter: every check (P0-P2, the theorem) on random instances of the chapter's sizes
+    (:func:`sizes`), their figures, the staircase table, the ``theory`` verdict, and the section on sequence
+    length (:func:`attnrank.seqlen.section`, its runs trained where missing) with the ``seq_len`` verdict.
+
+    Raises:
+        ConfigError: naming a parameter outside its range.
+    """
+    profile = resolve_profile(profile)
+    sz = sizes(profile, head_dims=head_dims, mc_samples=mc_samples)
+    threads = torch.get_num_threads()
+    if profile != "paper":
+        torch.set_num_threads(1)  # small matrices on a shared CPU: more threads only spin-wait
+    try:
+        checks = {
+            "p0": p0(**sz, seed=seed),
+            "p1_staircase": p1_staircase(**sz, seed=seed),
+            "p1_taylor": p1_taylor(**sz, seed=seed),
+            "p1p": p1p_saturation(**sz, seed=seed),
+            "p2": p2_hardmax(**sz, seed=seed),
+            "thm": theorem(**sz, seed=seed),
+        }
+    finally:
+        torch.set_num_threads(threads)
+    checks["p1"] = merge("p1", checks["p1_staircase"], checks["p1_taylor"])
+    glue = {"theory_profile": profile}
+    for c in checks.values():
+        glue.update(c.glue)
+    glue.update(totals(checks))
+    figures = []
+    for name in CHECKS:
+        fig, data, key, caption = section_figure(name, checks[name], sz, profile)
+        figures.append(Figure(key, fig, data, caption, ALT_TEXT[key]))
+    status, summary = verdict(checks, mc_samples=sz["mc_samples"], profile=profile)
+    t = totals(checks)
+    theory = Verdict(
+        "theory",
+        status,
+        finding(checks),
+        f"{t['theory_total_violations']} violations",
+        f"{t['theory_total_tested']} checks",
+        f"random attention matrices, no training ({base_profile_words(profile)})",
+        summary,
+    )
+    blocks = checks["p1_staircase"].tables["blocks"]
+    sec = Section(
+        "theory", glue, figures, [Table("theory_staircase_blocks", _reader_columns(blocks), digits=4)], [theory]
+    )
+    return sec.merge(seq_len_section(profile, dataset=dataset))
+
+
+def base_profile_words(profile: str) -> str:
+    """The sizes the chapter's random instances were drawn at, in words."""
+    return f"the {profile} profile's sizes"
+
+
+def _reader_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.rename(columns={c: c.replace("_", " ") for c in frame.columns})

@@ -9,6 +9,7 @@ so rewording them recomputes none of these tables.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -18,10 +19,29 @@ from ..rank import numerical_rank, singular_values
 from .exact import exact_singular_values
 from .sampling import monte_carlo_hardmax_rank, monte_carlo_rank, sample_logits
 
-__all__ = ["SAT_MEASURES", "exact_spectra", "saturation_table", "hardmax_mc_table"]
+__all__ = ["Check", "SAT_MEASURES", "exact_spectra", "saturation_table", "hardmax_mc_table"]
 
 #: The measures of the P1' saturation check (the first is the one its figure and verdict read).
 SAT_MEASURES = ("rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank")
+
+
+@dataclass
+class Check:
+    """One proposition's check: ``tables`` (name -> DataFrame), ``glue`` (chapter name -> value),
+    ``tested`` instances and ``violations`` found (both also in ``glue`` as
+    ``<prefix>_<check>_tested`` / ``_violations`` when ``check`` is set)."""
+
+    tables: dict = field(default_factory=dict)
+    glue: dict = field(default_factory=dict)
+    check: str | None = None
+    tested: int = 0
+    violations: int = 0
+    prefix: str = "theory"
+
+    def __post_init__(self):
+        if self.check is not None:
+            self.glue[f"{self.prefix}_{self.check}_tested"] = int(self.tested)
+            self.glue[f"{self.prefix}_{self.check}_violations"] = int(self.violations)
 
 
 def _gen(seed: int, offset: int) -> torch.Generator:

@@ -1,0 +1,121 @@
+"""Re-running the book, the reproducibility chapter: what built this book and how to build it again.
+
+:func:`section` returns the chapter's :class:`~attnrank.section.Section`: the environment of the
+build (Python, the platform, each package of :data:`attnrank.book.ENVIRONMENT_PACKAGES` beside the
+version the lock file pins), the runs of the shared sweep with their keys, the scale each verdict was
+computed at, the settings of every profile and preset, and the size of the ``paper`` profile. The
+build's times are rendered by the book's Sphinx extension when the page is read (the chapters'
+execution times and the build log), so no other page prints a timing.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from importlib.metadata import version
+
+import pandas as pd
+
+from . import experiments, presets, runs
+from .book import ENVIRONMENT_PACKAGES
+from .glossary import ARCH_LABELS, fmt_setting
+from .profiles import PROFILES, profile_defaults, resolve_config, resolve_profile
+from .provenance import lock_state
+from .section import Section, Table
+from .store import code_hash
+from .train import device_name
+
+__all__ = ["PARAMETERS", "section", "environment", "profile_tables"]
+
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "dataset")
+
+
+def environment() -> tuple[pd.DataFrame, str]:
+    """The environment of this build: one row per package (Python, the platform and each of
+    :data:`attnrank.book.ENVIRONMENT_PACKAGES`) with its installed and its locked version, and the lock
+    file in words (its hash, and whether every listed package is at its locked version)."""
+    lock_hash, locked = lock_state(ENVIRONMENT_PACKAGES)
+    env = pd.DataFrame(
+        [("Python", sys.version.split()[0], "-"), ("platform", platform.platform(), "-")]
+        + [(p, version(p), locked[p] or "-") for p in ENVIRONMENT_PACKAGES],
+        columns=["package", "installed", "locked"],
+    )
+    differ = [p for p in ENVIRONMENT_PACKAGES if locked[p] is not None and locked[p] != version(p)]
+    if lock_hash is None:
+        text = "no lock file in this copy of the library"
+    elif differ:
+        text = f"requirements.lock (SHA-256 {lock_hash[:12]}); not installed from it: {', '.join(differ)} differ"
+    else:
+        text = f"requirements.lock (SHA-256 {lock_hash[:12]}); every package listed is at its locked version"
+    return env, text
+
+
+def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The settings of every profile, one column per profile: its defaults
+    (:func:`attnrank.profiles.profile_defaults`, each value as written in the profile) and the sweep grids
+    of the chapters (:data:`attnrank.experiments.SWEEP_DEFAULTS`)."""
+
+    def written(v) -> str:
+        return fmt_setting(v) if isinstance(v, float) else str(v)
+
+    defaults = pd.DataFrame({p: {k: written(v) for k, v in profile_defaults(p).items()} for p in PROFILES})
+    grids = pd.DataFrame(
+        {p: {k: ", ".join(map(written, v)) for k, v in experiments.SWEEP_DEFAULTS[p].items()} for p in PROFILES}
+    )
+    return (
+        defaults.rename_axis("setting").reset_index(),
+        grids.rename_axis("grid").reset_index().replace({"grid": {"taus": "τ", "head_dims": "head dimensions"}}),
+    )
+
+
+def section(profile: str = "auto", *, dataset: str | None = None) -> Section:
+    """The reproducibility chapter's numbers and tables (the runs of the shared sweep are trained where missing).
+
+    Raises:
+        ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    env, lock = environment()
+    sweep = runs.table(experiments.main_sweep(profile, dataset=dataset), long=False)
+    paper = profile_defaults("paper")
+    glue = {
+        "repro_lock": lock,
+        "repro_profile": profile,
+        "repro_device": device_name(),
+        "repro_threads": resolve_config("bert", profile).threads,
+        "repro_code_hash": code_hash(),
+        "repro_n_runs": len(sweep),
+        "repro_paper_width": paper["hidden_size"],
+        "repro_paper_layers": paper["num_layers"],
+        "repro_paper_heads": paper["num_heads"],
+        "repro_paper_tokens": paper["max_len"],
+        "repro_paper_steps": paper["max_steps"],
+        "repro_paper_seeds": len(experiments.SWEEP_DEFAULTS["paper"]["seeds"]),
+    }
+    cols = {
+        "key": "key",
+        "arch": "model",
+        "tau": "τ",
+        "head_dim": "head dimension",
+        "num_heads": "heads",
+        "seed": "seed",
+        "threads": "threads",
+        "status": "status",
+        "steps": "steps",
+        "final_val_loss": "final validation loss (nats)",
+        "device": "device",
+    }
+    shown = sweep[list(cols)].rename(columns=cols)
+    defaults, grids = profile_tables()
+    scales = experiments.verdict_scales(profile, dataset=dataset)
+    tables = [
+        Table("repro_environment", env),
+        Table("repro_runs", shown.assign(model=shown.model.map(ARCH_LABELS)), digits=4, formats={"τ": fmt_setting}),
+        Table("repro_verdict_scales", scales),
+        Table("repro_profile_defaults", defaults),
+        Table("repro_profile_grids", grids),
+        Table("repro_presets", presets.preset_table()),
+        Table("repro_run_presets", presets.run_preset_table()),
+    ]
+    return Section("reproducibility", glue, [], tables, [])

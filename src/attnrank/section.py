@@ -1,0 +1,198 @@
+"""The one record every chapter module returns: a chapter's numbers, figures, tables and verdicts.
+
+A chapter module (:mod:`attnrank.dynamics`, :mod:`attnrank.temp`, ...) selects its runs, computes
+its facts and returns a :class:`Section`; the chapter's notebook hands it to
+:func:`attnrank.book.publish`, which glues every part under its name, so the chapter's prose pastes
+them (``{glue:text}`` for a number, ``{glue:figure}`` for a numbered figure with its caption,
+``{glue}`` for a table) and its code cells hold one call each.
+
+* :class:`Figure` - a matplotlib figure, the data it draws (published as a CSV file with a stable
+  address, ``data/<chapter>/<name>.csv`` in the site), its caption and its alt text;
+* :class:`Table` - a table for reading: labelled columns, one number format, no index;
+* :class:`Verdict` - a verdict record: its status, the one-line finding the intro's table shows
+  (effect with its interval, ``n``, the regime) and the full summary the chapter shows.
+
+Nothing here computes: the records hold what the chapter modules computed and wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .errors import ConfigError
+from .glossary import MEASURE_LABELS
+from .verdicts import VERDICTS
+
+__all__ = ["Figure", "Table", "Verdict", "Section", "WORD_LIMIT", "by_measure_table"]
+
+#: The most words of a verdict's one-line finding (the intro's table reads in one screen).
+WORD_LIMIT = 30
+
+
+def _check_name(name: str, what: str) -> str:
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c == "_" for c in name):
+        raise ConfigError(what, f"got {name!r}; expected a non-empty name of letters, digits and underscores")
+    return name
+
+
+@dataclass
+class Figure:
+    """One figure of a chapter.
+
+    Attributes:
+        name: its glue key and file name (letters, digits, underscores).
+        fig: the matplotlib figure (drawn at the column's width, see :mod:`attnrank.plots.style`).
+        data: the numbers the figure draws, one row per drawn point, line or cell.
+        caption: what the figure shows, in words (Markdown; MyST maths allowed), with the setting
+            and the number of runs.
+        alt: what the figure looks like, for a reader who cannot see it (plain text).
+    """
+
+    name: str
+    fig: object
+    data: pd.DataFrame
+    caption: str
+    alt: str
+
+    def __post_init__(self):
+        _check_name(self.name, "name")
+        if not self.caption or not self.alt:
+            raise ConfigError("caption", f"figure {self.name!r} needs a caption and alt text")
+
+
+@dataclass
+class Table:
+    """One table of a chapter, ready for a reader.
+
+    Attributes:
+        name: its glue key.
+        frame: the rows, with the column names a reader sees (units in brackets); shown without
+            its index.
+        digits: decimals of every float column not in ``formats`` (one number format per table).
+        formats: per column, a function writing one value (e.g. :func:`attnrank.glossary.fmt_setting`).
+    """
+
+    name: str
+    frame: pd.DataFrame
+    digits: int = 2
+    formats: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        _check_name(self.name, "name")
+
+
+@dataclass
+class Verdict:
+    """A chapter's verdict on one claim.
+
+    Attributes:
+        name: its glue prefix (``{name}_status``, ``{name}_summary``, ...).
+        status: one of :data:`attnrank.verdicts.VERDICTS`, on the primary measure.
+        finding: the one-line finding the intro's verdict table shows (at most :data:`WORD_LIMIT`
+            words, numbers included).
+        effect: the effect with its 95% interval, for the intro's table.
+        n: the independent units the verdict rests on, in words (``"28 runs"``).
+        regime: one short computed clause saying where the verdict was computed (the models'
+            loss against count models; the setting of a verdict without trained models).
+        summary: the full sentences the chapter shows under its verdict.
+        by_measure: the same rule with every rank measure, ``{measure: status}`` (empty when the
+            rule does not read a rank).
+    """
+
+    name: str
+    status: str
+    finding: str
+    effect: str
+    n: str
+    regime: str
+    summary: str
+    by_measure: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        _check_name(self.name, "name")
+        if self.status not in VERDICTS:
+            raise ConfigError("status", f"got {self.status!r}; allowed values: {', '.join(VERDICTS)}")
+        if not isinstance(self.regime, str) or not self.regime.strip():
+            raise ConfigError("regime", f"got {self.regime!r}; expected one computed clause")
+        words = len(self.finding.split())
+        if not words or words > WORD_LIMIT:
+            raise ConfigError("finding", f"got {words} words; expected 1 to {WORD_LIMIT}: {self.finding!r}")
+
+    def parts(self) -> dict:
+        """What :func:`attnrank.book.publish_verdict` glues, by suffix: ``status``, ``finding``, ``effect``,
+        ``units`` (the ``n`` it rests on), ``regime``, ``summary``."""
+        return {
+            "status": self.status,
+            "finding": self.finding,
+            "effect": self.effect,
+            "units": self.n,
+            "regime": self.regime,
+            "summary": self.summary,
+        }
+
+
+@dataclass
+class Section:
+    """What one chapter shows: ``glue`` (name -> value for ``{glue:text}``), its figures, tables and
+    verdicts, each published under its own name by :func:`attnrank.book.publish`.
+
+    Raises:
+        ConfigError: naming ``glue`` when two parts share a name.
+    """
+
+    chapter: str
+    glue: dict = field(default_factory=dict)
+    figures: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    verdicts: list = field(default_factory=list)
+
+    def __post_init__(self):
+        names = list(self.glue) + [f.name for f in self.figures] + [t.name for t in self.tables]
+        names += [f"{v.name}_{p}" for v in self.verdicts for p in [*v.parts(), "badge"]]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ConfigError("glue", f"names used twice in chapter {self.chapter!r}: {dup}")
+
+    def figure(self, name: str) -> Figure:
+        """The figure named ``name``.
+
+        Raises:
+            ConfigError: naming ``name``, with the figures there are.
+        """
+        for f in self.figures:
+            if f.name == name:
+                return f
+        raise ConfigError("name", f"got {name!r}; figures: {', '.join(f.name for f in self.figures)}")
+
+    def verdict(self, name: str) -> Verdict:
+        """The verdict named ``name`` (raises :class:`ConfigError` naming ``name``)."""
+        for v in self.verdicts:
+            if v.name == name:
+                return v
+        raise ConfigError("name", f"got {name!r}; verdicts: {', '.join(v.name for v in self.verdicts)}")
+
+    def merge(self, other: Section) -> Section:
+        """This section with the parts of ``other`` added (a chapter made of several computations)."""
+        return Section(
+            self.chapter,
+            {**self.glue, **other.glue},
+            self.figures + other.figures,
+            self.tables + other.tables,
+            self.verdicts + other.verdicts,
+        )
+
+
+def by_measure_table(name: str, results: dict, primary: str) -> Table:
+    """The verdict of one pre-registered rule under every rank measure, for reading: ``results`` is
+    ``{measure: result with a status}``; one row per measure (the primary one marked)."""
+    return Table(
+        name,
+        pd.DataFrame(
+            {
+                "measure": [MEASURE_LABELS[m] + (" (primary)" if m == primary else "") for m in results],
+                "verdict under this measure": [r.status for r in results.values()],
+            }
+        ),
+    )

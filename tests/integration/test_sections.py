@@ -1,0 +1,59 @@
+"""Each chapter module on a small grid of real runs: one section record, and every value the chapter's prose
+pastes is one the section publishes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import re
+
+import pytest
+
+from attnrank import book, dynamics, headdim, loss, reproducibility, temp
+from attnrank.plots.style import COLUMN_WIDTH
+from attnrank.rank import MEASURES
+from attnrank.section import Section
+from attnrank.verdicts import VERDICTS
+
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
+#: A small shared sweep: the temperature grid at the ci head dimension and a second head dimension.
+GRID = dict(taus=[0.001, 1.0], head_dims=[8, 16], seeds=[0, 1])
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.mark.parametrize(
+    "module, kwargs",
+    [
+        (dynamics, GRID),
+        (loss, GRID),
+        (temp, {**GRID, "tau": 0.001}),
+        (headdim, {**GRID, "mc_samples": 8}),
+        (reproducibility, {}),
+    ],
+    ids=["dynamics", "loss", "temp", "headdim", "reproducibility"],
+)
+def test_a_section_publishes_every_value_its_chapter_pastes(module, kwargs, store_dir, monkeypatch):
+    monkeypatch.setenv("ATTNRANK_RUNS", str(store_dir))
+    sec = module.section("ci", **kwargs)
+    assert isinstance(sec, Section)
+    for v in sec.verdicts:
+        assert v.status in VERDICTS and v.regime and len(v.finding.split()) <= 30
+        assert set(v.by_measure) <= set(MEASURES)
+    for f in sec.figures:
+        assert len(f.data) and f.caption and f.alt and f.fig.get_figwidth() <= COLUMN_WIDTH + 1e-9
+    for t in sec.tables:
+        html = book.table_html(t)
+        assert "<th></th>" not in html  # no index column
+        snake = [c for c in t.frame.columns if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", str(c))]
+        assert not snake, f"{t.name} has column names in code: {snake}"
+    twin = (CHAPTERS / f"{sec.chapter}.py").read_text()
+    missing = book.pasted_names(twin) - book.published_names(sec)
+    assert not missing, f"{sec.chapter} pastes values its section does not publish: {sorted(missing)}"

@@ -1,0 +1,288 @@
+"""The run tables (attnrank.runs), the reference losses and regime (attnrank.baselines), the tables and
+texts of the chapter modules and the figure helpers the chapters on trained models call, on small
+constructed tables (no training: every run table here is written by hand)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnrank import baselines, glossary, loss, rank, reproducibility, runs, stats
+from attnrank.errors import ConfigError
+from attnrank.glossary import fmt_estimate
+from attnrank.plots import sweeps
+from attnrank.plots import training as tp
+from attnrank.rules import DynamicsResult
+from attnrank.section import Figure, Section, Table, Verdict, by_measure_table
+from attnrank.stats import Estimate
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _est(value, low, high, n=6, p=float("nan")):
+    return Estimate(value, low, high, n, "constructed", p=p)
+
+
+def _runs() -> pd.DataFrame:
+    """Two archs x taus (0.01, 1) x head dims (8, 16) x seeds (0, 1, 2); one gpt2 run failed."""
+    rows = []
+    for a in ("bert", "gpt2"):
+        for t in (0.01, 1.0):
+            for h in (8, 16):
+                for s in (0, 1, 2):
+                    failed = (a, t, h, s) == ("gpt2", 1.0, 16, 2)
+                    rows.append(
+                        dict(
+                            key=f"{a}-{t}-{h}-{s}",
+                            arch=a,
+                            tau=t,
+                            head_dim=h,
+                            seed=s,
+                            status="failed" if failed else "complete",
+                            failure_step=7 if failed else np.nan,
+                            failure_reason="loss is nan" if failed else "",
+                            initial_effective_rank=10 * h + s - math.log10(t),
+                            final_val_loss=5.0 - 0.1 * h - 0.01 * s + t,
+                        )
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
+    wide = _runs()
+    monkeypatch.setattr(runs, "table", lambda configs, long: wide.copy())
+    monkeypatch.setattr(runs, "main_sweep", lambda *a, **k: [])
+    monkeypatch.setattr(runs, "resolve_config", lambda arch, profile: type("C", (), {"head_dim": 16})())
+    d = runs.main_runs("ci")
+    assert set(d[d.head_dim == 16].sweep) == {"temperature grid"}
+    assert set(d[d.head_dim == 8].sweep) == {"head-dimension grid"}
+    assert len(d) == len(wide)
+
+
+def test_sweep_facts_count_runs_seeds_and_failures():
+    facts = runs.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
+    assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24, "x_n_failed": 1}
+
+
+def test_caption_counts_runs_once_and_seeds():
+    d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
+    assert runs.caption(d, "ci") == "Ci profile, 3 runs, 2 seeds per setting"
+
+
+def test_grid_correlations_per_temperature_and_architecture():
+    d = _runs()
+    d = d[d.status == "complete"]
+    rho = loss.grid_correlations(d, "initial_effective_rank", "final_val_loss", [0.01, 1.0])
+    assert list(rho) == [0.01, 1.0] and list(rho[1.0]) == ["bert", "gpt2"]
+    # within one temperature the loss falls as the rank rises: rho = -1 over the complete runs
+    assert rho[0.01]["bert"].value == pytest.approx(-1.0) and rho[0.01]["bert"].n == 6
+    assert rho[1.0]["gpt2"].n == 5
+    direct = stats.spearman(
+        d[(d.arch == "gpt2") & (d.tau == 1.0)].initial_effective_rank,
+        d[(d.arch == "gpt2") & (d.tau == 1.0)].final_val_loss,
+    )
+    assert fmt_estimate(rho[1.0]["gpt2"]) == fmt_estimate(direct)
+
+
+def test_head_changes_is_the_largest_relative_change_of_one_head():
+    rows = []
+    for a, (first, last) in {"bert": ((2.0, 4.0), (3.0, 3.0)), "gpt2": ((5.0, 10.0), (4.0, 6.0))}.items():
+        for step, values in ((0, first), (20, last)):
+            for head, v in enumerate(values):
+                rows.append(dict(arch=a, when=f"step {step}", step=step, layer=0, head=head, value=v))
+    out = runs.head_changes(pd.DataFrame(rows))
+    assert out == {"bert": pytest.approx(0.5), "gpt2": pytest.approx(0.4)}  # |3-2|/2 ; |6-10|/10
+
+
+def test_means_at_names_each_setting_and_architecture():
+    init = pd.DataFrame({"arch": ["bert", "gpt2"], "tau": [1.0, 1.0], "logit_sd": [0.1, 0.2]})
+    assert runs.means_at(init, "logit_sd", {"x": 1.0}, prefix="p_") == {"p_x_bert": 0.1, "p_x_gpt2": 0.2}
+    assert math.isnan(runs.means_at(init, "logit_sd", {"y": 0.5})["y_bert"])
+
+
+def test_failures_are_a_table_for_reading_or_none():
+    d = _runs()
+    t = runs.failures(d, "x_failures")
+    assert isinstance(t, Table) and t.name == "x_failures"
+    assert t.frame.to_dict("records") == [
+        {"model": "GPT-2 (CLM)", "τ": 1.0, "head dimension": 16, "seed": 2, "step": 7.0, "reason": "loss is nan"}
+    ]
+    assert runs.failures(d[d.status == "complete"], "x_failures") is None
+
+
+def test_regime_clause_says_where_each_model_stands_against_its_bigram_model():
+    d = _runs()
+    losses = {"bert": {"bigram": 3.0}, "gpt2": {"bigram": 4.0}}
+    # best complete runs: BERT 5.0 - 1.6 - 0.02 + 0.01 = 3.39, GPT-2 the same 3.39
+    assert baselines.regime_clause(d, losses) == "best run: BERT 0.39 nats above bigram, GPT-2 0.61 below"
+    assert baselines.regime_clause(d.iloc[:0], losses) == "no complete run"
+
+
+def test_by_measure_table_and_measure_constants():
+    results = {"rank_rtol_1e-2": DynamicsResult("supported"), "effective_rank": DynamicsResult("not supported")}
+    t = by_measure_table("x_by_measure", results, "effective_rank")
+    assert t.frame.to_dict("list") == {
+        "measure": ["rank, rtol 1e-2", "effective rank (primary)"],
+        "verdict under this measure": ["supported", "not supported"],
+    }
+    assert "attention_entropy" not in rank.RANK_MEASURES and len(rank.RANK_MEASURES) == 5
+    assert glossary.MEASURE_LABELS["attention_entropy"] == "attention entropy (nats)"
+
+
+def test_the_section_record_checks_its_parts():
+    v = dict(status="supported", finding="A short line.", effect="1 [0, 2]", n="4 runs", regime="r", summary="s")
+    with pytest.raises(ConfigError, match="status"):
+        Verdict("x", **{**v, "status": "maybe"})
+    with pytest.raises(ConfigError, match="regime"):
+        Verdict("x", **{**v, "regime": " "})
+    with pytest.raises(ConfigError, match="finding"):
+        Verdict("x", **{**v, "finding": " ".join(["word"] * 31)})
+    with pytest.raises(ConfigError, match="caption"):
+        Figure("f", None, pd.DataFrame(), "", "alt")
+    with pytest.raises(ConfigError, match="name"):
+        Table("bad name", pd.DataFrame())
+    with pytest.raises(ConfigError, match="twice"):
+        Section("c", {"a": 1}, tables=[Table("a", pd.DataFrame())])
+    s = Section("c", {"a": 1}, verdicts=[Verdict("x", **v)])
+    assert s.verdict("x").status == "supported"
+    with pytest.raises(ConfigError, match="verdicts: x"):
+        s.verdict("y")
+
+
+def test_environment_and_profile_tables():
+    env, lock = reproducibility.environment()
+    assert list(env.columns) == ["package", "installed", "locked"] and env.package.iloc[0] == "Python"
+    assert "pandas" in set(env.package) and env.set_index("package").installed["pandas"] == pd.__version__
+    assert lock.startswith(("requirements.lock (SHA-256 ", "no lock file"))
+    defaults, grids = reproducibility.profile_tables()
+    assert "paper" in defaults.columns and defaults.set_index("setting").loc["hidden_size", "paper"].isdigit()
+    from attnrank.experiments import SWEEP_DEFAULTS
+
+    seeds = grids.set_index("grid").loc["seeds", "ci"]
+    assert seeds == ", ".join(map(str, SWEEP_DEFAULTS["ci"]["seeds"]))
+    assert set(grids.grid) == {"τ", "head dimensions", "seeds"}
+
+
+# ------------------------------------------------------------------ figure helpers
+
+
+def _rank_summary() -> pd.DataFrame:
+    rows = []
+    for a in ("bert", "gpt2"):
+        for m in ("effective_rank", "rank_rtol_1e-2"):
+            for t in (0.01, 1.0):
+                for s in (0, 1):
+                    for step in (0, 10):
+                        rows.append(
+                            dict(
+                                arch=a,
+                                measure=m,
+                                tau=t,
+                                head_dim=16,
+                                seed=s,
+                                status="complete",
+                                step=step,
+                                mean=5 + s + step / 10 - math.log10(t),
+                            )
+                        )
+    return pd.DataFrame(rows)
+
+
+def _dotted(ax):
+    return [ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+
+
+def test_measure_trajectories_draw_the_uniform_baseline_only_for_the_given_archs():
+    uniform = {
+        "bert": {"effective_rank": 1.0, "rank_rtol_1e-2": 1.0},
+        "gpt2": {"effective_rank": 7.5, "rank_rtol_1e-2": 32},
+    }
+    fig = tp.measure_trajectories(_rank_summary(), uniform, label="uniform", archs=("gpt2",))
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 4
+    assert [_dotted(ax) for ax in panels] == [[], [7.5], [], [32]]  # rows: measures; columns: bert, gpt2
+    assert panels[0].get_ylabel() == "effective rank" and panels[2].get_ylabel() == "rank, rtol 1e-2"
+    both = tp.measure_trajectories(_rank_summary(), uniform, label="uniform")
+    assert [_dotted(ax) for ax in both.axes if ax.get_label() != "<colorbar>"] == [[1.0], [7.5], [1.0], [32]]
+
+
+def test_head_dim_trajectories_and_val_loss_trajectories():
+    d = _rank_summary()
+    d = d[d.measure == "effective_rank"].assign(head_dim=lambda x: np.where(x.seed == 0, 8, 16))
+    fig = tp.head_dim_trajectories(d, highlight=16, ylabel="effective rank")
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 4 and "τ = 0.01" in panels[0].get_title() and "τ = 1" in panels[1].get_title()
+    assert all(len([ln for ln in ax.get_lines() if ln.get_linewidth() > 2.5]) == 1 for ax in panels)
+    ev = d.rename(columns={"mean": "val_loss"})
+    fig = tp.val_loss_trajectories(ev, highlight=1.0)
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 2 and panels[0].get_ylabel() == "validation loss (nats/token)"
+
+
+def test_loss_trajectories_levels_and_references():
+    d = _rank_summary()[lambda x: x.measure == "effective_rank"]
+    curves = pd.concat(
+        [d.assign(curve="validation loss", value=d["mean"]), d.assign(curve="training loss", value=d["mean"] - 1)]
+    )
+    fig = tp.loss_trajectories(curves, {"bert": 5.5, "gpt2": 6.5}, {"bert": {"unigram": 6.0}, "gpt2": {"unigram": 7.0}})
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 4
+    assert _dotted(panels[2]) == [5.5] and _dotted(panels[3]) == [6.5]  # levels on the training-loss row
+    assert panels[0].get_ylabel() == "validation loss (nats)" and panels[2].get_ylabel() == "training loss (nats)"
+
+
+def test_head_dim_scatter_annotates_each_panel_with_its_rho():
+    d = _runs()
+    rho = {
+        1.0: {"bert": _est(-0.5, -0.9, 0.1, n=6), "gpt2": _est(0.2, -0.4, 0.7, n=5)},
+        0.01: {"bert": _est(-1.0, -1.0, -1.0, n=6), "gpt2": _est(-1.0, -1.0, -1.0, n=6)},
+    }
+    fig = tp.head_dim_scatter(
+        d,
+        x="initial_effective_rank",
+        y="final_val_loss",
+        rho=rho,
+        references={"bert": {"unigram": 9.0}, "gpt2": {"unigram": 9.0}},
+        xlabel="initial",
+        ylabel="final",
+    )
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    # the corner text of a panel: its rho and runs, then the reference lines outside the y-range
+    assert texts == ["ρ = −1.00 [−1.00, −1.00]\nn = 6 runs\nunigram 9.00 (above the scale)"] * 2 + [
+        "ρ = −0.50 [−0.90, 0.10]\nn = 6 runs\nunigram 9.00 (above the scale)",
+        "ρ = 0.20 [−0.40, 0.70]\nn = 5 runs\nunigram 9.00 (above the scale)",
+    ]
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 4 and "τ = 0.01" in panels[0].get_title() and "τ = 1" in panels[2].get_title()
+
+
+def test_limit_lines_and_by_setting_title():
+    limits = pd.DataFrame(
+        {
+            "arch": ["bert", "bert", "gpt2"],
+            "tau": [1.0, 0.001, 1.0],
+            "measure": ["effective_rank"] * 3,
+            "value": [3.0, 9.0, 4.0],
+        }
+    )
+    lines = sweeps.limit_lines(limits, 1.0, "limit")
+    assert lines[["hue", "value", "label"]].to_dict("records") == [
+        {"hue": "bert", "value": 3.0, "label": "limit"},
+        {"hue": "gpt2", "value": 4.0, "label": "limit"},
+    ]
+    d = _runs().assign(measure="effective_rank", value=lambda x: x.initial_effective_rank)
+    fig = sweeps.by_setting(d, "head_dim", facet="measure", title="τ = 1")
+    assert fig._suptitle is not None and fig._suptitle.get_text() == "τ = 1"
+    assert sweeps.by_setting(d, "head_dim", facet="measure")._suptitle is None

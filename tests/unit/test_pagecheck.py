@@ -1,0 +1,105 @@
+"""The checks of the built site that a page reads as a book (attnrank.pagecheck), each on a page that breaks
+it and on one that does not."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+
+from attnrank import pagecheck
+from attnrank.pagecheck import Page
+
+
+def _findings(name: str, html: str, page: str = "chapters/x.html", site=None) -> list[str]:
+    (r,) = [r for r in pagecheck.RULES if r.name == name]
+    return list(r.check(Page(page, f"<html><body><article>{html}</article></body></html>", site)))
+
+
+def _png(width: int) -> bytes:
+    ihdr = struct.pack(">IIBBBBB", width, 1, 8, 2, 0, 0, 0)
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))  # noqa: E731
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b"")
+
+
+FIGURE = (
+    '<figure><img src="../_images/a.png" alt="Line chart of rank against step" width="688"/>'
+    '<figcaption><span class="caption-number">Fig. 3.1 </span>Rank.</figcaption></figure>'
+)
+
+
+@pytest.mark.parametrize(
+    "name, bad, good",
+    [
+        (
+            "visible-code",
+            '<div class="cell"><div class="cell_input"><pre>book.setup(profile)</pre></div></div>',
+            '<details class="hide"><div class="cell_input"><pre>book.publish(s)</pre></div></details>',
+        ),
+        (
+            "raw-repr",
+            "<div class=\"cell_output\"><pre>'**Verdict: supported.** It holds'</pre></div>",
+            '<div class="cell_output"><pre>0.42</pre></div>',
+        ),
+        (
+            "index-column",
+            "<table><thead><tr><th></th><th>arch</th></tr></thead><tbody><tr><th>0</th><td>bert</td></tr></tbody></table>",
+            "<table><thead><tr><th>model</th><th>runs</th></tr></thead><tbody><tr><td>BERT</td><td>4</td></tr></tbody></table>",
+        ),
+        (
+            "code-header",
+            "<table><thead><tr><th>final_val_loss</th></tr></thead></table>",
+            "<table><thead><tr><th>d_h range</th></tr></thead></table>",
+        ),
+        (
+            "printed-timing",
+            "<p>analysis computed in 82.4 s after the runs were loaded</p>",
+            "<p>n = 64 tokens in 5 runs</p>",
+        ),
+        ("alt-text", '<img src="../_images/abc.png" alt="../_images/abc.png"/>', FIGURE),
+        ("unnumbered-figure", '<p><img src="../_images/a.png" alt="a chart"/></p>', FIGURE),
+        ("inline-data", '<a href="data:text/csv;base64,YQ==">data</a>', '<a href="../data/x.csv">data</a>'),
+    ],
+)
+def test_a_rule_finds_what_breaks_it_and_nothing_else(name, bad, good):
+    assert _findings(name, bad), f"{name} misses {bad!r}"
+    assert not _findings(name, good), f"{name} flags {good!r}"
+
+
+def test_timings_belong_to_the_reproducibility_chapter():
+    text = "<p>the chapter ran in 12 s</p>"
+    assert _findings("printed-timing", text)
+    assert not _findings("printed-timing", text, page="chapters/reproducibility.html")
+
+
+def test_an_image_wider_than_the_column_is_shrunk(tmp_path):
+    (tmp_path / "_images").mkdir()
+    (tmp_path / "_images" / "wide.png").write_bytes(_png(1400))
+    (tmp_path / "chapters").mkdir()
+    img = '<img src="../_images/wide.png" alt="a chart"/>'
+    assert _findings("shrunk-figure", img, site=tmp_path) == [
+        "image 'wide.png' is 1400 px wide, more than the 688 px column"
+    ]
+    assert not _findings("shrunk-figure", img.replace("/>", ' width="688"/>'), site=tmp_path)
+    # myst-nb writes a glued image's width as a style
+    assert not _findings("shrunk-figure", img.replace("/>", ' style="width: 665px;"/>'), site=tmp_path)
+    assert _findings("shrunk-figure", img.replace("/>", ' style="width: 900px;"/>'), site=tmp_path) == [
+        "image 'wide.png' is 900 px wide, more than the 688 px column"
+    ]
+
+
+def test_a_data_link_must_reach_a_file_and_the_command_reports_and_fails(tmp_path, capsys):
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "f.csv").write_text("a\n1\n")
+    ok = '<a class="figure-data" href="../data/f.csv">data</a>'
+    assert not _findings("missing-data", ok, site=tmp_path)
+    assert _findings("missing-data", ok.replace("f.csv", "g.csv"), site=tmp_path)
+    (tmp_path / "index.html").write_text("<html></html>")
+    (tmp_path / "chapters" / "x.html").write_text(f"<html><article>{FIGURE}{ok}</article></html>")
+    assert pagecheck.main([str(tmp_path)]) == 0
+    (tmp_path / "chapters" / "y.html").write_text("<html><article><p>computed in 3.0 s</p></article></html>")
+    assert pagecheck.main([str(tmp_path)]) == 1
+    assert "chapters/y.html: printed-timing:" in capsys.readouterr().out
+    assert pagecheck.main([str(tmp_path / "nothing")]) == 2
