@@ -136,9 +136,10 @@ def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     assert not executed(build(tmp_path, env))  # nothing changed
     assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
 
-    book_py = tmp_path / "lib" / "attnrank" / "book.py"
+    book_py = tmp_path / "lib" / "attnrank" / "glossary.py"
     original = book_py.read_text()
-    book_py.write_text(original.replace("def fmt(x, digits: int = 2)", "def fmt(x, digits: int = 3)"))
+    assert "def fmt(x, digits: int = 2," in original
+    book_py.write_text(original.replace("def fmt(x, digits: int = 2,", "def fmt(x, digits: int = 3,"))
     assert executed(build(tmp_path, env))
     assert shown(tmp_path) == ("ci 0.333", "ci 0.333")
 
