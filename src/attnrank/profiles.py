@@ -49,6 +49,7 @@ __all__ = [
     "QK_SCALE_RANGE",
     "SEED_RANGE",
     "INT_MAX",
+    "LR_SCHEDULES",
     "FIELD_CHECKS",
     "RunConfig",
     "check_tau",
@@ -74,6 +75,9 @@ SEED_RANGE = (0, 2**32 - 1)
 #: Allowed range (inclusive) of the query/key scales ``qk_init_scale`` and ``qk_lr_scale``: the
 #: twin of a run at ``tau`` uses ``1 / sqrt(tau)``, within it for every ``tau`` in :data:`TAU_RANGE`.
 QK_SCALE_RANGE = (1e-3, 1e3)
+#: Learning-rate schedules after the linear warm-up (the ``transformers`` scheduler names):
+#: ``linear`` decays to zero at the last step, ``cosine`` follows half a cosine to zero.
+LR_SCHEDULES = ("linear", "cosine")
 #: Upper bound of every count (sizes, steps): a signed 32-bit integer, as token ids and
 #: step counters are stored.
 INT_MAX = 2**31 - 1
@@ -213,6 +217,8 @@ FIELD_CHECKS = {
     "qk_lr_scale": _real(*QK_SCALE_RANGE),
     "qk_decay_scale": _real(0.0, QK_SCALE_RANGE[1]),
     "adam_epsilon": _real(0.0, 1e-2, low_open=True),
+    "adam_beta2": _real(0.0, 1.0, low_open=True, high_open=True),
+    "lr_schedule": _choice(LR_SCHEDULES),
     "max_grad_norm": _real(0.0, 1e6),
 }
 
@@ -330,6 +336,10 @@ class RunConfig:
     qk_decay_scale: float
     #: Adam's epsilon (the denominator's floor)
     adam_epsilon: float
+    #: Adam's second-moment decay (0.999 is PyTorch's default; 0.99 suits small batches)
+    adam_beta2: float
+    #: the learning-rate schedule after warm-up, one of :data:`LR_SCHEDULES`
+    lr_schedule: str
     #: gradient clipping: the largest global gradient norm (0: no clipping)
     max_grad_norm: float
 
@@ -367,6 +377,8 @@ _COMMON = dict(
     qk_lr_scale=1.0,
     qk_decay_scale=1.0,
     adam_epsilon=1e-8,
+    adam_beta2=0.999,
+    lr_schedule="linear",
     max_grad_norm=1.0,
 )
 
