@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
+from scipy.sparse import csr_matrix
 
 from .errors import ConfigError, check_choice
 from .glossary import ARCH_NAMES, fmt
@@ -182,8 +183,6 @@ def _bigram_rows(counts: dict, context: np.ndarray, table) -> np.ndarray:
 
 
 def _pair_table(counts: dict):
-    from scipy.sparse import csr_matrix
-
     V = counts["vocab_size"]
     return csr_matrix((counts["pair_counts"], (counts["pairs"] // V, counts["pairs"] % V)), shape=(V, V))
 

@@ -1,0 +1,269 @@
+"""Have the models learned? Validation loss against count models that need no attention, and the regime clause.
+
+A verdict about trained transformers is only worth something if the models have learned: a model
+worse than a bigram count model has not yet started to use its context. This module computes, from
+stored runs:
+
+* :func:`baseline_losses`: the count baselines of a run's validation targets
+  (:func:`attnrank.baselines.ngram_losses`: unigram, bigram and, for BERT, the two-sided model),
+  cached by the run's data settings and the dataset's content;
+* :func:`gaps`: one row per run, its final validation loss minus each baseline (nats per token;
+  negative: the model is better);
+* :func:`regime`: the one short clause every verdict states (for example "GPT-2 0.31 nats below
+  bigram at tau = 1 (14 of 14 runs below)"), computed from the runs the verdict rests on;
+* :func:`no_training_regime`: the clause of a verdict computed without trained language models;
+* :func:`curves`: validation loss through training, against compute, beside the baselines
+  (the figure of the "Have the models learned?" chapter) and :func:`targets`, the pre-registered
+  targets of the default profile and whether every seed meets them.
+
+Not part of the training path: editing it re-trains nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import store
+from .baselines import ngram_losses
+from .cache import cached
+from .data import dataset_fingerprint
+from .errors import ConfigError
+from .glossary import ARCH_NAMES
+from .profiles import resolve_config
+
+__all__ = [
+    "DATA_FIELDS",
+    "BASELINES",
+    "TARGETS",
+    "baseline_losses",
+    "gaps",
+    "regime",
+    "no_training_regime",
+    "curves",
+    "targets",
+]
+
+#: The run settings the count baselines depend on (they never see a model, a seed or a temperature).
+DATA_FIELDS = ("arch", "dataset", "vocab_size", "max_len", "val_blocks", "mlm_probability", "batch_size", "probe_size")
+
+#: The count baselines, in the order a table shows them, with their labels.
+BASELINES = {"unigram": "unigram", "bigram": "bigram", "two_sided": "two-sided"}
+
+#: The regime the default profile is planned to reach at ``tau = 1``, fixed before the runs were
+#: trained: ``{arch: (baseline, nats)}``, every seed's final validation loss at least ``nats`` below
+#: ``baseline``.
+TARGETS = {"gpt2": ("bigram", 0.2), "bert": ("bigram", 0.1)}
+
+_LABELS = ARCH_NAMES
+
+
+def _data_settings(row) -> dict:
+    get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
+    return {k: get(k) for k in DATA_FIELDS}
+
+
+def _compute_baselines(fingerprint: str, **settings) -> pd.DataFrame:
+    # ``fingerprint`` (the dataset's content) is an input of the cache key only
+
+    cfg = resolve_config(settings["arch"], "ci", **{k: v for k, v in settings.items() if k != "arch"})
+    out = ngram_losses(cfg)
+    return pd.DataFrame([{k: out.get(k, math.nan) for k in (*BASELINES, "n_targets")}])
+
+
+def baseline_losses(run) -> dict:
+    """The count baselines of a run's validation targets, nats per target token.
+
+    Args:
+        run: a :class:`~attnrank.profiles.RunConfig`, a row of a wide run table
+            (:func:`attnrank.runs.table` with ``long=False``) or a dict with the :data:`DATA_FIELDS`.
+
+    Returns ``{"unigram", "bigram", "two_sided", "n_targets"}`` (``two_sided`` NaN for GPT-2), as
+    :func:`attnrank.baselines.ngram_losses` computes them; cached (:func:`attnrank.cache.cached`) by
+    the data settings and :func:`attnrank.data.dataset_fingerprint`, so each is computed once per build.
+
+    Raises:
+        ConfigError: naming the missing data setting.
+    """
+    if hasattr(run, "to_dict"):  # a RunConfig or a table row
+        run = run.to_dict()
+    try:
+        settings = _data_settings(run)
+    except (KeyError, AttributeError) as exc:
+        raise ConfigError("run", f"lacks the data setting {exc}; needs {', '.join(DATA_FIELDS)}") from None
+    settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in settings.items()}
+    t = cached("baseline_losses", _compute_baselines, **settings, fingerprint=dataset_fingerprint(settings["dataset"]))
+    row = t.iloc[0]
+    return {**{k: float(row[k]) for k in BASELINES}, "n_targets": int(row["n_targets"])}
+
+
+def gaps(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: its final validation loss against each count baseline.
+
+    Args:
+        runs: a wide run table (one row per run, with the :data:`DATA_FIELDS`, ``tau``, ``seed``,
+            ``status`` and ``final_val_loss``).
+
+    Returns the columns ``key`` (when present), ``arch``, ``tau``, ``head_dim`` (when present), ``seed``,
+    ``status``, ``final_val_loss``, each baseline of :data:`BASELINES` and ``gap_<baseline>`` (final
+    loss minus baseline, nats; negative: below it). A failed run keeps its row with NaN gaps.
+    """
+    if not len(runs):
+        return pd.DataFrame(columns=["arch", "tau", "seed", "status", "final_val_loss", *BASELINES])
+    rows = []
+    for r in runs.to_dict("records"):
+        base = baseline_losses(r)
+        ok = r.get("status", "complete") == "complete" and math.isfinite(float(r["final_val_loss"]))
+        loss = float(r["final_val_loss"]) if ok else math.nan
+        rows.append(
+            {
+                **{k: r[k] for k in ("key", "arch", "tau", "head_dim", "seed") if k in r},
+                "status": r.get("status", "complete"),
+                "final_val_loss": loss,
+                **{b: base[b] for b in BASELINES},
+                **{f"gap_{b}": loss - base[b] for b in BASELINES},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _nats(gap: float) -> str:
+    if not math.isfinite(gap):
+        return "n/a"
+    d = round(-gap, 2)
+    if d == 0:
+        return "level with"
+    return f"{abs(d):.2f} nats {'below' if d > 0 else 'above'}"
+
+
+def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
+    """The loss regime of the runs a verdict rests on, as one short clause.
+
+    Per architecture: the mean gap of its runs at ``reference_tau`` (the stock softmax; all its runs
+    when none is at it) to the bigram count model, for BERT also to the two-sided model, and how many
+    of all its runs end below the bigram. For example ``"GPT-2 0.31 nats below bigram at tau = 1 (14
+    of 14 runs below); BERT 0.12 nats below bigram, 0.30 nats above two-sided (9 of 14 below)"``.
+
+    Args:
+        runs: a wide run table (see :func:`gaps`); failed runs count as not below.
+        reference_tau: the temperature ratio whose runs give the mean gap.
+
+    Raises:
+        ConfigError: naming ``runs`` when it holds no run.
+    """
+    if not len(runs):
+        raise ConfigError("runs", "got no runs; a regime is computed from the runs a verdict rests on")
+    g = gaps(runs)
+    parts = []
+    for arch in [a for a in ("gpt2", "bert") if a in set(g.arch)]:
+        a = g[g.arch == arch]
+        ref = a[np.isclose(a.tau, reference_tau)]
+        at = f" at tau = {reference_tau:g}" if len(ref) and len(ref) < len(a) else ""
+        ref = ref if len(ref) else a
+        text = f"{_LABELS[arch]} {_nats(ref.gap_bigram.mean())} bigram{at}"
+        if arch == "bert":
+            text += f", {_nats(ref.gap_two_sided.mean())} two-sided"
+        below = int((a.gap_bigram < 0).sum())
+        text += f" ({below} of {len(a)} runs below bigram)" if len(a) > 1 else ""
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def no_training_regime(what: str) -> str:
+    """The regime clause of a verdict computed without trained language models.
+
+    Args:
+        what: ``"random"`` (random matrices and freshly initialised models) or ``"toy"`` (the toy task).
+
+    Raises:
+        ConfigError: naming ``what`` for another value.
+    """
+    texts = {
+        "random": "no trained language model (random matrices and initial models)",
+        "toy": "no language model (a toy model trained on the high-rank target)",
+    }
+    if what not in texts:
+        raise ConfigError("what", f"got {what!r}; allowed values: {', '.join(texts)}")
+    return texts[what]
+
+
+def curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Validation loss through training for each run, against compute, beside its baselines.
+
+    Args:
+        runs: a wide run table (with ``path``: the runs are read from the store).
+
+    Returns one row per run and probe step: ``key, arch, tau, seed, step, tokens, flop, val_loss`` and
+    the baselines of :data:`BASELINES`; ``tokens`` are training tokens seen (``step x batch_size x
+    max_len``) and ``flop`` their training FLOP (:func:`attnrank.bench.model_flops_per_token`, ``6 N +
+    12 L n d`` per token).
+    """
+    frames = []
+    for r in runs.to_dict("records"):
+        ev = store.load_table(pd.DataFrame([r]), "eval_log")
+        base = baseline_losses(r)
+        per_token = flops_per_token(r)
+        tokens = ev.step.astype(float) * r["batch_size"] * r["max_len"]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "key": r["key"],
+                    "arch": r["arch"],
+                    "tau": r["tau"],
+                    "seed": r["seed"],
+                    "step": ev.step.to_numpy(),
+                    "tokens": tokens.to_numpy(),
+                    "flop": (tokens * per_token).to_numpy(),
+                    "val_loss": ev.val_loss.to_numpy(),
+                    **{b: base[b] for b in BASELINES},
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def flops_per_token(run) -> float:
+    """Training FLOP per token of a run's model, from its sizes: ``6 N + 12 L n d`` (Kaplan et al. 2020),
+    ``N`` the parameters without position embeddings (tied output layer counted once).
+
+    Args:
+        run: a config, a dict or a row with ``arch``, ``hidden_size``, ``num_layers``, ``max_len``, ``vocab_size``.
+    """
+    get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k))
+    d, L, n, V = (int(get(k)) for k in ("hidden_size", "num_layers", "max_len", "vocab_size"))
+    per_layer = 12 * d * d + 13 * d  # attention 4 d^2 + MLP 8 d^2, biases and LayerNorms
+    head = d * d + 3 * d if get("arch") == "bert" else 0  # BERT's MLM transform
+    N = L * per_layer + V * d + head + (V if get("arch") == "bert" else 0) + 2 * d
+    return float(6 * N + 12 * L * n * d)
+
+
+def targets(runs: pd.DataFrame) -> pd.DataFrame:
+    """The pre-registered targets of :data:`TARGETS` on the runs at ``tau = 1``: one row per architecture.
+
+    Columns: ``arch``, ``baseline``, ``target`` (nats below it), ``runs`` (at ``tau = 1``), ``worst_gap``
+    (the largest gap of a seed, nats; negative is below), ``mean_gap``, ``two_sided_gap`` (mean, BERT)
+    and ``met`` (every run at least ``target`` below its baseline).
+    """
+    g = gaps(runs)
+    g = g[np.isclose(g.tau, 1.0)]
+    rows = []
+    for arch, (base, nats) in TARGETS.items():
+        a = g[g.arch == arch]
+        if not len(a):
+            continue
+        worst = float(a[f"gap_{base}"].max()) if a[f"gap_{base}"].notna().all() else math.nan
+        rows.append(
+            {
+                "arch": arch,
+                "baseline": base,
+                "target": nats,
+                "runs": len(a),
+                "worst_gap": worst,
+                "mean_gap": float(a[f"gap_{base}"].mean()),
+                "two_sided_gap": float(a.gap_two_sided.mean()),
+                "met": bool(math.isfinite(worst) and worst <= -nats + 1e-9),  # to rounding
+            }
+        )
+    return pd.DataFrame(rows)
