@@ -60,6 +60,8 @@ __all__ = [
     "two_sided_nll",
     "target_triples",
     "ngram_losses",
+    "NGRAM_COLUMNS",
+    "ngram_table",
     "causal_mask",
     "visible_keys",
     "uniform_attention",
@@ -331,6 +333,20 @@ def ngram_losses(cfg) -> dict:
         triples = [target_triples(b["input_ids"].numpy(), b["labels"].numpy()) for b in val_batches]
         out["two_sided"] = two_sided_nll(two, *(np.concatenate([t[i] for t in triples]) for i in range(3)))["two_sided"]
     return out
+
+
+#: The columns of :func:`ngram_table`.
+NGRAM_COLUMNS = ("unigram", "bigram", "two_sided", "n_targets")
+
+
+def ngram_table(fingerprint: str, arch: str, **data_settings) -> pd.DataFrame:
+    """:func:`ngram_losses` of the runs with ``arch`` and ``data_settings`` (dataset, vocabulary, sequence length,
+    validation blocks, masking rate, batch and probe size) as a one-row table with :data:`NGRAM_COLUMNS`
+    (``two_sided`` NaN for GPT-2), for :func:`attnrank.cache.cached`; ``fingerprint`` (the dataset's content,
+    :func:`attnrank.data.dataset_fingerprint`) is an input of the cache key only.
+    """
+    out = ngram_losses(resolve_config(arch, "ci", **data_settings))
+    return pd.DataFrame([{k: out.get(k, float("nan")) for k in NGRAM_COLUMNS}])
 
 
 def causal_mask(n: int, device=None) -> torch.Tensor:

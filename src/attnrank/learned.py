@@ -26,13 +26,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import store
-from .baselines import ngram_losses
+from . import causal, experiments, store
+from .baselines import ngram_table
 from .cache import cached
 from .data import dataset_fingerprint
 from .errors import ConfigError
 from .glossary import ARCH_NAMES
-from .profiles import resolve_config
+from .profiles import resolve_config, resolve_profile
 
 __all__ = [
     "DATA_FIELDS",
@@ -43,7 +43,17 @@ __all__ = [
     "regime",
     "no_training_regime",
     "curves",
+    "flops_per_token",
     "targets",
+    "targets_text",
+    "shown_runs",
+    "recipe_facts",
+    "flop_rate",
+    "budget",
+    "plan_parts",
+    "frontier",
+    "measured_rate",
+    "split",
 ]
 
 #: The run settings the count baselines depend on (they never see a model, a seed or a temperature).
@@ -63,14 +73,6 @@ _LABELS = ARCH_NAMES
 def _data_settings(row) -> dict:
     get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
     return {k: get(k) for k in DATA_FIELDS}
-
-
-def _compute_baselines(fingerprint: str, **settings) -> pd.DataFrame:
-    # ``fingerprint`` (the dataset's content) is an input of the cache key only
-
-    cfg = resolve_config(settings["arch"], "ci", **{k: v for k, v in settings.items() if k != "arch"})
-    out = ngram_losses(cfg)
-    return pd.DataFrame([{k: out.get(k, math.nan) for k in (*BASELINES, "n_targets")}])
 
 
 def baseline_losses(run) -> dict:
@@ -94,7 +96,7 @@ def baseline_losses(run) -> dict:
     except (KeyError, AttributeError) as exc:
         raise ConfigError("run", f"lacks the data setting {exc}; needs {', '.join(DATA_FIELDS)}") from None
     settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in settings.items()}
-    t = cached("baseline_losses", _compute_baselines, **settings, fingerprint=dataset_fingerprint(settings["dataset"]))
+    t = cached("baseline_losses", ngram_table, **settings, fingerprint=dataset_fingerprint(settings["dataset"]))
     row = t.iloc[0]
     return {**{k: float(row[k]) for k in BASELINES}, "n_targets": int(row["n_targets"])}
 
@@ -264,6 +266,194 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
                 "mean_gap": float(a[f"gap_{base}"].mean()),
                 "two_sided_gap": float(a.gap_two_sided.mean()),
                 "met": bool(math.isfinite(worst) and worst <= -nats + 1e-9),  # to rounding
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def targets_text(table: pd.DataFrame) -> str:
+    """:func:`targets` in words, one sentence per architecture (``"GPT-2: ... met."``)."""
+    parts = []
+    for r in table.itertuples():
+        label = _LABELS[r.arch]
+        worst = _nats(r.worst_gap)
+        two = f"; two-sided: mean {_nats(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
+        parts.append(
+            f"{label}: target {r.target:g} nats below {r.baseline} in every one of its {r.runs} runs at tau = 1; "
+            f"worst run {worst}, mean {_nats(r.mean_gap)}{two}: {'met' if r.met else 'not met'}"
+        )
+    return ". ".join(parts) + "." if parts else "no run at tau = 1."
+
+
+def shown_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the chapter's loss figure draws: the temperature grid's runs at ``tau = 1`` and at its coldest
+    ``tau`` (every seed), at the profile's standard head dimension (``sweep == "temperature grid"`` when the
+    column is present)."""
+    r = runs[runs.sweep == "temperature grid"] if "sweep" in runs else runs
+    keep = np.isclose(r.tau, 1.0) | np.isclose(r.tau, r.tau.min())
+    return r[keep & (r.status == "complete")]
+
+
+def recipe_facts(table: pd.DataFrame) -> dict:
+    """The numbers of the recorded recipe study the chapter glues (``learned_recipe_<fact>``): per architecture
+    the default's gap to the bigram, the variant of each lever that gained most over the default, and the
+    measured training FLOP per CPU second of the default runs (the rate the budget is planned with)."""
+    out = {"learned_recipe_runs": len(table)}
+    for arch, d in table.groupby("arch"):
+        base = d[d.lever == "default"].iloc[0]
+        gain = (d.gap_bigram - base.gap_bigram).where(d.lever != "default")
+        best = d.loc[gain.idxmin()]
+        out[f"learned_recipe_default_{arch}"] = _nats(base.gap_bigram)
+        out[f"learned_recipe_best_{arch}"] = (
+            f"{best.variant} ({abs(gain.min()):.2f} nats {'lower' if gain.min() < 0 else 'higher'} than the default, "
+            f"at {best.flop / base.flop:.2g} times its FLOP)"
+        )
+        out[f"learned_recipe_rate_{arch}"] = f"{base.flop / base.cpu_seconds:.3g}"
+    return out
+
+
+def flop_rate(table: pd.DataFrame) -> dict:
+    """Training FLOP per CPU second of the default recipe's runs in the recorded study, per architecture
+    (the whole run: training, probes and validation)."""
+    d = table[table.lever == "default"]
+    return {r.arch: float(r.flop / r.cpu_seconds) for r in d.itertuples()}
+
+
+def budget(parts: dict, rate: dict) -> pd.DataFrame:
+    """What a set of runs costs: one row per part, its runs, training FLOP and estimated CPU seconds.
+
+    Args:
+        parts: ``{part name: [RunConfig, ...]}`` (for example the book's grid and planned additions).
+        rate: ``{arch: FLOP per CPU second}`` (:func:`flop_rate` of the recorded study).
+
+    Returns columns ``part, runs, flop, cpu_seconds, two_core_minutes`` (CPU seconds over two cores, in
+    minutes), and a last row ``total``.
+    """
+    rows = []
+    for name, configs in parts.items():
+        flop = sum(c.max_steps * c.batch_size * c.max_len * flops_per_token(c) for c in configs)
+        cpu = sum(c.max_steps * c.batch_size * c.max_len * flops_per_token(c) / rate[c.arch] for c in configs)
+        rows.append({"part": name, "runs": len(configs), "flop": flop, "cpu_seconds": cpu})
+    t = pd.DataFrame(rows)
+    t.loc[len(t)] = {"part": "total", "runs": t.runs.sum(), "flop": t.flop.sum(), "cpu_seconds": t.cpu_seconds.sum()}
+    t["two_core_minutes"] = t.cpu_seconds / 2 / 60
+    return t
+
+
+def plan_parts(profile: str = "auto") -> dict:
+    """The runs of a cold build at ``profile``, by part, and the runs the next analyses would add, by part.
+
+    Returns ``{"build": {part: configs}, "next": {part: configs}}``. ``build``: the shared grid
+    (:func:`attnrank.experiments.main_sweep`), the sequence-length runs and the causal chapter's runs, as
+    :func:`attnrank.experiments.book_runs` trains them. ``next``: a third seed of every setting of the
+    shared grid; the causal 2 x 2 and twins for GPT-2 at the profile's own sizes (five seeds); the shared
+    grid again on a second corpus (the same configs, so the same cost). A fine temperature grid at
+    initialisation needs no training and is not listed.
+    """
+    profile = resolve_profile(profile)
+    main = experiments.main_sweep(profile)
+    seeds = experiments.sweep_defaults(profile)["seeds"]
+    third = [c for c in experiments.main_sweep(profile, seeds=len(seeds) + 1) if c not in set(main)]
+    s = causal.twin_scale(0.01)
+    cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
+    causal_default = [
+        resolve_config("gpt2", profile, seed=seed, **causal.P3_CONDITIONS, **cell)
+        for cell in cells
+        for seed in range(5)
+    ]
+    return {
+        "build": {
+            "shared grid": main,
+            "sequence lengths": experiments.seq_len_sweep(profile),
+            "causal chapter": causal.causal_runs(profile),
+        },
+        "next": {
+            "a third seed of the shared grid": third,
+            "causal 2 x 2 for GPT-2 at the default sizes": causal_default,
+            "the shared grid on a second corpus": list(main),
+        },
+    }
+
+
+def frontier(study: pd.DataFrame, build_runs, rate: dict) -> pd.DataFrame:
+    """The regime reached against the cold build's training minutes, along the recipe study's steps ladder.
+
+    For each steps multiple of the default recipe in ``study`` (the ``default`` and ``steps`` variants: 1/4,
+    1/2, 1 and 2 times its steps), the gap of each architecture's final loss to its bigram and the two-core
+    minutes of training the build would take if every run of ``build_runs`` at the default's sizes were trained
+    that many steps (the other runs unchanged), at the FLOP rate ``rate`` (:func:`flop_rate`).
+
+    Returns columns ``steps_factor``, ``gap_bigram_<arch>`` (nats, negative: below), ``gap_two_sided_bert``
+    and ``training_minutes``.
+    """
+    ladder = study[study.lever.isin(["default", "steps"])].copy()
+    base_steps = {r.arch: r.max_steps for r in study[study.lever == "default"].itertuples()}
+    ladder["steps_factor"] = [r.max_steps / base_steps[r.arch] for r in ladder.itertuples()]
+    default = {
+        (r.arch, r.hidden_size, r.num_layers, r.vocab_size, r.batch_size, r.max_len)
+        for r in study[study.lever == "default"].itertuples()
+    }
+
+    def minutes(factor: float) -> float:
+        cpu = 0.0
+        for c in build_runs:
+            steps = c.max_steps
+            if (c.arch, c.hidden_size, c.num_layers, c.vocab_size, c.batch_size, c.max_len) in default:
+                steps = round(c.max_steps * factor)
+            cpu += steps * c.batch_size * c.max_len * flops_per_token(c) / rate[c.arch]
+        return cpu / 2 / 60
+
+    rows = []
+    for f, d in ladder.groupby("steps_factor"):
+        row = {"steps_factor": float(f)}
+        for r in d.itertuples():
+            row[f"gap_bigram_{r.arch}"] = r.gap_bigram
+            if r.arch == "bert":
+                row["gap_two_sided_bert"] = r.gap_two_sided
+        row["training_minutes"] = minutes(float(f))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def measured_rate(runs: pd.DataFrame) -> dict:
+    """Training FLOP per process CPU second of complete runs, per architecture: their summed training FLOP
+    over their summed CPU seconds (training, probes and validation; the rate a budget is planned with).
+
+    Args:
+        runs: a wide run table with ``cpu_seconds`` (:func:`attnrank.store.load_runs`).
+
+    Raises:
+        ConfigError: naming ``runs`` when an architecture has no complete run with CPU seconds.
+    """
+    d = runs[(runs.status == "complete") & runs.cpu_seconds.notna()] if len(runs) else runs
+    out = {}
+    for arch in sorted(set(runs.arch)):
+        a = d[d.arch == arch]
+        if not len(a):
+            raise ConfigError("runs", f"no complete {arch} run with recorded CPU seconds")
+        flop = sum(r.steps * r.batch_size * r.max_len * flops_per_token(r) for r in a.itertuples())
+        out[arch] = float(flop / a.cpu_seconds.sum())
+    return out
+
+
+def split(runs: pd.DataFrame) -> pd.DataFrame:
+    """Where the CPU seconds of ``runs`` went: one row per architecture and a total, with ``runs``,
+    ``cpu_seconds`` (whole runs), ``probe_cpu_seconds`` (rank probes), ``validation_cpu_seconds`` and
+    ``training_cpu_seconds`` (the rest: training steps, data and start-up), and ``probe_share`` (probes /
+    whole runs)."""
+    d = runs[runs.status == "complete"]
+    rows = []
+    for name, g in [*d.groupby("arch"), ("total", d)]:
+        cpu, probe, val = g.cpu_seconds.sum(), g.probe_cpu_seconds.sum(), g.validation_cpu_seconds.sum()
+        rows.append(
+            {
+                "part": _LABELS.get(name, name),
+                "runs": len(g),
+                "cpu_seconds": cpu,
+                "training_cpu_seconds": cpu - probe - val,
+                "probe_cpu_seconds": probe,
+                "validation_cpu_seconds": val,
+                "probe_share": probe / cpu if cpu else math.nan,
             }
         )
     return pd.DataFrame(rows)

@@ -244,8 +244,11 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     assert result.returncode == 0
     text = " ".join(page().split())
     assert "The log starts with this build" not in text
-    header = r"started build time \[s\] profile runs trained training time \[s\] status"
-    assert re.search(header + r" \S+ [\d.]+ ci 0 0.0 ok", text), text
+    header = (
+        r"started build time \[s\] profile runs trained up-front training \[s\] chapters \[s\] training time \[s\] "
+        r"probes \[s\] validation \[s\] run CPU \[s\] probe CPU \[s\] status"
+    )
+    assert re.search(header + r" \S+ [\d.]+ ci 0 [\d.]+ [\d.]+ 0.0 0.0 0.0 0.0 0.0 ok", text), text
 
 
 TOC_TWO = TOC + "  - file: nb2\n"
