@@ -43,7 +43,7 @@ import warnings
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
 from IPython.display import display
 
-from attnrank import book, evidence, learned
+from attnrank import book, evidence, experiments, learned
 from attnrank.plots import learned as lplots
 
 book.check_parameters(globals(), ("profile", "seeds", "dataset"))
@@ -81,6 +81,17 @@ book.show(*lplots.loss_figure(curves, profile=profile, n_runs=len(shown)))
 targets = learned.targets(runs)
 book.glue("learned_targets_text", learned.targets_text(targets))
 display(targets)
+
+# %% [markdown]
+# ## What each verdict rests on
+#
+# Models that learn cost more steps per run, so within the cold build's budget the default profile trains fewer
+# settings ({glue:text}`learned_n_runs` runs in the shared grid): every verdict states the runs it rests on, its
+# intervals widen with fewer runs, and an unresolved verdict states how many runs would resolve it. The runs each
+# verdict of this build is computed from:
+
+# %% tags=["remove-input"]
+display(experiments.verdict_scales(profile, dataset=dataset))
 
 # %% [markdown]
 # ## Where the compute goes
