@@ -288,7 +288,12 @@ def run(profile: str = "quick", archs=ARCHS, *, executor="process", workers=None
         return 0
     load = os.getloadavg()[0]
     t0 = time.time()
-    sweep([c for _, _, c in runs], executor=executor, workers=workers, desc="recipe runs")
+    # the defaults first, then the steps ladder: a study stopped early has already measured the rate a budget
+    # is planned with (the default runs' FLOP per CPU second) and the regime of the default recipe
+    order = sorted(
+        runs, key=lambda t: ("default", "steps").index(t[1].lever) if t[1].lever in ("default", "steps") else 2
+    )
+    sweep([c for _, _, c in order], executor=executor, workers=workers, desc="recipe runs")
     table = results(runs)
     table["load_1min_start"], table["load_1min_end"] = load, os.getloadavg()[0]
     table["sweep_wall_seconds"] = time.time() - t0
