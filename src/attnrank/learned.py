@@ -26,15 +26,20 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import causal, experiments, store
+from . import experiments, store
+from . import runs as run_tables
 from .baselines import ngram_table
 from .cache import cached
 from .data import dataset_fingerprint
 from .errors import ConfigError
 from .glossary import ARCH_NAMES
+from .plots import learned as lplots
 from .profiles import resolve_config, resolve_profile
+from .section import Figure, Section, Table
 
 __all__ = [
+    "PARAMETERS",
+    "section",
     "DATA_FIELDS",
     "BASELINES",
     "TARGETS",
@@ -55,6 +60,9 @@ __all__ = [
     "measured_rate",
     "split",
 ]
+
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "dataset")
 
 #: The run settings the count baselines depend on (they never see a model, a seed or a temperature).
 DATA_FIELDS = ("arch", "dataset", "vocab_size", "max_len", "val_blocks", "mlm_probability", "batch_size", "probe_size")
@@ -354,10 +362,10 @@ def plan_parts(profile: str = "auto") -> dict:
     main = experiments.main_sweep(profile)
     seeds = experiments.sweep_defaults(profile)["seeds"]
     third = [c for c in experiments.main_sweep(profile, seeds=len(seeds) + 1) if c not in set(main)]
-    s = causal.twin_scale(0.01)
+    s = experiments.twin_scale(0.01)
     cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
     causal_default = [
-        resolve_config("gpt2", profile, seed=seed, **causal.P3_CONDITIONS, **cell)
+        resolve_config("gpt2", profile, seed=seed, **experiments.P3_CONDITIONS, **cell)
         for cell in cells
         for seed in range(5)
     ]
@@ -365,7 +373,7 @@ def plan_parts(profile: str = "auto") -> dict:
         "build": {
             "shared grid": main,
             "sequence lengths": experiments.seq_len_sweep(profile),
-            "causal chapter": causal.causal_runs(profile),
+            "causal chapter": experiments.causal_runs(profile),
         },
         "next": {
             "a third seed of the shared grid": third,
@@ -457,3 +465,85 @@ def split(runs: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+#: What the chapter's loss figure looks like, for a reader who cannot see it.
+LOSS_ALT = (
+    "Line charts of validation loss against training FLOP on a log axis, one panel per model, one line per run at "
+    "the stock and the coldest temperature, beside horizontal lines for the unigram, bigram and two-sided count models."
+)
+
+
+def _budget_table(name: str, t: pd.DataFrame) -> Table:
+    frame = t.rename(
+        columns={
+            "part": "part",
+            "runs": "runs",
+            "flop": "training FLOP",
+            "cpu_seconds": "CPU seconds",
+            "two_core_minutes": "minutes on two cores",
+        }
+    )
+    return Table(name, frame, digits=1, formats={"training FLOP": lambda v: f"{v:.2g}"})
+
+
+def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
+    """The "Have the models learned?" chapter: the shared grid's loss through training beside the count models,
+    the pre-registered targets, where the runs' CPU seconds went and the cost of a cold build and of the next
+    analyses (the runs of the shared sweep are trained where missing).
+
+    Raises:
+        ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    runs = run_tables.main_runs(profile, seeds=seeds, dataset=dataset)
+    shown = shown_runs(runs)
+    curve = curves(shown)
+    tgt = targets(runs)
+    rate = measured_rate(runs)
+    plan = plan_parts(profile)
+    glue = {
+        **{f"learned_target_{a}": f"{n:g}" for a, (_, n) in TARGETS.items()},
+        "learned_n_runs": len(runs),
+        "learned_steps": int(runs.max_steps.max()),
+        "learned_profile": profile,
+        "learned_regime": regime(runs),
+        "learned_regime_shown": regime(shown),
+        "learned_targets_text": targets_text(tgt),
+        **{f"learned_rate_{a}": f"{r:.3g}" for a, r in rate.items()},
+    }
+    fig, data, name, caption = lplots.loss_figure(curve, profile=profile, n_runs=len(shown))
+    targets_frame = pd.DataFrame(
+        {
+            "model": [_LABELS[a] for a in tgt.arch],
+            "baseline": tgt.baseline,
+            "target (nats below)": tgt.target,
+            "runs at tau = 1": tgt.runs,
+            "worst run - baseline (nats)": tgt.worst_gap,
+            "mean - baseline (nats)": tgt.mean_gap,
+            "mean - two-sided (nats)": tgt.two_sided_gap,
+            "met": ["yes" if m else "no" for m in tgt.met],
+        }
+    )
+    sp = split(runs).rename(
+        columns={
+            "part": "model",
+            "runs": "runs",
+            "cpu_seconds": "CPU seconds",
+            "training_cpu_seconds": "training",
+            "probe_cpu_seconds": "rank probes",
+            "validation_cpu_seconds": "validation",
+            "probe_share": "probe share",
+        }
+    )
+    return Section(
+        "learned",
+        glue=glue,
+        figures=[Figure(name, fig, data, caption, LOSS_ALT)],
+        tables=[
+            Table("learned_targets", targets_frame),
+            Table("learned_split", sp, digits=1, formats={"probe share": lambda v: f"{v:.1%}"}),
+            _budget_table("learned_budget_build", budget(plan["build"], rate)),
+            _budget_table("learned_budget_next", budget(plan["next"], rate)),
+        ],
+    )
