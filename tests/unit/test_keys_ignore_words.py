@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from attnrank import baselines, cache, presets, provenance, store, synthetic
+from attnrank import cache, presets, provenance, store, synthetic
 from attnrank.profiles import resolve_config
 from attnrank.theory import tables
 
@@ -45,9 +45,6 @@ def _keys():
             "t", tables.hardmax_mc_table, dict(n_values=[8], head_dims=[1], samples=2, seed=0)
         ),
         "target table": cache.table_key("g", synthetic.p3_table, dict(n=8, seeds=[0], taus=[0.1], head_dim=2, steps=1)),
-        "baseline table": cache.table_key(
-            "baseline_losses", baselines.ngram_table, dict(fingerprint="f", arch="bert", vocab_size=512)
-        ),
     }
 
 
