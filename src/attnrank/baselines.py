@@ -512,16 +512,22 @@ def reference_losses(profile: str, archs, dataset: str | None = None) -> dict:
 def regime_clause(runs, losses: dict) -> str:
     """Where a verdict on trained models was computed, in one short clause: each architecture's best final
     validation loss over ``runs`` (complete runs) against its bigram count model (``losses``:
-    :func:`reference_losses`), e.g. ``"best run: BERT 1.03 nats above bigram, GPT-2 0.69 above"``."""
+    :func:`reference_losses`), and for BERT, when ``losses`` has it, against its two-sided count model too,
+    e.g. ``"best run: BERT 1.03 nats above bigram (1.80 above two-sided), GPT-2 0.69 above"``."""
     parts = []
     for a in sorted(runs.arch.unique()):
-        gap = float(runs[runs.arch == a].final_val_loss.min()) - losses[a]["bigram"]
+        best = float(runs[runs.arch == a].final_val_loss.min())
+        gap = best - losses[a]["bigram"]
         side = "above" if gap > 0 else "below"
-        parts.append(
+        text = (
             f"{ARCH_NAMES[a]} {fmt(abs(gap))} nats {side} bigram"
             if not parts
             else f"{ARCH_NAMES[a]} {fmt(abs(gap))} {side}"
         )
+        two = losses[a].get("two_sided", float("nan"))
+        if two == two:  # not NaN: BERT's count model of both neighbours
+            text += f" ({fmt(abs(best - two))} {'above' if best > two else 'below'} two-sided)"
+        parts.append(text)
     return "best run: " + ", ".join(parts) if parts else "no complete run"
 
 
