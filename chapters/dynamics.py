@@ -15,8 +15,8 @@
 # over to the trained model; if it fails, the initial rank is only a property of the random weights.
 #
 # We test the claim on BERT (masked LM) {cite}`devlin2019bert` and GPT-2 (causal LM) {cite}`radford2019language`
-# trained from scratch, over the book's shared sweep: a grid of temperatures a factor of about four apart and several
-# head dimensions, each with several seeds. We ask three questions:
+# trained from scratch, over the book's shared sweep: a grid of temperatures from the study's cold setting to the stock
+# transformer and several head dimensions, each with several seeds (below). We ask three questions:
 #
 # 1. How does the mean rank move through training, for each rank measure, temperature and head dimension?
 # 2. Across runs, does the initial mean rank predict the final one, and does it still do so within one temperature,

@@ -72,9 +72,12 @@ book.publish(reproducibility.section(**params))
 # ```{nb-exec-table}
 # ```
 #
-# Past builds on this machine, as logged by the book's Sphinx extension (`seconds` runs from the start of Sphinx to
-# the end of the build, so it leaves out the few seconds Python takes to import the tools; `runs_trained` counts the
-# runs that build had to train and `training_seconds` their training time):
+# Past builds on this machine, as logged by the book's Sphinx extension (*build time* runs from the start of Sphinx
+# to the end of the build, so it leaves out the few seconds Python takes to import the tools; *runs trained* counts
+# the runs that build had to train; *up-front training* is the wall time of training them before the chapters and
+# *chapters* that of executing the chapters up front; *training time* sums the runs' own wall times, of which
+# *probes* went to rank probes and *validation* to the validation loss; *run CPU* and *probe CPU* are the same runs'
+# process CPU seconds, steadier than wall time on a loaded machine):
 #
 # ```{attnrank-build-log}
 # ```

@@ -17,6 +17,18 @@ Models, with ``V`` the tokenizer's vocabulary size and counts taken over the tra
   sec. 2.5): ``P(w | v) = (c(v, w) + T(v) P(w)) / (c(v) + T(v))`` where ``T(v)`` is the number of
   distinct tokens seen after ``v``; a context never seen in training (``c(v) = 0``) gives ``P(w)``.
 
+A masked token sees both of its neighbours, so BERT also gets a two-sided count model
+(:func:`two_sided_counts`, :func:`two_sided_nll`), scored on the same masked positions given the
+*visible* left and right neighbours ``l = x_{i-1}``, ``r = x_{i+1}`` (either may be ``[MASK]``, which
+never occurs as a context in the training blocks and so carries no information):
+
+* the right bigram ``P_R(w | r)``: the Witten-Bell bigram above with the right neighbour as context;
+* the two bigrams combined as independent evidence (a product of experts, normalised over the
+  vocabulary): ``Q(w | l, r) = P_L(w | l) P_R(w | r) / P(w) / Z(l, r)``;
+* the two-sided model, Witten-Bell interpolation of the counts of ``(l, w, r)`` with ``Q``:
+  ``P(w | l, r) = (c(l, w, r) + T(l, r) Q(w | l, r)) / (c(l, r) + T(l, r))``, where ``T(l, r)`` is the
+  number of distinct tokens seen between ``l`` and ``r``; an unseen pair ``(l, r)`` gives ``Q``.
+
 Losses are the mean negative log-likelihood in nats per target token, the unit of the runs'
 validation loss. No parameter is tuned on the validation targets.
 """
@@ -26,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
+from scipy.sparse import csr_matrix
 
 from .errors import ConfigError, check_choice
 from .glossary import ARCH_NAMES, fmt
@@ -43,7 +56,12 @@ __all__ = [
     "ngram_counts",
     "ngram_nll",
     "target_pairs",
+    "two_sided_counts",
+    "two_sided_nll",
+    "target_triples",
     "ngram_losses",
+    "NGRAM_COLUMNS",
+    "ngram_table",
     "causal_mask",
     "visible_keys",
     "uniform_attention",
@@ -149,6 +167,138 @@ def target_pairs(input_ids, labels, arch: str):
     return ctx[keep].astype(np.int64), tgt[keep].astype(np.int64)
 
 
+def _unigram(counts: dict) -> np.ndarray:
+    """Laplace unigram ``[V]`` of ``counts``."""
+    return (counts["unigram"] + 1.0) / (counts["unigram"].sum() + counts["vocab_size"])
+
+
+def _bigram_rows(counts: dict, context: np.ndarray, table) -> np.ndarray:
+    """Witten-Bell bigram rows ``[len(context), V]``: ``P(. | v)`` for each ``v`` of ``context``
+    (``table``: the ``[V, V]`` sparse matrix of pair counts)."""
+    uni = _unigram(counts)
+    cv, Tv = counts["context_counts"][context], counts["types"][context]
+    rows = np.asarray(table[context].todense(), dtype=float) + Tv[:, None] * uni[None, :]
+    seen = cv > 0
+    rows[seen] /= (cv + Tv)[seen, None]
+    rows[~seen] = uni
+    return rows
+
+
+def _pair_table(counts: dict):
+    V = counts["vocab_size"]
+    return csr_matrix((counts["pair_counts"], (counts["pairs"] // V, counts["pairs"] % V)), shape=(V, V))
+
+
+def two_sided_counts(left, target, right, vocab_size: int) -> dict:
+    """Counts of the two-sided model from training triples ``(left[k], target[k], right[k])``.
+
+    Args:
+        left, target, right: ``[N]`` token ids (the left neighbour, the token, the right neighbour).
+        vocab_size: ``V``, the number of token ids (every id must be below it).
+
+    Returns a dict with ``left`` and ``right`` (:func:`ngram_counts` of the left and right bigram),
+    ``triples`` (sorted unique codes ``(l V + w) V + r``), ``triple_counts``, ``pair_codes`` (sorted
+    unique ``l V + r``), ``pair_counts`` (``c(l, r)``), ``pair_types`` (``T(l, r)``) and ``vocab_size``.
+
+    Raises:
+        ConfigError: ``vocab_size`` not a positive int, ids out of range, or unequal lengths.
+    """
+    lc = ngram_counts(left, target, vocab_size)
+    V = lc["vocab_size"]
+    r = _ids("right", right)
+    if len(r) != len(_ids("target", target)):
+        raise ConfigError("right", f"got length {len(r)}; target has length {len(target)}")
+    rc = ngram_counts(right, target, V)
+    lr = _ids("left", left) * V + r
+    triples, triple_counts = np.unique(lr * V + _ids("target", target), return_counts=True)
+    # codes (l V + r) V + w: sorted by the pair (l, r) first, so pair counts and types are run lengths
+    pair_codes, pair_counts = np.unique(lr, return_counts=True)
+    pair_types = np.bincount(np.searchsorted(pair_codes, triples // V), minlength=len(pair_codes)).astype(float)
+    return {
+        "vocab_size": V,
+        "left": lc,
+        "right": rc,
+        "triples": triples,
+        "triple_counts": triple_counts.astype(float),
+        "pair_codes": pair_codes,
+        "pair_counts": pair_counts.astype(float),
+        "pair_types": pair_types,
+    }
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``values`` at ``codes`` in the sorted ``keys`` (0 where a code is absent)."""
+    if len(keys) == 0:
+        return np.zeros(len(codes))
+    pos = np.searchsorted(keys, codes)
+    ok = pos < len(keys)
+    pos = np.minimum(pos, len(keys) - 1)
+    return np.where(ok & (keys[pos] == codes), values[pos], 0.0)
+
+
+def two_sided_nll(counts: dict, left, target, right, *, chunk: int = 512) -> dict:
+    """Mean negative log-likelihood (nats per token) of the two-sided model on ``(left, target, right)``.
+
+    Args:
+        counts: from :func:`two_sided_counts`.
+        left, target, right: ``[M]`` evaluation triples (``M >= 1``): the visible neighbours of each
+            scored token.
+        chunk: evaluation positions whose ``[chunk, V]`` rows are held at once (memory only).
+
+    Returns ``{"left_bigram", "right_bigram", "product", "two_sided": float, "n_targets": M}``: the
+    left and right bigrams alone, their normalised product ``Q`` and the two-sided model.
+    """
+    V = counts["vocab_size"]
+    lft, tgt, rgt = _ids("left", left), _ids("target", target), _ids("right", right)
+    if len(tgt) == 0 or not len(lft) == len(tgt) == len(rgt):
+        raise ConfigError("target", f"need at least one evaluation triple and equal lengths; got {len(tgt)}")
+    if max(lft.max(), tgt.max(), rgt.max()) >= V:
+        raise ConfigError("vocab_size", f"got {V}; the evaluation data hold a larger token id")
+    uni = _unigram(counts["left"])
+    tables = {side: _pair_table(counts[side]) for side in ("left", "right")}
+    nll = {k: np.empty(len(tgt)) for k in ("left_bigram", "right_bigram", "product", "two_sided")}
+    for s in range(0, len(tgt), chunk):
+        sl = slice(s, s + chunk)
+        w, k = tgt[sl], np.arange(len(tgt[sl]))
+        pl = _bigram_rows(counts["left"], lft[sl], tables["left"])
+        pr = _bigram_rows(counts["right"], rgt[sl], tables["right"])
+        q = pl * pr / uni[None, :]
+        q /= q.sum(axis=1, keepdims=True)
+        pair = lft[sl] * V + rgt[sl]
+        c_lr = _lookup(counts["pair_codes"], counts["pair_counts"], pair)
+        t_lr = _lookup(counts["pair_codes"], counts["pair_types"], pair)
+        c_lwr = _lookup(counts["triples"], counts["triple_counts"], pair * V + w)
+        q_w = q[k, w]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = np.where(c_lr > 0, (c_lwr + t_lr * q_w) / (c_lr + t_lr), q_w)
+        nll["left_bigram"][sl] = -np.log(pl[k, w])
+        nll["right_bigram"][sl] = -np.log(pr[k, w])
+        nll["product"][sl] = -np.log(q_w)
+        nll["two_sided"][sl] = -np.log(p)
+    return {**{k: float(v.mean()) for k, v in nll.items()}, "n_targets": int(len(tgt))}
+
+
+def target_triples(input_ids, labels):
+    """``(left, target, right)`` of the masked positions of a BERT batch, as its validation loss scores them.
+
+    Args:
+        input_ids, labels: ``[B, n]`` int arrays (labels ``-100`` where not scored); the neighbours are
+            the *visible* input tokens at ``i - 1`` and ``i + 1`` (possibly ``[MASK]``).
+
+    Raises:
+        ConfigError: naming ``labels`` for a masked target in the first or last position (no neighbour).
+    """
+    x, y = np.asarray(input_ids), np.asarray(labels)
+    if (y[:, 0] != -100).any() or (y[:, -1] != -100).any():
+        raise ConfigError("labels", "a masked target in the first or last position lacks a neighbour")
+    keep = y[:, 1:-1] != -100
+    return (
+        x[:, :-2][keep].astype(np.int64),
+        y[:, 1:-1][keep].astype(np.int64),
+        x[:, 2:][keep].astype(np.int64),
+    )
+
+
 def ngram_losses(cfg) -> dict:
     """Unigram and bigram validation losses (nats per target token) for the runs of ``cfg``'s data.
 
@@ -159,7 +309,11 @@ def ngram_losses(cfg) -> dict:
     ``cfg`` (architecture, dataset, vocabulary, sequence length, validation blocks, masking
     probability), not on its model settings or seed. Takes about a second on the ci data.
 
-    Returns ``{"unigram": float, "bigram": float, "n_targets": int}``.
+    For BERT also ``two_sided``: the two-sided count model of :func:`two_sided_nll`, fitted on the
+    training blocks' triples (a non-special token and its two neighbours) and scored on the same masked
+    validation positions.
+
+    Returns ``{"unigram": float, "bigram": float, "n_targets": int}`` (and ``"two_sided": float`` for BERT).
     """
     blocks, tokenizer, _collator, _probe, val_batches = prepare_data(cfg)
     train = blocks.blocks.numpy() if hasattr(blocks, "blocks") else np.asarray(blocks)
@@ -171,7 +325,28 @@ def ngram_losses(cfg) -> dict:
         keep = ~np.isin(tgt, np.asarray(tokenizer.all_special_ids))
     counts = ngram_counts(ctx[keep], tgt[keep], V)
     pairs = [target_pairs(b["input_ids"].numpy(), b["labels"].numpy(), cfg.arch) for b in val_batches]
-    return ngram_nll(counts, np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
+    out = ngram_nll(counts, np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
+    if cfg.arch == "bert":
+        left, mid, right = train[:, :-2].reshape(-1), train[:, 1:-1].reshape(-1), train[:, 2:].reshape(-1)
+        keep = ~np.isin(mid, np.asarray(tokenizer.all_special_ids))
+        two = two_sided_counts(left[keep], mid[keep], right[keep], V)
+        triples = [target_triples(b["input_ids"].numpy(), b["labels"].numpy()) for b in val_batches]
+        out["two_sided"] = two_sided_nll(two, *(np.concatenate([t[i] for t in triples]) for i in range(3)))["two_sided"]
+    return out
+
+
+#: The columns of :func:`ngram_table`.
+NGRAM_COLUMNS = ("unigram", "bigram", "two_sided", "n_targets")
+
+
+def ngram_table(fingerprint: str, arch: str, **data_settings) -> pd.DataFrame:
+    """:func:`ngram_losses` of the runs with ``arch`` and ``data_settings`` (dataset, vocabulary, sequence length,
+    validation blocks, masking rate, batch and probe size) as a one-row table with :data:`NGRAM_COLUMNS`
+    (``two_sided`` NaN for GPT-2), for :func:`attnrank.cache.cached`; ``fingerprint`` (the dataset's content,
+    :func:`attnrank.data.dataset_fingerprint`) is an input of the cache key only.
+    """
+    out = ngram_losses(resolve_config(arch, "ci", **data_settings))
+    return pd.DataFrame([{k: out.get(k, float("nan")) for k in NGRAM_COLUMNS}])
 
 
 def causal_mask(n: int, device=None) -> torch.Tensor:
@@ -337,16 +512,22 @@ def reference_losses(profile: str, archs, dataset: str | None = None) -> dict:
 def regime_clause(runs, losses: dict) -> str:
     """Where a verdict on trained models was computed, in one short clause: each architecture's best final
     validation loss over ``runs`` (complete runs) against its bigram count model (``losses``:
-    :func:`reference_losses`), e.g. ``"best run: BERT 1.03 nats above bigram, GPT-2 0.69 above"``."""
+    :func:`reference_losses`), and for BERT, when ``losses`` has it, against its two-sided count model too,
+    e.g. ``"best run: BERT 1.03 nats above bigram (1.80 above two-sided), GPT-2 0.69 above"``."""
     parts = []
     for a in sorted(runs.arch.unique()):
-        gap = float(runs[runs.arch == a].final_val_loss.min()) - losses[a]["bigram"]
+        best = float(runs[runs.arch == a].final_val_loss.min())
+        gap = best - losses[a]["bigram"]
         side = "above" if gap > 0 else "below"
-        parts.append(
+        text = (
             f"{ARCH_NAMES[a]} {fmt(abs(gap))} nats {side} bigram"
             if not parts
             else f"{ARCH_NAMES[a]} {fmt(abs(gap))} {side}"
         )
+        two = losses[a].get("two_sided", float("nan"))
+        if two == two:  # not NaN: BERT's count model of both neighbours
+            text += f" ({fmt(abs(best - two))} {'above' if best > two else 'below'} two-sided)"
+        parts.append(text)
     return "best run: " + ", ".join(parts) if parts else "no complete run"
 
 

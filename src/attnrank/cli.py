@@ -1,4 +1,4 @@
-"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank sweep`` trains the book's grid; ``attnrank runs`` lists the store.
+"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank sweep`` trains the book's grid; ``attnrank runs`` lists the store; ``attnrank recipe`` runs the recipe study.
 
 Bad input (a wrong option, a value of the wrong type, an invalid setting, an unusable
 ``ATTNRANK_RUNS``) gives a one-line message on stderr, starting with the parameter's name,
@@ -13,11 +13,12 @@ import os
 import re
 import sys
 
+from . import recipe
 from .data import absolute_path_settings
 from .errors import ConfigError, SweepFailed, check_positive_int
 from .experiments import book_runs
 from .grid import default_workers, plan, sweep
-from .profiles import check_dataset, resolve_profile
+from .profiles import ARCHS, check_dataset, resolve_profile
 from .store import load_runs, run, runs_dir
 
 __all__ = ["main"]
@@ -194,6 +195,14 @@ def _sweep(args) -> int:
     return 0
 
 
+def _recipe(args) -> int:
+    profile = resolve_profile(args.profile)
+    archs = ARCHS if args.arch is None else (args.arch,)
+    for a in archs:
+        recipe.variants(a, profile)  # checks arch and profile before anything is trained
+    return recipe.run(profile, archs, executor=args.executor, workers=args.workers, out=args.out, dry_run=args.dry_run)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attnrank`` command; returns the exit status (2 for bad input)."""
     parser = _Parser(prog="attnrank", description=__doc__.splitlines()[0])
@@ -251,6 +260,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--address", default=None, help="Ray address: local (default), auto, or ray://host:10001")
     s.add_argument("--dry-run", action="store_true", help="list the runs to train and how many are stored")
     s.set_defaults(func=_sweep)
+    rc = sub.add_parser("recipe", help="the recipe study: train its runs, write data/recipe/<profile>.csv, print it")
+    rc.add_argument("--profile", default="quick", help="the profile whose recipe is studied (default quick)")
+    rc.add_argument("--arch", default=None, help="bert or gpt2 (default: both)")
+    rc.add_argument("--executor", default="process", help="serial, process (default, a local pool) or ray")
+    rc.add_argument("--workers", type=_typed(int), default=None, help="concurrent runs (default: CPU cores)")
+    rc.add_argument("--out", default=None, help="the table to write (default data/recipe/<profile>.csv)")
+    rc.add_argument("--dry-run", action="store_true", help="list the study's runs and how many are stored")
+    rc.set_defaults(func=_recipe)
     r = sub.add_parser("runs", help="list the stored runs")
     r.add_argument("--all", action="store_true", help="include runs made by older code")
     r.set_defaults(func=_runs)

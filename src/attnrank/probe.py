@@ -149,9 +149,12 @@ class RankProbe:
     sequences only; :attr:`sequences` (``step, split, sequence`` and one float32 column per
     measure: the value of one sequence averaged over layers and heads; ``split`` is
     ``"val"`` for the probe sequences and ``"train"`` for ``train_ids``) grows by one row per
-    sequence. :attr:`timing` records seconds spent in the forward pass, the SVDs and the
-    bookkeeping; ``"attention"``, the seconds spent copying the kept attention probabilities
-    (not part of the rank-tracking cost: the tensors are the ones the probe measures anyway).
+    sequence. :attr:`timing` records wall seconds spent in the forward pass, the SVDs, the
+    bookkeeping and the validation loss, and the process CPU seconds of the rank probe
+    (``probe_cpu``: forward, SVDs and bookkeeping) and of the validation loss (``validation_cpu``);
+    ``"attention"`` (and ``"attention_cpu"``), the seconds spent copying the kept attention
+    probabilities (not part of the rank-tracking cost: the tensors are the ones the probe measures
+    anyway, and ``probe_cpu`` leaves them out).
     """
 
     def __init__(
@@ -177,7 +180,16 @@ class RankProbe:
         self._rank_rows: list[pd.DataFrame] = []
         self._summary_rows: list[dict] = []
         self.eval_rows: list[dict] = []
-        self.timing = {"forward": 0.0, "svd": 0.0, "bookkeeping": 0.0, "validation": 0.0, "attention": 0.0}
+        self.timing = {
+            "forward": 0.0,
+            "svd": 0.0,
+            "bookkeeping": 0.0,
+            "validation": 0.0,
+            "attention": 0.0,
+            "probe_cpu": 0.0,
+            "validation_cpu": 0.0,
+            "attention_cpu": 0.0,
+        }
 
     def validation_loss(self, model: torch.nn.Module) -> float:
         """Token-weighted mean cross-entropy (nats) on the fixed validation batches.
@@ -223,10 +235,11 @@ class RankProbe:
                 if probs is None:
                     break
                 if count < keep:
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     kept.append(probs[:, : keep - count].to("cpu", torch.float32, copy=True))
                     count += kept[-1].shape[1]
                     self.timing["attention"] += time.perf_counter() - t
+                    self.timing["attention_cpu"] += time.process_time() - c
                 t = time.perf_counter()
                 for name, v in rank_measures(probs, measures=self.measures).items():
                     parts[name].append(v.cpu())
@@ -237,14 +250,19 @@ class RankProbe:
 
     def __call__(self, model: torch.nn.Module, step: int) -> dict:
         """Probe ``model`` at training ``step``; returns ``{"val_loss": ..., measure: mean, ...}``."""
+        c0, a0 = time.process_time(), self.timing["attention_cpu"]
         keep = self.attention_sequences if step in self.attention_steps else 0
-        values, forward, svd, kept = self._measure(model, self.probe_ids, keep)  # [L, B, H] each
+        # the held-out and the training sequences in one pass (one batch of chunks), split after; the kept
+        # attention is of the first held-out sequences
+        n_val = len(self.probe_ids)
+        both = self.probe_ids if self.train_ids is None else torch.cat([self.probe_ids, self.train_ids])
+        measured, forward, svd, kept = self._measure(model, both, min(keep, n_val))  # [L, B + k, H] each
         if kept is not None:
             self._attention[step] = kept
+        values = {name: v[:, :n_val] for name, v in measured.items()}
         splits = {"val": values}
         if self.train_ids is not None and len(self.train_ids):
-            splits["train"], f2, s2, _ = self._measure(model, self.train_ids)
-            forward, svd = forward + f2, svd + s2
+            splits["train"] = {name: v[:, n_val:] for name, v in measured.items()}
         t2 = time.perf_counter()
         L, B, H = values[self.measures[0]].shape
         frames = []
@@ -287,11 +305,14 @@ class RankProbe:
                     }
                 )
             )
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.process_time()
         result["val_loss"] = self.validation_loss(model)
-        t4 = time.perf_counter()
+        t4, c4 = time.perf_counter(), time.process_time()
         self.eval_rows.append({"step": step, "val_loss": result["val_loss"]})
-        for k, dt in zip(("forward", "svd", "bookkeeping", "validation"), (forward, svd, t3 - t2, t4 - t3)):
+        for k, dt in zip(
+            ("forward", "svd", "bookkeeping", "validation", "probe_cpu", "validation_cpu"),
+            (forward, svd, t3 - t2, t4 - t3, c3 - c0 - (self.timing["attention_cpu"] - a0), c4 - c3),
+        ):
             self.timing[k] += dt
         return result
 

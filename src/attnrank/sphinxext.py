@@ -379,12 +379,24 @@ def _check_glue(app, env):
 
 
 def build_log_path() -> Path:
-    """CSV of past builds (start, seconds, profile, runs trained, their training seconds, status)."""
+    """CSV of past builds: start, seconds, profile, runs trained, the split of the build's time (the up-front
+    sweep's and the up-front chapter execution's wall seconds; the trained runs' wall seconds and, of them, their
+    rank probes' and validation's; the trained runs' process CPU seconds and, of them, their probes'), status."""
     return data_dir() / "build_log.csv"
 
 
 def _start_clock(app, config) -> None:
     app.attnrank_start = time.time()
+
+
+#: Columns of the build log summed over the runs a build trained: ``{column: summary field}``.
+_RUN_SUMS = {
+    "training_seconds": "wall_seconds",
+    "probe_seconds": "probe_seconds",
+    "validation_seconds": "validation_seconds",
+    "run_cpu_seconds": "cpu_seconds",
+    "probe_cpu_seconds": "probe_cpu_seconds",
+}
 
 
 def _log_build(app, exception) -> None:
@@ -394,21 +406,31 @@ def _log_build(app, exception) -> None:
     if start is None:
         return
     app.attnrank_start = None  # one row per build: a failing build emits build-finished twice
-    trained, train_seconds = 0, 0.0
+    trained = 0
+    sums = dict.fromkeys(_RUN_SUMS, 0.0)
     if runs_dir().is_dir():
         for marker in runs_dir().glob("*/COMPLETE"):
             if marker.stat().st_mtime >= start:
                 trained += 1
                 try:
-                    train_seconds += float(
-                        json.loads((marker.parent / "summary.json").read_text()).get("wall_seconds", 0)
-                    )
-                except (OSError, ValueError, AttributeError):
+                    summary = json.loads((marker.parent / "summary.json").read_text())
+                    for column, field in _RUN_SUMS.items():
+                        sums[column] += float(summary.get(field) or 0)
+                except (OSError, ValueError, AttributeError, TypeError):
                     pass
     problems = getattr(app, "attnrank_glue_problems", [])
     path = build_log_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = ["started", "seconds", "profile", "runs_trained", "training_seconds", "status"]
+    header = [
+        "started",
+        "seconds",
+        "profile",
+        "runs_trained",
+        "sweep_seconds",
+        "execution_seconds",
+        *_RUN_SUMS,
+        "status",
+    ]
     if path.exists() and path.read_text().splitlines()[:1] != [",".join(header)]:
         path.rename(path.with_suffix(".old.csv"))  # an older format
     new = not path.exists()
@@ -422,7 +444,9 @@ def _log_build(app, exception) -> None:
                 round(time.time() - start, 1),
                 resolve_profile("auto"),
                 trained,
-                round(train_seconds, 1),
+                round(getattr(app, "attnrank_sweep_seconds", 0.0), 1),
+                round(getattr(app, "attnrank_execution_seconds", 0.0), 1),
+                *(round(v, 1) for v in sums.values()),
                 "error" if exception or problems else "ok",
             ]
         )
@@ -508,6 +532,12 @@ BUILD_LOG_LABELS = {
     "seconds": "build time [s]",
     "runs_trained": "runs trained",
     "training_seconds": "training time [s]",
+    "sweep_seconds": "up-front training [s]",
+    "execution_seconds": "chapters [s]",
+    "probe_seconds": "probes [s]",
+    "validation_seconds": "validation [s]",
+    "run_cpu_seconds": "run CPU [s]",
+    "probe_cpu_seconds": "probe CPU [s]",
 }
 
 
@@ -863,8 +893,12 @@ def _sweep_up_front(app, config) -> None:
 
 
 def _sweep_up_front_app(app) -> None:
+    t = time.time()
     _sweep_up_front(app, app.config)
+    app.attnrank_sweep_seconds = time.time() - t
+    t = time.time()
     _execute_up_front(app, app.config)
+    app.attnrank_execution_seconds = time.time() - t
 
 
 def _execute_up_front(app, config) -> list[str]:

@@ -795,6 +795,10 @@ RUN_COLUMNS = (
     "initial_val_loss",
     "final_val_loss",
     "wall_seconds",
+    "probe_seconds",
+    "cpu_seconds",
+    "probe_cpu_seconds",
+    "validation_cpu_seconds",
     "device",
     "steps",
 )
@@ -847,6 +851,9 @@ def load_runs(filter: dict | None = None, *, keys=None, current_code: bool = Tru
             "initial_val_loss": s["initial_val_loss"],
             "final_val_loss": s["final_val_loss"],
             "wall_seconds": s["wall_seconds"],
+            "probe_seconds": s["probe_seconds"],
+            # process CPU seconds (NaN for runs stored before they were recorded)
+            **{k: s.get(k, float("nan")) for k in ("cpu_seconds", "probe_cpu_seconds", "validation_cpu_seconds")},
             "device": s["device"],
             "steps": s["steps"],
         }

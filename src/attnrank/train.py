@@ -2,10 +2,11 @@
 
 :func:`train` runs one :class:`~attnrank.profiles.RunConfig`: it builds the tokenizer,
 the token blocks and the model, then trains with the stock ``Trainer`` (AdamW, linear
-warm-up and decay, gradient clipping at ``max_grad_norm``; the query and key parameters in
+warm-up and the decay of ``lr_schedule``, gradient clipping at ``max_grad_norm``; the query and key parameters in
 an optimizer group of their own, see :func:`optimizer_groups`) while :class:`RankCallback` probes attention
 ranks and validation loss on the schedule of :func:`probe_steps`: step 0 (initialisation),
-the powers of two below ``rank_every`` (1, 2, 4, ...: the first steps on a log scale), then every ``rank_every`` steps and the last step. Each probe also
+the powers of two below ``rank_every`` (2, 4, 8, ...: the first steps on a log scale; step 1 too
+without warm-up), then every ``rank_every`` steps and the last step. Each probe also
 measures :data:`TRAIN_PROBE_SIZE` fixed training blocks, recorded per sequence beside the
 held-out probe sequences (:attr:`TrainResult.sequences`).
 On CUDA it trains under bf16 autocast (the attention softmax stays in float32) with
@@ -211,8 +212,9 @@ def _one_device(args: TrainingArguments) -> TrainingArguments:
 
 
 def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = False, **overrides) -> TrainingArguments:
-    """The ``TrainingArguments`` of a run of ``cfg`` (AdamW with ``cfg.adam_epsilon``, linear warm-up and decay,
-    clipping at ``cfg.max_grad_norm``, 0: none), on one device.
+    """The ``TrainingArguments`` of a run of ``cfg`` (AdamW with ``cfg.adam_epsilon`` and ``cfg.adam_beta2``,
+    linear warm-up from zero, then the ``cfg.lr_schedule`` decay to zero, clipping at ``cfg.max_grad_norm``,
+    0: none), on one device.
 
     bf16 autocast on a CUDA GPU that supports it, else float32 on the CPU; no checkpoints,
     no evaluation by the Trainer (the rank probe measures), no reporting. ``overrides``
@@ -227,7 +229,8 @@ def training_arguments(cfg: RunConfig, output_dir: str, *, progress: bool = Fals
         weight_decay=cfg.weight_decay,
         warmup_steps=cfg.warmup_steps,
         adam_epsilon=cfg.adam_epsilon,
-        lr_scheduler_type="linear",
+        adam_beta2=cfg.adam_beta2,
+        lr_scheduler_type=cfg.lr_schedule,
         max_grad_norm=cfg.max_grad_norm,
         logging_steps=cfg.log_every,
         logging_first_step=True,
@@ -373,36 +376,44 @@ class TrainResult:
     attention: dict | None = field(default=None, repr=False)
 
 
-def probe_steps(max_steps: int, rank_every: int) -> list[int]:
+def probe_steps(max_steps: int, rank_every: int, warmup_steps: int = 0) -> list[int]:
     """The training steps at which a run is probed, in increasing order.
 
     Step 0 (the initialisation), every power of two below ``rank_every`` (1, 2, 4, 8, ...),
-    every multiple of ``rank_every`` up to ``max_steps``, and ``max_steps`` itself. For the
-    ``ci`` profile (``max_steps=40, rank_every=10``): ``[0, 1, 2, 4, 8, 10, 20, 30, 40]``.
+    every multiple of ``rank_every`` up to ``max_steps``, and ``max_steps`` itself. With a
+    warm-up (``warmup_steps >= 1``) step 1 is left out: the linear warm-up starts at a learning
+    rate of zero, so the weights after the first step are those of step 0 and its probe would
+    repeat step 0's. For the ``ci`` profile (``max_steps=40, rank_every=10, warmup_steps=4``):
+    ``[0, 2, 4, 8, 10, 20, 30, 40]``.
 
     Raises:
-        ConfigError: naming ``max_steps`` or ``rank_every`` when it is not a positive integer.
+        ConfigError: naming ``max_steps``, ``rank_every`` or ``warmup_steps`` when it is not a
+        positive (``warmup_steps``: non-negative) integer.
     """
     max_steps = check_int("max_steps", max_steps, low=1)
     rank_every = check_int("rank_every", rank_every, low=1)
+    warmup_steps = check_int("warmup_steps", warmup_steps, low=0)
     early = {2**k for k in range(rank_every.bit_length()) if 2**k < rank_every}
+    if warmup_steps:
+        early.discard(1)
     regular = set(range(0, max_steps + 1, rank_every))
     return sorted(s for s in {0, max_steps} | early | regular if s <= max_steps)
 
 
-def attention_steps(max_steps: int, rank_every: int, count: int = ATTENTION_STEPS) -> list[int]:
+def attention_steps(max_steps: int, rank_every: int, count: int = ATTENTION_STEPS, warmup_steps: int = 0) -> list[int]:
     """The probe steps at which a run keeps attention probabilities, in increasing order.
 
     Step 0, ``max_steps`` and, for ``k = 1 .. count - 2``, the step of :func:`probe_steps`
     nearest to ``max_steps ** (k / (count - 1))`` on a log scale (the first steps change the
-    attention most); fewer when two targets share a probe step. For the ``ci`` profile
+    attention most); fewer when two targets share a probe step. ``warmup_steps`` as for
+    :func:`probe_steps` (whose steps these are). For the ``ci`` profile
     (``max_steps=40, rank_every=10``): ``[0, 2, 8, 20, 40]``.
 
     Raises:
         ConfigError: naming ``max_steps``, ``rank_every`` or ``count`` (an integer >= 2).
     """
     count = check_int("count", count, low=2)
-    steps = probe_steps(max_steps, rank_every)
+    steps = probe_steps(max_steps, rank_every, warmup_steps)
     chosen = {0, max_steps}
     positive = [s for s in steps if s > 0]
     for k in range(1, count - 1):
@@ -432,9 +443,9 @@ class RankCallback(TrainerCallback):
     Adds the mean rtol-1e-2 rank to the logged values so the progress output shows it.
     """
 
-    def __init__(self, probe: RankProbe, rank_every: int, max_steps: int):
+    def __init__(self, probe: RankProbe, rank_every: int, max_steps: int, warmup_steps: int = 0):
         self.probe, self.rank_every, self.max_steps = probe, rank_every, max_steps
-        self.steps = frozenset(probe_steps(max_steps, rank_every))
+        self.steps = frozenset(probe_steps(max_steps, rank_every, warmup_steps))
         self.train_rows: list[dict] = []
         self.failure: dict | None = None
         self.last: dict = {}
@@ -551,7 +562,7 @@ def train(
 
 
 def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> TrainResult:
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
     dataset, tokenizer, collator, probe_ids, val_batches = prepare_data(cfg)
     model = model_from_config(cfg, vocab_size=len(tokenizer), pad_token_id=tokenizer_pad_id(tokenizer))
     cuda = torch.cuda.is_available()
@@ -562,10 +573,10 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         probe_ids,
         val_batches,
         train_ids=training_probe_ids(dataset.blocks.numpy()),
-        attention_steps=attention_steps(cfg.max_steps, cfg.rank_every),
+        attention_steps=attention_steps(cfg.max_steps, cfg.rank_every, warmup_steps=cfg.warmup_steps),
         attention_sequences=ATTENTION_SEQUENCES,
     )
-    callback = RankCallback(probe, cfg.rank_every, cfg.max_steps)
+    callback = RankCallback(probe, cfg.rank_every, cfg.max_steps, cfg.warmup_steps)
     split = split_qk(model) if cfg.qk_lr_scale != 1.0 or cfg.qk_decay_scale != 1.0 else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as tmp, split:
         trainer = make_trainer(
@@ -611,6 +622,10 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
         "initial_rank": {k: float(v) for k, v in first.items()},
         "final_rank": {k: None if failure else float(v) for k, v in last.items()},
         "wall_seconds": time.perf_counter() - t_start,
+        # process CPU seconds (all of this process's threads): a machine's load inflates wall seconds more
+        "cpu_seconds": time.process_time() - c_start,
+        "probe_cpu_seconds": probe.timing["probe_cpu"],
+        "validation_cpu_seconds": probe.timing["validation_cpu"],
         "train_seconds": train_seconds,
         "probe_seconds": sum(probe.timing[k] for k in ("forward", "svd", "bookkeeping")),  # rank tracking
         "attention_seconds": probe.timing["attention"],  # copying the kept attention probabilities

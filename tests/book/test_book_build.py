@@ -136,9 +136,10 @@ def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     assert not executed(build(tmp_path, env))  # nothing changed
     assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
 
-    book_py = tmp_path / "lib" / "attnrank" / "book.py"
+    book_py = tmp_path / "lib" / "attnrank" / "glossary.py"
     original = book_py.read_text()
-    book_py.write_text(original.replace("def fmt(x, digits: int = 2)", "def fmt(x, digits: int = 3)"))
+    assert "def fmt(x, digits: int = 2," in original
+    book_py.write_text(original.replace("def fmt(x, digits: int = 2,", "def fmt(x, digits: int = 3,"))
     assert executed(build(tmp_path, env))
     assert shown(tmp_path) == ("ci 0.333", "ci 0.333")
 
@@ -243,8 +244,11 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     assert result.returncode == 0
     text = " ".join(page().split())
     assert "The log starts with this build" not in text
-    header = r"started build time \[s\] profile runs trained training time \[s\] status"
-    assert re.search(header + r" \S+ [\d.]+ ci 0 0.0 ok", text), text
+    header = (
+        r"started build time \[s\] profile runs trained up-front training \[s\] chapters \[s\] training time \[s\] "
+        r"probes \[s\] validation \[s\] run CPU \[s\] probe CPU \[s\] status"
+    )
+    assert re.search(header + r" \S+ [\d.]+ ci 0 [\d.]+ [\d.]+ 0.0 0.0 0.0 0.0 0.0 ok", text), text
 
 
 TOC_TWO = TOC + "  - file: nb2\n"

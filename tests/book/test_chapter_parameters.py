@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import math
 from pathlib import Path
@@ -32,17 +33,24 @@ def _declared(path) -> dict:
 
 
 def _checked(path) -> tuple[str, ...]:
-    """The names the chapter passes to ``book.check_parameters``."""
+    """The names the chapter passes to ``book.check_parameters`` (a literal, or its module's ``PARAMETERS``)."""
+    imported = {}  # the chapter's name of a module -> the module's full name
     for cell in _cells(path):
         if cell["cell_type"] != "code":
             continue
         for node in ast.walk(ast.parse("".join(cell["source"]))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "check_parameters"
             ):
-                return tuple(ast.literal_eval(node.args[1]))
+                names = node.args[1]
+                if isinstance(names, ast.Attribute):  # <chapter module>.PARAMETERS
+                    module = importlib.import_module(imported[ast.unparse(names.value)])
+                    return tuple(getattr(module, names.attr))
+                return tuple(ast.literal_eval(names))
     raise AssertionError(f"{path.name} does not call book.check_parameters")
 
 

@@ -26,7 +26,7 @@ def test_a_run_keeps_the_probed_attention_of_its_first_probe_sequences(private_s
     cfg = resolve_config(arch, "ci")
     run = store.run(cfg)
     att = run.attention()
-    steps = attention_steps(cfg.max_steps, cfg.rank_every)
+    steps = attention_steps(cfg.max_steps, cfg.rank_every, warmup_steps=cfg.warmup_steps)
     assert att.steps.tolist() == steps == [0, 2, 8, 20, 40]
     S = ATTENTION_SEQUENCES
     assert att.probabilities.shape == (len(steps), cfg.num_layers, S, cfg.num_heads, cfg.max_len, cfg.max_len)

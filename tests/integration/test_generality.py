@@ -117,7 +117,7 @@ def test_long_profile_is_quick_trained_ten_times_longer(clean_env):
     quick, long = resolve_config("bert", "quick"), resolve_config("bert", "long")
     sizes = ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size", "batch_size", "probe_size")
     assert [getattr(long, f) for f in sizes] == [getattr(quick, f) for f in sizes]
-    assert long.max_steps == 10 * quick.max_steps == 2500 and long.profile == "long"
+    assert long.max_steps == 10 * quick.max_steps == 10_000 and long.profile == "long"
     assert long.warmup_steps == 10 * quick.warmup_steps and long.learning_rate == quick.learning_rate
     assert "long" in PROFILES and base_profile("long") == "quick" and base_profile("ci") == "ci"
     assert experiments.SWEEP_DEFAULTS["long"] == experiments.SWEEP_DEFAULTS["quick"]
@@ -125,7 +125,7 @@ def test_long_profile_is_quick_trained_ten_times_longer(clean_env):
     clean_env.setenv("ATTNRANK_PROFILE", "long")
     assert resolve_profile("auto") == "long"
     assert book.check_parameters({"profile": "long"}, ("profile",)) == {"profile": "long"}
-    assert {c.max_steps for c in experiments.main_sweep("auto")} == {2500}
+    assert {c.max_steps for c in experiments.main_sweep("auto")} == {10_000}
 
 
 def test_chapters_size_per_profile_tables_by_the_base_profile():
@@ -138,7 +138,8 @@ def test_chapters_size_per_profile_tables_by_the_base_profile():
 
 def test_long_profile_on_the_command_line(clean_env, capsys):
     assert main(["sweep", "--profile", "long", "--chapters", "dynamics", "--dry-run"]) == 0
-    assert capsys.readouterr().out.startswith("52 runs of the long profile")
+    # 4 temperatures x 2 seeds x 2 models, and head dimension 8 at tau = 1 and 1e-3 (2 seeds, 2 models)
+    assert capsys.readouterr().out.startswith("24 runs of the long profile")
 
 
 def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
@@ -146,7 +147,7 @@ def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
     assert set(quick.index) == set(experiments.VERDICT_RUNS)
     steps = resolve_config("bert", "quick").max_steps
     assert quick.loc["dynamics", "scale"] == "quick" and quick.loc["dynamics", "steps"] == str(steps)
-    assert quick.loc["dynamics", "runs"] == 52
+    assert quick.loc["dynamics", "runs"] == 24
     assert quick.loc["seq_len", "scale"] == "ci" and quick.loc["seq_len", "steps"] == "160"
     assert quick.loc["seq_len", "model"] == "width 32 x 2 layers, n = 32/64/128/256"
     assert quick.loc["theory", "runs"] == 0 and "no trained models" in quick.loc["theory", "scale"]

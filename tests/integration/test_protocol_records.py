@@ -19,9 +19,9 @@ from attnrank.train import TRAIN_PROBE_SIZE, probe_steps
 
 def test_probe_schedule_is_log_spaced_below_rank_every():
     ci = resolve_config("gpt2", "ci")
-    assert probe_steps(ci.max_steps, ci.rank_every) == [0, 1, 2, 4, 8, 10, 20, 30, 40]
-    quick = resolve_config("gpt2", "quick")
-    assert probe_steps(quick.max_steps, quick.rank_every) == [0, 1, 2, 4, 8, 16, 32, 50, 100, 150, 200, 250]
+    # with a warm-up the first step has learning rate 0: step 1 would repeat step 0 and is not probed
+    assert probe_steps(ci.max_steps, ci.rank_every, ci.warmup_steps) == [0, 2, 4, 8, 10, 20, 30, 40]
+    assert probe_steps(ci.max_steps, ci.rank_every) == [0, 1, 2, 4, 8, 10, 20, 30, 40]  # no warm-up
     assert probe_steps(20, 5) == [0, 1, 2, 4, 5, 10, 15, 20]
     assert probe_steps(7, 10) == [0, 1, 2, 4, 7]  # the last step is always probed
     assert probe_steps(1, 1) == [0, 1]
@@ -34,7 +34,7 @@ def test_trained_run_records_every_sequence_at_every_scheduled_step(private_stor
     sequence, and its held-out rows average to the stored summary."""
     cfg = resolve_config("gpt2", "ci")
     r = store.run(cfg)
-    steps = [0, 1, 2, 4, 8, 10, 20, 30, 40]
+    steps = [0, 2, 4, 8, 10, 20, 30, 40]
     seq, summary = r.sequences, r.rank_summary
     assert sorted(set(r.ranks.step)) == steps and sorted(set(summary.step)) == steps
     assert sorted(set(seq.step)) == steps
@@ -174,3 +174,20 @@ def test_agreement_names_each_protocols_side():
     assert "the effective rank tau = 0.001 (-2.00" in text[0].replace("−", "-")
     assert text[1] == "for GPT-2 both protocols rank tau = 1 higher"
     assert text[2].startswith("for x they part") and text[2].endswith(", unresolved)")
+
+
+@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+def test_the_first_step_of_a_warm_up_leaves_the_weights_unchanged(arch):
+    """Why step 1 is not probed under a warm-up: the linear warm-up's first learning rate is 0, so the
+    weights after step 1 are exactly the initial ones (and a run without warm-up does move them)."""
+    import torch
+
+    from attnrank.models import model_from_config
+    from attnrank.train import train
+
+    for warmup, same in ((4, True), (0, False)):
+        cfg = resolve_config(arch, "ci", max_steps=1, warmup_steps=warmup, rank_every=1)
+        trained = train(cfg, progress=False).model
+        initial = model_from_config(cfg)
+        equal = all(torch.equal(a, b) for a, b in zip(trained.state_dict().values(), initial.state_dict().values()))
+        assert equal is same

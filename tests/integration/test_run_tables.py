@@ -40,7 +40,8 @@ def test_run_tables(private_store):
     wide = runs.table(cfgs, long=False)
     curves = runs.rank_curves(wide, ["rank_rtol_1e-2", "effective_rank"])
     assert list(curves.measure.unique()) == ["rank_rtol_1e-2", "effective_rank"]  # in the order given
-    assert len(curves) == 2 * 4 * len(probe_steps(4, 2)) and "value" in curves  # steps 0, 1, 2, 4
+    steps = probe_steps(4, 2, cfgs[0].warmup_steps)
+    assert len(curves) == 2 * 4 * len(steps) and "value" in curves  # steps 0, 2, 4 (step 1 repeats step 0)
     layers = runs.layer_ranks(wide, "effective_rank")
     assert set(layers.when) == {"initial", "final"} and len(layers) == 4 * 2 * cfgs[0].num_layers * cfgs[0].num_heads
     assert set(layers[layers.when == "initial"].step) == {0} and set(layers[layers.when == "final"].step) == {4}
@@ -50,7 +51,7 @@ def test_run_tables(private_store):
     assert heat.query("step == 4 and layer == 0 and head == 0").value.iloc[0] == pytest.approx(one.value.mean())
     loss = runs.loss_curves(wide)
     assert set(loss.curve) == {"validation loss", "training loss"}
-    assert len(loss[loss.curve == "validation loss"]) == 4 * len(probe_steps(4, 2))
+    assert len(loss[loss.curve == "validation loss"]) == 4 * len(steps)
     assert runs.failures(wide, "x") is None
     bad = wide.assign(status=["failed", "complete", "complete", "complete"])
     assert len(runs.failures(bad, "x").frame) == 1

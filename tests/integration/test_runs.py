@@ -105,7 +105,7 @@ def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(pr
     wide = run.ranks_wide()
     assert set(wide.columns) == {"step", "layer", "head", *run.summary["initial_rank"]}
     assert (
-        len(wide) == len(probe_steps(cfg.max_steps, cfg.rank_every)) * cfg.num_layers * cfg.num_heads
+        len(wide) == len(probe_steps(cfg.max_steps, cfg.rank_every, cfg.warmup_steps)) * cfg.num_layers * cfg.num_heads
     )  # 0, 1, 2, 4, 8, 10
     again = store.run(cfg)
     assert not again.fresh and again.key == run.key

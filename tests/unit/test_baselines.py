@@ -53,3 +53,71 @@ def test_bad_input_is_a_config_error():
         baselines.ngram_counts([0], [1], 0)
     with pytest.raises(ConfigError, match="arch"):
         baselines.target_pairs(np.zeros((1, 2), int), np.zeros((1, 2), int), "t5")
+
+
+def _xor_corpus(n: int = 10):
+    # every (left, right) in {0, 1}^2 exactly n times, the token between them 2 + (left xor right):
+    # neither neighbour alone says anything about it, both together determine it
+    pairs = np.array([(a, c) for a in (0, 1) for c in (0, 1)] * n)
+    left, right = pairs[:, 0], pairs[:, 1]
+    return left, 2 + (left ^ right), right
+
+
+def test_two_sided_model_matches_hand_computed_values_on_a_corpus_where_both_neighbours_decide():
+    """On the xor corpus one neighbour is worth nothing (log 2 for either bigram) and the two-sided model is
+    near certain; every probability is the Witten-Bell formula of the module docstring, by hand."""
+    n, V = 10, 4
+    counts = baselines.two_sided_counts(*_xor_corpus(n), V)
+    # unigram: tokens 2 and 3 are 2n of the 4n targets each: P = (2n + 1) / (4n + 4); P(0) = P(1) = 1 / (4n + 4)
+    p_hi, p_lo = (2 * n + 1) / (4 * n + 4), 1 / (4 * n + 4)
+    # each neighbour v is seen 2n times, followed by T(v) = 2 tokens (n times each)
+    b_hi, b_lo = (n + 2 * p_hi) / (2 * n + 2), (2 * p_lo) / (2 * n + 2)
+    q_hi, q_lo = b_hi**2 / p_hi, b_lo**2 / p_lo
+    q = q_hi / (2 * q_hi + 2 * q_lo)  # the product of experts, normalised over the four tokens
+    two_sided = (n + 1 * q) / (n + 1)  # c(l, r) = n, T(l, r) = 1, c(l, w, r) = n
+    left, mid, right = _xor_corpus(1)
+    out = baselines.two_sided_nll(counts, left, mid, right)
+    assert out["n_targets"] == 4
+    assert out["left_bigram"] == pytest.approx(-math.log(b_hi), rel=1e-12)
+    assert out["right_bigram"] == pytest.approx(-math.log(b_hi), rel=1e-12)
+    assert out["product"] == pytest.approx(-math.log(q), rel=1e-12)
+    assert out["two_sided"] == pytest.approx(-math.log(two_sided), rel=1e-12)
+    assert out["left_bigram"] > 0.9 * math.log(2) and out["two_sided"] < 0.1
+
+
+def test_two_sided_probabilities_sum_to_one_for_seen_and_unseen_neighbours():
+    """For every pair of neighbours (seen together, seen apart or never) the probabilities over the
+    vocabulary sum to 1, and a pair never seen gives the product of the two bigrams."""
+    V = 5
+    counts = baselines.two_sided_counts(*_xor_corpus(3), V)
+    for lft in range(V):
+        for rgt in range(V):
+            outs = [baselines.two_sided_nll(counts, [lft], [w], [rgt]) for w in range(V)]
+            assert sum(math.exp(-o["two_sided"]) for o in outs) == pytest.approx(1.0, rel=1e-12)
+            assert sum(math.exp(-o["product"]) for o in outs) == pytest.approx(1.0, rel=1e-12)
+            if (lft, rgt) not in {(0, 0), (0, 1), (1, 0), (1, 1)}:
+                assert all(o["two_sided"] == pytest.approx(o["product"], rel=1e-12) for o in outs)
+
+
+def test_two_sided_model_on_independent_tokens_is_the_unigram():
+    """On i.i.d. tokens the neighbours carry nothing: with much data every model tends to the entropy."""
+    rng = np.random.default_rng(0)
+    V, N = 6, 200_000
+    p = np.array([0.4, 0.2, 0.15, 0.1, 0.1, 0.05])
+    seq = rng.choice(V, size=N, p=p)
+    counts = baselines.two_sided_counts(seq[:-2], seq[1:-1], seq[2:], V)
+    test = rng.choice(V, size=20_000, p=p)
+    out = baselines.two_sided_nll(counts, test[:-2], test[1:-1], test[2:], chunk=1000)
+    entropy = float(-(p * np.log(p)).sum())
+    for k in ("left_bigram", "right_bigram", "product", "two_sided"):
+        assert out[k] == pytest.approx(entropy, abs=0.02)
+
+
+def test_target_triples_read_the_visible_neighbours_of_masked_positions():
+    """BERT's two-sided pairs: the token at a masked position and its visible neighbours (may be [MASK])."""
+    ids = np.array([[2, 4, 4, 9, 3]])  # positions 1 and 2 show [MASK] (id 4)
+    labels = np.array([[-100, 6, 7, -100, -100]])
+    left, mid, right = baselines.target_triples(ids, labels)
+    assert left.tolist() == [2, 4] and mid.tolist() == [6, 7] and right.tolist() == [4, 9]
+    with pytest.raises(ConfigError, match="labels"):
+        baselines.target_triples(ids, np.array([[-100, -100, -100, -100, 5]]))

@@ -128,6 +128,12 @@ def test_regime_clause_says_where_each_model_stands_against_its_bigram_model():
     # best complete runs: BERT 5.0 - 1.6 - 0.02 + 0.01 = 3.39, GPT-2 the same 3.39
     assert baselines.regime_clause(d, losses) == "best run: BERT 0.39 nats above bigram, GPT-2 0.61 below"
     assert baselines.regime_clause(d.iloc[:0], losses) == "no complete run"
+    # BERT's two-sided count model, when known, beside its bigram (GPT-2 has none: NaN)
+    losses = {"bert": {"bigram": 3.0, "two_sided": 2.5}, "gpt2": {"bigram": 4.0, "two_sided": float("nan")}}
+    assert (
+        baselines.regime_clause(d, losses)
+        == "best run: BERT 0.39 nats above bigram (0.89 above two-sided), GPT-2 0.61 below"
+    )
 
 
 def test_by_measure_table_and_measure_constants():

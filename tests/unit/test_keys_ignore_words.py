@@ -65,6 +65,7 @@ def _first_sentence(relative: str) -> str:
         "measure.py",
         "target.py",
         "theory/experiments.py",
+        "learned.py",
     ],
 )
 def test_rewording_a_sentence_of_a_chapter_module_re_keys_nothing(source, relative):

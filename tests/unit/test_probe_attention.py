@@ -15,12 +15,16 @@ from attnrank.train import attention_steps, probe_steps
 def test_attention_steps_are_first_last_and_log_spaced_probe_steps():
     ci, quick = resolve_config("gpt2", "ci"), resolve_config("gpt2", "quick")
     assert attention_steps(ci.max_steps, ci.rank_every) == [0, 2, 8, 20, 40]
-    assert attention_steps(quick.max_steps, quick.rank_every) == [0, 4, 16, 50, 250]
+    assert attention_steps(ci.max_steps, ci.rank_every, warmup_steps=ci.warmup_steps) == [0, 2, 8, 20, 40]
+    assert attention_steps(quick.max_steps, quick.rank_every, warmup_steps=quick.warmup_steps) == [0, 4, 32, 128, 1000]
+    assert attention_steps(250, 50) == [0, 4, 16, 50, 250]
     assert attention_steps(5000, 250) == [0, 8, 64, 500, 5000]
     assert attention_steps(40, 10, count=2) == [0, 40]
     assert attention_steps(1, 1) == [0, 1]  # fewer when the schedule has fewer steps
     for args in ((40, 10), (250, 50), (5000, 250), (7, 3)):
         assert set(attention_steps(*args)) <= set(probe_steps(*args))
+        # under a warm-up step 1 is not probed, so it is never kept
+        assert set(attention_steps(*args, warmup_steps=5)) <= set(probe_steps(*args, warmup_steps=5))
     with pytest.raises(ConfigError, match="count"):
         attention_steps(40, 10, count=1)
 

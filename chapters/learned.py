@@ -1,0 +1,90 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Have the models learned?
+#
+# Every claim this book tests on trained models is a claim about transformers that use their attention. A model that
+# predicts no better than a count model of one neighbouring token has not started to do so, and a claim that fails on
+# it says nothing about the study. So before any claim: where do the book's models stand?
+#
+# **Three count models that need no attention**, fitted on the training blocks and scored on exactly the validation
+# targets of the runs (`attnrank.baselines`):
+#
+# * *unigram*: how often each token occurs (Laplace smoothing);
+# * *bigram*: the token given the visible token before it (Witten-Bell interpolation with the unigram); for BERT, the
+#   left neighbour of the masked position, which may itself be masked;
+# * *two-sided* (BERT only): the token given both visible neighbours: the left and the right bigram combined as
+#   independent evidence, interpolated with the counts of the triple (left, token, right).
+#
+# A GPT-2 reaches its bigram without attention (a token's own embedding predicts the next token), so ending below it
+# is necessary, not sufficient, for using attention; a neural model also smooths better than counts. A masked BERT
+# position sees only `[MASK]` itself: every nat it gains over the unigram comes through attention to its neighbours,
+# and beating the two-sided model needs more than the two nearest ones.
+#
+# **The targets, fixed before the runs were trained.** At $\tau = 1$, in every seed, GPT-2's final validation loss
+# is at least {glue:text}`learned_target_gpt2` nats below its bigram and BERT's at least {glue:text}`learned_target_bert`
+# nats below its bigram, with the two-sided model reported beside it.
+
+# %% tags=["parameters", "hide-input"]
+profile = "auto"
+seeds = None
+dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+
+# %% tags=["remove-cell"]
+from attnrank import book, learned
+
+params = book.check_parameters(globals(), learned.PARAMETERS)
+
+# %% tags=["hide-input"]
+book.publish(learned.section(**params))
+
+# %% [markdown]
+# ## Validation loss against compute
+#
+# The shared grid of the trained-model chapters, {glue:text}`learned_n_runs` runs of {glue:text}`learned_steps` steps
+# ({glue:text}`learned_profile` profile). The figure follows the runs at $\tau = 1$ and at the coldest temperature of the
+# grid through training, against the training FLOP spent on them.
+#
+# ```{glue:figure} learned_loss
+# :name: fig-learned_loss
+#
+# {glue:md}`learned_loss__caption`
+# ```
+#
+# Over the whole grid: {glue:text}`learned_regime`. Over the runs drawn: {glue:text}`learned_regime_shown`.
+#
+# **The targets:** {glue:text}`learned_targets_text`
+#
+# ```{glue} learned_targets
+# ```
+#
+# Models that learn cost more steps per run, so within the cold build's budget the default profile trains fewer
+# settings than before: every verdict states the runs it rests on, its interval widens with fewer runs, and an
+# unresolved verdict states how many runs would resolve it ({doc}`reproducibility` lists the runs and steps each
+# verdict of this build rests on).
+#
+# ## Where the compute goes
+#
+# The CPU seconds of the shared grid's runs, as they recorded them (process CPU time: training steps, rank probes,
+# validation loss):
+#
+# ```{glue} learned_split
+# ```
+#
+# A cold build of the book trains the runs below before any chapter executes; the next analyses the book needs
+# (more seeds, the causal design where the temperature has a loss effect, a second corpus) would add the second
+# table. Both are costed from each run's training FLOP at the rate the shared grid's runs measured on this machine
+# ({glue:text}`learned_rate_gpt2` FLOP per CPU second for GPT-2, {glue:text}`learned_rate_bert` for BERT, probes and
+# validation included); two cores train two runs at a time.
+#
+# ```{glue} learned_budget_build
+# ```
+#
+# ```{glue} learned_budget_next
+# ```

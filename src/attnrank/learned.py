@@ -1,0 +1,549 @@
+"""Have the models learned? Validation loss against count models that need no attention, and the regime clause.
+
+A verdict about trained transformers is only worth something if the models have learned: a model
+worse than a bigram count model has not yet started to use its context. This module computes, from
+stored runs:
+
+* :func:`baseline_losses`: the count baselines of a run's validation targets
+  (:func:`attnrank.baselines.ngram_losses`: unigram, bigram and, for BERT, the two-sided model),
+  cached by the run's data settings and the dataset's content;
+* :func:`gaps`: one row per run, its final validation loss minus each baseline (nats per token;
+  negative: the model is better);
+* :func:`regime`: the one short clause every verdict states (for example "GPT-2 0.31 nats below
+  bigram at tau = 1 (14 of 14 runs below)"), computed from the runs the verdict rests on;
+* :func:`no_training_regime`: the clause of a verdict computed without trained language models;
+* :func:`curves`: validation loss through training, against compute, beside the baselines
+  (the figure of the "Have the models learned?" chapter) and :func:`targets`, the pre-registered
+  targets of the default profile and whether every seed meets them.
+
+Not part of the training path: editing it re-trains nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import experiments, store
+from . import runs as run_tables
+from .baselines import ngram_table
+from .cache import cached
+from .data import dataset_fingerprint
+from .errors import ConfigError
+from .glossary import ARCH_NAMES
+from .plots import learned as lplots
+from .profiles import resolve_config, resolve_profile
+from .section import Figure, Section, Table
+
+__all__ = [
+    "PARAMETERS",
+    "section",
+    "DATA_FIELDS",
+    "BASELINES",
+    "TARGETS",
+    "baseline_losses",
+    "gaps",
+    "regime",
+    "no_training_regime",
+    "curves",
+    "flops_per_token",
+    "targets",
+    "targets_text",
+    "shown_runs",
+    "recipe_facts",
+    "flop_rate",
+    "budget",
+    "plan_parts",
+    "frontier",
+    "measured_rate",
+    "split",
+]
+
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "dataset")
+
+#: The run settings the count baselines depend on (they never see a model, a seed or a temperature).
+DATA_FIELDS = ("arch", "dataset", "vocab_size", "max_len", "val_blocks", "mlm_probability", "batch_size", "probe_size")
+
+#: The count baselines, in the order a table shows them, with their labels.
+BASELINES = {"unigram": "unigram", "bigram": "bigram", "two_sided": "two-sided"}
+
+#: The regime the default profile is planned to reach at ``tau = 1``, fixed before the runs were
+#: trained: ``{arch: (baseline, nats)}``, every seed's final validation loss at least ``nats`` below
+#: ``baseline``.
+TARGETS = {"gpt2": ("bigram", 0.2), "bert": ("bigram", 0.1)}
+
+_LABELS = ARCH_NAMES
+
+
+def _data_settings(row) -> dict:
+    get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
+    return {k: get(k) for k in DATA_FIELDS}
+
+
+def baseline_losses(run) -> dict:
+    """The count baselines of a run's validation targets, nats per target token.
+
+    Args:
+        run: a :class:`~attnrank.profiles.RunConfig`, a row of a wide run table
+            (:func:`attnrank.runs.table` with ``long=False``) or a dict with the :data:`DATA_FIELDS`.
+
+    Returns ``{"unigram", "bigram", "two_sided", "n_targets"}`` (``two_sided`` NaN for GPT-2), as
+    :func:`attnrank.baselines.ngram_losses` computes them; cached (:func:`attnrank.cache.cached`) by
+    the data settings and :func:`attnrank.data.dataset_fingerprint`, so each is computed once per build.
+
+    Raises:
+        ConfigError: naming the missing data setting.
+    """
+    if hasattr(run, "to_dict"):  # a RunConfig or a table row
+        run = run.to_dict()
+    try:
+        settings = _data_settings(run)
+    except (KeyError, AttributeError) as exc:
+        raise ConfigError("run", f"lacks the data setting {exc}; needs {', '.join(DATA_FIELDS)}") from None
+    settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in settings.items()}
+    t = cached("baseline_losses", ngram_table, **settings, fingerprint=dataset_fingerprint(settings["dataset"]))
+    row = t.iloc[0]
+    return {**{k: float(row[k]) for k in BASELINES}, "n_targets": int(row["n_targets"])}
+
+
+def gaps(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: its final validation loss against each count baseline.
+
+    Args:
+        runs: a wide run table (one row per run, with the :data:`DATA_FIELDS`, ``tau``, ``seed``,
+            ``status`` and ``final_val_loss``).
+
+    Returns the columns ``key`` (when present), ``arch``, ``tau``, ``head_dim`` (when present), ``seed``,
+    ``status``, ``final_val_loss``, each baseline of :data:`BASELINES` and ``gap_<baseline>`` (final
+    loss minus baseline, nats; negative: below it). A failed run keeps its row with NaN gaps.
+    """
+    if not len(runs):
+        return pd.DataFrame(columns=["arch", "tau", "seed", "status", "final_val_loss", *BASELINES])
+    rows = []
+    for r in runs.to_dict("records"):
+        base = baseline_losses(r)
+        ok = r.get("status", "complete") == "complete" and math.isfinite(float(r["final_val_loss"]))
+        loss = float(r["final_val_loss"]) if ok else math.nan
+        rows.append(
+            {
+                **{k: r[k] for k in ("key", "arch", "tau", "head_dim", "seed") if k in r},
+                "status": r.get("status", "complete"),
+                "final_val_loss": loss,
+                **{b: base[b] for b in BASELINES},
+                **{f"gap_{b}": loss - base[b] for b in BASELINES},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _nats(gap: float) -> str:
+    if not math.isfinite(gap):
+        return "n/a"
+    d = round(-gap, 2)
+    if d == 0:
+        return "level with"
+    return f"{abs(d):.2f} nats {'below' if d > 0 else 'above'}"
+
+
+def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
+    """The loss regime of the runs a verdict rests on, as one short clause.
+
+    Per architecture: the mean gap of its runs at ``reference_tau`` (the stock softmax; all its runs
+    when none is at it) to the bigram count model, for BERT also to the two-sided model, and how many
+    of all its runs end below the bigram. For example ``"GPT-2 0.31 nats below bigram at tau = 1 (14
+    of 14 runs below); BERT 0.12 nats below bigram, 0.30 nats above two-sided (9 of 14 below)"``.
+
+    Args:
+        runs: a wide run table (see :func:`gaps`); failed runs count as not below.
+        reference_tau: the temperature ratio whose runs give the mean gap.
+
+    Raises:
+        ConfigError: naming ``runs`` when it holds no run.
+    """
+    if not len(runs):
+        raise ConfigError("runs", "got no runs; a regime is computed from the runs a verdict rests on")
+    g = gaps(runs)
+    parts = []
+    for arch in [a for a in ("gpt2", "bert") if a in set(g.arch)]:
+        a = g[g.arch == arch]
+        ref = a[np.isclose(a.tau, reference_tau)]
+        at = f" at tau = {reference_tau:g}" if len(ref) and len(ref) < len(a) else ""
+        ref = ref if len(ref) else a
+        text = f"{_LABELS[arch]} {_nats(ref.gap_bigram.mean())} bigram{at}"
+        if arch == "bert":
+            text += f", {_nats(ref.gap_two_sided.mean())} two-sided"
+        below = int((a.gap_bigram < 0).sum())
+        text += f" ({below} of {len(a)} runs below bigram)" if len(a) > 1 else ""
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def no_training_regime(what: str) -> str:
+    """The regime clause of a verdict computed without trained language models.
+
+    Args:
+        what: ``"random"`` (random matrices and freshly initialised models) or ``"toy"`` (the toy task).
+
+    Raises:
+        ConfigError: naming ``what`` for another value.
+    """
+    texts = {
+        "random": "no trained language model (random matrices and initial models)",
+        "toy": "no language model (a toy model trained on the high-rank target)",
+    }
+    if what not in texts:
+        raise ConfigError("what", f"got {what!r}; allowed values: {', '.join(texts)}")
+    return texts[what]
+
+
+def curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Validation loss through training for each run, against compute, beside its baselines.
+
+    Args:
+        runs: a wide run table (with ``path``: the runs are read from the store).
+
+    Returns one row per run and probe step: ``key, arch, tau, seed, step, tokens, flop, val_loss`` and
+    the baselines of :data:`BASELINES`; ``tokens`` are training tokens seen (``step x batch_size x
+    max_len``) and ``flop`` their training FLOP (:func:`attnrank.bench.model_flops_per_token`, ``6 N +
+    12 L n d`` per token).
+    """
+    frames = []
+    for r in runs.to_dict("records"):
+        ev = store.load_table(pd.DataFrame([r]), "eval_log")
+        base = baseline_losses(r)
+        per_token = flops_per_token(r)
+        tokens = ev.step.astype(float) * r["batch_size"] * r["max_len"]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "key": r["key"],
+                    "arch": r["arch"],
+                    "tau": r["tau"],
+                    "seed": r["seed"],
+                    "step": ev.step.to_numpy(),
+                    "tokens": tokens.to_numpy(),
+                    "flop": (tokens * per_token).to_numpy(),
+                    "val_loss": ev.val_loss.to_numpy(),
+                    **{b: base[b] for b in BASELINES},
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def flops_per_token(run) -> float:
+    """Training FLOP per token of a run's model, from its sizes: ``6 N + 12 L n d`` (Kaplan et al. 2020),
+    ``N`` the parameters without position embeddings (tied output layer counted once).
+
+    Args:
+        run: a config, a dict or a row with ``arch``, ``hidden_size``, ``num_layers``, ``max_len``, ``vocab_size``.
+    """
+    get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k))
+    d, L, n, V = (int(get(k)) for k in ("hidden_size", "num_layers", "max_len", "vocab_size"))
+    per_layer = 12 * d * d + 13 * d  # attention 4 d^2 + MLP 8 d^2, biases and LayerNorms
+    head = d * d + 3 * d if get("arch") == "bert" else 0  # BERT's MLM transform
+    N = L * per_layer + V * d + head + (V if get("arch") == "bert" else 0) + 2 * d
+    return float(6 * N + 12 * L * n * d)
+
+
+def targets(runs: pd.DataFrame) -> pd.DataFrame:
+    """The pre-registered targets of :data:`TARGETS` on the runs at ``tau = 1``: one row per architecture.
+
+    Columns: ``arch``, ``baseline``, ``target`` (nats below it), ``runs`` (at ``tau = 1``), ``worst_gap``
+    (the largest gap of a seed, nats; negative is below), ``mean_gap``, ``two_sided_gap`` (mean, BERT)
+    and ``met`` (every run at least ``target`` below its baseline).
+    """
+    g = gaps(runs)
+    g = g[np.isclose(g.tau, 1.0)]
+    rows = []
+    for arch, (base, nats) in TARGETS.items():
+        a = g[g.arch == arch]
+        if not len(a):
+            continue
+        worst = float(a[f"gap_{base}"].max()) if a[f"gap_{base}"].notna().all() else math.nan
+        rows.append(
+            {
+                "arch": arch,
+                "baseline": base,
+                "target": nats,
+                "runs": len(a),
+                "worst_gap": worst,
+                "mean_gap": float(a[f"gap_{base}"].mean()),
+                "two_sided_gap": float(a.gap_two_sided.mean()),
+                "met": bool(math.isfinite(worst) and worst <= -nats + 1e-9),  # to rounding
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def targets_text(table: pd.DataFrame) -> str:
+    """:func:`targets` in words, one sentence per architecture (``"GPT-2: ... met."``)."""
+    parts = []
+    for r in table.itertuples():
+        label = _LABELS[r.arch]
+        worst = _nats(r.worst_gap)
+        two = f"; two-sided: mean {_nats(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
+        parts.append(
+            f"{label}: target {r.target:g} nats below {r.baseline} in every one of its {r.runs} runs at tau = 1; "
+            f"worst run {worst}, mean {_nats(r.mean_gap)}{two}: {'met' if r.met else 'not met'}"
+        )
+    return ". ".join(parts) + "." if parts else "no run at tau = 1."
+
+
+def shown_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the chapter's loss figure draws: the temperature grid's runs at ``tau = 1`` and at its coldest
+    ``tau`` (every seed), at the profile's standard head dimension (``sweep == "temperature grid"`` when the
+    column is present)."""
+    r = runs[runs.sweep == "temperature grid"] if "sweep" in runs else runs
+    keep = np.isclose(r.tau, 1.0) | np.isclose(r.tau, r.tau.min())
+    return r[keep & (r.status == "complete")]
+
+
+def recipe_facts(table: pd.DataFrame) -> dict:
+    """The numbers of the recorded recipe study the chapter glues (``learned_recipe_<fact>``): per architecture
+    the default's gap to the bigram, the variant of each lever that gained most over the default, and the
+    measured training FLOP per CPU second of the default runs (the rate the budget is planned with)."""
+    out = {"learned_recipe_runs": len(table)}
+    for arch, d in table.groupby("arch"):
+        base = d[d.lever == "default"].iloc[0]
+        gain = (d.gap_bigram - base.gap_bigram).where(d.lever != "default")
+        best = d.loc[gain.idxmin()]
+        out[f"learned_recipe_default_{arch}"] = _nats(base.gap_bigram)
+        out[f"learned_recipe_best_{arch}"] = (
+            f"{best.variant} ({abs(gain.min()):.2f} nats {'lower' if gain.min() < 0 else 'higher'} than the default, "
+            f"at {best.flop / base.flop:.2g} times its FLOP)"
+        )
+        out[f"learned_recipe_rate_{arch}"] = f"{base.flop / base.cpu_seconds:.3g}"
+    return out
+
+
+def flop_rate(table: pd.DataFrame) -> dict:
+    """Training FLOP per CPU second of the default recipe's runs in the recorded study, per architecture
+    (the whole run: training, probes and validation)."""
+    d = table[table.lever == "default"]
+    return {r.arch: float(r.flop / r.cpu_seconds) for r in d.itertuples()}
+
+
+def budget(parts: dict, rate: dict) -> pd.DataFrame:
+    """What a set of runs costs: one row per part, its runs, training FLOP and estimated CPU seconds.
+
+    Args:
+        parts: ``{part name: [RunConfig, ...]}`` (for example the book's grid and planned additions).
+        rate: ``{arch: FLOP per CPU second}`` (:func:`flop_rate` of the recorded study).
+
+    Returns columns ``part, runs, flop, cpu_seconds, two_core_minutes`` (CPU seconds over two cores, in
+    minutes), and a last row ``total``.
+    """
+    rows = []
+    for name, configs in parts.items():
+        flop = sum(c.max_steps * c.batch_size * c.max_len * flops_per_token(c) for c in configs)
+        cpu = sum(c.max_steps * c.batch_size * c.max_len * flops_per_token(c) / rate[c.arch] for c in configs)
+        rows.append({"part": name, "runs": len(configs), "flop": flop, "cpu_seconds": cpu})
+    t = pd.DataFrame(rows)
+    t.loc[len(t)] = {"part": "total", "runs": t.runs.sum(), "flop": t.flop.sum(), "cpu_seconds": t.cpu_seconds.sum()}
+    t["two_core_minutes"] = t.cpu_seconds / 2 / 60
+    return t
+
+
+def plan_parts(profile: str = "auto") -> dict:
+    """The runs of a cold build at ``profile``, by part, and the runs the next analyses would add, by part.
+
+    Returns ``{"build": {part: configs}, "next": {part: configs}}``. ``build``: the shared grid
+    (:func:`attnrank.experiments.main_sweep`), the sequence-length runs and the causal chapter's runs, as
+    :func:`attnrank.experiments.book_runs` trains them. ``next``: a third seed of every setting of the
+    shared grid; the causal 2 x 2 and twins for GPT-2 at the profile's own sizes (five seeds); the shared
+    grid again on a second corpus (the same configs, so the same cost). A fine temperature grid at
+    initialisation needs no training and is not listed.
+    """
+    profile = resolve_profile(profile)
+    main = experiments.main_sweep(profile)
+    seeds = experiments.sweep_defaults(profile)["seeds"]
+    third = [c for c in experiments.main_sweep(profile, seeds=len(seeds) + 1) if c not in set(main)]
+    s = experiments.twin_scale(0.01)
+    cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
+    causal_default = [
+        resolve_config("gpt2", profile, seed=seed, **experiments.P3_CONDITIONS, **cell)
+        for cell in cells
+        for seed in range(5)
+    ]
+    return {
+        "build": {
+            "shared grid": main,
+            "sequence lengths": experiments.seq_len_sweep(profile),
+            "causal chapter": experiments.causal_runs(profile),
+        },
+        "next": {
+            "a third seed of the shared grid": third,
+            "causal 2 x 2 for GPT-2 at the default sizes": causal_default,
+            "the shared grid on a second corpus": list(main),
+        },
+    }
+
+
+def frontier(study: pd.DataFrame, build_runs, rate: dict) -> pd.DataFrame:
+    """The regime reached against the cold build's training minutes, along the recipe study's steps ladder.
+
+    For each steps multiple of the default recipe in ``study`` (the ``default`` and ``steps`` variants: 1/4,
+    1/2, 1 and 2 times its steps), the gap of each architecture's final loss to its bigram and the two-core
+    minutes of training the build would take if every run of ``build_runs`` at the default's sizes were trained
+    that many steps (the other runs unchanged), at the FLOP rate ``rate`` (:func:`flop_rate`).
+
+    Returns columns ``steps_factor``, ``gap_bigram_<arch>`` (nats, negative: below), ``gap_two_sided_bert``
+    and ``training_minutes``.
+    """
+    ladder = study[study.lever.isin(["default", "steps"])].copy()
+    base_steps = {r.arch: r.max_steps for r in study[study.lever == "default"].itertuples()}
+    ladder["steps_factor"] = [r.max_steps / base_steps[r.arch] for r in ladder.itertuples()]
+    default = {
+        (r.arch, r.hidden_size, r.num_layers, r.vocab_size, r.batch_size, r.max_len)
+        for r in study[study.lever == "default"].itertuples()
+    }
+
+    def minutes(factor: float) -> float:
+        cpu = 0.0
+        for c in build_runs:
+            steps = c.max_steps
+            if (c.arch, c.hidden_size, c.num_layers, c.vocab_size, c.batch_size, c.max_len) in default:
+                steps = round(c.max_steps * factor)
+            cpu += steps * c.batch_size * c.max_len * flops_per_token(c) / rate[c.arch]
+        return cpu / 2 / 60
+
+    rows = []
+    for f, d in ladder.groupby("steps_factor"):
+        row = {"steps_factor": float(f)}
+        for r in d.itertuples():
+            row[f"gap_bigram_{r.arch}"] = r.gap_bigram
+            if r.arch == "bert":
+                row["gap_two_sided_bert"] = r.gap_two_sided
+        row["training_minutes"] = minutes(float(f))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def measured_rate(runs: pd.DataFrame) -> dict:
+    """Training FLOP per process CPU second of complete runs, per architecture: their summed training FLOP
+    over their summed CPU seconds (training, probes and validation; the rate a budget is planned with).
+
+    Args:
+        runs: a wide run table with ``cpu_seconds`` (:func:`attnrank.store.load_runs`).
+
+    Raises:
+        ConfigError: naming ``runs`` when an architecture has no complete run with CPU seconds.
+    """
+    d = runs[(runs.status == "complete") & runs.cpu_seconds.notna()] if len(runs) else runs
+    out = {}
+    for arch in sorted(set(runs.arch)):
+        a = d[d.arch == arch]
+        if not len(a):
+            raise ConfigError("runs", f"no complete {arch} run with recorded CPU seconds")
+        flop = sum(r.steps * r.batch_size * r.max_len * flops_per_token(r) for r in a.itertuples())
+        out[arch] = float(flop / a.cpu_seconds.sum())
+    return out
+
+
+def split(runs: pd.DataFrame) -> pd.DataFrame:
+    """Where the CPU seconds of ``runs`` went: one row per architecture and a total, with ``runs``,
+    ``cpu_seconds`` (whole runs), ``probe_cpu_seconds`` (rank probes), ``validation_cpu_seconds`` and
+    ``training_cpu_seconds`` (the rest: training steps, data and start-up), and ``probe_share`` (probes /
+    whole runs)."""
+    d = runs[runs.status == "complete"]
+    rows = []
+    for name, g in [*d.groupby("arch"), ("total", d)]:
+        cpu, probe, val = g.cpu_seconds.sum(), g.probe_cpu_seconds.sum(), g.validation_cpu_seconds.sum()
+        rows.append(
+            {
+                "part": _LABELS.get(name, name),
+                "runs": len(g),
+                "cpu_seconds": cpu,
+                "training_cpu_seconds": cpu - probe - val,
+                "probe_cpu_seconds": probe,
+                "validation_cpu_seconds": val,
+                "probe_share": probe / cpu if cpu else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+#: What the chapter's loss figure looks like, for a reader who cannot see it.
+LOSS_ALT = (
+    "Line charts of validation loss against training FLOP on a log axis, one panel per model, one line per run at "
+    "the stock and the coldest temperature, beside horizontal lines for the unigram, bigram and two-sided count models."
+)
+
+
+def _budget_table(name: str, t: pd.DataFrame) -> Table:
+    frame = t.rename(
+        columns={
+            "part": "part",
+            "runs": "runs",
+            "flop": "training FLOP",
+            "cpu_seconds": "CPU seconds",
+            "two_core_minutes": "minutes on two cores",
+        }
+    )
+    return Table(name, frame, digits=1, formats={"training FLOP": lambda v: f"{v:.2g}"})
+
+
+def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
+    """The "Have the models learned?" chapter: the shared grid's loss through training beside the count models,
+    the pre-registered targets, where the runs' CPU seconds went and the cost of a cold build and of the next
+    analyses (the runs of the shared sweep are trained where missing).
+
+    Raises:
+        ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    runs = run_tables.main_runs(profile, seeds=seeds, dataset=dataset)
+    shown = shown_runs(runs)
+    curve = curves(shown)
+    tgt = targets(runs)
+    rate = measured_rate(runs)
+    plan = plan_parts(profile)
+    glue = {
+        **{f"learned_target_{a}": f"{n:g}" for a, (_, n) in TARGETS.items()},
+        "learned_n_runs": len(runs),
+        "learned_steps": int(runs.max_steps.max()),
+        "learned_profile": profile,
+        "learned_regime": regime(runs),
+        "learned_regime_shown": regime(shown),
+        "learned_targets_text": targets_text(tgt),
+        **{f"learned_rate_{a}": f"{r:.3g}" for a, r in rate.items()},
+    }
+    fig, data, name, caption = lplots.loss_figure(curve, profile=profile, n_runs=len(shown))
+    targets_frame = pd.DataFrame(
+        {
+            "model": [_LABELS[a] for a in tgt.arch],
+            "baseline": tgt.baseline,
+            "target (nats below)": tgt.target,
+            "runs at tau = 1": tgt.runs,
+            "worst run - baseline (nats)": tgt.worst_gap,
+            "mean - baseline (nats)": tgt.mean_gap,
+            "mean - two-sided (nats)": tgt.two_sided_gap,
+            "met": ["yes" if m else "no" for m in tgt.met],
+        }
+    )
+    sp = split(runs).rename(
+        columns={
+            "part": "model",
+            "runs": "runs",
+            "cpu_seconds": "CPU seconds",
+            "training_cpu_seconds": "training",
+            "probe_cpu_seconds": "rank probes",
+            "validation_cpu_seconds": "validation",
+            "probe_share": "probe share",
+        }
+    )
+    return Section(
+        "learned",
+        glue=glue,
+        figures=[Figure(name, fig, data, caption, LOSS_ALT)],
+        tables=[
+            Table("learned_targets", targets_frame),
+            Table("learned_split", sp, digits=1, formats={"probe share": lambda v: f"{v:.1%}"}),
+            _budget_table("learned_budget_build", budget(plan["build"], rate)),
+            _budget_table("learned_budget_next", budget(plan["next"], rate)),
+        ],
+    )

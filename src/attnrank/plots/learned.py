@@ -1,0 +1,123 @@
+"""Figures of the "Have the models learned?" chapter: validation loss against compute beside the count
+baselines, and the recipe study."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ..glossary import ARCH_LABELS
+from . import new_figure
+from .style import BASELINE_COLOR, check_columns, fmt_tau
+
+__all__ = ["BASELINE_STYLES", "loss_vs_compute", "loss_figure", "recipe", "recipe_figure"]
+
+#: Line style and label of each count baseline.
+BASELINE_STYLES = {
+    "unigram": (":", "unigram"),
+    "bigram": ("--", "bigram (left neighbour)"),
+    "two_sided": ("-.", "two-sided (both neighbours)"),
+}
+
+
+def _baselines(ax, values: dict) -> None:
+    for name, (style, label) in BASELINE_STYLES.items():
+        v = values.get(name)
+        if v is not None and np.isfinite(v):
+            ax.axhline(v, ls=style, color=BASELINE_COLOR, lw=1, label=label)
+
+
+def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float = 3.2):
+    """Validation loss through training against training FLOP, one panel per architecture: one line per run,
+    coloured by its temperature, and the count baselines as black lines.
+
+    Args:
+        curves: rows of :func:`attnrank.learned.curves` (``arch, tau, seed, flop, val_loss`` and the
+            baseline columns).
+    """
+    check_columns(curves, ["arch", "tau", "seed", "flop", "val_loss", "unigram", "bigram", "two_sided"], "curves")
+    archs = [a for a in ("gpt2", "bert") if a in set(curves.arch)]
+    fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
+    taus = sorted(curves.tau.unique(), reverse=True)
+    palette = dict(zip(taus, sns.color_palette("colorblind", len(taus))))
+    for j, a in enumerate(archs):
+        ax, d = axes[0, j], curves[(curves.arch == a) & (curves.flop > 0)]
+        for (tau, seed), g in d.groupby(["tau", "seed"]):
+            first = seed == d[d.tau == tau].seed.min()
+            ax.plot(g.flop, g.val_loss, color=palette[tau], lw=1.2, label=f"tau = {fmt_tau(tau)}" if first else None)
+        _baselines(ax, d.iloc[0].to_dict())
+        ax.set_xscale("log")
+        ax.set_xlabel("training FLOP")
+        ax.set_ylabel("validation loss (nats/token)" if j == 0 else "")
+        ax.set_title(ARCH_LABELS.get(a, a))
+        ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def loss_figure(curves: pd.DataFrame, *, profile: str, n_runs: int):
+    """:func:`loss_vs_compute` with its data, name and caption, for :func:`attnrank.book.show`."""
+    seeds = curves.seed.nunique()
+    return (
+        loss_vs_compute(curves),
+        curves,
+        "learned_loss",
+        f"Validation loss through training against training FLOP (6 N + 12 L n d per token), {profile} profile, "
+        f"{n_runs} runs ({seeds} seeds per temperature), beside the count models fitted on the training blocks "
+        "and scored on the same validation targets: unigram (dotted), bigram (dashed), and for BERT the "
+        "two-sided model of both neighbours (dash-dot).",
+    )
+
+
+def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: float = 3.4):
+    """The recipe study: final validation loss minus the bigram baseline against compute, one panel per
+    architecture; one marker per variant, coloured by the lever it moves, the steps ladder of the default
+    recipe joined by a line; the bigram at 0 (dashed) and the two-sided model (dash-dot, BERT).
+
+    Args:
+        table: :func:`attnrank.recipe.results` (``arch, variant, lever, flop, cpu_seconds, gap_bigram,
+            gap_two_sided``).
+        x: ``"flop"`` or ``"cpu_seconds"``.
+    """
+    check_columns(table, ["arch", "variant", "lever", x, "gap_bigram", "gap_two_sided"], "table")
+    archs = [a for a in ("gpt2", "bert") if a in set(table.arch)]
+    fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
+    levers = list(dict.fromkeys(table.lever))
+    palette = dict(zip(levers, sns.color_palette("colorblind", len(levers))))
+    for j, a in enumerate(archs):
+        ax, d = axes[0, j], table[table.arch == a]
+        ladder = d[d.lever.isin(["default", "steps"])].sort_values(x)
+        ax.plot(ladder[x], ladder.gap_bigram, color="0.6", lw=1, zorder=1)
+        for lever, g in d.groupby("lever", sort=False):
+            ax.scatter(g[x], g.gap_bigram, color=palette[lever], s=28, label=lever, zorder=2)
+        for r in d.itertuples():
+            if r.lever not in ("default", "steps"):
+                ax.annotate(
+                    r.variant, (getattr(r, x), r.gap_bigram), fontsize=6, xytext=(3, 2), textcoords="offset points"
+                )
+        ax.axhline(0.0, ls="--", color=BASELINE_COLOR, lw=1)
+        two = d.gap_two_sided - d.gap_bigram  # the two-sided model, measured from the bigram
+        if two.notna().any():
+            ax.axhline(-float(two.mean()), ls="-.", color=BASELINE_COLOR, lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("training FLOP" if x == "flop" else "CPU seconds of the run")
+        ax.set_ylabel("final loss - bigram (nats/token)" if j == 0 else "")
+        ax.set_title(ARCH_LABELS.get(a, a))
+        if j == len(archs) - 1:
+            ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def recipe_figure(table: pd.DataFrame, *, x: str = "flop"):
+    """:func:`recipe` with its data, name and caption, for :func:`attnrank.book.show`."""
+    commit = ", ".join(sorted({str(c)[:10] for c in table.get("git_commit", pd.Series(dtype=str)).dropna()})) or "n/a"
+    cpu = ", ".join(sorted(set(table.get("cpu_model", pd.Series(["n/a"])).astype(str))))
+    return (
+        recipe(table, x=x),
+        table,
+        f"learned_recipe_{x}",
+        f"The recipe study: each variant moves one lever of the default recipe (tau = 1, seed 0); final "
+        f"validation loss minus the bigram baseline against {'training FLOP' if x == 'flop' else 'CPU seconds'} "
+        f"(grey line: the default at 1/4, 1/2, 1 and 2 times its steps; dashed: the bigram; dash-dot: the two-sided "
+        f"model). Recorded by `attnrank recipe` ({len(table)} runs, commit {commit}, {cpu}).",
+    )

@@ -1,0 +1,99 @@
+"""The regime clause and the loss-against-baseline tables of attnrank.learned, on constructed runs."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from attnrank import learned
+from attnrank.errors import ConfigError
+
+BASE = {
+    "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "n_targets": 100},
+    "bert": {"unigram": 5.9, "bigram": 4.8, "two_sided": 4.4, "n_targets": 50},
+}
+
+
+@pytest.fixture
+def fixed_baselines(monkeypatch):
+    monkeypatch.setattr(learned, "baseline_losses", lambda run: dict(BASE[run["arch"]]))
+
+
+def _runs(rows):
+    data = {k: "x" for k in learned.DATA_FIELDS}
+    return pd.DataFrame([{**data, "status": "complete", "seed": i, **r} for i, r in enumerate(rows)])
+
+
+def test_gaps_are_final_loss_minus_each_baseline(fixed_baselines):
+    runs = _runs(
+        [{"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.8}, {"arch": "bert", "tau": 1.0, "final_val_loss": 4.7}]
+    )
+    g = learned.gaps(runs).set_index("arch")
+    assert g.loc["gpt2", "gap_bigram"] == pytest.approx(-0.3)
+    assert g.loc["gpt2", "gap_unigram"] == pytest.approx(-2.0)
+    assert math.isnan(g.loc["gpt2", "gap_two_sided"])
+    assert g.loc["bert", "gap_bigram"] == pytest.approx(-0.1)
+    assert g.loc["bert", "gap_two_sided"] == pytest.approx(0.3)
+
+
+def test_regime_states_the_mean_gap_at_tau_1_and_how_many_runs_are_below(fixed_baselines):
+    """The mean gap comes from the tau = 1 runs; the count of runs below the bigram from all of them;
+    a failed run counts as not below."""
+    runs = _runs(
+        [
+            {"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.8},
+            {"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.9},
+            {"arch": "gpt2", "tau": 0.001, "final_val_loss": 4.5},
+            {"arch": "gpt2", "tau": 0.001, "final_val_loss": math.nan, "status": "failed"},
+            {"arch": "bert", "tau": 1.0, "final_val_loss": 4.6},
+            {"arch": "bert", "tau": 0.001, "final_val_loss": 4.7},
+        ]
+    )
+    assert learned.regime(runs) == (
+        "GPT-2 0.25 nats below bigram at tau = 1 (2 of 4 runs below bigram); "
+        "BERT 0.20 nats below bigram at tau = 1, 0.20 nats above two-sided (2 of 2 runs below bigram)"
+    )
+
+
+def test_regime_of_runs_at_one_setting_and_of_a_model_worse_than_bigram(fixed_baselines):
+    """Without tau = 1 runs every run gives the mean; above the bigram reads 'above'; one run has no count."""
+    assert (
+        learned.regime(_runs([{"arch": "gpt2", "tau": 0.25, "final_val_loss": 4.6}])) == "GPT-2 0.50 nats above bigram"
+    )
+    two = _runs(
+        [{"arch": "bert", "tau": 1.0, "final_val_loss": 4.8}, {"arch": "bert", "tau": 1.0, "final_val_loss": 4.8}]
+    )
+    assert learned.regime(two) == "BERT level with bigram, 0.40 nats above two-sided (0 of 2 runs below bigram)"
+
+
+def test_regime_needs_runs_and_no_training_regimes_are_named():
+    with pytest.raises(ConfigError) as e:
+        learned.regime(pd.DataFrame())
+    assert e.value.param == "runs"
+    assert "no trained language model" in learned.no_training_regime("random")
+    with pytest.raises(ConfigError):
+        learned.no_training_regime("other")
+
+
+def test_targets_are_met_only_when_every_seed_is_below_by_the_margin(fixed_baselines):
+    """GPT-2 must end 0.2 nats below its bigram in every seed, BERT 0.1: the worst seed decides."""
+    runs = _runs(
+        [
+            {"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.8},
+            {"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.95},  # only 0.15 below
+            {"arch": "bert", "tau": 1.0, "final_val_loss": 4.65},
+            {"arch": "bert", "tau": 1.0, "final_val_loss": 4.7},
+            {"arch": "bert", "tau": 0.001, "final_val_loss": 5.5},  # not at tau = 1: not a target run
+        ]
+    )
+    t = learned.targets(runs).set_index("arch")
+    assert not t.loc["gpt2", "met"] and t.loc["gpt2", "worst_gap"] == pytest.approx(-0.15)
+    assert t.loc["bert", "met"] and t.loc["bert", "runs"] == 2
+    assert t.loc["bert", "two_sided_gap"] == pytest.approx(0.275)
+
+
+def test_flops_per_token_count_the_layers_and_the_tied_output_layer():
+    """6 N + 12 L n d, with N the layers' weights and the (tied) embedding: the hand count of a small GPT-2."""
+    run = {"arch": "gpt2", "hidden_size": 8, "num_layers": 2, "max_len": 16, "vocab_size": 10}
+    n = 2 * (12 * 64 + 13 * 8) + 10 * 8 + 2 * 8
+    assert learned.flops_per_token(run) == 6 * n + 12 * 2 * 16 * 8

@@ -1,0 +1,111 @@
+"""The recipe study's design (attnrank.recipe) and the budget arithmetic of attnrank.learned, without training."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from attnrank import learned, recipe
+from attnrank.errors import ConfigError
+from attnrank.profiles import profile_defaults, resolve_config
+
+
+def test_every_variant_moves_one_lever_from_the_default():
+    d = profile_defaults("quick")
+    for arch in ("bert", "gpt2"):
+        vs = recipe.variants(arch, "quick")
+        assert vs[0].lever == "default" and vs[0].overrides == {}
+        assert len({v.name for v in vs}) == len(vs)
+        assert {v.lever for v in vs} <= set(recipe.LEVERS)
+        steps = {v.name: v.overrides for v in vs if v.lever == "steps"}
+        # the steps ladder scales warm-up and probe interval with the steps (probes at the same fractions)
+        half = steps["0.5 x steps"]
+        assert half["max_steps"] * 2 == d["max_steps"] and half["rank_every"] * 2 == d["rank_every"]
+        for v in vs:
+            if v.lever == "batch":  # equal training tokens
+                o = v.overrides
+                assert o["batch_size"] * o["max_steps"] == d["batch_size"] * d["max_steps"]
+    bert_masks = [v.overrides["mlm_probability"] for v in recipe.variants("bert") if v.lever == "masking rate"]
+    assert bert_masks and d["mlm_probability"] not in bert_masks
+    assert not [v for v in recipe.variants("gpt2") if v.lever == "masking rate"]
+    with pytest.raises(ConfigError):
+        recipe.variants("t5")
+
+
+def test_configs_are_valid_runs_at_tau_1_and_seed_0():
+    plan = recipe.configs("quick")
+    assert {c.tau for _, _, c in plan} == {1.0} and {c.seed for _, _, c in plan} == {0}
+    assert len({c for _, _, c in plan}) == len(plan)  # no two variants train the same run
+    default = {a: c for a, v, c in plan if v.lever == "default"}
+    assert default["gpt2"] == resolve_config("gpt2", "quick")
+    prev = [c for a, v, c in plan if v.lever == "previous default" and a == "bert"][0]
+    assert prev.max_steps == 250 and prev.learning_rate == 1e-3 and prev.mlm_probability == 0.15
+
+
+def test_markdown_has_one_row_per_variant_and_signed_gaps():
+    t = pd.DataFrame(
+        [
+            dict(
+                arch="gpt2",
+                variant="default",
+                max_steps=10,
+                tokens=1e6,
+                flop=1e12,
+                cpu_seconds=60.0,
+                final_val_loss=3.9,
+                gap_bigram=-0.23,
+                gap_two_sided=math.nan,
+            ),
+            dict(
+                arch="bert",
+                variant="default",
+                max_steps=10,
+                tokens=1e6,
+                flop=1e12,
+                cpu_seconds=61.0,
+                final_val_loss=5.4,
+                gap_bigram=0.45,
+                gap_two_sided=0.9,
+            ),
+        ]
+    )
+    lines = recipe.markdown(t).splitlines()
+    assert len(lines) == 4
+    assert "| GPT-2 | default | 10 | 1.00 M | 1.00e+12 | 60 | 3.90 | -0.23 |  |" == lines[2]
+    assert lines[3].endswith("| +0.45 | +0.90 |")
+
+
+def test_budget_costs_each_part_from_flop_at_the_measured_rate():
+    c = resolve_config("gpt2", "ci")
+    rate = {"gpt2": 1e9, "bert": 1e9}
+    per_run = c.max_steps * c.batch_size * c.max_len * learned.flops_per_token(c)
+    t = learned.budget({"a": [c, c], "b": [c]}, rate).set_index("part")
+    assert t.loc["a", "runs"] == 2 and t.loc["a", "flop"] == pytest.approx(2 * per_run)
+    assert t.loc["total", "cpu_seconds"] == pytest.approx(3 * per_run / 1e9)
+    assert t.loc["total", "two_core_minutes"] == pytest.approx(3 * per_run / 1e9 / 120)
+
+
+def test_frontier_follows_the_steps_ladder():
+    """The frontier row of a steps multiple holds that multiple's gaps and the build's minutes at that many steps."""
+    c = resolve_config("gpt2", "ci")
+    rows = []
+    for f, gap in ((0.5, 0.1), (1.0, -0.2), (2.0, -0.4)):
+        rows.append(
+            dict(
+                arch="gpt2",
+                lever="default" if f == 1 else "steps",
+                max_steps=int(c.max_steps * f),
+                hidden_size=c.hidden_size,
+                num_layers=c.num_layers,
+                vocab_size=c.vocab_size,
+                batch_size=c.batch_size,
+                max_len=c.max_len,
+                gap_bigram=gap,
+                gap_two_sided=math.nan,
+            )
+        )
+    fr = learned.frontier(pd.DataFrame(rows), [c], {"gpt2": 1e9}).set_index("steps_factor")
+    per_step = c.batch_size * c.max_len * learned.flops_per_token(c) / 1e9 / 120
+    assert fr.loc[2.0, "gap_bigram_gpt2"] == -0.4
+    assert fr.loc[2.0, "training_minutes"] == pytest.approx(2 * c.max_steps * per_step)
+    assert fr.loc[0.5, "training_minutes"] == pytest.approx(0.5 * c.max_steps * per_step)
