@@ -1,5 +1,6 @@
 """Shared fixtures, and the tier of every test: the folder it lives in (``unit``, ``integration``, ``book``)."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,51 @@ def pytest_collection_modifyitems(config, items):
         if tier not in TIERS:
             raise pytest.UsageError(f"{item.nodeid}: a test lives in one of tests/{{{','.join(TIERS)}}}/")
         item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Every test leaves the process environment as it found it: the command line sets ATTNRANK_DATASET
+    for the chapters it runs (and the path settings, made absolute), which must not reach the next test."""
+    import os
+
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+#: Tests that start or look for a Ray instance (their names say "ray").
+_RAY_TEST = re.compile(r"(^|[_\[-])ray([_\]-]|$)")
+
+
+@pytest.fixture(autouse=True)
+def _one_ray_test_at_a_time(request, monkeypatch):
+    """Ray tests (their names say "ray") run one at a time across pytest-xdist workers, under a file lock:
+    address "auto" finds any Ray instance running on the machine (it looks for its processes), so a test
+    that expects no cluster would find another worker's. Each also gets a temporary folder of its own
+    (``RAY_TMPDIR``, inherited by child processes; short, since Ray's socket paths live in it)."""
+    if not _RAY_TEST.search(request.node.name):
+        yield
+        return
+    import shutil
+    import tempfile
+
+    from filelock import FileLock
+
+    with FileLock(str(Path(tempfile.gettempdir()) / "attnrank-ray-tests.lock")):
+        folder = tempfile.mkdtemp(prefix="ray-")
+        monkeypatch.setenv("RAY_TMPDIR", folder)
+        try:
+            yield
+        finally:
+            import sys
+
+            ray = sys.modules.get("ray")
+            if ray is not None and ray.is_initialized():  # a test's local instance ends with it
+                ray.shutdown()
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -498,9 +498,10 @@ def _run_ray(configs, todo, workers, threads, expected, retries, address, done, 
             "runtime_env": {"env_vars": env},
             "include_dashboard": False,
             "log_to_driver": False,
-            # Ray's INFO lines ("Started a local Ray instance") are not ours to print; its handler also
-            # kept the stderr of the first caller, which fails ("Logging error") once that stream is gone
-            "logging_level": logging.WARNING,
+            # Ray's INFO and WARNING lines ("Started a local Ray instance", "Token authentication is
+            # enabled") are not ours to print; its handler also kept the stderr of the first caller,
+            # which fails ("Logging error") once that stream is gone. Its errors still reach stderr.
+            "logging_level": logging.ERROR,
         }
         if address == "local":
             kwargs["num_cpus"] = workers or _cpus()

@@ -182,12 +182,13 @@ def test_the_first_step_of_a_warm_up_leaves_the_weights_unchanged(arch):
     weights after step 1 are exactly the initial ones (and a run without warm-up does move them)."""
     import torch
 
-    from attnrank.models import model_from_config
-    from attnrank.train import train
+    from attnrank.models import model_from_config, tokenizer_pad_id
+    from attnrank.train import prepare_data, train
 
     for warmup, same in ((4, True), (0, False)):
         cfg = resolve_config(arch, "ci", max_steps=1, warmup_steps=warmup, rank_every=1)
         trained = train(cfg, progress=False).model
-        initial = model_from_config(cfg)
+        tokenizer = prepare_data(cfg)[1]
+        initial = model_from_config(cfg, vocab_size=len(tokenizer), pad_token_id=tokenizer_pad_id(tokenizer))
         equal = all(torch.equal(a, b) for a, b in zip(trained.state_dict().values(), initial.state_dict().values()))
         assert equal is same
