@@ -28,9 +28,10 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 
 # %% tags=["remove-cell"]
 from attnrank import book, explore
+from attnrank.profiles import resolve_profile
 
 book.check_parameters(globals(), ("profile", "taus", "head_dims", "seeds", "dataset"))
-profile = book.setup(profile)
+profile = resolve_profile(profile)
 data = explore.export(profile, dataset=dataset, taus=taus, head_dims=head_dims, seeds=seeds)
 view = explore.view(data)
 book.glue_all(explore.glue_values(data, view))
