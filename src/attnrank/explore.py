@@ -677,7 +677,7 @@ def run_table(data: Export) -> pd.DataFrame:
         {
             "architecture": t.arch.map(ARCH_LABELS),
             "τ": t.tau.map(lambda v: f"{v:g}"),
-            "d_h": t.head_dim,
+            "head dimension": t.head_dim,
             "heads": t.num_heads,
             "seed": t.seed,
             "status": t.status,
