@@ -64,6 +64,19 @@ book.publish(learned.section(**params))
 # ```{glue} learned_targets
 # ```
 #
+# ## What attention is worth
+#
+# Ending below a count model does not show that a model uses its attention. So every trained run is evaluated a
+# second time, with the same final weights and its attention made content-free: every attention matrix uniform over
+# the positions its query may see (causal for GPT-2), the limit $\tau \to \infty$ of the softmax taken exactly
+# (`attnrank.ablation`). The *attention ablation gain* is that loss minus the run's validation loss, in nats per
+# token on the run's own validation targets: what the choice of positions, rather than the mean of the context, is
+# worth. At $\tau = 1$, GPT-2: {glue:text}`learned_attention_gpt2`; BERT: {glue:text}`learned_attention_bert`. Every
+# verdict on trained models states it in its regime clause.
+#
+# ```{glue} learned_attention
+# ```
+#
 # Models that learn cost more steps per run, so within the cold build's budget the default profile trains fewer
 # settings than before: every verdict states the runs it rests on, its interval widens with fewer runs, and an
 # unresolved verdict states how many runs would resolve it ({doc}`reproducibility` lists the runs and steps each

@@ -40,6 +40,7 @@ import pandas as pd
 import torch
 from scipy.sparse import csr_matrix
 
+from . import ablation
 from .errors import ConfigError, check_choice
 from .glossary import ARCH_NAMES, fmt
 from .models import build_model, model_from_config, tokenizer_pad_id
@@ -512,11 +513,16 @@ def reference_losses(profile: str, archs, dataset: str | None = None) -> dict:
 def regime_clause(runs, losses: dict) -> str:
     """Where a verdict on trained models was computed, in one short clause: each architecture's best final
     validation loss over ``runs`` (complete runs) against its bigram count model (``losses``:
-    :func:`reference_losses`), and for BERT, when ``losses`` has it, against its two-sided count model too,
-    e.g. ``"best run: BERT 1.03 nats above bigram (1.80 above two-sided), GPT-2 0.69 above"``."""
+    :func:`reference_losses`), for BERT, when ``losses`` has it, against its two-sided count model too, and
+    what attention is worth in that run (:func:`attnrank.ablation.attention_gain`: its validation loss with
+    content-free attention minus its loss, stated when ``runs`` has the ``path`` of stored runs or an
+    ``attention_gain`` column), e.g. ``"best run: BERT 1.03 nats above bigram (1.80 above two-sided;
+    attention worth 0.02 nats), GPT-2 0.69 above (attention worth 0.05 nats)"``."""
     parts = []
     for a in sorted(runs.arch.unique()):
-        best = float(runs[runs.arch == a].final_val_loss.min())
+        mine = runs[runs.arch == a]
+        best_row = mine.loc[mine.final_val_loss.idxmin()] if mine.final_val_loss.notna().any() else None
+        best = float(mine.final_val_loss.min())
         gap = best - losses[a]["bigram"]
         side = "above" if gap > 0 else "below"
         text = (
@@ -524,9 +530,16 @@ def regime_clause(runs, losses: dict) -> str:
             if not parts
             else f"{ARCH_NAMES[a]} {fmt(abs(gap))} {side}"
         )
+        notes = []
         two = losses[a].get("two_sided", float("nan"))
         if two == two:  # not NaN: BERT's count model of both neighbours
-            text += f" ({fmt(abs(best - two))} {'above' if best > two else 'below'} two-sided)"
+            notes.append(f"{fmt(abs(best - two))} {'above' if best > two else 'below'} two-sided")
+        if best_row is not None and "attention_gain" in best_row:
+            notes.append(ablation.worth(best_row["attention_gain"]))
+        elif best_row is not None and "path" in best_row:
+            notes.append(ablation.worth(ablation.attention_gain(best_row.to_dict())["attention_gain"]))
+        if notes:
+            text += f" ({'; '.join(notes)})"
         parts.append(text)
     return "best run: " + ", ".join(parts) if parts else "no complete run"
 

@@ -10,7 +10,11 @@ stored runs:
 * :func:`gaps`: one row per run, its final validation loss minus each baseline (nats per token;
   negative: the model is better);
 * :func:`regime`: the one short clause every verdict states (for example "GPT-2 0.31 nats below
-  bigram at tau = 1 (14 of 14 runs below)"), computed from the runs the verdict rests on;
+  bigram at tau = 1, attention worth 0.45 nats (14 of 14 runs below bigram)"), computed from the runs
+  the verdict rests on; what attention is worth is the attention ablation gain of
+  :mod:`attnrank.ablation` (the loss with content-free attention minus the loss);
+* :func:`attention_table`: the mean loss against the bigram and the attention ablation gain per model
+  and temperature;
 * :func:`no_training_regime`: the clause of a verdict computed without trained language models;
 * :func:`curves`: validation loss through training, against compute, beside the baselines
   (the figure of the "Have the models learned?" chapter) and :func:`targets`, the pre-registered
@@ -26,13 +30,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import experiments, store
+from . import ablation, experiments, store
 from . import runs as run_tables
 from .baselines import ngram_table
 from .cache import cached
 from .data import dataset_fingerprint
 from .errors import ConfigError
-from .glossary import ARCH_NAMES
+from .glossary import ARCH_NAMES, fmt_setting
 from .plots import learned as lplots
 from .profiles import resolve_config, resolve_profile
 from .section import Figure, Section, Table
@@ -46,6 +50,7 @@ __all__ = [
     "baseline_losses",
     "gaps",
     "regime",
+    "attention_table",
     "no_training_regime",
     "curves",
     "flops_per_token",
@@ -118,7 +123,9 @@ def gaps(runs: pd.DataFrame) -> pd.DataFrame:
 
     Returns the columns ``key`` (when present), ``arch``, ``tau``, ``head_dim`` (when present), ``seed``,
     ``status``, ``final_val_loss``, each baseline of :data:`BASELINES` and ``gap_<baseline>`` (final
-    loss minus baseline, nats; negative: below it). A failed run keeps its row with NaN gaps.
+    loss minus baseline, nats; negative: below it), and ``attention_gain`` (nats: the loss with
+    content-free attention minus the loss, :func:`attnrank.ablation.attention_gain`) when ``runs`` has it
+    or has the ``path`` of stored runs to compute it from. A failed run keeps its row with NaN gaps.
     """
     if not len(runs):
         return pd.DataFrame(columns=["arch", "tau", "seed", "status", "final_val_loss", *BASELINES])
@@ -127,15 +134,18 @@ def gaps(runs: pd.DataFrame) -> pd.DataFrame:
         base = baseline_losses(r)
         ok = r.get("status", "complete") == "complete" and math.isfinite(float(r["final_val_loss"]))
         loss = float(r["final_val_loss"]) if ok else math.nan
-        rows.append(
-            {
-                **{k: r[k] for k in ("key", "arch", "tau", "head_dim", "seed") if k in r},
-                "status": r.get("status", "complete"),
-                "final_val_loss": loss,
-                **{b: base[b] for b in BASELINES},
-                **{f"gap_{b}": loss - base[b] for b in BASELINES},
-            }
-        )
+        row = {
+            **{k: r[k] for k in ("key", "arch", "tau", "head_dim", "seed") if k in r},
+            "status": r.get("status", "complete"),
+            "final_val_loss": loss,
+            **{b: base[b] for b in BASELINES},
+            **{f"gap_{b}": loss - base[b] for b in BASELINES},
+        }
+        if "attention_gain" in r:
+            row["attention_gain"] = float(r["attention_gain"]) if ok else math.nan
+        elif "path" in r:
+            row["attention_gain"] = ablation.attention_gain(r)["attention_gain"] if ok else math.nan
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -152,12 +162,16 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     """The loss regime of the runs a verdict rests on, as one short clause.
 
     Per architecture: the mean gap of its runs at ``reference_tau`` (the stock softmax; all its runs
-    when none is at it) to the bigram count model, for BERT also to the two-sided model, and how many
-    of all its runs end below the bigram. For example ``"GPT-2 0.31 nats below bigram at tau = 1 (14
-    of 14 runs below); BERT 0.12 nats below bigram, 0.30 nats above two-sided (9 of 14 below)"``.
+    when none is at it) to the bigram count model, for BERT also to the two-sided model, the mean
+    attention ablation gain of those runs (:func:`attnrank.ablation.attention_gain`: what content-free
+    attention costs, in nats per token) and how many of all its runs end below the bigram. For example
+    ``"GPT-2 0.31 nats below bigram at tau = 1, attention worth 0.45 nats (14 of 14 runs below bigram);
+    BERT 0.12 nats below bigram, 0.30 nats above two-sided, attention worth 0.02 nats (9 of 14 runs below
+    bigram)"``.
 
     Args:
-        runs: a wide run table (see :func:`gaps`); failed runs count as not below.
+        runs: a wide run table (see :func:`gaps`); failed runs count as not below. The attention gain is
+            stated when the table has the ``path`` of stored runs (or an ``attention_gain`` column).
         reference_tau: the temperature ratio whose runs give the mean gap.
 
     Raises:
@@ -175,10 +189,44 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
         text = f"{_LABELS[arch]} {_nats(ref.gap_bigram.mean())} bigram{at}"
         if arch == "bert":
             text += f", {_nats(ref.gap_two_sided.mean())} two-sided"
+        if "attention_gain" in ref and ref.attention_gain.notna().any():
+            text += f", {ablation.worth(ref.attention_gain.mean())}"
         below = int((a.gap_bigram < 0).sum())
         text += f" ({below} of {len(a)} runs below bigram)" if len(a) > 1 else ""
         parts.append(text)
     return "; ".join(parts)
+
+
+def attention_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The loss against the bigram and what attention is worth, per architecture and temperature.
+
+    Args:
+        runs: a wide run table of stored runs (with ``path``; see :func:`gaps`).
+
+    Returns one row per ``arch, tau`` (in that order): ``runs`` (complete ones), ``gap_bigram`` (mean final
+    loss minus bigram, nats; negative: below), ``content_free_gap`` (mean loss with content-free attention
+    minus bigram), ``attention_gain`` (mean of the runs' attention ablation gains,
+    :func:`attnrank.ablation.attention_gain`, nats per token), ``gain_min`` and ``gain_max`` (over the runs).
+    """
+    g = gaps(runs)
+    g = g[g.status == "complete"]
+    if "attention_gain" not in g:
+        g = g.assign(attention_gain=math.nan)
+    g = g.assign(content_free_gap=g.gap_bigram + g.attention_gain)
+    order = {a: i for i, a in enumerate(("gpt2", "bert"))}
+    t = (
+        g.groupby(["arch", "tau"])
+        .agg(
+            runs=("final_val_loss", "size"),
+            gap_bigram=("gap_bigram", "mean"),
+            content_free_gap=("content_free_gap", "mean"),
+            attention_gain=("attention_gain", "mean"),
+            gain_min=("attention_gain", "min"),
+            gain_max=("attention_gain", "max"),
+        )
+        .reset_index()
+    )
+    return t.sort_values(["arch", "tau"], key=lambda c: c.map(order) if c.name == "arch" else c).reset_index(drop=True)
 
 
 def no_training_regime(what: str) -> str:
@@ -253,8 +301,9 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
     """The pre-registered targets of :data:`TARGETS` on the runs at ``tau = 1``: one row per architecture.
 
     Columns: ``arch``, ``baseline``, ``target`` (nats below it), ``runs`` (at ``tau = 1``), ``worst_gap``
-    (the largest gap of a seed, nats; negative is below), ``mean_gap``, ``two_sided_gap`` (mean, BERT)
-    and ``met`` (every run at least ``target`` below its baseline).
+    (the largest gap of a seed, nats; negative is below), ``mean_gap``, ``two_sided_gap`` (mean, BERT),
+    ``attention_gain`` (mean, nats; NaN when :func:`gaps` has none) and ``met`` (every run at least
+    ``target`` below its baseline).
     """
     g = gaps(runs)
     g = g[np.isclose(g.tau, 1.0)]
@@ -273,6 +322,7 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
                 "worst_gap": worst,
                 "mean_gap": float(a[f"gap_{base}"].mean()),
                 "two_sided_gap": float(a.gap_two_sided.mean()),
+                "attention_gain": float(a.attention_gain.mean()) if "attention_gain" in a else math.nan,
                 "met": bool(math.isfinite(worst) and worst <= -nats + 1e-9),  # to rounding
             }
         )
@@ -502,8 +552,10 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
     tgt = targets(runs)
     rate = measured_rate(runs)
     plan = plan_parts(profile)
+    attn = attention_table(runs)
     glue = {
         **{f"learned_target_{a}": f"{n:g}" for a, (_, n) in TARGETS.items()},
+        **{f"learned_attention_{a}": ablation.worth(float(tgt[tgt.arch == a].attention_gain.mean())) for a in TARGETS},
         "learned_n_runs": len(runs),
         "learned_steps": int(runs.max_steps.max()),
         "learned_profile": profile,
@@ -522,7 +574,20 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
             "worst run - baseline (nats)": tgt.worst_gap,
             "mean - baseline (nats)": tgt.mean_gap,
             "mean - two-sided (nats)": tgt.two_sided_gap,
+            "attention worth, mean (nats)": tgt.attention_gain,
             "met": ["yes" if m else "no" for m in tgt.met],
+        }
+    )
+    attention_frame = pd.DataFrame(
+        {
+            "model": [_LABELS[a] for a in attn.arch],
+            "τ": attn.tau,
+            "runs": attn.runs,
+            "loss - bigram (nats)": attn.gap_bigram,
+            "content-free loss - bigram (nats)": attn.content_free_gap,
+            "attention worth, mean (nats)": attn.attention_gain,
+            "smallest (nats)": attn.gain_min,
+            "largest (nats)": attn.gain_max,
         }
     )
     sp = split(runs).rename(
@@ -542,6 +607,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         figures=[Figure(name, fig, data, caption, LOSS_ALT)],
         tables=[
             Table("learned_targets", targets_frame),
+            Table("learned_attention", attention_frame, formats={"τ": fmt_setting}),
             Table("learned_split", sp, digits=1, formats={"probe share": lambda v: f"{v:.1%}"}),
             _budget_table("learned_budget_build", budget(plan["build"], rate)),
             _budget_table("learned_budget_next", budget(plan["next"], rate)),
