@@ -182,6 +182,23 @@ def validation_loss(model, val_batches, *, attention: str = "trained", tau: floa
         return probe.validation_loss(model)
 
 
+#: The validation batches of the data settings evaluated in this process, by those settings and the dataset's content.
+_BATCHES: dict = {}
+#: The run settings :func:`attnrank.train.prepare_data` builds the validation batches from.
+_DATA_FIELDS = ("arch", "dataset", "vocab_size", "max_len", "val_blocks", "mlm_probability", "batch_size", "probe_size")
+
+
+def _validation_batches(cfg) -> list[dict]:
+    """The fixed validation batches of ``cfg`` (:func:`attnrank.train.prepare_data`), built once per data settings
+    and dataset content in a process (the runs of a grid share them; nothing evaluated writes to them)."""
+    key = (*(getattr(cfg, k) for k in _DATA_FIELDS), dataset_fingerprint(cfg.dataset))
+    if key not in _BATCHES:
+        if len(_BATCHES) >= 16:
+            _BATCHES.clear()
+        _BATCHES[key] = prepare_data(cfg)[4]
+    return _BATCHES[key]
+
+
 def _n_targets(val_batches, arch: str) -> int:
     return int(sum(int((b["labels"][:, 1:] if arch == "gpt2" else b["labels"]).ne(-100).sum()) for b in val_batches))
 
@@ -202,7 +219,7 @@ def run_losses(run: store.Run) -> dict:
     if run.summary.get("status") != "complete" or run.summary.get("final_val_loss") is None:
         raise ConfigError("run", f"run {run.path.name} did not complete; a failed run has no final model to evaluate")
     cfg = run.run_config
-    val_batches = prepare_data(cfg)[4]
+    val_batches = _validation_batches(cfg)
     model = run.load_model()
     if torch.cuda.is_available():
         model = model.cuda()
@@ -218,7 +235,15 @@ def run_losses(run: store.Run) -> dict:
     }
 
 
+#: The run :func:`attention_gain` is asking :func:`gain_table` about (the cache passes plain inputs only).
+_ASKED: dict = {}
+
+
 def _find(arch: str, key: str) -> store.Run:
+    asked = _ASKED.get((arch, key))
+    again = store.read(asked.path) if asked is not None else None  # checksums verified again
+    if again is not None:
+        return again
     found = store.load_runs(keys=[key], current_code=False)
     found = found[found.arch == arch] if len(found) else found
     if not len(found):
@@ -266,14 +291,19 @@ def attention_gain(run) -> dict:
         run = found
     if run.summary.get("status") != "complete":
         raise ConfigError("run", f"run {run.path.name} did not complete; a failed run has no final model to evaluate")
-    t = cached(
-        "attention_gain",
-        gain_table,
-        arch=run.config["arch"],
-        key=run.key,
-        weights=_weights_digest(run),
-        fingerprint=dataset_fingerprint(run.config["dataset"]),
-    )
+    _ASKED.clear()
+    _ASKED[(run.config["arch"], run.key)] = run
+    try:
+        t = cached(
+            "attention_gain",
+            gain_table,
+            arch=run.config["arch"],
+            key=run.key,
+            weights=_weights_digest(run),
+            fingerprint=dataset_fingerprint(run.config["dataset"]),
+        )
+    finally:
+        _ASKED.clear()
     row = t.iloc[0]
     return {k: (int(row[k]) if k == "n_targets" else float(row[k])) for k in GAIN_COLUMNS}
 
