@@ -996,10 +996,19 @@ def _execute_main(argv: list[str]) -> int:
 
     _, cache_path, timeout, allow_errors, *uris = argv
     log = logging.getLogger("attnrank")  # warnings reach stderr, as in the build's own process
-    result = load_executor("local-parallel", cache=get_cache(cache_path), logger=log).run_and_cache(
-        filter_uris=uris, timeout=json.loads(timeout), allow_errors=json.loads(allow_errors)
-    )
-    print(json.dumps(list(result.excepted) + list(result.errored)), flush=True)
+    cache = get_cache(cache_path)
+    options = {"timeout": json.loads(timeout), "allow_errors": json.loads(allow_errors)}
+    result = load_executor("local-parallel", cache=cache, logger=log).run_and_cache(filter_uris=uris, **options)
+    failed = list(result.excepted)  # the notebook's own error: myst-nb executes it again and reports it
+    if result.errored:
+        # jupyter-cache could not start, execute or cache the notebook (a kernel that did not start,
+        # a busy cache database): one more try, alone, before it is left to myst-nb
+        log.warning("Executing again, one at a time: %s", ", ".join(Path(p).stem for p in result.errored))
+        again = load_executor("local-serial", cache=cache, logger=log).run_and_cache(
+            filter_uris=list(result.errored), **options
+        )
+        failed += list(again.excepted) + list(again.errored)
+    print(json.dumps(failed), flush=True)
     return 0
 
 

@@ -68,7 +68,9 @@ def site(tmp_path_factory):
     """``(page, runs)``: the built explore page and the stored runs it shows (``attnrank.runs.Run`` by key)."""
     given = os.environ.get("ATTNRANK_EXPLORER_SITE")
     if given:
-        page = Path(given) / "chapters" / "explore.html"
+        page = Path(given).resolve() / "chapters" / "explore.html"  # a file URI needs an absolute path
+        if not page.is_file():
+            pytest.fail(f"ATTNRANK_EXPLORER_SITE={given!r} holds no chapters/explore.html (build the book first)")
         configs = experiments.main_sweep("auto")
         return page, {r.key: r for r in (store.run(c) for c in configs)}
     tmp = tmp_path_factory.mktemp("explorer")
