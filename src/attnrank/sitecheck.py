@@ -1,12 +1,14 @@
-"""Checks of the built site: no page shows the reader what the build printed for its author.
+"""Checks of the built site: every page reads as a book, and none shows what the build printed for its author.
 
-``python -m attnrank.sitecheck _build/html`` reads every HTML page of a built book and applies
-each rule of :data:`RULES` to it; it prints one line per finding (``page: rule: what``) and
-exits with status 1 when there is any, 0 otherwise (2 for a folder that is not a built site).
-CI runs it after ``jupyter-book build``.
+``python -m attnrank.sitecheck _build/html`` reads every HTML page of a built book and applies each
+rule to it; it prints one line per finding (``page: rule: what``) and exits with status 1 when there
+is any, 0 otherwise (2 for a folder that is not a built site). CI runs it after ``jupyter-book build``.
+``--rules printed`` or ``--rules book`` runs one of the two lists only.
 
-A rule is a small named function from a :class:`Page` to the findings on it (short texts), in
-:data:`RULES` in the order they run; :func:`rule` registers one. The rules:
+A rule is a small named function from a :class:`Page` to its findings (short texts). The rules come
+in two lists, in the order they run.
+
+:data:`PRINTED_RULES`, what the build printed (:func:`printed_rule` registers one):
 
 * ``stderr``: an output block of the standard error stream (a warning, a progress bar, a log
   line printed by a cell);
@@ -15,6 +17,23 @@ A rule is a small named function from a :class:`Page` to the findings on it (sho
   system message (a build warning rendered into the page);
 * ``machine-path``: an absolute path of the build machine (the book's folder, the Python
   environment, the home folder, the data folders) in the page's text or in a link.
+
+:data:`BOOK_RULES`, the page reads as a book (:func:`book_rule`; not run on the search page and the
+general index):
+
+* ``visible-code``: a code cell whose input the page shows (set-up, parameter checks and the one
+  call of a chapter are removed or folded: ``remove-cell``, ``remove-input``, ``hide-input``);
+* ``raw-repr``: the Python representation of a value instead of the value (a quoted string, an
+  ``<IPython.core.display...>`` object);
+* ``index-column``: a table with an index column (an empty first header cell or row headers);
+* ``code-header``: a table header written as a Python name (``final_val_loss``);
+* ``printed-timing``: a run time printed in the argument ("computed in 82.4 s"); the
+  reproducibility chapter is where timings belong;
+* ``alt-text``: an image without alt text, or whose alt text is its file's name;
+* ``unnumbered-figure``: a figure of a chapter without a numbered caption;
+* ``shrunk-figure``: an image wider than the text column, so the browser shrinks it and its type;
+* ``inline-data``: data inlined as a ``data:`` link instead of a file with its own address;
+* ``missing-data``: a link to a figure's data file that the site does not hold.
 """
 
 from __future__ import annotations
@@ -22,6 +41,7 @@ from __future__ import annotations
 import os
 import re
 import site
+import struct
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,7 +49,29 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-__all__ = ["Page", "Rule", "RULES", "rule", "machine_paths", "pages", "check", "main"]
+__all__ = [
+    "Page",
+    "Rule",
+    "PRINTED_RULES",
+    "BOOK_RULES",
+    "RULES",
+    "RULE_LISTS",
+    "printed_rule",
+    "book_rule",
+    "machine_paths",
+    "pages",
+    "check",
+    "main",
+    "COLUMN_PX",
+    "TIMING_PAGES",
+]
+
+#: The text column's width in CSS pixels at a 1280-pixel window (:data:`attnrank.book.COLUMN_PX`).
+COLUMN_PX = 688
+#: Pages where run times are the subject (the build's times and the runs' training times).
+TIMING_PAGES = ("chapters/reproducibility.html",)
+#: Pages of the theme, not of the book: the book rules skip them.
+THEME_PAGES = ("search.html", "genindex.html")
 
 
 @dataclass
@@ -39,11 +81,13 @@ class Page:
     Attributes:
         name: its path relative to the site's folder (``chapters/causal.html``).
         html: the page's source text.
+        site: the site's folder (the rules that follow a link to a file need it; ``None`` skips them).
         roots: the build machine's absolute paths that must not appear (:func:`machine_paths`).
     """
 
     name: str
     html: str
+    site: Path | None = None
     roots: tuple[str, ...] = ()
     _soup: object = field(default=None, repr=False)
 
@@ -55,6 +99,15 @@ class Page:
 
             self._soup = BeautifulSoup(self.html, "html.parser")
         return self._soup
+
+    @property
+    def article(self):
+        """The page's article (the book's text, without the theme's navigation)."""
+        return self.soup.find("article") or self.soup
+
+    @property
+    def is_chapter(self) -> bool:
+        return self.name.startswith("chapters/")
 
     def elements(self, css_class: str):
         """Elements whose ``class`` attribute holds ``css_class``."""
@@ -72,20 +125,43 @@ class Rule:
     name: str
     description: str
     check: Callable[[Page], Iterable[str]]
+    #: ``False`` for the book rules: they skip the theme's pages (:data:`THEME_PAGES`).
+    theme_pages: bool = True
+
+    def findings(self, page: Page) -> list[str]:
+        """``check(page)``, or nothing on a theme page for a rule that skips them."""
+        if not self.theme_pages and page.name in THEME_PAGES:
+            return []
+        return list(self.check(page))
 
 
-#: The rules, in the order they run (:func:`rule` appends to it).
-RULES: list[Rule] = []
+#: What the build printed, in the order the rules run (:func:`printed_rule` appends to it).
+PRINTED_RULES: list[Rule] = []
+#: The page reads as a book, in the order the rules run (:func:`book_rule` appends to it).
+BOOK_RULES: list[Rule] = []
 
 
-def rule(name: str, description: str):
-    """Register the decorated ``check(page) -> findings`` as a rule called ``name``."""
+def printed_rule(name: str, description: str):
+    """Register the decorated ``check(page) -> findings`` as the printed-output rule ``name``."""
 
     def register(check):
-        RULES.append(Rule(name, description, check))
+        PRINTED_RULES.append(Rule(name, description, check))
         return check
 
     return register
+
+
+def book_rule(name: str, description: str):
+    """Register the decorated ``check(page) -> findings`` as the book rule ``name``."""
+
+    def register(check):
+        BOOK_RULES.append(Rule(name, description, check, theme_pages=False))
+        return check
+
+    return register
+
+
+# --------------------------------------------------------------------------- what the build printed
 
 
 def _excerpt(text: str, width: int = 240) -> str:
@@ -93,7 +169,7 @@ def _excerpt(text: str, width: int = 240) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-@rule("stderr", "an output block of the standard error stream")
+@printed_rule("stderr", "an output block of the standard error stream")
 def _stderr(page: Page) -> Iterator[str]:
     for block in page.elements("stderr"):
         yield f"stderr output: {_excerpt(block.get_text(' '))}"
@@ -102,7 +178,7 @@ def _stderr(page: Page) -> Iterator[str]:
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 
 
-@rule("traceback", "an error's traceback")
+@printed_rule("traceback", "an error's traceback")
 def _traceback(page: Page) -> Iterator[str]:
     blocks = page.elements("traceback")
     for block in blocks:
@@ -114,7 +190,7 @@ def _traceback(page: Page) -> Iterator[str]:
 _WARNING = re.compile(r"\b[A-Z]\w*Warning: \S")
 
 
-@rule("warning", "a Python warning in a cell output, or a docutils system message")
+@printed_rule("warning", "a Python warning in a cell output, or a docutils system message")
 def _warning(page: Page) -> Iterator[str]:
     for block in page.outputs():
         text = block.get_text(" ")
@@ -124,7 +200,7 @@ def _warning(page: Page) -> Iterator[str]:
         yield f"build message: {_excerpt(message.get_text(' '))}"
 
 
-@rule("machine-path", "an absolute path of the build machine")
+@printed_rule("machine-path", "an absolute path of the build machine")
 def _machine_path(page: Page) -> Iterator[str]:
     text = page.soup.get_text(" ")
     links = " ".join(
@@ -172,6 +248,147 @@ def machine_paths(site_dir: Path | str | None = None) -> tuple[str, ...]:
     return tuple(sorted(out, key=lambda r: (-len(r), r)))
 
 
+# --------------------------------------------------------------------------- the page reads as a book
+
+
+def _classes(tag) -> list[str]:
+    return tag.get("class") or []
+
+
+def _text(tag, limit: int = 60) -> str:
+    return " ".join(tag.get_text(" ", strip=True).split())[:limit]
+
+
+@book_rule("visible-code", "a code cell whose input is shown")
+def _visible_code(page: Page):
+    for cell in page.article.find_all("div", class_="cell_input"):
+        if cell.find_parent("details") is None:
+            yield f"code cell shown: {_text(cell)!r}"
+
+
+_REPR = re.compile(r"""^\s*(?:'[^'\n]*'|"[^"\n]*"|<[A-Za-z_.]+ object(?: at 0x[0-9a-f]+)?>)\s*$""")
+
+
+@book_rule("raw-repr", "a value shown as its Python representation")
+def _raw_repr(page: Page):
+    for out in page.article.find_all("div", class_="cell_output"):
+        for pre in out.find_all("pre"):
+            text = pre.get_text()
+            if _REPR.match(text) or "<IPython.core.display." in text:
+                yield f"representation shown: {text.strip()[:60]!r}"
+
+
+@book_rule("index-column", "a table with an index column")
+def _index_column(page: Page):
+    for table in page.article.find_all("table"):
+        head = table.find("thead")
+        first = head.find(["th", "td"]) if head else None
+        if first is not None and not first.get_text(strip=True) and len(head.find_all(["th", "td"])) > 1:
+            yield f"index column in a table with headers {_text(head)!r}"
+        elif table.find("tbody") and table.find("tbody").find("th"):
+            yield f"row headers (an index) in a table starting {_text(table)!r}"
+
+
+_CODE_NAME = re.compile(r"^[a-z]+(?:_[a-z0-9]+)+$")
+
+
+@book_rule("code-header", "a table header written as a Python name")
+def _code_header(page: Page):
+    for th in page.article.find_all("th"):
+        text = th.get_text(strip=True)
+        if _CODE_NAME.match(text):
+            yield f"header {text!r}"
+
+
+_TIMING = re.compile(
+    r"\b(?:computed|ran|run|trained|took|probed|executed|in)\b[^.\n]{0,60}?\b\d+(?:\.\d+)?\s?(?:s|seconds|sec)\b",
+    re.IGNORECASE,
+)
+
+
+@book_rule("printed-timing", "a run time printed outside the reproducibility chapter")
+def _printed_timing(page: Page):
+    if page.name in TIMING_PAGES:
+        return
+    for m in _TIMING.finditer(page.article.get_text(" ")):
+        yield f"timing {m.group(0)[:60]!r}"
+
+
+@book_rule("alt-text", "an image without alt text, or with its file name as alt text")
+def _alt_text(page: Page):
+    for img in page.article.find_all("img"):
+        alt, src = (img.get("alt") or "").strip(), img.get("src", "")
+        name = src.rsplit("/", 1)[-1]
+        if not alt or alt == src or alt.endswith((".png", ".svg", ".jpg")) or name in alt:
+            yield f"image {name!r} has alt text {alt!r}"
+
+
+@book_rule("unnumbered-figure", "a figure of a chapter without a numbered caption")
+def _unnumbered(page: Page):
+    if not page.is_chapter:
+        return
+    for img in page.article.find_all("img"):
+        fig = img.find_parent("figure")
+        if fig is None or fig.find(class_="caption-number") is None:
+            yield f"image {img.get('src', '').rsplit('/', 1)[-1]!r} is not a numbered figure"
+
+
+def _png_width(path: Path) -> int | None:
+    try:
+        with path.open("rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    return struct.unpack(">I", head[16:20])[0]
+
+
+@book_rule("shrunk-figure", "an image wider than the text column (the browser shrinks it and its type)")
+def _shrunk(page: Page):
+    if page.site is None:
+        return
+    for img in page.article.find_all("img"):
+        src = img.get("src", "")
+        if src.startswith(("http", "data:")) or not src.endswith(".png"):
+            continue
+        shown = img.get("width")
+        style = re.search(r"(?:^|;)\s*width:\s*([0-9.]+)px", img.get("style", ""))
+        if shown is None and style:
+            shown = style.group(1)
+        if shown is None:
+            natural = _png_width((page.site / page.name).parent / src)
+            shown = natural if natural is not None else 0
+        if int(float(str(shown).rstrip("px"))) > COLUMN_PX:
+            yield f"image {src.rsplit('/', 1)[-1]!r} is {shown} px wide, more than the {COLUMN_PX} px column"
+
+
+@book_rule("inline-data", "data inlined as a data: link")
+def _inline_data(page: Page):
+    for a in page.soup.find_all("a", href=True):
+        if a["href"].startswith("data:"):
+            yield f"inline data link {_text(a)!r}"
+
+
+@book_rule("missing-data", "a link to a figure's data file the site does not hold")
+def _missing_data(page: Page):
+    if page.site is None:
+        return
+    for a in page.article.find_all("a", class_="figure-data"):
+        target = ((page.site / page.name).parent / a["href"]).resolve()
+        if not target.is_file():
+            yield f"data link {a['href']!r} points to no file"
+
+
+#: Every rule: the printed-output rules, then the book rules.
+RULES: list[Rule] = [*PRINTED_RULES, *BOOK_RULES]
+#: The lists ``--rules`` chooses from.
+RULE_LISTS = {"all": RULES, "printed": PRINTED_RULES, "book": BOOK_RULES}
+
+
+# --------------------------------------------------------------------------- the runner
+
+
 def pages(site_dir: Path | str, roots: tuple[str, ...] | None = None) -> Iterator[Page]:
     """Every HTML page of the built site under ``site_dir`` (``_static`` and ``_sources`` left out), sorted."""
     site_dir = Path(site_dir)
@@ -180,10 +397,10 @@ def pages(site_dir: Path | str, roots: tuple[str, ...] | None = None) -> Iterato
         rel = path.relative_to(site_dir)
         if rel.parts[0] in ("_static", "_sources"):
             continue
-        yield Page(rel.as_posix(), path.read_text(encoding="utf-8", errors="replace"), roots)
+        yield Page(rel.as_posix(), path.read_text(encoding="utf-8", errors="replace"), site_dir, roots)
 
 
-def check(site_dir: Path | str, rules: list[Rule] | None = None, roots: tuple[str, ...] | None = None) -> list[str]:
+def check(site_dir: Path | str, rules: Iterable[Rule] | None = None, roots: tuple[str, ...] | None = None) -> list[str]:
     """The findings of ``rules`` (default :data:`RULES`) on every page: ``"page: rule: what"`` lines.
 
     Raises:
@@ -192,29 +409,31 @@ def check(site_dir: Path | str, rules: list[Rule] | None = None, roots: tuple[st
     site_dir = Path(site_dir)
     if not (site_dir / "index.html").is_file():
         raise ConfigError("site_dir", f"{str(site_dir)!r} is not a built site (no index.html); build it first")
-    findings = []
-    for page in pages(site_dir, roots):
-        for r in rules if rules is not None else RULES:
-            findings += [f"{page.name}: {r.name}: {what}" for what in r.check(page)]
-    return findings
+    rules = list(RULES if rules is None else rules)
+    return [
+        f"{page.name}: {r.name}: {what}" for page in pages(site_dir, roots) for r in rules for what in r.findings(page)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m attnrank.sitecheck SITE_DIR``: print the findings; exit status 1 when there are any."""
+    """``python -m attnrank.sitecheck [SITE_DIR] [--rules all|printed|book]``: print the findings;
+    exit status 1 when there are any, 2 for a folder that is not a built site."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m attnrank.sitecheck", description=__doc__.splitlines()[0])
     parser.add_argument("site_dir", nargs="?", default="_build/html", help="the built site (default _build/html)")
+    parser.add_argument("--rules", choices=tuple(RULE_LISTS), default="all", help="the rules to run (default all)")
     args = parser.parse_args(argv)
+    rules = RULE_LISTS[args.rules]
     try:
-        findings = check(args.site_dir)
+        findings = check(args.site_dir, rules)
     except ConfigError as exc:
         print(f"sitecheck: error: {exc}", file=sys.stderr)
         return 2
     for line in findings:
         print(line)
     n = sum(1 for _ in pages(args.site_dir, ()))
-    print(f"sitecheck: {n} pages, {len(findings)} finding(s) ({', '.join(r.name for r in RULES)})", file=sys.stderr)
+    print(f"sitecheck: {n} pages, {len(findings)} finding(s) ({', '.join(r.name for r in rules)})", file=sys.stderr)
     return 1 if findings else 0
 
 

@@ -68,7 +68,7 @@ def site(tmp_path) -> Path:
 
 def test_each_rule_finds_its_fault_and_nothing_else(site):
     book = site.parent.parent
-    findings = sitecheck.check(site, roots=sitecheck.machine_paths(site))
+    findings = sitecheck.check(site, sitecheck.PRINTED_RULES, roots=sitecheck.machine_paths(site))
     assert findings == [
         f"chapters/causal.html: stderr: stderr output: {book}/src/attnrank/plots/causal.py:61: UserWarning: The figure "
         "layout has changed to tight fig.tight_layout()",
@@ -80,13 +80,14 @@ def test_each_rule_finds_its_fault_and_nothing_else(site):
         "chapters/warned.html: warning: warning: FutureWarning: the default will change",
         "chapters/warned.html: warning: build message: System Message: WARNING/2 Unknown target name.",
     ]
-    assert [r.name for r in sitecheck.RULES] == ["stderr", "traceback", "warning", "machine-path"]
+    assert [r.name for r in sitecheck.PRINTED_RULES] == ["stderr", "traceback", "warning", "machine-path"]
+    assert sitecheck.RULES == sitecheck.PRINTED_RULES + sitecheck.BOOK_RULES and len(sitecheck.BOOK_RULES) == 10
 
 
 def test_the_command_exits_1_with_one_line_per_finding_0_when_clean_2_without_a_site(site, tmp_path):
     def run(folder):
         return subprocess.run(
-            [sys.executable, "-m", "attnrank.sitecheck", str(folder)],
+            [sys.executable, "-m", "attnrank.sitecheck", str(folder), "--rules", "printed"],
             capture_output=True,
             text=True,
             cwd=tmp_path,

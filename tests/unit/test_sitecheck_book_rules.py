@@ -1,5 +1,5 @@
-"""The checks of the built site that a page reads as a book (attnrank.pagecheck), each on a page that breaks
-it and on one that does not."""
+"""The book rules of the site checker (attnrank.sitecheck.BOOK_RULES: a page reads as a book), each on a page that
+breaks it and on one that does not."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import zlib
 
 import pytest
 
-from attnrank import pagecheck
-from attnrank.pagecheck import Page
+from attnrank import sitecheck
+from attnrank.sitecheck import Page
 
 
 def _findings(name: str, html: str, page: str = "chapters/x.html", site=None) -> list[str]:
-    (r,) = [r for r in pagecheck.RULES if r.name == name]
+    (r,) = [r for r in sitecheck.BOOK_RULES if r.name == name]
     return list(r.check(Page(page, f"<html><body><article>{html}</article></body></html>", site)))
 
 
@@ -98,8 +98,11 @@ def test_a_data_link_must_reach_a_file_and_the_command_reports_and_fails(tmp_pat
     assert _findings("missing-data", ok.replace("f.csv", "g.csv"), site=tmp_path)
     (tmp_path / "index.html").write_text("<html></html>")
     (tmp_path / "chapters" / "x.html").write_text(f"<html><article>{FIGURE}{ok}</article></html>")
-    assert pagecheck.main([str(tmp_path)]) == 0
+    assert sitecheck.main([str(tmp_path), "--rules", "book"]) == 0
     (tmp_path / "chapters" / "y.html").write_text("<html><article><p>computed in 3.0 s</p></article></html>")
-    assert pagecheck.main([str(tmp_path)]) == 1
+    assert sitecheck.main([str(tmp_path), "--rules", "book"]) == 1
     assert "chapters/y.html: printed-timing:" in capsys.readouterr().out
-    assert pagecheck.main([str(tmp_path / "nothing")]) == 2
+    assert sitecheck.main([str(tmp_path)]) == 1  # the default runs both lists
+    assert "chapters/y.html: printed-timing:" in capsys.readouterr().out
+    assert sitecheck.main([str(tmp_path), "--rules", "printed"]) == 0  # a timing is not printed output
+    assert sitecheck.main([str(tmp_path / "nothing")]) == 2
