@@ -374,6 +374,28 @@ CONTROLS = (
 _PALETTE_SIZE = 256
 
 
+def _curve_panel(name, kind: str, *, height: int, y_label: str, title: str, common: dict):
+    """One panel of curves against the training step: the sweep's curves faint behind the selected
+    run's, and a dotted marker at the selected step. ``kind`` is ``"curve"`` (the figure is named
+    ``curves``) or ``"loss"``; returns ``(figure, context_source, source, marker)``."""
+    context = ColumnDataSource({"xs": [], "ys": [], "color": []}, name=name(f"{kind}-context"))
+    source = ColumnDataSource({"step": [], "value": []}, name=name(f"{kind}-source"))
+    marker = Span(location=0, dimension="height", line_color="#d62728", line_dash="dotted", name=name(f"{kind}-marker"))
+    panel = figure(
+        name=name("curves" if kind == "curve" else kind),
+        height=height,
+        x_axis_label="training step",
+        y_axis_label=y_label,
+        title=title,
+        **common,
+    )
+    panel.multi_line("xs", "ys", source=context, line_color="color", line_alpha=0.35, line_width=1)
+    panel.line("step", "value", source=source, line_color="#d62728", line_width=2.5)
+    panel.scatter("step", "value", source=source, color="#d62728", size=5)
+    panel.add_layout(marker)
+    return panel, context, source, marker
+
+
 def _figures(uid: str, n: int) -> dict:
     """The Bokeh figures of the page (empty data sources; the script fills them in), by panel name."""
 
@@ -444,45 +466,20 @@ def _figures(uid: str, n: int) -> dict:
     spectrum.legend.title = "thresholds"
 
     tau_mapper = LogColorMapper(palette=Viridis256, low=1e-3, high=4.0, name=name("tau-mapper"))
-    context_source = ColumnDataSource({"xs": [], "ys": [], "color": []}, name=name("curve-context"))
-    curve_source = ColumnDataSource({"step": [], "value": []}, name=name("curve-source"))
-    curve_marker = Span(
-        location=0, dimension="height", line_color="#d62728", line_dash="dotted", name=name("curve-marker")
+    curves, context_source, curve_source, curve_marker = _curve_panel(
+        name, "curve", height=260, y_label="mean rank", title="mean rank through training", common=common
     )
-    curves = figure(
-        name=name("curves"),
-        height=260,
-        x_axis_label="training step",
-        y_axis_label="mean rank",
-        title="mean rank through training",
-        **common,
-    )
-    curves.multi_line("xs", "ys", source=context_source, line_color="color", line_alpha=0.35, line_width=1)
-    curves.line("step", "value", source=curve_source, line_color="#d62728", line_width=2.5)
-    curves.scatter("step", "value", source=curve_source, color="#d62728", size=5)
-    curves.add_layout(curve_marker)
     curves.add_layout(ColorBar(color_mapper=tau_mapper, width=8, title="τ"), "right")
     curves.add_tools(HoverTool(tooltips=[("step", "@step"), ("mean rank", "@value{0.000}")], mode="vline"))
     curves.yaxis.name = name("curves-yaxis")
-
-    loss_context = ColumnDataSource({"xs": [], "ys": [], "color": []}, name=name("loss-context"))
-    loss_source = ColumnDataSource({"step": [], "value": []}, name=name("loss-source"))
-    loss_marker = Span(
-        location=0, dimension="height", line_color="#d62728", line_dash="dotted", name=name("loss-marker")
-    )
-    loss = figure(
-        name=name("loss"),
+    loss, loss_context, loss_source, loss_marker = _curve_panel(
+        name,
+        "loss",
         height=220,
-        x_range=curves.x_range,
-        x_axis_label="training step",
-        y_axis_label="validation loss (nats/token)",
+        y_label="validation loss (nats/token)",
         title="validation loss",
-        **common,
+        common={**common, "x_range": curves.x_range},
     )
-    loss.multi_line("xs", "ys", source=loss_context, line_color="color", line_alpha=0.35, line_width=1)
-    loss.line("step", "value", source=loss_source, line_color="#d62728", line_width=2.5)
-    loss.scatter("step", "value", source=loss_source, color="#d62728", size=5)
-    loss.add_layout(loss_marker)
     loss.add_tools(HoverTool(tooltips=[("step", "@step"), ("loss", "@value{0.000}")], mode="vline"))
 
     sweep_source = ColumnDataSource(
