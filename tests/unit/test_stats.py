@@ -343,17 +343,26 @@ def test_seeds_needed_t_exact_power_matches_cohen():
 # --------------------------------------------------------------------------- superseded methods
 # The methods the library used before (percentile bootstraps, a linear rank partial correlation,
 # slopes per doubling), kept here only to show on constructed data why they were replaced.
-def _bootstrap_ci(statistic, *data, n_resamples=2000, seed=0, paired=True):
+def _bootstrap_ci(statistic, *data, n_resamples=2000, seed=0, paired=True, vectorized=False):
     res = sps.bootstrap(
         data,
         statistic,
         n_resamples=n_resamples,
         paired=paired,
-        vectorized=False,
+        vectorized=vectorized,
         method="percentile",
         random_state=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _rank_corr_or_zero(a, b, axis=-1):
+    """Spearman's rho along ``axis`` (Pearson correlation of average ranks), 0 where either side is constant;
+    vectorised over resamples, so the old interval costs milliseconds (the same resamples as a loop)."""
+    ra, rb = sps.rankdata(a, axis=axis), sps.rankdata(b, axis=axis)
+    ra, rb = ra - ra.mean(axis=axis, keepdims=True), rb - rb.mean(axis=axis, keepdims=True)
+    den = np.sqrt((ra**2).sum(axis=axis) * (rb**2).sum(axis=axis))
+    return np.where(den > 0, (ra * rb).sum(axis=axis) / np.where(den > 0, den, 1.0), 0.0)
 
 
 def _old_spearman_ci(x, y, *, seed=0):
@@ -361,8 +370,7 @@ def _old_spearman_ci(x, y, *, seed=0):
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 4 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"rho": np.nan, "low": np.nan, "high": np.nan}
-    rho = lambda a, b: 0.0 if np.ptp(a) == 0 or np.ptp(b) == 0 else sps.spearmanr(a, b).statistic
-    low, high = _bootstrap_ci(rho, x, y, seed=seed)
+    low, high = _bootstrap_ci(_rank_corr_or_zero, x, y, seed=seed, vectorized=True)
     return {"rho": float(sps.spearmanr(x, y).statistic), "low": low, "high": high}
 
 
