@@ -571,8 +571,35 @@ def test_every_public_figure_function_draws_with_a_fixed_random_state():
     assert undecorated == [], "decorate these with attnrank.plots.figure"
 
 
+def _off_canvas(fig) -> list[str]:
+    """The texts (titles, axis and colour-bar labels, notes) and legends of ``fig`` that reach beyond its
+    canvas: the book's PNG keeps the figure's size, so the page would show them cut off. Tick labels are
+    left out (Matplotlib keeps hidden ones outside the view)."""
+    from matplotlib.axis import Tick
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+
+    canvas = FigureCanvasAgg(fig)  # the figure may be closed (pyplot then leaves it a bare canvas)
+    canvas.draw()
+    renderer, width, height = canvas.get_renderer(), fig.bbox.width, fig.bbox.height
+    skip = {id(t) for tick in fig.findobj(Tick) for t in (tick.label1, tick.label2)}
+    skip |= {id(t) for legend in fig.findobj(Legend) for t in legend.get_texts()}
+    out = []
+    for artist in fig.findobj(lambda a: isinstance(a, (Text, Legend)) and a.get_visible()):
+        if id(artist) in skip or (isinstance(artist, Text) and not artist.get_text().strip()):
+            continue
+        box = artist.get_window_extent(renderer)
+        if box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1:
+            what = artist.get_text() if isinstance(artist, Text) else "a legend"
+            out.append(
+                f"{what!r} at x {box.x0:.0f}..{box.x1:.0f}, y {box.y0:.0f}..{box.y1:.0f} of {width:.0f} x {height:.0f} px"
+            )
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_a_figure_is_the_same_bytes_on_every_call(name):
+def test_a_figure_is_the_same_bytes_on_every_call_and_fits_its_canvas(name):
     args, kwargs = SAMPLES[name]()
     np.random.seed(12345)
     before = np.random.get_state()[1].copy()
@@ -581,5 +608,7 @@ def test_a_figure_is_the_same_bytes_on_every_call(name):
         first = _png(FUNCTIONS[name](*args, **kwargs))
     assert (np.random.get_state()[1] == before).all(), "the caller's random stream was changed"
     np.random.rand(7)  # another global state: the figure must not depend on it
-    second = _png(FUNCTIONS[name](*args, **kwargs))
+    drawn = FUNCTIONS[name](*args, **kwargs)
+    second = _png(drawn)
     assert first == second
+    assert _off_canvas(drawn[0] if isinstance(drawn, tuple) else drawn) == []  # nothing cut off on the page

@@ -33,7 +33,7 @@ def test_glossary_follows_the_book_notation():
     from attnrank.glossary import MEASURE_LABELS
     from attnrank.rank import MEASURES
 
-    assert style.axis_label("tau") == r"temperature ratio $\tau$ (temperature $T = \tau\sqrt{d_h}$)"
+    assert style.axis_label("tau") == "temperature ratio $\\tau$\n(temperature $T = \\tau\\sqrt{d_h}$)"
     assert style.axis_label("head_dim", log=True) == r"head dimension $d_h$, log scale"
     assert style.SYMBOLS["head_dim"] == r"$d_h$" and style.fmt_tau(0.03) == r"$\tau$ = 0.03"
     assert all(style.measure_label(m) == MEASURE_LABELS[m] for m in MEASURES)

@@ -24,7 +24,7 @@ import seaborn as sns
 
 from .style import COLUMN_WIDTH, FONT_SIZE, MIN_FONT_SIZE, PALETTE  # the plot grammar
 
-__all__ = ["set_theme", "PALETTE", "new_figure", "figure", "FIGURE_SEED", "style", "ALT_TEXT"]
+__all__ = ["set_theme", "PALETTE", "new_figure", "figure_legend", "figure", "FIGURE_SEED", "style", "ALT_TEXT"]
 
 #: Seed of NumPy's global random state while a figure is drawn (:func:`figure`).
 FIGURE_SEED = 0
@@ -111,6 +111,26 @@ ALT_TEXT = {
     "coloured by temperature.",
     "target_rank_vs_kl": "Scatter plot of each toy run's achieved rank against its final KL.",
 }
+
+
+def figure_legend(fig, handles, *, max_cols: int = 4, loc: str = "outside lower center", **kw):
+    """A legend of ``handles`` below the panels of ``fig`` in as many columns (at most ``max_cols``) as fit
+    in the figure's width; returns it.
+
+    The book's PNG keeps the figure's size, so a legend wider than the figure would be cut off at both
+    edges on the page: columns are dropped one at a time until it fits (one column always does, or the
+    figure is too narrow for its longest label). ``kw`` goes to ``Figure.legend`` (``fontsize`` defaults
+    to :data:`~attnrank.plots.style.MIN_FONT_SIZE`, ``frameon`` to ``False``).
+    """
+    kw = {"fontsize": MIN_FONT_SIZE, "frameon": False, **kw}
+    handles = list(handles)
+    renderer = fig.canvas.get_renderer()
+    for ncols in range(max(1, min(max_cols, len(handles))), 0, -1):
+        legend = fig.legend(handles=handles, loc=loc, ncols=ncols, **kw)
+        if ncols == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
+            return legend
+        legend.remove()
+    return legend
 
 
 def figure(draw):

@@ -8,7 +8,7 @@ import seaborn as sns
 
 from ..experiments import CELLS, PRESETS, twin_scale
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
-from . import figure, new_figure
+from . import figure, figure_legend, new_figure
 from .style import MIN_FONT_SIZE
 
 __all__ = ["CELL_LABELS", "cells", "intervention", "cells_figure", "intervention_figure"]
@@ -107,7 +107,7 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
     handles, names = axes[0, 0].get_legend_handles_labels()
     uniq = dict(zip(names, handles))
     # below the panels, where constrained layout makes room for it
-    fig.legend(uniq.values(), uniq.keys(), loc="outside lower center", ncol=len(uniq), frameon=False)
+    figure_legend(fig, uniq.values(), max_cols=len(uniq))
     return fig
 
 

@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 from .. import rank
 from ..glossary import ARCH_LABELS, ARCHS
 from ..spectra import EPS32, EPS64, REFERENCE
-from . import figure, new_figure
+from . import figure, figure_legend, new_figure
 from .style import FONT_SIZE, MEASURE_COLORS, MIN_FONT_SIZE, PALETTE, axis_label, check_columns, fmt_tau, measure_label
 
 __all__ = [
@@ -365,13 +365,7 @@ def precision_by_tau(
         empty[0].axis("off")
         empty[0].legend(handles=handles, loc="center", frameon=False, fontsize=MIN_FONT_SIZE)
     else:
-        fig.legend(
-            handles=handles,
-            loc="outside lower center",
-            ncols=min(len(handles), 4),
-            frameon=False,
-            fontsize=MIN_FONT_SIZE,
-        )
+        figure_legend(fig, handles)
     return fig
 
 

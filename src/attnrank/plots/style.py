@@ -55,9 +55,10 @@ MIN_FONT_SIZE = 8.5
 PALETTE = "colorblind"
 #: The symbol of each quantity, for legend titles, panel titles and sentences.
 SYMBOLS = {"tau": r"$\tau$", "head_dim": r"$d_h$", "n": r"$n$", "T": r"$T$"}
-#: Axis and colour-bar labels (one wording per quantity).
+#: Axis and colour-bar labels (one wording per quantity; the temperature's on two lines, as a panel of a
+#: two-column figure is narrower than it on one).
 LABELS = {
-    "tau": r"temperature ratio $\tau$ (temperature $T = \tau\sqrt{d_h}$)",
+    "tau": "temperature ratio $\\tau$\n(temperature $T = \\tau\\sqrt{d_h}$)",
     "head_dim": r"head dimension $d_h$",
     "step": "training step",
     "seed": "seed",

@@ -25,7 +25,7 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 
 from ..glossary import ARCH_LABELS, fmt_setting
-from . import PALETTE, figure, new_figure
+from . import PALETTE, figure, figure_legend, new_figure
 from .style import (
     BASELINE_COLOR,
     FAILED_COLOR,
@@ -33,7 +33,6 @@ from .style import (
     FONT_SIZE,
     HIGHLIGHT_COLOR,
     LABELS,
-    MIN_FONT_SIZE,
     SYMBOLS,
     measure_label,
 )
@@ -298,19 +297,7 @@ def by_setting(
             label=f"detailed {_SYMBOLS.get(x, x)} = {fmt_setting(highlight)}",
         )
     if legend and handles:
-        # as many columns as fit in the figure's width (a wider legend is cut off at the edges)
-        renderer = fig.canvas.get_renderer()
-        for ncols in range(min(4, len(handles)), 0, -1):
-            leg = fig.legend(
-                handles=list(handles.values()),
-                loc="outside lower center",
-                ncols=ncols,
-                frameon=False,
-                fontsize=MIN_FONT_SIZE,
-            )
-            if ncols == 1 or leg.get_window_extent(renderer).width <= fig.bbox.width:
-                break
-            leg.remove()
+        figure_legend(fig, handles.values())
     if title is not None:
         fig.suptitle(title, fontsize=FONT_SIZE)
     return fig
@@ -385,13 +372,7 @@ def per_layer(
         ax.set_xlabel("layer")
         ax.set_ylabel(ylabel or measure_label(y))
         ax.set_title(ARCH_LABELS.get(cv, cv), fontsize=FONT_SIZE)
-    fig.legend(
-        handles=list(handles.values()),
-        loc="outside lower center",
-        ncols=min(4, len(handles)),
-        frameon=False,
-        fontsize=MIN_FONT_SIZE,
-    )
+    figure_legend(fig, handles.values())
     return fig
 
 
@@ -439,13 +420,7 @@ def effect_forest(
         ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_xlabel((xlabels or {}).get(p, str(p)))
         ax.set_title(str(p), fontsize=FONT_SIZE)
-    fig.legend(
-        handles=list(handles.values()),
-        loc="outside lower center",
-        ncols=len(handles),
-        frameon=False,
-        fontsize=MIN_FONT_SIZE,
-    )
+    figure_legend(fig, handles.values(), max_cols=len(handles))
     return fig
 
 

@@ -19,7 +19,7 @@ from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
-from . import PALETTE, figure, new_figure
+from . import PALETTE, figure, figure_legend, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
 from .style import FAILED_MARKER, FONT_SIZE, HEAD_DIM_CMAP, LABELS, MIN_FONT_SIZE, SYMBOLS, TAU_CMAP
 
@@ -284,9 +284,7 @@ def trajectories(
     if baseline is not None:
         handles.append(Line2D([], [], color="0.4", ls=":", lw=1.2, label=baseline_label))
     _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
-    fig.legend(
-        handles=handles, fontsize=MIN_FONT_SIZE, loc="outside lower center", ncols=min(len(handles), 4), frameon=False
-    )
+    figure_legend(fig, handles)
     return fig
 
 
@@ -408,9 +406,7 @@ def run_scatter(
         handles.append(Line2D([], [], marker=FAILED_MARKER, color=_FAILED_COLOR, ls="none", label="diverged run"))
     _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
     if handles:
-        fig.legend(
-            handles=handles, fontsize=MIN_FONT_SIZE, loc="outside lower center", ncols=len(handles), frameon=False
-        )
+        figure_legend(fig, handles, max_cols=len(handles))
     return fig
 
 
