@@ -9,8 +9,9 @@
 # %% [markdown]
 # # Temperature: a capacity knob or an optimisation knob?
 #
-# **The reviewers' first critique, in our words.** The study reads a causal chain: a colder softmax
-# raises the attention rank, a higher rank lowers the loss {cite}`min2023efficiency`. Does
+# **The reviewers' first critique, in our words.** The study reads a causal chain: the temperature
+# sets the attention rank (in the study's reading a higher temperature gives a higher rank), and a
+# higher rank lowers the loss {cite}`min2023efficiency`. Does
 # temperature act on the loss *through* the rank, or on the optimisation directly? Proposition {ref}`P3 <target-p3>` separates
 # the two. Dividing the logits by $\tau$ is the same model as multiplying the query and key
 # weights and biases by $s = 1/\sqrt\tau$; under Adam with $\epsilon \to 0$, no weight decay on
@@ -26,7 +27,7 @@
 # weights, no clipping). A seed fixes the data order, the masks and every other initial weight:
 # the five runs of a seed are paired.
 #
-# **The rule, fixed before looking** (`attnrank.rules.causal_rule`, final validation loss, per
+# **The rule, fixed before looking** (version 1, unchanged; `attnrank.rules.causal_rule`, final validation loss, per
 # architecture; every difference is a mean of per-seed differences with a Student-t 95% interval).
 # First the temperature's own loss effect, `tau` minus `tau = 1`: if its interval contains 0 there is
 # nothing to attribute (*inconclusive at this scale*). Otherwise, oriented by its sign, the
@@ -124,8 +125,8 @@ book.publish(causal.section(**params))
 # ## Verdict
 
 # %% [markdown]
-# **The loss follows the initial logit scale (and with it the initial rank), not the query/key step
-# size:** {glue:md}`causal_badge` {glue:md}`causal_summary` Regime: {glue:md}`causal_regime`.
+# **Does the loss follow the initial logit scale (and with it the initial rank) rather than the
+# query/key step size?** {glue:md}`causal_badge` {glue:md}`causal_summary` Regime: {glue:md}`causal_regime`.
 #
 # Whatever the verdict, a temperature is exactly a pair (initial logit scale, query/key step size):
 # "temperature raises the rank, rank lowers the loss" is one of two readings, and the final loss

@@ -32,7 +32,7 @@
 #   for the softmax of i.i.d. Gaussian logits *with the same logit scale*. We compute that limit by Monte Carlo; it is
 #   a limit, approached from either side, not a ceiling.
 #
-# **The rule, fixed before looking.** "Temperature is the stronger lever on the initial rank" is judged, per
+# **The rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). "Temperature is the stronger lever on the initial rank" is judged, per
 # architecture, on the range a user can actually set: how much the mean initial rank (primary measure, the effective
 # rank; one value per run, the run is the independent unit) moves across the whole temperature grid at the standard
 # head dimension, minus how much it moves across the whole head-dimension grid at the standard $\tau = 1$, both as
@@ -139,7 +139,7 @@ book.publish(headdim.section(**params))
 # ```
 
 # %% [markdown]
-# The bound holds for all but {glue:text}`headdim_p1_violations` of {glue:text}`headdim_p1_matrices` BERT matrices. At
+# {glue:text}`headdim_p1_holds`. At
 # $\tau = 1$ the bound at relative tolerance $10^{-2}$ computed from each matrix's half-range $M$ is exactly
 # $r_1 = d_\mathrm{head}+1$ (capped at $n$) for a fraction {glue:text}`headdim_p1_bound_is_r1` of the matrices.
 # The measured rank equals $r_1$ for a fraction {glue:text}`headdim_p1_r1_at_rtol2` of them at tolerance $10^{-2}$

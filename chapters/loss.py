@@ -10,8 +10,9 @@
 # # Higher rank, lower loss? Association and cause
 #
 # The study's second claim {cite}`min2023efficiency` is that **models whose attention matrices have a higher rank
-# reach a lower loss and converge faster**. Its evidence is a sweep over the softmax temperature: a lower temperature
-# gives a higher initial rank, and (so the claim goes) a lower loss. The reviewers' first objection is that this does
+# reach a lower loss and converge faster**. Its evidence is a sweep over the softmax temperature: as the reviewers read
+# it, a higher temperature gives a higher initial rank on the study's absolute threshold, and (so the claim goes) a
+# lower loss (the {doc}`temperature chapter <temp>` tests that sign on every rank measure). The reviewers' first objection is that this does
 # not separate rank from temperature: the temperature could change the optimisation directly, and the rank could be a
 # bystander.
 #
@@ -67,7 +68,7 @@ book.publish(loss.section(**params))
 
 # %% [markdown]
 # (loss-rule)=
-# ## The rule, fixed before looking
+# ## The rule (version 2, changed after looking on 2026-11-30: see {doc}`changes`)
 #
 # The outcome is the final validation loss and the rank is the initial mean rank on the primary measure, the
 # **effective rank** ({glue:text}`loss_primary_label`). For each architecture, two rank correlations, each with a 95 %
@@ -196,6 +197,6 @@ book.publish(loss.section(**params))
 # {glue:text}`loss_val_hd1_gpt2` (GPT-2) at $\tau = 1$, and {glue:text}`loss_val_hdmin_bert` (BERT) and
 # {glue:text}`loss_val_hdmin_gpt2` (GPT-2) at $\tau$ = {glue:text}`loss_tau_min`.
 #
-# What would settle the causal question beyond this book: hold $\tau = 1$ and change the rank by another route that
-# leaves the optimiser alone (for example the initial scale of $W_Q, W_K$ with the learning rate compensated, the
-# equivalence of the theory chapter run backwards), and check whether the loss follows the rank or the step size.
+# These are associations. The {doc}`causal chapter <causal>` takes the next step: it holds $\tau = 1$ and moves the
+# initial logit scale (hence the initial rank) and the query/key step size one at a time, and asks which of the two the
+# loss follows.

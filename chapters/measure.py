@@ -316,7 +316,7 @@ book.publish(measure.section(**params))
 #
 # ## Verdict
 #
-# **Rule, fixed before looking.** At the largest temperature of the grid, measure BERT
+# **Rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). At the largest temperature of the grid, measure BERT
 # (whose limit is the rank-one uniform matrix) with the float64 reference pipeline and express each measure as
 # excess rank $e = (\text{rank} - 1)/(n - 1)$: 0 at rank one, 1 at full rank, averaged over each run's probe
 # sequences, with a Student-t 95% interval over runs (`attnrank.stats.mean_ci` with the runs as clusters). A

@@ -35,7 +35,7 @@ book.publish(protocol.section(**params))
 
 # %% [markdown]
 # (protocol-rule)=
-# ## The rules, fixed before looking
+# ## The rules, fixed before looking (version 1, unchanged)
 #
 # **The study's statistic** is the mean rank at $\tau = 1$ minus the mean rank at $\tau = 10^{-3}$,
 # each the average over 4 + 4 examples of one run; its *conclusion* is the sign (which temperature

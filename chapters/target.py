@@ -12,7 +12,7 @@
 # **Claim (v) of the study, in our words.** On a synthetic task whose solution needs a
 # high-rank attention matrix, the standard settings (temperature ratio $\tau = 1$, small heads) fail to fit the
 # target, which the study reads as support for its account: a low attention rank limits what the model can do,
-# and a lower temperature or a larger head raises the rank {cite}`min2023efficiency`. The study's task itself is
+# and the temperature or a larger head "can amplify the ranks" {cite}`min2023efficiency`. The study's task itself is
 # not public, so we build the smallest task of this kind and ask two questions: *do* the standard settings fall
 # short, and if they do, is the reason the one the study gives?
 #
@@ -236,7 +236,7 @@ book.publish(target.section(**params))
 #
 # ## Verdict
 #
-# **Rule, fixed before looking.** The claim is tested for plain dot-product attention (the
+# **Rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). The claim is tested for plain dot-product attention (the
 # attention of BERT and GPT-2) on the permutation target, and has two parts.
 #
 # 1. *Shortfall of the standard setting.* At $\tau = 1$, heads of a realistic size

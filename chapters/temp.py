@@ -7,12 +7,16 @@
 # ---
 
 # %% [markdown]
-# # Temperature: does a colder softmax raise the attention rank?
+# # Temperature: does a higher temperature raise the attention rank?
 #
-# **Claim (iii) of the study, in our words.** Dividing the attention logits by a smaller temperature raises the rank
-# of the attention matrices at initialisation, and (through claim (ii), a higher rank goes with a lower loss) a colder
-# softmax trains to a lower loss {cite}`min2023efficiency`. The study compares the standard transformer
-# {cite}`vaswani2017attention` with temperatures a thousand times smaller.
+# **Claim (iii) of the study, as it made it.** The abstract says that "modifying the softmax temperature or the head
+# dimension can amplify the ranks, with the former exerting a more significant effect" {cite}`min2023efficiency`. It
+# does not write the direction down; the reviewers read it from the study's figures: a *higher* temperature gives a
+# higher measured rank and a lower loss, and the low temperature gives a rank near $0.63\,n$, the hardmax value the
+# theory characterises. So the claim we test is the study's: **the higher the temperature, the higher the attention
+# rank at initialisation**, and (with claim (ii), a higher rank goes with a lower loss) **the higher the temperature,
+# the lower the loss after training**. The study compares the standard transformer {cite}`vaswani2017attention` with
+# temperatures a thousand times smaller.
 #
 # We write the attention of one head as
 #
@@ -23,31 +27,35 @@
 # grid of {glue:text}`temp_grid_text`, trains both models from scratch at every grid point with several seeds, and
 # asks two separate questions:
 #
-# 1. does a lower $\tau$ raise the rank *at initialisation* (for every rank measure of the chapter on measuring rank)?
-# 2. does a lower $\tau$ give a lower validation loss after training?
+# 1. does a higher $\tau$ give a higher rank *at initialisation*, and on which rank measures (the study's absolute
+#    threshold and every threshold-free measure of the chapter on measuring rank)?
+# 2. does a higher $\tau$ give a lower validation loss after training?
 #
 # One setting, the parameter `tau` below, is shown in detail against the baseline $\tau = 1$; change it with
 # `papermill temp.ipynb out.ipynb -p tau 0.3` (a value off the grid trains its own runs, for both architectures and
 # every seed of the sweep).
 #
-# **The rules, fixed before looking.** Both questions are judged per architecture on the runs of the grid (one value
+# **The rules** (version 3: the statistics and thresholds of version 2, 2026-11-30, with the sign turned to the
+# study's on 2026-12-02; both changed after looking, see {doc}`changes`). Both questions are judged per architecture on the runs of the grid (one value
 # per run: the run is the independent unit, never a probe sequence), and the claim is made for both BERT and GPT-2, so
 # it is *supported* only if it holds for both, *not supported* if the data rule it out for either, and otherwise
 # *inconclusive at this scale*.
 #
 # 1. *Rank* (verdict `temp`). The statistic is the study's own comparison: the mean initial rank (primary measure, the
-#    effective rank) at the coldest grid value $\tau = 10^{-3}$ minus its mean at the stock $\tau = 1$, with Welch's
-#    $t$ interval (95%) and an exact permutation test over seeds. Supported if the interval lies above zero, not
-#    supported if below. The theory below predicts a *peak* rather than a monotone trend, so beside the verdict we
+#    effective rank) at the stock $\tau = 1$ minus its mean at the coldest grid value $\tau = 10^{-3}$, with Welch's
+#    $t$ interval (95%); the interval decides, and an exact permutation test over seeds is shown beside it (with two
+#    seeds per arm its $p$ cannot fall below $1/3$, so it can never decide alone). Supported (the study's sign) if the
+#    interval lies above zero, not supported (the sign reversed) if below. The theory below predicts a *peak* rather than a monotone trend, so beside the verdict we
 #    report where on the grid the mean initial rank peaks, with a stratified-bootstrap interval on the grid (a peak is
 #    *interior* when the interval excludes both ends). The same rule is applied with every rank measure.
-# 2. *Loss* (verdict `temp_loss`). The study's claim is that a colder softmax trains to a lower loss, i.e. Spearman's
-#    $\rho(\log\tau, \text{final loss}) > 0$. Supported if the 95% interval (BCa bootstrap over runs,
-#    {glue:text}`temp_n_resamples` resamples) lies above zero, not supported (colder trains *worse*) if below. Beside
+# 2. *Loss* (verdict `temp_loss`). The study's claim is that a hotter softmax trains to a lower loss, i.e. Spearman's
+#    $\rho(\log\tau, \text{final loss}) < 0$. Supported if the 95% interval (BCa bootstrap over runs,
+#    {glue:text}`temp_n_resamples` resamples) lies below zero, not supported (hotter trains *worse*) if above. Beside
 #    it: the grid value with the lowest mean final loss.
 #
-# When a verdict is not supported we state how many seeds (or runs) would resolve the pre-registered effect at the
-# observed seed spread: one unit of effective rank for the rank comparison, $|\rho| = 0.5$ for the loss correlation.
+# When a verdict is unresolved (inconclusive) we state how many seeds (or runs) would resolve the pre-registered effect
+# at the observed spread: one unit of effective rank for the rank comparison, $|\rho| = 0.5$ for the loss correlation
+# (from the width of the observed interval).
 
 # %% tags=["parameters", "hide-input"]
 profile = "auto"
@@ -98,6 +106,13 @@ book.publish(temp.section(**params))
 # multiplies every logit by $1/\tau$. In the opposite limit ($\tau \to 0$) every row becomes one-hot at its argmax and
 # the rank tends to the number of distinct argmax columns (P2), about $0.63\,n$ or fewer: the rank need not keep
 # rising all the way down.
+#
+# Which way the study's comparison comes out therefore depends on how rank is counted. An *absolute* threshold of
+# $10^{-8}$ counts every block whose singular values exceed $10^{-8}$, however small beside $\sigma_1 \geq 1$: near
+# $\tau = 1$ the higher blocks of the staircase are tiny but above it (and float32 round-off adds more), so a nearly
+# uniform matrix can count as close to full rank, while the hardmax limit counts about $0.63\,n$. The effective rank
+# weighs each direction by its size, so a nearly uniform matrix scores close to 1 and the sharper cold matrices
+# score more. The two kinds of measure can give opposite signs; the data below say which.
 #
 # We measure the logit scale directly on the freshly initialised models: the within-row standard deviation of $S$, on
 # the probe sequences of the runs.
@@ -150,8 +165,10 @@ book.publish(temp.section(**params))
 # verdict does not depend on the `tau` parameter.
 
 # %% [markdown]
-# The rule with every rank measure (Welch-t interval of the difference of means and its exact permutation $p$; the peak
-# is where the mean initial rank is largest over the grid, with a stratified-bootstrap interval on the grid):
+# The rule with every rank measure (Welch-t interval of the difference of means, which decides, and its exact
+# permutation $p$ beside it; "sign": whether the interval gives the study's sign, reverses it or does not decide; the
+# peak is where the mean initial rank is largest over the grid, with a stratified-bootstrap interval on the grid).
+# {glue:text}`temp_sign`
 #
 # ```{glue} temp_rank_rule
 # ```
@@ -160,14 +177,13 @@ book.publish(temp.section(**params))
 # The mean initial effective rank goes from {glue:text}`temp_rank0_base_bert` at $\tau = 1$ to
 # {glue:text}`temp_rank0_tau_bert` at $\tau =$ {glue:text}`temp_tau` and {glue:text}`temp_rank0_min_bert` at
 # $\tau =$ {glue:text}`temp_tau_min` for BERT (GPT-2: {glue:text}`temp_rank0_base_gpt2`,
-# {glue:text}`temp_rank0_tau_gpt2`, {glue:text}`temp_rank0_min_gpt2`). The study's comparison, coldest minus
-# stock, is {glue:text}`temp_cold_diff_bert` runs for BERT (exact permutation $p =$ {glue:text}`temp_cold_p_bert`)
+# {glue:text}`temp_rank0_tau_gpt2`, {glue:text}`temp_rank0_min_gpt2`). The study's comparison, stock minus
+# coldest, is {glue:text}`temp_cold_diff_bert` runs for BERT (exact permutation $p =$ {glue:text}`temp_cold_p_bert`)
 # and {glue:text}`temp_cold_diff_gpt2` runs for GPT-2 ($p =$ {glue:text}`temp_cold_p_gpt2`). With
 # {glue:text}`temp_n_seeds` seeds per arm the Welch interval has few degrees of freedom and the smallest possible
-# exact $p$ is {glue:text}`temp_min_p`, so only a difference far larger than the seed spread can clear the rule;
-# at the observed seed spread of the initial rank ({glue:text}`temp_rank_spread_bert` for BERT,
-# {glue:text}`temp_rank_spread_gpt2` for GPT-2) the seeds per arm needed to resolve one unit of effective rank are
-# {glue:text}`temp_rank_needed_bert` (BERT) and {glue:text}`temp_rank_needed_gpt2` (GPT-2). The mean initial rank
+# exact $p$ is {glue:text}`temp_min_p`, so only a difference far larger than the seed spread can clear the rule.
+# The observed seed spread of the initial effective rank is {glue:text}`temp_rank_spread_bert` (BERT) and
+# {glue:text}`temp_rank_spread_gpt2` (GPT-2). {glue:text}`temp_rank_needed` The mean initial rank
 # peaks at $\tau =$ {glue:text}`temp_peak_bert` for BERT and at $\tau =$ {glue:text}`temp_peak_gpt2` for GPT-2.
 #
 # Two of the measures in the table are not counts of directions: the stable rank is 1 for uniform rows and grows as
@@ -205,7 +221,7 @@ book.publish(temp.section(**params))
 # ```
 
 # %% [markdown]
-# ## Does a lower temperature give a lower loss?
+# ## Does a higher temperature give a lower loss?
 #
 # The validation loss (cross-entropy in nats per predicted token, masked tokens for BERT, next tokens for GPT-2)
 # through training for every temperature of the sweep: one curve per $\tau$ coloured on a log scale, $\tau = 1$ bold,
@@ -234,7 +250,8 @@ book.publish(temp.section(**params))
 
 # %% [markdown]
 # Spearman's $\rho(\log\tau, \text{final loss})$ is {glue:text}`temp_loss_rho_bert` runs for BERT and
-# {glue:text}`temp_loss_rho_gpt2` runs for GPT-2 (a negative $\rho$: the colder, the worse). The lowest mean final
+# {glue:text}`temp_loss_rho_gpt2` runs for GPT-2 (a negative $\rho$: the hotter, the lower the loss, the study's
+# sign). The lowest mean final
 # loss on the grid is at $\tau =$ {glue:text}`temp_loss_best_bert` for BERT and $\tau =$
 # {glue:text}`temp_loss_best_gpt2` for GPT-2. At $\tau =$ {glue:text}`temp_tau` the mean final loss is
 # {glue:text}`temp_loss_tau_bert` (BERT) and {glue:text}`temp_loss_tau_gpt2` (GPT-2), against
@@ -247,7 +264,7 @@ book.publish(temp.section(**params))
 # ## Verdicts
 
 # %% [markdown]
-# **Claim (iii), a colder softmax raises the initial rank:** {glue:md}`temp_badge` {glue:md}`temp_summary`
+# **Claim (iii), a higher temperature gives a higher initial rank:** {glue:md}`temp_badge` {glue:md}`temp_summary`
 # Regime: {glue:md}`temp_regime`.
 #
 # The rank rule with every rank measure:
@@ -255,11 +272,13 @@ book.publish(temp.section(**params))
 # ```{glue} temp_by_measure
 # ```
 #
-# **A colder softmax trains to a lower loss:** {glue:md}`temp_loss_badge` {glue:md}`temp_loss_summary`
+# **Claims (ii) and (iii) together, a higher temperature trains to a lower loss:** {glue:md}`temp_loss_badge`
+# {glue:md}`temp_loss_summary`
 #
 # The rank half of the claim is a statement about initialisation, and the mechanism is simple: $\tau$ multiplies the
-# initial logits by $1/\tau$, and the rank measures how far the softmax is from its uniform first-order term, up to
-# the hardmax limit where it falls again. Whether that initial rank then matters for the loss, separately from the
+# initial logits by $1/\tau$, and a threshold-free rank measures how far the softmax is from its uniform first-order
+# term, up to the hardmax limit where it falls again; the study's absolute threshold counts the tiny directions of a
+# nearly uniform matrix as rank, which is how it can read the opposite sign. Whether that initial rank then matters for the loss, separately from the
 # temperature's direct effect on optimisation (P3), is tested in the chapter on loss; the comparison with head
 # dimension, the other lever the study names, is in the next chapter.
 #

@@ -330,7 +330,7 @@ book.publish(experiments.section(**params))
 # $\tau = 1$ are trained at $n \in$ {glue:text}`seq_len_ns` ({glue:text}`seq_len_setting`,
 # {glue:text}`seq_len_n_runs` runs), and their initial and trained ranks are set beside uniform
 # attention over the visible keys (causal for GPT-2) and the study's bound $(1 - 1/e)\,n + 1$.
-# **Rule, fixed before looking:** for each model and $n$, the mean trained effective rank over
+# **Rule, fixed before looking (version 1, unchanged):** for each model and $n$, the mean trained effective rank over
 # seeds with its 95% Student-t interval is compared with the bound: supported if every interval
 # lies below it, not supported if any lies wholly above it, otherwise inconclusive at this scale.
 # The same rule is applied with every measure (the intro's robustness table).

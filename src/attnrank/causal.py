@@ -42,6 +42,7 @@ from .section import Figure, Section, Table, Verdict
 from .stats import Estimate
 from .store import Run, load_table, read
 from .train import prepare_data
+from .verdicts import INCONCLUSIVE
 
 __all__ = [
     "label_cells",
@@ -52,6 +53,7 @@ __all__ = [
     "runs_text",
     "twins_table",
     "twin_gaps",
+    "answer_text",
     "effects_table",
     "intervention",
     "intervention_spans",
@@ -289,13 +291,44 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
     """The sentence of the ``causal`` verdict: the question, :func:`causal_text` per
     architecture, how closely the twins match (:func:`twins_table`) and the runs."""
 
+    gaps = twin_gaps(twins)
     return (
-        f"Does temperature act on the final loss through the initial logit scale (and so the initial rank) "
-        f"rather than the query/key step size? Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
-        f"s = {twin_scale(tau):.3g}. {causal_text(result, 'bert')}. {causal_text(result, 'gpt2')}. Twins match to "
-        f"{fmt(twins['largest per-seed |τ − twin|'].max(), 2)}. {profile} profile at {PRESETS[profile][0]} sizes, "
-        f"{n_runs} runs."
+        f"{answer_text(result)} Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
+        f"s = {twin_scale(tau):.3g}. {causal_text(result, 'bert')}. {causal_text(result, 'gpt2')}. Each tau run "
+        f"and its twin differ by at most {gaps['causal_twin_max_loss']} nats in final validation loss and "
+        f"{gaps['causal_twin_max_rank']} units of rank. The {profile} profile at {PRESETS[profile][0]} "
+        f"sizes, {n_runs} runs."
     )
+
+
+def answer_text(result: SweepVerdict) -> str:
+    """What :func:`attnrank.rules.causal_rule` found, in words, per architecture: the loss follows the
+    initial logit scale (supported), the query/key step size (not supported), or the runs do not tell,
+    and then why: the temperature's own loss effect is not resolved (nothing to split), or the two
+    halves' effects are not resolved apart."""
+    words = []
+    for a, r in result.arch.items():
+        name, st = ARCH_NAMES[a], r.verdict.status
+        if st == "supported":
+            words.append(
+                f"for {name} the loss follows the initial logit scale (and so the initial rank), not the "
+                "query/key step size"
+            )
+        elif st == "not supported":
+            words.append(f"for {name} the loss follows the query/key step size, not the initial logit scale")
+        elif _unresolved(r.parts["temperature"]):
+            words.append(
+                f"for {name} the temperature has no resolved effect on the final loss, so there is nothing to split"
+            )
+        else:
+            words.append(f"for {name} the runs do not tell which half the temperature's loss effect follows")
+    text = "; ".join(words)
+    return text[0].upper() + text[1:] + "."
+
+
+def _unresolved(e: Estimate) -> bool:
+    """Whether an effect's interval contains 0 (or is missing): no resolved effect."""
+    return not (e.has_interval and (e.low > 0 or e.high < 0))
 
 
 def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
@@ -309,7 +342,7 @@ def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
         f"{fmt_estimate(p['init'], digits, n=False)}, step size alone {fmt_estimate(p['lr'], digits, n=False)}, oriented difference "
         f"{fmt_estimate(r.verdict.estimate, digits, n=False)} ({r.verdict.status})"
     )
-    if r.verdict.status != "supported" and r.verdict.needed is not None:
+    if r.verdict.status == INCONCLUSIVE and r.verdict.needed is not None:
         txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {fmt_setting(r.verdict.effect)} nats"
     return txt
 

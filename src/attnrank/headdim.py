@@ -164,6 +164,14 @@ def finding(lv: SweepVerdict) -> str:
     return f"Range of the mean initial effective rank over each grid, τ against head dimension: {parts}."
 
 
+def bound_holds_text(violations: int, matrices: int) -> str:
+    """How often the P1 bound holds, in words: ``"The bound holds for every one of the 7,680 BERT matrices"``,
+    or ``"The bound fails for 3 of the 7,680 BERT matrices"``."""
+    if violations == 0:
+        return f"The bound holds for every one of the {matrices:,} BERT matrices"
+    return f"The bound fails for {violations:,} of the {matrices:,} BERT matrices"
+
+
 # --------------------------------------------------------------------------- the chapter
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "seeds", "taus", "head_dims", "mc_samples", "dataset")
@@ -287,6 +295,7 @@ def section(
         )
     check, facts = baselines.bound_check(init[init.arch == "bert"], n_tok)
     glue.update({f"headdim_p1_{k}": v for k, v in facts.items()})
+    glue["headdim_p1_holds"] = bound_holds_text(int(facts["violations"]), int(facts["matrices"]))
     tables.append(Table("headdim_bound_check", _bound_table(check), digits=3, formats={"τ": fmt_setting}))
     # the lever rule
     hd1, hdmin = hd_runs[np.isclose(hd_runs.tau, 1.0)], hd_runs[np.isclose(hd_runs.tau, tau_min)]

@@ -24,7 +24,17 @@ from .section import Figure, Section, Table, Verdict
 from .store import load_table
 from .study import Records
 
-__all__ = ["PARAMETERS", "section", "agreement", "flip_table", "judge", "set_early_summary"]
+__all__ = [
+    "PARAMETERS",
+    "section",
+    "agreement",
+    "flip_table",
+    "judge",
+    "set_early_summary",
+    "flip_words",
+    "agreement_words",
+    "protocol_finding",
+]
 
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "seeds", "n_draws", "dataset")
@@ -116,16 +126,74 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
         else f"Eight examples and one run do not settle the sign the study read: the flip rate is not resolved below "
         f"{fmt(rules.MAX_FLIP, 0, percent=True)}"
     )
-    n_train, n_test = STUDY_EXAMPLES
-    summary = (
-        f"Over {n_draws} draws of {n_train} + {n_test} examples and one run per temperature, the study's conclusion "
-        f"at the last step flips in {fmt_estimate(res.flip['bert'], 1, n=False, percent=True)} of draws for BERT and "
-        f"{fmt_estimate(res.flip['gpt2'], 1, n=False, percent=True)} for GPT-2 (at most {fmt(rules.MAX_FLIP, 0, percent=True)} allowed). "
-        f"Against our protocol (effective rank, all sequences, {records.pair.seed.nunique()} seeds): {joined}. "
-        + "; ".join(f"{part} for {ARCH_LABELS[a]}: {st}" for (part, a), st in res.parts.items())
-        + "."
-    )
+    summary = flip_words(res, n_draws) + " " + agreement_words(res, records.pair.seed.nunique())
     return res, glue, summary
+
+
+def protocol_finding(res, n_draws: int) -> str:
+    """The protocol verdict in one line for the intro: whether 4 + 4 examples ever flip the study's sign,
+    and whether that sign is ours, per architecture."""
+    flips = (
+        f"4 + 4 examples never flip the study's sign in {n_draws} draws"
+        if all(e.value == 0 for e in res.flip.values())
+        else f"4 + 4 examples flip the study's sign in at most {fmt(max(e.value for e in res.flip.values()), 1, percent=True)} of draws"
+    )
+    words = {
+        "supported": "ours",
+        "not supported": "opposite to ours",
+        "inconclusive at this scale": "unresolved by ours",
+    }
+    agree = ", ".join(f"{ARCH_NAMES[a]} {words[res.parts[('agrees', a)]]}" for a in res.flip)
+    return f"{flips}; that sign is {agree}."
+
+
+def flip_words(res, n_draws: int) -> str:
+    """What the flip rates of :func:`attnrank.rules.protocol_rule` say, in words: ``"In none of the 200
+    draws ... does the study's conclusion flip ..."`` when no draw flips, else the rates; and whether
+    each architecture's rate is below :data:`attnrank.rules.MAX_FLIP` (the rule's stable part)."""
+    n_train, n_test = STUDY_EXAMPLES
+    limit = fmt(rules.MAX_FLIP, 0, percent=True)
+    draws = f"{n_draws} draws of {n_train} + {n_test} examples and one run per temperature"
+    if all(e.value == 0 for e in res.flip.values()):
+        bounds = " and ".join(f"{fmt(e.high, 1, percent=True)} for {ARCH_NAMES[a]}" for a, e in res.flip.items())
+        head = (
+            f"In none of the {draws} does the sign of the study's comparison at the last step flip (95% upper bound "
+            f"on the flip rate {bounds}; the rule allows {limit})"
+        )
+    else:
+        rates = " and ".join(
+            f"{fmt_estimate(e, 1, n=False, percent=True)} of draws for {ARCH_NAMES[a]}" for a, e in res.flip.items()
+        )
+        head = f"Over {draws}, the sign of the study's comparison at the last step flips in {rates} (the rule allows {limit})"
+    stable = {a: res.parts[("stable", a)] for a in res.flip}
+    words = {
+        "supported": "so few examples are enough for the sign",
+        "not supported": "so few examples are not enough for the sign",
+        "inconclusive at this scale": "the draws do not show whether so few examples are enough",
+    }
+    if len(set(stable.values())) == 1:
+        tail = words[next(iter(stable.values()))]
+    else:
+        tail = "; ".join(f"for {ARCH_NAMES[a]} {words[st]}" for a, st in stable.items())
+    return f"{head}: {tail}."
+
+
+def agreement_words(res, n_seeds: int) -> str:
+    """Whether the study's sign is the one our protocol (the primary measure, every probe sequence, every
+    seed) finds, per architecture, in words (the rule's "agrees" part)."""
+    words = {
+        "supported": "the same sign",
+        "not supported": "the opposite sign",
+        "inconclusive at this scale": "no resolved sign",
+    }
+    by = {}
+    for a in res.flip:
+        by.setdefault(words[res.parts[("agrees", a)]], []).append(ARCH_NAMES[a])
+    parts = "; ".join(f"for {' and '.join(names)} {w}" for w, names in by.items())
+    return (
+        f"Our protocol ({MEASURE_LABELS[PRIMARY_MEASURE]}, every probe sequence, {n_seeds} seeds) finds {parts}. "
+        f"The verdict needs both parts for both models."
+    )
 
 
 def set_early_summary(early, final_step: int) -> str:
@@ -185,14 +253,11 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     early = rules.set_early_rule(by_step)
     figures.append(figure(pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO)))
     regime = regime_clause(d.ok, reference_losses(profile, ARCHS, dataset))
-    flip_max = max(e.high for e in res.flip.values())
     verdicts = [
         Verdict(
             "protocol",
             res.status,
-            f"4 + 4 examples flip the study's sign in at most {fmt(flip_max, 1, percent=True)} of draws; "
-            + "; ".join(f"{ARCH_NAMES[a]} {part}: {st}" for (part, a), st in res.parts.items() if part == "agrees")
-            + ".",
+            protocol_finding(res, n_draws),
             "; ".join(
                 f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items()
             ),

@@ -18,14 +18,15 @@ import pandas as pd
 
 from . import experiments, presets, runs
 from .book import ENVIRONMENT_PACKAGES
-from .glossary import ARCH_LABELS, fmt_setting
+from .errors import ConfigError
+from .glossary import ARCH_LABELS, fmt, fmt_setting
 from .profiles import PROFILES, profile_defaults, resolve_config, resolve_profile
 from .provenance import lock_state
 from .section import Section, Table
 from .store import code_hash
 from .train import device_name
 
-__all__ = ["PARAMETERS", "section", "environment", "profile_tables"]
+__all__ = ["PARAMETERS", "section", "environment", "profile_tables", "multiplicity"]
 
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "dataset")
@@ -69,6 +70,28 @@ def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
+def multiplicity(n_verdicts: int, level: float = 0.95) -> dict:
+    """The book's multiplicity in numbers, for the conventions page: the verdicts tested
+    (``repro_n_verdicts``), the number a reader should expect decided by chance alone if no claim held
+    and every test were independent (``repro_chance_decided``, ``n (1 - level)``), and the per-verdict
+    level that would hold the family-wise error at ``1 - level`` (``repro_bonferroni``, Bonferroni).
+
+    Raises:
+        ConfigError: naming ``n_verdicts`` when it is below 1, ``level`` outside (0, 1).
+    """
+    if isinstance(n_verdicts, bool) or not isinstance(n_verdicts, int) or n_verdicts < 1:
+        raise ConfigError("n_verdicts", f"got {n_verdicts!r}; expected a count of at least 1")
+    if not 0 < level < 1:
+        raise ConfigError("level", f"got {level!r}; expected a confidence level in (0, 1)")
+    alpha = 1 - level
+    return {
+        "repro_n_verdicts": n_verdicts,
+        "repro_chance_decided": fmt(n_verdicts * alpha, 1),
+        "repro_bonferroni": fmt(alpha / n_verdicts, 2),
+        "repro_level": f"{level:.0%}",
+    }
+
+
 def section(profile: str = "auto", *, dataset: str | None = None) -> Section:
     """The reproducibility chapter's numbers and tables (the runs of the shared sweep are trained where missing).
 
@@ -109,6 +132,7 @@ def section(profile: str = "auto", *, dataset: str | None = None) -> Section:
     shown = sweep[list(cols)].rename(columns=cols)
     defaults, grids = profile_tables()
     scales = experiments.verdict_scales(profile, dataset=dataset)
+    glue.update(multiplicity(len(scales)))
     tables = [
         Table("repro_environment", env),
         Table("repro_runs", shown.assign(model=shown.model.map(ARCH_LABELS)), digits=4, formats={"τ": fmt_setting}),

@@ -59,6 +59,7 @@ __all__ = [
     "seeds_needed",
     "seeds_needed_t",
     "runs_needed_correlation",
+    "runs_needed_observed",
     "steps_to_level",
 ]
 
@@ -686,6 +687,34 @@ def runs_needed_correlation(rho: float, *, alpha: float = 0.05, power: float = 0
     power = check_positive_float("power", power, high=1 - 1e-9)
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     return int(math.ceil((z / math.atanh(abs(rho))) ** 2 + 3 - 1e-9))
+
+
+def runs_needed_observed(estimate: Estimate, effect: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Runs in total that would resolve a correlation ``effect`` at the sampling spread ``estimate`` shows.
+
+    The observed interval gives the standard error on Fisher's z scale,
+    ``se = (atanh(high) - atanh(low)) / (2 z_{(1 + c) / 2})`` for confidence ``c``, at ``n`` runs; a
+    correlation's z has a standard error proportional to ``1 / sqrt(n - 3)`` (Fisher 1921), so at ``N``
+    runs it is ``se sqrt((n - 3) / (N - 3))``, and the test at level ``alpha`` detects ``effect`` with
+    ``power`` once ``se_N (z_{1 - alpha/2} + z_{power}) <= atanh(|effect|)``:
+    ``N = ceil(3 + (n - 3) (se (z_{1 - alpha/2} + z_{power}) / atanh(|effect|))^2)``, at least 4.
+    Unlike :func:`runs_needed_correlation` (the normal-theory count, 30 for ``|effect| = 0.5`` whatever
+    the data), this uses the spread of the runs measured (a bootstrap interval wider than normal theory
+    asks for more runs). When the interval cannot give a spread (``n <= 3``, a bound at +-1 or not
+    finite) it returns :func:`runs_needed_correlation`.
+
+    Raises:
+        ConfigError: ``|effect|`` not in (0, 1), or ``alpha``/``power`` not in (0, 1).
+    """
+    fallback = runs_needed_correlation(effect, alpha=alpha, power=power)  # also checks the arguments
+    lo, hi, n = estimate.low, estimate.high, estimate.n
+    if not (math.isfinite(lo) and math.isfinite(hi)) or n <= 3 or not -1 < lo <= hi < 1:
+        return fallback
+    se = (math.atanh(hi) - math.atanh(lo)) / (2 * stats.norm.ppf(0.5 + estimate.confidence / 2))
+    if se <= 0:
+        return fallback
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    return max(4, int(math.ceil(3 + (n - 3) * (se * z / math.atanh(abs(effect))) ** 2 - 1e-9)))
 
 
 def seeds_needed_t(

@@ -1,12 +1,14 @@
-"""Temperature and rank, the temperature chapter: claim (iii), a colder softmax raises the attention rank.
+"""Temperature and rank, the temperature chapter: claim (iii) as the study made it, a higher temperature
+gives a higher attention rank (and, with claim (ii), a lower loss).
 
 :func:`section` reads the temperature grid of the shared sweep (plus a detailed ``tau`` and
 ``tau = 1`` when off it), measures the logit scale of the freshly initialised models, applies the
 two pre-registered rules (:func:`attnrank.rules.temperature_rank`, the study's two-point comparison
 with the peak located on the grid; :func:`attnrank.rules.temperature_loss`) with every rank measure
 and returns the chapter's :class:`~attnrank.section.Section`: six figures, their tables and the
-``temp`` and ``temp_loss`` verdicts. :func:`peak_shape`, :func:`grid_interval` and
-:func:`verdict_text` write a location on a grid and an estimate for the other chapters too.
+``temp`` and ``temp_loss`` verdicts. :func:`sign_finding` says, from the data, on which rank
+measures the study's sign holds and on which it reverses. :func:`peak_shape`, :func:`grid_interval`
+and :func:`verdict_text` write a location on a grid and an estimate for the other chapters too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from .section import Figure, Section, Table, Verdict, by_measure_table
 from .stats import Estimate
 from .store import load_table
+from .verdicts import INCONCLUSIVE
 from .verdicts import Verdict as Judged
 
 __all__ = [
@@ -36,6 +39,10 @@ __all__ = [
     "grid_text",
     "grid_interval",
     "needed_text",
+    "needed_clause",
+    "MEASURE_KINDS",
+    "sign_of",
+    "sign_finding",
     "verdict_text",
     "temperature_table",
     "temperature_loss_table",
@@ -89,34 +96,98 @@ def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
 
 
 def needed_text(v: Judged) -> str:
-    """The runs a verdict needs, for prose: ``"12"`` or ``"none (resolved)"`` when it needs none."""
-    return str(v.needed) if v.needed is not None else "none (resolved)"
+    """The runs an unresolved verdict needs, for prose: ``"12 seeds per arm"``; ``""`` for a resolved
+    verdict (supported or not supported), which needs none."""
+    return f"{v.needed} {v.needed_unit}" if v.status == INCONCLUSIVE and v.needed is not None else ""
+
+
+def needed_clause(results: dict, what: str) -> str:
+    """One sentence on the runs the unresolved architectures of a verdict need (``results`` is
+    ``{arch: ArchResult}``): ``"At the observed seed spread, about 12 seeds per arm would resolve <what>
+    for GPT-2."``, or ``"Both architectures are resolved at this number of seeds."`` when none is
+    unresolved."""
+    parts = [f"{needed_text(r.verdict)} for {ARCH_NAMES[a]}" for a, r in results.items() if needed_text(r.verdict)]
+    if not parts:
+        return "The verdict is resolved for both architectures at this number of seeds; no more runs are needed."
+    return f"At the observed seed spread, about {' and '.join(parts)} would resolve {what}."
 
 
 def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | None = None) -> str:
     """One architecture's estimate for a verdict summary: ``"<what> <estimate> runs"``, and, when the
-    verdict is not supported and more runs would resolve it, ``" (about N <unit> would resolve the
-    pre-registered effect)"`` (``effect`` given: ``"... a difference of <effect>"``)."""
+    verdict is unresolved (inconclusive) and more runs would resolve it, ``" (about N <unit> would
+    resolve the pre-registered effect)"`` (``effect`` given: ``"... a difference of <effect>"``)."""
     v = r.verdict
     s = f"{what} {fmt_estimate(v.estimate, digits)} runs"
-    if v.status != "supported" and v.needed is not None:
+    if v.status == INCONCLUSIVE and v.needed is not None:
         target = "the pre-registered effect" if effect is None else f"a difference of {effect:g}"
         s += f" (about {v.needed} {v.needed_unit} would resolve {target})"
     return s
 
 
+#: How each rank measure counts, for the sentence that says where the study's sign holds.
+MEASURE_KINDS = {
+    "rank_atol_1e-8": "absolute threshold",
+    "rank_rtol_1e-2": "relative threshold",
+    "rank_rtol_1e-4": "relative threshold",
+    "effective_rank": "threshold-free",
+    "stable_rank": "threshold-free",
+}
+#: The study's sign in words, by the status of :func:`attnrank.rules.temperature_rank` on one architecture.
+SIGNS = {"supported": "the study's sign", "not supported": "reversed", INCONCLUSIVE: "undecided"}
+
+
+def sign_of(status: str) -> str:
+    """The study's sign as a verdict's status reads it: ``"the study's sign"`` (supported),
+    ``"reversed"`` (not supported, the interval wholly on the other side), ``"undecided"``."""
+    return SIGNS[status]
+
+
+def sign_finding(rank_v: dict, *, short: bool = False) -> str:
+    """On which rank measures the study's sign (a higher temperature, a higher initial rank) holds, on
+    which it reverses and on which the data do not decide, from the per-architecture statuses of
+    :func:`attnrank.rules.temperature_rank` (``rank_v`` is ``{measure: SweepVerdict}``).
+
+    A measure on which both architectures agree is named once; otherwise each architecture's part is
+    named with it (``"rank, rtol 1e-2 (GPT-2)"``). ``short=True`` names the measures without their kind
+    (for the intro's one line). Example: ``"The study's sign holds on rank, atol 1e-8 (study; absolute
+    threshold) and reverses on effective rank and stable rank (threshold-free)."``
+    """
+    groups: dict[str, list[str]] = {"supported": [], "not supported": [], INCONCLUSIVE: []}
+    for m, v in rank_v.items():
+        by_status: dict[str, list[str]] = {}
+        for a, r in v.arch.items():
+            by_status.setdefault(r.verdict.status, []).append(ARCH_NAMES[a])
+        name = MEASURE_LABELS[m] if short else f"{MEASURE_LABELS[m]} ({MEASURE_KINDS.get(m, 'rank')})"
+        for st, names in by_status.items():
+            groups[st].append(name if len(by_status) == 1 else f"{name} for {' and '.join(names)}")
+
+    def _and(items):
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    clauses = [
+        f"{verb} on {_and(groups[st])}"
+        for st, verb in (("supported", "holds"), ("not supported", "reverses"), (INCONCLUSIVE, "is undecided"))
+        if groups[st]
+    ]
+    if not clauses:
+        return "No rank measure was tested."
+    return "The study's sign " + "; it ".join([clauses[0]] + [c for c in clauses[1:]]) + "."
+
+
 def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
     """The rank rule of :func:`attnrank.rules.temperature_rank` with every measure, for reading: one row
-    per measure and architecture with the cold-minus-stock difference (Welch-t interval), its exact p,
-    the runs, the peak on the grid and the status."""
+    per measure and architecture with the stock-minus-cold difference (Welch-t interval, the rule's
+    test), its exact permutation p (beside it), the runs, the sign it gives, the peak on the grid and
+    the status."""
     return pd.DataFrame(
         [
             {
                 "measure": MEASURE_LABELS[m],
                 "model": ARCH_LABELS[a],
-                f"τ = {fmt_setting(cold)} minus τ = 1 [95% CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
-                "exact p": fmt(r.verdict.estimate.p, 3),
+                f"τ = 1 minus τ = {fmt_setting(cold)} [95% Welch-t CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
+                "exact p (beside it)": fmt(r.verdict.estimate.p, 3),
                 "runs": r.verdict.estimate.n,
+                "sign": sign_of(r.verdict.status),
                 "peak at τ [95% CI]": grid_interval(r.shape),
                 "verdict": r.verdict.status,
             }
@@ -154,12 +225,15 @@ def _shape(r: ArchResult) -> str:
     return shape_text(r).split(" (")[0]
 
 
-def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds: int) -> str:
-    """The summary of the rank verdict of :func:`attnrank.rules.temperature_rank` on the primary measure."""
+def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds: int, rank_v: dict) -> str:
+    """The summary of the rank verdict of :func:`attnrank.rules.temperature_rank` on the primary measure,
+    with :func:`sign_finding` over every measure (``rank_v``)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     return (
-        f"On the initial {label}, the mean at $\\tau$ = {fmt_setting(cold)} minus the mean at $\\tau = 1$ (Welch-t "
-        f"95% interval) is {verdict_text(rv['bert'], 'for BERT')} and {verdict_text(rv['gpt2'], 'for GPT-2')}; the "
+        f"{sign_finding(rank_v)} On the primary measure, the initial {label}, the mean at $\\tau = 1$ minus the "
+        f"mean at $\\tau$ = {fmt_setting(cold)} (the study's sign is a positive difference; the Welch-t 95% "
+        f"interval decides) is {verdict_text(rv['bert'], 'for BERT')} and "
+        f"{verdict_text(rv['gpt2'], 'for GPT-2')}; the "
         f"mean initial rank peaks at $\\tau$ = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) "
         f"and at $\\tau$ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile.capitalize()} "
         f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
@@ -170,8 +244,9 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
     """The summary of the loss verdict of :func:`attnrank.rules.temperature_loss`."""
     return (
         f"Spearman's ρ of $\\log\\tau$ and the final validation loss (BCa bootstrap over runs) is "
-        f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; a negative "
-        f"ρ means a colder softmax trains worse. The lowest mean final loss is at $\\tau$ = "
+        f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; the study's "
+        f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
+        f"{_loss_signs(loss_v)} The lowest mean final loss is at $\\tau$ = "
         f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and $\\tau$ = {fmt_setting(loss_v['gpt2'].shape.value)} "
         f"(GPT-2). {profile.capitalize()} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
     )
@@ -184,18 +259,24 @@ PARAMETERS = ("profile", "seeds", "taus", "head_dims", "tau", "dataset")
 STOCK = 1.0
 
 
-def rank_finding(rv: SweepVerdict, cold: float) -> str:
-    """The rank verdict in one line for the intro's table."""
-    diff = ", ".join(f"{ARCH_NAMES[a]} {fmt(r.verdict.estimate.value, 1)}" for a, r in rv.arch.items())
-    peak = ", ".join(f"{ARCH_NAMES[a]} {fmt_setting(r.shape.value)}" for a, r in rv.arch.items())
-    return f"Initial effective rank at τ = {fmt_setting(cold)} minus τ = 1: {diff}; the rank peaks at τ = {peak}."
+def rank_finding(rank_v: dict) -> str:
+    """The rank verdict in one line for the intro: where the study's sign holds and where it reverses."""
+    return sign_finding(rank_v, short=True)
+
+
+def _loss_signs(loss_v: SweepVerdict) -> str:
+    by = {}
+    for a, r in loss_v.arch.items():
+        by.setdefault(sign_of(r.verdict.status), []).append(ARCH_NAMES[a])
+    words = {"the study's sign": "has the study's sign", "reversed": "reverses it", "undecided": "does not decide it"}
+    return "; ".join(f"{' and '.join(n)} {words[k]}" for k, n in by.items()).capitalize() + "."
 
 
 def loss_finding(loss_v: SweepVerdict) -> str:
     """The loss verdict in one line for the intro's table."""
     rho = ", ".join(f"{ARCH_NAMES[a]} {fmt(r.verdict.estimate.value)}" for a, r in loss_v.arch.items())
     best = ", ".join(f"{ARCH_NAMES[a]} {fmt_setting(r.shape.value)}" for a, r in loss_v.arch.items())
-    return f"ρ(log τ, final loss): {rho} (negative: colder trains worse); lowest loss at τ = {best}."
+    return f"ρ(log τ, final loss): {rho} (negative: hotter trains lower, the study's sign); lowest loss at τ = {best}."
 
 
 def section(
@@ -336,11 +417,12 @@ def section(
                 f"temp_cold_p_{a}": fmt(e.p),
                 f"temp_rank_spread_{a}": fmt(r.spread, 3),
                 f"temp_peak_{a}": grid_interval(r.shape, words=True, note=shape_text(r).split(" (")[0]),
-                f"temp_rank_needed_{a}": needed_text(r.verdict),
             }
         )
     for k, v in runs.means_at(tsweep, f"initial_{m}", {**at, "min": tau_min}, prefix="temp_rank0_").items():
         glue[k] = fmt(v)
+    glue["temp_rank_needed"] = needed_clause(rv.arch, f"one unit of {label}")
+    glue["temp_sign"] = sign_finding(rank_v)
     glue["temp_n_resamples"] = f"{stats.N_RESAMPLES:,}"
     glue["temp_min_p"] = fmt(2 / math.comb(2 * n_seeds, n_seeds))
     # the detailed setting against tau = 1: rank through training and per layer
@@ -426,11 +508,12 @@ def section(
         Verdict(
             "temp",
             rv.status,
-            rank_finding(rv, tau_min),
-            "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in rv.arch.items()),
+            rank_finding(rank_v),
+            f"{label}, τ = 1 minus τ = {fmt_setting(tau_min)}: "
+            + "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in rv.arch.items()),
             f"{rv.n_runs} runs",
             regime,
-            temperature_summary(rv, cold=tau_min, profile=profile, n_seeds=n_seeds),
+            temperature_summary(rv, cold=tau_min, profile=profile, n_seeds=n_seeds, rank_v=rank_v),
             {mm: v.status for mm, v in rank_v.items()},
         ),
         Verdict(

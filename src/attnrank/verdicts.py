@@ -10,9 +10,11 @@ claim predicts the statistic to lie. Then:
   a missing interval (NaN) and a missing estimate. Too few runs to resolve the effect gives this
   verdict, never "not supported".
 
-The strings are :data:`VERDICTS`. A :class:`Verdict` also carries, when it is not
-"supported", how many independent runs would resolve the pre-registered effect at the observed
-spread (:func:`attnrank.stats.seeds_needed` or :func:`attnrank.stats.runs_needed_correlation`).
+The strings are :data:`VERDICTS`. A :class:`Verdict` also carries, when it is unresolved
+(inconclusive at this scale), how many independent runs would resolve the pre-registered effect at
+the observed spread (:func:`attnrank.stats.seeds_needed` from the seed spread of a difference of
+means, :func:`attnrank.stats.runs_needed_observed` from the interval of a correlation). A resolved
+verdict, supported or not, needs no more runs and carries none.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import ConfigError, check_choice
-from .stats import Estimate, runs_needed_correlation, seeds_needed
+from .stats import Estimate, runs_needed_observed, seeds_needed
 
 __all__ = [
     "VERDICTS",
@@ -107,7 +109,8 @@ class Verdict:
     """A classified estimate: ``status`` (one of :data:`VERDICTS`) and its grounds.
 
     ``needed`` is the number of independent runs (per arm for a difference of means, in total for a
-    correlation) that would resolve the pre-registered ``effect``; ``None`` when not computed.
+    correlation) that would resolve the pre-registered ``effect``; ``None`` when not computed and
+    whenever the verdict is resolved (supported or not supported).
     """
 
     status: str
@@ -129,15 +132,16 @@ def judge(
     alpha: float = 0.05,
     power: float = 0.8,
 ) -> Verdict:
-    """:func:`classify`, plus the runs that would resolve the pre-registered effect when not supported.
+    """:func:`classify`, plus the runs that would resolve the pre-registered effect when unresolved.
 
     Args:
         estimate, threshold, direction: as in :func:`classify`.
         effect: the pre-registered effect size, in the estimate's units. With ``spread`` (the
             seed-to-seed standard deviation of one run's outcome) the count is seeds per arm for a
             difference of means (:func:`attnrank.stats.seeds_needed`); without ``spread``
-            ``effect`` is read as a correlation and the count is runs in total
-            (:func:`attnrank.stats.runs_needed_correlation`).
+            ``effect`` is read as a correlation and the count is runs in total, from the spread of
+            the estimate's own interval (:func:`attnrank.stats.runs_needed_observed`). Only an
+            inconclusive verdict gets a count: a resolved one needs no more runs.
         alpha, power: the test level and the power for the count.
 
     Example: ``judge(compare_means(cold, stock), 0.0, "below", effect=0.005, spread=0.0036)`` is
@@ -145,12 +149,12 @@ def judge(
     """
     status = classify(estimate, threshold, direction)
     needed, unit = None, "runs"
-    if effect is not None and status != SUPPORTED:
+    if effect is not None and status == INCONCLUSIVE:
         if spread is not None:
             if math.isfinite(spread) and spread > 0:
                 needed, unit = seeds_needed(spread, effect, alpha=alpha, power=power), "seeds per arm"
         else:
-            needed = runs_needed_correlation(effect, alpha=alpha, power=power)
+            needed = runs_needed_observed(estimate, effect, alpha=alpha, power=power)
     return Verdict(
         status, estimate, float(threshold), direction, None if effect is None else float(effect), needed, unit
     )

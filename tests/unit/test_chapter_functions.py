@@ -170,7 +170,20 @@ def test_protocol_flip_table_and_judge():
     assert glue["protocol_flip_bert"] == "1.0% [0.0%, 3.0%]"
     assert glue["protocol_examples"].startswith("Eight examples and one run were enough")
     assert summary.startswith("Over 500 draws of 4 + 4 examples and one run per temperature")
-    assert "(effective rank, all sequences, 2 seeds)" in summary and "agrees for GPT-2 (CLM): not supported" in summary
+    assert "so few examples are enough for the sign." in summary
+    assert (
+        "(effective rank, every probe sequence, 2 seeds) finds for BERT the same sign; for GPT-2 the opposite"
+        in summary
+    )
+    assert protocol.protocol_finding(res, 500) == (
+        "4 + 4 examples flip the study's sign in at most 1.0% of draws; that sign is BERT ours, GPT-2 opposite to ours."
+    )
+    # no draw flips: the sentence says so in words, with the upper bounds
+    never = rules.protocol_rule(
+        {a: Estimate(0.0, 0.0, 0.006, 500, "built") for a in ("bert", "gpt2")}, res.reference, res.ours
+    )
+    assert protocol.flip_words(never, 500).startswith("In none of the 500 draws of 4 + 4 examples")
+    assert protocol.protocol_finding(never, 500).startswith("4 + 4 examples never flip the study's sign in 500 draws")
     _, glue, _ = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank")
     assert glue["protocol_examples"].startswith("Eight examples and one run do not settle")
 
@@ -267,8 +280,18 @@ def test_causal_runs_text_spans_and_summary():
     table = _outcomes()
     v = rules.causal_rule(table)
     text = causal.verdict_summary(v, causal.twins_table(table), tau=0.01, profile="ci", n_runs=30)
-    assert text.startswith("Does temperature act on the final loss through the initial logit scale")
-    assert "tau = 0.01, s = 10." in text and "Twins match to 0.02. ci profile at ci sizes, 30 runs." in text
+    # the answer in words first, per architecture, from each one's status
+    assert text.startswith(causal.answer_text(v))
+    for a, r in v.arch.items():
+        name = {"bert": "BERT", "gpt2": "GPT-2"}[a]
+        want = {
+            "supported": f"or {name} the loss follows the initial logit scale",
+            "not supported": f"or {name} the loss follows the query/key step size",
+        }.get(r.verdict.status, f"or {name} the ")
+        assert want in text
+    assert "tau = 0.01, s = 10." in text
+    # the twins' gaps with their units, loss and rank apart
+    assert "differ by at most 0.02 nats in final validation loss and 0.02 units of rank. The ci profile at ci" in text
     assert causal.causal_text(v, "gpt2") in text
 
 

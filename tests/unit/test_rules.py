@@ -101,7 +101,7 @@ def test_every_pre_registered_constant_is_a_rule_default_and_no_chapter_sets_one
         return inspect.signature(fn).parameters[name].default
 
     assert default(rules.temperature_rank, "effect") == rules.TEMP_RANK_EFFECT == 1.0
-    assert default(rules.temperature_loss, "effect") == rules.TEMP_LOSS_EFFECT == 0.5
+    assert default(rules.temperature_loss, "effect") == rules.TEMP_LOSS_EFFECT == -0.5
     assert default(rules.lever_comparison, "effect") == rules.LEVER_EFFECT == 1.0
     assert default(rules.loss_rule, "effect") == rules.LOSS_EFFECT == -0.5
     assert default(rules.dynamics_rule, "tolerance") == rules.STABLE_TOLERANCE == 0.1

@@ -107,8 +107,14 @@ def test_text_helpers():
         == "0.016 (95% interval on the grid 0.004 to 0.064; interior)"
     )
     v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
-    assert temp.needed_text(v) == "12"
-    assert temp.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == "none (resolved)"
+    assert temp.needed_text(v) == "12 seeds per arm"
+    assert temp.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == ""
+    resolved = Verdict("not supported", _est(-1, -2, -0.5), 0.0, "above", 1.0, 12, "seeds per arm")
+    assert temp.needed_text(resolved) == ""  # resolved the other way: nothing to print
+    assert temp.needed_clause({"gpt2": rules.ArchResult(v)}, "one unit") == (
+        "At the observed seed spread, about 12 seeds per arm for GPT-2 would resolve one unit."
+    )
+    assert "no more runs are needed" in temp.needed_clause({"bert": rules.ArchResult(resolved)}, "one unit")
     r = rules.ArchResult(v)
     assert temp.verdict_text(r, "for BERT") == (
         "for BERT 1.00 [−0.50, 2.50], n = 10 runs (about 12 seeds per arm would resolve the pre-registered effect)"
@@ -178,7 +184,7 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
     t = temp.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
     t = t.set_index(["measure", "model"])
     assert t.shape[0] == 4 and t.loc[("stable rank", "GPT-2 (CLM)"), "peak at τ [95% CI]"] == "0.016 [0.004, 0.064]"
-    assert "τ = 0.001 minus τ = 1 [95% CI]" in t.columns
+    assert "τ = 1 minus τ = 0.001 [95% Welch-t CI]" in t.columns and set(t["sign"]) == {"the study's sign"}
     assert temp.temperature_loss_table(sv).set_index("model").loc["BERT (MLM)", "seed sd (nats)"] == "0.1000"
     lever = headdim.lever_table({"effective_rank": sv}).set_index(["measure", "model"])
     assert lever.loc[("effective rank", "BERT (MLM)"), "verdict"] == "supported"
@@ -208,3 +214,57 @@ def test_lever_texts_and_direction_note():
     )
     flat = rules.SweepVerdict("x", {"bert": arch(_est(0.1, -0.2, 0.3))}, 5)
     assert headdim.direction_note(flat) == "at this width the measured rank does not follow the staircase bound upward"
+
+
+def test_bound_holds_text_says_every_one_or_how_many_fail():
+    assert headdim.bound_holds_text(0, 7680) == "The bound holds for every one of the 7,680 BERT matrices"
+    assert headdim.bound_holds_text(3, 7680) == "The bound fails for 3 of the 7,680 BERT matrices"
+
+
+def test_multiplicity_counts_from_the_number_of_verdicts():
+    """12 verdicts at 95%: 0.6 expected decided by chance, Bonferroni level 0.05 / 12 = 0.0042."""
+    from attnrank import reproducibility
+
+    m = reproducibility.multiplicity(12)
+    assert m == {
+        "repro_n_verdicts": 12,
+        "repro_chance_decided": "0.6",
+        "repro_bonferroni": "0.0042",
+        "repro_level": "95%",
+    }
+    assert reproducibility.multiplicity(5)["repro_bonferroni"] == "0.01"
+    with pytest.raises(ConfigError, match="n_verdicts"):
+        reproducibility.multiplicity(0)
+
+
+def test_causal_answer_text_by_status():
+    """Each status in words; an unresolved temperature effect says there is nothing to split."""
+    from attnrank import causal
+
+    def arch(status, temp_effect):
+        return rules.ArchResult(Verdict(status, _est(0.1, -0.1, 0.3), 0.0, "above"), parts={"temperature": temp_effect})
+
+    v = rules.SweepVerdict(
+        "inconclusive at this scale",
+        {
+            "bert": arch("inconclusive at this scale", _est(0.01, -0.02, 0.04)),
+            "gpt2": arch("supported", _est(0.5, 0.3, 0.7)),
+        },
+        20,
+    )
+    assert causal.answer_text(v) == (
+        "For BERT the temperature has no resolved effect on the final loss, so there is nothing to split; for GPT-2 "
+        "the loss follows the initial logit scale (and so the initial rank), not the query/key step size."
+    )
+    w = rules.SweepVerdict(
+        "not supported",
+        {
+            "bert": arch("inconclusive at this scale", _est(0.5, 0.3, 0.7)),
+            "gpt2": arch("not supported", _est(0.5, 0.3, 0.7)),
+        },
+        20,
+    )
+    assert causal.answer_text(w) == (
+        "For BERT the runs do not tell which half the temperature's loss effect follows; for GPT-2 the loss follows "
+        "the query/key step size, not the initial logit scale."
+    )

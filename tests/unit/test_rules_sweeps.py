@@ -46,7 +46,7 @@ def peaked(a, t):
 
 def test_peaked_response_gives_interior_peak_and_the_two_point_sign():
     """A peaked tau response: the peak is found at the mid tau (interior), and the two-point comparison
-    tau = 0.001 vs tau = 1 follows the two ends, not the peak."""
+    tau = 1 vs tau = 0.001 follows the two ends, not the peak: the stock end is higher, the study's sign."""
     runs = _tau_runs(peaked)
     v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
     for a in ("bert", "gpt2"):
@@ -54,20 +54,48 @@ def test_peaked_response_gives_interior_peak_and_the_two_point_sign():
         assert r.shape.value == pytest.approx(0.063)
         assert r.shape.low > min(TAUS) and r.shape.high < max(TAUS)
         assert temp.shape_text(r).startswith("interior peak at 0.063")
-        # ends: peaked(0.001) = 10 - 3 * 1.8^2 = 0.28 and peaked(1) = 10 - 3 * 1.2^2 = 5.68: colder is lower
-        assert r.verdict.estimate.value == pytest.approx(peaked(a, 0.001) - peaked(a, 1.0), abs=0.2)
-        assert r.verdict.status == "not supported"
+        # ends: peaked(0.001) = 10 - 3 * 1.8^2 = 0.28 and peaked(1) = 10 - 3 * 1.2^2 = 5.68: hotter is higher
+        assert r.verdict.estimate.value == pytest.approx(peaked(a, 1.0) - peaked(a, 0.001), abs=0.2)
+        assert r.verdict.status == "supported"
+        assert r.verdict.needed is None  # resolved: no runs needed
         assert r.spread == pytest.approx(0.05, rel=0.8)
-    assert v.status == "not supported"
+    assert v.status == "supported"
     assert v.n_runs == len(runs)
 
 
-def test_monotone_colder_raises_rank_is_supported_and_peak_at_cold_end():
+def test_monotone_colder_raises_rank_reverses_the_study_and_peak_at_cold_end():
+    """The rank rises as tau falls: the study's sign (a higher tau, a higher rank) is reversed, resolved."""
     runs = _tau_runs(lambda a, t: 5.0 - np.log10(t))
     v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
-    assert v.status == "supported"
+    assert v.status == "not supported"
+    assert v["bert"].verdict.estimate.value == pytest.approx(-3.0, abs=0.2)
     assert temp.shape_text(v["bert"]) == "peak at the low end of the grid"
-    assert v["bert"].verdict.needed is None
+    assert v["bert"].verdict.needed is None  # resolved the other way: no runs needed either
+
+
+def test_sign_finding_names_where_the_study_holds_and_reverses():
+    """Measures built with a known sign: one rises with tau (the study's sign), two fall (reversed), one
+    is flat noise (undecided), one holds for BERT and reverses for GPT-2."""
+    shapes = {
+        "rank_atol_1e-8": lambda a, t: 5.0 + np.log10(t),
+        "effective_rank": lambda a, t: 5.0 - np.log10(t),
+        "stable_rank": lambda a, t: 5.0 - 0.5 * np.log10(t),
+        "rank_rtol_1e-4": lambda a, t: 5.0,
+        "rank_rtol_1e-2": lambda a, t: 5.0 + (1 if a == "bert" else -1) * np.log10(t),
+    }
+    rank_v = {
+        m: sv.temperature_rank(_tau_runs(f, noise=0.05 if m != "rank_rtol_1e-4" else 1.0), "y", n_resamples=N_RES)
+        for m, f in shapes.items()
+    }
+    assert [rank_v["rank_rtol_1e-4"][a].verdict.status for a in ("bert", "gpt2")] == ["inconclusive at this scale"] * 2
+    text = temp.sign_finding(rank_v)
+    assert text == (
+        "The study's sign holds on rank, atol 1e-8 (study) (absolute threshold) and rank, rtol 1e-2 (relative "
+        "threshold) for BERT; it reverses on effective rank (threshold-free), stable rank (threshold-free) and "
+        "rank, rtol 1e-2 (relative threshold) for GPT-2; it is undecided on rank, rtol 1e-4 (relative threshold)."
+    )
+    assert temp.sign_finding(rank_v, short=True).startswith("The study's sign holds on rank, atol 1e-8 (study) and")
+    assert temp.sign_of("supported") == "the study's sign" and temp.sign_of("not supported") == "reversed"
 
 
 def test_two_seeds_with_a_small_effect_is_inconclusive_and_states_seeds_needed():
@@ -87,21 +115,35 @@ def test_constant_arms_give_an_exact_difference():
     runs = _tau_runs(lambda a, t: 1.0 if t >= 0.25 else 8.0, noise=0.0)
     v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
     e = v["bert"].verdict.estimate
-    assert (e.value, e.low, e.high) == (7.0, 7.0, 7.0)
-    assert v.status == "supported"
+    assert (e.value, e.low, e.high) == (-7.0, -7.0, -7.0)  # tau = 1 minus the coldest: the sign reversed
+    assert v.status == "not supported"
 
 
-def test_colder_trains_worse_is_not_supported_and_best_tau_is_found():
-    """Loss falls as tau rises to 1, then rises a little: rho(log tau, loss) < 0, lowest loss at tau = 1."""
+def test_hotter_trains_lower_is_supported_and_best_tau_is_found():
+    """Loss falls as tau rises to 1, then rises a little: rho(log tau, loss) < 0 (the study's sign, a
+    higher temperature a lower loss), lowest loss at tau = 1."""
     runs = _tau_runs(lambda a, t: 5.0 - 0.3 * np.log10(min(t, 1.0)) + (0.05 if t > 1 else 0.0), noise=0.01)
     runs = runs.rename(columns={"y": "final_val_loss"})
     v = sv.temperature_loss(runs, n_resamples=N_RES)
-    assert v.status == "not supported"
+    assert v.status == "supported"
     for a in ("bert", "gpt2"):
         e = v[a].verdict.estimate
         assert e.value < -0.8 and e.high < 0
         assert v[a].shape.value == 1.0
-        assert v[a].verdict.needed == 30  # runs_needed_correlation(0.5)
+        assert v[a].verdict.needed is None  # resolved: no runs needed
+    # the mirror case: colder trains lower, the study's sign reversed
+    flipped = runs.assign(final_val_loss=10.0 - runs.final_val_loss)
+    assert sv.temperature_loss(flipped, n_resamples=N_RES).status == "not supported"
+
+
+def test_loss_rule_unresolved_states_runs_needed_from_the_observed_spread():
+    """Pure noise: inconclusive, and the runs needed come from the interval's own width, not a constant."""
+    runs = _tau_runs(lambda a, t: 5.0, noise=0.1, rng=1).rename(columns={"y": "final_val_loss"})
+    v = sv.temperature_loss(runs, n_resamples=N_RES)
+    assert v.status == "inconclusive at this scale"
+    r = v["bert"].verdict
+    assert r.needed == stats.runs_needed_observed(r.estimate, sv.TEMP_LOSS_EFFECT) == 38
+    assert r.needed > stats.runs_needed_correlation(0.5)  # the bootstrap interval is wider than normal theory
 
 
 def test_tau_lever_clearly_larger_is_supported():

@@ -312,6 +312,24 @@ def test_seeds_needed_matches_the_hand_computation():
         S.runs_needed_correlation(1.0)
 
 
+def test_runs_needed_observed_from_the_interval_width():
+    """A correlation whose interval is the normal-theory one at n runs needs what the Fisher formula says;
+    an interval twice as wide (on the z scale) needs about four times the runs (n - 3 scales with se^2)."""
+    z975 = 1.959963984540054
+    n, r = 12, 0.1
+    se = 1 / math.sqrt(n - 3)
+    normal = S.Estimate(r, math.tanh(math.atanh(r) - z975 * se), math.tanh(math.atanh(r) + z975 * se), n, "built")
+    assert S.runs_needed_observed(normal, 0.5) == S.runs_needed_correlation(0.5) == 30
+    wide = S.Estimate(r, math.tanh(math.atanh(r) - 2 * z975 * se), math.tanh(math.atanh(r) + 2 * z975 * se), n, "b")
+    # (2.8016 * 2 se / atanh 0.5)^2 * 9 + 3 = 4 * 26.01 + 3 = 107.05
+    assert S.runs_needed_observed(wide, 0.5) == 108
+    # no spread to read (an interval at the bound, or three runs): the normal-theory count
+    assert S.runs_needed_observed(S.Estimate(0.2, -1.0, 0.9, 10, "b"), 0.5) == 30
+    assert S.runs_needed_observed(S.Estimate(0.2, -0.5, 0.9, 3, "b"), -0.5) == 30
+    with pytest.raises(ConfigError, match="rho"):
+        S.runs_needed_observed(normal, 0.0)
+
+
 def test_pooled_sd_by_hand():
     # groups (1, 3) and (2, 4, 6): squared deviations 2 + 8 = 10 over 5 - 2 = 3 degrees of freedom
     assert S.pooled_sd([1, 3, 2, 4, 6], ["a", "a", "b", "b", "b"]) == pytest.approx(math.sqrt(10 / 3))

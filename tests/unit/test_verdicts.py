@@ -81,8 +81,11 @@ def test_judge_states_the_runs_needed_when_not_supported():
     v = judge(d, 0.0, "below", effect=0.005, spread=0.0036)
     assert isinstance(v, Verdict) and v.status == INCONCLUSIVE and v.needed == 9 and v.needed_unit == "seeds per arm"
     assert v.estimate.value == pytest.approx(0.0015) and v.effect == 0.005
-    c = judge(est(-0.1, 0.8, 0.4), 0.0, "above", effect=0.5)  # correlation: runs in total
-    assert c.needed == 30 and c.needed_unit == "runs"
+    c = judge(est(-0.1, 0.8, 0.4), 0.0, "above", effect=0.5)  # correlation: runs in total, from its interval
+    assert c.needed == S.runs_needed_observed(c.estimate, 0.5) and c.needed_unit == "runs"
+    # a resolved verdict the other way (not supported) needs no runs either
+    assert judge(est(-0.8, -0.1), 0.0, "above", effect=0.5).needed is None
+    assert judge(S.compare_means([5.0, 5.001], [6.0, 6.001]), 0.0, "above", effect=1, spread=0.01).needed is None
     s = judge(est(0.1, 0.8), 0.0, "above", effect=0.5)
     assert s.status == SUPPORTED and s.needed is None
     assert judge(est(0.1, 0.8), 0.0, "above").needed is None
