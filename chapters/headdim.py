@@ -96,6 +96,13 @@ book.publish(headdim.section(**params))
 # architecture and temperature: the mean of each measure over `mc_samples` random $n\times n$ matrices
 # $\operatorname{softmax}(\sigma G)$, $G_{ij}\sim\mathcal N(0,1)$, with $\sigma$ the measured scale and the causal
 # mask for GPT-2.
+#
+# **What the lever comparison can say.** At $\tau = 1$ the logits of a freshly initialised model are this small for
+# every head dimension, so its attention is close to uniform whatever $d_\mathrm{head}$ is: that the head dimension
+# barely moves the *initial* rank at $\tau = 1$ is a property of the initialisation (the $1/\sqrt{d_\mathrm{head}}$
+# in $T$ and the small initial weights), not a measurement of what the head dimension does in a trained model. The
+# rule below compares the two levers on the initial rank, as the study did; the trained ranks are drawn beside it in
+# the figures and are not part of the rule.
 
 # %% [markdown]
 # ```{glue} headdim_iid_limits

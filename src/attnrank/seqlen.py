@@ -32,7 +32,7 @@ from .runs import table as runs_table
 from .section import Figure, Section, Verdict
 from .theory import study_bound
 
-__all__ = ["uniform_ranks", "seq_len_table", "summary", "Report", "report_from_runs", "section"]
+__all__ = ["uniform_ranks", "seq_len_table", "summary", "content_free_text", "Report", "report_from_runs", "section"]
 
 #: Columns of :func:`seq_len_table`.
 TABLE_COLUMNS = ("arch", "n", "measure", "when", "mean", "low", "high", "runs", "uniform", "bound")
@@ -126,7 +126,27 @@ def summary(result, table: pd.DataFrame, measure: str, setting: str) -> str:
         f"Trained {MEASURE_LABELS[measure]} for n = {', '.join(map(str, ns))}: {'; '.join(parts)}; "
         f"the bound (1 - 1/e) n + 1 runs from {fmt(study_bound(ns[0]), 1)} to {fmt(study_bound(ns[-1]), 1)}. "
         f"Closest to it relative to n: {ARCH_LABELS[arch]} at n = {n}, {fmt_estimate(v.estimate, 1)} against {fmt(v.threshold, 1)} "
-        f"({result.n_runs} runs, {setting})."
+        f"({result.n_runs} runs, {setting}). {content_free_text(d)}"
+    )
+
+
+def content_free_text(trained: pd.DataFrame) -> str:
+    """Whether a model that ignores the content would pass the check too, in words: ``trained`` is the
+    rows of :func:`seq_len_table` for the trained runs on one measure (columns ``arch, n, mean,
+    uniform``). Says whether uniform attention (causal for GPT-2) lies below the bound at every ``n``
+    and how far the trained mean rank is from it at most (relative to the uniform value)."""
+    below = all(r.uniform < study_bound(int(r.n)) for r in trained.itertuples())
+    gap = (trained["mean"] - trained["uniform"]).abs()
+    i = gap.idxmax()
+    row = trained.loc[i]
+    rel = gap[i] / row.uniform if row.uniform else float("nan")
+    if not below:
+        return "Uniform attention exceeds the bound at some n, so the check can separate it from a trained model."
+    return (
+        f"Uniform attention, which ignores the content, also lies below the bound at every n, so a model that has "
+        f"learned nothing passes this check too; it is a property of softmax attention at this length, not of "
+        f"training. The trained rank is at most {fmt(gap[i], 1)} from uniform attention "
+        f"({ARCH_NAMES[row.arch]} at n = {int(row.n)}, {fmt(rel, 0, percent=True)} of its value)."
     )
 
 

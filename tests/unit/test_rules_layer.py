@@ -268,3 +268,23 @@ def test_causal_answer_text_by_status():
         "For BERT the runs do not tell which half the temperature's loss effect follows; for GPT-2 the loss follows "
         "the query/key step size, not the initial logit scale."
     )
+
+
+def test_seq_len_content_free_text_says_uniform_attention_passes():
+    """Uniform causal attention (effective rank 13.6 at n = 32) is below the bound 21.2: a content-free model
+    passes, and the largest trained gap is found (GPT-2 at n = 64, 2.0 from 27.0, 7%)."""
+    from attnrank import seqlen
+
+    d = pd.DataFrame(
+        {
+            "arch": ["bert", "bert", "gpt2", "gpt2"],
+            "n": [32, 64, 32, 64],
+            "mean": [1.5, 1.2, 13.7, 29.0],
+            "uniform": [1.0, 1.0, 13.6, 27.0],
+        }
+    )
+    text = seqlen.content_free_text(d)
+    assert text.startswith("Uniform attention, which ignores the content, also lies below the bound at every n")
+    assert text.endswith("at most 2.0 from uniform attention (GPT-2 at n = 64, 7% of its value).")
+    above = d.assign(uniform=[1.0, 1.0, 30.0, 60.0])
+    assert seqlen.content_free_text(above).startswith("Uniform attention exceeds the bound")
