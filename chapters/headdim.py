@@ -148,8 +148,8 @@ book.publish(headdim.section(**params))
 # %% [markdown]
 # {glue:text}`headdim_p1_holds`. At
 # $\tau = 1$ the bound at relative tolerance $10^{-2}$ computed from each matrix's half-range $M$ is exactly
-# $r_1 = d_\mathrm{head}+1$ (capped at $n$) for a fraction {glue:text}`headdim_p1_bound_is_r1` of the matrices.
-# The measured rank equals $r_1$ for a fraction {glue:text}`headdim_p1_r1_at_rtol2` of them at tolerance $10^{-2}$
+# $r_1 = d_\mathrm{head}+1$ (capped at $n$) for {glue:text}`headdim_p1_bound_is_r1` of the matrices.
+# The measured rank equals $r_1$ for {glue:text}`headdim_p1_r1_at_rtol2` of them at tolerance $10^{-2}$
 # (and is 1, the uniform direction alone, for {glue:text}`headdim_p1_rank1_at_rtol2`), and for
 # {glue:text}`headdim_p1_r1_at_rtol4` of them at tolerance $10^{-4}$. Where the rank equals $r_1$, the first
 # Taylor step is resolved in full and nothing beyond it: there the head dimension sets the initial rank through the

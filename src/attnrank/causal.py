@@ -38,11 +38,10 @@ from .profiles import TAU_RANGE, RunConfig, resolve_profile
 from .rank import check_measures
 from .rules import PRIMARY_MEASURE, SweepVerdict, paired_difference, two_point
 from .runs import table as runs_table
-from .section import Figure, Section, Table, Verdict
+from .section import Figure, Section, Table, Verdict, needed_text
 from .stats import Estimate
 from .store import Run, load_table, read
 from .train import prepare_data
-from .verdicts import INCONCLUSIVE
 
 __all__ = [
     "label_cells",
@@ -342,8 +341,9 @@ def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
         f"{fmt_estimate(p['init'], digits, n=False)}, step size alone {fmt_estimate(p['lr'], digits, n=False)}, oriented difference "
         f"{fmt_estimate(r.verdict.estimate, digits, n=False)} ({r.verdict.status})"
     )
-    if r.verdict.status == INCONCLUSIVE and r.verdict.needed is not None:
-        txt += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve {fmt_setting(r.verdict.effect)} nats"
+    more = needed_text(r.verdict, f"{fmt_setting(r.verdict.effect)} nats")
+    if more:
+        txt += f"; {more}"
     return txt
 
 

@@ -294,7 +294,12 @@ def section(
             )
         )
     check, facts = baselines.bound_check(init[init.arch == "bert"], n_tok)
-    glue.update({f"headdim_p1_{k}": v for k, v in facts.items()})
+    glue.update(
+        {
+            f"headdim_p1_{k}": v if isinstance(v, (int, np.integer)) else fmt(v, 0, percent=True)
+            for k, v in facts.items()
+        }
+    )
     glue["headdim_p1_holds"] = bound_holds_text(int(facts["violations"]), int(facts["matrices"]))
     tables.append(Table("headdim_bound_check", _bound_table(check), digits=3, formats={"τ": fmt_setting}))
     # the lever rule

@@ -23,9 +23,10 @@ import pandas as pd
 
 from .errors import ConfigError
 from .glossary import MEASURE_LABELS
-from .verdicts import VERDICTS
+from .verdicts import INCONCLUSIVE, VERDICTS
+from .verdicts import Verdict as JudgedVerdict
 
-__all__ = ["Figure", "Table", "Verdict", "Section", "WORD_LIMIT", "by_measure_table"]
+__all__ = ["Figure", "Table", "Verdict", "Section", "WORD_LIMIT", "by_measure_table", "have_units", "needed_text"]
 
 #: The most words of a verdict's one-line finding (the intro's table reads in one screen).
 WORD_LIMIT = 30
@@ -182,6 +183,24 @@ class Section:
             self.tables + other.tables,
             self.verdicts + other.verdicts,
         )
+
+
+def have_units(v: JudgedVerdict) -> int:
+    """The units a verdict already rests on, in its ``needed_unit``: seeds per arm for a two-arm
+    comparison (half the runs), otherwise the estimate's ``n`` (runs, or paired seeds)."""
+    return v.estimate.n // 2 if v.needed_unit == "seeds per arm" else v.estimate.n
+
+
+def needed_text(v: JudgedVerdict, what: str = "the pre-registered effect") -> str:
+    """The runs an unresolved verdict needs, for prose: ``"about 12 seeds per arm would resolve <what>"``;
+    when that is no more than it already has, ``"the 5 seeds per arm here would resolve <what>, so the
+    effect is smaller than that"``; ``""`` for a resolved verdict (supported or not supported)."""
+    if v.status != INCONCLUSIVE or v.needed is None:
+        return ""
+    have = have_units(v)
+    if v.needed <= have:
+        return f"the {have} {v.needed_unit} here would already resolve {what}, so the effect is smaller than that"
+    return f"about {v.needed} {v.needed_unit} would resolve {what}"
 
 
 def by_measure_table(name: str, results: dict, primary: str) -> Table:

@@ -24,11 +24,10 @@ from .plots import sweeps
 from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
-from .section import Figure, Section, Table, Verdict, by_measure_table
+from .section import Figure, Section, Table, Verdict, by_measure_table, have_units, needed_text
 from .stats import Estimate
 from .store import load_table
 from .verdicts import INCONCLUSIVE
-from .verdicts import Verdict as Judged
 
 __all__ = [
     "PARAMETERS",
@@ -40,6 +39,7 @@ __all__ = [
     "grid_interval",
     "needed_text",
     "needed_clause",
+    "have_units",
     "MEASURE_KINDS",
     "sign_of",
     "sign_finding",
@@ -95,32 +95,28 @@ def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
     return f"{fmt_setting(e.value)} [{fmt_setting(e.low)}, {fmt_setting(e.high)}]"
 
 
-def needed_text(v: Judged) -> str:
-    """The runs an unresolved verdict needs, for prose: ``"12 seeds per arm"``; ``""`` for a resolved
-    verdict (supported or not supported), which needs none."""
-    return f"{v.needed} {v.needed_unit}" if v.status == INCONCLUSIVE and v.needed is not None else ""
-
-
 def needed_clause(results: dict, what: str) -> str:
     """One sentence on the runs the unresolved architectures of a verdict need (``results`` is
-    ``{arch: ArchResult}``): ``"At the observed seed spread, about 12 seeds per arm would resolve <what>
-    for GPT-2."``, or ``"Both architectures are resolved at this number of seeds."`` when none is
-    unresolved."""
-    parts = [f"{needed_text(r.verdict)} for {ARCH_NAMES[a]}" for a, r in results.items() if needed_text(r.verdict)]
+    ``{arch: ArchResult}``): ``"For GPT-2, about 12 seeds per arm would resolve <what>."``, or a sentence
+    saying the verdict is resolved when no architecture is unresolved."""
+    parts = [
+        f"for {ARCH_NAMES[a]}, {needed_text(r.verdict, what)}" for a, r in results.items() if needed_text(r.verdict)
+    ]
     if not parts:
         return "The verdict is resolved for both architectures at this number of seeds; no more runs are needed."
-    return f"At the observed seed spread, about {' and '.join(parts)} would resolve {what}."
+    text = "; ".join(parts)
+    return f"At the observed seed spread, {text}."
 
 
 def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | None = None) -> str:
     """One architecture's estimate for a verdict summary: ``"<what> <estimate> runs"``, and, when the
-    verdict is unresolved (inconclusive) and more runs would resolve it, ``" (about N <unit> would
-    resolve the pre-registered effect)"`` (``effect`` given: ``"... a difference of <effect>"``)."""
+    verdict is unresolved (inconclusive), ``" (<needed_text>)"``: the runs that would resolve the
+    pre-registered effect (``effect`` given: ``"a difference of <effect>"``)."""
     v = r.verdict
     s = f"{what} {fmt_estimate(v.estimate, digits)} runs"
-    if v.status == INCONCLUSIVE and v.needed is not None:
-        target = "the pre-registered effect" if effect is None else f"a difference of {effect:g}"
-        s += f" (about {v.needed} {v.needed_unit} would resolve {target})"
+    target = "the pre-registered effect" if effect is None else f"a difference of {effect:g}"
+    if needed_text(v, target):
+        s += f" ({needed_text(v, target)})"
     return s
 
 
@@ -152,6 +148,8 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     (for the intro's one line). Example: ``"The study's sign holds on rank, atol 1e-8 (study; absolute
     threshold) and reverses on effective rank and stable rank (threshold-free)."``
     """
+    if short:
+        return _sign_by_arch(rank_v)
     groups: dict[str, list[str]] = {"supported": [], "not supported": [], INCONCLUSIVE: []}
     for m, v in rank_v.items():
         by_status: dict[str, list[str]] = {}
@@ -172,6 +170,32 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     if not clauses:
         return "No rank measure was tested."
     return "The study's sign " + "; it ".join([clauses[0]] + [c for c in clauses[1:]]) + "."
+
+
+#: Short names of the rank measures for the intro's one line.
+SHORT_LABELS = {
+    "rank_atol_1e-8": "atol-1e-8",
+    "rank_rtol_1e-2": "rtol-1e-2",
+    "rank_rtol_1e-4": "rtol-1e-4",
+    "effective_rank": "effective",
+    "stable_rank": "stable",
+}
+
+
+def _sign_by_arch(rank_v: dict) -> str:
+    """:func:`sign_finding` per architecture, short (at most 29 words for five measures): ``"The study's
+    sign, by measure. BERT: holds on atol-1e-8; reverses on effective, stable. GPT-2: ..."``."""
+    verbs = (("supported", "holds on"), ("not supported", "reverses on"), (INCONCLUSIVE, "undecided on"))
+    archs = list(next(iter(rank_v.values())).arch) if rank_v else []
+    out = []
+    for a in archs:
+        parts = []
+        for st, verb in verbs:
+            ms = [SHORT_LABELS.get(m, MEASURE_LABELS[m]) for m, v in rank_v.items() if v.arch[a].verdict.status == st]
+            if ms:
+                parts.append(f"{verb} {', '.join(ms)}")
+        out.append(f"{ARCH_NAMES[a]}: {'; '.join(parts)}")
+    return "The study's sign, by measure. " + ". ".join(out) + "."
 
 
 def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:

@@ -107,12 +107,17 @@ def test_text_helpers():
         == "0.016 (95% interval on the grid 0.004 to 0.064; interior)"
     )
     v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
-    assert temp.needed_text(v) == "12 seeds per arm"
+    assert temp.needed_text(v) == "about 12 seeds per arm would resolve the pre-registered effect"
     assert temp.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == ""
     resolved = Verdict("not supported", _est(-1, -2, -0.5), 0.0, "above", 1.0, 12, "seeds per arm")
     assert temp.needed_text(resolved) == ""  # resolved the other way: nothing to print
     assert temp.needed_clause({"gpt2": rules.ArchResult(v)}, "one unit") == (
-        "At the observed seed spread, about 12 seeds per arm for GPT-2 would resolve one unit."
+        "At the observed seed spread, for GPT-2, about 12 seeds per arm would resolve one unit."
+    )
+    # no more than the runs already there (10 runs = 5 seeds per arm): the effect is smaller than that
+    few = Verdict("inconclusive at this scale", _est(0.1, -0.5, 0.7), 0.0, "above", 1.0, 3, "seeds per arm")
+    assert temp.needed_text(few, "one unit") == (
+        "the 5 seeds per arm here would already resolve one unit, so the effect is smaller than that"
     )
     assert "no more runs are needed" in temp.needed_clause({"bert": rules.ArchResult(resolved)}, "one unit")
     r = rules.ArchResult(v)
