@@ -58,7 +58,9 @@ book.publish(dynamics.section(**params))
 
 # %% [markdown]
 # (dynamics-rule)=
-# ## The rule (version 2, changed after looking on 2026-11-30: see {doc}`changes`)
+# ## The rule (version 2, changed after looking on 2026-11-30)
+#
+# The deviations from the first version, and why, are in {doc}`changes`.
 #
 # We judge the claim on the primary measure, the **effective rank** (the exponential of the entropy of the normalised
 # singular values {cite}`roy2007effective`), and require both of its halves for both architectures:

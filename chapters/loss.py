@@ -68,7 +68,9 @@ book.publish(loss.section(**params))
 
 # %% [markdown]
 # (loss-rule)=
-# ## The rule (version 2, changed after looking on 2026-11-30: see {doc}`changes`)
+# ## The rule (version 2, changed after looking on 2026-11-30)
+#
+# The deviations from the first version, and why, are in {doc}`changes`.
 #
 # The outcome is the final validation loss and the rank is the initial mean rank on the primary measure, the
 # **effective rank** ({glue:text}`loss_primary_label`). For each architecture, two rank correlations, each with a 95 %

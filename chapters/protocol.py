@@ -106,7 +106,7 @@ book.publish(protocol.section(**params))
 # **Verdict:** {glue:md}`protocol_badge` {glue:md}`protocol_summary` Regime: {glue:md}`protocol_regime`.
 #
 # *Where the two protocols agree and where they part.* {glue:text}`protocol_agreement`.
-# {glue:text}`protocol_examples`. The protocols part in the measure: the study's threshold counts singular values below
+# The protocols part in the measure: the study's threshold counts singular values below
 # float32 resolution (rows sum to one, so $\sigma_1 \ge 1$), so near-uniform attention at
 # $\tau = 1$ can score close to full rank where the effective rank sees nearly rank one; and one
 # run per setting shows no spread over seeds, which our intervals carry.

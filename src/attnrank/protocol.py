@@ -118,14 +118,6 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
     joined = "; ".join(sentences)
     glue = {"protocol_agreement": joined[0].upper() + joined[1:]}
     glue.update({f"protocol_flip_{a}": fmt_estimate(e, 1, n=False, percent=True) for a, e in res.flip.items()})
-    stable = all(res.parts[("stable", a)] == "supported" for a in res.flip)
-    glue["protocol_examples"] = (
-        "Eight examples and one run were enough for the sign the study read: the gap between the temperatures "
-        "under its threshold is large against the spread between sequences and seeds"
-        if stable
-        else f"Eight examples and one run do not settle the sign the study read: the flip rate is not resolved below "
-        f"{fmt(rules.MAX_FLIP, 0, percent=True)}"
-    )
     summary = flip_words(res, n_draws) + " " + agreement_words(res, records.pair.seed.nunique())
     return res, glue, summary
 

@@ -168,7 +168,6 @@ def test_protocol_flip_table_and_judge():
         "For BERT (MLM) both protocols rank tau = 1 higher; for GPT-2 (CLM) they part"
     )
     assert glue["protocol_flip_bert"] == "1.0% [0.0%, 3.0%]"
-    assert glue["protocol_examples"].startswith("Eight examples and one run were enough")
     assert summary.startswith("Over 500 draws of 4 + 4 examples and one run per temperature")
     assert "so few examples are enough for the sign." in summary
     assert (
@@ -184,8 +183,10 @@ def test_protocol_flip_table_and_judge():
     )
     assert protocol.flip_words(never, 500).startswith("In none of the 500 draws of 4 + 4 examples")
     assert protocol.protocol_finding(never, 500).startswith("4 + 4 examples never flip the study's sign in 500 draws")
-    _, glue, _ = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank")
-    assert glue["protocol_examples"].startswith("Eight examples and one run do not settle")
+    _, _, flaky_summary = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank")
+    assert "for GPT-2 the draws do not show whether so few examples are enough" in flaky_summary or (
+        "for GPT-2 so few examples are not enough for the sign" in flaky_summary
+    )
 
 
 def test_protocol_set_early_summary():
