@@ -30,7 +30,7 @@ dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRA
 from attnrank import book, explore
 from attnrank.profiles import resolve_profile
 
-book.check_parameters(globals(), ("profile", "taus", "head_dims", "seeds", "dataset"))
+book.check_parameters(globals(), explore.PARAMETERS)
 profile = resolve_profile(profile)
 data = explore.export(profile, dataset=dataset, taus=taus, head_dims=head_dims, seeds=seeds)
 view = explore.view(data)

@@ -51,6 +51,7 @@ from .rules import PRIMARY_MEASURE
 from .train import ATTENTION_SEQUENCES
 
 __all__ = [
+    "PARAMETERS",
     "PLANS",
     "Plan",
     "BUDGET_BYTES",
@@ -64,6 +65,9 @@ __all__ = [
     "run_table",
     "GLUE_JS",
 ]
+
+#: The chapter's parameters (:func:`attnrank.book.check_parameters` checks them).
+PARAMETERS = ("profile", "taus", "head_dims", "seeds", "dataset")
 
 #: The most bytes the explorer page (its HTML with the data and the plotting library inline) may take.
 BUDGET_BYTES = 8_000_000
