@@ -254,12 +254,12 @@ def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds:
     with :func:`sign_finding` over every measure (``rank_v``)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     return (
-        f"{sign_finding(rank_v)} On the primary measure, the initial {label}, the mean at $\\tau = 1$ minus the "
-        f"mean at $\\tau$ = {fmt_setting(cold)} (the study's sign is a positive difference; the Welch-t 95% "
+        f"{sign_finding(rank_v)} On the primary measure, the initial {label}, the mean at τ = 1 minus the "
+        f"mean at τ = {fmt_setting(cold)} (the study's sign is a positive difference; the Welch-t 95% "
         f"interval decides) is {verdict_text(rv['bert'], 'for BERT')} and "
         f"{verdict_text(rv['gpt2'], 'for GPT-2')}; the "
-        f"mean initial rank peaks at $\\tau$ = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) "
-        f"and at $\\tau$ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile.capitalize()} "
+        f"mean initial rank peaks at τ = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) "
+        f"and at τ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile.capitalize()} "
         f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
     )
 
@@ -267,11 +267,11 @@ def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds:
 def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int) -> str:
     """The summary of the loss verdict of :func:`attnrank.rules.temperature_loss`."""
     return (
-        f"Spearman's ρ of $\\log\\tau$ and the final validation loss (BCa bootstrap over runs) is "
+        f"Spearman's ρ of log τ and the final validation loss (BCa bootstrap over runs) is "
         f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; the study's "
         f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
-        f"{_loss_signs(loss_v)} The lowest mean final loss is at $\\tau$ = "
-        f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and $\\tau$ = {fmt_setting(loss_v['gpt2'].shape.value)} "
+        f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "
+        f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and τ = {fmt_setting(loss_v['gpt2'].shape.value)} "
         f"(GPT-2). {profile.capitalize()} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
     )
 
@@ -289,11 +289,17 @@ def rank_finding(rank_v: dict) -> str:
 
 
 def _loss_signs(loss_v: SweepVerdict) -> str:
+    """Per architecture, whether the loss correlation has the study's sign, reverses it or leaves it open."""
+    words = {
+        "the study's sign": "the interval has the study's sign",
+        "reversed": "the interval reverses the study's sign",
+        "undecided": "the interval does not decide the sign",
+    }
     by = {}
     for a, r in loss_v.arch.items():
         by.setdefault(sign_of(r.verdict.status), []).append(ARCH_NAMES[a])
-    words = {"the study's sign": "has the study's sign", "reversed": "reverses it", "undecided": "does not decide it"}
-    return "; ".join(f"{' and '.join(n)} {words[k]}" for k, n in by.items()).capitalize() + "."
+    text = "; ".join(f"for {' and '.join(n)} {words[k]}" for k, n in by.items())
+    return text[0].upper() + text[1:] + "."
 
 
 def loss_finding(loss_v: SweepVerdict) -> str:

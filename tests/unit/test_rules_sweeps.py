@@ -149,6 +149,9 @@ def test_loss_rule_unresolved_states_runs_needed_from_the_observed_spread():
     r = v["bert"].verdict
     assert r.needed == stats.runs_needed_observed(r.estimate, sv.TEMP_LOSS_EFFECT) == 38
     assert r.needed > stats.runs_needed_correlation(0.5)  # the bootstrap interval is wider than normal theory
+    text = temp.temperature_loss_summary(v, profile="ci", n_seeds=2)
+    assert "For BERT and GPT-2 the interval does not decide the sign." in text
+    assert "$" not in text  # plain symbols: the summary is pasted where no maths is rendered
 
 
 def test_tau_lever_clearly_larger_is_supported():
