@@ -150,7 +150,7 @@ def lever_summary(lv: SweepVerdict, *, effect: float, profile: str, n_seeds: int
 
     return (
         f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
-        f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. {profile.capitalize()} profile, {n_seeds} "
+        f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. The {profile} profile, {n_seeds} "
         f"seeds per setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
     )
 

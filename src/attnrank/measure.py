@@ -389,7 +389,7 @@ def section(
             f"sequence (query down, key across; darker is more weight), for the model a run started from and the "
             f"trained one, each evaluated at $\\tau = 10^{{-3}}$, $1$ and $10^{{3}}$ with its weights fixed; right: "
             f"the singular values of the row's three matrices (log axis; dotted: the study's threshold $10^{{-8}}$). "
-            f"{S.runs_text.capitalize()}; one run each shown.",
+            f"The {S.runs_text}; one run each shown.",
             "Grid of small heat maps of attention weights with the tokens on both axes, one row per model and state, "
             "one column per temperature, and a line chart of singular values at the end of each row.",
         )

@@ -134,7 +134,7 @@ def caption(runs: pd.DataFrame, profile: str) -> str:
     """The tail of a figure caption: ``"<profile> profile, N runs, S seeds per setting"`` for the runs
     (one row per run, with ``seed``) behind it."""
     d = runs.drop_duplicates("key") if "key" in runs else runs
-    return f"{profile.capitalize()} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
+    return f"The {profile} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
 
 
 def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:

@@ -337,18 +337,26 @@ def _marker(docname: str, key: str) -> str:
     return f"[missing value: {docname}::{key}]"
 
 
+#: The formats a ``{glue:md}`key:FORMAT``` paste may name; without one it is ``myst`` (myst-nb's own default,
+#: ``commonmark``, leaves ``$...$`` unrendered in a caption).
+MARKDOWN_FORMATS = (":commonmark", ":gfm", ":myst")
+
+
 def _marked_paste_roles() -> dict:
     """myst-nb's paste roles of the ``glue`` domain, showing :func:`_marker` where they would paste
     nothing (a key of the page's own notebook that no cell glued, a format that fails); their
-    warning is kept, so the build still fails (:func:`_fail_on_missing_glue`)."""
+    warning is kept, so the build still fails (:func:`_fail_on_missing_glue`). Pasted Markdown without
+    a format is parsed as MyST (:data:`MARKDOWN_FORMATS`), like the pages themselves."""
     from myst_nb.ext.glue.roles import PasteMarkdownRole, PasteRoleAny, PasteTextRole
 
     def marked(base):
         class Marked(base):
             def run(self):
+                if base is PasteMarkdownRole and not self.text.endswith(MARKDOWN_FORMATS):
+                    self.text += ":myst"  # parsed as the pages are, so its $...$ maths is rendered
                 result, messages = super().run()
                 if not result:
-                    key = self.text.rsplit(":", 1)[0] if base is PasteTextRole else self.text
+                    key = self.text.rsplit(":", 1)[0] if base in (PasteTextRole, PasteMarkdownRole) else self.text
                     doc, _, own = key.rpartition("::")
                     text = _marker(
                         doc.removesuffix(".ipynb").removesuffix(".md") or self.document.settings.env.docname, own

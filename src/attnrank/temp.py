@@ -259,7 +259,7 @@ def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds:
         f"interval decides) is {verdict_text(rv['bert'], 'for BERT')} and "
         f"{verdict_text(rv['gpt2'], 'for GPT-2')}; the "
         f"mean initial rank peaks at τ = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) "
-        f"and at τ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). {profile.capitalize()} "
+        f"and at τ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). The {profile} "
         f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
     )
 
@@ -272,7 +272,7 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
         f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
         f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "
         f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and τ = {fmt_setting(loss_v['gpt2'].shape.value)} "
-        f"(GPT-2). {profile.capitalize()} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
+        f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
     )
 
 

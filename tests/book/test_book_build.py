@@ -266,7 +266,11 @@ def test_stale_chapters_execute_up_front_in_parallel_and_are_then_read_from_the_
     book = tmp_path / "book"
     (book / "_toc.yml").write_text(TOC_TWO)
     (book / "nb2.ipynb").write_text(
-        _notebook("from attnrank import book\nbook.glue('other', 'two')", "# Two\n\nOther: {glue:text}`other:s`.")
+        _notebook(
+            "from IPython.display import Markdown\nfrom attnrank import book\nbook.glue('other', 'two')\n"
+            "book.glue('caption', Markdown('at $\\\\tau = 1$'))",
+            "# Two\n\nOther: {glue:text}`other:s`. Pasted Markdown, {glue:md}`caption`.",
+        )
     )
     result = build(tmp_path, env)
     log = result.stdout + result.stderr
@@ -274,7 +278,9 @@ def test_stale_chapters_execute_up_front_in_parallel_and_are_then_read_from_the_
     assert re.search(r"Executing notebooks up front \(2, \d+ processes\): (nb, nb2|nb2, nb)", log), log[-3000:]
     assert log.count("Using cached notebook") == 2 and "Executing notebook:" not in log, log[-6000:]
     assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
-    assert "Other: two." in re.sub(r"<[^>]+>", "", (book / "_build" / "html" / "nb2.html").read_text())
+    two = (book / "_build" / "html" / "nb2.html").read_text()
+    assert "Other: two." in re.sub(r"<[^>]+>", "", two)
+    assert re.search(r'class="math[^"]*">\\\(\\tau = 1\\\)</span>', two), two  # pasted maths is maths, not $...$
     again = build(tmp_path, env)
     assert again.returncode == 0 and "up front" not in again.stdout + again.stderr
 

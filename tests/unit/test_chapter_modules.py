@@ -78,7 +78,7 @@ def test_sweep_facts_count_runs_seeds_and_failures():
 
 def test_caption_counts_runs_once_and_seeds():
     d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
-    assert runs.caption(d, "ci") == "Ci profile, 3 runs, 2 seeds per setting"
+    assert runs.caption(d, "ci") == "The ci profile, 3 runs, 2 seeds per setting"
 
 
 def test_grid_correlations_per_temperature_and_architecture():
