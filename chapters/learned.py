@@ -78,7 +78,7 @@ book.publish(learned.section(**params))
 # ```
 #
 # Models that learn cost more steps per run, so within the cold build's budget the default profile trains fewer
-# settings than before: every verdict states the runs it rests on, its interval widens with fewer runs, and an
+# settings than a profile of shorter runs could: every verdict states the runs it rests on, its interval widens with fewer runs, and an
 # unresolved verdict states how many runs would resolve it ({doc}`reproducibility` lists the runs and steps each
 # verdict of this build rests on).
 #

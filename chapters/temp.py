@@ -43,8 +43,8 @@
 #
 # 1. *Rank* (verdict `temp`). The statistic is the study's own comparison: the mean initial rank (primary measure, the
 #    effective rank) at the stock $\tau = 1$ minus its mean at the coldest grid value $\tau = 10^{-3}$, with Welch's
-#    $t$ interval (95%); the interval decides, and an exact permutation test over seeds is shown beside it (with two
-#    seeds per arm its $p$ cannot fall below $1/3$, so it can never decide alone). Supported (the study's sign) if the
+#    $t$ interval (95%); the interval decides, and an exact permutation test over seeds is shown beside it (with $k$
+#    seeds per arm its $p$ cannot fall below $2/\binom{2k}{k}$, which is $1/3$ for two seeds, so it never decides alone). Supported (the study's sign) if the
 #    interval lies above zero, not supported (the sign reversed) if below. The theory below predicts a *peak* rather than a monotone trend, so beside the verdict we
 #    report where on the grid the mean initial rank peaks, with a stratified-bootstrap interval on the grid (a peak is
 #    *interior* when the interval excludes both ends). The same rule is applied with every rank measure.

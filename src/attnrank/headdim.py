@@ -94,7 +94,7 @@ def direction_text(change: Estimate, means: pd.Series) -> str:
     (change ...)"``; ``means`` is indexed by the head dimension, ``change`` the signed largest-minus-smallest."""
     lo, hi = int(means.index.min()), int(means.index.max())
     word = "falls" if change.high < 0 else "rises" if change.low > 0 else "changes (direction not resolved)"
-    return f"{word} from {fmt(means.loc[lo])} at $d_h$ = {lo} to {fmt(means.loc[hi])} at $d_h$ = {hi} (change {fmt_estimate(change, 2)})"
+    return f"{word} from {fmt(means.loc[lo])} at head dimension {lo} to {fmt(means.loc[hi])} at head dimension {hi} (change {fmt_estimate(change, 2)})"
 
 
 def lever_texts(lv: SweepVerdict, lv_min: SweepVerdict, loss_lv: SweepVerdict, means: dict) -> dict:

@@ -23,6 +23,7 @@ general index):
 
 * ``visible-code``: a code cell whose input the page shows (set-up, parameter checks and the one
   call of a chapter are removed or folded: ``remove-cell``, ``remove-input``, ``hide-input``);
+* ``raw-maths``: TeX shown as typed (``$d_h$`` pasted as text, where no formula is rendered);
 * ``raw-repr``: the Python representation of a value instead of the value (a quoted string, an
   ``<IPython.core.display...>`` object);
 * ``index-column``: a table with an index column (an empty first header cell or row headers);
@@ -276,6 +277,19 @@ def _raw_repr(page: Page):
             text = pre.get_text()
             if _REPR.match(text) or "<IPython.core.display." in text:
                 yield f"representation shown: {text.strip()[:60]!r}"
+
+
+#: TeX left in the text: ``$...$`` (dollar maths outside a maths element) or a literal ``\(`` delimiter.
+_RAW_MATH = re.compile(r"\$[^$\s][^$\n]{0,80}?(?<!\s)\$(?!\d)|\\\(|\\\)")  # "$3 and $4" is money (Pandoc's rule)
+
+
+@book_rule("raw-maths", "TeX shown as typed: $...$ or \\( ... \\) outside a rendered formula")
+def _raw_maths(page: Page):
+    for node in page.article.find_all(string=_RAW_MATH):
+        if node.find_parent(["script", "style", "pre", "code"]) or node.find_parent(class_="math"):
+            continue
+        for m in _RAW_MATH.finditer(str(node)):
+            yield f"unrendered maths {m.group(0)!r} in {_text(node.parent)!r}"
 
 
 @book_rule("index-column", "a table with an index column")

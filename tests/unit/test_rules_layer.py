@@ -127,7 +127,7 @@ def test_text_helpers():
     assert temp.verdict_text(r, "x", effect=1).endswith("would resolve a difference of 1)")
     means = pd.Series([3.1, 2.5], index=[4, 32])
     assert headdim.direction_text(_est(-0.6, -0.9, -0.3), means).startswith(
-        "falls from 3.10 at $d_h$ = 4 to 2.50 at $d_h$ = 32"
+        "falls from 3.10 at head dimension 4 to 2.50 at head dimension 32"
     )
     assert headdim.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
     judged = {"bert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}

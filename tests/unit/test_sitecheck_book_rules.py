@@ -43,6 +43,11 @@ FIGURE = (
             '<div class="cell_output"><pre>0.42</pre></div>',
         ),
         (
+            "raw-maths",
+            "<p>from 1.11 at $d_h$ = 4 to 1.23</p>",
+            '<p>costs $3 and $4, at <span class="math notranslate nohighlight">\\(d_h = 4\\)</span></p>',
+        ),
+        (
             "index-column",
             "<table><thead><tr><th></th><th>arch</th></tr></thead><tbody><tr><th>0</th><td>bert</td></tr></tbody></table>",
             "<table><thead><tr><th>model</th><th>runs</th></tr></thead><tbody><tr><td>BERT</td><td>4</td></tr></tbody></table>",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import NullFormatter
 
 from ..glossary import ARCH_LABELS
-from . import new_figure
+from . import figure_legend, new_figure
 from .style import BASELINE_COLOR, check_columns, fmt_tau
 
 __all__ = ["BASELINE_STYLES", "loss_vs_compute", "loss_figure", "recipe", "recipe_figure"]
@@ -45,13 +46,19 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
         ax, d = axes[0, j], curves[(curves.arch == a) & (curves.flop > 0)]
         for (tau, seed), g in d.groupby(["tau", "seed"]):
             first = seed == d[d.tau == tau].seed.min()
-            ax.plot(g.flop, g.val_loss, color=palette[tau], lw=1.2, label=f"tau = {fmt_tau(tau)}" if first else None)
+            ax.plot(g.flop, g.val_loss, color=palette[tau], lw=1.2, label=fmt_tau(tau) if first else None)
         _baselines(ax, d.iloc[0].to_dict())
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # labelled decades only: the minor labels ran together
         ax.set_xlabel("training FLOP")
         ax.set_ylabel("validation loss (nats/token)" if j == 0 else "")
         ax.set_title(ARCH_LABELS.get(a, a))
-        ax.legend(fontsize=7, loc="upper right")
+    # one legend below the panels (inside a panel it covered the curves' ends), every label once
+    labelled = {}
+    for ax in axes.ravel():
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            labelled.setdefault(label, handle)
+    figure_legend(fig, labelled.values())
     return fig
 
 
