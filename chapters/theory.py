@@ -208,7 +208,7 @@ book.publish(experiments.section(**params))
 #
 # **Check P1':** {glue:text}`theory_p1p_tested` comparisons (one per measure: the largest head
 # within {glue:text}`theory_sat_tol_pct` of the limit, or within the two intervals),
-# {glue:text}`theory_p1p_violations` violations.
+# {glue:text}`theory_p1p_violations` violations; {glue:text}`theory_sat_farthest`.
 #
 # ## P2. The low-temperature (hardmax) limit
 #

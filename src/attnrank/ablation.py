@@ -71,7 +71,6 @@ __all__ = [
     "gain_table",
     "attention_gain",
     "gains",
-    "worth",
 ]
 
 #: Name under which the content-free attention is registered with ``transformers``.
@@ -327,17 +326,3 @@ def gains(runs: pd.DataFrame) -> pd.DataFrame:
         g = attention_gain(r) if done else dict.fromkeys(values, math.nan)
         rows.append({**{k: r[k] for k in ident}, **{k: g[k] for k in values}})
     return pd.DataFrame(rows, columns=[*ident, *values])
-
-
-def worth(gain: float) -> str:
-    """An attention ablation gain (nats per token) in words, as every regime clause states it:
-    ``"attention worth 0.45 nats"``, ``"attention worth under 0.01 nats"`` (below 0.005), ``"content-free
-    attention 0.02 nats better"`` (a negative gain), ``"attention's worth n/a"`` (missing)."""
-    if gain is None or not math.isfinite(float(gain)):
-        return "attention's worth n/a"
-    gain = float(gain)
-    if abs(gain) < 0.005:
-        return "attention worth under 0.01 nats"
-    if gain < 0:
-        return f"content-free attention {-gain:.2f} nats better"
-    return f"attention worth {gain:.2f} nats"

@@ -35,14 +35,17 @@ validation loss. No parameter is tuned on the validation targets.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import torch
 from scipy.sparse import csr_matrix
 
 from . import ablation
+from .cache import cached
+from .data import dataset_fingerprint
 from .errors import ConfigError, check_choice
-from .glossary import ARCH_NAMES, fmt
 from .models import build_model, model_from_config, tokenizer_pad_id
 from .probe import attention_logits, attention_probabilities
 from .profiles import ARCHS, RunConfig, resolve_config
@@ -73,7 +76,11 @@ __all__ = [
     "small_logits",
     "bound_check",
     "reference_losses",
-    "regime_clause",
+    "DATA_FIELDS",
+    "baseline_losses",
+    "bigram_gaps",
+    "reference_gains",
+    "at_reference",
 ]
 
 
@@ -510,38 +517,108 @@ def reference_losses(profile: str, archs, dataset: str | None = None) -> dict:
     return {a: ngram_losses(resolve_config(a, profile, dataset=dataset)) for a in archs}
 
 
-def regime_clause(runs, losses: dict) -> str:
-    """Where a verdict on trained models was computed, in one short clause: each architecture's best final
-    validation loss over ``runs`` (complete runs) against its bigram count model (``losses``:
-    :func:`reference_losses`), for BERT, when ``losses`` has it, against its two-sided count model too, and
-    what attention is worth in that run (:func:`attnrank.ablation.attention_gain`: its validation loss with
-    content-free attention minus its loss, stated when ``runs`` has the ``path`` of stored runs or an
-    ``attention_gain`` column), e.g. ``"best run: BERT 1.03 nats above bigram (1.80 above two-sided;
-    attention worth 0.02 nats), GPT-2 0.69 above (attention worth 0.05 nats)"``."""
-    parts = []
-    for a in sorted(runs.arch.unique()):
-        mine = runs[runs.arch == a]
-        best_row = mine.loc[mine.final_val_loss.idxmin()] if mine.final_val_loss.notna().any() else None
-        best = float(mine.final_val_loss.min())
-        gap = best - losses[a]["bigram"]
-        side = "above" if gap > 0 else "below"
-        text = (
-            f"{ARCH_NAMES[a]} {fmt(abs(gap))} nats {side} bigram"
-            if not parts
-            else f"{ARCH_NAMES[a]} {fmt(abs(gap))} {side}"
-        )
-        notes = []
-        two = losses[a].get("two_sided", float("nan"))
-        if two == two:  # not NaN: BERT's count model of both neighbours
-            notes.append(f"{fmt(abs(best - two))} {'above' if best > two else 'below'} two-sided")
-        if best_row is not None and "attention_gain" in best_row:
-            notes.append(ablation.worth(best_row["attention_gain"]))
-        elif best_row is not None and "path" in best_row:
-            notes.append(ablation.worth(ablation.attention_gain(best_row.to_dict())["attention_gain"]))
-        if notes:
-            text += f" ({'; '.join(notes)})"
-        parts.append(text)
-    return "best run: " + ", ".join(parts) if parts else "no complete run"
+# --------------------------------------------------------------------------- the regime of a verdict
+#: The run settings the count baselines depend on (they never see a model, a seed or a temperature).
+DATA_FIELDS = ("arch", "dataset", "vocab_size", "max_len", "val_blocks", "mlm_probability", "batch_size", "probe_size")
+
+
+def _data_settings(row) -> dict:
+    get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
+    return {k: get(k) for k in DATA_FIELDS}
+
+
+def baseline_losses(run) -> dict:
+    """The count baselines of a run's validation targets, nats per target token.
+
+    Args:
+        run: a :class:`~attnrank.profiles.RunConfig`, a row of a wide run table
+            (:func:`attnrank.runs.table` with ``long=False``) or a dict with the :data:`DATA_FIELDS`.
+
+    Returns ``{"unigram", "bigram", "two_sided", "n_targets"}`` (``two_sided`` NaN for GPT-2), as
+    :func:`attnrank.baselines.ngram_losses` computes them; cached (:func:`attnrank.cache.cached`) by
+    the data settings and :func:`attnrank.data.dataset_fingerprint`, so each is computed once per build.
+
+    Raises:
+        ConfigError: naming the missing data setting.
+    """
+    if hasattr(run, "to_dict"):  # a RunConfig or a table row
+        run = run.to_dict()
+    try:
+        settings = _data_settings(run)
+    except (KeyError, AttributeError) as exc:
+        raise ConfigError("run", f"lacks the data setting {exc}; needs {', '.join(DATA_FIELDS)}") from None
+    settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in settings.items()}
+    t = cached("baseline_losses", ngram_table, **settings, fingerprint=dataset_fingerprint(settings["dataset"]))
+    row = t.iloc[0]
+    return {**{k: float(row[k]) for k in NGRAM_COLUMNS[:3]}, "n_targets": int(row["n_targets"])}
+
+
+def _reference(a: pd.DataFrame, reference_tau: float) -> pd.DataFrame:
+    """The complete runs of one architecture at ``reference_tau`` (all its complete runs when none is at it)."""
+    done = a[(a.status == "complete") & np.isfinite(a.final_val_loss.astype(float))]
+    ref = done[np.isclose(done.tau.astype(float), reference_tau)]
+    return ref if len(ref) else done
+
+
+def _archs(runs: pd.DataFrame) -> list:
+    return [a for a in ("gpt2", "bert") if a in set(runs.arch)]
+
+
+def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
+    """Per architecture, how far its models are below the bigram count model: the learned gate's input.
+
+    Args:
+        runs: a wide run table (:func:`attnrank.runs.table` with ``long=False``: ``arch``, ``tau``, ``status``,
+            ``final_val_loss`` and the :data:`DATA_FIELDS`; ``path`` is not needed).
+        reference_tau: the temperature ratio of the reference runs (the stock softmax); an architecture
+            without a complete run there is judged on all its complete runs.
+
+    Returns ``{arch: gap}``: the mean over the reference runs of the final validation loss minus the run's
+    bigram count model (:func:`baseline_losses`), nats per token; negative: below the bigram; NaN: no
+    complete run.
+
+    Raises:
+        ConfigError: naming ``runs`` when it holds no run.
+    """
+    if not len(runs):
+        raise ConfigError("runs", "got no runs; the learned gate is computed from the runs a verdict rests on")
+    out = {}
+    for arch in _archs(runs):
+        ref = _reference(runs[runs.arch == arch], reference_tau)
+        diffs = [float(r["final_val_loss"]) - baseline_losses(r)["bigram"] for r in ref.to_dict("records")]
+        out[arch] = float(np.mean(diffs)) if diffs else math.nan
+    return out
+
+
+def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
+    """Per architecture, what attention is worth in its reference runs (those of :func:`bigram_gaps`).
+
+    Returns ``{arch: gain}``: the mean attention ablation gain (:func:`attnrank.ablation.attention_gain`: the
+    validation loss with content-free attention minus the loss, nats per token) of the architecture's
+    reference runs, read from an ``attention_gain`` column or computed from the stored runs' ``path``; NaN
+    when ``runs`` has neither or no reference run has a gain.
+    """
+    out = {}
+    for arch in _archs(runs):
+        ref = _reference(runs[runs.arch == arch], reference_tau)
+        if "attention_gain" in ref:
+            values = ref.attention_gain.astype(float)
+        elif "path" in ref:
+            values = pd.Series(
+                [ablation.attention_gain(r)["attention_gain"] for r in ref.to_dict("records")], dtype=float
+            )
+        else:
+            values = pd.Series([], dtype=float)
+        out[arch] = float(values.mean()) if values.notna().any() else math.nan
+    return out
+
+
+def at_reference(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> bool:
+    """Whether every architecture's reference runs are at ``reference_tau`` and some run is not (so a regime
+    clause must say which runs it reads)."""
+    refs = [_reference(runs[runs.arch == a], reference_tau) for a in _archs(runs)]
+    at = all(len(r) and np.isclose(r.tau.astype(float), reference_tau).all() for r in refs)
+    return bool(refs) and at and not np.isclose(runs.tau.astype(float), reference_tau).all()
 
 
 # --------------------------------------------------------------------------- freshly initialised models

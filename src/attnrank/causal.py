@@ -25,11 +25,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import rules
-from .baselines import reference_losses, regime_clause
+from . import baselines, rules
 from .errors import ConfigError, check_real
 from .experiments import CELLS, P3_CONDITIONS, PRESETS, causal_runs, twin_scale
-from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, fmt, fmt_estimate, fmt_setting
+from .glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_setting
 from .models import set_tau
 from .plots import ALT_TEXT
 from .plots.causal import CELL_LABELS, cells_figure, intervention_figure
@@ -38,7 +37,7 @@ from .profiles import TAU_RANGE, RunConfig, resolve_profile
 from .rank import check_measures
 from .rules import PRIMARY_MEASURE, SweepVerdict, paired_difference, two_point
 from .runs import table as runs_table
-from .section import Figure, Section, Table, Verdict, needed_text
+from .section import Figure, Section, Table, Verdict, gate_text, needed_text, regime_text
 from .stats import Estimate
 from .store import Run, load_table, read
 from .train import prepare_data
@@ -405,14 +404,17 @@ def section(
     glue.update(intervention_spans(inter, m))
     v = rules.causal_rule(table)
     done = runs[runs.status == "complete"]
+    gate = rules.learned_gate({a: r.verdict.status for a, r in v.arch.items()}, baselines.bigram_gaps(runs))
     verdict = Verdict(
         "causal",
-        v.status,
+        gate.status,
         finding(v),
         "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, 3, n=False)} nats" for a, r in v.arch.items()),
         f"{len(seeds)} seeds, {len(runs)} runs",
-        regime_clause(done, reference_losses(done.profile.iloc[0], ARCHS, dataset)) if len(done) else "no complete run",
-        verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)),
+        regime_text(gate, baselines.reference_gains(done), at_reference=baselines.at_reference(done))
+        if len(done)
+        else "no complete run",
+        verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)) + " " + gate_text(gate),
     )
     tables = [
         Table("causal_twins", twins.drop(columns="_loss"), digits=3),

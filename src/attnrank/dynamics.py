@@ -19,7 +19,7 @@ from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, RANK_MEASURES, fm
 from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, RHO_MIN, DynamicsResult
-from .section import Figure, Section, Table, Verdict, by_measure_table
+from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_text
 from .store import load_table
 
 __all__ = [
@@ -308,16 +308,17 @@ def section(
     for a, v in runs.head_changes(heat).items():
         glue[f"dynamics_head_max_change_{a}"] = fmt(v, 0, percent=True)
     # the verdict
-    regime = baselines.regime_clause(ok, baselines.reference_losses(profile, sorted(ok.arch.unique()), dataset))
+    gaps = baselines.bigram_gaps(ok)
+    gate = rules.learned_gate(res.halves, gaps)
     verdict = Verdict(
         "dynamics",
-        res.status,
+        gate.status,
         finding(res, stable_tolerance),
         "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)}" for a in res.rho),
         f"{sum(e.n for e in res.rho.values())} runs",
-        regime,
-        dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance),
-        {mm: r.status for mm, r in results.items()},
+        regime_text(gate, baselines.reference_gains(ok), at_reference=baselines.at_reference(ok)),
+        dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(gate),
+        {mm: rules.learned_gate(r.halves, gaps).status for mm, r in results.items()},
     )
     tables.append(by_measure_table("dynamics_by_measure", results, m))
     return Section("dynamics", glue, figures, tables, [verdict])

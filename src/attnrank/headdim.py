@@ -18,7 +18,7 @@ from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, RANK_MEASU
 from .plots import sweeps
 from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
-from .section import Figure, Section, Table, Verdict, by_measure_table
+from .section import INITIAL_REGIME, Figure, Section, Table, Verdict, by_measure_table
 from .stats import Estimate
 
 __all__ = [
@@ -339,7 +339,7 @@ def section(
         finding(lv),
         "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in lv.arch.items()),
         f"{lv.n_runs} runs",
-        baselines.regime_clause(done(sweep), baselines.reference_losses(profile, ARCHS, dataset)),
+        INITIAL_REGIME,
         lever_summary(
             lv, effect=rules.LEVER_EFFECT, profile=profile, n_seeds=n_seeds, head_dims=grid["head_dims"], hidden=hidden
         ),

@@ -10,7 +10,7 @@ stored runs:
 * :func:`gaps`: one row per run, its final validation loss minus each baseline (nats per token;
   negative: the model is better);
 * :func:`regime`: the one short clause every verdict states (for example "GPT-2 0.31 nats below
-  bigram at tau = 1, attention worth 0.45 nats (14 of 14 runs below bigram)"), computed from the runs
+  bigram at τ = 1, attention worth 0.45 nats (14 of 14 runs below bigram)"), computed from the runs
   the verdict rests on; what attention is worth is the attention ablation gain of
   :mod:`attnrank.ablation` (the loss with content-free attention minus the loss);
 * :func:`attention_table`: the mean loss against the bigram and the attention ablation gain per model
@@ -32,22 +32,18 @@ import pandas as pd
 
 from . import ablation, experiments, store
 from . import runs as run_tables
-from .baselines import ngram_table
-from .cache import cached
-from .data import dataset_fingerprint
+from .baselines import baseline_losses
 from .errors import ConfigError
 from .glossary import ARCH_NAMES, fmt_setting
 from .plots import learned as lplots
 from .profiles import resolve_config, resolve_profile
-from .section import Figure, Section, Table
+from .section import Figure, Section, Table, gap_text, worth
 
 __all__ = [
     "PARAMETERS",
     "section",
-    "DATA_FIELDS",
     "BASELINES",
     "TARGETS",
-    "baseline_losses",
     "gaps",
     "regime",
     "attention_table",
@@ -69,9 +65,6 @@ __all__ = [
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "seeds", "dataset")
 
-#: The run settings the count baselines depend on (they never see a model, a seed or a temperature).
-DATA_FIELDS = ("arch", "dataset", "vocab_size", "max_len", "val_blocks", "mlm_probability", "batch_size", "probe_size")
-
 #: The count baselines, in the order a table shows them, with their labels.
 BASELINES = {"unigram": "unigram", "bigram": "bigram", "two_sided": "two-sided"}
 
@@ -81,37 +74,6 @@ BASELINES = {"unigram": "unigram", "bigram": "bigram", "two_sided": "two-sided"}
 TARGETS = {"gpt2": ("bigram", 0.2), "bert": ("bigram", 0.1)}
 
 _LABELS = ARCH_NAMES
-
-
-def _data_settings(row) -> dict:
-    get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
-    return {k: get(k) for k in DATA_FIELDS}
-
-
-def baseline_losses(run) -> dict:
-    """The count baselines of a run's validation targets, nats per target token.
-
-    Args:
-        run: a :class:`~attnrank.profiles.RunConfig`, a row of a wide run table
-            (:func:`attnrank.runs.table` with ``long=False``) or a dict with the :data:`DATA_FIELDS`.
-
-    Returns ``{"unigram", "bigram", "two_sided", "n_targets"}`` (``two_sided`` NaN for GPT-2), as
-    :func:`attnrank.baselines.ngram_losses` computes them; cached (:func:`attnrank.cache.cached`) by
-    the data settings and :func:`attnrank.data.dataset_fingerprint`, so each is computed once per build.
-
-    Raises:
-        ConfigError: naming the missing data setting.
-    """
-    if hasattr(run, "to_dict"):  # a RunConfig or a table row
-        run = run.to_dict()
-    try:
-        settings = _data_settings(run)
-    except (KeyError, AttributeError) as exc:
-        raise ConfigError("run", f"lacks the data setting {exc}; needs {', '.join(DATA_FIELDS)}") from None
-    settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in settings.items()}
-    t = cached("baseline_losses", ngram_table, **settings, fingerprint=dataset_fingerprint(settings["dataset"]))
-    row = t.iloc[0]
-    return {**{k: float(row[k]) for k in BASELINES}, "n_targets": int(row["n_targets"])}
 
 
 def gaps(runs: pd.DataFrame) -> pd.DataFrame:
@@ -149,15 +111,6 @@ def gaps(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _nats(gap: float) -> str:
-    if not math.isfinite(gap):
-        return "n/a"
-    d = round(-gap, 2)
-    if d == 0:
-        return "level with"
-    return f"{abs(d):.2f} nats {'below' if d > 0 else 'above'}"
-
-
 def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     """The loss regime of the runs a verdict rests on, as one short clause.
 
@@ -165,7 +118,7 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     when none is at it) to the bigram count model, for BERT also to the two-sided model, the mean
     attention ablation gain of those runs (:func:`attnrank.ablation.attention_gain`: what content-free
     attention costs, in nats per token) and how many of all its runs end below the bigram. For example
-    ``"GPT-2 0.31 nats below bigram at tau = 1, attention worth 0.45 nats (14 of 14 runs below bigram);
+    ``"GPT-2 0.31 nats below bigram at τ = 1, attention worth 0.45 nats (14 of 14 runs below bigram);
     BERT 0.12 nats below bigram, 0.30 nats above two-sided, attention worth 0.02 nats (9 of 14 runs below
     bigram)"``.
 
@@ -184,13 +137,13 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     for arch in [a for a in ("gpt2", "bert") if a in set(g.arch)]:
         a = g[g.arch == arch]
         ref = a[np.isclose(a.tau, reference_tau)]
-        at = f" at tau = {reference_tau:g}" if len(ref) and len(ref) < len(a) else ""
+        at = f" at τ = {fmt_setting(reference_tau)}" if len(ref) and len(ref) < len(a) else ""
         ref = ref if len(ref) else a
-        text = f"{_LABELS[arch]} {_nats(ref.gap_bigram.mean())} bigram{at}"
+        text = f"{_LABELS[arch]} {gap_text(ref.gap_bigram.mean())} bigram{at}"
         if arch == "bert":
-            text += f", {_nats(ref.gap_two_sided.mean())} two-sided"
+            text += f", {gap_text(ref.gap_two_sided.mean())} two-sided"
         if "attention_gain" in ref and ref.attention_gain.notna().any():
-            text += f", {ablation.worth(ref.attention_gain.mean())}"
+            text += f", {worth(ref.attention_gain.mean())}"
         below = int((a.gap_bigram < 0).sum())
         text += f" ({below} of {len(a)} runs below bigram)" if len(a) > 1 else ""
         parts.append(text)
@@ -334,11 +287,11 @@ def targets_text(table: pd.DataFrame) -> str:
     parts = []
     for r in table.itertuples():
         label = _LABELS[r.arch]
-        worst = _nats(r.worst_gap)
-        two = f"; two-sided: mean {_nats(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
+        worst = gap_text(r.worst_gap)
+        two = f"; two-sided: mean {gap_text(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
         parts.append(
             f"{label}: target {r.target:g} nats below {r.baseline} in every one of its {r.runs} runs at tau = 1; "
-            f"worst run {worst}, mean {_nats(r.mean_gap)}{two}: {'met' if r.met else 'not met'}"
+            f"worst run {worst}, mean {gap_text(r.mean_gap)}{two}: {'met' if r.met else 'not met'}"
         )
     return ". ".join(parts) + "." if parts else "no run at tau = 1."
 
@@ -361,7 +314,7 @@ def recipe_facts(table: pd.DataFrame) -> dict:
         base = d[d.lever == "default"].iloc[0]
         gain = (d.gap_bigram - base.gap_bigram).where(d.lever != "default")
         best = d.loc[gain.idxmin()]
-        out[f"learned_recipe_default_{arch}"] = _nats(base.gap_bigram)
+        out[f"learned_recipe_default_{arch}"] = gap_text(base.gap_bigram)
         out[f"learned_recipe_best_{arch}"] = (
             f"{best.variant} ({abs(gain.min()):.2f} nats {'lower' if gain.min() < 0 else 'higher'} than the default, "
             f"at {best.flop / base.flop:.2g} times its FLOP)"
@@ -555,7 +508,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
     attn = attention_table(runs)
     glue = {
         **{f"learned_target_{a}": f"{n:g}" for a, (_, n) in TARGETS.items()},
-        **{f"learned_attention_{a}": ablation.worth(float(tgt[tgt.arch == a].attention_gain.mean())) for a in TARGETS},
+        **{f"learned_attention_{a}": worth(float(tgt[tgt.arch == a].attention_gain.mean())) for a in TARGETS},
         "learned_n_runs": len(runs),
         "learned_steps": int(runs.max_steps.max()),
         "learned_profile": profile,

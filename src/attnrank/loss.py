@@ -19,7 +19,7 @@ from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, RANK_MEASURES, fm
 from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
-from .section import Figure, Section, Table, Verdict, by_measure_table
+from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_text
 from .stats import spearman
 from .store import load_table
 
@@ -238,14 +238,16 @@ def section(
         ),
         by_measure_table("loss_by_measure", results, m),
     ]
+    gaps = baselines.bigram_gaps(ok)
+    gate = rules.learned_gate(res.per_arch, gaps)
     verdict = Verdict(
         "loss",
-        res.status,
+        gate.status,
         finding(res),
         "; ".join(f"{ARCH_NAMES[a]} within-τ ρ {fmt_estimate(res.within[a], n=False)}" for a in res.within),
         f"{sum(e.n for e in res.rho.values())} runs",
-        baselines.regime_clause(ok, losses),
-        loss_summary(res, n_seeds=n_seeds),
-        {mm: r.status for mm, r in results.items()},
+        regime_text(gate, baselines.reference_gains(ok), at_reference=baselines.at_reference(ok)),
+        loss_summary(res, n_seeds=n_seeds) + " " + gate_text(gate),
+        {mm: rules.learned_gate(r.per_arch, gaps).status for mm, r in results.items()},
     )
     return Section("loss", glue, figures, tables, [verdict])

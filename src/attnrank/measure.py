@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import experiments, rank, spectra, stats, verdicts
-from .baselines import reference_losses, regime_clause
+from . import baselines, experiments, rank, rules, spectra, stats, verdicts
 from .cache import cached
 from .errors import ConfigError
 from .glossary import ARCH_LABELS, MEASURE_LABELS, MINUS, fmt, fmt_estimate, fmt_setting
@@ -26,7 +25,7 @@ from .profiles import ARCHS, resolve_config, resolve_profile
 from .rank import RANK_MEASURES
 from .rules import PRIMARY_MEASURE
 from .runs import table as runs_table
-from .section import Figure, Section, Table, Verdict
+from .section import Figure, Section, Table, Verdict, regime_text
 from .spectra import EPS64, PIPELINES, REFERENCE, attention_examples
 from .store import read
 
@@ -439,6 +438,9 @@ def section(
         ),
     ]
     e = excess
+    # the rule reads how each measure counts a matrix near rank one, not what the models learned: the learned
+    # gate is stated, not applied
+    gate = rules.learned_gate({a: status for a in ARCHS}, baselines.bigram_gaps(used))
     record = Verdict(
         "measure",
         status,
@@ -446,7 +448,9 @@ def section(
         f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
         "; ".join(f"{MEASURE_LABELS[m]} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
         f"{S.n_runs} runs",
-        regime_clause(used, reference_losses(profile, ARCHS, dataset)),
-        summary,
+        regime_text(gate, baselines.reference_gains(used), at_reference=baselines.at_reference(used)),
+        summary + " The rule is about the measures (how each counts a matrix near rank one, which attention at this "
+        "temperature is whether or not the model has learned), so the learned gate of the verdicts on trained "
+        "models is not applied to it.",
     )
     return Section("measure", glue, figures, reader_tables, [record])

@@ -12,15 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import rules, study
-from .baselines import reference_losses, regime_clause
+from . import baselines, rules, study
 from .experiments import STUDY_EXAMPLES, STUDY_TAUS
-from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, fmt, fmt_estimate
+from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate
 from .plots import ALT_TEXT
 from .plots import protocol as pplots
 from .profiles import resolve_profile
 from .rules import PRIMARY_MEASURE
-from .section import Figure, Section, Table, Verdict
+from .section import Figure, Section, Table, Verdict, gate_text, regime_text
 from .store import load_table
 from .study import Records
 
@@ -244,22 +243,24 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     by_step = study.rank_by_step(load_table(d.ok, "rank_summary"), m)
     early = rules.set_early_rule(by_step)
     figures.append(figure(pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO)))
-    regime = regime_clause(d.ok, reference_losses(profile, ARCHS, dataset))
+    gaps = baselines.bigram_gaps(d.ok)
+    gate = rules.learned_gate(res.parts, gaps)
+    early_gate = rules.learned_gate(early.per_arch, gaps)
     verdicts = [
         Verdict(
             "protocol",
-            res.status,
+            gate.status,
             protocol_finding(res, n_draws),
             "; ".join(
                 f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items()
             ),
             f"{n_draws} draws, {len(d.pair)} runs",
-            regime,
-            summary,
+            regime_text(gate, baselines.reference_gains(d.ok), at_reference=baselines.at_reference(d.ok)),
+            summary + " " + gate_text(gate),
         ),
         Verdict(
             "set_early",
-            early.status,
+            early_gate.status,
             "Rank at an early step against the final rank: "
             + "; ".join(
                 f"{ARCH_NAMES[a]} ρ {fmt(early.shown[a][1].value)} at step {early.shown[a][0]}"
@@ -271,8 +272,8 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 f"{ARCH_NAMES[a]} {fmt_estimate(early.shown[a][1], n=False)}" for a in early.per_arch if early.shown[a]
             ),
             f"{len(d.ok)} runs",
-            regime,
-            set_early_summary(early, d.final_step),
+            regime_text(early_gate, baselines.reference_gains(d.ok), at_reference=baselines.at_reference(d.ok)),
+            set_early_summary(early, d.final_step) + " " + gate_text(early_gate),
         ),
     ]
     return Section("protocol", glue, figures, [Table("protocol_flips", flip_table(flips))], verdicts)

@@ -33,11 +33,14 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
   over runs against a pre-registered threshold, :func:`attnrank.study.rank_by_step`).
 * :func:`seq_len_rule` - generality in sequence length: the trained rank stays below the study's
   bound ``(1 - 1/e) n + 1`` at every ``n`` (``final_<measure>``, ``max_len``).
+* :func:`learned_gate` - applied to every verdict computed from trained models: an architecture's
+  case counts only when its models have learned (beat the bigram count model), otherwise it is
+  inconclusive at this scale whatever its statistics say.
 
 Every pre-registered constant of these rules is defined here (:data:`PRIMARY_MEASURE`,
 :data:`RHO_MIN`, :data:`STABLE_TOLERANCE`, :data:`LOSS_EFFECT`, :data:`TEMP_RANK_EFFECT`,
 :data:`TEMP_LOSS_EFFECT`, :data:`LEVER_EFFECT`, :data:`MAX_FLIP`, :data:`SET_EARLY_RHO`,
-:data:`EARLY_FRACTION`, :data:`CAUSAL_EFFECT`), and nothing else: this module holds decisions, not
+:data:`EARLY_FRACTION`, :data:`CAUSAL_EFFECT`, :data:`LEARNED_MARGIN`), and nothing else: this module holds decisions, not
 words. The sentences, tables and captions that report a verdict live in the chapter modules
 (:mod:`attnrank.dynamics`, :mod:`attnrank.loss`, :mod:`attnrank.temp`, :mod:`attnrank.headdim`,
 :mod:`attnrank.causal`, ...), outside the result hash (:data:`attnrank.provenance.RESULT_ROOTS`),
@@ -72,6 +75,9 @@ __all__ = [
     "SET_EARLY_RHO",
     "EARLY_FRACTION",
     "CAUSAL_EFFECT",
+    "LEARNED_MARGIN",
+    "LearnedGate",
+    "learned_gate",
     "DynamicsResult",
     "LossResult",
     "ArchResult",
@@ -112,6 +118,10 @@ TEMP_LOSS_EFFECT = -0.5
 #: Pre-registered difference (units of rank) between the temperature's and the head dimension's range of
 #: the mean initial rank, for the seeds needed by the lever rule.
 LEVER_EFFECT = 1.0
+#: The learned gate (:func:`learned_gate`): an architecture's case of a verdict on trained models counts only
+#: when the mean final validation loss of its stock-softmax runs lies more than this many nats below its bigram
+#: count model (nats per token; 0: below the bigram at all). Added on 2026-12-02 (see the deviations appendix).
+LEARNED_MARGIN = 0.0
 
 
 def _need(df: pd.DataFrame, cols) -> None:
@@ -776,3 +786,79 @@ def causal_rule(
             v = replace(v, status=INCONCLUSIVE)
         out[a] = ArchResult(v, None, spread, parts)
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
+
+
+# ------------------------------------------------------------------------- the learned gate
+@dataclass(frozen=True)
+class LearnedGate:
+    """A verdict on trained models after the learned gate (:func:`learned_gate`).
+
+    Attributes:
+        status: the claim's status after the gate (one of :data:`attnrank.verdicts.VERDICTS`).
+        ungated: the status the rule itself reached.
+        gaps: ``{arch: gap}``, the mean final validation loss of the architecture's reference runs minus its
+            bigram count model (nats per token; negative: below the bigram; NaN: no complete run).
+        not_learned: the architectures (sorted) whose case was set to inconclusive at this scale.
+        margin: the margin the gate applied (nats).
+    """
+
+    status: str
+    ungated: str
+    gaps: dict
+    not_learned: tuple
+    margin: float
+
+    @property
+    def changed(self) -> bool:
+        """Whether the gate changed the claim's status."""
+        return self.status != self.ungated
+
+
+def _arch_of(key, archs) -> str:
+    if isinstance(key, str):
+        found = [key] if key in archs else []
+    else:
+        found = [k for k in key if isinstance(k, str) and k in archs]
+    if len(found) != 1:
+        raise ConfigError("parts", f"key {key!r} names no architecture of the gaps {sorted(archs)}")
+    return found[0]
+
+
+def learned_gate(parts: dict, gaps: dict, *, margin: float = LEARNED_MARGIN) -> LearnedGate:
+    """Every case of a verdict on trained models counts only where the models have learned.
+
+    A model whose validation loss is no better than a bigram count model has not yet started to use its
+    context, so a rule's statistics on it say nothing about trained transformers. Rule (added on 2026-12-02,
+    after the default profile's regime was known; see the deviations appendix): an architecture has learned when ``gaps[arch] < -margin``; each part of the
+    verdict on an architecture that has not learned is set to inconclusive at this scale, and the claim's
+    status is :func:`attnrank.verdicts.combine` of the parts again. A not-supported part on a model that has
+    learned still decides the claim.
+
+    Args:
+        parts: the rule's per-case statuses, ``{key: status}``; a key is an architecture (``"bert"``) or a
+            tuple holding one (``("stable", "bert")``, ``("gpt2", 64)``).
+        gaps: ``{arch: nats}``, the mean final validation loss of each architecture's reference runs minus
+            its bigram count model (:func:`attnrank.learned.bigram_gaps`); NaN counts as not learned.
+        margin: nats below the bigram a model must reach (:data:`LEARNED_MARGIN`).
+
+    Raises:
+        ConfigError: naming ``parts`` when it is empty or a key names no architecture of ``gaps``, ``margin``
+        when it is negative or not finite, or ``status`` for a status outside the verdicts.
+    """
+    if not parts:
+        raise ConfigError("parts", "got no parts; a gate needs the rule's per-case statuses")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
+        raise ConfigError("margin", f"got {margin!r}; expected a finite number of nats >= 0")
+    learned = {a: bool(math.isfinite(float(g)) and float(g) < -margin) for a, g in gaps.items()}
+    gated = {}
+    for key, status in parts.items():
+        arch = _arch_of(key, learned)
+        gated[key] = status if learned[arch] else INCONCLUSIVE
+    used = sorted({_arch_of(k, learned) for k in parts})
+    return LearnedGate(
+        combine(gated.values()),
+        combine(parts.values()),
+        {a: float(gaps[a]) for a in used},
+        tuple(a for a in used if not learned[a]),
+        float(margin),
+    )

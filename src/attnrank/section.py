@@ -17,16 +17,31 @@ Nothing here computes: the records hold what the chapter modules computed and wr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from .errors import ConfigError
-from .glossary import MEASURE_LABELS
+from .glossary import ARCH_NAMES, MEASURE_LABELS, fmt_setting
 from .verdicts import INCONCLUSIVE, VERDICTS
 from .verdicts import Verdict as JudgedVerdict
 
-__all__ = ["Figure", "Table", "Verdict", "Section", "WORD_LIMIT", "by_measure_table", "have_units", "needed_text"]
+__all__ = [
+    "Figure",
+    "Table",
+    "Verdict",
+    "Section",
+    "WORD_LIMIT",
+    "by_measure_table",
+    "have_units",
+    "needed_text",
+    "INITIAL_REGIME",
+    "gap_text",
+    "worth",
+    "regime_text",
+    "gate_text",
+]
 
 #: The most words of a verdict's one-line finding (the intro's table reads in one screen).
 WORD_LIMIT = 30
@@ -215,3 +230,79 @@ def by_measure_table(name: str, results: dict, primary: str) -> Table:
             }
         ),
     )
+
+
+# --------------------------------------------------------------------------- the regime of a verdict, in words
+#: The regime of a verdict that reads the initial rank of a sweep's runs, never a trained model.
+INITIAL_REGIME = "at initialisation: the rank before any training"
+
+
+def gap_text(gap: float) -> str:
+    """A loss minus a count model's loss (nats per token) in words before the model's name: ``"0.31 nats
+    below"``, ``"0.45 nats above"``, ``"level with"`` (within 0.005) or ``"n/a"`` (missing)."""
+    if gap is None or not math.isfinite(float(gap)):
+        return "n/a"
+    d = round(-float(gap), 2)
+    if d == 0:
+        return "level with"
+    return f"{abs(d):.2f} nats {'below' if d > 0 else 'above'}"
+
+
+def worth(gain: float) -> str:
+    """An attention ablation gain (nats per token, :func:`attnrank.ablation.attention_gain`) in words, as every
+    regime clause states it: ``"attention worth 0.45 nats"``, ``"attention worth under 0.01 nats"`` (below
+    0.005), ``"content-free attention 0.02 nats better"`` (a negative gain), ``"attention's worth n/a"``."""
+    if gain is None or not math.isfinite(float(gain)):
+        return "attention's worth n/a"
+    gain = float(gain)
+    if abs(gain) < 0.005:
+        return "attention worth under 0.01 nats"
+    if gain < 0:
+        return f"content-free attention {-gain:.2f} nats better"
+    return f"attention worth {gain:.2f} nats"
+
+
+def regime_text(gate, gains: dict, *, at_reference: bool, reference_tau: float = 1.0) -> str:
+    """The regime of a verdict on trained models, in one short clause for the intro's table.
+
+    Args:
+        gate: the verdict's :class:`attnrank.rules.LearnedGate` (its ``gaps`` and ``not_learned``).
+        gains: ``{arch: nats}``, what attention is worth in the reference runs
+            (:func:`attnrank.baselines.reference_gains`).
+        at_reference: whether the clause must say it reads the ``reference_tau`` runs
+            (:func:`attnrank.baselines.at_reference`).
+
+    Per architecture (in the gate's order): its gap to the bigram count model and, when it has learned, what
+    attention is worth (:func:`worth`); an architecture that has not learned is marked so. For example
+    ``"τ = 1 runs: GPT-2 0.31 nats below bigram, attention worth 0.45 nats; BERT 0.45 nats above bigram, not
+    learned"``.
+    """
+    order = [a for a in ("gpt2", "bert") if a in gate.gaps] + [a for a in gate.gaps if a not in ("gpt2", "bert")]
+    parts = []
+    for a in order:
+        text = f"{ARCH_NAMES.get(a, a)} {gap_text(gate.gaps[a])} bigram"
+        text += ", not learned" if a in gate.not_learned else f", {worth(gains.get(a, math.nan))}"
+        parts.append(text)
+    if not parts:
+        return "no complete run"
+    return (f"τ = {fmt_setting(reference_tau)} runs: " if at_reference else "") + "; ".join(parts)
+
+
+def gate_text(gate, *, reference_tau: float = 1.0) -> str:
+    """The learned gate of a verdict (:func:`attnrank.rules.learned_gate`) in one or two sentences for its
+    chapter: the rule, each architecture's gap to its bigram count model and what the gate changed. The rule
+    is stated even when every model has learned."""
+    rule = (
+        "The verdict counts an architecture only where its models have learned: the mean final validation loss "
+        f"of its τ = {fmt_setting(reference_tau)} runs below its bigram count model"
+        + (f" by more than {gate.margin:g} nats" if gate.margin else "")
+        + " (a model that does no better has not started to use its context)."
+    )
+    gaps = ", ".join(f"{ARCH_NAMES.get(a, a)} {gap_text(g)} it" for a, g in gate.gaps.items())
+    if not gate.not_learned:
+        return f"{rule} Every architecture here has ({gaps})."
+    names = " and ".join(ARCH_NAMES.get(a, a) for a in gate.not_learned)
+    text = f"{rule} Here {gaps}, so {names} counts as inconclusive at this scale"
+    if gate.changed:
+        text += f"; on its statistics alone the verdict would be {gate.ungated}"
+    return text + "."

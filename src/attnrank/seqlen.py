@@ -19,17 +19,16 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from . import experiments, stats
-from .baselines import reference_losses, regime_clause
+from . import baselines, experiments, rules, stats
 from .errors import ConfigError, check_positive_int
-from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, fmt, fmt_estimate
+from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate
 from .plots import ALT_TEXT
 from .plots.seqlen import rank_vs_seq_len
 from .profiles import resolve_profile
 from .rank import MEASURES, check_measures, rank_measures
 from .rules import seq_len_rule
 from .runs import table as runs_table
-from .section import Figure, Section, Verdict
+from .section import Figure, Section, Verdict, gate_text, regime_text
 from .theory import study_bound
 
 __all__ = ["uniform_ranks", "seq_len_table", "summary", "content_free_text", "Report", "report_from_runs", "section"]
@@ -235,15 +234,21 @@ def section(profile: str = "auto", dataset=None) -> Section:
     fig, data, name, caption = report.figure
     result = seq_len_rule(runs, FIGURE_MEASURES[0])
     done = runs[runs.status == "complete"]
+    gaps = baselines.bigram_gaps(runs)
+
+    def gated(r):
+        return rules.learned_gate({k: v.status for k, v in r.cases.items()}, gaps)
+
+    gate = gated(result)
     arch, n = result.worst()
     verdict = Verdict(
         "seq_len",
-        report.status,
+        gate.status,
         finding(result, experiments.SEQ_LENS),
         f"{ARCH_NAMES[arch]} at n = {n}: {fmt_estimate(result.cases[(arch, n)].estimate, 1, n=False)}",
         f"{len(runs)} runs",
-        regime_clause(done, reference_losses(c0.profile, ARCHS, dataset)),
-        report.summary,
-        report.by_measure,
+        regime_text(gate, baselines.reference_gains(done), at_reference=baselines.at_reference(done)),
+        report.summary + " " + gate_text(gate),
+        {m: gated(seq_len_rule(runs, m)).status for m in report.by_measure},
     )
     return Section("seq_len", report.glue, [Figure(name, fig, data, caption, ALT_TEXT[name])], [], [verdict])

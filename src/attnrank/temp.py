@@ -24,7 +24,18 @@ from .plots import sweeps
 from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
-from .section import Figure, Section, Table, Verdict, by_measure_table, have_units, needed_text
+from .section import (
+    INITIAL_REGIME,
+    Figure,
+    Section,
+    Table,
+    Verdict,
+    by_measure_table,
+    gate_text,
+    have_units,
+    needed_text,
+    regime_text,
+)
 from .stats import Estimate
 from .store import load_table
 from .verdicts import INCONCLUSIVE
@@ -533,7 +544,8 @@ def section(
     for k, v in runs.means_at(done, "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_").items():
         glue[k] = fmt(v, 3)
     tables.append(Table("temp_loss_rule", temperature_loss_table(loss_v)))
-    regime = baselines.regime_clause(done, baselines.reference_losses(profile, ARCHS, dataset))
+    gaps = baselines.bigram_gaps(done)
+    loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps)
     verdicts = [
         Verdict(
             "temp",
@@ -542,18 +554,18 @@ def section(
             f"{label}, τ = 1 minus τ = {fmt_setting(tau_min)}: "
             + "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in rv.arch.items()),
             f"{rv.n_runs} runs",
-            regime,
+            INITIAL_REGIME,
             temperature_summary(rv, cold=tau_min, profile=profile, n_seeds=n_seeds, rank_v=rank_v),
             {mm: v.status for mm, v in rank_v.items()},
         ),
         Verdict(
             "temp_loss",
-            loss_v.status,
+            loss_gate.status,
             loss_finding(loss_v),
             "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
             f"{loss_v.n_runs} runs",
-            regime,
-            temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds),
+            regime_text(loss_gate, baselines.reference_gains(done), at_reference=baselines.at_reference(done)),
+            temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(loss_gate),
         ),
     ]
     tables.append(by_measure_table("temp_by_measure", rank_v, m))

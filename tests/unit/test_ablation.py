@@ -8,12 +8,13 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from attnrank import ablation, learned
+from attnrank import ablation, baselines, learned
 from attnrank.attention import ATTN_IMPLEMENTATION
-from attnrank.baselines import regime_clause, uniform_attention
+from attnrank.baselines import DATA_FIELDS, uniform_attention
 from attnrank.errors import ConfigError
 from attnrank.models import build_model
 from attnrank.probe import RankProbe, attention_probabilities
+from attnrank.section import worth
 
 V, N, D = 8, 8, 32  # tokens, positions, width of the constructed copy model
 COPY = 16  # first dimension of the subspace the attention output writes to
@@ -180,10 +181,10 @@ def test_bad_input_names_the_parameter(copy_batches):
 
 
 def test_worth_in_words():
-    assert ablation.worth(0.4549) == "attention worth 0.45 nats"
-    assert ablation.worth(0.004) == "attention worth under 0.01 nats"
-    assert ablation.worth(-0.0231) == "content-free attention 0.02 nats better"
-    assert ablation.worth(math.nan) == "attention's worth n/a"
+    assert worth(0.4549) == "attention worth 0.45 nats"
+    assert worth(0.004) == "attention worth under 0.01 nats"
+    assert worth(-0.0231) == "content-free attention 0.02 nats better"
+    assert worth(math.nan) == "attention's worth n/a"
 
 
 BASE = {
@@ -193,12 +194,12 @@ BASE = {
 
 
 def _runs(rows):
-    data = {k: "x" for k in learned.DATA_FIELDS}
+    data = {k: "x" for k in DATA_FIELDS}
     return pd.DataFrame([{**data, "status": "complete", "seed": i, **r} for i, r in enumerate(rows)])
 
 
 def test_regime_clauses_state_what_attention_is_worth(monkeypatch):
-    """learned.regime: the mean gain of the runs at tau = 1; baselines.regime_clause: the best run's gain."""
+    """learned.regime and the gate's inputs: the mean gain of the runs at tau = 1."""
     monkeypatch.setattr(learned, "baseline_losses", lambda run: dict(BASE[run["arch"]]))
     runs = _runs(
         [
@@ -209,7 +210,7 @@ def test_regime_clauses_state_what_attention_is_worth(monkeypatch):
         ]
     )
     assert learned.regime(runs) == (
-        "GPT-2 0.25 nats below bigram at tau = 1, attention worth 0.45 nats (2 of 3 runs below bigram); "
+        "GPT-2 0.25 nats below bigram at τ = 1, attention worth 0.45 nats (2 of 3 runs below bigram); "
         "BERT 0.20 nats below bigram, 0.20 nats above two-sided, attention worth 0.02 nats"
     )
     t = learned.attention_table(runs)
@@ -217,8 +218,5 @@ def test_regime_clauses_state_what_attention_is_worth(monkeypatch):
     row = t.iloc[1]
     assert (row.runs, row.attention_gain, row.gain_min, row.gain_max) == (2, pytest.approx(0.45), 0.40, 0.50)
     assert row.content_free_gap == pytest.approx(-0.25 + 0.45)
-    losses = {a: BASE[a] for a in BASE}
-    assert regime_clause(runs, losses) == (
-        "best run: BERT 0.20 nats below bigram (0.20 above two-sided; attention worth 0.02 nats), "
-        "GPT-2 0.30 below (attention worth 0.40 nats)"
-    )
+    assert baselines.reference_gains(runs) == {"gpt2": pytest.approx(0.45), "bert": pytest.approx(0.021)}
+    assert baselines.at_reference(runs) and not baselines.at_reference(runs[runs.tau == 1.0])

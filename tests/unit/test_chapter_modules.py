@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import baselines, glossary, loss, rank, reproducibility, runs, stats
+from attnrank import baselines, glossary, loss, rank, reproducibility, rules, runs, stats
 from attnrank.errors import ConfigError
 from attnrank.glossary import fmt_estimate
 from attnrank.plots import sweeps
 from attnrank.plots import training as tp
 from attnrank.rules import DynamicsResult
-from attnrank.section import Figure, Section, Table, Verdict, by_measure_table
+from attnrank.section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_text
 from attnrank.stats import Estimate
 
 
@@ -122,18 +122,34 @@ def test_failures_are_a_table_for_reading_or_none():
     assert runs.failures(d[d.status == "complete"], "x_failures") is None
 
 
-def test_regime_clause_says_where_each_model_stands_against_its_bigram_model():
+def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram_model(monkeypatch):
     d = _runs()
-    losses = {"bert": {"bigram": 3.0}, "gpt2": {"bigram": 4.0}}
-    # best complete runs: BERT 5.0 - 1.6 - 0.02 + 0.01 = 3.39, GPT-2 the same 3.39
-    assert baselines.regime_clause(d, losses) == "best run: BERT 0.39 nats above bigram, GPT-2 0.61 below"
-    assert baselines.regime_clause(d.iloc[:0], losses) == "no complete run"
-    # BERT's two-sided count model, when known, beside its bigram (GPT-2 has none: NaN)
-    losses = {"bert": {"bigram": 3.0, "two_sided": 2.5}, "gpt2": {"bigram": 4.0, "two_sided": float("nan")}}
-    assert (
-        baselines.regime_clause(d, losses)
-        == "best run: BERT 0.39 nats above bigram (0.89 above two-sided), GPT-2 0.61 below"
+    bigram = {"bert": 3.0, "gpt2": 5.5}
+    monkeypatch.setattr(baselines, "baseline_losses", lambda run: {"bigram": bigram[run["arch"]]})
+    # the reference runs are the complete tau = 1 ones: 5.0 - 0.1 h - 0.01 s + 1 over h in (8, 16), s in (0, 1, 2)
+    # (GPT-2 without its failed run h = 16, s = 2)
+    bert = np.mean([6.0 - 0.1 * h - 0.01 * s for h in (8, 16) for s in (0, 1, 2)])
+    gpt2 = np.mean([6.0 - 0.1 * h - 0.01 * s for h in (8, 16) for s in (0, 1, 2) if (h, s) != (16, 2)])
+    gaps = baselines.bigram_gaps(d)
+    assert list(gaps) == ["gpt2", "bert"]
+    assert gaps == {"gpt2": pytest.approx(gpt2 - 5.5), "bert": pytest.approx(bert - 3.0)}
+    assert gaps["bert"] > 0 > gaps["gpt2"]  # BERT above its bigram: not learned
+    gate = rules.learned_gate({"bert": "supported", "gpt2": "supported"}, gaps)
+    gains = {"gpt2": 0.4549, "bert": 0.01}
+    assert regime_text(gate, gains, at_reference=baselines.at_reference(d)) == (
+        f"τ = 1 runs: GPT-2 {5.5 - gpt2:.2f} nats below bigram, attention worth 0.45 nats; "
+        f"BERT {bert - 3.0:.2f} nats above bigram, not learned"
     )
+    assert baselines.at_reference(d) and not baselines.at_reference(d[d.tau == 1.0])
+    text = gate_text(gate)
+    assert "BERT counts as inconclusive at this scale" in text and "would be supported" in text
+    # every model has learned: the rule is still stated, and nothing changed
+    assert gate_text(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.3})).endswith(
+        "Every architecture here has (GPT-2 0.30 nats below it)."
+    )
+    with pytest.raises(ConfigError) as e:
+        baselines.bigram_gaps(d.iloc[:0])
+    assert e.value.param == "runs"
 
 
 def test_by_measure_table_and_measure_constants():

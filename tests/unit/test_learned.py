@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from attnrank import learned
+from attnrank.baselines import DATA_FIELDS
 from attnrank.errors import ConfigError
 
 BASE = {
@@ -20,7 +21,7 @@ def fixed_baselines(monkeypatch):
 
 
 def _runs(rows):
-    data = {k: "x" for k in learned.DATA_FIELDS}
+    data = {k: "x" for k in DATA_FIELDS}
     return pd.DataFrame([{**data, "status": "complete", "seed": i, **r} for i, r in enumerate(rows)])
 
 
@@ -50,8 +51,8 @@ def test_regime_states_the_mean_gap_at_tau_1_and_how_many_runs_are_below(fixed_b
         ]
     )
     assert learned.regime(runs) == (
-        "GPT-2 0.25 nats below bigram at tau = 1 (2 of 4 runs below bigram); "
-        "BERT 0.20 nats below bigram at tau = 1, 0.20 nats above two-sided (2 of 2 runs below bigram)"
+        "GPT-2 0.25 nats below bigram at τ = 1 (2 of 4 runs below bigram); "
+        "BERT 0.20 nats below bigram at τ = 1, 0.20 nats above two-sided (2 of 2 runs below bigram)"
     )
 
 
