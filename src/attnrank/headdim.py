@@ -324,7 +324,9 @@ def section(
             f"initial {label} (left) and the final validation loss (right); $\\tau$ over its grid of "
             f"{len(grid['taus'])} values at head dimension {head_dim0}, $d_h$ over "
             f"{', '.join(map(fmt_setting, grid['head_dims']))} at hidden size {hidden} and $\\tau = 1$, and their "
-            f"difference; 95% stratified-bootstrap intervals over runs. {runs.caption(pd.concat([t_runs, hd1]), profile)}.",
+            f"difference; each range bias-corrected with a 95% basic stratified-bootstrap interval over runs (a range "
+            f"of noisy means is biased upward), the difference as the rule computes it (percentile interval). "
+            f"{runs.caption(pd.concat([t_runs, hd1]), profile)}.",
             "Forest plot: for each model, the range of the initial effective rank and of the final loss over the "
             "temperature grid, over the head-dimension grid, and their difference, with intervals.",
         )
