@@ -74,6 +74,11 @@ book.publish(learned.section(**params))
 # worth. At $\tau = 1$, GPT-2: {glue:text}`learned_attention_gpt2`; BERT: {glue:text}`learned_attention_bert`. Every
 # verdict on trained models states it in its regime clause.
 #
+# **What the book does with a model that has not learned.** Every verdict on trained models applies one gate
+# ({doc}`changes`): an architecture's case counts only when the mean final validation loss of its $\tau = 1$ runs lies
+# below its bigram count model; otherwise that case is *inconclusive at this scale*, whatever its statistics say, and
+# the chapter states what they alone would have given.
+#
 # ```{glue} learned_attention
 # ```
 #
