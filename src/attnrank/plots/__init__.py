@@ -24,7 +24,17 @@ import seaborn as sns
 
 from .style import COLUMN_WIDTH, FONT_SIZE, MIN_FONT_SIZE, PALETTE  # the plot grammar
 
-__all__ = ["set_theme", "PALETTE", "new_figure", "figure_legend", "figure", "FIGURE_SEED", "style", "ALT_TEXT"]
+__all__ = [
+    "set_theme",
+    "PALETTE",
+    "new_figure",
+    "figure_legend",
+    "shared_xlabel",
+    "figure",
+    "FIGURE_SEED",
+    "style",
+    "ALT_TEXT",
+]
 
 #: Seed of NumPy's global random state while a figure is drawn (:func:`figure`).
 FIGURE_SEED = 0
@@ -131,6 +141,27 @@ def figure_legend(fig, handles, *, max_cols: int = 4, loc: str = "outside lower 
             return legend
         legend.remove()
     return legend
+
+
+def shared_xlabel(fig, axes, text: str):
+    """One x label ``text`` for the panels ``axes`` of ``fig`` that share their x axis, centred under them (a
+    figure-level label, ``Figure.supxlabel``), in place of one label per panel: a long label (the temperature's,
+    on two lines) is wider than a panel of a grid, and side by side the panels' labels ran into each other.
+
+    Every visible panel of ``axes`` loses its own x label; one with no visible panel under it in its column keeps
+    (or gets back) its x tick labels. Returns the label."""
+    axes = np.asarray(axes, dtype=object).reshape(np.shape(axes) if np.ndim(axes) == 2 else (1, -1))
+    shown = [ax for ax in axes.ravel() if ax.get_visible() and ax.axison]
+    for ax in shown:
+        ax.set_xlabel("")
+    for i, j in np.ndindex(axes.shape):
+        ax = axes[i, j]
+        if ax in shown and not any(b in shown for b in axes[i + 1 :, j]):
+            ax.xaxis.set_tick_params(which="both", labelbottom=True)
+    fig.draw_without_rendering()  # constrained layout places the panels (and a legend beside them)
+    x0 = min(ax.get_position().x0 for ax in shown)
+    x1 = max(ax.get_position().x1 for ax in shown)
+    return fig.supxlabel(text, x=(x0 + x1) / 2, fontsize=FONT_SIZE)
 
 
 def figure(draw):

@@ -18,8 +18,18 @@ from matplotlib.lines import Line2D
 from .. import rank
 from ..glossary import ARCH_LABELS, ARCHS
 from ..spectra import EPS32, EPS64, REFERENCE
-from . import figure, figure_legend, new_figure
-from .style import FONT_SIZE, MEASURE_COLORS, MIN_FONT_SIZE, PALETTE, axis_label, check_columns, fmt_tau, measure_label
+from . import figure, figure_legend, new_figure, shared_xlabel
+from .style import (
+    FONT_SIZE,
+    MEASURE_COLORS,
+    MIN_FONT_SIZE,
+    PALETTE,
+    axis_label,
+    check_columns,
+    decade_labels,
+    fmt_tau,
+    measure_label,
+)
 
 __all__ = [
     "threshold_lines",
@@ -262,6 +272,7 @@ def rank_vs_tau(
         ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
+        decade_labels(ax)
         ax.set_title(_panel_title(col, cv))
         ax.set_xlabel(_TAU_LABEL)
         if j == 0:
@@ -279,7 +290,8 @@ def rank_vs_tau(
     ]
     if baselines is not None and baselines["measure"].isin(hues).any():
         handles.append(Line2D([], [], color="0.3", ls="--", lw=1.2, label="limit of each measure (dashed)"))
-    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=MIN_FONT_SIZE)
+    # below the panels: beside them it left each panel narrower than its two-line temperature label
+    figure_legend(fig, handles, max_cols=3)
     return fig
 
 
@@ -339,8 +351,8 @@ def precision_by_tau(
         ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
+        decade_labels(ax)
         ax.set_title(_panel_title(col, cv), fontsize=FONT_SIZE)
-        ax.set_xlabel(_TAU_LABEL)
         if idx % ncols == 0:
             ax.set_ylabel("rank (mean)" + (", log scale" if logy else ""))
     handles = [
@@ -366,6 +378,7 @@ def precision_by_tau(
         empty[0].legend(handles=handles, loc="center", frameon=False, fontsize=MIN_FONT_SIZE)
     else:
         figure_legend(fig, handles)
+    shared_xlabel(fig, axes, _TAU_LABEL)  # once: the two-line label is wider than a panel of the grid
     return fig
 
 
@@ -377,7 +390,7 @@ def measure_points(
     col: str = "arch",
     hue: str = "state",
     width: float = 4.8,
-    height: float = 3.6,
+    height: float = 4.8,
 ):
     """Each measure (x, categorical) per ``hue`` level: point at ``mean`` with ``low``-``high`` error bars (log y).
 
@@ -414,11 +427,10 @@ def measure_points(
                     i = measures.index(r["measure"])
                     ax.hlines(r["value"], i - 0.38, i + 0.38, color="black", lw=2.2, zorder=4)
                     base_label = r.get("label", "baseline")
-        ax.set_xticks(
+        ax.set_xticks(  # upright: slanted, the long names of neighbouring measures ran into each other
             np.arange(len(measures)),
             [measure_label(m) for m in measures],
-            rotation=35,
-            ha="right",
+            rotation=90,
             fontsize=MIN_FONT_SIZE,
         )
         ax.set_yscale("log")
@@ -430,7 +442,7 @@ def measure_points(
         handles.append(Line2D([], [], color="black", lw=2.2, label=str(base_label)))
     if baselines is not None and (baselines["measure"] == "n").any():
         handles.append(Line2D([], [], color="0.4", ls=":", label="matrix size n"))
-    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=MIN_FONT_SIZE)
+    figure_legend(fig, handles)  # below the panels, so each is wide enough for its five measures
     return fig
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib import colors as mcolors
+from matplotlib.ticker import NullFormatter
 
 from ..errors import ConfigError
 from ..glossary import MEASURE_LABELS, fmt_setting
@@ -40,6 +41,7 @@ __all__ = [
     "axis_label",
     "measure_label",
     "fmt_tau",
+    "decade_labels",
     "check_columns",
 ]
 
@@ -111,6 +113,15 @@ def axis_label(name: str, *, log: bool = False) -> str:
 def fmt_tau(t) -> str:
     """``tau = 0.03`` in the book's notation (for legends and panel titles)."""
     return f"{SYMBOLS['tau']} = {fmt_setting(t)}"
+
+
+def decade_labels(ax, *, x: bool = True, y: bool = False) -> None:
+    """Label only the decades of ``ax``'s log axes (``x`` and/or ``y``; linear axes are left alone); the minor
+    ticks stay, unlabelled. Matplotlib labels the minor ticks (2x10^0, 3x10^0, ...) of an axis that spans under
+    a decade or so, and side by side on an x axis those labels run together. Call it after the scale is set."""
+    for on, axis in ((x, ax.xaxis), (y, ax.yaxis)):
+        if on and axis.get_scale() == "log":
+            axis.set_minor_formatter(NullFormatter())
 
 
 def check_columns(data, columns, name: str = "data") -> None:
