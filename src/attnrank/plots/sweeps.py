@@ -34,6 +34,7 @@ from .style import (
     HIGHLIGHT_COLOR,
     LABELS,
     SYMBOLS,
+    decade_labels,
     measure_label,
 )
 
@@ -84,6 +85,7 @@ def _set_xscale(ax, x: str, values) -> None:
         ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
     elif x == "tau":
         ax.set_xscale("log")
+        decade_labels(ax)
     if len(values) > 1:
         lo, hi = values.min(), values.max()
         pad = (hi / lo) ** 0.06 if lo > 0 else 1.0

@@ -18,7 +18,7 @@ from matplotlib.colors import LogNorm
 from ..errors import ConfigError
 from ..glossary import fmt_setting
 from . import figure, new_figure
-from .style import MIN_FONT_SIZE, PALETTE, SYMBOLS, axis_label, check_columns
+from .style import MIN_FONT_SIZE, PALETTE, SYMBOLS, axis_label, check_columns, decade_labels
 
 __all__ = [
     "exact_spectrum",
@@ -153,6 +153,7 @@ def taylor_bound(df: pd.DataFrame):
             xlabel="Taylor bound (P1), count",
             ylabel="measured numerical rank, count",
         )
+        decade_labels(ax, y=True)  # both axes alike, for the equality line
     if axes[0][-1].get_legend():
         axes[0][-1].legend(title=SYMBOLS["head_dim"], fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
     return fig
@@ -362,6 +363,7 @@ def toy_kl_vs_tau(df: pd.DataFrame, *, floor: pd.DataFrame | None = None, kl_min
             xlabel=axis_label("tau"),
             ylabel="final KL to target (nats)",
         )
+        decade_labels(ax)
     axes[0][0].set_ylim(kl_min / 2, float(df.groupby(["variant", "head_dim", "tau"])["kl"].mean().max()) * 2)
     axes[0][-1].legend(title=SYMBOLS["head_dim"] + " / reference", fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
     return fig
