@@ -45,7 +45,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
         ],
         ignore_index=True,
     )
-    labels = {"rank": f"rank (atol 1e-8), {n_train} + {n_test} examples", "loss": "validation loss (nats)"}
+    labels = {"rank": f"rank (atol 1e-8),\n{n_train} + {n_test} examples", "loss": "validation loss (nats)"}
     fig = trajectories(
         view,
         y="value",
@@ -53,7 +53,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
         col="arch",
         hue="tau",
         ylabel=labels,
-        row_labels=labels,
+        row_labels={"rank": "", "loss": ""},  # the model alone in the titles (the measure's in the y label)
         col_labels=ARCH_LABELS,
         highlight=stock,
         width=4.3,

@@ -94,7 +94,7 @@ def _title(ax, row, r, col, c, row_labels, col_labels):
         parts.append(str((row_labels or {}).get(r, r)))
     if col is not None:
         parts.append(str((col_labels or {}).get(c, c)))
-    ax.set_title(" · ".join(parts), fontsize=FONT_SIZE)
+    ax.set_title(" · ".join(p for p in parts if p), fontsize=FONT_SIZE)  # a label "" leaves its part out
 
 
 def _colorbar(fig, axes, sm, values, label):
