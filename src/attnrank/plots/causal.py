@@ -62,11 +62,10 @@ def cells(table: pd.DataFrame, outcomes: dict, order, labels: dict, *, width: fl
             )
             ax.set_xlabel("")
             ax.set_ylabel(label if j == 0 else "")
-            ax.set_xticks(
+            ax.set_xticks(  # upright: slanted, the long cell names ran into their neighbours
                 range(len(order)),
                 [labels[c] for c in order] if r == len(outcomes) - 1 else [""] * len(order),
-                rotation=30,
-                ha="right",
+                rotation=90,
                 fontsize=MIN_FONT_SIZE,
             )
             if r == 0:
