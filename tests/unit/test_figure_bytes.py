@@ -598,6 +598,83 @@ def _off_canvas(fig) -> list[str]:
     return out
 
 
+def _collisions(fig, tolerance: float = 1.0) -> list[str]:
+    """Texts of ``fig`` that run into each other or into a neighbouring panel: a title, axis label or tick label
+    of one panel overlapping a text or the plotting area of another panel (colour bars count as panels), a
+    figure-level text or legend overlapping a panel's texts, or two tick labels of one axis overlapping.
+    Overlaps under ``tolerance`` pixels each way are ignored.
+
+    A tick counts where Matplotlib draws it: inside the axis's view, compared on the axis's scale (as
+    ``Axis._update_ticks`` does). Compared in data units with an absolute margin, a log axis whose view starts at
+    1e-20 also took the undrawn tick label 10^-21 below it (for 1e-20 - 1e-9 < 1e-21), which is not on the PNG."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.legend import Legend
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    r = canvas.get_renderer()
+
+    def shown(t):
+        return t.get_visible() and t.get_text().strip() and t.get_alpha() != 0
+
+    def ticklabels(axis):
+        scale = axis.get_transform()
+        lo, hi = sorted(scale.transform(np.asarray(axis.get_view_interval(), float)))
+        margin = 1e-9 * max(1.0, hi - lo)
+        out = []
+        for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+            loc = tick.get_loc()
+            if loc is None:
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                at = float(scale.transform(np.asarray([loc], float))[0])
+            if not (np.isfinite(at) and lo - margin <= at <= hi + margin):
+                continue
+            out += [t for t in (tick.label1, tick.label2) if shown(t)]
+        return out
+
+    def texts(ax):
+        own = [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        return [t for t in own if shown(t)] + ticklabels(ax.xaxis) + ticklabels(ax.yaxis)
+
+    def overlap(a, b):
+        return min(a.x1, b.x1) - max(a.x0, b.x0) > tolerance and min(a.y1, b.y1) - max(a.y0, b.y0) > tolerance
+
+    axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.axison]
+    boxes = {id(ax): [(t.get_text(), t.get_window_extent(r)) for t in texts(ax)] for ax in axes}
+    out = []
+    for i, a in enumerate(axes):
+        for b in axes[i + 1 :]:
+            for ta, ba in boxes[id(a)]:
+                for tb, bb in boxes[id(b)]:
+                    if overlap(ba, bb):
+                        out.append(f"{ta!r} runs into {tb!r} of another panel")
+            for (ta, ba), other in [*((x, b) for x in boxes[id(a)]), *((x, a) for x in boxes[id(b)])]:
+                if overlap(ba, other.get_window_extent(r)):
+                    out.append(f"{ta!r} runs into the plotting area of another panel")
+    for axis_ax in axes:
+        for axis in (axis_ax.xaxis, axis_ax.yaxis):
+            labels = [t.get_window_extent(r) for t in ticklabels(axis)]
+            names = [t.get_text() for t in ticklabels(axis)]
+            for j in range(len(labels)):
+                for k in range(j + 1, len(labels)):
+                    if overlap(labels[j], labels[k]):
+                        out.append(f"tick labels {names[j]!r} and {names[k]!r} overlap")
+    top = [t for t in fig.texts if shown(t)] + [lg for lg in fig.legends if lg.get_visible()]
+    if getattr(fig, "_suptitle", None) is not None and shown(fig._suptitle):
+        top.append(fig._suptitle)
+    for t in top:
+        bt = t.get_window_extent(r)
+        what = "a figure legend" if isinstance(t, Legend) else repr(t.get_text())
+        for ax in axes:
+            for tb, bb in boxes[id(ax)]:
+                if overlap(bt, bb):
+                    out.append(f"{what} runs into {tb!r}")
+            if overlap(bt, ax.get_window_extent(r)):
+                out.append(f"{what} runs into a plotting area")
+    return sorted(set(out))
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_a_figure_is_the_same_bytes_on_every_call_and_fits_its_canvas(name):
     args, kwargs = SAMPLES[name]()
@@ -611,4 +688,6 @@ def test_a_figure_is_the_same_bytes_on_every_call_and_fits_its_canvas(name):
     drawn = FUNCTIONS[name](*args, **kwargs)
     second = _png(drawn)
     assert first == second
-    assert _off_canvas(drawn[0] if isinstance(drawn, tuple) else drawn) == []  # nothing cut off on the page
+    fig = drawn[0] if isinstance(drawn, tuple) else drawn
+    assert _off_canvas(fig) == []  # nothing cut off on the page
+    assert _collisions(fig) == []  # no label runs into another or into a neighbouring panel
