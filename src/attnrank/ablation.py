@@ -58,7 +58,7 @@ from .data import dataset_fingerprint
 from .errors import ConfigError, check_choice
 from .probe import RankProbe
 from .profiles import check_tau
-from .train import prepare_data
+from .train import prepare_data, run_numerics
 
 __all__ = [
     "CONTENT_FREE",
@@ -127,26 +127,6 @@ def _at_tau(model, tau):
         yield model
     finally:
         model.config.tau = before
-
-
-@contextlib.contextmanager
-def _as_trained(threads: int | None):
-    """The numerics of a training run's validation: ``threads`` torch threads, float32 matmuls at
-    full precision, subnormals flushed on a CPU (:func:`attnrank.train.train`); restored on exit."""
-    old_threads, old_precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
-    flush = not torch.cuda.is_available()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    torch.set_float32_matmul_precision("highest")
-    if flush:
-        torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        if flush:
-            torch.set_flush_denormal(False)
-        torch.set_float32_matmul_precision(old_precision)
-        torch.set_num_threads(old_threads)
 
 
 def validation_loss(model, val_batches, *, attention: str = "trained", tau: float | None = None) -> float:
@@ -222,7 +202,7 @@ def run_losses(run: store.Run) -> dict:
     model = run.load_model()
     if torch.cuda.is_available():
         model = model.cuda()
-    with _as_trained(cfg.threads):
+    with run_numerics(cfg.threads):
         loss = validation_loss(model, val_batches)
         free = validation_loss(model, val_batches, attention="content_free")
     return {

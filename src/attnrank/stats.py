@@ -595,9 +595,7 @@ def grid_span(
 
 def _range_estimate(y, codes, L, n_resamples, confidence, seed) -> Estimate:
     """The range of group means, bias-corrected, with the basic bootstrap interval (see :func:`grid_span`)."""
-    desc = (
-        f"range (max - min) of group means over {L} grid values, bias-corrected, basic stratified-bootstrap interval"
-    )
+    desc = f"range (max - min) of group means over {L} grid values, bias-corrected, basic stratified-bootstrap interval"
     if L < 2:
         return Estimate(np.nan, np.nan, np.nan, len(y), desc, confidence)
     n_resamples = check_positive_int("n_resamples", n_resamples, low=100)

@@ -67,6 +67,7 @@ __all__ = [
     "optimizer_groups",
     "make_trainer",
     "train",
+    "run_numerics",
     "device_name",
     "precision",
     "run_environment",
@@ -544,18 +545,46 @@ def train(
         ConfigError: under a multi-process launch (see :func:`run_environment`).
     """
     env = run_environment()
-    threads = torch.get_num_threads()
+    with run_numerics(cfg.threads):
+        return _train(cfg, env, output_dir=output_dir, progress=progress, keep_model=keep_model)
+
+
+@contextlib.contextmanager
+def run_numerics(threads: int | None):
+    """The numerics a training run computes under, and every later evaluation of a stored run with it.
+
+    Args:
+        threads: torch threads (``torch.set_num_threads``; also OpenMP's and MKL's, so
+            ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` change nothing); ``None`` keeps the caller's.
+
+    Inside: float32 matmuls at full precision (``"highest"``: a caller's ``"medium"`` would let them run
+    in bf16), then TF32 matmuls and convolutions on CUDA (which torch reads as ``"high"``), and on a CPU
+    subnormal floats flushed to zero (at low tau the softmax and its gradient underflow into subnormals,
+    which x86 CPUs process up to 2.5x slower: a quick BERT run at tau = 0.004 took 43.5 s, 17.8 s with
+    flushing, same final loss; flushing changes values below 1.2e-38 only). On exit the caller's thread
+    count, TF32 switches, flushing and matmul precision are restored (the precision only when torch can
+    report it: a caller that mixed torch's legacy and new precision switches keeps its own).
+    """
+    old_threads = torch.get_num_threads()
     try:
         matmul = torch.get_float32_matmul_precision()
     except RuntimeError:  # a caller mixed torch's legacy and new precision switches: keep theirs as they are
         matmul = None
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.set_num_threads(cfg.threads)  # also OpenMP's and MKL's: OMP_NUM_THREADS/MKL_NUM_THREADS change nothing
-    torch.set_float32_matmul_precision("highest")  # a caller's "medium" would let float32 matmuls run in bf16
+    cuda = torch.cuda.is_available()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    torch.set_float32_matmul_precision("highest")
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    flush = not cuda and torch.set_flush_denormal(True)
     try:
-        return _train(cfg, env, output_dir=output_dir, progress=progress, keep_model=keep_model)
+        yield
     finally:
-        torch.set_num_threads(threads)
+        if flush:
+            torch.set_flush_denormal(False)
+        torch.set_num_threads(old_threads)
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
         if matmul is not None:  # after the TF32 switches, which torch reads as its legacy API
             torch.set_float32_matmul_precision(matmul)
@@ -565,10 +594,6 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
     t_start, c_start = time.perf_counter(), time.process_time()
     dataset, tokenizer, collator, probe_ids, val_batches = prepare_data(cfg)
     model = model_from_config(cfg, vocab_size=len(tokenizer), pad_token_id=tokenizer_pad_id(tokenizer))
-    cuda = torch.cuda.is_available()
-    if cuda:
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
     probe = RankProbe(
         probe_ids,
         val_batches,
@@ -588,19 +613,12 @@ def _train(cfg: RunConfig, env: dict, *, output_dir, progress, keep_model) -> Tr
             raise RuntimeError(f"the Trainer was set up as {ran}, the run key says {keyed}; nothing was trained")
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
-        # At low tau the softmax and its gradient underflow into subnormal floats, which
-        # x86 CPUs process up to 2.5x slower (measured: a quick BERT run at tau = 0.004 took
-        # 43.5 s, 17.8 s with flushing, same final loss). Flushing them to zero changes
-        # values below 1.2e-38 only.
-        flush = not cuda and torch.set_flush_denormal(True)
         try:
             t_train = time.perf_counter()
             trainer.train()
             train_seconds = time.perf_counter() - t_train
         finally:
             hf_logging.set_verbosity(verbosity)
-            if flush:
-                torch.set_flush_denormal(False)
     rank_summary, ranks, sequences = probe.summary, probe.ranks, probe.sequences
     failure = callback.failure
     if failure:  # probes of a model whose loss is NaN or infinite measured nothing: their ranks are missing
