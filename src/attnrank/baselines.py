@@ -79,6 +79,7 @@ __all__ = [
     "DATA_FIELDS",
     "baseline_losses",
     "bigram_gaps",
+    "regime_inputs",
     "reference_gains",
     "at_reference",
 ]
@@ -588,6 +589,16 @@ def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
         diffs = [float(r["final_val_loss"]) - baseline_losses(r)["bigram"] for r in ref.to_dict("records")]
         out[arch] = float(np.mean(diffs)) if diffs else math.nan
     return out
+
+
+def regime_inputs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
+    """What :func:`attnrank.section.regime_text` needs beside the gate, from the runs a verdict rests on:
+    ``{"gains": reference_gains(runs), "at_reference": at_reference(runs), "reference_tau": reference_tau}``."""
+    return {
+        "gains": reference_gains(runs, reference_tau=reference_tau),
+        "at_reference": at_reference(runs, reference_tau=reference_tau),
+        "reference_tau": reference_tau,
+    }
 
 
 def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:

@@ -411,9 +411,7 @@ def section(
         finding(v),
         "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, 3, n=False)} nats" for a, r in v.arch.items()),
         f"{len(seeds)} seeds, {len(runs)} runs",
-        regime_text(gate, baselines.reference_gains(done), at_reference=baselines.at_reference(done))
-        if len(done)
-        else "no complete run",
+        regime_text(gate, **baselines.regime_inputs(done)) if len(done) else "no complete run",
         verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)) + " " + gate_text(gate),
     )
     tables = [

@@ -316,7 +316,7 @@ def section(
         finding(res, stable_tolerance),
         "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)}" for a in res.rho),
         f"{sum(e.n for e in res.rho.values())} runs",
-        regime_text(gate, baselines.reference_gains(ok), at_reference=baselines.at_reference(ok)),
+        regime_text(gate, **baselines.regime_inputs(ok)),
         dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(gate),
         {mm: rules.learned_gate(r.halves, gaps).status for mm, r in results.items()},
     )

@@ -246,7 +246,7 @@ def section(
         finding(res),
         "; ".join(f"{ARCH_NAMES[a]} within-τ ρ {fmt_estimate(res.within[a], n=False)}" for a in res.within),
         f"{sum(e.n for e in res.rho.values())} runs",
-        regime_text(gate, baselines.reference_gains(ok), at_reference=baselines.at_reference(ok)),
+        regime_text(gate, **baselines.regime_inputs(ok)),
         loss_summary(res, n_seeds=n_seeds) + " " + gate_text(gate),
         {mm: rules.learned_gate(r.per_arch, gaps).status for mm, r in results.items()},
     )

@@ -448,7 +448,7 @@ def section(
         f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
         "; ".join(f"{MEASURE_LABELS[m]} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
         f"{S.n_runs} runs",
-        regime_text(gate, baselines.reference_gains(used), at_reference=baselines.at_reference(used)),
+        regime_text(gate, **baselines.regime_inputs(used)),
         summary + " The rule is about the measures (how each counts a matrix near rank one, which attention at this "
         "temperature is whether or not the model has learned), so the learned gate of the verdicts on trained "
         "models is not applied to it.",

@@ -255,7 +255,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items()
             ),
             f"{n_draws} draws, {len(d.pair)} runs",
-            regime_text(gate, baselines.reference_gains(d.ok), at_reference=baselines.at_reference(d.ok)),
+            regime_text(gate, **baselines.regime_inputs(d.ok)),
             summary + " " + gate_text(gate),
         ),
         Verdict(
@@ -272,7 +272,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 f"{ARCH_NAMES[a]} {fmt_estimate(early.shown[a][1], n=False)}" for a in early.per_arch if early.shown[a]
             ),
             f"{len(d.ok)} runs",
-            regime_text(early_gate, baselines.reference_gains(d.ok), at_reference=baselines.at_reference(d.ok)),
+            regime_text(early_gate, **baselines.regime_inputs(d.ok)),
             set_early_summary(early, d.final_step) + " " + gate_text(early_gate),
         ),
     ]

@@ -247,7 +247,7 @@ def section(profile: str = "auto", dataset=None) -> Section:
         finding(result, experiments.SEQ_LENS),
         f"{ARCH_NAMES[arch]} at n = {n}: {fmt_estimate(result.cases[(arch, n)].estimate, 1, n=False)}",
         f"{len(runs)} runs",
-        regime_text(gate, baselines.reference_gains(done), at_reference=baselines.at_reference(done)),
+        regime_text(gate, **baselines.regime_inputs(done)),
         report.summary + " " + gate_text(gate),
         {m: gated(seq_len_rule(runs, m)).status for m in report.by_measure},
     )

@@ -564,7 +564,7 @@ def section(
             loss_finding(loss_v),
             "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
             f"{loss_v.n_runs} runs",
-            regime_text(loss_gate, baselines.reference_gains(done), at_reference=baselines.at_reference(done)),
+            regime_text(loss_gate, **baselines.regime_inputs(done)),
             temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(loss_gate),
         ),
     ]
