@@ -13,19 +13,23 @@
 # predicts no better than a count model of one neighbouring token has not started to do so, and a claim that fails on
 # it says nothing about the study. So before any claim: where do the book's models stand?
 #
-# **Three count models that need no attention**, fitted on the training blocks and scored on exactly the validation
+# **Four count models that need no attention**, fitted on the training blocks and scored on exactly the validation
 # targets of the runs (`attnrank.baselines`):
 #
 # * *unigram*: how often each token occurs (Laplace smoothing);
 # * *bigram*: the token given the visible token before it (Witten-Bell interpolation with the unigram); for BERT, the
 #   left neighbour of the masked position, which may itself be masked;
 # * *two-sided* (BERT only): the token given both visible neighbours: the left and the right bigram combined as
-#   independent evidence, interpolated with the counts of the triple (left, token, right).
+#   independent evidence, interpolated with the counts of the triple (left, token, right);
+# * *context-free* (BERT only): what the masking gives away. HF's collator shows 80% of the scored tokens as
+#   `[MASK]`, 10% as a random token and 10% unchanged {cite}`devlin2019bert`, so a model that reads no neighbour at
+#   all predicts the unigram at `[MASK]` and, where a scored token is shown, the chance that it was kept.
 #
 # A GPT-2 reaches its bigram without attention (a token's own embedding predicts the next token), so ending below it
-# is necessary, not sufficient, for using attention; a neural model also smooths better than counts. A masked BERT
-# position sees only `[MASK]` itself: every nat it gains over the unigram comes through attention to its neighbours,
-# and beating the two-sided model needs more than the two nearest ones.
+# is necessary, not sufficient, for using attention; a neural model also smooths better than counts. A BERT
+# position shown as `[MASK]` sees nothing of its own token: every nat a BERT gains over the context-free model comes
+# through attention to other positions, and beating the two-sided model needs more than the two nearest ones. At
+# $\tau = 1$ this book's BERT ends {glue:text}`learned_context_free_bert` the context-free model.
 #
 # **The targets, fixed before the runs were trained.** At $\tau = 1$, in every seed, GPT-2's final validation loss
 # is at least {glue:text}`learned_target_gpt2` nats below its bigram and BERT's at least {glue:text}`learned_target_bert`

@@ -29,6 +29,13 @@ never occurs as a context in the training blocks and so carries no information):
   ``P(w | l, r) = (c(l, w, r) + T(l, r) Q(w | l, r)) / (c(l, r) + T(l, r))``, where ``T(l, r)`` is the
   number of distinct tokens seen between ``l`` and ``r``; an unseen pair ``(l, r)`` gives ``Q``.
 
+The masking itself gives a masked LM something for free: HF's collator (Devlin et al. 2019, sec. 3.1) shows
+a scored token as ``[MASK]`` with probability ``m`` (0.8), as a random id with probability ``r`` (0.1) and
+unchanged otherwise (``k = 1 - m - r``). The *context-free* model (:func:`context_free_nll`) is the best
+prediction that uses no neighbour at all: the unigram ``P(w)`` where the input is ``[MASK]``, and where a scored
+token is shown as ``x``, ``P(w | x) = P(w) (k [w = x] + r / V) / (k P(x) + r / V)`` (the chance that ``x`` was
+kept). A BERT at that loss has learned nothing from context.
+
 Losses are the mean negative log-likelihood in nats per target token, the unit of the runs'
 validation loss. No parameter is tuned on the validation targets.
 """
@@ -63,6 +70,7 @@ __all__ = [
     "two_sided_counts",
     "two_sided_nll",
     "target_triples",
+    "context_free_nll",
     "ngram_losses",
     "NGRAM_COLUMNS",
     "ngram_table",
@@ -308,6 +316,46 @@ def target_triples(input_ids, labels):
     )
 
 
+def context_free_nll(
+    counts: dict, input_ids, labels, *, mask_id: int, mask_replace_prob: float, random_replace_prob: float
+) -> float:
+    """Mean negative log-likelihood (nats per scored token) of the context-free model of a masked LM's targets.
+
+    The best prediction that uses no neighbour (module docstring): the Laplace unigram of ``counts`` where the
+    input is ``[MASK]``, and ``P(w | x) = P(w) (k [w = x] + r / V) / (k P(x) + r / V)`` where a scored token is
+    shown as ``x`` (``r = random_replace_prob``, ``k = 1 - mask_replace_prob - r``, ``V`` the vocabulary size of
+    ``counts``, the range HF's collator draws random ids from).
+
+    Args:
+        counts: from :func:`ngram_counts` (its unigram is used).
+        input_ids, labels: ``[B, n]`` int arrays of masked batches (labels ``-100`` where not scored).
+        mask_id: the ``[MASK]`` token id.
+        mask_replace_prob, random_replace_prob: the collator's shares of scored tokens shown as ``[MASK]``
+            and as a random id (HF defaults 0.8 and 0.1).
+
+    Raises:
+        ConfigError: naming ``labels`` when no token is scored, or the probability out of range.
+    """
+    m, r = float(mask_replace_prob), float(random_replace_prob)
+    if not (0.0 <= m <= 1.0):
+        raise ConfigError("mask_replace_prob", f"got {mask_replace_prob!r}; allowed values: 0 to 1")
+    if not (0.0 <= r <= 1.0 - m):
+        raise ConfigError(
+            "random_replace_prob", f"got {random_replace_prob!r}; allowed values: 0 to 1 - mask_replace_prob"
+        )
+    x, y = np.asarray(input_ids), np.asarray(labels)
+    scored = y != -100
+    if not scored.any():
+        raise ConfigError("labels", "no scored token (every label is -100)")
+    x, y = x[scored].astype(np.int64), y[scored].astype(np.int64)
+    uni, V, k = _unigram(counts), counts["vocab_size"], 1.0 - m - r
+    shown = x != mask_id
+    p = uni[y].copy()
+    xs, ys = x[shown], y[shown]
+    p[shown] = uni[ys] * (k * (xs == ys) + r / V) / (k * uni[xs] + r / V)
+    return float(-np.log(p).mean())
+
+
 def ngram_losses(cfg) -> dict:
     """Unigram and bigram validation losses (nats per target token) for the runs of ``cfg``'s data.
 
@@ -320,11 +368,12 @@ def ngram_losses(cfg) -> dict:
 
     For BERT also ``two_sided``: the two-sided count model of :func:`two_sided_nll`, fitted on the
     training blocks' triples (a non-special token and its two neighbours) and scored on the same masked
-    validation positions.
+    validation positions, and ``context_free``: :func:`context_free_nll` at the collator's masking shares.
 
-    Returns ``{"unigram": float, "bigram": float, "n_targets": int}`` (and ``"two_sided": float`` for BERT).
+    Returns ``{"unigram": float, "bigram": float, "n_targets": int}`` (and ``"two_sided"``, ``"context_free"``
+    for BERT).
     """
-    blocks, tokenizer, _collator, _probe, val_batches = prepare_data(cfg)
+    blocks, tokenizer, collator, _probe, val_batches = prepare_data(cfg)
     train = blocks.blocks.numpy() if hasattr(blocks, "blocks") else np.asarray(blocks)
     V = len(tokenizer)
     ctx, tgt = train[:, :-1].reshape(-1), train[:, 1:].reshape(-1)
@@ -341,17 +390,25 @@ def ngram_losses(cfg) -> dict:
         two = two_sided_counts(left[keep], mid[keep], right[keep], V)
         triples = [target_triples(b["input_ids"].numpy(), b["labels"].numpy()) for b in val_batches]
         out["two_sided"] = two_sided_nll(two, *(np.concatenate([t[i] for t in triples]) for i in range(3)))["two_sided"]
+        out["context_free"] = context_free_nll(
+            counts,
+            np.concatenate([b["input_ids"].numpy().reshape(-1) for b in val_batches]),
+            np.concatenate([b["labels"].numpy().reshape(-1) for b in val_batches]),
+            mask_id=tokenizer.mask_token_id,
+            mask_replace_prob=collator.mask_replace_prob,
+            random_replace_prob=collator.random_replace_prob,
+        )
     return out
 
 
 #: The columns of :func:`ngram_table`.
-NGRAM_COLUMNS = ("unigram", "bigram", "two_sided", "n_targets")
+NGRAM_COLUMNS = ("unigram", "bigram", "two_sided", "context_free", "n_targets")
 
 
 def ngram_table(fingerprint: str, arch: str, **data_settings) -> pd.DataFrame:
     """:func:`ngram_losses` of the runs with ``arch`` and ``data_settings`` (dataset, vocabulary, sequence length,
     validation blocks, masking rate, batch and probe size) as a one-row table with :data:`NGRAM_COLUMNS`
-    (``two_sided`` NaN for GPT-2), for :func:`attnrank.cache.cached`; ``fingerprint`` (the dataset's content,
+    (``two_sided`` and ``context_free`` NaN for GPT-2), for :func:`attnrank.cache.cached`; ``fingerprint`` (the dataset's content,
     :func:`attnrank.data.dataset_fingerprint`) is an input of the cache key only.
     """
     out = ngram_losses(resolve_config(arch, "ci", **data_settings))
@@ -535,7 +592,8 @@ def baseline_losses(run) -> dict:
         run: a :class:`~attnrank.profiles.RunConfig`, a row of a wide run table
             (:func:`attnrank.runs.table` with ``long=False``) or a dict with the :data:`DATA_FIELDS`.
 
-    Returns ``{"unigram", "bigram", "two_sided", "n_targets"}`` (``two_sided`` NaN for GPT-2), as
+    Returns ``{"unigram", "bigram", "two_sided", "context_free", "n_targets"}`` (``two_sided`` and
+    ``context_free`` NaN for GPT-2), as
     :func:`attnrank.baselines.ngram_losses` computes them; cached (:func:`attnrank.cache.cached`) by
     the data settings and :func:`attnrank.data.dataset_fingerprint`, so each is computed once per build.
 
@@ -551,7 +609,7 @@ def baseline_losses(run) -> dict:
     settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in settings.items()}
     t = cached("baseline_losses", ngram_table, **settings, fingerprint=dataset_fingerprint(settings["dataset"]))
     row = t.iloc[0]
-    return {**{k: float(row[k]) for k in NGRAM_COLUMNS[:3]}, "n_targets": int(row["n_targets"])}
+    return {**{k: float(row[k]) for k in NGRAM_COLUMNS[:-1]}, "n_targets": int(row["n_targets"])}
 
 
 def _reference(a: pd.DataFrame, reference_tau: float) -> pd.DataFrame:

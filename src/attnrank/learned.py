@@ -5,7 +5,8 @@ worse than a bigram count model has not yet started to use its context. This mod
 stored runs:
 
 * :func:`baseline_losses`: the count baselines of a run's validation targets
-  (:func:`attnrank.baselines.ngram_losses`: unigram, bigram and, for BERT, the two-sided model),
+  (:func:`attnrank.baselines.ngram_losses`: unigram, bigram and, for BERT, the two-sided model and the
+  context-free model of what the masking gives away),
   cached by the run's data settings and the dataset's content;
 * :func:`gaps`: one row per run, its final validation loss minus each baseline (nats per token;
   negative: the model is better);
@@ -66,7 +67,7 @@ __all__ = [
 PARAMETERS = ("profile", "seeds", "dataset")
 
 #: The count baselines, in the order a table shows them, with their labels.
-BASELINES = {"unigram": "unigram", "bigram": "bigram", "two_sided": "two-sided"}
+BASELINES = {"unigram": "unigram", "bigram": "bigram", "two_sided": "two-sided", "context_free": "context-free"}
 
 #: The regime the default profile is planned to reach at ``tau = 1``, fixed before the runs were
 #: trained: ``{arch: (baseline, nats)}``, every seed's final validation loss at least ``nats`` below
@@ -115,11 +116,11 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     """The loss regime of the runs a verdict rests on, as one short clause.
 
     Per architecture: the mean gap of its runs at ``reference_tau`` (the stock softmax; all its runs
-    when none is at it) to the bigram count model, for BERT also to the two-sided model, the mean
+    when none is at it) to the bigram count model, for BERT also to the two-sided and context-free models, the mean
     attention ablation gain of those runs (:func:`attnrank.ablation.attention_gain`: what content-free
     attention costs, in nats per token) and how many of all its runs end below the bigram. For example
     ``"GPT-2 0.31 nats below bigram at τ = 1, attention worth 0.45 nats (14 of 14 runs below bigram);
-    BERT 0.12 nats below bigram, 0.30 nats above two-sided, attention worth 0.02 nats (9 of 14 runs below
+    BERT 0.12 nats below bigram, 0.30 nats above two-sided, 0.40 nats below context-free, attention worth 0.02 nats (9 of 14 runs below
     bigram)"``.
 
     Args:
@@ -141,7 +142,7 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
         ref = ref if len(ref) else a
         text = f"{_LABELS[arch]} {gap_text(ref.gap_bigram.mean())} bigram{at}"
         if arch == "bert":
-            text += f", {gap_text(ref.gap_two_sided.mean())} two-sided"
+            text += f", {gap_text(ref.gap_two_sided.mean())} two-sided, {gap_text(ref.gap_context_free.mean())} context-free"
         if "attention_gain" in ref and ref.attention_gain.notna().any():
             text += f", {worth(ref.attention_gain.mean())}"
         below = int((a.gap_bigram < 0).sum())
@@ -254,7 +255,8 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
     """The pre-registered targets of :data:`TARGETS` on the runs at ``tau = 1``: one row per architecture.
 
     Columns: ``arch``, ``baseline``, ``target`` (nats below it), ``runs`` (at ``tau = 1``), ``worst_gap``
-    (the largest gap of a seed, nats; negative is below), ``mean_gap``, ``two_sided_gap`` (mean, BERT),
+    (the largest gap of a seed, nats; negative is below), ``mean_gap``, ``two_sided_gap`` and
+    ``context_free_gap`` (means, BERT),
     ``attention_gain`` (mean, nats; NaN when :func:`gaps` has none) and ``met`` (every run at least
     ``target`` below its baseline).
     """
@@ -275,6 +277,7 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
                 "worst_gap": worst,
                 "mean_gap": float(a[f"gap_{base}"].mean()),
                 "two_sided_gap": float(a.gap_two_sided.mean()),
+                "context_free_gap": float(a.gap_context_free.mean()),
                 "attention_gain": float(a.attention_gain.mean()) if "attention_gain" in a else math.nan,
                 "met": bool(math.isfinite(worst) and worst <= -nats + 1e-9),  # to rounding
             }
@@ -289,6 +292,8 @@ def targets_text(table: pd.DataFrame) -> str:
         label = _LABELS[r.arch]
         worst = gap_text(r.worst_gap)
         two = f"; two-sided: mean {gap_text(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
+        cf = getattr(r, "context_free_gap", math.nan)
+        two += f"; context-free: mean {gap_text(cf)}" if math.isfinite(cf) else ""
         parts.append(
             f"{label}: target {r.target:g} nats below {r.baseline} in every one of its {r.runs} runs at tau = 1; "
             f"worst run {worst}, mean {gap_text(r.mean_gap)}{two}: {'met' if r.met else 'not met'}"
@@ -473,7 +478,7 @@ def split(runs: pd.DataFrame) -> pd.DataFrame:
 #: What the chapter's loss figure looks like, for a reader who cannot see it.
 LOSS_ALT = (
     "Line charts of validation loss against training FLOP on a log axis, one panel per model, one line per run at "
-    "the stock and the coldest temperature, beside horizontal lines for the unigram, bigram and two-sided count models."
+    "the stock and the coldest temperature, beside horizontal lines for the unigram, bigram, two-sided and context-free count models."
 )
 
 
@@ -509,6 +514,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
     glue = {
         **{f"learned_target_{a}": f"{n:g}" for a, (_, n) in TARGETS.items()},
         **{f"learned_attention_{a}": worth(float(tgt[tgt.arch == a].attention_gain.mean())) for a in TARGETS},
+        "learned_context_free_bert": gap_text(float(tgt[tgt.arch == "bert"].context_free_gap.mean())),
         "learned_n_runs": len(runs),
         "learned_steps": int(runs.max_steps.max()),
         "learned_profile": profile,
@@ -527,6 +533,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
             "worst run - baseline (nats)": tgt.worst_gap,
             "mean - baseline (nats)": tgt.mean_gap,
             "mean - two-sided (nats)": tgt.two_sided_gap,
+            "mean - context-free (nats)": tgt.context_free_gap,
             "attention worth, mean (nats)": tgt.attention_gain,
             "met": ["yes" if m else "no" for m in tgt.met],
         }

@@ -188,8 +188,8 @@ def test_worth_in_words():
 
 
 BASE = {
-    "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "n_targets": 100},
-    "bert": {"unigram": 5.9, "bigram": 4.8, "two_sided": 4.4, "n_targets": 50},
+    "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "context_free": math.nan, "n_targets": 100},
+    "bert": {"unigram": 5.9, "bigram": 4.8, "two_sided": 4.4, "context_free": 5.3, "n_targets": 50},
 }
 
 
@@ -211,7 +211,7 @@ def test_regime_clauses_state_what_attention_is_worth(monkeypatch):
     )
     assert learned.regime(runs) == (
         "GPT-2 0.25 nats below bigram at τ = 1, attention worth 0.45 nats (2 of 3 runs below bigram); "
-        "BERT 0.20 nats below bigram, 0.20 nats above two-sided, attention worth 0.02 nats"
+        "BERT 0.20 nats below bigram, 0.20 nats above two-sided, 0.70 nats below context-free, attention worth 0.02 nats"
     )
     t = learned.attention_table(runs)
     assert list(zip(t.arch, t.tau)) == [("gpt2", 0.001), ("gpt2", 1.0), ("bert", 1.0)]

@@ -121,3 +121,63 @@ def test_target_triples_read_the_visible_neighbours_of_masked_positions():
     assert left.tolist() == [2, 4] and mid.tolist() == [6, 7] and right.tolist() == [4, 9]
     with pytest.raises(ConfigError, match="labels"):
         baselines.target_triples(ids, np.array([[-100, -100, -100, -100, 5]]))
+
+
+def _masked_batch(tokens, rng, V, mask_id, m=0.8, r=0.1):
+    """Every token scored; shown as [MASK] with probability m, a uniform random id with probability r, else kept."""
+    u = rng.random(tokens.shape)
+    shown = np.where(u < m, mask_id, np.where(u < m + r, rng.integers(0, V, tokens.shape), tokens))
+    return shown, tokens.copy()
+
+
+def test_context_free_model_matches_hand_computed_values():
+    """Vocabulary 4 ([MASK] = 3), unigram counts 2, 1, 0, 0 -> Laplace P = (3, 2, 1, 1) / 7; k = r = 0.1."""
+    counts = baselines.ngram_counts([0, 0, 1], [0, 0, 1], 4)
+    P = np.array([3, 2, 1, 1]) / 7
+    x = np.array([[3, 0, 1]])  # [MASK], a shown 0 scoring 0 (kept or random), a shown 1 scoring 0 (random)
+    y = np.array([[1, 0, 0]])
+    want = [P[1], P[0] * (0.1 + 0.1 / 4) / (0.1 * P[0] + 0.1 / 4), P[0] * (0.1 / 4) / (0.1 * P[1] + 0.1 / 4)]
+    got = baselines.context_free_nll(counts, x, y, mask_id=3, mask_replace_prob=0.8, random_replace_prob=0.1)
+    assert got == pytest.approx(-np.log(want).mean(), rel=1e-12)
+
+
+def test_context_free_model_is_the_expected_loss_of_the_masking_process():
+    """On tokens drawn from a known unigram and masked as HF's collator does, the context-free loss equals its
+    expectation (summed exactly over the shown token), beats the unigram by what the kept tokens give away, and
+    with every scored token shown as [MASK] it is the unigram."""
+    rng = np.random.default_rng(0)
+    V, mask_id = 6, 5
+    p = np.array([0.4, 0.3, 0.15, 0.1, 0.05, 0.0])
+    train = rng.choice(V, size=400_000, p=p)
+    counts = baselines.ngram_counts(train[:-1], train[1:], V)
+    u = (counts["unigram"] + 1.0) / (counts["unigram"].sum() + V)
+    k, r = 0.1, 0.1
+    expected = 0.0
+    for y in range(V):
+        expected += p[y] * 0.8 * -np.log(u[y])
+        for x in range(V):
+            shown = k * (x == y) + r / V  # P(shown x | label y), shown as a token
+            if x != mask_id:
+                expected += p[y] * shown * -np.log(u[y] * (k * (x == y) + r / V) / (k * u[x] + r / V))
+            else:  # a random id that happens to be [MASK]: read as [MASK]
+                expected += p[y] * shown * -np.log(u[y])
+    test = rng.choice(V, size=(200, 1000), p=p)
+    x, y = _masked_batch(test, rng, V, mask_id)
+    got = baselines.context_free_nll(counts, x, y, mask_id=mask_id, mask_replace_prob=0.8, random_replace_prob=0.1)
+    unigram = baselines.ngram_nll(counts, x.reshape(-1), y.reshape(-1))["unigram"]
+    assert got == pytest.approx(expected, abs=0.01)
+    assert unigram - got > 0.05  # the kept tenth gives its tokens away
+    x_all = np.full_like(test, mask_id)
+    assert baselines.context_free_nll(
+        counts, x_all, test, mask_id=mask_id, mask_replace_prob=1.0, random_replace_prob=0.0
+    ) == pytest.approx(unigram, rel=1e-12)
+
+
+def test_context_free_model_names_a_bad_parameter():
+    counts = baselines.ngram_counts([0, 1], [1, 0], 3)
+    with pytest.raises(ConfigError, match="random_replace_prob"):
+        baselines.context_free_nll(counts, [[0]], [[1]], mask_id=2, mask_replace_prob=0.8, random_replace_prob=0.3)
+    with pytest.raises(ConfigError, match="mask_replace_prob"):
+        baselines.context_free_nll(counts, [[0]], [[1]], mask_id=2, mask_replace_prob=1.5, random_replace_prob=0.0)
+    with pytest.raises(ConfigError, match="labels"):
+        baselines.context_free_nll(counts, [[0]], [[-100]], mask_id=2, mask_replace_prob=0.8, random_replace_prob=0.1)

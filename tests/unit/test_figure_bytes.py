@@ -1,5 +1,5 @@
-"""Every public figure function of ``attnrank.plots`` gives byte-identical PNG bytes on two calls with
-the same data (no hidden global randomness: strip-plot jitter, sampling, dates), and leaves the
+"""Every public figure function of ``attnrank.plots`` draws the same pixels (RGBA bytes at the figure's own size and
+resolution) on two calls with the same data (no hidden global randomness: strip-plot jitter, sampling, dates), and leaves the
 caller's NumPy random stream as it was. A new figure function fails here until it has a sample."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-import io
 import math
 import warnings
 
@@ -554,12 +553,15 @@ def cells_args():
 SAMPLES = _samples()
 
 
-def _png(result) -> bytes:
+def _drawn(result):
+    """The figure of ``result`` (a figure, or a tuple whose first item is one), drawn once on an Agg canvas at
+    its own size and resolution (the book's PNG), with the renderer that drew it and its pixels (RGBA bytes)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     fig = result[0] if isinstance(result, tuple) else result
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=50)  # small: the bytes, not the look, are compared
-    plt.close(fig)
-    return buf.getvalue()
+    canvas = FigureCanvasAgg(fig)  # the figure may be closed (pyplot then leaves it a bare canvas)
+    canvas.draw()
+    return fig, canvas.get_renderer(), bytes(canvas.buffer_rgba())
 
 
 def test_every_public_figure_function_has_a_sample():
@@ -571,18 +573,15 @@ def test_every_public_figure_function_draws_with_a_fixed_random_state():
     assert undecorated == [], "decorate these with attnrank.plots.figure"
 
 
-def _off_canvas(fig) -> list[str]:
+def _off_canvas(fig, renderer) -> list[str]:
     """The texts (titles, axis and colour-bar labels, notes) and legends of ``fig`` that reach beyond its
     canvas: the book's PNG keeps the figure's size, so the page would show them cut off. Tick labels are
     left out (Matplotlib keeps hidden ones outside the view)."""
     from matplotlib.axis import Tick
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.legend import Legend
     from matplotlib.text import Text
 
-    canvas = FigureCanvasAgg(fig)  # the figure may be closed (pyplot then leaves it a bare canvas)
-    canvas.draw()
-    renderer, width, height = canvas.get_renderer(), fig.bbox.width, fig.bbox.height
+    width, height = fig.bbox.width, fig.bbox.height
     skip = {id(t) for tick in fig.findobj(Tick) for t in (tick.label1, tick.label2)}
     skip |= {id(t) for legend in fig.findobj(Legend) for t in legend.get_texts()}
     out = []
@@ -598,7 +597,7 @@ def _off_canvas(fig) -> list[str]:
     return out
 
 
-def _collisions(fig, tolerance: float = 1.0) -> list[str]:
+def _collisions(fig, r, tolerance: float = 1.0) -> list[str]:
     """Texts of ``fig`` that run into each other or into a neighbouring panel: a title, axis label or tick label
     of one panel overlapping a text or the plotting area of another panel (colour bars count as panels), a
     figure-level text or legend overlapping a panel's texts, or two tick labels of one axis overlapping.
@@ -607,12 +606,7 @@ def _collisions(fig, tolerance: float = 1.0) -> list[str]:
     A tick counts where Matplotlib draws it: inside the axis's view, compared on the axis's scale (as
     ``Axis._update_ticks`` does). Compared in data units with an absolute margin, a log axis whose view starts at
     1e-20 also took the undrawn tick label 10^-21 below it (for 1e-20 - 1e-9 < 1e-21), which is not on the PNG."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.legend import Legend
-
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    r = canvas.get_renderer()
 
     def shown(t):
         return t.get_visible() and t.get_text().strip() and t.get_alpha() != 0
@@ -682,12 +676,14 @@ def test_a_figure_is_the_same_bytes_on_every_call_and_fits_its_canvas(name):
     before = np.random.get_state()[1].copy()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a figure function prints no warning (it would reach the page)
-        first = _png(FUNCTIONS[name](*args, **kwargs))
+        first = _drawn(FUNCTIONS[name](*args, **kwargs))
+    plt.close(first[0])
     assert (np.random.get_state()[1] == before).all(), "the caller's random stream was changed"
     np.random.rand(7)  # another global state: the figure must not depend on it
-    drawn = FUNCTIONS[name](*args, **kwargs)
-    second = _png(drawn)
-    assert first == second
-    fig = drawn[0] if isinstance(drawn, tuple) else drawn
-    assert _off_canvas(fig) == []  # nothing cut off on the page
-    assert _collisions(fig) == []  # no label runs into another or into a neighbouring panel
+    fig, renderer, second = _drawn(FUNCTIONS[name](*args, **kwargs))
+    try:
+        assert first[2] == second  # the same pixels
+        assert _off_canvas(fig, renderer) == []  # nothing cut off on the page
+        assert _collisions(fig, renderer) == []  # no label runs into another or into a neighbouring panel
+    finally:
+        plt.close(fig)

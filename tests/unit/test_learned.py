@@ -10,8 +10,8 @@ from attnrank.baselines import DATA_FIELDS
 from attnrank.errors import ConfigError
 
 BASE = {
-    "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "n_targets": 100},
-    "bert": {"unigram": 5.9, "bigram": 4.8, "two_sided": 4.4, "n_targets": 50},
+    "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "context_free": math.nan, "n_targets": 100},
+    "bert": {"unigram": 5.9, "bigram": 4.8, "two_sided": 4.4, "context_free": 5.3, "n_targets": 50},
 }
 
 
@@ -52,7 +52,7 @@ def test_regime_states_the_mean_gap_at_tau_1_and_how_many_runs_are_below(fixed_b
     )
     assert learned.regime(runs) == (
         "GPT-2 0.25 nats below bigram at τ = 1 (2 of 4 runs below bigram); "
-        "BERT 0.20 nats below bigram at τ = 1, 0.20 nats above two-sided (2 of 2 runs below bigram)"
+        "BERT 0.20 nats below bigram at τ = 1, 0.20 nats above two-sided, 0.70 nats below context-free (2 of 2 runs below bigram)"
     )
 
 
@@ -64,7 +64,10 @@ def test_regime_of_runs_at_one_setting_and_of_a_model_worse_than_bigram(fixed_ba
     two = _runs(
         [{"arch": "bert", "tau": 1.0, "final_val_loss": 4.8}, {"arch": "bert", "tau": 1.0, "final_val_loss": 4.8}]
     )
-    assert learned.regime(two) == "BERT level with bigram, 0.40 nats above two-sided (0 of 2 runs below bigram)"
+    assert (
+        learned.regime(two)
+        == "BERT level with bigram, 0.40 nats above two-sided, 0.50 nats below context-free (0 of 2 runs below bigram)"
+    )
 
 
 def test_regime_needs_runs_and_no_training_regimes_are_named():
@@ -91,6 +94,8 @@ def test_targets_are_met_only_when_every_seed_is_below_by_the_margin(fixed_basel
     assert not t.loc["gpt2", "met"] and t.loc["gpt2", "worst_gap"] == pytest.approx(-0.15)
     assert t.loc["bert", "met"] and t.loc["bert", "runs"] == 2
     assert t.loc["bert", "two_sided_gap"] == pytest.approx(0.275)
+    assert t.loc["bert", "context_free_gap"] == pytest.approx(-0.625)  # 4.675 against 5.3
+    assert "context-free: mean 0.62 nats below" in learned.targets_text(t.reset_index())
 
 
 def test_flops_per_token_count_the_layers_and_the_tied_output_layer():

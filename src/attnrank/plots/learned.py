@@ -19,6 +19,7 @@ BASELINE_STYLES = {
     "unigram": (":", "unigram"),
     "bigram": ("--", "bigram (left neighbour)"),
     "two_sided": ("-.", "two-sided (both neighbours)"),
+    "context_free": ((0, (1, 1, 4, 1)), "context-free (masking only)"),
 }
 
 
@@ -37,7 +38,7 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
         curves: rows of :func:`attnrank.learned.curves` (``arch, tau, seed, flop, val_loss`` and the
             baseline columns).
     """
-    check_columns(curves, ["arch", "tau", "seed", "flop", "val_loss", "unigram", "bigram", "two_sided"], "curves")
+    check_columns(curves, ["arch", "tau", "seed", "flop", "val_loss", *BASELINE_STYLES], "curves")
     archs = [a for a in ("gpt2", "bert") if a in set(curves.arch)]
     fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
     taus = sorted(curves.tau.unique(), reverse=True)
@@ -72,7 +73,8 @@ def loss_figure(curves: pd.DataFrame, *, profile: str, n_runs: int):
         f"Validation loss through training against training FLOP (6 N + 12 L n d per token), {profile} profile, "
         f"{n_runs} runs ({seeds} seeds per temperature), beside the count models fitted on the training blocks "
         "and scored on the same validation targets: unigram (dotted), bigram (dashed), and for BERT the "
-        "two-sided model of both neighbours (dash-dot).",
+        "two-sided model of both neighbours (dash-dot) and the context-free model (long and short dashes: the unigram "
+        "at [MASK], and the chance a shown token was kept; a BERT at that loss uses no context).",
     )
 
 
