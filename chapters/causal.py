@@ -82,7 +82,7 @@ book.publish(causal.section(**params))
 # in any chaotic training, which is why they are compared as distributions: a temperature is an
 # initial logit scale together with a query/key step size.
 #
-# ## The 2 x 2 at $\tau = 1$: which half reproduces the temperature's effects?
+# ## The 2 × 2 at $\tau = 1$: which half reproduces the temperature's effects?
 #
 # Each cell minus `tau = 1`, per seed (mean of the per-seed differences, Student-t 95% interval):
 

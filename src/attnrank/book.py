@@ -22,7 +22,7 @@ import pandas as pd
 
 from . import plots
 from .errors import ConfigError
-from .glossary import fmt
+from .glossary import fmt, typeset
 from .plots.style import COLUMN_WIDTH
 from .profiles import PROFILES, TAU_RANGE, check_dataset
 from .rank import MEASURES
@@ -277,8 +277,8 @@ def glue(name: str, value, display: bool = False):
     in :class:`Text` so they paste without quotes. Another page pastes them with
     ``{glue:text}`chapter.ipynb::name```. Outside a notebook kernel this only returns the value.
     """
-    if type(value) is str:  # a plain string; Text, Markdown and HTML strings keep their own display
-        value = Text(value)
+    if type(value) in (str, Text):  # a plain string; Markdown and HTML strings keep their own display
+        value = Text(typeset(value))  # what the page shows: ASCII maths typeset (tau = 1 as τ = 1)
     try:
         from IPython import get_ipython
         from myst_nb import glue as _glue
@@ -418,12 +418,12 @@ def table_html(table) -> str:
             writers[c] = lambda v, d=table.digits: fmt(v, d)
         else:
             writers[c] = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    head = "".join(f"<th>{html.escape(typeset(str(c)))}</th>" for c in frame.columns)
     numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
     rows = "".join(
         "<tr>"
         + "".join(
-            f'<td class="{"num" if c in numeric else "text"}">{html.escape(writers[c](v))}</td>'
+            f'<td class="{"num" if c in numeric else "text"}">{html.escape(typeset(writers[c](v)))}</td>'
             for c, v in zip(frame.columns, row)
         )
         + "</tr>"
@@ -512,7 +512,7 @@ def publish(section) -> None:
         glue(f.name, Image(data=png, format="png", width=width))
         rows = len(f.data)
         link = f'<a class="figure-data" href="{data_url(f.name)}" download>data ({rows} rows, CSV)</a>'
-        glue(f"{f.name}__caption", _Markdown(f"{f.caption} {link}"))
+        glue(f"{f.name}__caption", _Markdown(f"{typeset(f.caption)} {link}"))
         glue(f"{f.name}__alt", Text(f.alt))
         glue(f"{f.name}__data", _Data(f.data))
     for t in section.tables:

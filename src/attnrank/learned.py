@@ -385,7 +385,7 @@ def plan_parts(profile: str = "auto") -> dict:
         },
         "next": {
             "a third seed of the shared grid": third,
-            "causal 2 x 2 for GPT-2 at the default sizes": causal_default,
+            "causal 2 × 2 for GPT-2 at the default sizes": causal_default,
             "the shared grid on a second corpus": list(main),
         },
     }

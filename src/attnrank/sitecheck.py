@@ -24,6 +24,8 @@ general index):
 * ``visible-code``: a code cell whose input the page shows (set-up, parameter checks and the one
   call of a chapter are removed or folded: ``remove-cell``, ``remove-input``, ``hide-input``);
 * ``raw-maths``: TeX shown as typed (``$d_h$`` pasted as text, where no formula is rendered);
+* ``ascii-maths``: maths typed in ASCII where the book writes a symbol (``tau = 1``, ``+-``, ``sqrt(d_h)``,
+  ``d_h``; :data:`attnrank.glossary.ASCII_MATHS`, which :func:`attnrank.glossary.typeset` turns into symbols);
 * ``raw-repr``: the Python representation of a value instead of the value (a quoted string, an
   ``<IPython.core.display...>`` object);
 * ``index-column``: a table with an index column (an empty first header cell or row headers);
@@ -49,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
+from .glossary import ASCII_MATHS
 
 __all__ = [
     "Page",
@@ -290,6 +293,16 @@ def _raw_maths(page: Page):
             continue
         for m in _RAW_MATH.finditer(str(node)):
             yield f"unrendered maths {m.group(0)!r} in {_text(node.parent)!r}"
+
+
+@book_rule("ascii-maths", "maths typed in ASCII (tau = 1, +-, sqrt(d_h), d_h) where a symbol belongs")
+def _ascii_maths(page: Page):
+    for node in page.article.find_all(string=True):
+        if node.find_parent(["script", "style", "pre", "code"]) or node.find_parent(class_="math"):
+            continue
+        for pattern, _ in ASCII_MATHS:
+            for m in pattern.finditer(str(node)):
+                yield f"ASCII maths {m.group(0)!r} in {_text(node.parent)!r}"
 
 
 @book_rule("index-column", "a table with an index column")

@@ -304,7 +304,7 @@ def test_causal_figures_name_data_and_caption():
     assert name == "causal_cells" and data is table
     assert caption.endswith("s = 10 = 1/sqrt(tau), tau = 0.01; paper profile at quick sizes, 30 runs.")
     labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
-    assert "tau = 0.01" in labels and "q/k lr x s" in labels
+    assert "τ = 0.01" in labels and "q/k lr × s" in labels
     inter = pd.DataFrame(
         {
             "arch": ["bert"] * 4,

@@ -48,6 +48,11 @@ FIGURE = (
             '<p>costs $3 and $4, at <span class="math notranslate nohighlight">\\(d_h = 4\\)</span></p>',
         ),
         (
+            "ascii-maths",
+            "<p>runs at tau = 1, mean +-1 sd, d_h + 1</p>",
+            '<p>runs at τ = 1, ±1 sd, <code>tau = 1</code>, <span class="math">\\(\\tau = 1\\)</span>, train_tau</p>',
+        ),
+        (
             "index-column",
             "<table><thead><tr><th></th><th>arch</th></tr></thead><tbody><tr><th>0</th><td>bert</td></tr></tbody></table>",
             "<table><thead><tr><th>model</th><th>runs</th></tr></thead><tbody><tr><td>BERT</td><td>4</td></tr></tbody></table>",
@@ -111,3 +116,15 @@ def test_a_data_link_must_reach_a_file_and_the_command_reports_and_fails(tmp_pat
     assert "chapters/y.html: printed-timing:" in capsys.readouterr().out
     assert sitecheck.main([str(tmp_path), "--rules", "printed"]) == 0  # a timing is not printed output
     assert sitecheck.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_typeset_turns_ascii_maths_into_symbols_outside_code_and_tex():
+    from attnrank.glossary import typeset
+
+    assert typeset("s = 10 = 1/sqrt(tau), tau = 0.01; +-1 sd at d_h + 1") == "s = 10 = 1/√τ, τ = 0.01; ±1 sd at dₕ + 1"
+    assert typeset("init x s, evaluation tau, each tau run") == "init × s, evaluation τ, each τ run"
+    kept = "`tau = 1`, $\\tau = 1$, <a href='x?tau=1'>train_tau</a>"
+    assert typeset(kept) == kept
+    page = f"<html><body><article><p>{typeset('runs at tau = 1 +-0.1')}</p></article></body></html>"
+    (rule,) = [r for r in sitecheck.BOOK_RULES if r.name == "ascii-maths"]
+    assert list(rule.check(Page("chapters/x.html", page))) == []

@@ -9,17 +9,17 @@ import seaborn as sns
 from ..experiments import CELLS, PRESETS, twin_scale
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
 from . import figure, figure_legend, new_figure
-from .style import MIN_FONT_SIZE
+from .style import MIN_FONT_SIZE, SYMBOLS, fmt_tau
 
 __all__ = ["CELL_LABELS", "cells", "intervention", "cells_figure", "intervention_figure"]
 
 #: Their names in tables and figures (``s`` is the scale ``1 / sqrt(tau)``).
 CELL_LABELS = {
-    "stock": "tau = 1",
-    "init": "init x s",
-    "lr": "q/k lr x s",
-    "twin": "init x s, lr x s (twin)",
-    "tau": "tau",
+    "stock": "τ = 1",
+    "init": "init × s",
+    "lr": "q/k lr × s",
+    "twin": "init × s, lr × s (twin)",
+    "tau": "τ",
 }
 
 
@@ -94,13 +94,13 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
             for (t, _seed), d in df[df.arch == a].groupby(["train_tau", "seed"]):
                 d = d.sort_values("eval_tau")
                 d = d.assign(loss_change=d.val_loss - d.val_loss[np.isclose(d.eval_tau, t)].mean())
-                ax.plot(d.eval_tau, d[col], color=palette[t], lw=1, marker=".", label=f"trained at tau = {t:g}")
+                ax.plot(d.eval_tau, d[col], color=palette[t], lw=1, marker=".", label=f"trained at {fmt_tau(t)}")
                 own = d[np.isclose(d.eval_tau, t)]
                 ax.plot(own.eval_tau, own[col], "o", mfc="none", color=palette[t], ms=8)
             ax.set_xscale("log")
             ax.set_ylabel(label if j == 0 else "")
             if r == 1:
-                ax.set_xlabel("evaluation tau")
+                ax.set_xlabel(f"evaluation {SYMBOLS['tau']}")
             else:
                 ax.set_title(ARCH_LABELS.get(a, a))
     handles, names = axes[0, 0].get_legend_handles_labels()
@@ -120,7 +120,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
     """
     label = MEASURE_LABELS[measure]
     labels = {
-        c: CELL_LABELS[c].replace("tau", f"tau = {fmt_setting(tau)}") if c == "tau" else CELL_LABELS[c] for c in CELLS
+        c: CELL_LABELS[c].replace("τ", f"τ = {fmt_setting(tau)}") if c == "tau" else CELL_LABELS[c] for c in CELLS
     }
     ylab = {
         "initial": f"initial {label}",

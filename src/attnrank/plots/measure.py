@@ -512,7 +512,7 @@ def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str
 def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
     """Spectra of trained attention at every probed temperature, one row of panels per precision pipeline."""
     spec = spectra_table[spectra_table.state == "trained"]
-    spec = spec.assign(temperature=spec.tau.map(lambda t: f"tau = {t:g}"))
+    spec = spec.assign(temperature=spec.tau.map(fmt_tau))
     sigma1 = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
     fig = spectra(
         spec, threshold_lines(sigma1, setting.n), col="arch", row="pipeline", hue="temperature", ymin=1e-20, height=3.0
