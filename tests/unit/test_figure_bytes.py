@@ -237,7 +237,7 @@ def _matrices():
 
 
 def _attention_examples():
-    n = 4
+    n = 10  # the book's (attnrank.spectra.attention_examples), so the token labels are as crowded as there
     rng = np.random.default_rng(0)
     rows, spectra = [], []
     for a in ARCHS:
@@ -247,7 +247,8 @@ def _attention_examples():
                 rows += [dict(arch=a, state=st, tau=t, i=i, j=j, value=p[i, j]) for i in range(n) for j in range(n)]
                 sv = np.linalg.svd(p, compute_uv=False)
                 spectra += [dict(arch=a, state=st, tau=t, k=k + 1, sigma=v) for k, v in enumerate(sv)]
-    labels = {a: [f"t{i}" for i in range(n)] for a in ARCHS}
+    words = ["[CLS]", "First", "citizen", ":", "Before", "we", "proceed", "any", "further", ","]
+    labels = {a: words[:n] for a in ARCHS}
     return pd.DataFrame(rows), pd.DataFrame(spectra), labels
 
 

@@ -567,7 +567,16 @@ def attention_patterns(matrices: pd.DataFrame, spectra_table: pd.DataFrame, labe
     states = list(pd.unique(matrices.state))
     taus = sorted(matrices.tau.unique())
     rows = [(a, s) for a in archs for s in states]
-    fig, axes = new_figure(len(taus) + 1, len(rows), width=1.5, height=1.55, squeeze=False)
+    # the heat maps wider than the spectra: ten token labels at the smallest font need 13 px each of a panel
+    # (four equal columns gave 12, and the labels ran together)
+    fig, axes = new_figure(
+        len(taus) + 1,
+        len(rows),
+        width=1.7,
+        height=1.75,
+        squeeze=False,
+        gridspec_kw={"width_ratios": [1.0] * len(taus) + [0.7]},
+    )
     colors = dict(zip(taus, sns.color_palette(PALETTE, len(taus))))
     for r, (a, s) in enumerate(rows):
         tok = labels[a]
@@ -579,8 +588,8 @@ def attention_patterns(matrices: pd.DataFrame, spectra_table: pd.DataFrame, labe
             ax.set_xticks(range(len(tok)))
             ax.set_yticks(range(len(tok)))
             last_of_arch = r == len(rows) - 1 or rows[r + 1][0] != a  # each model's keys under its last row
-            ax.set_xticklabels(tok if last_of_arch else [], rotation=90, fontsize=MIN_FONT_SIZE - 1.5)
-            ax.set_yticklabels(tok if c == 0 else [], fontsize=MIN_FONT_SIZE - 1.5)
+            ax.set_xticklabels(tok if last_of_arch else [], rotation=90, fontsize=MIN_FONT_SIZE)
+            ax.set_yticklabels(tok if c == 0 else [], fontsize=MIN_FONT_SIZE)
             ax.tick_params(length=0, pad=1)
             ax.grid(False)
             if r == 0:
@@ -596,10 +605,11 @@ def attention_patterns(matrices: pd.DataFrame, spectra_table: pd.DataFrame, labe
         ax.axhline(eps, ls=":", color="0.3", lw=1.0)
         ax.set_ylim(1e-17, 10)
         ax.set_yticks([1e-16, 1e-8, 1])
-        ax.tick_params(labelsize=MIN_FONT_SIZE - 1.5)
+        ax.tick_params(labelsize=MIN_FONT_SIZE)
         if r == 0:
             ax.set_title("singular values", fontsize=FONT_SIZE)
         if r == len(rows) - 1:
             ax.set_xlabel("index k", fontsize=MIN_FONT_SIZE)
-            ax.legend(fontsize=MIN_FONT_SIZE - 1.5, loc="lower left", frameon=False, handlelength=1.0)
+    # the spectra's legend below the panels (inside the last panel it covered the lines)
+    figure_legend(fig, axes[-1, -1].get_legend_handles_labels()[0], max_cols=len(taus))
     return fig
