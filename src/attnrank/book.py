@@ -22,11 +22,12 @@ import pandas as pd
 
 from . import plots
 from .errors import ConfigError
-from .glossary import fmt, typeset
+from .glossary import fmt
 from .plots.style import COLUMN_WIDTH
 from .profiles import PROFILES, TAU_RANGE, check_dataset
 from .rank import MEASURES
 from .section import Figure, Section, Table, Verdict
+from .typeset import typeset
 from .verdicts import VERDICTS
 
 __all__ = [

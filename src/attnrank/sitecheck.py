@@ -25,7 +25,7 @@ general index):
   call of a chapter are removed or folded: ``remove-cell``, ``remove-input``, ``hide-input``);
 * ``raw-maths``: TeX shown as typed (``$d_h$`` pasted as text, where no formula is rendered);
 * ``ascii-maths``: maths typed in ASCII where the book writes a symbol (``tau = 1``, ``+-``, ``sqrt(d_h)``,
-  ``d_h``; :data:`attnrank.glossary.ASCII_MATHS`, which :func:`attnrank.glossary.typeset` turns into symbols);
+  ``d_h``; :data:`attnrank.typeset.ASCII_MATHS`, which :func:`attnrank.typeset.typeset` turns into symbols);
 * ``raw-repr``: the Python representation of a value instead of the value (a quoted string, an
   ``<IPython.core.display...>`` object);
 * ``index-column``: a table with an index column (an empty first header cell or row headers);
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
-from .glossary import ASCII_MATHS
+from .typeset import ASCII_MATHS
 
 __all__ = [
     "Page",

@@ -119,7 +119,7 @@ def test_a_data_link_must_reach_a_file_and_the_command_reports_and_fails(tmp_pat
 
 
 def test_typeset_turns_ascii_maths_into_symbols_outside_code_and_tex():
-    from attnrank.glossary import typeset
+    from attnrank.typeset import typeset
 
     assert typeset("s = 10 = 1/sqrt(tau), tau = 0.01; +-1 sd at d_h + 1") == "s = 10 = 1/√τ, τ = 0.01; ±1 sd at dₕ + 1"
     assert typeset("init x s, evaluation tau, each tau run") == "init × s, evaluation τ, each τ run"
