@@ -183,7 +183,7 @@ def spectra(
                 ax.set_ylim(ymin, top * 10 if np.isfinite(top) and top > ymin else None)
             if i == 0:
                 ax.set_title(_panel_title(col, cv))
-            if i == len(rows) - 1:
+            if i == len(rows) - 1 and len(cols) == 1:
                 ax.set_xlabel(r"index $k$ of singular value")
             if j == 0:
                 head = f"{rv}\n" if row is not None else ""
@@ -191,6 +191,8 @@ def spectra(
     handles = [Line2D([], [], color=palette[h], lw=2, label=str(h)) for h in hues]
     handles += [Line2D([], [], color=c, ls=ls, lw=1.2, label=lab) for lab, (c, ls) in th_styles.items()]
     fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=MIN_FONT_SIZE)
+    if len(cols) > 1:  # one label under the columns: side by side, the panels' labels ran into each other
+        shared_xlabel(fig, axes, r"index $k$ of singular value")
     return fig
 
 
