@@ -280,6 +280,8 @@ def glue(name: str, value, display: bool = False):
     """
     if type(value) in (str, Text):  # a plain string; Markdown and HTML strings keep their own display
         value = Text(typeset(value))  # what the page shows: ASCII maths typeset (tau = 1 as τ = 1)
+    elif type(value) is _Markdown:
+        value = _Markdown(typeset(value))
     try:
         from IPython import get_ipython
         from myst_nb import glue as _glue

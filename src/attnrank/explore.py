@@ -365,7 +365,7 @@ def export(
 CONTROLS = (
     ("arch", "architecture"),
     ("tau", "temperature ratio τ"),
-    ("head_dim", "head dimension d_h"),
+    ("head_dim", "head dimension dₕ"),
     ("seed", "seed"),
     ("step", "probe step"),
     ("layer", "layer"),
@@ -852,16 +852,16 @@ GLUE_JS = r"""
       seed: group.map((r) => r.seed), key: group.map((r) => r.arch + "-" + r.key),
     };
     model("sweep-selected").data = { x: [at(run)], initial: [run.initial[m]], final: [run.final[m]] };
-    model("sweep-xaxis").axis_label = byTau ? "temperature ratio τ (log scale)" : "head dimension d_h (log scale)";
+    model("sweep-xaxis").axis_label = byTau ? "temperature ratio τ (log scale)" : "head dimension dₕ (log scale)";
     model("sweep-yaxis").axis_label = measureLabel[m];
     model("sweep").title.text = byTau
-      ? "initial and final rank against τ (d_h = " + run.head_dim + ")"
-      : "initial and final rank against d_h (τ = " + run.tau + ")";
+      ? "initial and final rank against τ (dₕ = " + run.head_dim + ")"
+      : "initial and final rank against dₕ (τ = " + run.tau + ")";
   }
 
   function describe(run) {
     const loss = (v) => (v == null ? "n/a" : v.toFixed(3));
-    return (payload.archs[run.arch] || run.arch) + ", τ = " + run.tau + ", d_h = " + run.head_dim + " (" +
+    return (payload.archs[run.arch] || run.arch) + ", τ = " + run.tau + ", dₕ = " + run.head_dim + " (" +
       run.num_heads + " heads), seed " + run.seed + ": run " + run.arch + "-" + run.key + ", " + run.status +
       (run.failure ? " (" + run.failure + ")" : "") + "; validation loss " + loss(run.initial_val_loss) + " → " +
       loss(run.final_val_loss) + " nats/token (" + payload.profile + " profile, " + payload.dataset + ")";
@@ -908,7 +908,7 @@ GLUE_JS = r"""
 
   function start() {
     fill("measure", payload.measures, state.measure);
-    fill("sweep", [["tau", "temperature ratio τ"], ["head_dim", "head dimension d_h"]], state.sweep);
+    fill("sweep", [["tau", "temperature ratio τ"], ["head_dim", "head dimension dₕ"]], state.sweep);
     fillRunControls();
     $("controls").addEventListener("change", onChange);
     draw();

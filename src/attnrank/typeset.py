@@ -12,8 +12,11 @@ import re
 __all__ = ["ASCII_MATHS", "typeset"]
 
 #: ASCII maths a page should not show, with its typeset form (:func:`typeset`): ``tau`` before a relation or
-#: after "evaluation"/"trained at", ``sqrt(...)``, ``+-``, ``d_h`` and the ``x`` of a product.
+#: after "evaluation"/"trained at", ``sqrt(...)``, ``+-``, ``->``, ``<=``, ``>=``, ``d_h`` and the ``x`` of a product.
 ASCII_MATHS = (
+    (re.compile(r"(?<=\s)->(?=\s)"), "→"),
+    (re.compile(r"(?<=\s)<=(?=\s)"), "≤"),
+    (re.compile(r"(?<=\s)>=(?=\s)"), "≥"),
     (re.compile(r"1/sqrt\(tau\)"), "1/√τ"),
     (re.compile(r"sqrt\(d_h\)"), "√dₕ"),
     (re.compile(r"\btau(?=\s*(?:=|<|>|≤|≥|→)|\b\s+(?:runs?|run's)\b)"), "τ"),
@@ -23,7 +26,7 @@ ASCII_MATHS = (
     (re.compile(r"(?<=[\w)]) x (?=s\b|\d)"), " × "),
 )
 #: Spans :func:`typeset` leaves as written: code, TeX maths and HTML tags.
-_VERBATIM = re.compile(r"(`[^`]*`|\$[^$]*\$|<[^>]*>)")
+_VERBATIM = re.compile(r"(`[^`]*`|\$[^$]*\$|<[A-Za-z/!][^>]*>)")
 
 
 def typeset(text: str) -> str:
