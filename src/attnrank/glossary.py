@@ -112,9 +112,29 @@ def fmt_setting(v) -> str:
 
 
 def fmt_estimate(e, digits: int = 2, *, n: bool = True, percent: bool = False) -> str:
-    """A :class:`attnrank.stats.Estimate` as ``value [low, high], n = N`` (:func:`fmt` for each number).
+    """A :class:`attnrank.stats.Estimate` as ``value [low, high], n = N``, the three numbers in one format.
 
-    ``n=False`` leaves out the count; ``percent=True`` writes fractions as percentages.
+    Fixed-point with ``digits`` decimals, or more where the interval is narrower than one unit of the last decimal
+    (as many as its width needs for one significant digit, at most 8): ``0.001 [−0.012, 0.014]``, never
+    ``0.000992 [−0.012, 0.014]``. Values from ``1e5``, a missing bound or a zero-width interval fall back to
+    :func:`fmt` for each number. ``n=False`` leaves out the count; ``percent=True`` writes fractions as
+    percentages.
     """
-    s = f"{fmt(e.value, digits, percent=percent)} [{fmt(e.low, digits, percent=percent)}, {fmt(e.high, digits, percent=percent)}]"
+    values = [e.value, e.low, e.high]
+    finite = not any(_missing(v) for v in values)
+    scale = 100.0 if percent else 1.0
+    width = (float(e.high) - float(e.low)) * scale if finite else math.nan
+    if finite and width > 0 and max(abs(float(v)) * scale for v in values) < 1e5:
+        d = max(int(digits), min(8, -math.floor(math.log10(width))))
+        s = "{} [{}, {}]".format(*(_fixed(float(v) * scale, d) + ("%" if percent else "") for v in values))
+    else:
+        s = f"{fmt(e.value, digits, percent=percent)} [{fmt(e.low, digits, percent=percent)}, {fmt(e.high, digits, percent=percent)}]"
     return f"{s}, n = {e.n}" if n else s
+
+
+def _fixed(x: float, decimals: int) -> str:
+    """``x`` with ``decimals`` decimals and a true minus sign; a value that rounds to zero has no sign."""
+    s = f"{x:.{decimals}f}"
+    if float(s) == 0:
+        s = s.lstrip("-")
+    return s.replace("-", MINUS)

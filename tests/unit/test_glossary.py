@@ -35,10 +35,14 @@ def test_fmt_estimate_writes_value_interval_and_n():
     e = Estimate(0.391, -0.0512, 0.7149, 14, "test")
     assert fmt_estimate(e) == "0.39 [\u22120.05, 0.71], n = 14"
     assert fmt_estimate(e, 3, n=False) == "0.391 [\u22120.051, 0.715]"
-    assert fmt_estimate(e, 1) == "0.4 [\u22120.05, 0.7], n = 14"  # below 10^-digits: significant digits
+    assert fmt_estimate(e, 1) == "0.4 [\u22120.1, 0.7], n = 14"  # one format for the three numbers
     nan = float("nan")
     assert fmt_estimate(Estimate(nan, nan, nan, 2, "t")) == "n/a [n/a, n/a], n = 2"
-    assert fmt_estimate(Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.00 [\u22120.001, 0.002], n = 5"
+    assert fmt_estimate(Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.000 [\u22120.001, 0.002], n = 5"
+    # an interval narrower than the last decimal gets the decimals its width needs, all three numbers alike
+    assert fmt_estimate(Estimate(0.000992, -0.012, 0.014, 4, "t"), 3, n=False) == "0.001 [\u22120.012, 0.014]"
+    assert fmt_estimate(Estimate(0.0021, 0.002, 0.0022, 6, "t"), 2, n=False) == "0.0021 [0.0020, 0.0022]"
+    assert fmt_estimate(Estimate(-0.0004, -0.004, 0.003, 5, "t"), 3, n=False) == "0.000 [\u22120.004, 0.003]"
     assert fmt_estimate(Estimate(0.123, 0.08, 0.15, 30, "t"), 0, percent=True) == "12% [8%, 15%], n = 30"
 
 
