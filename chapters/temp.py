@@ -46,8 +46,11 @@
 #    $t$ interval (95%); the interval decides, and an exact permutation test over seeds is shown beside it (with $k$
 #    seeds per arm its $p$ cannot fall below $2/\binom{2k}{k}$, which is $1/3$ for two seeds, so it never decides alone). Supported (the study's sign) if the
 #    interval lies above zero, not supported (the sign reversed) if below. The theory below predicts a *peak* rather than a monotone trend, so beside the verdict we
-#    report where on the grid the mean initial rank peaks, with a stratified-bootstrap interval on the grid (a peak is
-#    *interior* when the interval excludes both ends). The same rule is applied with every rank measure.
+#    report where on the grid the mean initial rank peaks, with a stratified-bootstrap interval of that grid argmax (a
+#    peak is *interior* when the interval excludes both ends). A grid locates a maximum only to within the grid values
+#    next to it, however stable the argmax: with two seeds the bootstrap interval of the argmax can have no width, so
+#    an interior peak is stated with the neighbouring grid values between which the maximum lies. The same rule is
+#    applied with every rank measure.
 # 2. *Loss* (verdict `temp_loss`). The study's claim is that a hotter softmax trains to a lower loss, i.e. Spearman's
 #    $\rho(\log\tau, \text{final loss}) < 0$. Supported if the 95% interval (BCa bootstrap over runs,
 #    {glue:text}`temp_n_resamples` resamples) lies below zero, not supported (hotter trains *worse*) if above. Beside
@@ -167,7 +170,7 @@ book.publish(temp.section(**params))
 # %% [markdown]
 # The rule with every rank measure (Welch-t interval of the difference of means, which decides, and its exact
 # permutation $p$ beside it; "sign": whether the interval gives the study's sign, reverses it or does not decide; the
-# peak is where the mean initial rank is largest over the grid, with a stratified-bootstrap interval on the grid).
+# peak is where the mean initial rank is largest over the grid, with a stratified-bootstrap interval of that argmax).
 # {glue:text}`temp_sign`
 #
 # ```{glue} temp_rank_rule

@@ -67,7 +67,9 @@ __all__ = [
 def peak_shape(peak: Estimate, levels) -> str:
     """Where a peak lies on a grid, in words, from :func:`attnrank.stats.peak_location`.
 
-    ``"interior peak at tau = v (interval a to b)"`` when the interval excludes both grid ends;
+    ``"interior peak at v: the maximum lies between the grid values a' and b' (bootstrap interval of the grid
+    argmax a to b)"`` when the interval excludes both grid ends (``a'`` and ``b'`` the grid values next to the
+    interval: a grid locates a maximum only to within its neighbours, however stable the argmax);
     ``"peak at the low end"`` / ``"peak at the high end"`` when the whole interval is that end;
     otherwise ``"peak location unresolved (interval a to b)"``. The word ``tau`` is the caller's
     (this function names no setting): the text starts with the shape.
@@ -78,7 +80,11 @@ def peak_shape(peak: Estimate, levels) -> str:
     lo, hi = levels[0], levels[-1]
     span = f"{fmt_setting(peak.low)} to {fmt_setting(peak.high)}"
     if peak.low > lo and peak.high < hi:
-        return f"interior peak at {fmt_setting(peak.value)} (interval {span})"
+        below, above = levels[levels < peak.low].max(), levels[levels > peak.high].min()
+        return (
+            f"interior peak at {fmt_setting(peak.value)}: the maximum lies between the grid values "
+            f"{fmt_setting(below)} and {fmt_setting(above)} (bootstrap interval of the grid argmax {span})"
+        )
     if peak.low == peak.high == lo:
         return "peak at the low end of the grid"
     if peak.low == peak.high == hi:
@@ -96,11 +102,12 @@ def grid_text(values) -> str:
 
 def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
     """A grid location with its interval on the grid (:func:`attnrank.stats.peak_location`):
-    ``"0.01 [0.001, 0.1]"``, or with ``words=True`` ``"0.01 (95% interval on the grid 0.001 to 0.1)"``
+    ``"0.01 [0.001, 0.1]"``, or with ``words=True`` ``"0.01 (95% bootstrap interval of the grid argmax 0.001 to
+    0.1)"``
     (``note`` is added inside the parentheses after a semicolon)."""
     if words:
         return (
-            f"{fmt_setting(e.value)} ({e.confidence:.0%} interval on the grid {fmt_setting(e.low)} to "
+            f"{fmt_setting(e.value)} ({e.confidence:.0%} bootstrap interval of the grid argmax {fmt_setting(e.low)} to "
             f"{fmt_setting(e.high)}{'; ' + note if note else ''})"
         )
     return f"{fmt_setting(e.value)} [{fmt_setting(e.low)}, {fmt_setting(e.high)}]"
@@ -223,7 +230,7 @@ def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
                 "exact p (beside it)": fmt(r.verdict.estimate.p, 3),
                 "runs": r.verdict.estimate.n,
                 "sign": sign_of(r.verdict.status),
-                "peak at τ [95% CI]": grid_interval(r.shape),
+                "peak on the grid at τ [95% bootstrap]": grid_interval(r.shape),
                 "verdict": r.verdict.status,
             }
             for m, v in rank_v.items()
@@ -240,7 +247,7 @@ def temperature_loss_table(loss_v: SweepVerdict) -> pd.DataFrame:
                 "model": ARCH_LABELS[a],
                 "ρ(log τ, final loss) [95% CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
                 "runs": r.verdict.estimate.n,
-                "lowest mean loss at τ [95% CI]": grid_interval(r.shape),
+                "lowest mean loss on the grid at τ [95% bootstrap]": grid_interval(r.shape),
                 "seed sd (nats)": fmt(r.spread, 4),
                 "verdict": r.verdict.status,
             }

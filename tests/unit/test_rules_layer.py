@@ -104,7 +104,7 @@ def test_text_helpers():
     assert temp.grid_interval(peak) == "0.016 [0.004, 0.064]"
     assert (
         temp.grid_interval(peak, words=True, note="interior")
-        == "0.016 (95% interval on the grid 0.004 to 0.064; interior)"
+        == "0.016 (95% bootstrap interval of the grid argmax 0.004 to 0.064; interior)"
     )
     v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
     assert temp.needed_text(v) == "about 12 seeds per arm would resolve the pre-registered effect"
@@ -188,7 +188,10 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
     sv = rules.SweepVerdict("supported", arch, 20)
     t = temp.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
     t = t.set_index(["measure", "model"])
-    assert t.shape[0] == 4 and t.loc[("stable rank", "GPT-2 (CLM)"), "peak at τ [95% CI]"] == "0.016 [0.004, 0.064]"
+    assert (
+        t.shape[0] == 4
+        and t.loc[("stable rank", "GPT-2 (CLM)"), "peak on the grid at τ [95% bootstrap]"] == "0.016 [0.004, 0.064]"
+    )
     assert "τ = 1 minus τ = 0.001 [95% Welch-t CI]" in t.columns and set(t["sign"]) == {"the study's sign"}
     assert temp.temperature_loss_table(sv).set_index("model").loc["BERT (MLM)", "seed sd (nats)"] == "0.1000"
     lever = headdim.lever_table({"effective_rank": sv}).set_index(["measure", "model"])
@@ -293,3 +296,15 @@ def test_seq_len_content_free_text_says_uniform_attention_passes():
     assert text.endswith("at most 2.0 from uniform attention (GPT-2 at n = 64, 7% of its value).")
     above = d.assign(uniform=[1.0, 1.0, 30.0, 60.0])
     assert seqlen.content_free_text(above).startswith("Uniform attention exceeds the bound")
+
+
+def test_an_interior_peak_is_located_between_its_neighbouring_grid_values():
+    """A zero-width bootstrap interval of the grid argmax (two seeds) still locates the maximum only to within the
+    grid values next to it."""
+    grid = [0.001, 0.016, 0.25, 1.0]
+    text = temp.peak_shape(Estimate(0.016, 0.016, 0.016, 8, "argmax"), grid)
+    assert text == (
+        "interior peak at 0.016: the maximum lies between the grid values 0.001 and 0.25 "
+        "(bootstrap interval of the grid argmax 0.016 to 0.016)"
+    )
+    assert temp.peak_shape(Estimate(0.001, 0.001, 0.001, 8, "argmax"), grid) == "peak at the low end of the grid"
