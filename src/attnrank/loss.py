@@ -244,7 +244,12 @@ def section(
         "loss",
         gate.status,
         finding(res),
-        "; ".join(f"{ARCH_NAMES[a]} within-τ ρ {fmt_estimate(res.within[a], n=False)}" for a in res.within),
+        # both statistics that decide (an architecture's status combines them), not the within-τ one alone
+        "; ".join(
+            f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)} across runs, "
+            f"{fmt_estimate(res.within[a], n=False)} within τ"
+            for a in res.within
+        ),
         f"{sum(e.n for e in res.rho.values())} runs",
         regime_text(gate, **baselines.regime_inputs(ok)),
         loss_summary(res, n_seeds=n_seeds) + " " + gate_text(gate),
