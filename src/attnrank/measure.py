@@ -446,7 +446,10 @@ def section(
         status,
         f"At τ = {fmt_setting(tau_max)} trained BERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
         f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
-        "; ".join(f"{MEASURE_LABELS[m]} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
+        "excess rank (rank − 1) / (n − 1) of trained BERT at τ = "
+        + fmt_setting(tau_max)
+        + ": "
+        + "; ".join(f"{MEASURE_LABELS[m]} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
         f"{S.n_runs} runs",
         regime_text(gate, **baselines.regime_inputs(used)),
         summary + " The rule is about the measures (how each counts a matrix near rank one, which attention at this "

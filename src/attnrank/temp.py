@@ -163,7 +163,7 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
 
     A measure on which both architectures agree is named once; otherwise each architecture's part is
     named with it (``"rank, rtol 1e-2 (GPT-2)"``). ``short=True`` names the measures without their kind
-    (for the intro's one line). Example: ``"The study's sign holds on rank, atol 1e-8 (study; absolute
+    (for the intro's one line). Example: ``"The study's sign holds on the study's atol 1e-8 rank (absolute
     threshold) and reverses on effective rank and stable rank (threshold-free)."``
     """
     if short:
