@@ -285,7 +285,7 @@ book.publish(measure.section(**params))
 # ```
 
 # %% [markdown]
-# ## Answer to critique 4, and the measures this book uses
+# ## Why not an absolute $10^{-8}$ threshold? The measures this book uses
 #
 # *Why an absolute $10^{-8}$ threshold?* The evidence above says it should not be used to
 # compare attention ranks:
