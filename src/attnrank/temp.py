@@ -173,7 +173,7 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
         by_status: dict[str, list[str]] = {}
         for a, r in v.arch.items():
             by_status.setdefault(r.verdict.status, []).append(ARCH_NAMES[a])
-        name = f"{SHORT_LABELS.get(m, MEASURE_LABELS[m])} ({MEASURE_KINDS.get(m, 'rank')})"
+        name = f"{SENTENCE_LABELS.get(m, MEASURE_LABELS[m])} ({MEASURE_KINDS.get(m, 'rank')})"
         for st, names in by_status.items():
             groups[st].append(name if len(by_status) == 1 else f"{name} for {' and '.join(names)}")
 
@@ -192,6 +192,14 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
 
 #: Short names of the rank measures for the intro's one line.
 SHORT_LABELS = {
+    "rank_atol_1e-8": "atol-1e-8",
+    "rank_rtol_1e-2": "rtol-1e-2",
+    "rank_rtol_1e-4": "rtol-1e-4",
+    "effective_rank": "effective",
+    "stable_rank": "stable",
+}
+#: The rank measures in a sentence of the chapter (with their kind after each).
+SENTENCE_LABELS = {
     "rank_atol_1e-8": "the study's atol 1e-8 rank",
     "rank_rtol_1e-2": "rtol 1e-2 rank",
     "rank_rtol_1e-4": "rtol 1e-4 rank",
@@ -201,9 +209,8 @@ SHORT_LABELS = {
 
 
 def _sign_by_arch(rank_v: dict) -> str:
-    """:func:`sign_finding` per architecture, short (at most 50 words for five measures): ``"The study's
-    sign, by measure. BERT: holds on the study's atol 1e-8 rank; reverses on effective rank, stable rank. GPT-2:
-    ..."``."""
+    """:func:`sign_finding` per architecture, short (at most 30 words for five measures, the limit of a verdict's
+    finding): ``"The study's sign, by measure. BERT: holds on atol-1e-8; reverses on effective, stable. GPT-2: ..."``."""
     verbs = (("supported", "holds on"), ("not supported", "reverses on"), (INCONCLUSIVE, "undecided on"))
     archs = list(next(iter(rank_v.values())).arch) if rank_v else []
     out = []
