@@ -515,7 +515,7 @@ def publish(section) -> None:
         glue(f.name, Image(data=png, format="png", width=width))
         rows = len(f.data)
         link = f'<a class="figure-data" href="{data_url(f.name)}" download>data ({rows} rows, CSV)</a>'
-        glue(f"{f.name}__caption", _Markdown(f"{typeset(f.caption)} {link}"))
+        glue(f"{f.name}__caption", _Markdown(f"{f.caption} {link}"))  # glue typesets it
         glue(f"{f.name}__alt", Text(f.alt))
         glue(f"{f.name}__data", _Data(f.data))
     for t in section.tables:

@@ -292,8 +292,7 @@ def targets_text(table: pd.DataFrame) -> str:
         label = _LABELS[r.arch]
         worst = gap_text(r.worst_gap)
         two = f"; two-sided: mean {gap_text(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
-        cf = getattr(r, "context_free_gap", math.nan)
-        two += f"; context-free: mean {gap_text(cf)}" if math.isfinite(cf) else ""
+        two += f"; context-free: mean {gap_text(r.context_free_gap)}" if math.isfinite(r.context_free_gap) else ""
         parts.append(
             f"{label}: target {r.target:g} nats below {r.baseline} in every one of its {r.runs} runs at tau = 1; "
             f"worst run {worst}, mean {gap_text(r.mean_gap)}{two}: {'met' if r.met else 'not met'}"
