@@ -137,7 +137,7 @@ def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> N
 def _settings(c: RunConfig) -> str:
     """The fields of ``c`` other than its sizes' profile's defaults, beside ``arch, tau, heads, seed,
     threads`` (e.g. ``"max_len=128"``, ``"qk_init_scale=10, ..."``), or ``""``."""
-    base, shown = profile_defaults(c.profile), {"tau", "num_heads", "seed", "threads"}
+    base, shown = profile_defaults(c.profile, c.arch), {"tau", "num_heads", "seed", "threads"}
     return ", ".join(
         f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
         for k, v in c.to_dict().items()

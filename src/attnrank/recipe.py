@@ -80,7 +80,7 @@ def variants(arch: str, profile: str = "quick") -> list[Variant]:
     """
     if arch not in ARCHS:
         raise ConfigError("arch", f"got {arch!r}; allowed values: {', '.join(ARCHS)}")
-    d = profile_defaults(profile)
+    d = profile_defaults(profile, arch)
     out = [Variant("default", "default", {})]
     out += [Variant(f"{f:g} x steps", "steps", _steps(d, f)) for f in (0.25, 0.5, 2.0)]
     out += [

@@ -8,15 +8,18 @@ import pytest
 import torch
 from transformers import BertForMaskedLM, GPT2LMHeadModel
 
+from attnrank import grid
 from attnrank.errors import ConfigError, check_choice, check_positive_float, check_positive_int
 from attnrank.models import build_model, set_tau
 from attnrank.profiles import (
+    ARCH_DEFAULTS,
     ARCHS,
     PROFILES,
     TAU_RANGE,
     RunConfig,
     check_tau,
     profile_defaults,
+    resolve_config,
     resolve_heads,
     resolve_profile,
 )
@@ -334,3 +337,19 @@ def test_evaluating_outside_the_trainer_prints_no_loss_notice(arch, loss_type, c
     if arch == "gpt2":  # the loss transformers used before, named
         expected = LOSS_MAPPING["ForCausalLM"](out.logits, ids, vocab_size=64)
         assert torch.equal(out.loss, expected)
+
+
+def test_arch_defaults_give_bert_half_the_quick_steps():
+    assert resolve_config("bert", "quick").max_steps == 500
+    assert resolve_config("gpt2", "quick").max_steps == 1000
+    # long is ten times quick for each architecture; ci and paper train both the same
+    for arch in ("bert", "gpt2"):
+        assert resolve_config(arch, "long").max_steps == 10 * resolve_config(arch, "quick").max_steps
+        assert profile_defaults("quick", arch)["max_steps"] == resolve_config(arch, "quick").max_steps
+    assert ARCH_DEFAULTS["ci"] == {} and ARCH_DEFAULTS["paper"] == {}
+    assert resolve_config("bert", "ci").max_steps == resolve_config("gpt2", "ci").max_steps
+    # an architecture's own default is not listed as a setting of its run; an override is
+    assert "max_steps" not in grid._settings(resolve_config("bert", "quick"))
+    assert "max_steps=1000" in grid._settings(resolve_config("bert", "quick", max_steps=1000))
+    with pytest.raises(ConfigError, match="arch"):
+        profile_defaults("quick", "t5")

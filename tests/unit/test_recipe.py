@@ -11,8 +11,8 @@ from attnrank.profiles import profile_defaults, resolve_config
 
 
 def test_every_variant_moves_one_lever_from_the_default():
-    d = profile_defaults("quick")
     for arch in ("bert", "gpt2"):
+        d = profile_defaults("quick", arch)
         vs = recipe.variants(arch, "quick")
         assert vs[0].lever == "default" and vs[0].overrides == {}
         assert len({v.name for v in vs}) == len(vs)
