@@ -163,7 +163,7 @@ book.publish(measure.section(**params))
 # The table below divides GPT-2's rank under each measure by the baseline's, per run (at $\tau = 1$, float64
 # throughout), and gives the mean ratio with a 95% interval over the {glue:text}`measure_n_gpt2_runs` GPT-2
 # runs. A ratio of 1 means that a content-blind causal matrix scores the same: the measure reads the mask, not
-# the attention. The column "U_n / n" is the baseline as a fraction of the largest value a measure can take. At
+# the attention. The column "Uₙ / n" is the baseline as a fraction of the largest value a measure can take. At
 # rtol $10^{-2}$ the uniform causal matrix already has rank {glue:text}`measure_causal_rank_rtol_1e-2:.0f` of
 # {glue:text}`measure_n` ({glue:text}`measure_causal_frac_rank_rtol_1e-2:.2f` of $n$): causal attention can
 # hardly score above its mask under this measure, whatever it attends to, and trained GPT-2's rank at rtol

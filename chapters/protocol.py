@@ -73,7 +73,7 @@ book.publish(protocol.section(**params))
 # ## How much do four plus four examples decide?
 #
 # The same statistic over {glue:text}`protocol_n_draws` random draws, at initialisation and at the
-# last probe step (step {glue:text}`protocol_final_step`); the dotted line is zero, where the
+# last probe step (after {glue:text}`protocol_final_step`); the dotted line is zero, where the
 # conclusion flips. The table gives the flip rate at every probe step; at the last one it is
 # {glue:text}`protocol_flip_bert` for BERT and {glue:text}`protocol_flip_gpt2` for GPT-2.
 

@@ -89,6 +89,7 @@ __all__ = [
     "bigram_gaps",
     "regime_inputs",
     "reference_gains",
+    "reference_runs",
     "at_reference",
 ]
 
@@ -651,12 +652,20 @@ def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
 
 def regime_inputs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
     """What :func:`attnrank.section.regime_text` needs beside the gate, from the runs a verdict rests on:
-    ``{"gains": reference_gains(runs), "at_reference": at_reference(runs), "reference_tau": reference_tau}``."""
+    ``{"gains": reference_gains(runs), "at_reference": at_reference(runs), "reference_tau": reference_tau,
+    "reference_runs": reference_runs(runs)}``."""
     return {
         "gains": reference_gains(runs, reference_tau=reference_tau),
+        "reference_runs": reference_runs(runs, reference_tau=reference_tau),
         "at_reference": at_reference(runs, reference_tau=reference_tau),
         "reference_tau": reference_tau,
     }
+
+
+def reference_runs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
+    """Per architecture, how many complete runs its reference runs are (those of :func:`bigram_gaps`):
+    ``{arch: count}``, in the order of :func:`bigram_gaps`."""
+    return {arch: len(_reference(runs[runs.arch == arch], reference_tau)) for arch in _archs(runs)}
 
 
 def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:

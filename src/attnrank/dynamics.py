@@ -21,6 +21,7 @@ from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, RHO_MIN, DynamicsResult
 from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_text
 from .store import load_table
+from .verdicts import INCONCLUSIVE
 
 __all__ = [
     "PARAMETERS",
@@ -94,10 +95,11 @@ def stability_rows(results: dict, shares: pd.DataFrame, tolerance: float) -> pd.
 
 
 def needed_runs(judged: dict, statuses: dict, *, prefix: str = "") -> list[str]:
-    """``["BERT (MLM) <prefix>12", ...]``: the runs each not-supported part of a verdict needs (``judged``:
-    ``{arch: Verdict}``, ``statuses``: ``{arch: status}``)."""
+    """``["BERT (MLM) <prefix>12", ...]``: the runs each unresolved part of a verdict needs (``judged``:
+    ``{arch: Verdict}``, ``statuses``: ``{arch: status}``); a resolved part (supported or not supported)
+    needs none, as the conventions page says."""
     return [
-        f"{ARCH_LABELS[a]} {prefix}{v.needed}" for a, v in judged.items() if statuses[a] != "supported" and v.needed
+        f"{ARCH_LABELS[a]} {prefix}{v.needed}" for a, v in judged.items() if statuses[a] == INCONCLUSIVE and v.needed
     ]
 
 
@@ -109,7 +111,7 @@ def dynamics_summary(res: DynamicsResult, *, n_seeds: int, tolerance: float) -> 
     needed = [
         f"{ARCH_LABELS[a]} {v.needed}"
         for (h, a), v in res.judged.items()
-        if h == "predictive" and v.status != "supported" and v.needed
+        if h == "predictive" and v.status == INCONCLUSIVE and v.needed
     ]
     return (
         f"On the {label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in res.rho)} runs "

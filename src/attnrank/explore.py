@@ -759,9 +759,9 @@ GLUE_JS = r"""
     state.t = Math.min(state.t, steps.length - 1);
     fill("step", steps.map((s, i) => [i, s + (i === 0 ? " (initial)" : i === steps.length - 1 ? " (final)" : "")]), state.t);
     state.layer = Math.min(state.layer, run.num_layers - 1);
-    fill("layer", Array.from({ length: run.num_layers }, (_, i) => [i, String(i)]), state.layer);
+    fill("layer", Array.from({ length: run.num_layers }, (_, i) => [i, String(i + 1)]), state.layer);
     state.head = Math.min(state.head, run.num_heads - 1);
-    fill("head", Array.from({ length: run.num_heads }, (_, i) => [i, String(i)]), state.head);
+    fill("head", Array.from({ length: run.num_heads }, (_, i) => [i, String(i + 1)]), state.head);
     state.sequence = Math.min(state.sequence, run.attention.sequences - 1);
     fill("sequence", Array.from({ length: run.attention.sequences }, (_, i) => [i, String(i + 1)]), state.sequence);
   }
@@ -795,7 +795,7 @@ GLUE_JS = r"""
     }
     model("heat-source").data = { x, y, p, query, key };
     model("heat-mapper").high = d.scale[idx] > 0 ? d.scale[idx] : 1;
-    model("heat").title.text = "attention, layer " + state.layer + ", head " + state.head + ", step " + a.steps[state.t];
+    model("heat").title.text = "attention, layer " + (state.layer + 1) + ", head " + (state.head + 1) + ", step " + a.steps[state.t];
     const text = run.arch === "gpt2" ? tokens.join("") : tokens.join(" ").replace(/ ##/g, "");
     $("text").textContent = "Probe sequence " + (state.sequence + 1) + " (" + n + " tokens): " + text;
   }

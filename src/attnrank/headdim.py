@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import baselines, experiments, rules, runs, stats
+from . import baselines, experiments, rules, runs, stats, verdicts
 from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, RANK_MEASURES, fmt, fmt_estimate, fmt_setting
 from .plots import sweeps
 from .profiles import resolve_config, resolve_profile
@@ -144,7 +144,7 @@ def lever_summary(lv: SweepVerdict, *, effect: float, profile: str, n_seeds: int
             f"grid and the head dimension by {fmt_estimate(r.parts['head_dim_range'], 2)} runs (difference "
             f"{fmt_estimate(r.verdict.estimate, 2, n=False)}"
         )
-        if r.verdict.status != "supported" and r.verdict.needed is not None:
+        if r.verdict.status == verdicts.INCONCLUSIVE and r.verdict.needed is not None:
             s += f"; about {r.verdict.needed} {r.verdict.needed_unit} would resolve a difference of {fmt_setting(effect)}"
         return s + ")"
 

@@ -53,6 +53,7 @@ __all__ = [
     "flops_per_token",
     "targets",
     "targets_text",
+    "steps_text",
     "shown_runs",
     "recipe_facts",
     "flop_rate",
@@ -285,6 +286,22 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def steps_text(runs: pd.DataFrame) -> str:
+    """The training steps of ``runs`` (columns ``arch, max_steps``) in words: ``"1000"`` when every run
+    trains as long, else per architecture, e.g. ``"1000 (GPT-2) and 500 (BERT)"``, longest first.
+
+    Raises:
+        ValueError: when ``runs`` is empty.
+    """
+    if runs.empty:
+        raise ValueError("runs: empty; expected at least one run")
+    steps = runs.groupby("arch").max_steps.agg(lambda s: "/".join(str(v) for v in sorted(set(s), reverse=True)))
+    if steps.nunique() == 1:
+        return str(steps.iloc[0])
+    order = sorted(steps.index, key=lambda a: (-int(steps[a].split("/")[0]), a))
+    return " and ".join(f"{steps[a]} ({_LABELS.get(a, a)})" for a in order)
+
+
 def targets_text(table: pd.DataFrame) -> str:
     """:func:`targets` in words, one sentence per architecture (``"GPT-2: ... met."``)."""
     parts = []
@@ -512,10 +529,14 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
     attn = attention_table(runs)
     glue = {
         **{f"learned_target_{a}": f"{n:g}" for a, (_, n) in TARGETS.items()},
-        **{f"learned_attention_{a}": worth(float(tgt[tgt.arch == a].attention_gain.mean())) for a in TARGETS},
+        **{
+            f"learned_attention_{a}": f"{worth(float(tgt[tgt.arch == a].attention_gain.mean()))} "
+            f"(mean of {int(tgt[tgt.arch == a].runs.sum())} runs)"
+            for a in TARGETS
+        },
         "learned_context_free_bert": gap_text(float(tgt[tgt.arch == "bert"].context_free_gap.mean())),
         "learned_n_runs": len(runs),
-        "learned_steps": int(runs.max_steps.max()),
+        "learned_steps": steps_text(runs),
         "learned_profile": profile,
         "learned_regime": regime(runs),
         "learned_regime_shown": regime(shown),

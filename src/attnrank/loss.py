@@ -23,7 +23,7 @@ from .section import Figure, Section, Table, Verdict, by_measure_table, gate_tex
 from .stats import spearman
 from .store import load_table
 
-__all__ = ["PARAMETERS", "section", "loss_summary", "finding", "grid_correlations"]
+__all__ = ["PARAMETERS", "section", "loss_summary", "finding", "grid_correlations", "cens_text"]
 
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth", "dataset")
@@ -56,13 +56,23 @@ def loss_summary(res: LossResult, *, n_seeds: int) -> str:
         f"(BERT, p = {fmt(res.within['bert'].p)}) and {fmt_estimate(res.within['gpt2'], n=False)} "
         f"(GPT-2, p = {fmt(res.within['gpt2'].p)}): "
         + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs)
-        + "."
+        + ". The rule reads the 95% bootstrap intervals; the stratified permutation p-values are shown beside them "
+        "and, with this few runs in a temperature, need not agree with them."
         + (
             f" Runs needed to resolve a within-temperature ρ of {fmt(LOSS_EFFECT, 1)}: {', '.join(needed)}."
             if needed
             else ""
         )
     )
+
+
+def cens_text(censored_at: dict) -> str:
+    """The step censored runs are drawn at (:func:`attnrank.rules.convergence_speed`), in words: ``"1025"``, or
+    per architecture when they differ (``"1025 for GPT-2, 525 for BERT"``, latest first)."""
+    if len(set(censored_at.values())) <= 1:
+        return str(next(iter(censored_at.values()), ""))
+    order = sorted(censored_at, key=lambda a: (-censored_at[a], a))
+    return ", ".join(f"{censored_at[a]} for {ARCH_NAMES.get(a, a)}" for a in order)
 
 
 def finding(res: LossResult) -> str:
@@ -113,7 +123,7 @@ def section(
         "loss_smooth": smooth,
         "loss_n_censored": int(sweep.censored.sum()),
         "loss_n_complete": len(ok),
-        "loss_cens_value": cens_value,
+        "loss_cens_value": cens_text(cens_value),
     }
     losses = baselines.reference_losses(profile, sorted(sweep.arch.unique()), dataset)
     refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in losses.items()}
@@ -196,7 +206,7 @@ def section(
             "Training steps until the smoothed training loss first reaches the level ("
             + ", ".join(f"{ARCH_NAMES[a]} {fmt(lv, 3)} nats" for a, lv in levels.items())
             + f"; the {fmt(level_quantile, 0, percent=True)} quantile of final training losses) against the initial "
-            f"mean rank; hollow triangles: never reached (censored, drawn at step {cens_value}). Colour: $\\tau$ "
+            f"mean rank; hollow triangles: never reached (censored, drawn at step {cens_text(cens_value)}). Colour: $\\tau$ "
             f"(log scale). {runs.caption(sweep, profile)}.",
             "Two scatter plots of the steps each run needed to reach a fixed training loss against its initial "
             "effective rank; hollow triangles mark runs that never reached it.",

@@ -162,7 +162,7 @@ def verdict(
     else:
         status = verdicts.INCONCLUSIVE
     needed = ""
-    if status != verdicts.SUPPORTED:
+    if status == verdicts.INCONCLUSIVE:
         undecided = [m for m in RULE_MEASURES if not (detects[m] or misses[m])]
         counts = [
             stats.seeds_needed(spread[m], abs(excess[m].value - e_max))

@@ -83,7 +83,7 @@ def flip_table(flips: pd.DataFrame) -> pd.DataFrame:
         index="step", columns="model", values="rate"
     )
     wide.columns = [f"{c}: flip rate [95% CI]" for c in wide.columns]
-    return wide.rename_axis("probe step").reset_index()
+    return wide.fillna("not trained this long").rename_axis("probe step").reset_index()
 
 
 def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
@@ -103,7 +103,7 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
         ConfigError: from :func:`attnrank.rules.protocol_rule` when the architectures differ.
     """
     stock, cold = STUDY_TAUS
-    ok, hd, final_step = records.ok, records.head_dim, records.final_step
+    ok, hd = records.ok, records.head_dim
     end = {a: ok[(ok.arch == a) & (ok.head_dim == hd)] for a in sorted(records.pair.arch.unique())}
     ours = {
         a: rules.two_point(
@@ -111,7 +111,7 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
         )
         for a, d in end.items()
     }
-    at_end = flips[flips.step == final_step].set_index("arch")
+    at_end = records.at_final_step(flips).set_index("arch")
     res = rules.protocol_rule(at_end.estimate.to_dict(), at_end.reference.to_dict(), ours)
     sentences = agreement(res.reference, ours, ARCH_LABELS)
     joined = "; ".join(sentences)
@@ -187,7 +187,7 @@ def agreement_words(res, n_seeds: int) -> str:
     )
 
 
-def set_early_summary(early, final_step: int) -> str:
+def set_early_summary(early, final_steps: str) -> str:
     """The sentence of the ``set_early`` verdict from :func:`attnrank.rules.set_early_rule`'s result ``early``:
     per architecture the first early step whose interval clears the threshold (or, if none does, the
     last early step shown), with its rho."""
@@ -199,7 +199,7 @@ def set_early_summary(early, final_step: int) -> str:
     )
     return (
         f"The rank at step k predicts the final rank (Spearman rho above {fmt(rules.SET_EARLY_RHO, 1)}, 95% interval) "
-        f"within the first {fmt(rules.EARLY_FRACTION, 0, percent=True)} of training ({final_step} steps, {MEASURE_LABELS[PRIMARY_MEASURE]}): {text}."
+        f"within the first {fmt(rules.EARLY_FRACTION, 0, percent=True)} of training (of {final_steps}; {MEASURE_LABELS[PRIMARY_MEASURE]}): {text}."
     )
 
 
@@ -220,7 +220,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
         "protocol_n_train": int(seq[seq.split == "train"].sequence.nunique()),
         "protocol_n_seeds": int(d.pair.seed.nunique()),
         "protocol_n_draws": n_draws,
-        "protocol_final_step": d.final_step,
+        "protocol_final_step": d.steps_text(),
         "protocol_n_runs": len(d.ok),
         "protocol_max_flip": fmt(rules.MAX_FLIP, 0, percent=True),
         "protocol_rho_min": fmt(rules.SET_EARLY_RHO, 1),
@@ -273,7 +273,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
             ),
             f"{len(d.ok)} runs",
             regime_text(early_gate, **baselines.regime_inputs(d.ok)),
-            set_early_summary(early, d.final_step) + " " + gate_text(early_gate),
+            set_early_summary(early, d.steps_text()) + " " + gate_text(early_gate),
         ),
     ]
     return Section("protocol", glue, figures, [Table("protocol_flips", flip_table(flips))], verdicts)

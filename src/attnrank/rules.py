@@ -482,11 +482,11 @@ def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: 
     ``smooth`` logged values) of its complete runs; a run's speed is the first step at which its
     training loss, averaged over ``smooth`` consecutive logged values, is at or below the level
     (:func:`attnrank.stats.steps_to_level`). A complete run that never gets there is censored and
-    placed at ``max_steps + log_every`` ("later than every observed step").
+    placed at its architecture's ``max_steps + log_every`` ("later than every observed step").
 
     Returns ``(runs, levels, censored_at)``: a copy of ``runs`` with ``final_train_loss``,
-    ``steps_to_level`` (NaN: never), ``censored`` and ``steps_plot``; ``{arch: level}``; the step
-    given to censored runs.
+    ``steps_to_level`` (NaN: never), ``censored`` and ``steps_plot``; ``{arch: level}``; ``{arch: step}``, the
+    step given to that architecture's censored runs.
     """
     _need(runs, ["key", "arch", "status", "max_steps", "log_every"])
     runs = runs.copy()
@@ -498,12 +498,14 @@ def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: 
     )
     runs["final_train_loss"] = runs.key.map(final)
     levels = runs[ok].groupby("arch").final_train_loss.quantile(quantile).to_dict()
-    censored_at = int(runs.max_steps.max()) + int(runs.log_every.max())
+    censored_at = {
+        a: int(d.max_steps.max()) + int(d.log_every.max()) for a, d in runs.groupby("arch", sort=True)
+    }  # per architecture: at quick BERT trains half GPT-2's steps
     arch = runs.set_index("key").arch
     steps = {k: stats.steps_to_level(g, levels[arch[k]], smooth=smooth) for k, g in train_log.groupby("key")}
     runs["steps_to_level"] = runs.key.map(steps)
     runs["censored"] = ok & runs.steps_to_level.isna()
-    runs["steps_plot"] = runs.steps_to_level.fillna(censored_at)
+    runs["steps_plot"] = runs.steps_to_level.fillna(runs.arch.map(censored_at))
     return runs, levels, censored_at
 
 

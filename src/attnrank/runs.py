@@ -187,8 +187,11 @@ def layer_ranks(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
 
 def layer_head_means(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
     """Rank of ``measure`` per layer and head at the first and the last probe, averaged over the runs
-    (seeds): one row per ``arch, when, step, layer, head`` (``when`` is ``"step <n>"``) with ``value``."""
-    t = layer_ranks(runs, measure).assign(when=lambda x: "step " + x.step.astype(str))
+    (seeds): one row per ``arch, when, step, layer, head`` with ``value``; ``when`` is ``"step <n>"`` at the
+    first probe and ``"last step"`` at the last, so that architectures trained for different steps share
+    the columns of a figure."""
+    t = layer_ranks(runs, measure)
+    t = t.assign(when=np.where(t.when == "initial", "step " + t.step.astype(str), "last step"))
     t = t.groupby(["arch", "when", "step", "layer", "head"], as_index=False)[RANK_COLUMN].mean()
     return t.sort_values(["arch", "step", "layer", "head"]).reset_index(drop=True)
 
@@ -198,10 +201,13 @@ def head_changes(heat: pd.DataFrame) -> dict:
 
     ``heat``: :func:`layer_head_means`. Returns ``{arch: max over (layer, head) of |last - first| / first}``.
     """
-    wide = heat.pivot_table(index=["arch", "layer", "head"], columns="step", values="value")
-    first, last = heat.step.min(), heat.step.max()
-    change = (wide[last] - wide[first]).abs() / wide[first]
-    return {a: float(change.loc[a].max()) for a in heat.arch.unique()}
+    out = {}
+    for a in heat.arch.unique():  # each architecture between its own first and last probe step
+        d = heat[heat.arch == a]
+        wide = d.pivot_table(index=["layer", "head"], columns="step", values="value")
+        first, last = d.step.min(), d.step.max()
+        out[a] = float(((wide[last] - wide[first]).abs() / wide[first]).max())
+    return out
 
 
 def loss_curves(runs: pd.DataFrame) -> pd.DataFrame:

@@ -262,7 +262,9 @@ def worth(gain: float) -> str:
     return f"attention worth {gain:.2f} nats"
 
 
-def regime_text(gate, gains: dict, *, at_reference: bool, reference_tau: float = 1.0) -> str:
+def regime_text(
+    gate, gains: dict, *, at_reference: bool, reference_tau: float = 1.0, reference_runs: dict | None = None
+) -> str:
     """The regime of a verdict on trained models, in one short clause for the intro's table.
 
     Args:
@@ -271,21 +273,34 @@ def regime_text(gate, gains: dict, *, at_reference: bool, reference_tau: float =
             (:func:`attnrank.baselines.reference_gains`).
         at_reference: whether the clause must say it reads the ``reference_tau`` runs
             (:func:`attnrank.baselines.at_reference`).
+        reference_runs: ``{arch: count}`` of those runs (:func:`attnrank.baselines.reference_runs`); the
+            clause states them, once when every architecture has as many, else after each name.
 
     Per architecture (in the gate's order): its gap to the bigram count model and, when it has learned, what
     attention is worth (:func:`worth`); an architecture that has not learned is marked so. For example
-    ``"τ = 1 runs: GPT-2 0.31 nats below bigram, attention worth 0.45 nats; BERT 0.45 nats above bigram, not
-    learned"``.
+    ``"τ = 1, 4 runs a model: GPT-2 0.31 nats below bigram, attention worth 0.45 nats; BERT 0.45 nats above
+    bigram, not learned"``.
     """
     order = [a for a in ("gpt2", "bert") if a in gate.gaps] + [a for a in gate.gaps if a not in ("gpt2", "bert")]
+    counts = {a: (reference_runs or {}).get(a) for a in order}
+    same = len({c for c in counts.values()}) == 1 and None not in counts.values()
     parts = []
     for a in order:
-        text = f"{ARCH_NAMES.get(a, a)} {gap_text(gate.gaps[a])} bigram"
+        each = "" if same or counts[a] is None else f" ({_runs(counts[a])})"
+        text = f"{ARCH_NAMES.get(a, a)}{each} {gap_text(gate.gaps[a])} bigram"
         text += ", not learned" if a in gate.not_learned else f", {worth(gains.get(a, math.nan))}"
         parts.append(text)
     if not parts:
         return "no complete run"
-    return (f"τ = {fmt_setting(reference_tau)} runs: " if at_reference else "") + "; ".join(parts)
+    where = [f"τ = {fmt_setting(reference_tau)}"] if at_reference else []
+    if same:
+        where.append(f"{_runs(counts[order[0]])} a model")
+    prefix = (", ".join(where) if same else f"τ = {fmt_setting(reference_tau)} runs") + ": " if where else ""
+    return prefix + "; ".join(parts)
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
 
 
 def gate_text(gate, *, reference_tau: float = 1.0) -> str:

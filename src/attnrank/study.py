@@ -32,6 +32,7 @@ from scipy import stats as sps
 from . import experiments, stats, store
 from .errors import ConfigError, check_int
 from .experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
+from .glossary import ARCH_NAMES
 from .profiles import resolve_config
 from .rank import MEASURES
 from .runs import table as runs_table
@@ -265,7 +266,8 @@ class Records:
     ``ok``: the complete runs of the main grid (one row per run); ``pair``: those at the
     profile's standard head dimension ``head_dim`` and the study's two temperatures;
     ``seq`` and ``summary``: their ``sequences`` and ``rank_summary`` tables;
-    ``final_step``: the last probe step.
+    ``final_steps``: the last probe step of each architecture (``{arch: step}``; at ``quick`` BERT
+    trains half GPT-2's steps).
     """
 
     ok: pd.DataFrame
@@ -273,7 +275,22 @@ class Records:
     head_dim: int
     seq: pd.DataFrame
     summary: pd.DataFrame
-    final_step: int
+    final_steps: dict
+
+    def at_final_step(self, table: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``table`` (columns ``arch, step``) at their architecture's last probe step."""
+        return table[table.step.to_numpy() == table.arch.map(self.final_steps).to_numpy()]
+
+    def steps_text(self) -> str:
+        """The last probe steps in words: ``"1000 steps"`` when every architecture trains as long, else
+        ``"1000 steps for GPT-2 and 500 for BERT"`` (longest first)."""
+        steps = self.final_steps
+        if len(set(steps.values())) <= 1:
+            return f"{next(iter(steps.values()), 0)} steps"
+        first, *rest = sorted(steps, key=lambda a: (-steps[a], a))
+        return f"{steps[first]} steps for {ARCH_NAMES.get(first, first)}" + "".join(
+            f" and {steps[a]} for {ARCH_NAMES.get(a, a)}" for a in rest
+        )
 
 
 def select(runs: pd.DataFrame, head_dim: int, *, stock: float = STUDY_TAUS[0], cold: float = STUDY_TAUS[1]):
@@ -297,4 +314,5 @@ def load(profile: str, *, seeds=None, dataset=None) -> Records:
     head_dim = resolve_config("bert", profile).head_dim
     ok, pair = select(runs, head_dim)
     seq = store.load_table(pair, "sequences")
-    return Records(ok, pair, head_dim, seq, store.load_table(pair, "rank_summary"), int(seq.step.max()))
+    final_steps = {a: int(v) for a, v in seq.groupby("arch").step.max().items()}
+    return Records(ok, pair, head_dim, seq, store.load_table(pair, "rank_summary"), final_steps)

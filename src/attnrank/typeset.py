@@ -12,7 +12,8 @@ import re
 __all__ = ["ASCII_MATHS", "typeset"]
 
 #: ASCII maths a page should not show, with its typeset form (:func:`typeset`): ``tau`` before a relation or
-#: after "evaluation"/"trained at", ``sqrt(...)``, ``+-``, ``->``, ``<=``, ``>=``, ``d_h`` and the ``x`` of a product.
+#: after "evaluation"/"trained at", ``sqrt(...)``, ``+-``, ``->``, ``<=``, ``>=``, ``d_h``, the ``x`` of a product,
+#: ``sigma_1``, ``U_n``, Spearman's ``rho`` and ``QK^T``.
 ASCII_MATHS = (
     (re.compile(r"(?<=\s)->(?=\s)"), "→"),
     (re.compile(r"(?<=\s)<=(?=\s)"), "≤"),
@@ -24,6 +25,10 @@ ASCII_MATHS = (
     (re.compile(r"\+-"), "±"),
     (re.compile(r"\bd_h\b"), "dₕ"),
     (re.compile(r"(?<=[\w)]) x (?=s\b|\d)"), " × "),
+    (re.compile(r"\bsigma_1\b"), "σ₁"),
+    (re.compile(r"\bU_n\b"), "Uₙ"),
+    (re.compile(r"(?<=Spearman )rho\b|(?<=Spearman's )rho\b"), "ρ"),
+    (re.compile(r"\bQK\^T\b"), "QKᵀ"),
 )
 #: Spans :func:`typeset` leaves as written: code, TeX maths and HTML tags.
 _VERBATIM = re.compile(r"(`[^`]*`|\$[^$]*\$|<[A-Za-z/!][^>]*>)")

@@ -46,7 +46,7 @@ def test_run_tables(private_store):
     assert set(layers.when) == {"initial", "final"} and len(layers) == 4 * 2 * cfgs[0].num_layers * cfgs[0].num_heads
     assert set(layers[layers.when == "initial"].step) == {0} and set(layers[layers.when == "final"].step) == {4}
     heat = runs.layer_head_means(wide[wide.tau == 1.0], "effective_rank")
-    assert set(heat.when) == {"step 0", "step 4"} and len(heat) == 2 * cfgs[0].num_layers * cfgs[0].num_heads
+    assert set(heat.when) == {"step 0", "last step"} and len(heat) == 2 * cfgs[0].num_layers * cfgs[0].num_heads
     one = layers[(layers.tau == 1.0) & (layers.when == "final") & (layers.layer == 0) & (layers["head"] == 0)]
     assert heat.query("step == 4 and layer == 0 and head == 0").value.iloc[0] == pytest.approx(one.value.mean())
     loss = runs.loss_curves(wide)

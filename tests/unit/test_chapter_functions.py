@@ -127,7 +127,7 @@ def _records() -> study.Records:
             "final_effective_rank": [5.0, 5.2, 3.0, 3.1, 2.0, 2.1, 2.9, 3.0],
         }
     )
-    return study.Records(ok, ok, 16, seq, pd.DataFrame(), 20)
+    return study.Records(ok, ok, 16, seq, pd.DataFrame(), {"bert": 20, "gpt2": 20})
 
 
 def test_protocol_select_and_records_glue():
@@ -183,6 +183,20 @@ def test_protocol_flip_table_and_judge():
     )
     assert protocol.flip_words(never, 500).startswith("In none of the 500 draws of 4 + 4 examples")
     assert protocol.protocol_finding(never, 500).startswith("4 + 4 examples never flip the study's sign in 500 draws")
+    # architectures trained for different steps: each is judged at its own last probe step
+    uneven = _records()
+    uneven.final_steps = {"bert": 20, "gpt2": 40}
+    assert uneven.steps_text() == "40 steps for GPT-2 and 20 for BERT" and _records().steps_text() == "20 steps"
+    flips40 = pd.concat(
+        [
+            _flips(good, good).replace({"step": {20: 40}}).query("arch == 'gpt2'"),
+            _flips(good, good).query("arch == 'bert'"),
+        ]
+    )
+    assert sorted(map(tuple, uneven.at_final_step(flips40)[["arch", "step"]].values)) == [("bert", 20), ("gpt2", 40)]
+    assert protocol.judge(uneven, flips40, 500, "effective_rank")[0].status == res.status
+    t = protocol.flip_table(flips40)
+    assert t.set_index("probe step").loc[40, "BERT (MLM): flip rate [95% CI]"] == "not trained this long"
     _, _, flaky_summary = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank")
     assert "for GPT-2 the draws do not show whether so few examples are enough" in flaky_summary or (
         "for GPT-2 so few examples are not enough for the sign" in flaky_summary
@@ -197,9 +211,9 @@ def test_protocol_set_early_summary():
             for s, (lo, hi) in iv.items()
         ]
     )
-    text = protocol.set_early_summary(rules.set_early_rule(t), 40)
+    text = protocol.set_early_summary(rules.set_early_rule(t), "40 steps")
     assert text.startswith(f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}")
-    assert "(40 steps, effective rank): BERT (MLM): first early step 4, rho 0.95 [0.91, 0.99]" in text
+    assert "(of 40 steps; effective rank): BERT (MLM): first early step 4, rho 0.95 [0.91, 0.99]" in text
     assert "GPT-2 (CLM): none clears it; last early step 4" in text
 
 

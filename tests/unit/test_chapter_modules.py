@@ -104,6 +104,9 @@ def test_head_changes_is_the_largest_relative_change_of_one_head():
                 rows.append(dict(arch=a, when=f"step {step}", step=step, layer=0, head=head, value=v))
     out = runs.head_changes(pd.DataFrame(rows))
     assert out == {"bert": pytest.approx(0.5), "gpt2": pytest.approx(0.4)}  # |3-2|/2 ; |6-10|/10
+    # GPT-2 trained twice as long: each architecture between its own first and last step
+    longer = pd.DataFrame(rows).assign(step=lambda d: np.where((d.arch == "gpt2") & (d.step == 20), 40, d.step))
+    assert runs.head_changes(longer) == out
 
 
 def test_means_at_names_each_setting_and_architecture():
@@ -140,6 +143,19 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
         f"τ = 1 runs: GPT-2 {5.5 - gpt2:.2f} nats below bigram, attention worth 0.45 nats; "
         f"BERT {bert - 3.0:.2f} nats above bigram, not learned"
     )
+    # the clause counts the reference runs: per model when they differ, once when they do not
+    n = baselines.reference_runs(d)
+    assert n == {"gpt2": 5, "bert": 6}
+    assert regime_text(gate, gains, at_reference=True, reference_runs=n).startswith(
+        f"τ = 1 runs: GPT-2 (5 runs) {5.5 - gpt2:.2f} nats below bigram"
+    )
+    assert regime_text(gate, gains, at_reference=True, reference_runs={"gpt2": 4, "bert": 4}).startswith(
+        f"τ = 1, 4 runs a model: GPT-2 {5.5 - gpt2:.2f} nats below bigram"
+    )
+    assert regime_text(gate, gains, at_reference=False, reference_runs={"gpt2": 1, "bert": 1}).startswith(
+        "1 run a model: GPT-2"
+    )
+    assert baselines.regime_inputs(d)["reference_runs"] == n
     assert baselines.at_reference(d) and not baselines.at_reference(d[d.tau == 1.0])
     text = gate_text(gate)
     assert "BERT counts as inconclusive at this scale" in text and "would be supported" in text

@@ -326,7 +326,7 @@ def _records():
             for st in (0, 5, 20)
         ]
     )
-    return protocol.Records(pair, pair, 16, seq, summary, 20)
+    return protocol.Records(pair, pair, 16, seq, summary, {"bert": 20, "gpt2": 20})
 
 
 def _eval_log():

@@ -103,3 +103,12 @@ def test_flops_per_token_count_the_layers_and_the_tied_output_layer():
     run = {"arch": "gpt2", "hidden_size": 8, "num_layers": 2, "max_len": 16, "vocab_size": 10}
     n = 2 * (12 * 64 + 13 * 8) + 10 * 8 + 2 * 8
     assert learned.flops_per_token(run) == 6 * n + 12 * 2 * 16 * 8
+
+
+def test_steps_text_names_each_architecture_when_they_differ():
+    same = pd.DataFrame({"arch": ["bert", "gpt2"], "max_steps": [1000, 1000]})
+    assert learned.steps_text(same) == "1000"
+    differ = pd.DataFrame({"arch": ["bert", "bert", "gpt2"], "max_steps": [500, 500, 1000]})
+    assert learned.steps_text(differ) == "1000 (GPT-2) and 500 (BERT)"
+    with pytest.raises(ValueError, match="runs"):
+        learned.steps_text(differ.iloc[:0])

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import baselines, dynamics, headdim, rules, temp, theory
+from attnrank import baselines, dynamics, headdim, loss, rules, temp, theory
 from attnrank.errors import ConfigError
 from attnrank.rank import MEASURES, rank_measures
 from attnrank.stats import Estimate
@@ -131,7 +131,12 @@ def test_text_helpers():
     )
     assert headdim.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
     judged = {"bert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
-    assert dynamics.needed_runs(judged, {"bert": "x", "gpt2": "supported"}, prefix="about ") == ["BERT (MLM) about 12"]
+    inconclusive = "inconclusive at this scale"
+    assert dynamics.needed_runs(judged, {"bert": inconclusive, "gpt2": "supported"}, prefix="about ") == [
+        "BERT (MLM) about 12"
+    ]
+    # a resolved verdict needs no more runs, whichever way it went
+    assert dynamics.needed_runs(judged, {"bert": "not supported", "gpt2": "supported"}) == []
 
 
 def test_relative_change_and_stability_table():
@@ -169,7 +174,7 @@ def test_convergence_speed_level_and_censoring():
         ]
     )
     out, levels, cens = rules.convergence_speed(runs_df, logs, quantile=0.5, smooth=1)
-    assert levels == {"bert": 1.0} and cens == 40
+    assert levels == {"bert": 1.0} and cens == {"bert": 40}
     assert list(out.final_train_loss) == [1.0, 3.0, 1.0]
     assert list(out.steps_plot) == [30.0, 40.0, 20.0] and list(out.censored) == [False, True, False]
 
@@ -308,3 +313,19 @@ def test_an_interior_peak_is_located_between_its_neighbouring_grid_values():
         "(bootstrap interval of the grid argmax 0.016 to 0.016)"
     )
     assert temp.peak_shape(Estimate(0.001, 0.001, 0.001, 8, "argmax"), grid) == "peak at the low end of the grid"
+
+
+def test_censored_runs_are_drawn_after_their_own_architectures_last_step():
+    runs_df = pd.DataFrame(
+        {
+            "key": ["a", "b"],
+            "arch": ["bert", "gpt2"],
+            "status": ["complete"] * 2,
+            "max_steps": [20, 40],
+            "log_every": [10, 10],
+        }
+    )
+    logs = pd.DataFrame({"key": ["a", "a", "b", "b"], "step": [10, 20, 20, 40], "loss": [3.0, 3.0, 3.0, 3.0]})
+    out, _, cens = rules.convergence_speed(runs_df.assign(status="complete"), logs, quantile=0.0, smooth=1)
+    assert cens == {"bert": 30, "gpt2": 50}
+    assert loss.cens_text(cens) == "50 for GPT-2, 30 for BERT" and loss.cens_text({"bert": 30}) == "30"

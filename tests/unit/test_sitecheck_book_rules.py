@@ -124,6 +124,10 @@ def test_typeset_turns_ascii_maths_into_symbols_outside_code_and_tex():
     assert typeset("s = 10 = 1/sqrt(tau), tau = 0.01; +-1 sd at d_h + 1") == "s = 10 = 1/√τ, τ = 0.01; ±1 sd at dₕ + 1"
     assert typeset("init x s, evaluation tau, each tau run") == "init × s, evaluation τ, each τ run"
     assert typeset("tau -> 0 and r <= 2, a->b") == "τ → 0 and r ≤ 2, a->b"
+    assert typeset("median sigma_1, U_n; Spearman rho; Spearman's rho; softmax(QK^T)") == (
+        "median σ₁, Uₙ; Spearman ρ; Spearman's ρ; softmax(QKᵀ)"
+    )
+    assert typeset("rho_within, sigma_10, QK^Tx") == "rho_within, sigma_10, QK^Tx"
     kept = "`tau = 1`, $\\tau = 1$, <a href='x?tau=1'>train_tau</a>"
     assert typeset(kept) == kept
     page = f"<html><body><article><p>{typeset('runs at tau = 1 +-0.1')}</p></article></body></html>"

@@ -76,7 +76,7 @@ def draws_figure(draws: pd.DataFrame, records, n_draws: int, profile: str):
     """The study's statistic over random draws (:func:`attnrank.study.study_draws`) at step 0
     and at the last probe step, one dot per draw; the data is those draws with a ``when`` column."""
     n_train, n_test = STUDY_EXAMPLES
-    ends = draws[draws.step.isin([0, records.final_step])]
+    ends = pd.concat([draws[draws.step == 0], records.at_final_step(draws)])
     ends = ends.assign(when=np.where(ends.step == 0, "step 0", "last step"))
     fig = change_distribution(
         ends, x="stat", y="when", reference=0.0, xlabel="rank at tau = 1 minus rank at tau = 0.001 (atol 1e-8)"
@@ -136,7 +136,7 @@ def set_early_figure(by_step: pd.DataFrame, records, profile: str, rho_min: floa
         panel="panel",
         label="lever",
         estimate="rho",
-        xlabels={label: f"Spearman rho, rank at step k vs step {records.final_step}"},
+        xlabels={label: "Spearman rho, rank at step k vs the last step"},
     )
     for ax in fig.axes:
         ax.axvline(rho_min, color="0.3", ls=":")

@@ -505,7 +505,8 @@ def layer_head_heatmaps(
 ):
     """Heat maps of ``value`` by layer (rows of a map) and head (columns), one per ``row`` x ``col`` panel.
 
-    The colour scale is shared along each row (one architecture). With ``diff`` a last
+    ``layer`` and ``head`` hold 0-based indices (as the probe records them); the maps label them from 1, as
+    every figure and the explorer do. The colour scale is shared along each row (one architecture). With ``diff`` a last
     column shows the difference between the last and the first ``col`` level on a
     diverging scale centred at 0. Values are written in the cells unless there are more
     than 64 cells (``annot=None``).
@@ -523,6 +524,7 @@ def layer_head_heatmaps(
         mats = {}
         for j, c in enumerate(cols):
             m = dr[dr[col] == c].pivot_table(index=layer, columns=head, values=value, aggfunc="mean")
+            m.index, m.columns = m.index + 1, m.columns + 1  # layers and heads counted from 1, as in every figure
             mats[c] = m
             show_annot = annot if annot is not None else m.size <= 64
             sns.heatmap(
