@@ -19,12 +19,13 @@ import types
 from dataclasses import dataclass
 
 import pandas as pd
+import torch
 
 from . import plots
 from .errors import ConfigError
 from .glossary import fmt
 from .plots.style import COLUMN_WIDTH
-from .profiles import PROFILES, TAU_RANGE, check_dataset
+from .profiles import PROFILES, TAU_RANGE, check_dataset, default_threads
 from .rank import MEASURES
 from .section import Figure, Section, Table, Verdict
 from .typeset import typeset
@@ -226,12 +227,21 @@ def check_parameters(namespace: dict, names) -> dict:
     is checked and normalised (see :class:`Param`) and written back into ``namespace``, so
     the chapter goes on with clean values; the normalised values are also returned.
 
+    Every chapter calls it first, so it also sets the torch threads of the chapter's analyses to
+    :func:`attnrank.profiles.default_threads` (``ATTNRANK_THREADS``, default 1, as a run's): a chapter computes
+    the same numbers on any machine and however it is executed (up front, two at a time on two cores, or
+    alone while read, or by papermill), and two chapters executing at once do not oversubscribe the cores
+    (which made the measure chapter's analysis 1.7 times slower). ``ATTNRANK_THREADS`` is part of the
+    execution cache's context and the thread count part of every cached table's key.
+
     Raises:
         ConfigError: naming the parameter, for a name the chapter does not declare (a
             papermill ``-p`` typo; the message lists the chapter's parameters), a declared
-            name missing from ``namespace``, or a value outside :meth:`Param.describe`.
+            name missing from ``namespace``, or a value outside :meth:`Param.describe`;
+            naming ``ATTNRANK_THREADS`` for an invalid value.
         KeyError: for a declared name that :data:`PARAMETERS` does not define (a chapter bug).
     """
+    torch.set_num_threads(default_threads())
     names = tuple(names)
     for name in names:
         if name not in PARAMETERS:

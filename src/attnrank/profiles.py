@@ -60,6 +60,7 @@ __all__ = [
     "resolve_config",
     "profile_defaults",
     "ARCH_DEFAULTS",
+    "default_threads",
     "default_dataset",
     "base_profile",
 ]
@@ -537,6 +538,16 @@ def default_dataset() -> str:
         return check_dataset(env)
     except ConfigError as exc:
         raise ConfigError("ATTNRANK_DATASET", str(exc).split(": ", 1)[-1]) from None
+
+
+def default_threads() -> int:
+    """The torch threads of a run and of a chapter's analyses: ``ATTNRANK_THREADS`` if set (validated),
+    else the profiles' common value (1).
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_THREADS`` for anything but an integer >= 1.
+    """
+    return _default_threads()
 
 
 def _default_threads() -> int:

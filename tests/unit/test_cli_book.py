@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from attnrank import book
 from attnrank.cli import main
@@ -33,6 +34,24 @@ def test_cli_errors_are_one_line_with_exit_status_2(argv, param, capsys, monkeyp
 def test_check_parameters_accepts_the_schema():
     ns = {"profile": "ci", "tau": 1, "seeds": None, "np": pytest}
     book.check_parameters(ns, ("profile", "tau", "seeds"))
+
+
+def test_check_parameters_sets_the_chapters_torch_threads(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.delenv("ATTNRANK_THREADS", raising=False)
+        book.check_parameters({"profile": "ci"}, ("profile",))
+        assert torch.get_num_threads() == 1  # the default of a run, whatever the machine's cores
+        monkeypatch.setenv("ATTNRANK_THREADS", "2")
+        book.check_parameters({"profile": "ci"}, ("profile",))
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv("ATTNRANK_THREADS", "two")
+        with pytest.raises(ConfigError) as e:
+            book.check_parameters({"profile": "ci"}, ("profile",))
+        assert e.value.param == "ATTNRANK_THREADS"
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize(
