@@ -339,7 +339,8 @@ def section(
         "headdim",
         lv.status,
         finding(lv),
-        "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in lv.arch.items()),
+        f"τ range minus dₕ range of the initial {MEASURE_LABELS[m]}: "
+        + "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in lv.arch.items()),
         f"{lv.n_runs} runs",
         INITIAL_REGIME,
         lever_summary(

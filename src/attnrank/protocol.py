@@ -268,8 +268,11 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 if early.shown[a]
             )
             + f" (threshold {fmt(rules.SET_EARLY_RHO, 1)}).",
-            "; ".join(
-                f"{ARCH_NAMES[a]} {fmt_estimate(early.shown[a][1], n=False)}" for a in early.per_arch if early.shown[a]
+            "Spearman ρ with the final rank: "
+            + "; ".join(
+                f"{ARCH_NAMES[a]} {fmt_estimate(early.shown[a][1], n=False)} (step {early.shown[a][0]})"
+                for a in early.per_arch
+                if early.shown[a]
             ),
             f"{len(d.ok)} runs",
             regime_text(early_gate, **baselines.regime_inputs(d.ok)),

@@ -245,7 +245,8 @@ def section(profile: str = "auto", dataset=None) -> Section:
         "seq_len",
         gate.status,
         finding(result, experiments.SEQ_LENS),
-        f"{ARCH_NAMES[arch]} at n = {n}: {fmt_estimate(result.cases[(arch, n)].estimate, 1, n=False)}",
+        f"effective rank of {ARCH_NAMES[arch]} at n = {n}: {fmt_estimate(result.cases[(arch, n)].estimate, 1, n=False)}"
+        f" against the bound {fmt(result.cases[(arch, n)].threshold, 1)}",
         f"{len(runs)} runs",
         regime_text(gate, **baselines.regime_inputs(done)),
         report.summary + " " + gate_text(gate),
