@@ -61,6 +61,9 @@ from .theory import monte_carlo_rank, taylor_rank_bound
 from .train import prepare_data
 
 __all__ = [
+    "BASELINES",
+    "gaps",
+    "flops_per_token",
     "init_statistics",
     "init_means",
     "init_std",
@@ -796,3 +799,58 @@ def init_std() -> float:
     if len(set(values.values())) != 1:
         raise RuntimeError(f"the architectures are initialised with different standard deviations: {values}")
     return float(next(iter(values.values())))
+
+
+# --------------------------------------------------------------------------- runs against the baselines
+#: The count baselines, in the order a table shows them, with their labels.
+BASELINES = {"unigram": "unigram", "bigram": "bigram", "two_sided": "two-sided", "context_free": "context-free"}
+
+
+def gaps(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: its final validation loss against each count baseline.
+
+    Args:
+        runs: a wide run table (one row per run, with the :data:`DATA_FIELDS`, ``tau``, ``seed``,
+            ``status`` and ``final_val_loss``).
+
+    Returns the columns ``key`` (when present), ``arch``, ``tau``, ``head_dim`` (when present), ``seed``,
+    ``status``, ``final_val_loss``, each baseline of :data:`BASELINES` and ``gap_<baseline>`` (final
+    loss minus baseline, nats; negative: below it), and ``attention_gain`` (nats: the loss with
+    content-free attention minus the loss, :func:`attnrank.ablation.attention_gain`) when ``runs`` has it
+    or has the ``path`` of stored runs to compute it from. A failed run keeps its row with NaN gaps.
+    """
+    if not len(runs):
+        return pd.DataFrame(columns=["arch", "tau", "seed", "status", "final_val_loss", *BASELINES])
+    rows = []
+    for r in runs.to_dict("records"):
+        base = baseline_losses(r)
+        ok = r.get("status", "complete") == "complete" and math.isfinite(float(r["final_val_loss"]))
+        loss = float(r["final_val_loss"]) if ok else math.nan
+        row = {
+            **{k: r[k] for k in ("key", "arch", "tau", "head_dim", "seed") if k in r},
+            "status": r.get("status", "complete"),
+            "final_val_loss": loss,
+            **{b: base[b] for b in BASELINES},
+            **{f"gap_{b}": loss - base[b] for b in BASELINES},
+        }
+        if "attention_gain" in r:
+            row["attention_gain"] = float(r["attention_gain"]) if ok else math.nan
+        elif "path" in r:
+            row["attention_gain"] = ablation.attention_gain(r)["attention_gain"] if ok else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def flops_per_token(run) -> float:
+    """Training FLOP per token of a run's model, from its sizes: ``6 N + 12 L n d`` (Kaplan et al. 2020),
+    ``N`` the parameters without position embeddings (tied output layer counted once).
+
+    Args:
+        run: a config, a dict or a row with ``arch``, ``hidden_size``, ``num_layers``, ``max_len``, ``vocab_size``.
+    """
+    get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k))
+    d, L, n, V = (int(get(k)) for k in ("hidden_size", "num_layers", "max_len", "vocab_size"))
+    per_layer = 12 * d * d + 13 * d  # attention 4 d^2 + MLP 8 d^2, biases and LayerNorms
+    head = d * d + 3 * d if get("arch") == "bert" else 0  # BERT's MLM transform
+    N = L * per_layer + V * d + head + (V if get("arch") == "bert" else 0) + 2 * d
+    return float(6 * N + 12 * L * n * d)

@@ -5,7 +5,7 @@ at ``tau = 1`` with one lever moved (learning rate, schedule, Adam's beta2, step
 and depth, batch size at equal tokens, BERT's masking rate), plus the previous default recipe. Each
 run is trained through the run store (keyed like every run), so ``attnrank recipe`` trains only what
 the store lacks, and :func:`results` reads one row per variant: its final validation loss against
-the count baselines (:mod:`attnrank.learned`), its training FLOP and its process CPU seconds.
+the count baselines (:mod:`attnrank.baselines`), its training FLOP and its process CPU seconds.
 
 ``attnrank recipe`` writes the table to ``data/recipe/<profile>.csv`` (committed: the book's
 "Have the models learned?" chapter draws its figure from it, with the commit, code hash and machine
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import learned, store
+from . import store
+from .baselines import BASELINES, flops_per_token, gaps
 from .errors import ConfigError
 from .grid import plan as grid_plan
 from .grid import sweep
@@ -186,9 +187,9 @@ def results(plan) -> pd.DataFrame:
     Columns: ``arch, variant, lever, changes`` (the fields that differ from the default), the recipe's
     ``max_steps, batch_size, max_len, vocab_size, hidden_size, num_layers, learning_rate, lr_schedule,
     adam_beta2, mlm_probability``, ``tokens`` (training tokens), ``flop`` (training FLOP,
-    :func:`attnrank.learned.flops_per_token`), ``cpu_seconds`` and ``wall_seconds`` of the run (the
+    :func:`attnrank.baselines.flops_per_token`), ``cpu_seconds`` and ``wall_seconds`` of the run (the
     probes included), ``probe_cpu_share``, ``final_val_loss``, the baselines and gaps of
-    :func:`attnrank.learned.gaps`, and the run's ``key``, ``code_hash``, ``git_commit``, ``device`` and
+    :func:`attnrank.baselines.gaps`, and the run's ``key``, ``code_hash``, ``git_commit``, ``device`` and
     ``cpu_model``.
     """
     base = {a: c for a, v, c in plan if v.lever == "default"}
@@ -198,7 +199,7 @@ def results(plan) -> pd.DataFrame:
         s = r.summary
         tokens = s["steps"] * cfg.batch_size * cfg.max_len
         row = {**cfg.to_dict(), "status": s["status"], "final_val_loss": s["final_val_loss"]}
-        g = learned.gaps(pd.DataFrame([row])).iloc[0]
+        g = gaps(pd.DataFrame([row])).iloc[0]
         rows.append(
             {
                 "arch": arch,
@@ -221,14 +222,14 @@ def results(plan) -> pd.DataFrame:
                     )
                 },
                 "tokens": tokens,
-                "flop": tokens * learned.flops_per_token(cfg),
+                "flop": tokens * flops_per_token(cfg),
                 "cpu_seconds": s.get("cpu_seconds", math.nan),
                 "wall_seconds": s["wall_seconds"],
                 "probe_cpu_share": s.get("probe_cpu_seconds", math.nan) / s.get("cpu_seconds", math.nan),
                 "status": s["status"],
                 "final_val_loss": s["final_val_loss"],
-                **{b: g[b] for b in learned.BASELINES},
-                **{f"gap_{b}": g[f"gap_{b}"] for b in learned.BASELINES},
+                **{b: g[b] for b in BASELINES},
+                **{f"gap_{b}": g[f"gap_{b}"] for b in BASELINES},
                 "key": r.key,
                 "code_hash": s["code_hash"],
                 "git_commit": s.get("git_commit"),

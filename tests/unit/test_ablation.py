@@ -201,6 +201,7 @@ def _runs(rows):
 def test_regime_clauses_state_what_attention_is_worth(monkeypatch):
     """learned.regime and the gate's inputs: the mean gain of the runs at tau = 1."""
     monkeypatch.setattr(learned, "baseline_losses", lambda run: dict(BASE[run["arch"]]))
+    monkeypatch.setattr(baselines, "baseline_losses", lambda run: dict(BASE[run["arch"]]))
     runs = _runs(
         [
             {"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.8, "attention_gain": 0.40},

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from attnrank import learned
+from attnrank import baselines, learned
 from attnrank.baselines import DATA_FIELDS
 from attnrank.errors import ConfigError
 
@@ -18,6 +18,7 @@ BASE = {
 @pytest.fixture
 def fixed_baselines(monkeypatch):
     monkeypatch.setattr(learned, "baseline_losses", lambda run: dict(BASE[run["arch"]]))
+    monkeypatch.setattr(baselines, "baseline_losses", lambda run: dict(BASE[run["arch"]]))
 
 
 def _runs(rows):
