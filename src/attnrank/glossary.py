@@ -28,6 +28,7 @@ from .rank import MEASURES, RANK_MEASURES
 
 __all__ = [
     "ARCHS",
+    "largest_first",
     "TAU_RANGE",
     "MEASURES",
     "RANK_MEASURES",
@@ -91,6 +92,12 @@ def fmt(x, digits: int = 2, *, percent: bool = False) -> str:
     else:
         s = f"{x:.{digits}f}"
     return s.replace("-", MINUS)
+
+
+def largest_first(values: dict) -> list:
+    """The keys of ``values`` (e.g. ``{arch: steps}``), largest value first, ties by key: the order in which
+    the book names per-architecture numbers that differ ("1000 steps for GPT-2 and 500 for BERT")."""
+    return sorted(values, key=lambda k: (-values[k], k))
 
 
 def fmt_setting(v) -> str:

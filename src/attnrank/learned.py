@@ -35,7 +35,7 @@ from . import experiments, store
 from . import runs as run_tables
 from .baselines import BASELINES, baseline_losses, flops_per_token, gaps
 from .errors import ConfigError
-from .glossary import ARCH_NAMES, fmt_setting
+from .glossary import ARCH_NAMES, fmt_setting, largest_first
 from .plots import learned as lplots
 from .profiles import resolve_config, resolve_profile
 from .section import Figure, Section, Table, gap_text, worth
@@ -246,7 +246,7 @@ def steps_text(runs: pd.DataFrame) -> str:
     steps = runs.groupby("arch").max_steps.agg(lambda s: "/".join(str(v) for v in sorted(set(s), reverse=True)))
     if steps.nunique() == 1:
         return str(steps.iloc[0])
-    order = sorted(steps.index, key=lambda a: (-int(steps[a].split("/")[0]), a))
+    order = largest_first({a: int(v.split("/")[0]) for a, v in steps.items()})
     return " and ".join(f"{steps[a]} ({_LABELS.get(a, a)})" for a in order)
 
 

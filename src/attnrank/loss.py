@@ -15,7 +15,16 @@ import pandas as pd
 
 from . import baselines, experiments, rules, runs
 from .dynamics import correlation_notes, correlation_table, needed_runs
-from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, RANK_MEASURES, fmt, fmt_estimate, fmt_setting
+from .glossary import (
+    ARCH_LABELS,
+    ARCH_NAMES,
+    MEASURE_LABELS,
+    RANK_MEASURES,
+    fmt,
+    fmt_estimate,
+    fmt_setting,
+    largest_first,
+)
 from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
@@ -71,7 +80,7 @@ def cens_text(censored_at: dict) -> str:
     per architecture when they differ (``"1025 for GPT-2, 525 for BERT"``, latest first)."""
     if len(set(censored_at.values())) <= 1:
         return str(next(iter(censored_at.values()), ""))
-    order = sorted(censored_at, key=lambda a: (-censored_at[a], a))
+    order = largest_first(censored_at)
     return ", ".join(f"{censored_at[a]} for {ARCH_NAMES.get(a, a)}" for a in order)
 
 

@@ -32,7 +32,7 @@ from scipy import stats as sps
 from . import experiments, stats, store
 from .errors import ConfigError, check_int
 from .experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
-from .glossary import ARCH_NAMES
+from .glossary import ARCH_NAMES, largest_first
 from .profiles import resolve_config
 from .rank import MEASURES
 from .runs import table as runs_table
@@ -287,7 +287,7 @@ class Records:
         steps = self.final_steps
         if len(set(steps.values())) <= 1:
             return f"{next(iter(steps.values()), 0)} steps"
-        first, *rest = sorted(steps, key=lambda a: (-steps[a], a))
+        first, *rest = largest_first(steps)
         return f"{steps[first]} steps for {ARCH_NAMES.get(first, first)}" + "".join(
             f" and {steps[a]} for {ARCH_NAMES.get(a, a)}" for a in rest
         )
