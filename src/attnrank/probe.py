@@ -95,14 +95,25 @@ def attention_probabilities(
         return torch.cat([p.cpu() for p in _probabilities(model, input_ids, attention_mask, batch_size)], dim=1)
 
 
+def _backbone(model: torch.nn.Module) -> torch.nn.Module:
+    """The transformer without its LM head (``model.base_model``: ``BertModel`` inside
+    ``BertForMaskedLM``, ``GPT2Model`` inside ``GPT2LMHeadModel``), or ``model`` itself.
+
+    Attention is computed in the backbone; the head's vocabulary projection (the largest
+    matmul of a small model's forward) does not change it, so the probes skip it.
+    """
+    return getattr(model, "base_model", model)
+
+
 def _probabilities(model, input_ids, attention_mask=None, batch_size: int = 64):
     """Yield ``[layers, b, heads, n, n]`` chunks of at most ``batch_size`` sequences on the
     model's device (call inside :func:`evaluation_mode`)."""
     device = next(model.parameters()).device
+    backbone = _backbone(model)
     for i in range(0, len(input_ids), batch_size):
         ids = input_ids[i : i + batch_size].to(device)
         mask = None if attention_mask is None else attention_mask[i : i + batch_size].to(device)
-        out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+        out = backbone(input_ids=ids, attention_mask=mask, output_attentions=True)
         yield torch.stack([a.to(torch.promote_types(a.dtype, torch.float32)) for a in out.attentions])
 
 
@@ -114,11 +125,12 @@ def attention_logits(model: torch.nn.Module, input_ids: torch.Tensor, *, batch_s
     the entries above the diagonal are computed but masked in the model.
     """
     device = next(model.parameters()).device
+    backbone = _backbone(model)
     chunks = []
     with evaluation_mode(model):
         for i in range(0, len(input_ids), batch_size):
             with capture_logits() as logits:
-                model(input_ids=input_ids[i : i + batch_size].to(device))
+                backbone(input_ids=input_ids[i : i + batch_size].to(device))
             chunks.append(torch.stack([s.cpu() for s in logits]))
     return torch.cat(chunks, dim=1)
 
