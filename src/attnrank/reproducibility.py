@@ -92,15 +92,21 @@ def multiplicity(n_verdicts: int, level: float = 0.95) -> dict:
     }
 
 
-def section(profile: str = "auto", *, dataset: str | None = None) -> Section:
+def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, taus=None, head_dims=None) -> Section:
     """The reproducibility chapter's numbers and tables (the runs of the shared sweep are trained where missing).
 
+    ``seeds``, ``taus`` and ``head_dims`` narrow the shared sweep as in
+    :func:`attnrank.experiments.main_sweep` (``None``: the profile's grid, as the chapter uses it).
+
     Raises:
-        ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.
+        ConfigError: naming ``profile``, ``dataset``, ``seeds``, ``taus`` or ``head_dims`` for a
+            value the sweep does not allow.
     """
     profile = resolve_profile(profile)
     env, lock = environment()
-    sweep = runs.table(experiments.main_sweep(profile, dataset=dataset), long=False)
+    sweep = runs.table(
+        experiments.main_sweep(profile, dataset=dataset, seeds=seeds, taus=taus, head_dims=head_dims), long=False
+    )
     paper = profile_defaults("paper")
     glue = {
         "repro_lock": lock,

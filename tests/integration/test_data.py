@@ -429,7 +429,7 @@ except ConfigError as e:
 def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatch):
     """README, "Determinism on CPU": BERT and GPT-2 ci runs from two empty data folders
     (tokenizers, token blocks and runs all built anew) have the same keys, every table and
-    the weights bit for bit."""
+    the weights bit for bit (10 steps each, past the warm-up)."""
     import pandas as pd
     from safetensors.torch import load_file
 

@@ -101,7 +101,7 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(private_store):
     code = """
         from attnrank import grid
         from attnrank.profiles import resolve_config
-        df = grid.sweep([resolve_config("gpt2", "ci", max_steps=1500)], executor="process", workers=1)
+        df = grid.sweep([resolve_config("gpt2", "ci", max_steps=500)], executor="process", workers=1)
         print("TRAINED", df.attrs["sweep"]["trained"], df.status.iloc[0])
     """
     env = {**os.environ, "ATTNRANK_RUNS": str(private_store), "PYTHONPATH": SRC}
@@ -117,7 +117,7 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(private_store):
     deadline = time.time() + 120
     while time.time() < deadline and not list(private_store.glob(".*.lock")):
         time.sleep(0.2)
-    time.sleep(0.5)  # into training (1500 steps take several seconds even on an idle machine)
+    time.sleep(0.5)  # into training (500 steps take seconds; the retry line below proves the kill came mid-run)
     workers = [p for p in psutil.Process(driver.pid).children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
     assert len(workers) == 1, [p.cmdline() for p in psutil.Process(driver.pid).children(recursive=True)]
     workers[0].send_signal(signal.SIGKILL)
@@ -189,6 +189,7 @@ def test_probe_ignores_bf16_autocast():
     """Guarantee "Probes in full precision": under the Trainer's bf16 autocast wrapper the probe equals the
     float32 probe to 1e-6; TF32 is off inside the probe and restored."""
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
 
     from attnrank.models import build_model
     from attnrank.probe import RankProbe, attention_probabilities
@@ -211,6 +212,7 @@ def test_probe_ignores_bf16_autocast():
         ref_probs = attention_probabilities(model, ids)
         ref = RankProbe(ids, val_batches)(model, 0)
         # what Trainer(bf16=True) does to the model: forward wrapped in bf16 autocast for the whole run
+        AcceleratorState._reset_state(reset_partial_state=True)  # a Trainer earlier in this worker set fp32
         wrapped = Accelerator(cpu=True, mixed_precision="bf16").prepare_model(model)
         autocast_forward = vars(wrapped)["forward"]
         got = RankProbe(ids, val_batches)(wrapped, 0)

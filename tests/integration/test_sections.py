@@ -24,6 +24,10 @@ CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 GRID = dict(taus=[0.001, 1.0], head_dims=[8, 16], seeds=[0, 1])
 
 
+#: One xdist worker runs every case, in order, so the first trains the grid and the others read it.
+pytestmark = pytest.mark.xdist_group("sections")
+
+
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("runs")
@@ -36,7 +40,7 @@ def store_dir(tmp_path_factory):
         (loss, GRID),
         (temp, {**GRID, "tau": 0.001}),
         (headdim, {**GRID, "mc_samples": 8}),
-        (reproducibility, {}),
+        (reproducibility, GRID),
     ],
     ids=["dynamics", "loss", "temp", "headdim", "reproducibility"],
 )
