@@ -7,7 +7,8 @@ them, in order. ``attnrank sweep`` and the book's Sphinx extension call it, so t
 chapters find every run in the store.
 
 * ``serial``: one run after another in this process;
-* ``process``: a local pool of spawned processes (``concurrent.futures``), one run per
+* ``process``: a local pool of processes (``concurrent.futures``; forked from a forkserver that has
+  imported torch and transformers once, or spawned: :func:`pool_start_method`), one run per
   worker at a time; on a GPU machine one worker per visible GPU, each seeing one GPU;
 * ``ray``: one Ray task per run (``num_cpus`` = the run's threads, ``num_gpus=1`` when the
   cluster has GPUs), on a local Ray instance (``address="local"``) or a running cluster
@@ -122,6 +123,74 @@ def _work_unchecked(cfg: RunConfig, expected_hash: str | None) -> dict:
         "host": socket.gethostname(),
         "device": r.summary.get("device"),
     }
+
+
+#: Third-party modules the forkserver imports once, so that each pool worker forked from it starts in
+#: milliseconds instead of importing them anew (about 6 s of CPU each on two cores). attnrank itself is not
+#: among them: each worker imports the library's current code (checked against the driver's code hash).
+FORKSERVER_PRELOAD = (
+    "torch",
+    "transformers",
+    "transformers.masking_utils",
+    "transformers.integrations.sdpa_attention",
+    "transformers.trainer",
+    "transformers.models.bert.modeling_bert",
+    "transformers.models.gpt2.modeling_gpt2",
+    "datasets",
+    "tokenizers",
+    "pandas",
+    "pyarrow",
+    "safetensors.torch",
+    "filelock",
+)
+#: Prefixes of the variables torch, its kernels, accelerate and the tokenizers read when they load or
+#: run: a worker forked from the forkserver has the forkserver's, so a pool forks only while they equal
+#: the driver's (the ``ATTNRANK_*`` and ``HF_*`` variables are passed to every worker in any case).
+_LOADED_VARIABLES = (
+    "ACCELERATE_",
+    "ATEN_",
+    "CUBLAS_",
+    "CUDA_",
+    "DNNL_",
+    "KMP_",
+    "MKL_",
+    "NVIDIA_",
+    "OMP_",
+    "ONEDNN_",
+    "PYTHON",
+    "PYTORCH_",
+    "TOKENIZERS_",
+    "TORCH",
+    "TRANSFORMERS_",
+    "WORLD_SIZE",
+)
+_forkserver_env: dict[str, str] | None = None
+
+
+def _loaded_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(_LOADED_VARIABLES)}
+
+
+def pool_start_method(gpus: list[str]) -> str:
+    """How the local pool starts its workers: ``"forkserver"`` (forked from one process that has
+    imported :data:`FORKSERVER_PRELOAD`) on a CPU machine where the platform has it and the
+    variables of :data:`_LOADED_VARIABLES` are those the forkserver started with; ``"spawn"``
+    otherwise (with GPUs: each worker sees one GPU before CUDA loads; a changed variable: the
+    worker must load torch under it). Both give bit-identical runs (tests/integration/test_grid.py).
+    """
+    import multiprocessing
+
+    global _forkserver_env
+    if gpus or "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    if _forkserver_env is None:
+        _forkserver_env = _loaded_env()
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()  # now, with the variables just recorded
+    return "forkserver" if _loaded_env() == _forkserver_env else "spawn"
 
 
 def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> None:
@@ -425,9 +494,9 @@ def _run_process(configs, todo, workers, threads, expected, retries, done, faile
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = multiprocessing.get_context("spawn")
-    counter = ctx.Value("i", 0)
     gpus = _gpus()
+    ctx = multiprocessing.get_context(pool_start_method(gpus))
+    counter = ctx.Value("i", 0)
     pending = list(todo)
     for attempt in range(retries + 1):
         pool = ProcessPoolExecutor(

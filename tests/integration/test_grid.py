@@ -40,20 +40,40 @@ def test_process_pool_and_serial_give_bit_identical_tables(tmp_path, monkeypatch
     """Guarantee "Same numbers on every executor": serial and process sweeps give bit-identical tables."""
     configs = _grid()
     out = {}
-    for executor in ("serial", "process"):
-        monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / executor))
-        out[executor] = grid.sweep(configs, executor=executor, workers=2, progress=False)
-        assert out[executor].attrs["sweep"]["trained"] == 4
-    a, b = out["serial"], out["process"]
-    assert list(a.key) == list(b.key) and len(set(a.key)) == 4
+    for executor, start in (("serial", None), ("process", "forkserver"), ("process", "spawn")):
+        if start == "spawn":  # the pool as it starts when a variable torch reads has changed since the forkserver
+            monkeypatch.setattr(grid, "pool_start_method", lambda gpus: "spawn")
+        else:
+            assert start is None or grid.pool_start_method([]) == start
+        monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / f"{executor}-{start}"))
+        out[start] = grid.sweep(configs, executor=executor, workers=2, progress=False)
+        assert out[start].attrs["sweep"]["trained"] == 4
+    a = out[None]
+    assert len(set(a.key)) == 4
     assert (a.status == "complete").all() and list(a.arch) == ["bert", "bert", "gpt2", "gpt2"]
-    ta, tb = _tables(a), _tables(b)
-    for k in ta:
-        pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=True)
+    ta = _tables(a)
+    for b in (out["forkserver"], out["spawn"]):
+        assert list(a.key) == list(b.key)
+        tb = _tables(b)
+        for k in ta:
+            pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=True)
     # a second sweep finds everything stored and starts no pool
     monkeypatch.setattr(grid, "_run_process", lambda *a, **k: pytest.fail("started a pool"))
     again = grid.sweep(configs, executor="process", progress=False)
     assert again.attrs["sweep"]["trained"] == 0 and list(again.key) == list(b.key)
+
+
+def test_the_pool_forks_while_the_variables_torch_loaded_with_are_unchanged(monkeypatch):
+    """A CPU pool forks its workers from the forkserver, and spawns them when a variable that torch or its
+    kernels read at load time differs from the forkserver's (or with GPUs)."""
+    monkeypatch.delenv("MKL_CBWR", raising=False)
+    assert grid.pool_start_method([]) == "forkserver"
+    assert grid.pool_start_method(["0"]) == "spawn"
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    assert grid.pool_start_method([]) == "spawn"
+    monkeypatch.setenv("ATTNRANK_RUNS", "/elsewhere")  # passed to every worker: no reason to spawn
+    monkeypatch.delenv("MKL_CBWR")
+    assert grid.pool_start_method([]) == "forkserver"
 
 
 def test_racing_workers_train_one_config_once(private_store):
@@ -118,8 +138,11 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(private_store):
     while time.time() < deadline and not list(private_store.glob(".*.lock")):
         time.sleep(0.2)
     time.sleep(0.5)  # into training (500 steps take seconds; the retry line below proves the kill came mid-run)
-    workers = [p for p in psutil.Process(driver.pid).children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
-    assert len(workers) == 1, [p.cmdline() for p in psutil.Process(driver.pid).children(recursive=True)]
+    procs = psutil.Process(driver.pid).children(recursive=True)
+    servers = {p.pid for p in procs if p.ppid() == driver.pid and "forkserver import main" in " ".join(p.cmdline())}
+    assert len(servers) == 1, [p.cmdline() for p in procs]  # a CPU pool forks its workers from a forkserver
+    workers = [p for p in procs if p.ppid() in servers]
+    assert len(workers) == 1, [p.cmdline() for p in procs]
     workers[0].send_signal(signal.SIGKILL)
     out, _ = driver.communicate(timeout=900)
     assert driver.returncode == 0, out[-3000:]
