@@ -37,7 +37,7 @@ from .profiles import TAU_RANGE, RunConfig, resolve_profile
 from .rank import check_measures
 from .rules import PRIMARY_MEASURE, SweepVerdict, paired_difference, two_point
 from .runs import table as runs_table
-from .section import Figure, Section, Table, Verdict, gate_text, needed_text, regime_text
+from .section import Figure, Section, Table, Verdict, gate_text, needed_text, regime_brief, regime_text
 from .stats import Estimate
 from .store import Run, load_table, read
 from .train import prepare_data
@@ -405,14 +405,16 @@ def section(
     v = rules.causal_rule(table)
     done = runs[runs.status == "complete"]
     gate = rules.learned_gate({a: r.verdict.status for a, r in v.arch.items()}, baselines.bigram_gaps(runs))
+    inp = baselines.regime_inputs(done) if len(done) else {}
     verdict = Verdict(
         "causal",
         gate.status,
         finding(v),
         "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, 3, n=False)} nats" for a, r in v.arch.items()),
         f"{len(seeds)} seeds, {len(runs)} runs",
-        regime_text(gate, **baselines.regime_inputs(done)) if len(done) else "no complete run",
+        regime_text(gate, **inp) if len(done) else "no complete run",
         verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)) + " " + gate_text(gate),
+        brief=regime_brief(gate, **inp) if len(done) else "",
     )
     tables = [
         Table("causal_twins", twins.drop(columns="_loss"), digits=3),

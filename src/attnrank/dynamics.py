@@ -19,7 +19,7 @@ from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, RANK_MEASURES, fm
 from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, RHO_MIN, DynamicsResult
-from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_text
+from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
 from .store import load_table
 from .verdicts import INCONCLUSIVE
 
@@ -312,15 +312,17 @@ def section(
     # the verdict
     gaps = baselines.bigram_gaps(ok)
     gate = rules.learned_gate(res.halves, gaps)
+    inp = baselines.regime_inputs(ok)
     verdict = Verdict(
         "dynamics",
         gate.status,
         finding(res, stable_tolerance),
         "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)}" for a in res.rho),
         f"{sum(e.n for e in res.rho.values())} runs",
-        regime_text(gate, **baselines.regime_inputs(ok)),
+        regime_text(gate, **inp),
         dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(gate),
         {mm: rules.learned_gate(r.halves, gaps).status for mm, r in results.items()},
+        brief=regime_brief(gate, **inp),
     )
     tables.append(by_measure_table("dynamics_by_measure", results, m))
     return Section("dynamics", glue, figures, tables, [verdict])

@@ -28,7 +28,7 @@ from .glossary import (
 from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
-from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_text
+from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
 from .stats import spearman
 from .store import load_table
 
@@ -259,6 +259,7 @@ def section(
     ]
     gaps = baselines.bigram_gaps(ok)
     gate = rules.learned_gate(res.per_arch, gaps)
+    inp = baselines.regime_inputs(ok)
     verdict = Verdict(
         "loss",
         gate.status,
@@ -270,8 +271,9 @@ def section(
             for a in res.within
         ),
         f"{sum(e.n for e in res.rho.values())} runs",
-        regime_text(gate, **baselines.regime_inputs(ok)),
+        regime_text(gate, **inp),
         loss_summary(res, n_seeds=n_seeds) + " " + gate_text(gate),
         {mm: rules.learned_gate(r.per_arch, gaps).status for mm, r in results.items()},
+        brief=regime_brief(gate, **inp),
     )
     return Section("loss", glue, figures, tables, [verdict])

@@ -25,7 +25,7 @@ from .profiles import ARCHS, resolve_config, resolve_profile
 from .rank import RANK_MEASURES
 from .rules import PRIMARY_MEASURE
 from .runs import table as runs_table
-from .section import Figure, Section, Table, Verdict, regime_text
+from .section import Figure, Section, Table, Verdict, regime_brief, regime_text
 from .spectra import EPS64, PIPELINES, REFERENCE, attention_examples
 from .store import read
 
@@ -441,6 +441,7 @@ def section(
     # the rule reads how each measure counts a matrix near rank one, not what the models learned: the learned
     # gate is stated, not applied
     gate = rules.learned_gate({a: status for a in ARCHS}, baselines.bigram_gaps(used))
+    inp = baselines.regime_inputs(used)
     record = Verdict(
         "measure",
         status,
@@ -451,9 +452,10 @@ def section(
         + ": "
         + "; ".join(f"{MEASURE_LABELS[m]} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
         f"{S.n_runs} runs",
-        regime_text(gate, **baselines.regime_inputs(used)),
+        regime_text(gate, **inp),
         summary + " The rule is about the measures (how each counts a matrix near rank one, which attention at this "
         "temperature is whether or not the model has learned), so the learned gate of the verdicts on trained "
         "models is not applied to it.",
+        brief=regime_brief(gate, **inp),
     )
     return Section("measure", glue, figures, reader_tables, [record])

@@ -19,7 +19,7 @@ from .plots import ALT_TEXT
 from .plots import protocol as pplots
 from .profiles import resolve_profile
 from .rules import PRIMARY_MEASURE
-from .section import Figure, Section, Table, Verdict, gate_text, regime_text
+from .section import Figure, Section, Table, Verdict, gate_text, regime_brief, regime_text
 from .store import load_table
 from .study import Records
 
@@ -246,6 +246,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     gaps = baselines.bigram_gaps(d.ok)
     gate = rules.learned_gate(res.parts, gaps)
     early_gate = rules.learned_gate(early.per_arch, gaps)
+    inp = baselines.regime_inputs(d.ok)
     verdicts = [
         Verdict(
             "protocol",
@@ -255,8 +256,9 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items()
             ),
             f"{n_draws} draws, {len(d.pair)} runs",
-            regime_text(gate, **baselines.regime_inputs(d.ok)),
+            regime_text(gate, **inp),
             summary + " " + gate_text(gate),
+            brief=regime_brief(gate, **inp),
         ),
         Verdict(
             "set_early",
@@ -275,8 +277,9 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 if early.shown[a]
             ),
             f"{len(d.ok)} runs",
-            regime_text(early_gate, **baselines.regime_inputs(d.ok)),
+            regime_text(early_gate, **inp),
             set_early_summary(early, d.steps_text()) + " " + gate_text(early_gate),
+            brief=regime_brief(early_gate, **inp),
         ),
     ]
     return Section("protocol", glue, figures, [Table("protocol_flips", flip_table(flips))], verdicts)

@@ -40,6 +40,7 @@ __all__ = [
     "gap_text",
     "worth",
     "regime_text",
+    "regime_brief",
     "gate_text",
 ]
 
@@ -115,6 +116,8 @@ class Verdict:
         summary: the full sentences the chapter shows under its verdict.
         by_measure: the same rule with every rank measure, ``{measure: status}`` (empty when the
             rule does not read a rank).
+        brief: the regime as the intro's table shows it (:func:`regime_brief` for trained models: each
+            model's gap to its bigram model, no more); empty when ``regime`` is short enough itself.
     """
 
     name: str
@@ -125,6 +128,7 @@ class Verdict:
     regime: str
     summary: str
     by_measure: dict = field(default_factory=dict)
+    brief: str = ""
 
     def __post_init__(self):
         _check_name(self.name, "name")
@@ -138,13 +142,15 @@ class Verdict:
 
     def parts(self) -> dict:
         """What :func:`attnrank.book.publish_verdict` glues, by suffix: ``status``, ``finding``, ``effect``,
-        ``units`` (the ``n`` it rests on), ``regime``, ``summary``."""
+        ``units`` (the ``n`` it rests on), ``regime``, ``regime_brief`` (``brief``, else ``regime``),
+        ``summary``."""
         return {
             "status": self.status,
             "finding": self.finding,
             "effect": self.effect,
             "units": self.n,
             "regime": self.regime,
+            "regime_brief": self.brief or self.regime,
             "summary": self.summary,
         }
 
@@ -297,6 +303,40 @@ def regime_text(
         where.append(f"{_runs(counts[order[0]])} a model")
     prefix = (", ".join(where) if same else f"τ = {fmt_setting(reference_tau)} runs") + ": " if where else ""
     return prefix + "; ".join(parts)
+
+
+def regime_brief(
+    gate,
+    gains: dict | None = None,
+    *,
+    at_reference: bool,
+    reference_tau: float = 1.0,
+    reference_runs: dict | None = None,
+) -> str:
+    """The regime of a verdict on trained models as the intro's table shows it: where each model stands
+    against its bigram count model, and nothing else (the chapter's :func:`regime_text` adds what attention
+    is worth and how many runs; the intro states the grid's regime once, in full).
+
+    Args:
+        gate: the verdict's :class:`attnrank.rules.LearnedGate` (its ``gaps`` and ``not_learned``).
+        at_reference: whether the clause reads the ``reference_tau`` runs (:func:`attnrank.baselines.at_reference`).
+        gains, reference_runs: accepted and not shown, so that both clauses take
+            ``**attnrank.baselines.regime_inputs(runs)``.
+
+    For example ``"trained, τ = 1: GPT-2 0.31 nats below bigram; BERT not learned"``; ``"no complete run"``
+    when the gate has no architecture.
+    """
+    order = [a for a in ("gpt2", "bert") if a in gate.gaps] + [a for a in gate.gaps if a not in ("gpt2", "bert")]
+    if not order:
+        return "no complete run"
+    parts = [
+        f"{ARCH_NAMES.get(a, a)} not learned"
+        if a in gate.not_learned
+        else f"{ARCH_NAMES.get(a, a)} {gap_text(gate.gaps[a])} bigram"
+        for a in order
+    ]
+    where = f"trained, τ = {fmt_setting(reference_tau)}" if at_reference else "trained"
+    return f"{where}: " + "; ".join(parts)
 
 
 def _runs(n: int) -> str:

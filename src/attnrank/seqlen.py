@@ -28,7 +28,7 @@ from .profiles import resolve_profile
 from .rank import MEASURES, check_measures, rank_measures
 from .rules import seq_len_rule
 from .runs import table as runs_table
-from .section import Figure, Section, Verdict, gate_text, regime_text
+from .section import Figure, Section, Verdict, gate_text, regime_brief, regime_text
 from .theory import study_bound
 
 __all__ = ["uniform_ranks", "seq_len_table", "summary", "content_free_text", "Report", "report_from_runs", "section"]
@@ -241,6 +241,7 @@ def section(profile: str = "auto", dataset=None) -> Section:
 
     gate = gated(result)
     arch, n = result.worst()
+    inp = baselines.regime_inputs(done)
     verdict = Verdict(
         "seq_len",
         gate.status,
@@ -248,8 +249,9 @@ def section(profile: str = "auto", dataset=None) -> Section:
         f"effective rank of {ARCH_NAMES[arch]} at n = {n}: {fmt_estimate(result.cases[(arch, n)].estimate, 1, n=False)}"
         f" against the bound {fmt(result.cases[(arch, n)].threshold, 1)}",
         f"{len(runs)} runs",
-        regime_text(gate, **baselines.regime_inputs(done)),
+        regime_text(gate, **inp),
         report.summary + " " + gate_text(gate),
         {m: gated(seq_len_rule(runs, m)).status for m in report.by_measure},
+        brief=regime_brief(gate, **inp),
     )
     return Section("seq_len", report.glue, [Figure(name, fig, data, caption, ALT_TEXT[name])], [], [verdict])

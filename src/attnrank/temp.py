@@ -34,6 +34,7 @@ from .section import (
     gate_text,
     have_units,
     needed_text,
+    regime_brief,
     regime_text,
 )
 from .stats import Estimate
@@ -561,6 +562,7 @@ def section(
     tables.append(Table("temp_loss_rule", temperature_loss_table(loss_v)))
     gaps = baselines.bigram_gaps(done)
     loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps)
+    inp = baselines.regime_inputs(done)
     verdicts = [
         Verdict(
             "temp",
@@ -579,8 +581,9 @@ def section(
             loss_finding(loss_v),
             "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
             f"{loss_v.n_runs} runs",
-            regime_text(loss_gate, **baselines.regime_inputs(done)),
+            regime_text(loss_gate, **inp),
             temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(loss_gate),
+            brief=regime_brief(loss_gate, **inp),
         ),
     ]
     tables.append(by_measure_table("temp_by_measure", rank_v, m))

@@ -5,6 +5,7 @@ constructed tables (no training: every run table here is written by hand)."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -21,7 +22,16 @@ from attnrank.glossary import fmt_estimate
 from attnrank.plots import sweeps
 from attnrank.plots import training as tp
 from attnrank.rules import DynamicsResult
-from attnrank.section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_text
+from attnrank.section import (
+    Figure,
+    Section,
+    Table,
+    Verdict,
+    by_measure_table,
+    gate_text,
+    regime_brief,
+    regime_text,
+)
 from attnrank.stats import Estimate
 
 
@@ -157,6 +167,25 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     )
     assert baselines.regime_inputs(d)["reference_runs"] == n
     assert baselines.at_reference(d) and not baselines.at_reference(d[d.tau == 1.0])
+    # the intro's table: each model's gap or "not learned", nothing more, from the same inputs
+    inp = baselines.regime_inputs(d)
+    assert regime_brief(gate, **inp) == f"trained, τ = 1: GPT-2 {5.5 - gpt2:.2f} nats below bigram; BERT not learned"
+    assert regime_brief(rules.learned_gate({"gpt2": "supported"}, {"gpt2": 0.2}), at_reference=False) == (
+        "trained: GPT-2 not learned"
+    )
+    assert regime_brief(SimpleNamespace(gaps={}, not_learned=()), at_reference=True) == "no complete run"
+    v = Verdict(
+        "x",
+        "supported",
+        "It holds.",
+        "1",
+        "2 runs",
+        regime_text(gate, **inp),
+        "S.",
+    )
+    assert v.parts()["regime_brief"] == v.regime  # no brief: the intro shows the clause itself
+    v.brief = regime_brief(gate, **inp)
+    assert v.parts()["regime_brief"].startswith("trained, τ = 1: GPT-2") and len(v.parts()["regime_brief"].split()) < 15
     text = gate_text(gate)
     assert "BERT counts as inconclusive at this scale" in text and "would be supported" in text
     # every model has learned: the rule is still stated, and nothing changed
