@@ -558,10 +558,12 @@ def _import_ray():
 def _run_ray(configs, todo, workers, threads, expected, retries, address, done, failed) -> int | None:
     ray = _import_ray()
     started = not ray.is_initialized()
+    # every task carries the driver's variables, also on an instance the caller started (``ray.init()`` before
+    # the sweep), whose workers would otherwise keep the variables of that moment or of the cluster
+    env = worker_env()
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     if started:
-        env = worker_env()
-        if os.environ.get("PYTHONPATH"):
-            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         kwargs = {
             "address": address,
             "runtime_env": {"env_vars": env},
@@ -583,7 +585,11 @@ def _run_ray(configs, todo, workers, threads, expected, retries, address, done, 
     try:
         gpu = ray.cluster_resources().get("GPU", 0) > 0
         task = ray.remote(_work).options(
-            num_cpus=threads, num_gpus=1 if gpu else 0, max_retries=retries, retry_exceptions=False
+            num_cpus=threads,
+            num_gpus=1 if gpu else 0,
+            max_retries=retries,
+            retry_exceptions=False,
+            runtime_env={"env_vars": env},
         )
         refs = {task.remote(configs[i], expected): i for i in todo}
         remaining = list(refs)

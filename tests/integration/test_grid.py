@@ -3,6 +3,7 @@ their environment; probes run in full precision; multi-process launches stop at 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -153,8 +154,9 @@ def test_killed_worker_is_retried_and_leaves_one_valid_run(private_store):
 
 def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
     """Guarantee "Same numbers on every executor": serial and ray sweeps give bit-identical tables; a Ray worker
-    with other code stops before training."""
-    pytest.importorskip("ray")
+    with other code stops before training; on an instance the caller started, every task still carries the
+    driver's variables as they are when the sweep starts."""
+    ray = pytest.importorskip("ray")
     configs = _grid()[1::2]  # one BERT, one GPT-2
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "serial"))
     a = grid.sweep(configs, executor="serial", progress=False)
@@ -164,11 +166,22 @@ def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
     ta, tb = _tables(a), _tables(b)
     for k in ta:
         pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=True)
-    # a Ray worker with other code stops before training
-    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "ray-mismatch"))
-    with pytest.raises(grid.CodeMismatch, match="code hash"):
-        grid.sweep(configs, executor="ray", address="local", workers=2, code_hash="0" * 16, progress=False)
-    assert not (tmp_path / "ray-mismatch").exists() or not list((tmp_path / "ray-mismatch").iterdir())
+    assert not ray.is_initialized()  # the sweep shut down the instance it started
+    # an instance the caller started, while ATTNRANK_RUNS named the "ray" store
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    try:
+        # a Ray worker with other code stops before training
+        monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "ray-mismatch"))
+        with pytest.raises(grid.CodeMismatch, match="code hash"):
+            grid.sweep(configs, executor="ray", code_hash="0" * 16, progress=False)
+        assert not _run_dirs(tmp_path / "ray-mismatch")
+        # the workers write where the driver says now, not where it said when the instance started
+        monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "ray-started"))
+        c = grid.sweep(configs[:1], executor="ray", progress=False)
+        assert c.attrs["sweep"]["trained"] == 1 and len(_run_dirs(tmp_path / "ray-started")) == 1
+        assert ray.is_initialized()  # the caller's instance stays the caller's
+    finally:
+        ray.shutdown()
 
 
 def test_thread_count_is_applied_restored_recorded_and_keyed(private_store, monkeypatch):
