@@ -287,7 +287,7 @@ def regime_text(
     ``"τ = 1, 4 runs a model: GPT-2 0.31 nats below bigram, attention worth 0.45 nats; BERT 0.45 nats above
     bigram, not learned"``.
     """
-    order = [a for a in ("gpt2", "bert") if a in gate.gaps] + [a for a in gate.gaps if a not in ("gpt2", "bert")]
+    order = _gate_order(gate)
     counts = {a: (reference_runs or {}).get(a) for a in order}
     same = len({c for c in counts.values()}) == 1 and None not in counts.values()
     parts = []
@@ -326,7 +326,7 @@ def regime_brief(
     For example ``"trained, τ = 1: GPT-2 0.31 nats below bigram; BERT not learned"``; ``"no complete run"``
     when the gate has no architecture.
     """
-    order = [a for a in ("gpt2", "bert") if a in gate.gaps] + [a for a in gate.gaps if a not in ("gpt2", "bert")]
+    order = _gate_order(gate)
     if not order:
         return "no complete run"
     parts = [
@@ -337,6 +337,11 @@ def regime_brief(
     ]
     where = f"trained, τ = {fmt_setting(reference_tau)}" if at_reference else "trained"
     return f"{where}: " + "; ".join(parts)
+
+
+def _gate_order(gate) -> list:
+    """The architectures of a learned gate in the order every regime clause names them: GPT-2, BERT, then others."""
+    return [a for a in ("gpt2", "bert") if a in gate.gaps] + [a for a in gate.gaps if a not in ("gpt2", "bert")]
 
 
 def _runs(n: int) -> str:
