@@ -23,7 +23,7 @@ import torch
 
 from . import plots
 from .errors import ConfigError
-from .glossary import fmt
+from .glossary import fmt_column
 from .plots.style import COLUMN_WIDTH
 from .profiles import PROFILES, TAU_RANGE, check_dataset, default_threads
 from .rank import MEASURES
@@ -106,15 +106,19 @@ class Param:
     help: str = ""
     validate: object = None
 
+    def _one(self) -> str:
+        """One allowed value, in words (``"an integer in [0, 10]"``)."""
+        if self.choices:
+            return "one of " + ", ".join(map(repr, self.choices))
+        one = {int: "an integer", float: "a number", str: "a string"}[self.kind]
+        if self.low is not None or self.high is not None:
+            lo = "(" if self.open_low else "["
+            one += f" in {lo}{_bound(self.low, '-inf')}, {_bound(self.high, 'inf')}]"
+        return one
+
     def describe(self) -> str:
         """The allowed values, in words."""
-        if self.choices:
-            one = "one of " + ", ".join(map(repr, self.choices))
-        else:
-            one = {int: "an integer", float: "a number", str: "a string"}[self.kind]
-            if self.low is not None or self.high is not None:
-                lo = "(" if self.open_low else "["
-                one += f" in {lo}{_bound(self.low, '-inf')}, {_bound(self.high, 'inf')}]"
+        one = self._one()
         text = f"{one}, or a non-empty list of them" if self.many else one
         if self.count:
             text += f" (a single integer n means the {self.help or 'values'} 0..n-1)"
@@ -137,8 +141,12 @@ class Param:
                 return [self._scalar(name, v) for v in value]
             if self.count:
                 n = self._number(name, value, int)
-                if n < 1:
-                    raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
+                if n < 1:  # a count, not a value: the range of one value does not apply
+                    raise ConfigError(
+                        name,
+                        f"got {value!r}; a single integer n means the {self.help or 'values'} 0..n-1, so n must be"
+                        f" at least 1; or give a non-empty list of values, each {self._one()}",
+                    )
                 return list(range(n))
             return [self._scalar(name, value)]
         return self._scalar(name, value)
@@ -420,27 +428,28 @@ def data_url(name: str) -> str:
 
 def table_html(table) -> str:
     """A :class:`attnrank.section.Table` as an HTML table for reading: its columns as named, no
-    index, every float column written by :func:`attnrank.glossary.fmt` with ``table.digits``
-    decimals unless ``table.formats`` gives the column its own writer."""
+    index, every float column written in one format by :func:`attnrank.glossary.fmt_column` with
+    ``table.digits`` decimals unless ``table.formats`` gives the column its own writer."""
     frame = table.frame.reset_index(drop=True)
-    writers = {}
-    for c in frame.columns:
+    cells = []
+    for i, c in enumerate(frame.columns):
+        values = frame.iloc[:, i].tolist()
         if c in table.formats:
-            writers[c] = table.formats[c]
-        elif pd.api.types.is_float_dtype(frame[c]):
-            writers[c] = lambda v, d=table.digits: fmt(v, d)
+            cells.append([table.formats[c](v) for v in values])
+        elif pd.api.types.is_float_dtype(frame.iloc[:, i]):
+            cells.append(fmt_column(values, table.digits))  # one format for the whole column
         else:
-            writers[c] = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+            cells.append(["n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values])
     head = "".join(f"<th>{html.escape(typeset(str(c)))}</th>" for c in frame.columns)
-    numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
+    numeric = [pd.api.types.is_numeric_dtype(frame.iloc[:, i]) for i in range(frame.shape[1])]
     rows = "".join(
         "<tr>"
         + "".join(
-            f'<td class="{"num" if c in numeric else "text"}">{html.escape(typeset(writers[c](v)))}</td>'
-            for c, v in zip(frame.columns, row)
+            f'<td class="{"num" if numeric[i] else "text"}">{html.escape(typeset(cells[i][r]))}</td>'
+            for i in range(frame.shape[1])
         )
         + "</tr>"
-        for row in frame.itertuples(index=False, name=None)
+        for r in range(len(frame))
     )
     return f'<table class="attnrank-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 

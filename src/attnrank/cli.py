@@ -15,9 +15,9 @@ import sys
 
 from . import recipe
 from .data import absolute_path_settings
-from .errors import ConfigError, SweepFailed, check_positive_int
+from .errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from .experiments import book_runs
-from .grid import default_workers, plan, sweep
+from .grid import EXECUTORS, default_workers, plan, sweep
 from .profiles import ARCHS, check_dataset, resolve_profile
 from .store import load_runs, run, runs_dir
 
@@ -157,8 +157,7 @@ def _attach_negative_numbers(argv: list[str], numeric: set[str]) -> list[str]:
 
 
 def _sweep(args) -> int:
-    import os
-
+    check_choice("executor", args.executor, EXECUTORS)  # before a dry run too: it prints the executor's plan
     if args.threads_per_worker is not None:
         # the chapters resolve their runs with the same variable, or they would not find these runs
         os.environ["ATTNRANK_THREADS"] = str(check_positive_int("threads_per_worker", args.threads_per_worker))
@@ -196,6 +195,7 @@ def _sweep(args) -> int:
 
 
 def _recipe(args) -> int:
+    check_choice("executor", args.executor, EXECUTORS)
     profile = resolve_profile(args.profile)
     archs = ARCHS if args.arch is None else (args.arch,)
     for a in archs:
@@ -205,7 +205,7 @@ def _recipe(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attnrank`` command; returns the exit status (2 for bad input)."""
-    parser = _Parser(prog="attnrank", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="attnrank", description=__doc__.splitlines()[0].replace("``", ""))  # plain text, not reST
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train (or load) one run and print its summary")
     numeric: set[str] = set()

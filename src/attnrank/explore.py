@@ -559,7 +559,7 @@ _CSS = """
 .attnrank-explorer { --ax-gap: 0.75rem; text-align: left; }
 .attnrank-explorer .ax-controls { display: flex; flex-wrap: wrap; gap: 0.4rem var(--ax-gap); margin: 0 0 0.5rem 0; }
 .attnrank-explorer .ax-controls label { display: flex; flex-direction: column; font-size: 0.8rem; min-width: 6.5rem;
-  flex: 1 1 6.5rem; max-width: 12rem; }
+  flex: 1 0 auto; max-width: 16rem; }
 .attnrank-explorer .ax-controls select { font-size: 0.9rem; padding: 0.15rem; }
 .attnrank-explorer .ax-run { font-size: 0.85rem; margin: 0.25rem 0 0.5rem 0; overflow-wrap: anywhere; }
 .attnrank-explorer .ax-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr));

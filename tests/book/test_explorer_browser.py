@@ -326,6 +326,31 @@ def test_the_page_fits_a_phone_and_the_budget(site, browser, site_errors):
     _no_errors_no_network(page, _errors(browser), site_errors, _requests(browser))
 
 
+_CLIPPED_SELECTS = """
+const probe = document.createElement('span');
+probe.style.position = 'absolute'; probe.style.whiteSpace = 'nowrap';
+document.body.appendChild(probe);
+const clipped = [];
+for (const s of document.querySelectorAll('#UID .ax-controls select')) {
+  probe.style.font = getComputedStyle(s).font;
+  let widest = 0;
+  for (const o of s.options) { probe.textContent = o.text; widest = Math.max(widest, probe.offsetWidth); }
+  if (s.clientWidth < widest) clipped.push([s.name, s.clientWidth, widest]);
+}
+probe.remove();
+return clipped;
+"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_control_cuts_its_options_off(site, browser, width):
+    """Every select is as wide as its widest option's text ("effective rank", "temperature ratio τ" were
+    cut off in 120 px controls), on a desktop and on a phone."""
+    page, _ = site
+    _open(browser, page, width=width)
+    assert browser.execute_script(_CLIPPED_SELECTS.replace("UID", UID)) == []
+
+
 def test_the_page_shows_the_run_keys_and_a_numbered_caption(site):
     page, stored = site
     text = page.read_text()

@@ -346,12 +346,15 @@ def test_sweep_command_dry_run_and_errors(private_store, capsys, monkeypatch):
     assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 and experiments.book_runs("ci", ["target"]) == []
     for argv, param in (
         (["--executor", "dask"], "executor"),
+        (["--executor", "dask", "--dry-run"], "executor"),  # a dry run prints the executor's plan: checked too
         (["--chapters", "nope"], "chapters"),
         (["--workers", "0"], "workers"),
         (["--threads-per-worker", "0"], "threads_per_worker"),
     ):
         assert main(["sweep", "--profile", "ci", *argv]) == 2
         assert capsys.readouterr().err.startswith(f"attnrank: error: {param}:")
+    assert main(["recipe", "--profile", "ci", "--executor", "dask", "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith("attnrank: error: executor: got 'dask'; allowed values: 'serial'")
 
 
 def test_book_build_sweeps_up_front(monkeypatch, tmp_path):

@@ -113,3 +113,16 @@ def test_range_errors_name_the_range(kw, text):
     with pytest.raises(ConfigError) as e:
         check_positive_float("x", 1.5 if "low" in kw else 4.0, **kw)
     assert e.value.param == "x" and text in str(e.value)
+
+
+def test_a_zero_seed_count_says_why_it_is_refused():
+    """``-p seeds 0`` is a count of seeds, not seed 0: the message says a count must be at least 1, and does not
+    offer the range of one seed as if 0 were allowed."""
+    with pytest.raises(ConfigError) as e:
+        book.check_parameters({"profile": "ci", "tau": 1.0, "seeds": 0}, ("profile", "tau", "seeds"))
+    assert e.value.param == "seeds"
+    assert "got 0; a single integer n means the seeds 0..n-1, so n must be at least 1" in str(e.value)
+    assert "or give a non-empty list of values, each an integer in [0, 4294967295]" in str(e.value)
+    ns = {"profile": "ci", "tau": 1.0, "seeds": 2}
+    book.check_parameters(ns, ("profile", "tau", "seeds"))
+    assert ns["seeds"] == [0, 1]

@@ -192,3 +192,18 @@ def test_reference_lines_keep_the_data_range_and_note_far_references():
     notes = [t.get_text() for t in ax.texts]
     assert any("unigram 500.00 (above the scale)" in t for t in notes)
     assert not any("unigram" in t for t in (x.get_text() for x in fig.axes[1].texts))
+    # the note sits above the panel, under its pushed-up title, not over the curves in a corner
+    (note,) = [t for t in ax.texts if "unigram" in t.get_text()]
+    assert note.get_transform() == ax.transAxes and note.get_position()[1] > 1
+    assert ax.get_title().startswith("bert\n")  # the title, pushed up by one blank line
+
+
+def test_measure_trajectories_titles_name_the_architecture_only():
+    """Each row's measure is its y label; panel titles carry only the architecture ("rank, atol 1e-8 (study) ·
+    BERT (MLM)" ran into the next panel's title)."""
+    d = _curves(failed=False)
+    uniform = {a: {m: 1.0 for m in d.measure.unique()} for a in ("bert", "gpt2")}
+    fig = tp.measure_trajectories(d, uniform, label="uniform attention")
+    panels = _data_axes(fig)
+    assert [ax.get_title() for ax in panels] == ["BERT (MLM)", "GPT-2 (CLM)"] * (len(panels) // 2)
+    assert {ax.get_ylabel() for ax in panels[::2]} == {tp.MEASURE_LABELS[m] for m in d.measure.unique()}

@@ -88,6 +88,26 @@ def _subset(data, row, r, col, c):
     return data[m]
 
 
+def _note_above(ax, lines: list[str], color="black") -> None:
+    """Write ``lines`` between the panel and its title (the title is pushed up by blank lines), where they
+    never hide a point and constrained layout makes room for them; call after the title is set."""
+    if not lines:
+        return
+    block = "\n".join(lines)
+    ax.text(
+        0.5,
+        1.015,
+        block,
+        transform=ax.transAxes,
+        va="bottom",
+        ha="center",
+        fontsize=MIN_FONT_SIZE,
+        linespacing=1.25,
+        color=color,
+    )
+    ax.set_title(ax.get_title() + "\n" * (block.count("\n") + 1), fontsize=FONT_SIZE)
+
+
 def _title(ax, row, r, col, c, row_labels, col_labels):
     parts = []
     if row is not None:
@@ -120,13 +140,12 @@ def _panel_refs(references, r, c):
     return references.get((r, c), references.get(r, references.get(c, {}))) or {}
 
 
-def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list[str]:
-    """Horizontal reference lines ``{label: y}`` inside the data's y-range; the others as a note.
-
-    Returns the notes of the references off the scale; with ``note=False`` the caller places them.
+def _draw_references(ax, refs: dict, color="0.25") -> list[str]:
+    """Horizontal reference lines ``{label: y}`` inside the data's y-range; returns the others as notes
+    (``"unigram 5.75 (below the scale)"``) for the caller to place (:func:`_note_above`).
 
     The axis keeps the range of the data, so a far-away reference (a baseline loss well above
-    every run) does not squash the runs' variation; it is written at the panel's edge instead.
+    every run) does not squash the runs' variation; it is named in a note instead.
     """
     if not refs:
         return []
@@ -153,17 +172,6 @@ def _draw_references(ax, refs: dict, color="0.25", *, note: bool = True) -> list
         else:
             off.append(f"{label} {y:.2f} ({'above' if y > hi else 'below'} the scale)")
     ax.set_ylim(lo, hi)
-    if off and note:
-        ax.text(
-            0.99,
-            0.98,
-            "\n".join(off),
-            transform=ax.transAxes,
-            ha="right",
-            va="top",
-            fontsize=MIN_FONT_SIZE,
-            color=color,
-        )
     return off
 
 
@@ -207,8 +215,8 @@ def trajectories(
             causal attention, or a loss level).
         references: optional ``{(row value, col value) or row value or col value: {label: y}}``:
             labelled horizontal lines (e.g. unigram and bigram losses). The y-range stays that of
-            the data (plus a quarter of it); a reference outside it is written as a note in the
-            panel's corner instead of stretching the axis.
+            the data (plus a quarter of it); a reference outside it is written as a note between
+            the panel and its title instead of stretching the axis.
         sharey: ``False``, ``True``, or ``"row"``.
 
     Returns:
@@ -258,8 +266,9 @@ def trajectories(
                     ax.axhline(b, color="0.4", ls=":", lw=1.2, zorder=1)
             if logy:
                 ax.set_yscale("log")
-            _draw_references(ax, _panel_refs(references, r, c))
+            off = _draw_references(ax, _panel_refs(references, r, c))
             _title(ax, row, r, col, c, row_labels if row_labels is not None else ARCH_LABELS, col_labels)
+            _note_above(ax, off, color="0.25")  # above the panel: a note in a corner covered the curves
             ax.set_xlabel(xlabel or SETTING_LABELS.get(x, x) if i == len(rows) - 1 else "")
             yl = ylabel.get(r, y) if isinstance(ylabel, dict) else (ylabel or y)
             ax.set_ylabel(yl if j == 0 else "")
@@ -378,23 +387,9 @@ def run_scatter(
                 hi = np.nanmax([d[x].max(), d[y].max()])
                 if np.isfinite(lo) and np.isfinite(hi):
                     ax.plot([lo, hi], [lo, hi], color="0.4", ls="--", lw=1, zorder=1)
-            text += _draw_references(ax, _panel_refs(references, r, c), note=False)
+            text += _draw_references(ax, _panel_refs(references, r, c))
             _title(ax, row, r, col, c, row_labels, col_labels if col_labels is not None else ARCH_LABELS)
-            if text:
-                # statistics sit between the panel and its title (the title is pushed up by blank
-                # lines), where they never hide a point and constrained layout makes room for them
-                block = "\n".join(text)
-                ax.text(
-                    0.5,
-                    1.015,
-                    block,
-                    transform=ax.transAxes,
-                    va="bottom",
-                    ha="center",
-                    fontsize=MIN_FONT_SIZE,
-                    linespacing=1.25,
-                )
-                ax.set_title(ax.get_title() + "\n" * (block.count("\n") + 1), fontsize=FONT_SIZE)
+            _note_above(ax, text)
             ax.set_xlabel(xlabel or x if i == len(rows) - 1 else "")
             ax.set_ylabel(ylabel or y if j == 0 else "")
     handles = []
@@ -602,7 +597,7 @@ def measure_trajectories(
         hue="tau",
         highlight=highlight,
         ylabel=labels,
-        row_labels=labels,
+        row_labels={m: "" for m in labels},  # the y label names the measure; a title naming it too collided
         col_labels=ARCH_LABELS,
         baseline={(m, a): v for a in archs for m, v in uniform[a].items()},
         baseline_label=label,
@@ -632,7 +627,7 @@ def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
         hue="tau",
         highlight=1.0,
         ylabel={"validation loss": "validation loss (nats)", "training loss": "training loss (nats)"},
-        row_labels={},
+        row_labels={"validation loss": "", "training loss": ""},  # the y label names the curve
         col_labels=ARCH_LABELS,
         baseline={("training loss", a): lv for a, lv in levels.items()},
         baseline_label="level for convergence speed",
