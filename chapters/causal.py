@@ -21,21 +21,21 @@
 # the initial attention, hence the initial rank, of $\tau$) and the **query/key step size**.
 #
 # **The design.** Per seed and architecture, five runs for $\tau =$ {glue:text}`causal_tau`
-# ($s =$ {glue:text}`causal_s`): `tau = 1`, `init x s` (query/key weights scaled at
-# initialisation), `q/k lr x s` (their learning rate scaled), both (the twin), and the temperature
+# ($s =$ {glue:text}`causal_s`): “τ = 1”, “init × s” (query/key weights scaled at
+# initialisation), “q/k lr × s” (their learning rate scaled), both (the twin), and the temperature
 # itself, all under P3's conditions (Adam $\epsilon =$ {glue:text}`causal_eps`, no weight decay on the query/key
 # weights, no clipping). A seed fixes the data order, the masks and every other initial weight:
 # the five runs of a seed are paired.
 #
 # **The rule, fixed before looking** (version 1, unchanged; `attnrank.rules.causal_rule`, final validation loss, per
 # architecture; every difference is a mean of per-seed differences with a Student-t 95% interval).
-# First the temperature's own loss effect, `tau` minus `tau = 1`: if its interval contains 0 there is
+# First the temperature's own loss effect, “τ” minus “τ = 1”: if its interval contains 0 there is
 # nothing to attribute (*inconclusive at this scale*). Otherwise, oriented by its sign, the
-# statistic is `init x s` minus `q/k lr x s`: the claim (the loss follows the initial logit scale,
+# statistic is “init × s” minus “q/k lr × s”: the claim (the loss follows the initial logit scale,
 # the only path through which the initial rank can act) is *supported* if the interval lies above 0,
 # *not supported* if below 0 (the loss follows the step size), else inconclusive. The claim is made
 # for both architectures. Beside it: every cell's effect on the initial rank, the mean rank through
-# training and the final loss, and the twin gap (`tau` minus twin, zero if P3 holds).
+# training and the final loss, and the twin gap (“τ” minus twin, zero if P3 holds).
 
 # %% tags=["parameters", "hide-input"]
 profile = "auto"
@@ -68,7 +68,7 @@ book.publish(causal.section(**params))
 # %% [markdown]
 # ## Twins: the temperature and its rescaled twin
 #
-# P3 predicts that the `tau` run and its twin are the same model at every step. We compare them as
+# P3 predicts that the “τ” run and its twin are the same model at every step. We compare them as
 # distributions over seeds (difference of means, Welch-t interval) and point by point:
 
 # %% [markdown]
@@ -84,7 +84,7 @@ book.publish(causal.section(**params))
 #
 # ## The 2 × 2 at $\tau = 1$: which half reproduces the temperature's effects?
 #
-# Each cell minus `tau = 1`, per seed (mean of the per-seed differences, Student-t 95% interval):
+# Each cell minus “τ = 1”, per seed (mean of the per-seed differences, Student-t 95% interval):
 
 # %% [markdown]
 # ```{glue} causal_effects
@@ -107,7 +107,7 @@ book.publish(causal.section(**params))
 # ## Intervention at fixed weights: move the rank, keep the model
 #
 # A trained model evaluated at another temperature keeps its weights; its logits are rescaled and
-# its rank moves. Below, the `tau = 1` and `tau` runs of the first seeds at every temperature of
+# its rank moves. Below, the “τ = 1” and “τ” runs of the first seeds at every temperature of
 # `eval_taus` (circles: the training temperature).
 
 # %% [markdown]
@@ -118,9 +118,9 @@ book.publish(causal.section(**params))
 # ```
 
 # %% [markdown]
-# Over the evaluation temperatures a run's mean rank spans {glue:text}`causal_int_rank` units, its
-# validation loss {glue:text}`causal_int_loss` nats: the rank moves with everything else fixed, and
-# if the loss followed it a higher rank would lower the loss along each line.
+# Over the evaluation temperatures a run's mean rank spans {glue:text}`causal_int_rank` units (smallest to
+# largest span over runs), and its validation loss by {glue:text}`causal_int_loss` nats: the rank moves
+# with everything else fixed, and if the loss followed it a higher rank would lower the loss along each line.
 #
 # ## Verdict
 

@@ -65,9 +65,9 @@ book.publish(dynamics.section(**params))
 # We judge the claim on the primary measure, the **effective rank** (the exponential of the entropy of the normalised
 # singular values {cite}`roy2007effective`), and require both of its halves for both architectures:
 #
-# * *predictive*: the 95 % BCa bootstrap interval (over runs) of Spearman's $\rho$ between initial and final mean rank
+# * *predictive*: the 95% BCa bootstrap interval (over runs) of Spearman's $\rho$ between initial and final mean rank
 #   lies above {glue:text}`dynamics_rho_min` (it fails if the whole interval lies below it);
-# * *stable*: the 95 % interval of the median relative change (exact, from order statistics) lies below the tolerance
+# * *stable*: the 95% interval of the median relative change (exact, from order statistics) lies below the tolerance
 #   {glue:text}`dynamics_tolerance_pct` (it fails if the whole interval lies above it).
 #
 # The claim is **supported** if all four halves hold, **not supported** if any fails, and **inconclusive at this
@@ -122,7 +122,7 @@ book.publish(dynamics.section(**params))
 # ## Does the initial rank predict the final rank?
 #
 # For each run we take the mean rank at the first probe (step 0) and at the last one, and compute Spearman's $\rho$
-# between them across all complete runs of an architecture, with a 95 % BCa bootstrap interval that resamples runs
+# between them across all complete runs of an architecture, with a 95% BCa bootstrap interval that resamples runs
 # (one run is one independent unit; the probe sequences of a run are not). The catch: across runs, the temperature
 # sets the initial rank, and it also shapes the whole training run. A high $\rho$ across the grid can therefore come
 # from $\tau$ alone ("runs with a small $\tau$ start high and end high"). To see whether the initial rank carries
@@ -140,7 +140,7 @@ book.publish(dynamics.section(**params))
 
 # %% [markdown]
 # On the primary measure, Spearman's $\rho$ between initial and final mean rank is {glue:text}`dynamics_rho_bert` for
-# BERT and {glue:text}`dynamics_rho_gpt2` for GPT-2 (95 % intervals in brackets, $n$ = runs). Within temperatures it
+# BERT and {glue:text}`dynamics_rho_gpt2` for GPT-2 (95% intervals in brackets, $n$ = runs). Within temperatures it
 # is {glue:text}`dynamics_within_bert` (BERT) and {glue:text}`dynamics_within_gpt2` (GPT-2). The table gives the same
 # numbers for every measure.
 
@@ -174,7 +174,7 @@ book.publish(dynamics.section(**params))
 
 # %% [markdown]
 # On the primary measure the median relative change is {glue:text}`dynamics_median_change_bert` for BERT and
-# {glue:text}`dynamics_median_change_gpt2` for GPT-2 (95 % distribution-free interval of the median from order
+# {glue:text}`dynamics_median_change_gpt2` for GPT-2 (95% distribution-free interval of the median from order
 # statistics, no resampling); {glue:text}`dynamics_share_stable_bert` of BERT runs and
 # {glue:text}`dynamics_share_stable_gpt2` of GPT-2 runs stay within the tolerance, and the largest changes are
 # {glue:text}`dynamics_max_change_bert` and {glue:text}`dynamics_max_change_gpt2`. The rank went *up* in

@@ -93,7 +93,7 @@ book.publish(headdim.section(**params))
 # about {glue:text}`headdim_logit_sd_base_bert` for BERT and {glue:text}`headdim_logit_sd_base_gpt2` for GPT-2
 # at $\tau = 1$, and $1/\tau$ times more at $\tau =$ {glue:text}`headdim_tau_min`
 # ({glue:text}`headdim_logit_sd_min_bert` for BERT). The i.i.d. limit of P1' is therefore one number per
-# architecture and temperature: the mean of each measure over `mc_samples` random $n\times n$ matrices
+# architecture and temperature: the mean of each measure over {glue:text}`headdim_mc_samples` random $n\times n$ matrices
 # $\operatorname{softmax}(\sigma G)$, $G_{ij}\sim\mathcal N(0,1)$, with $\sigma$ the measured scale and the causal
 # mask for GPT-2.
 #

@@ -73,7 +73,7 @@ book.publish(loss.section(**params))
 # The deviations from the first version, and why, are in {doc}`changes`.
 #
 # The outcome is the final validation loss and the rank is the initial mean rank on the primary measure, the
-# **effective rank** ({glue:text}`loss_primary_label`). For each architecture, two rank correlations, each with a 95 %
+# **effective rank** ({glue:text}`loss_primary_label`). For each architecture, two rank correlations, each with a 95%
 # interval from a bootstrap over runs:
 #
 # * *association*: Spearman's $\rho$(initial rank, final validation loss) across all complete runs (BCa bootstrap);
@@ -118,7 +118,7 @@ book.publish(loss.section(**params))
 # ## Association across the sweep, and what is left within a temperature
 #
 # For each architecture we correlate the initial mean rank (primary measure, measured at step 0) with the two outcomes
-# over all complete runs of the sweep: Spearman's $\rho$ with a 95 % BCa bootstrap interval (resampling runs). The
+# over all complete runs of the sweep: Spearman's $\rho$ with a 95% BCa bootstrap interval (resampling runs). The
 # claim predicts $\rho < 0$ for both outcomes. Censored runs enter the convergence correlation with a step count of
 # {glue:text}`loss_cens_value` (later than any observed step); Spearman's $\rho$ only uses the order, so this treats
 # them exactly as "slower than every run that got there".

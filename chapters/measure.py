@@ -135,7 +135,7 @@ book.publish(measure.section(**params))
 # the GPT-2 matrices, so for those float64 arithmetic itself certifies full rank. For GPT-2 the determinant
 # settles every case exactly: the smallest diagonal entry of trained GPT-2 attention has median
 # {glue:text}`measure_mindiag_gpt2_trained` (the weight some token puts on its own position), the determinant is
-# about $10^{x}$ with median $x$ = {glue:text}`measure_logdet_gpt2_trained:.0f`: tiny, never zero; and
+# about $10^{x}$ with median $x$ = {glue:text}`measure_logdet_gpt2_trained`: tiny, never zero; and
 # $\sigma_{\min} \le \min_i A_{ii}$ holds in {glue:text}`measure_diag_bound_pct:.1f`% of the matrices.
 
 # %% [markdown]
@@ -270,7 +270,7 @@ book.publish(measure.section(**params))
 # threshold sits well above these levels is safe; the study's $10^{-8}$ sits among them. The largest
 # disagreement with the float64 reference over both architectures and all temperatures, in units of rank, is
 # {glue:text}`measure_dev_rtol2:.2f` for rtol $10^{-2}$, {glue:text}`measure_dev_rtol4:.2f` for rtol $10^{-4}$,
-# {glue:text}`measure_dev_eff:.2g` for the effective rank and {glue:text}`measure_dev_stable:.2g` for the stable
+# {glue:text}`measure_dev_eff` for the effective rank and {glue:text}`measure_dev_stable` for the stable
 # rank, but {glue:text}`measure_dev_atol:.1f` for the study's rule (table below; float32 probabilities:
 # {glue:text}`measure_dev_atol_probs:.1f`, float32 SVD: {glue:text}`measure_dev_atol_svd:.1f`).
 
@@ -295,7 +295,7 @@ book.publish(measure.section(**params))
 #    $A$ by less than float32 round-off;
 # 2. it depends on the arithmetic: with float32 probabilities or a float32 SVD it changes by
 #    up to {glue:text}`measure_dev_atol:.1f` ranks while every other measure moves by at most
-#    {glue:text}`measure_dev_others:.2g`;
+#    {glue:text}`measure_dev_others`;
 # 3. it does not see the rank-one limit of uniform attention: at high temperature it counts
 #    the head dimension (the verdict below).
 #

@@ -44,14 +44,14 @@ book.publish(protocol.section(**params))
 # The **flip rate** is the share of {glue:text}`protocol_n_draws` draws whose sign differs from the
 # sign of the same statistic computed with every run and every recorded sequence (the reference).
 # Verdict `protocol`, per architecture, at the last probe step: the protocol is *stable* if the
-# flip rate's 95 % interval (exact binomial over draws) lies below {glue:text}`protocol_max_flip`,
+# flip rate's 95% interval (exact binomial over draws) lies below {glue:text}`protocol_max_flip`,
 # and it *agrees* with ours if our statistic (primary measure, the effective rank, every probe
 # sequence, every seed, Welch interval) resolves a sign and it is the reference's. Both must hold
 # for both architectures; not supported if either fails for either, else inconclusive.
 #
 # **Set early** (verdict `set_early`): for every probe step $k$ Spearman's $\rho$ over all complete
 # runs of the main grid between the mean rank (primary measure) at $k$ and at the last step, with a
-# 95 % BCa bootstrap over runs. Supported for an architecture if at some step within the first
+# 95% BCa bootstrap over runs. Supported for an architecture if at some step within the first
 # {glue:text}`protocol_early_pct` of training the interval lies above $\rho$ =
 # {glue:text}`protocol_rho_min` (we report the first such step), not supported if every early
 # interval lies below it; both architectures must hold.
@@ -116,7 +116,7 @@ book.publish(protocol.section(**params))
 #
 # Spearman's $\rho$ between the mean rank at each probe step and at the last step, over all
 # {glue:text}`protocol_n_runs` complete runs of the main grid (temperatures and head dimensions;
-# primary measure; 95 % BCa bootstrap over runs, a tenth of the book's usual resamples per step).
+# primary measure; 95% BCa bootstrap over runs, a tenth of the book's usual resamples per step).
 
 # %% [markdown]
 # ```{glue:figure} protocol_set_early

@@ -183,7 +183,7 @@ book.publish(target.section(**params))
 
 # %% [markdown]
 # The largest entrywise difference between the attention matrices of the twin runs is
-# {glue:text}`target_p3_same_max:.1e` (rounding), against at least {glue:text}`target_p3_control_min:.2f` for
+# {glue:text}`target_p3_same_max_text` (rounding), against at least {glue:text}`target_p3_control_min:.2f` for
 # the controls. So in the plain variant every effect of $\tau$ on the fit is an effect of the initial logit
 # scale and of the effective learning rate, not of what the layer can represent.
 #
@@ -206,7 +206,7 @@ book.publish(target.section(**params))
 # {glue:text}`target_thresh` nats is {glue:text}`target_reach_list` ({glue:text}`target_reach_never` of
 # {glue:text}`target_reach_total` runs never get there within the budget). The final KL averaged over these
 # heads is lowest at $\tau$ = {glue:text}`target_plain_fit_best_tau`; it is
-# {glue:text}`target_plain_fit_kl_tau1:.2g` nats at $\tau = 1$ and {glue:text}`target_plain_fit_kl_min_tau:.2g`
+# {glue:text}`target_plain_fit_kl_tau1:.2g` nats at $\tau = 1$ and {glue:text}`target_plain_fit_kl_min_tau`
 # at $\tau$ = {glue:text}`target_tau_min`. By P3, any difference here is an optimisation effect: a smaller
 # $\tau$ is a larger initial logit scale and a larger effective learning rate.
 #

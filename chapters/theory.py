@@ -83,13 +83,13 @@ book.publish(experiments.section(**params))
 
 # %% [markdown]
 # With $d_h$ = {glue:text}`theory_p0_d` and $n$ = {glue:text}`theory_p0_n`, float64 with the default tolerance
-# reports a rank between {glue:text}`theory_p0_float_rank_min` and {glue:text}`theory_p0_float_rank_max` on the
+# reports {glue:text}`theory_p0_float_rank` on the
 # {glue:text}`theory_p0_inst` instances, while {glue:text}`theory_p0_digits`-digit arithmetic resolves every
-# singular value: the smallest lies between $10^{x}$ with $x$ = {glue:text}`theory_p0_minlog_min:.1f` and
-# {glue:text}`theory_p0_minlog_max:.1f`, tiny but not zero. The float64 curve flattens at rounding noise, and
+# singular value: the smallest lies between $10^{x}$ with $x$ = {glue:text}`theory_p0_minlog_min` and
+# {glue:text}`theory_p0_minlog_max`, tiny but not zero. The float64 curve flattens at rounding noise, and
 # every count of "rank" is a statement about where that noise is cut. For causal attention the log-determinant
 # $\log_{10}\det A$ is finite on all {glue:text}`theory_p0_causal_inst` instances (smallest
-# {glue:text}`theory_p0_causal_logdet_min:.1f`), as the triangular structure demands.
+# {glue:text}`theory_p0_causal_logdet_min`), as the triangular structure demands.
 #
 # **Check P0:** {glue:text}`theory_p0_tested` instances tested (exact SVD, and causal
 # determinant with $\sigma_{\min} \le \min_i A_{ii}$), {glue:text}`theory_p0_violations` violations.

@@ -28,7 +28,7 @@ import pandas as pd
 from . import baselines, rules
 from .errors import ConfigError, check_real
 from .experiments import CELLS, P3_CONDITIONS, PRESETS, causal_runs, twin_scale
-from .glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_setting
+from .glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_sci, fmt_setting
 from .models import set_tau
 from .plots import ALT_TEXT
 from .plots.causal import CELL_LABELS, cells_figure, intervention_figure
@@ -281,7 +281,7 @@ def intervention_spans(inter: pd.DataFrame, measure: str) -> dict:
     )
     return {
         "causal_int_rank": f"{span.rank_range.min():.2f} to {span.rank_range.max():.2f}",
-        "causal_int_loss": f"{span.loss_range.min():.2g} to {span.loss_range.max():.2g}",
+        "causal_int_loss": f"{fmt(span.loss_range.min(), 2)} to {fmt(span.loss_range.max(), 2)}",
     }
 
 
@@ -386,7 +386,7 @@ def section(
     glue = {
         "causal_tau": fmt_setting(tau),
         "causal_s": fmt(twin_scale(tau), 3),
-        "causal_eps": fmt_setting(P3_CONDITIONS["adam_epsilon"]),
+        "causal_eps": fmt_sci(P3_CONDITIONS["adam_epsilon"]),  # 1×10⁻¹⁶, not Python's 1e-16
         "causal_runs_text": runs_text(runs, profile, len(seeds)),
     }
     fig, data, name, caption = cells_figure(

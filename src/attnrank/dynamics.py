@@ -324,5 +324,5 @@ def section(
         {mm: rules.learned_gate(r.halves, gaps).status for mm, r in results.items()},
         brief=regime_brief(gate, **inp),
     )
-    tables.append(by_measure_table("dynamics_by_measure", results, m))
+    tables.append(by_measure_table("dynamics_by_measure", verdict, m, results))
     return Section("dynamics", glue, figures, tables, [verdict])

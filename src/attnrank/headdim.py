@@ -18,7 +18,7 @@ from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, MEASURE_LABELS, RANK_MEASU
 from .plots import sweeps
 from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
-from .section import INITIAL_REGIME, Figure, Section, Table, Verdict, by_measure_table
+from .section import INITIAL_BRIEF, INITIAL_REGIME, Figure, Section, Table, Verdict, by_measure_table
 from .stats import Estimate
 
 __all__ = [
@@ -347,12 +347,16 @@ def section(
             lv, effect=rules.LEVER_EFFECT, profile=profile, n_seeds=n_seeds, head_dims=grid["head_dims"], hidden=hidden
         ),
         {mm: v.status for mm, v in lever_v.items()},
+        brief=INITIAL_BRIEF,
     )
-    tables.append(by_measure_table("headdim_by_measure", lever_v, m))
+    tables.append(by_measure_table("headdim_by_measure", verdict, m))
     return Section("headdim", glue, figures, tables, [verdict])
 
 
 def _bound_table(check: pd.DataFrame) -> pd.DataFrame:
     """:func:`attnrank.baselines.bound_check`'s table with the columns a reader sees."""
     names = {"tau": "τ", "head_dim": "head dimension", "M": "median half-range M", "r_1": "r₁", "r_2": "r₂"}
+    for m in ("rank_rtol_1e-2", "rank_rtol_1e-4"):  # the measure's label, and the bound at its tolerance
+        names[f"rank {m.removeprefix('rank_')}"] = MEASURE_LABELS[m]
+        names[f"bound {m.removeprefix('rank_')}"] = "bound" + MEASURE_LABELS[m].removeprefix("rank")
     return check.rename(columns={c: names.get(c, c) for c in check.columns})

@@ -35,7 +35,7 @@ from . import experiments, store
 from . import runs as run_tables
 from .baselines import BASELINES, baseline_losses, flops_per_token, gaps
 from .errors import ConfigError
-from .glossary import ARCH_NAMES, fmt_setting, largest_first
+from .glossary import ARCH_NAMES, fmt, fmt_setting, largest_first
 from .plots import learned as lplots
 from .profiles import resolve_config, resolve_profile
 from .section import Figure, Section, Table, gap_text, worth
@@ -456,7 +456,7 @@ def _budget_table(name: str, t: pd.DataFrame) -> Table:
             "two_core_minutes": "minutes on two cores",
         }
     )
-    return Table(name, frame, digits=1, formats={"training FLOP": lambda v: f"{v:.2g}"})
+    return Table(name, frame, digits=1, formats={"training FLOP": lambda v: fmt(v, 2)})
 
 
 def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
@@ -489,20 +489,19 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         "learned_regime": regime(runs),
         "learned_regime_shown": regime(shown),
         "learned_targets_text": targets_text(tgt),
-        **{f"learned_rate_{a}": f"{r:.3g}" for a, r in rate.items()},
+        **{f"learned_rate_{a}": fmt(r, 3) for a, r in rate.items()},
     }
     fig, data, name, caption = lplots.loss_figure(curve, profile=profile, n_runs=len(shown))
     targets_frame = pd.DataFrame(
         {
             "model": [_LABELS[a] for a in tgt.arch],
-            "baseline": tgt.baseline,
-            "target (nats below)": tgt.target,
-            "runs at tau = 1": tgt.runs,
-            "worst run - baseline (nats)": tgt.worst_gap,
-            "mean - baseline (nats)": tgt.mean_gap,
-            "mean - two-sided (nats)": tgt.two_sided_gap,
-            "mean - context-free (nats)": tgt.context_free_gap,
-            "attention worth, mean (nats)": tgt.attention_gain,
+            "target (nats)": [f"{fmt(t, 2)} below {b}" for t, b in zip(tgt.target, tgt.baseline)],
+            "runs (τ = 1)": tgt.runs,
+            "worst − baseline (nats)": tgt.worst_gap,
+            "mean − baseline (nats)": tgt.mean_gap,
+            "mean − two-sided (nats)": tgt.two_sided_gap,
+            "mean − context-free (nats)": tgt.context_free_gap,
+            "attention worth (nats)": tgt.attention_gain,
             "met": ["yes" if m else "no" for m in tgt.met],
         }
     )
@@ -511,8 +510,8 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
             "model": [_LABELS[a] for a in attn.arch],
             "τ": attn.tau,
             "runs": attn.runs,
-            "loss - bigram (nats)": attn.gap_bigram,
-            "content-free loss - bigram (nats)": attn.content_free_gap,
+            "loss − bigram (nats)": attn.gap_bigram,
+            "content-free loss − bigram (nats)": attn.content_free_gap,
             "attention worth, mean (nats)": attn.attention_gain,
             "smallest (nats)": attn.gain_min,
             "largest (nats)": attn.gain_max,
@@ -536,7 +535,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         tables=[
             Table("learned_targets", targets_frame),
             Table("learned_attention", attention_frame, formats={"τ": fmt_setting}),
-            Table("learned_split", sp, digits=1, formats={"probe share": lambda v: f"{v:.1%}"}),
+            Table("learned_split", sp, digits=1, formats={"probe share": lambda v: fmt(v, 1, percent=True)}),
             _budget_table("learned_budget_build", budget(plan["build"], rate)),
             _budget_table("learned_budget_next", budget(plan["next"], rate)),
         ],

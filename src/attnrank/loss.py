@@ -255,7 +255,6 @@ def section(
                 ignore_index=True,
             ),
         ),
-        by_measure_table("loss_by_measure", results, m),
     ]
     gaps = baselines.bigram_gaps(ok)
     gate = rules.learned_gate(res.per_arch, gaps)
@@ -265,9 +264,9 @@ def section(
         gate.status,
         finding(res),
         # both statistics that decide (an architecture's status combines them), not the within-τ one alone
-        "; ".join(
-            f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)} across runs, "
-            f"{fmt_estimate(res.within[a], n=False)} within τ"
+        "ρ across runs, within τ: "
+        + "; ".join(
+            f"{ARCH_NAMES[a]} {fmt_estimate(res.rho[a], n=False)}, {fmt_estimate(res.within[a], n=False)}"
             for a in res.within
         ),
         f"{sum(e.n for e in res.rho.values())} runs",
@@ -276,4 +275,5 @@ def section(
         {mm: rules.learned_gate(r.per_arch, gaps).status for mm, r in results.items()},
         brief=regime_brief(gate, **inp),
     )
+    tables.append(by_measure_table("loss_by_measure", verdict, m, results))
     return Section("loss", glue, figures, tables, [verdict])

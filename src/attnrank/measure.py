@@ -18,7 +18,7 @@ import torch
 from . import baselines, experiments, rank, rules, spectra, stats, verdicts
 from .cache import cached
 from .errors import ConfigError
-from .glossary import ARCH_LABELS, MEASURE_LABELS, MINUS, fmt, fmt_estimate, fmt_setting
+from .glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting
 from .plots import ALT_TEXT
 from .plots import measure as mplots
 from .profiles import ARCHS, resolve_config, resolve_profile
@@ -95,7 +95,7 @@ def matrix_facts(matrices: pd.DataFrame, n: int) -> dict:
     g2all = ref[ref.arch == "gpt2"]
     out.update(
         measure_mindiag_gpt2_trained=fmt(float(g2.min_diag.median()), 2),
-        measure_logdet_gpt2_trained=float(g2.log10_det.median()),
+        measure_logdet_gpt2_trained=fmt(float(g2.log10_det.median()), 0),
         measure_diag_bound_pct=100 * float((g2all.sigma_min <= g2all.min_diag * (1 + 1e-9)).mean()),
     )
     return out
@@ -116,7 +116,7 @@ def causal_ratios(values: pd.DataFrame, causal: dict, n: int) -> tuple[pd.DataFr
             e_ratio = stats.mean_ci(g["value"] / causal[m], clusters=g["seed"])
             row[f"GPT-2 {state}"] = stats.mean_ci(g["value"], clusters=g["seed"]).value
             row[f"ratio {state} (95% CI over runs)"] = fmt_estimate(e_ratio, 2, n=False)
-            glue[f"measure_gpt2_{tag}ratio_{m}"] = fmt_estimate(e_ratio, 2)
+            glue[f"measure_gpt2_{tag}ratio_{m}"] = fmt_estimate(e_ratio, 2, n=False)  # "0.998 [0.997, 0.999] times it"
             glue[f"measure_gpt2_{tag}ratio_value_{m}"] = e_ratio.value
         rows.append(row)
     return pd.DataFrame(rows).set_index("measure"), glue
@@ -176,7 +176,7 @@ def verdict(
             )
     summary = (
         f"At tau = {tau_max:g}, trained BERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
-        f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 1e-8 rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
+        f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 10⁻⁸ rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
         f"{head_dim + 1}) but {fmt_estimate(rel_e, 3, n=False)} at rtol 1e-2 and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
         f"(n = {n} tokens, {len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
         f"{fmt(ratios['effective_rank'], 2)} times that of uniform causal attention and its rank at rtol 1e-2 "
@@ -254,12 +254,15 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
             measure_dev_atol_svd=dev.loc["rank_atol_1e-8", s32],
         ).items()
     }
+    glue.update(  # the smallest deviations, printed as the book prints numbers (7.1×10⁻⁵, not 7.1e-05)
+        {k: fmt(glue[k], 2) for k in ("measure_dev_eff", "measure_dev_stable", "measure_dev_others")}
+    )
     t = spectra[
         (spectra.arch == "bert") & (spectra.state == "trained") & (spectra.tau == spectra.tau.max()) & (spectra.k == n)
     ].set_index("pipeline")["median"]
     glue.update(
         {
-            f"measure_floor_{tag}": f"{float(t[p]):.2g}".replace("-", MINUS)  # floors lie below fmt's zero
+            f"measure_floor_{tag}": fmt_sci(t[p])  # floors lie below fmt's zero
             for tag, p in (("ref", REFERENCE), ("probs32", p32), ("svd32", s32))
         }
     )
@@ -429,11 +432,11 @@ def section(
         columns={"arch": "model", "state": "state", **MEASURE_LABELS}
     )
     reader_tables = [
-        Table("measure_causal_ratios", ratio_table.reset_index().rename(columns=lambda c: str(c).replace("_", " "))),
+        Table("measure_causal_ratios", ratio_table.rename(index=MEASURE_LABELS).reset_index()),
         Table("measure_ranks_tau1_table", wide.rename_axis(None, axis=1)),
         Table(
             "measure_precision_deviation",
-            deviation.reset_index().rename(columns=lambda c: MEASURE_LABELS.get(c, str(c).replace("_", " "))),
+            deviation.rename(index=MEASURE_LABELS).reset_index(),
             digits=3,
         ),
     ]
@@ -447,10 +450,8 @@ def section(
         status,
         f"At τ = {fmt_setting(tau_max)} trained BERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
         f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
-        "excess rank (rank − 1) / (n − 1) of trained BERT at τ = "
-        + fmt_setting(tau_max)
-        + ": "
-        + "; ".join(f"{MEASURE_LABELS[m]} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
+        "excess rank: "
+        + "; ".join(f"{MEASURE_LABELS[m].removeprefix('rank, ')} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
         f"{S.n_runs} runs",
         regime_text(gate, **inp),
         summary + " The rule is about the measures (how each counts a matrix near rank one, which attention at this "

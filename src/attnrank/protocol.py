@@ -30,6 +30,7 @@ __all__ = [
     "flip_table",
     "judge",
     "set_early_summary",
+    "set_early_effect",
     "flip_words",
     "agreement_words",
     "protocol_finding",
@@ -187,18 +188,32 @@ def agreement_words(res, n_seeds: int) -> str:
     )
 
 
+def set_early_effect(early) -> str:
+    """The set-early rule's effect for the intro's table: Spearman's ρ of the early rank with the final rank,
+    with its interval, per architecture; the step once when every architecture's is the same
+    (``"ρ with the final rank, step 4: BERT 0.85 [0.69, 0.93]; GPT-2 −0.33 [−0.55, −0.06]"``), else after each."""
+    shown = {a: early.shown[a] for a in early.per_arch if early.shown[a]}
+    steps = {step for step, _ in shown.values()}
+    one = len(steps) == 1
+    head = f"ρ with the final rank, step {next(iter(steps))}: " if one else "ρ with the final rank: "
+    return head + "; ".join(
+        f"{ARCH_NAMES[a]} {fmt_estimate(e, n=False)}" + ("" if one else f" (step {step})")
+        for a, (step, e) in shown.items()
+    )
+
+
 def set_early_summary(early, final_steps: str) -> str:
     """The sentence of the ``set_early`` verdict from :func:`attnrank.rules.set_early_rule`'s result ``early``:
     per architecture the first early step whose interval clears the threshold (or, if none does, the
     last early step shown), with its rho."""
     text = "; ".join(
         f"{ARCH_LABELS[a]}: {'first' if early.first[a] is not None else 'none clears it; last'} early step "
-        f"{early.shown[a][0]}, rho {fmt_estimate(early.shown[a][1])}"
+        f"{early.shown[a][0]}, ρ {fmt_estimate(early.shown[a][1])}"
         for a in early.per_arch
         if early.shown[a]
     )
     return (
-        f"The rank at step k predicts the final rank (Spearman rho above {fmt(rules.SET_EARLY_RHO, 1)}, 95% interval) "
+        f"The rank at step k predicts the final rank (Spearman ρ above {fmt(rules.SET_EARLY_RHO, 1)}, 95% interval) "
         f"within the first {fmt(rules.EARLY_FRACTION, 0, percent=True)} of training (of {final_steps}; {MEASURE_LABELS[PRIMARY_MEASURE]}): {text}."
     )
 
@@ -270,12 +285,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 if early.shown[a]
             )
             + f" (threshold {fmt(rules.SET_EARLY_RHO, 1)}).",
-            "Spearman ρ with the final rank: "
-            + "; ".join(
-                f"{ARCH_NAMES[a]} {fmt_estimate(early.shown[a][1], n=False)} (step {early.shown[a][0]})"
-                for a in early.per_arch
-                if early.shown[a]
-            ),
+            set_early_effect(early),
             f"{len(d.ok)} runs",
             regime_text(early_gate, **inp),
             set_early_summary(early, d.steps_text()) + " " + gate_text(early_gate),

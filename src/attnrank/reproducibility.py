@@ -19,14 +19,24 @@ import pandas as pd
 from . import experiments, presets, runs
 from .book import ENVIRONMENT_PACKAGES
 from .errors import ConfigError
-from .glossary import ARCH_LABELS, fmt, fmt_setting
+from .glossary import (
+    ARCH_LABELS,
+    ARCHS,
+    CHAPTER_LABELS,
+    SETTING_LABELS,
+    SIZE_LABELS,
+    VERDICT_LABELS,
+    fmt,
+    fmt_setting,
+    per_arch,
+)
 from .profiles import PROFILES, profile_defaults, resolve_config, resolve_profile
 from .provenance import lock_state
 from .section import Section, Table
 from .store import code_hash
 from .train import device_name
 
-__all__ = ["PARAMETERS", "section", "environment", "profile_tables", "multiplicity"]
+__all__ = ["PARAMETERS", "section", "environment", "profile_tables", "preset_tables", "runs_shown", "multiplicity"]
 
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "dataset")
@@ -52,21 +62,65 @@ def environment() -> tuple[pd.DataFrame, str]:
     return env, text
 
 
+def _written(v) -> str:
+    """A setting's value as written in its profile (a float in :func:`attnrank.glossary.fmt_setting`'s form)."""
+    return fmt_setting(v) if isinstance(v, float) else str(v)
+
+
 def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The settings of every profile, one column per profile: its defaults
-    (:func:`attnrank.profiles.profile_defaults`, each value as written in the profile) and the sweep grids
-    of the chapters (:data:`attnrank.experiments.SWEEP_DEFAULTS`)."""
-
-    def written(v) -> str:
-        return fmt_setting(v) if isinstance(v, float) else str(v)
-
-    defaults = pd.DataFrame({p: {k: written(v) for k, v in profile_defaults(p).items()} for p in PROFILES})
+    """The settings of every profile, one column per profile: the defaults of each architecture's resolved
+    config (:func:`attnrank.profiles.resolve_config`; a value the architectures differ in is named per
+    architecture, ``GPT-2 1000, BERT 500``), one row per setting by its label
+    (:data:`attnrank.glossary.SETTING_LABELS`), and the sweep grids of the chapters
+    (:data:`attnrank.experiments.SWEEP_DEFAULTS`)."""
+    fields = list(profile_defaults("ci"))
+    columns = {}
+    for p in PROFILES:
+        configs = {a: resolve_config(a, p) for a in ARCHS}
+        columns[p] = {f: per_arch({a: getattr(c, f) for a, c in configs.items()}, _written) for f in fields}
+    defaults = pd.DataFrame(columns).rename(index=SETTING_LABELS)
     grids = pd.DataFrame(
-        {p: {k: ", ".join(map(written, v)) for k, v in experiments.SWEEP_DEFAULTS[p].items()} for p in PROFILES}
+        {p: {k: ", ".join(map(_written, v)) for k, v in experiments.SWEEP_DEFAULTS[p].items()} for p in PROFILES}
     )
     return (
         defaults.rename_axis("setting").reset_index(),
         grids.rename_axis("grid").reset_index().replace({"grid": {"taus": "τ", "head_dims": "head dimensions"}}),
+    )
+
+
+def preset_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The chapters' sizes (:func:`attnrank.presets.preset_table`) and run presets
+    (:func:`attnrank.presets.run_preset_table`) with the words a reader sees: each chapter and size by its label
+    (:data:`attnrank.glossary.CHAPTER_LABELS`, :data:`~attnrank.glossary.SIZE_LABELS`), each override by its
+    setting's label (:data:`~attnrank.glossary.SETTING_LABELS`)."""
+    sizes = presets.preset_table()
+    sizes = sizes.assign(chapter=sizes.chapter.map(CHAPTER_LABELS), size=sizes["size"].map(SIZE_LABELS))
+    chapter_runs = presets.run_preset_table()
+    overrides = [
+        ", ".join(f"{SETTING_LABELS[k]} {_written(x)}" for k, x in presets.RUN_PRESETS[c][p]["overrides"].items())
+        or "none"
+        for c in presets.RUN_PRESETS
+        for p in presets.RUN_PRESETS[c]
+    ]
+    return sizes, chapter_runs.assign(chapter=chapter_runs.chapter.map(CHAPTER_LABELS), overrides=overrides)
+
+
+def runs_shown(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The runs of the sweep (:func:`attnrank.runs.table`) as the chapter lists them, narrow enough for the
+    page's column: key, model, τ, head dimension by heads, seed, status, steps, final validation loss and
+    the device with its torch threads."""
+    return pd.DataFrame(
+        {
+            "key": sweep.key,
+            "model": sweep.arch.map(ARCH_LABELS),
+            "τ": sweep.tau,
+            "dₕ × heads": [f"{d} × {h}" for d, h in zip(sweep.head_dim, sweep.num_heads)],
+            "seed": sweep.seed,
+            "status": sweep.status,
+            "steps": sweep.steps,
+            "final loss (nats)": sweep.final_val_loss,
+            "device": [f"{d}, {t} thread{'' if t == 1 else 's'}" for d, t in zip(sweep.device, sweep.threads)],
+        }
     )
 
 
@@ -88,7 +142,7 @@ def multiplicity(n_verdicts: int, level: float = 0.95) -> dict:
         "repro_n_verdicts": n_verdicts,
         "repro_chance_decided": fmt(n_verdicts * alpha, 1),
         "repro_bonferroni": fmt(alpha / n_verdicts, 2),
-        "repro_level": f"{level:.0%}",
+        "repro_level": fmt(level, 0, percent=True),
     }
 
 
@@ -122,30 +176,18 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
         "repro_paper_steps": paper["max_steps"],
         "repro_paper_seeds": len(experiments.SWEEP_DEFAULTS["paper"]["seeds"]),
     }
-    cols = {
-        "key": "key",
-        "arch": "model",
-        "tau": "τ",
-        "head_dim": "head dimension",
-        "num_heads": "heads",
-        "seed": "seed",
-        "threads": "threads",
-        "status": "status",
-        "steps": "steps",
-        "final_val_loss": "final validation loss (nats)",
-        "device": "device",
-    }
-    shown = sweep[list(cols)].rename(columns=cols)
+    shown = runs_shown(sweep)
     defaults, grids = profile_tables()
+    sizes, chapter_runs = preset_tables()
     scales = experiments.verdict_scales(profile, dataset=dataset)
     glue.update(multiplicity(len(scales)))
     tables = [
         Table("repro_environment", env),
-        Table("repro_runs", shown.assign(model=shown.model.map(ARCH_LABELS)), digits=4, formats={"τ": fmt_setting}),
-        Table("repro_verdict_scales", scales),
+        Table("repro_runs", shown, digits=4, formats={"τ": fmt_setting}),
+        Table("repro_verdict_scales", scales.assign(verdict=scales.verdict.map(VERDICT_LABELS))),
         Table("repro_profile_defaults", defaults),
         Table("repro_profile_grids", grids),
-        Table("repro_presets", presets.preset_table()),
-        Table("repro_run_presets", presets.run_preset_table()),
+        Table("repro_presets", sizes),
+        Table("repro_run_presets", chapter_runs),
     ]
     return Section("reproducibility", glue, [], tables, [])

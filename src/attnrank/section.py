@@ -37,6 +37,7 @@ __all__ = [
     "have_units",
     "needed_text",
     "INITIAL_REGIME",
+    "INITIAL_BRIEF",
     "gap_text",
     "worth",
     "regime_text",
@@ -116,8 +117,8 @@ class Verdict:
         summary: the full sentences the chapter shows under its verdict.
         by_measure: the same rule with every rank measure, ``{measure: status}`` (empty when the
             rule does not read a rank).
-        brief: the regime as the intro's table shows it (:func:`regime_brief` for trained models: each
-            model's gap to its bigram model, no more); empty when ``regime`` is short enough itself.
+        brief: the regime as the intro's table shows it (:func:`regime_brief` for trained models: whether
+            each model has learned, no more; :data:`INITIAL_BRIEF`); empty when ``regime`` is short enough itself.
     """
 
     name: str
@@ -224,23 +225,47 @@ def needed_text(v: JudgedVerdict, what: str = "the pre-registered effect") -> st
     return f"about {v.needed} {v.needed_unit} would resolve {what}"
 
 
-def by_measure_table(name: str, results: dict, primary: str) -> Table:
-    """The verdict of one pre-registered rule under every rank measure, for reading: ``results`` is
-    ``{measure: result with a status}``; one row per measure (the primary one marked)."""
-    return Table(
-        name,
-        pd.DataFrame(
-            {
-                "measure": [MEASURE_LABELS[m] + (" (primary)" if m == primary else "") for m in results],
-                "verdict under this measure": [r.status for r in results.values()],
-            }
-        ),
-    )
+def by_measure_table(name: str, verdict: Verdict, primary: str, results: dict | None = None) -> Table:
+    """The verdict of one pre-registered rule under every rank measure, for reading: one row per measure of
+    ``verdict.by_measure`` (the primary one marked) with the status the chapter's headline and the conventions
+    page state (after the learned gate, for a verdict on trained models).
+
+    Args:
+        name: the table's glue key.
+        verdict: the chapter's :class:`Verdict`; its ``by_measure`` holds each measure's status.
+        primary: the measure the headline verdict reads.
+        results: ``{measure: result with a status}``, the rule's outcome before the learned gate; where the gate
+            changed it for some measure, a column ``"rule outcome before the learned gate"`` shows it.
+
+    Raises:
+        ConfigError: naming ``by_measure`` when the primary measure's status is not the headline's
+            ``verdict.status`` (the table and the headline would disagree) or ``results`` lacks a measure.
+    """
+    gated = dict(verdict.by_measure)
+    if gated.get(primary) != verdict.status:
+        raise ConfigError(
+            "by_measure",
+            f"got {gated.get(primary)!r} for the primary measure {primary!r}; the headline verdict is {verdict.status!r}",
+        )
+    frame = {
+        "measure": [MEASURE_LABELS[m] + (" (primary)" if m == primary else "") for m in gated],
+        "verdict under this measure": list(gated.values()),
+    }
+    if results is not None:
+        missing = sorted(set(gated) - set(results))
+        if missing:
+            raise ConfigError("by_measure", f"got no rule outcome for {missing}")
+        before = [results[m].status for m in gated]
+        if before != frame["verdict under this measure"]:
+            frame["rule outcome before the learned gate"] = before
+    return Table(name, pd.DataFrame(frame))
 
 
 # --------------------------------------------------------------------------- the regime of a verdict, in words
 #: The regime of a verdict that reads the initial rank of a sweep's runs, never a trained model.
 INITIAL_REGIME = "at initialisation: the rank before any training"
+#: :data:`INITIAL_REGIME` as the intro's table shows it (its note says what it means).
+INITIAL_BRIEF = "at initialisation"
 
 
 def gap_text(gap: float) -> str:
@@ -313,30 +338,31 @@ def regime_brief(
     reference_tau: float = 1.0,
     reference_runs: dict | None = None,
 ) -> str:
-    """The regime of a verdict on trained models as the intro's table shows it: where each model stands
-    against its bigram count model, and nothing else (the chapter's :func:`regime_text` adds what attention
-    is worth and how many runs; the intro states the grid's regime once, in full).
+    """The regime of a verdict on trained models as the intro's table shows it: a short marker saying whether
+    each model has learned (the learned gate's verdict), nothing else. The chapter's :func:`regime_text` adds
+    each model's gap to its bigram count model, what attention is worth and how many runs; the intro states the
+    grid's models against their count models once, in a note under its table.
 
     Args:
         gate: the verdict's :class:`attnrank.rules.LearnedGate` (its ``gaps`` and ``not_learned``).
-        at_reference: whether the clause reads the ``reference_tau`` runs (:func:`attnrank.baselines.at_reference`).
-        gains, reference_runs: accepted and not shown, so that both clauses take
+        gains, at_reference, reference_tau, reference_runs: accepted and not shown, so that both clauses take
             ``**attnrank.baselines.regime_inputs(runs)``.
 
-    For example ``"trained, τ = 1: GPT-2 0.31 nats below bigram; BERT not learned"``; ``"no complete run"``
-    when the gate has no architecture.
+    For example ``"trained, neither learned"``, ``"trained, both learned"``, ``"trained, GPT-2 learned, BERT not"``,
+    ``"trained, BERT not learned"`` (one architecture); ``"no complete run"`` when the gate has no architecture.
     """
     order = _gate_order(gate)
     if not order:
         return "no complete run"
-    parts = [
-        f"{ARCH_NAMES.get(a, a)} not learned"
-        if a in gate.not_learned
-        else f"{ARCH_NAMES.get(a, a)} {gap_text(gate.gaps[a])} bigram"
-        for a in order
-    ]
-    where = f"trained, τ = {fmt_setting(reference_tau)}" if at_reference else "trained"
-    return f"{where}: " + "; ".join(parts)
+    yes = [ARCH_NAMES.get(a, a) for a in order if a not in gate.not_learned]
+    no = [ARCH_NAMES.get(a, a) for a in order if a in gate.not_learned]
+    if len(order) == 1:
+        return f"trained, {(yes or no)[0]} {'learned' if yes else 'not learned'}"
+    if not no:
+        return "trained, both learned" if len(order) == 2 else "trained, all learned"
+    if not yes:
+        return "trained, neither learned" if len(order) == 2 else "trained, none learned"
+    return f"trained, {', '.join(yes)} learned, {', '.join(no)} not"
 
 
 def _gate_order(gate) -> list:

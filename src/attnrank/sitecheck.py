@@ -295,12 +295,28 @@ def _raw_maths(page: Page):
             yield f"unrendered maths {m.group(0)!r} in {_text(node.parent)!r}"
 
 
-@book_rule("ascii-maths", "maths typed in ASCII (tau = 1, +-, sqrt(d_h), d_h) where a symbol belongs")
+#: ASCII maths the page check reports beyond :data:`attnrank.typeset.ASCII_MATHS` (which :func:`typeset` can rewrite
+#: blindly; these need a writer): a Greek letter spelled as a word (``tau``, ``beta``, ``rho``, ``sigma``), a
+#: hyphen-minus as the sign of a number (``x = -35``, ``[-0.5, 0.3]``; not a range such as ``2-5`` nor a name
+#: such as ``GPT-2``) and Python's e-notation (``7.9e+05``, ``1.6e-06``; the book writes ``7.9×10⁵``). The
+#: Greek words are reported everywhere; the other two in prose and captions (outside tables, whose number
+#: formats are the table's own).
+SITE_ASCII_MATHS = (re.compile(r"(?<![\\\w-])(?:tau|beta|rho|sigma)(?![\w(-])"),)
+PROSE_ASCII_MATHS = (
+    re.compile(r"(?:^|(?<=[\s(\[=,;:<>]))-(?=\.?\d)"),
+    re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+\-\u2212]?\d{2,}\b"),
+)
+
+
+@book_rule("ascii-maths", "maths typed in ASCII (tau = 1, +-, sqrt(d_h), d_h, -35, 7.9e+05) where a symbol belongs")
 def _ascii_maths(page: Page):
     for node in page.article.find_all(string=True):
-        if node.find_parent(["script", "style", "pre", "code"]) or node.find_parent(class_="math"):
+        if node.find_parent(["script", "style", "pre", "code", "kbd", "samp"]) or node.find_parent(class_="math"):
             continue
-        for pattern, _ in ASCII_MATHS:
+        patterns = [p for p, _ in ASCII_MATHS] + list(SITE_ASCII_MATHS)
+        if node.find_parent("table") is None:
+            patterns += PROSE_ASCII_MATHS
+        for pattern in patterns:
             for m in pattern.finditer(str(node)):
                 yield f"ASCII maths {m.group(0)!r} in {_text(node.parent)!r}"
 

@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import sys
 import time
@@ -50,7 +51,8 @@ from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES
 from .data import absolute_path_settings, data_dir
 from .errors import ConfigError, check_choice
 from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
-from .profiles import PROFILES, resolve_config, resolve_profile
+from .glossary import per_arch
+from .profiles import ARCHS, PROFILES, resolve_config, resolve_profile
 from .provenance import RESULT_ROOTS, code_hash, imported_modules, lock_state
 from .store import runs_dir
 
@@ -498,24 +500,34 @@ _PROFILE_USE = {
 }
 
 
+def profile_rows() -> tuple[list[str], list[list[str]]]:
+    """The header and rows of ``{attnrank-profiles}``: per profile its use, model and training sizes and seeds,
+    from each architecture's resolved config (:func:`attnrank.profiles.resolve_config`); a size the
+    architectures differ in is named per architecture, largest first (``GPT-2 1000 steps, BERT 500 steps of 16
+    sequences``)."""
+    header = ["profile", "meant for", "model", "training", "seeds"]
+    rows = []
+    for p in PROFILES:
+        configs = {a: resolve_config(a, p) for a in ARCHS}
+        model = per_arch(
+            {
+                a: f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens"
+                for a, c in configs.items()
+            }
+        )
+        steps = per_arch({a: c.max_steps for a, c in configs.items()}, lambda n: f"{n} steps")
+        batch = per_arch({a: c.batch_size for a, c in configs.items()})
+        rows.append(
+            [p, _PROFILE_USE.get(p, ""), model, f"{steps} of {batch} sequences", str(len(SWEEP_DEFAULTS[p]["seeds"]))]
+        )
+    return header, rows
+
+
 class ProfileTable(Directive):
-    """``{attnrank-profiles}``: the profiles' model and training sizes, from :mod:`attnrank.profiles`."""
+    """``{attnrank-profiles}``: the profiles' model and training sizes (:func:`profile_rows`)."""
 
     def run(self):
-        header = ["profile", "meant for", "model", "training", "seeds"]
-        rows = []
-        for p in PROFILES:
-            c = resolve_config("gpt2", p)
-            rows.append(
-                [
-                    p,
-                    _PROFILE_USE.get(p, ""),
-                    f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens",
-                    f"{c.max_steps} steps of {c.batch_size} sequences",
-                    str(len(SWEEP_DEFAULTS[p]["seeds"])),
-                ]
-            )
-        return [_table(header, rows)]
+        return [_table(*profile_rows())]
 
 
 def setting_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -645,13 +657,100 @@ def _set_figure_alt(app, doctree, docname) -> None:
                         image["alt"] = alt.strip("'\"")
 
 
+#: TeX commands a meta description writes as the character they stand for (:func:`plain_maths`).
+_TEX_SYMBOLS = {
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ε",
+    "eta": "η",
+    "theta": "θ",
+    "lambda": "λ",
+    "mu": "μ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "phi": "φ",
+    "Sigma": "Σ",
+    "times": "×",
+    "cdot": "·",
+    "le": "≤",
+    "leq": "≤",
+    "ge": "≥",
+    "geq": "≥",
+    "to": "→",
+    "approx": "≈",
+    "infty": "∞",
+    "ne": "≠",
+    "pm": "±",
+    "top": "ᵀ",
+    "lVert": "‖",
+    "rVert": "‖",
+    "Vert": "‖",
+    "dots": "…",
+    "ldots": "…",
+}
+_SUPERSCRIPTS = str.maketrans("0123456789-+()niT", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿⁱᵀ")
+_SUBSCRIPTS = str.maketrans("0123456789hnik", "₀₁₂₃₄₅₆₇₈₉ₕₙᵢₖ")
+_SCRIPT = re.compile(r"([_^])(?:\{([^{}]*)\}|([0-9A-Za-z]))")
+_SQRT = re.compile(r"\\sqrt\s*(?:\{([^{}]*)\}|(\\?[A-Za-z0-9]+))")
+_COMMAND = re.compile(r"\\([A-Za-z]+)")
+_WRAPPER = re.compile(r"\\(?:operatorname|mathrm|mathbf|mathit|mathcal|text|textrm)\s*\{([^{}]*)\}")
+_SCRIPT_CHARS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿⁱᵀ₀₁₂₃₄₅₆₇₈₉ₕₙᵢₖ"
+
+
+def _script(match) -> str:
+    body = match.group(2) if match.group(2) is not None else match.group(3)
+    table = _SUPERSCRIPTS if match.group(1) == "^" else _SUBSCRIPTS
+    out = body.translate(table)
+    if all(c in _SCRIPT_CHARS for c in out):
+        return out
+    return ("^" if match.group(1) == "^" else "_") + (body if len(body) == 1 else f"({body})")
+
+
+def plain_maths(text: str) -> str:
+    """``text`` with its TeX maths written in Unicode, for a place where no maths is rendered (a page's meta
+    description): ``\\tau = 10^{-3}`` as ``τ = 10⁻³``, ``T = \\sqrt{d_h}`` as ``T = √dₕ``,
+    ``\\operatorname{softmax}(QK^\\top)`` as ``softmax(QKᵀ)``; spacing commands dropped, other commands as
+    their name, braces removed."""
+    if "\\" not in text and "^" not in text and "_" not in text:
+        return text
+    text = re.sub(r"\\[,;:! ]", " ", text).replace("\\|", "‖").replace("^\\top", "ᵀ")
+    text = _WRAPPER.sub(r"\1", text)
+    text = _SQRT.sub(lambda m: "√" + _sqrt_body(m.group(1) if m.group(1) is not None else m.group(2)), text)
+    text = _COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), text)
+    for _ in range(2):  # nested braces, innermost first
+        text = _SCRIPT.sub(_script, text)
+    text = text.replace("{", "").replace("}", "")
+    return " ".join(text.split())
+
+
+def _sqrt_body(body: str) -> str:
+    body = _COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), body)
+    body = _SCRIPT.sub(_script, body)
+    return body if len(body.rstrip(_SCRIPT_CHARS)) <= 1 else f"({body})"
+
+
+def _paragraph_text(para) -> str:
+    """A paragraph's text with its maths (``nodes.math``) in Unicode (:func:`plain_maths`), its prose as written."""
+    parts = []
+    for node in para.findall(lambda n: isinstance(n, (nodes.math, nodes.Text))):
+        if isinstance(node, nodes.math):
+            parts.append(plain_maths(node.astext()))
+        elif not isinstance(node.parent, nodes.math):
+            parts.append(str(node))
+    return "".join(parts)
+
+
 def _page_meta(app, pagename, templatename, context, doctree) -> None:
     """A meta description on every page: the page's first paragraph (at most 160 characters), or
     the book's description (``attnrank_description``) where the page has none."""
     text = ""
     if doctree is not None:
         for para in doctree.findall(nodes.paragraph):
-            text = " ".join(para.astext().split())
+            text = " ".join(_paragraph_text(para).split())
             if len(text) > 40:
                 break
     text = text if len(text) > 40 else app.config.attnrank_description

@@ -22,7 +22,7 @@ import torch
 from . import stats, synthetic, verdicts
 from .cache import cached
 from .errors import ConfigError
-from .glossary import fmt_estimate, fmt_setting
+from .glossary import TARGET_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting
 from .plots import ALT_TEXT
 from .plots import theory as tplots
 from .presets import preset
@@ -293,7 +293,9 @@ def p3(s: Settings) -> Check:
         init_std=INIT_STD,
     )
     glue = dict(
-        target_p3_same_max=float(t.max_diff_equivalent.max()), target_p3_control_min=float(t.max_diff_control.min())
+        target_p3_same_max=float(t.max_diff_equivalent.max()),
+        target_p3_same_max_text=fmt_sci(t.max_diff_equivalent.max(), 1),  # rounding: below fmt's zero
+        target_p3_control_min=float(t.max_diff_control.min()),
     )
     return Check({"p3": t}, glue, "p3", len(t), int((t.max_diff_equivalent > 1e-9).sum()), prefix="target")
 
@@ -328,11 +330,11 @@ def speed(s: Settings, final: pd.DataFrame, curves: pd.DataFrame, thresh: float 
         target_reach_never=int(reach.isna().sum()),
         target_reach_total=int(len(reach)),
         target_reach_list=", ".join(
-            f"tau {t:g}: {'not reached' if np.isnan(v) else f'{v:.0f}'}" for t, v in reach_tau.items()
+            f"τ = {t:g}: {'not reached' if np.isnan(v) else f'{v:.0f}'}" for t, v in reach_tau.items()
         ),
         target_plain_fit_best_tau=float(kl_by_tau.idxmin()),
         target_plain_fit_kl_tau1=float(kl_by_tau.get(1.0, np.nan)),
-        target_plain_fit_kl_min_tau=float(kl_by_tau.loc[min(s.taus)]),
+        target_plain_fit_kl_min_tau=fmt(float(kl_by_tau.loc[min(s.taus)]), 2),
     )
     in_cells = cperm.set_index(["variant", "head_dim"]).index.isin(cells)
     runs = perm[perm.set_index(["variant", "head_dim"]).index.isin(cells)]
@@ -384,6 +386,12 @@ def _nats(e: stats.Estimate) -> str:
     return f"{fmt_estimate(e, 2, n=False)} nats (n = {e.n} seeds)"
 
 
+def _seeds(seeds) -> str:
+    """Seeds as a sentence names them: ``[0, 1]`` as ``"0 and 1"``, ``[0, 1, 2]`` as ``"0, 1 and 2"``."""
+    names = [str(x) for x in seeds]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -> tuple[str, str, dict]:
     """The chapter's verdict. Realistic plain heads at ``tau = 1`` fall short of the largest head
     (shortfall, all seeds) and the best lower ``tau`` (chosen on the selection seeds) rescues them
@@ -413,11 +421,11 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
     reading_plain = (
         f"In plain dot-product attention (the attention of BERT and GPT-2), realistic heads at tau = 1 end "
         f"{_nats(v_short.estimate)} of KL above the largest head (d_h = {s.d_max}), and the best lower "
-        f"temperature, chosen on seeds {s.select_seeds} ({best_plain:g}), lowers their KL by "
-        f"{_nats(v_rescue.estimate)} on the held-out seeds {s.estimate_seeds} ({'; '.join(per_dim)}). "
+        f"temperature, chosen on seeds {_seeds(s.select_seeds)} ({best_plain:g}), lowers their KL by "
+        f"{_nats(v_rescue.estimate)} on the held-out seeds {_seeds(s.estimate_seeds)} ({'; '.join(per_dim)}). "
         f"A head far narrower than any in use, d_h = {min(s.head_dims)}, ends {_nats(stats.mean_ci(d1_gap))} "
         f"above the largest head at tau = 1; for d_h = 1 that is a limit of the head dimension that no "
-        f"temperature removes (P4). By P3 tau acts in plain attention only through the initial logit scale "
+        f"temperature removes (P4). By P3 τ acts in plain attention only through the initial logit scale "
         f"and the effective learning rate."
     )
     pnorm = perm[(perm.variant == "normalised") & (perm.head_dim == s.d_max)]
@@ -427,7 +435,7 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
     )
     if verdicts.classify(e_norm, MATERIAL, "above") == verdicts.SUPPORTED:
         reading_norm = (
-            f"With normalised q and k the study's reading holds: the logits are capped at 1/tau, tau = 1 cannot "
+            f"With normalised q and k the study's reading holds: the logits are capped at 1/τ, τ = 1 cannot "
             f"fit the permutation at any head dimension (P5), and tau = {best_norm:g} (chosen on the selection "
             f"seeds) at d_h = {s.d_max} cuts the KL by {_nats(e_norm)} on the held-out seeds."
         )
@@ -453,7 +461,7 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
         f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
         f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
         f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short.estimate, 2)}; "
-        f"gain of tau = {best_plain:g}, chosen on seeds {s.select_seeds}, on held-out seeds {s.estimate_seeds} "
+        f"gain of tau = {best_plain:g}, chosen on seeds {_seeds(s.select_seeds)}, on held-out seeds {_seeds(s.estimate_seeds)} "
         f"(nats): {fmt_estimate(v_rescue.estimate, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
     )
     glue = dict(
@@ -551,6 +559,7 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
     status, summary, readings = verdict(S, final, checks, fit)
     glue.update(readings)
     mean_info = info.groupby("target")[["rank_rtol_1e_2", "mean_max_prob"]].mean().reset_index()
+    mean_info = mean_info.assign(target=mean_info.target.map(TARGET_LABELS))
     tables = [
         Table(
             "target_targets",

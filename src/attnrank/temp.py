@@ -25,6 +25,7 @@ from .plots import training as tplots
 from .profiles import resolve_config, resolve_profile
 from .rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from .section import (
+    INITIAL_BRIEF,
     INITIAL_REGIME,
     Figure,
     Section,
@@ -574,6 +575,7 @@ def section(
             INITIAL_REGIME,
             temperature_summary(rv, cold=tau_min, profile=profile, n_seeds=n_seeds, rank_v=rank_v),
             {mm: v.status for mm, v in rank_v.items()},
+            brief=INITIAL_BRIEF,
         ),
         Verdict(
             "temp_loss",
@@ -586,5 +588,5 @@ def section(
             brief=regime_brief(loss_gate, **inp),
         ),
     ]
-    tables.append(by_measure_table("temp_by_measure", rank_v, m))
+    tables.append(by_measure_table("temp_by_measure", verdicts[0], m))
     return Section("temp", glue, figures, tables, verdicts)

@@ -67,7 +67,7 @@ def test_theory_section_figure_names_data_and_caption():
     fig, data, name, caption = tplots.section_figure("p0", p0, z, "paper")
     assert name == "theory_p0_spectrum" and len(data) == 2 * 6 * 2  # instances x n x {float64, exact}
     assert caption.endswith(
-        "n = 6, tau = 1, in float64 and in 30-digit arithmetic (paper profile, 2 random instances)."
+        "$n$ = 6, $\\tau = 1$, in float64 and in 30-digit arithmetic (paper profile, 2 random instances)."
     )
     with pytest.raises(ConfigError, match="name"):
         tplots.section_figure("p9", p0, z, "ci")
@@ -212,8 +212,8 @@ def test_protocol_set_early_summary():
         ]
     )
     text = protocol.set_early_summary(rules.set_early_rule(t), "40 steps")
-    assert text.startswith(f"The rank at step k predicts the final rank (Spearman rho above {rules.SET_EARLY_RHO:g}")
-    assert "(of 40 steps; effective rank): BERT (MLM): first early step 4, rho 0.95 [0.91, 0.99]" in text
+    assert text.startswith(f"The rank at step k predicts the final rank (Spearman ρ above {rules.SET_EARLY_RHO:g}")
+    assert "(of 40 steps; effective rank): BERT (MLM): first early step 4, ρ 0.95 [0.91, 0.99]" in text
     assert "GPT-2 (CLM): none clears it; last early step 4" in text
 
 
@@ -290,8 +290,10 @@ def test_causal_runs_text_spans_and_summary():
     )
     assert causal.intervention_spans(inter, "effective_rank") == {
         "causal_int_rank": "0.50 to 3.00",
-        "causal_int_loss": "0.01 to 0.3",
+        "causal_int_loss": "0.01 to 0.30",
     }
+    tiny = inter.assign(val_loss=[5.0, 5.0 + 7.1e-5, 5.0, 5.0, 5.0 + 2.2e-4, 5.0])
+    assert causal.intervention_spans(tiny, "effective_rank")["causal_int_loss"] == "7.1×10⁻⁵ to 0.00022"
     table = _outcomes()
     v = rules.causal_rule(table)
     text = causal.verdict_summary(v, causal.twins_table(table), tau=0.01, profile="ci", n_runs=30)
@@ -397,4 +399,4 @@ def test_measure_figures_name_data_and_caption():
     assert caption.endswith("mean over 16 validation sequences (ci profile, 5 runs, 2 seeds per architecture).")
     ref = by_tau[by_tau.pipeline == spectra.REFERENCE]
     fig, data, name, caption = mplots.ranks_vs_tau_figure(ref, ms.uniform_causal(8), S, highlight="effective_rank")
-    assert name == "measure_ranks_vs_tau" and "tau from 0.1 to 10; float64" in caption
+    assert name == "measure_ranks_vs_tau" and "$\\tau$ from 0.1 to 10; float64" in caption

@@ -5,6 +5,7 @@ constructed tables (no training: every run table here is written by hand)."""
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import matplotlib
@@ -16,11 +17,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import baselines, glossary, loss, rank, reproducibility, rules, runs, stats
+from attnrank import (
+    baselines,
+    book,
+    experiments,
+    glossary,
+    headdim,
+    loss,
+    rank,
+    reproducibility,
+    rules,
+    runs,
+    sphinxext,
+    stats,
+)
 from attnrank.errors import ConfigError
-from attnrank.glossary import fmt_estimate
+from attnrank.glossary import ARCH_NAMES, fmt_estimate
 from attnrank.plots import sweeps
 from attnrank.plots import training as tp
+from attnrank.profiles import PROFILES, resolve_config
 from attnrank.rules import DynamicsResult
 from attnrank.section import (
     Figure,
@@ -167,11 +182,11 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     )
     assert baselines.regime_inputs(d)["reference_runs"] == n
     assert baselines.at_reference(d) and not baselines.at_reference(d[d.tau == 1.0])
-    # the intro's table: each model's gap or "not learned", nothing more, from the same inputs
+    # the intro's table: whether each model has learned, nothing more, from the same inputs
     inp = baselines.regime_inputs(d)
-    assert regime_brief(gate, **inp) == f"trained, τ = 1: GPT-2 {5.5 - gpt2:.2f} nats below bigram; BERT not learned"
+    assert regime_brief(gate, **inp) == "trained, GPT-2 learned, BERT not"
     assert regime_brief(rules.learned_gate({"gpt2": "supported"}, {"gpt2": 0.2}), at_reference=False) == (
-        "trained: GPT-2 not learned"
+        "trained, GPT-2 not learned"
     )
     assert regime_brief(SimpleNamespace(gaps={}, not_learned=()), at_reference=True) == "no complete run"
     v = Verdict(
@@ -185,7 +200,7 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     )
     assert v.parts()["regime_brief"] == v.regime  # no brief: the intro shows the clause itself
     v.brief = regime_brief(gate, **inp)
-    assert v.parts()["regime_brief"].startswith("trained, τ = 1: GPT-2") and len(v.parts()["regime_brief"].split()) < 15
+    assert v.parts()["regime_brief"] == "trained, GPT-2 learned, BERT not"
     text = gate_text(gate)
     assert "BERT counts as inconclusive at this scale" in text and "would be supported" in text
     # every model has learned: the rule is still stated, and nothing changed
@@ -199,7 +214,9 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
 
 def test_by_measure_table_and_measure_constants():
     results = {"rank_rtol_1e-2": DynamicsResult("supported"), "effective_rank": DynamicsResult("not supported")}
-    t = by_measure_table("x_by_measure", results, "effective_rank")
+    v = dict(finding="A short line.", effect="1 [0, 2]", n="4 runs", regime="r", summary="s")
+    ungated = Verdict("x", "not supported", by_measure={m: r.status for m, r in results.items()}, **v)
+    t = by_measure_table("x_by_measure", ungated, "effective_rank", results)
     assert t.frame.to_dict("list") == {
         "measure": ["rank, rtol 1e-2", "effective rank (primary)"],
         "verdict under this measure": ["supported", "not supported"],
@@ -234,12 +251,127 @@ def test_environment_and_profile_tables():
     assert "pandas" in set(env.package) and env.set_index("package").installed["pandas"] == pd.__version__
     assert lock.startswith(("requirements.lock (SHA-256 ", "no lock file"))
     defaults, grids = reproducibility.profile_tables()
-    assert "paper" in defaults.columns and defaults.set_index("setting").loc["hidden_size", "paper"].isdigit()
+    assert "paper" in defaults.columns and defaults.set_index("setting").loc["width", "paper"].isdigit()
+    # every setting by its reader label, and each architecture's own resolved steps (BERT trains fewer at quick)
+    assert not [s for s in defaults.setting if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", s)]
+    steps = defaults.set_index("setting").loc["training steps"]
+    for p in PROFILES:
+        own = {a: resolve_config(a, p).max_steps for a in ("gpt2", "bert")}
+        if own["gpt2"] == own["bert"]:
+            assert steps[p] == str(own["gpt2"])
+        else:
+            assert steps[p] == ", ".join(f"{ARCH_NAMES[a]} {n}" for a, n in sorted(own.items(), key=lambda x: -x[1]))
+    assert (
+        steps["quick"]
+        == f"GPT-2 {resolve_config('gpt2', 'quick').max_steps}, BERT {resolve_config('bert', 'quick').max_steps}"
+    )
     from attnrank.experiments import SWEEP_DEFAULTS
 
     seeds = grids.set_index("grid").loc["seeds", "ci"]
     assert seeds == ", ".join(map(str, SWEEP_DEFAULTS["ci"]["seeds"]))
     assert set(grids.grid) == {"τ", "head dimensions", "seeds"}
+
+
+def test_profile_directive_names_each_architectures_steps():
+    """The conventions page's profile table: each architecture's own resolved steps, never GPT-2's for both."""
+    header, rows = sphinxext.profile_rows()
+    training = dict(zip([r[0] for r in rows], [r[header.index("training")] for r in rows]))
+    assert set(training) == set(PROFILES)
+    for p in PROFILES:
+        g, b = resolve_config("gpt2", p), resolve_config("bert", p)
+        if g.max_steps == b.max_steps:
+            assert training[p] == f"{g.max_steps} steps of {g.batch_size} sequences"
+        else:
+            assert f"BERT {b.max_steps} steps" in training[p] and f"GPT-2 {g.max_steps} steps" in training[p]
+    q = resolve_config("bert", "quick")
+    assert q.max_steps != resolve_config("gpt2", "quick").max_steps  # the case the table must tell apart
+    assert (
+        training["quick"]
+        == f"GPT-2 {resolve_config('gpt2', 'quick').max_steps} steps, BERT {q.max_steps} steps of {q.batch_size} sequences"
+    )
+
+
+def test_reproducibility_tables_use_reader_labels():
+    """The sizes, run presets and verdict scales name chapters, sizes and settings by their labels, not in code."""
+    sizes, chapter_runs = reproducibility.preset_tables()
+    snake = re.compile(r"[a-z0-9]+(_[a-z0-9]+)+")
+    cells = [*sizes.chapter, *sizes["size"], *chapter_runs.chapter, *chapter_runs.overrides]
+    assert cells and not [c for c in cells if not isinstance(c, str) or snake.search(c)]
+    assert "P0: matrix size" in set(sizes["size"]) and "sequence length" in set(chapter_runs.chapter)
+    assert set(glossary.VERDICT_LABELS) == set(experiments.VERDICT_RUNS)
+    assert glossary.VERDICT_LABELS["temp_loss"] == "(ii + iii) loss against temperature"
+    assert reproducibility.multiplicity(10)["repro_level"] == "95%"
+
+
+def test_runs_table_fits_the_column():
+    """The sweep's runs as listed: head dimension by heads and the device with its threads in one cell each."""
+    sweep = pd.DataFrame(
+        dict(
+            key=["k1", "k2"],
+            arch=["bert", "gpt2"],
+            tau=[1.0, 0.001],
+            head_dim=[16, 8],
+            num_heads=[2, 4],
+            seed=[0, 1],
+            status=["complete", "failed"],
+            steps=[40, 7],
+            final_val_loss=[5.97, float("nan")],
+            device=["cpu", "cuda"],
+            threads=[1, 4],
+        )
+    )
+    shown = reproducibility.runs_shown(sweep)
+    assert list(shown.columns) == [
+        "key",
+        "model",
+        "τ",
+        "dₕ × heads",
+        "seed",
+        "status",
+        "steps",
+        "final loss (nats)",
+        "device",
+    ]
+    assert list(shown["dₕ × heads"]) == ["16 × 2", "8 × 4"] and list(shown.device) == [
+        "cpu, 1 thread",
+        "cuda, 4 threads",
+    ]
+    assert list(shown.model) == ["BERT (MLM)", "GPT-2 (CLM)"]
+
+
+def test_a_table_writes_each_float_column_in_one_format():
+    """book.table_html: a column of small and ordinary values is written in one notation (the learned chapter's
+    attention worth read "−0.00033 | 2.4e−05 | 0.00" before), percentages as the formatter writes them."""
+    frame = pd.DataFrame({"worth": [-0.00033, 2.4e-05, 0.0, 2e-05], "loss": [1.9, 1.25, 1.0, 2.0], "n": [1, 2, 3, 4]})
+    html = book.table_html(Table("t", frame))
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
+    worth, loss = cells[0::3], cells[1::3]
+    assert worth == ["\u22123.3e\u221204", "2.4e\u221205", "0", "2.0e\u221205"]
+    assert loss == ["1.90", "1.25", "1.00", "2.00"] and cells[2::3] == ["1", "2", "3", "4"]
+
+
+def test_bound_table_headers_are_measure_labels():
+    check = pd.DataFrame(
+        columns=[
+            "tau",
+            "head_dim",
+            "r_1",
+            "r_2",
+            "M",
+            "rank rtol_1e-2",
+            "rank rtol_1e-4",
+            "bound rtol_1e-2",
+            "bound rtol_1e-4",
+        ]
+    )
+    cols = list(headdim._bound_table(check).columns)
+    assert cols[-4:] == [
+        glossary.MEASURE_LABELS["rank_rtol_1e-2"],
+        glossary.MEASURE_LABELS["rank_rtol_1e-4"],
+        "bound, rtol 1e-2",
+        "bound, rtol 1e-4",
+    ]
+    assert not [c for c in cols if "_" in c]
 
 
 # ------------------------------------------------------------------ figure helpers

@@ -4,18 +4,68 @@ import numpy as np
 import pytest
 
 from attnrank import glossary, provenance, rank, rules
-from attnrank.glossary import fmt, fmt_estimate, fmt_setting
+from attnrank.glossary import fmt, fmt_column, fmt_estimate, fmt_setting, per_arch
 from attnrank.stats import Estimate
 
 
 def test_fmt_writes_one_number_by_one_rule():
     assert fmt(0.4321) == "0.43" and fmt(0.4321, 3) == "0.432"
     assert fmt(-0.5) == "\u22120.50"  # a true minus sign
-    assert fmt(3.2e-5) == "3.2e\u221205" and fmt(123456.0) == "1.2e+05"  # significant digits at the ends
+    assert (
+        fmt(3.2e-5) == "3.2×10⁻⁵" and fmt(123456.0) == "1.2×10⁵" and fmt(-7.1e-5) == "\u22127.1×10⁻⁵"
+    )  # significant digits at the ends
     assert fmt(-1e-16) == "0.00"  # rounding noise is zero, never "-0.00"
     assert fmt(7) == "7" and fmt(np.int64(-3)) == "\u22123"  # integers as they are
     assert fmt(float("nan")) == fmt(None) == fmt(float("inf")) == "n/a"
     assert fmt(0.125, 0, percent=True) == "12%" and fmt(-0.0125, 1, percent=True) == "\u22121.2%"
+
+
+def test_fmt_column_writes_a_column_in_one_format():
+    m = "\u2212"
+    # ordinary values: fmt's decimals
+    assert fmt_column([0.4321, 1.5, float("nan")]) == ["0.43", "1.50", "n/a"]
+    # one small value: every value gets the decimals it needs, when few enough
+    assert fmt_column([0.0033, 0.2, 1.25]) == ["0.003", "0.200", "1.250"]
+    # smaller still (the learned chapter's attention worth): scientific notation for every value, zero as 0
+    assert fmt_column([-0.00033, 2.4e-05, 0.0, 2e-05, 0.0002]) == [
+        f"{m}3.3e{m}04",
+        f"2.4e{m}05",
+        "0",
+        f"2.0e{m}05",
+        f"2.0e{m}04",
+    ]
+    assert fmt_column([0.09, 1e-16, 8.31e-07], 3) == [f"9.00e{m}02", "0", f"8.31e{m}07"]  # rounding noise is zero
+    assert fmt_column([3.7e11, 1.4e11]) == ["3.7e+11", "1.4e+11"]
+    assert fmt_column([0.197, 0.224], 1, percent=True) == ["19.7%", "22.4%"]  # the one way of writing a percentage
+    assert fmt_column([]) == []
+
+
+def test_per_arch_names_a_setting_the_architectures_differ_in():
+    assert per_arch({"bert": 500, "gpt2": 1000}) == "GPT-2 1000, BERT 500"  # largest first
+    assert per_arch({"bert": 40, "gpt2": 40}) == "40"
+    assert per_arch({"bert": 500, "gpt2": 1000}, lambda n: f"{n} steps") == "GPT-2 1000 steps, BERT 500 steps"
+
+
+def test_every_table_vocabulary_covers_its_names_in_words():
+    import dataclasses
+
+    from attnrank import experiments, presets, profiles, synthetic
+
+    fields = {f.name for f in dataclasses.fields(profiles.RunConfig)} - {"arch", "profile"}
+    assert set(glossary.SETTING_LABELS) == fields
+    assert set(glossary.VERDICT_LABELS) == set(experiments.VERDICT_RUNS)
+    assert set(glossary.CHAPTER_LABELS) == set(presets.PRESETS) | set(presets.RUN_PRESETS)
+    assert set(glossary.SIZE_LABELS) == {k for c in presets.PRESETS.values() for p in c.values() for k in p}
+    assert set(glossary.TARGET_LABELS) == set(synthetic.TARGETS)
+    labels = [
+        *glossary.SETTING_LABELS.values(),
+        *glossary.VERDICT_LABELS.values(),
+        *glossary.CHAPTER_LABELS.values(),
+        *glossary.SIZE_LABELS.values(),
+        *glossary.TARGET_LABELS.values(),
+    ]
+    assert not [x for x in labels if "_" in x]
+    assert glossary.TARGET_LABELS["lowrank"] == "low-rank"
 
 
 def test_fmt_setting_writes_grid_values_compactly():
@@ -44,6 +94,10 @@ def test_fmt_estimate_writes_value_interval_and_n():
     assert fmt_estimate(Estimate(0.0021, 0.002, 0.0022, 6, "t"), 2, n=False) == "0.0021 [0.0020, 0.0022]"
     assert fmt_estimate(Estimate(-0.0004, -0.004, 0.003, 5, "t"), 3, n=False) == "0.000 [\u22120.004, 0.003]"
     assert fmt_estimate(Estimate(0.123, 0.08, 0.15, 30, "t"), 0, percent=True) == "12% [8%, 15%], n = 30"
+    # at most two decimals more than asked; an interval narrower still is written in powers of ten, not as
+    # "0.000000 [0.000000, 0.000001]" (headdim's lever table) nor as a point "0.0000 [0.0000, 0.0000]"
+    assert fmt_estimate(Estimate(2.6e-7, 1e-7, 1.1e-6, 5, "t"), 2, n=False) == ("2.6×10⁻⁷ [1×10⁻⁷, 1.1×10⁻⁶]")
+    assert fmt_estimate(Estimate(-1.06e-5, -2e-5, 3e-6, 5, "t"), 2, n=False) == ("−1.1×10⁻⁵ [−2×10⁻⁵, 3×10⁻⁶]")
 
 
 def test_the_vocabulary_is_the_run_configs_and_has_a_label_for_every_measure():

@@ -133,3 +133,35 @@ def test_typeset_turns_ascii_maths_into_symbols_outside_code_and_tex():
     page = f"<html><body><article><p>{typeset('runs at tau = 1 +-0.1')}</p></article></body></html>"
     (rule,) = [r for r in sitecheck.BOOK_RULES if r.name == "ascii-maths"]
     assert list(rule.check(Page("chapters/x.html", page))) == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "<p>the median number of steps is tau 0.01: 60, tau 0.1: 55</p>",
+        "<figcaption>singular values of softmax(beta S0) against beta</figcaption>",
+        "<p>last early step 4, rho 0.85 [0.69, 0.93]</p>",
+        "<p>the determinant is about 10 to the x = -35</p>",
+        "<p>between x = -19.0 and -18.1</p>",
+        "<p>only at a temperature of 7.9e+05</p>",
+        "<p>at most 1.6e-06 for the effective rank</p>",
+        "<p>every other measure moves by 1.4e\u221206</p>",
+    ],
+)
+def test_ascii_maths_flags_greek_words_signs_and_e_notation_in_prose(bad):
+    assert _findings("ascii-maths", bad), bad
+
+
+@pytest.mark.parametrize(
+    "good",
+    [
+        "<p>τ = 0.01: 60, between x = \u221219.0 and \u221218.1, at 7.9×10⁵, a rank of 13 (steps 2-5, GPT-2)</p>",
+        "<p>the column <code>train_tau</code>, <code>x = -35</code> and <code>1.6e-06</code> as code</p>",
+        '<p><a href="../data/measure_ranks_vs_tau.csv" download>data (20 rows, CSV)</a> for rank_atol_1e-8</p>',
+        '<p><span class="math notranslate nohighlight">\\(\\tau = 10^{-3}\\), \\(\\beta\\), \\(x = -35\\)</span></p>',
+        "<table><tr><td>\u22122.4e\u221205</td><td>-0.5</td></tr></table>",
+        "<p>rank, atol 1e-8 (study), rtol 1e-2; the 10-90% band; a tau-independent set-up; rho_min</p>",
+    ],
+)
+def test_ascii_maths_leaves_code_links_maths_tables_and_ranges(good):
+    assert _findings("ascii-maths", good) == [], good

@@ -503,7 +503,7 @@ def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str
         "measure_ranks_vs_tau",
         (
             f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is "
-            f"changed, tau from {min(setting.taus):g} to {max(setting.taus):g}; float64 probabilities and SVD; per run "
+            f"changed, $\\tau$ from {min(setting.taus):g} to {max(setting.taus):g}; float64 probabilities and SVD; per run "
             f"the mean over {setting.probe_size} validation sequences, then the mean over runs, band: 95% CI over runs. "
             f"Dashed: each measure's value for the uniform causal matrix U_n (GPT-2) ({setting.runs_text})."
         ),
@@ -541,7 +541,7 @@ def precision_figure(by_tau: pd.DataFrame, setting):
         by_tau,
         "measure_precision",
         (
-            f"Each rank measure of trained models against tau for three precision pipelines (bold: float64 reference; "
+            f"Each rank measure of trained models against $\\tau$ for three precision pipelines (bold: float64 reference; "
             f"solid BERT, dashed GPT-2); mean over runs of each run's mean over {setting.probe_size} validation sequences "
             f"({setting.runs_text})."
         ),

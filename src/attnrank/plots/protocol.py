@@ -45,7 +45,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
         ],
         ignore_index=True,
     )
-    labels = {"rank": f"rank (atol 1e-8),\n{n_train} + {n_test} examples", "loss": "validation loss (nats)"}
+    labels = {"rank": f"rank (atol $10^{{-8}}$),\n{n_train} + {n_test} examples", "loss": "validation loss (nats)"}
     fig = trajectories(
         view,
         y="value",
@@ -64,8 +64,8 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
         view[["arch", "tau", "seed", "panel", "step", "value"]],
         "protocol_study_view",
         (
-            f"The study's view: rank (absolute threshold 1e-8, mean over {n_train} training + {n_test} held-out "
-            f"sequences, layers and heads) and validation loss through training at tau = 1 (bold) and tau = 0.001, "
+            f"The study's view: rank (absolute threshold $10^{{-8}}$, mean over {n_train} training + {n_test} held-out "
+            f"sequences, layers and heads) and validation loss through training at $\\tau = 1$ (bold) and $\\tau = 0.001$, "
             f"one run each ({profile} profile, seed {int(first.seed.min())}, head dimension {records.head_dim})."
         ),
     )
@@ -79,7 +79,11 @@ def draws_figure(draws: pd.DataFrame, records, n_draws: int, profile: str):
     ends = pd.concat([draws[draws.step == 0], records.at_final_step(draws)])
     ends = ends.assign(when=np.where(ends.step == 0, "step 0", "last step"))
     fig = change_distribution(
-        ends, x="stat", y="when", reference=0.0, xlabel="rank at tau = 1 minus rank at tau = 0.001 (atol 1e-8)"
+        ends,
+        x="stat",
+        y="when",
+        reference=0.0,
+        xlabel=r"rank at $\tau = 1$ minus rank at $\tau = 0.001$ (atol $10^{-8}$)",
     )
     return (
         fig,
@@ -136,7 +140,7 @@ def set_early_figure(by_step: pd.DataFrame, records, profile: str, rho_min: floa
         panel="panel",
         label="lever",
         estimate="rho",
-        xlabels={label: "Spearman rho, rank at step k vs the last step"},
+        xlabels={label: r"Spearman $\rho$, rank at step $k$ vs the last step"},
     )
     for ax in fig.axes:
         ax.axvline(rho_min, color="0.3", ls=":")

@@ -426,7 +426,8 @@ def _p0_figure(sec, z, profile):
         p0,
         "theory_p0_spectrum",
         (
-            f"P0: singular values of softmax(S) for head dimension 1, n = {z['p0_n']}, tau = 1, in float64 and in "
+            f"P0: singular values of $\\operatorname{{softmax}}(S)$ for head dimension 1, $n$ = {z['p0_n']}, $\\tau = 1$, in "
+            f"float64 and in "
             f"{z['p0_digits']}-digit arithmetic ({profile} profile, {z['p0_inst']} random instances)."
         ),
     )
@@ -440,9 +441,9 @@ def _staircase_figure(sec, z, profile):
         data,
         "theory_p1_staircase",
         (
-            f"P1 staircase: singular values of softmax(beta S0) against beta (left, coloured by predicted block m) and "
-            f"fitted exponents (right) for one random S0 with head dimension 4, n = {z['stair_n']} ({profile} profile, "
-            f"1 instance, 9 values of beta)."
+            f"P1 staircase: singular values of $\\operatorname{{softmax}}(\\beta S_0)$ against $\\beta$ (left, coloured by "
+            f"predicted block $m$) and fitted exponents (right) for one random $S_0$ with head dimension 4, $n$ = "
+            f"{z['stair_n']} ({profile} profile, 1 instance, 9 values of $\\beta$)."
         ),
     )
 
@@ -469,7 +470,8 @@ def _saturation_figure(sec, z, profile):
         data,
         "theory_p1p_saturation",
         (
-            f"P1': rank measures of softmax(QK^T / sqrt(d_h)) at tau = 1, n = {z['sat_n']}, against head dimension; "
+            f"P1': rank measures of $\\operatorname{{softmax}}(QK^\\top / \\sqrt{{d_h}})$ at $\\tau = 1$, $n$ = {z['sat_n']}, "
+            f"against head dimension; "
             f"dashed lines and bands: the i.i.d. Gaussian limit ({profile} profile, {z['sat_samples']} random matrices "
             f"per point)."
         ),
@@ -484,7 +486,7 @@ def _hardmax_figure(sec, z, profile):
         curves.merge(thr, on=["instance", "r_H"]),
         "theory_p2_hardmax",
         (
-            f"P2: numerical rank (rtol 1e-2) over the hardmax rank against tau (left) and the predicted and measured "
+            f"P2: numerical rank (rtol $10^{{-2}}$) over the hardmax rank against $\\tau$ (left) and the predicted and measured "
             f"thresholds against the smallest logit gap (right), n = {z['p2_n']}, head dimension {z['p2_d']} "
             f"({profile} profile, {z['p2_inst']} random instances, {z['p2_grid']} temperatures)."
         ),
@@ -493,14 +495,16 @@ def _hardmax_figure(sec, z, profile):
 
 def _theorem_figure(sec, z, profile):
     mc, refs = sec.tables["mc"], sec.tables["refs"]
+    ns = [str(n) for n in z["n_values"]]
+    n_text = ", ".join(ns[:-1]) + " and " + ns[-1] if len(ns) > 1 else "".join(ns)
     return (
         hardmax_monte_carlo(mc, refs),
         mc.merge(refs, on="n"),
         "theory_thm_montecarlo",
         (
-            f"The study's theorem: mean hardmax rank over n against head dimension, n in {z['n_values']}, with the "
-            f"i.i.d. value n(1-(1-1/n)^n) (dashed) and the study's bound (1-1/e)n+1 (dotted) ({profile} profile, "
-            f"{z['mc_samples']} draws of (W_Q, W_K) per point)."
+            f"The study's theorem: mean hardmax rank over $n$ against head dimension, $n$ = {n_text}, with the "
+            f"i.i.d. value $n(1-(1-1/n)^n)$ (dashed) and the study's bound $(1-1/e)n+1$ (dotted) ({profile} profile, "
+            f"{z['mc_samples']} draws of $(W_Q, W_K)$ per point)."
         ),
     )
 

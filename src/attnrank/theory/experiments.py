@@ -92,6 +92,12 @@ def totals(sections: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------- P0
+def _rank_range(low: int, high: int) -> str:
+    """The ranks a tolerance reports over instances, as a sentence says them: ``"a rank of 13"`` when every
+    instance gives the same one, else ``"a rank between 12 and 13"``."""
+    return f"a rank of {low}" if low == high else f"a rank between {low} and {high}"
+
+
 def p0(
     *, p0_n: int, p0_inst: int, p0_digits: int, seed: int = 0, head_dim: int = 1, causal_instances: int = 200, **_
 ) -> Check:
@@ -115,12 +121,11 @@ def p0(
         theory_p0_d=head_dim,
         theory_p0_digits=p0_digits,
         theory_p0_inst=p0_inst,
-        theory_p0_float_rank_min=int(float_rank.min()),
-        theory_p0_float_rank_max=int(float_rank.max()),
-        theory_p0_minlog_min=float(minlog.min()),
-        theory_p0_minlog_max=float(minlog.max()),
+        theory_p0_float_rank=_rank_range(int(float_rank.min()), int(float_rank.max())),
+        theory_p0_minlog_min=fmt(float(minlog.min()), 1),
+        theory_p0_minlog_max=fmt(float(minlog.max()), 1),
         theory_p0_causal_inst=int(len(S_c)),
-        theory_p0_causal_logdet_min=float(logdet.min()),
+        theory_p0_causal_logdet_min=fmt(float(logdet.min()), 1),
     )
     return Check({"spectrum": p0.drop(columns="float_rank")}, glue, "p0", p0_inst + len(S_c), viol)
 
@@ -152,13 +157,14 @@ def p1_staircase(
     )
     rows = []
     for m in sorted(set(blocks[clean].tolist())):
-        sel = (blocks == m) & clean
+        block = blocks == m
+        sel = block & clean
         rows.append(
-            dict(
+            dict(  # the block's range of k (the one the prose names); ``clean``: how many of it are fitted
                 m=m,
-                first_k=int(sel.nonzero()[0]) + 1,
-                last_k=int(sel.nonzero()[-1]) + 1,
-                size=int((blocks == m).sum()),
+                first_k=int(block.nonzero()[0]) + 1,
+                last_k=int(block.nonzero()[-1]) + 1,
+                size=int(block.sum()),
                 clean=int(sel.sum()),
                 median_slope=float(slopes[sel].median()),
                 max_dev=float((slopes[sel] - m).abs().max()),
@@ -174,7 +180,7 @@ def p1_staircase(
         theory_stair_d=head_dim,
         theory_stair_n=n,
         theory_stair_blocks=" | ".join(
-            f"{r.first_k}-{r.first_k + r.size - 1}" if r.size > 1 else f"{r.first_k}" for r in complete.itertuples()
+            f"{r.first_k}–{r.last_k}" if r.size > 1 else f"{r.first_k}" for r in complete.itertuples()
         ),
         theory_stair_slopes=", ".join(f"{s:.3f}" for s in complete["median_slope"]),
         theory_stair_maxdev=float(complete["max_dev"].max()),
