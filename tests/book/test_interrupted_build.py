@@ -13,10 +13,11 @@ from test_book_build import JUPYTER_BOOK, _notebook, build, make_book, shown
 SLOW = (
     "import os, time\n"
     "from attnrank import book\n"
+    "from attnrank.glossary import fmt\n"
     "from attnrank.profiles import resolve_profile\n"
     "open(os.environ['STARTED'], 'w').close()\n"
     "time.sleep(float(os.environ.get('SLEEP', '0')))\n"
-    "book.glue('value', f\"{resolve_profile('auto')} {book.fmt(1 / 3)}\")"
+    "book.glue('value', f\"{resolve_profile('auto')} {fmt(1 / 3)}\")"
 )
 
 
