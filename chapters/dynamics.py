@@ -25,13 +25,13 @@
 #    every layer and head?
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seeds = None
-taus = None
-head_dims = None
-heatmap_tau = 1.0  # temperature ratio of the layer x head heat maps (must be in the sweep)
-stable_tolerance = 0.1  # a run is "stable" if its relative change of mean rank is at most this
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
+taus: list = None  # temperature ratios τ of the grid; None: the profile's
+head_dims: list = None  # head dimensions of the grid; None: the profile's
+heatmap_tau: float = 1.0  # temperature ratio of the layer x head heat maps (must be in the sweep)
+stable_tolerance: float = 0.1  # a run is "stable" if its relative change of mean rank is at most this
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, dynamics

@@ -20,11 +20,11 @@
 # server, no network.
 
 # %% tags=["parameters", "remove-cell"]
-profile = "auto"
-taus = None  # the grid's temperature ratios, head dimensions and seeds; None: the profile's
-head_dims = None
-seeds = None
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+taus: list = None  # temperature ratios τ of the grid; None: the profile's
+head_dims: list = None  # head dimensions of the grid; None: the profile's
+seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, explore

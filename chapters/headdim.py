@@ -43,12 +43,12 @@
 # seed spread. The same rule is applied with every rank measure.
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seeds = None
-taus = None
-head_dims = None
-mc_samples = 256
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
+taus: list = None  # temperature ratios τ of the grid; None: the profile's
+head_dims: list = None  # head dimensions of the grid; None: the profile's
+mc_samples: int = 256  # random matrices per Monte Carlo estimate; None: the profile's
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, headdim

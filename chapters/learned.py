@@ -36,9 +36,9 @@
 # nats below its bigram, with the two-sided model reported beside it.
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seeds = None
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, learned

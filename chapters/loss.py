@@ -37,13 +37,13 @@
 #    loss?
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seeds = None
-taus = None
-head_dims = None
-level_quantile = 0.75  # the convergence level is this quantile of the runs' final training losses (per arch)
-smooth = 3  # logged training-loss points averaged before testing the level
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
+taus: list = None  # temperature ratios τ of the grid; None: the profile's
+head_dims: list = None  # head dimensions of the grid; None: the profile's
+level_quantile: float = 0.75  # the convergence level is this quantile of the runs' final training losses (per arch)
+smooth: int = 3  # logged training-loss points averaged before testing the level
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, loss

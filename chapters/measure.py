@@ -22,13 +22,13 @@
 # fourth critique (why an absolute $10^{-8}$ threshold?).
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seeds = None
-taus = None
-head_dims = None
-probe_size = 64
-tau_grid_extreme = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
+taus: list = None  # temperature ratios τ of the grid; None: the profile's
+head_dims: list = None  # head dimensions of the grid; None: the profile's
+probe_size: int = 64  # probe sequences; confidence intervals need two
+tau_grid_extreme: list = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]  # temperature ratios probed on trained models
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, measure

@@ -20,10 +20,10 @@
 # the rank predicts the final one (the study: the rank settles early).
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seeds = None
-n_draws = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
+n_draws: int = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, protocol

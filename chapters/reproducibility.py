@@ -16,8 +16,8 @@
 # the build log at the end is read from the build's own log file by every build, without executing the page again.
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-dataset = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, reproducibility

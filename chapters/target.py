@@ -36,13 +36,13 @@
 # one batched tensor program per head dimension (`synthetic.run_grid`).
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seed = 0
-taus = None
-head_dims = None
-n = None
-steps = None
-n_seeds = None
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seed: int = 0  # first seed of the toy task's runs
+taus: list = None  # temperature ratios τ of the grid; None: the profile's
+head_dims: list = None  # head dimensions of the grid; None: the profile's
+n: int = None  # tokens of the toy task; None: the profile's
+steps: int = None  # training steps of the toy task; None: the profile's
+n_seeds: int = None  # seeds per cell of the toy task; None: the profile's
 
 # %% tags=["remove-cell"]
 from attnrank import book, target

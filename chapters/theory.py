@@ -35,11 +35,11 @@
 # `tests/test_theory.py`).
 
 # %% tags=["parameters", "hide-input"]
-profile = "auto"
-seed = 0
-head_dims = None
-mc_samples = None
-dataset = None  # training corpus of the sequence-length runs; None: ATTNRANK_DATASET or shakespeare
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+seed: int = 0  # seed of the random logit matrices every check draws
+head_dims: list = None  # head dimensions of the grid; None: the profile's
+mc_samples: int = None  # random matrices per Monte Carlo estimate; None: the profile's
+dataset: str = None  # training corpus of the sequence-length runs; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book

@@ -29,6 +29,8 @@ def _declared(path) -> dict:
     for node in ast.parse("".join(cell["source"])).body:
         if isinstance(node, ast.Assign):
             values[node.targets[0].id] = ast.literal_eval(node.value)
+        elif isinstance(node, ast.AnnAssign):  # ``tau: float = 0.25  # help``, as papermill reads a type and help
+            values[node.target.id] = ast.literal_eval(node.value)
     return values
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import jupytext
 import pytest
+
+from attnrank import book
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
@@ -51,3 +54,27 @@ def test_values_pasted_from_another_page_name_a_format():
             if "::" in ref and ":" not in ref.split("::", 1)[1]:
                 bad.append(f"{path.name}: {ref}")
     assert not bad, bad
+
+
+def _declared_parameters(path: Path) -> list[str]:
+    """The names the notebook's parameters cell assigns, in order (read with ``ast``, not as papermill does)."""
+    nb = json.loads(path.read_text())
+    (cell,) = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    tree = ast.parse("".join(cell["source"]))
+    return [n.target.id if isinstance(n, ast.AnnAssign) else n.targets[0].id for n in tree.body]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_lists_every_parameter_with_its_type_and_meaning(path):
+    """``papermill --help-notebook`` shows each parameter's type (the schema's) and what it means: every
+    line of the parameters cell is ``name: type = default  # help`` with no other ``=`` (papermill skips
+    such a line; it showed "Unknown type" for every parameter)."""
+    import papermill
+
+    inferred = papermill.inspect_notebook(str(path))
+    declared = _declared_parameters(path)
+    assert list(inferred) == declared
+    for name, p in inferred.items():
+        schema = book.PARAMETERS[name]
+        assert p["inferred_type_name"] == ("list" if schema.many else schema.kind.__name__), name
+        assert len(p["help"].split()) >= 3, (name, p["help"])
