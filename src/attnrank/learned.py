@@ -325,8 +325,8 @@ def plan_parts(profile: str = "auto") -> dict:
 
     Returns ``{"build": {part: configs}, "next": {part: configs}}``. ``build``: the shared grid
     (:func:`attnrank.experiments.main_sweep`), the sequence-length runs and the causal chapter's runs, as
-    :func:`attnrank.experiments.book_runs` trains them. ``next``: a third seed of every setting of the
-    shared grid; the causal 2 x 2 and twins for GPT-2 at the profile's own sizes (five seeds); the shared
+    :func:`attnrank.experiments.book_runs` trains them. ``next``: one more seed of every setting of the
+    shared grid (a third at the default profile's two); the causal 2 x 2 and twins for GPT-2 at the profile's own sizes (five seeds); the shared
     grid again on a second corpus (the same configs, so the same cost). A fine temperature grid at
     initialisation needs no training and is not listed.
     """
@@ -348,7 +348,7 @@ def plan_parts(profile: str = "auto") -> dict:
             "causal chapter": experiments.causal_runs(profile),
         },
         "next": {
-            "a third seed of the shared grid": third,
+            f"one more seed of the shared grid (seed {len(seeds)})": third,
             "causal 2 × 2 for GPT-2 at the default sizes": causal_default,
             "the shared grid on a second corpus": list(main),
         },

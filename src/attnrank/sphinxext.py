@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import html
 import json
 import logging
 import os
@@ -746,7 +747,8 @@ def _paragraph_text(para) -> str:
 
 def _page_meta(app, pagename, templatename, context, doctree) -> None:
     """A meta description on every page: the page's first paragraph (at most 160 characters), or
-    the book's description (``attnrank_description``) where the page has none."""
+    the book's description (``attnrank_description``) where the page has none; the same text and the page's
+    title as Open Graph tags (``og:title``, ``og:description``, ``og:type``), which link previews read."""
     text = ""
     if doctree is not None:
         for para in doctree.findall(nodes.paragraph):
@@ -757,11 +759,15 @@ def _page_meta(app, pagename, templatename, context, doctree) -> None:
     if len(text) > 160:
         text = text[:157].rsplit(" ", 1)[0] + "..."
     if text:
-        import html as _html
-
-        context["metatags"] = (
-            context.get("metatags", "") + f'\n    <meta name="description" content="{_html.escape(text)}" />'
-        )
+        tags = [f'<meta name="description" content="{html.escape(text)}" />']
+        title = " ".join(re.sub(r"<[^>]+>", "", str(context.get("title", ""))).split())
+        if title:
+            tags.append(f'<meta property="og:title" content="{html.escape(html.unescape(title))}" />')
+        tags += [
+            f'<meta property="og:description" content="{html.escape(text)}" />',
+            '<meta property="og:type" content="website" />',
+        ]
+        context["metatags"] = context.get("metatags", "") + "".join(f"\n    {t}" for t in tags)
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:

@@ -41,3 +41,19 @@ def test_page_meta_falls_back_to_the_book_description():
     context = {}
     _page_meta(app, "index", "page.html", context, _doctree(nodes.Text("short")))
     assert "The book&#x27;s own description, long enough." in context["metatags"]
+
+
+def test_page_meta_writes_open_graph_tags_for_link_previews():
+    app = SimpleNamespace(config=SimpleNamespace(attnrank_description="fallback"))
+    context = {"title": "The <em>temperature</em> &amp; rank"}
+    _page_meta(
+        app,
+        "chapters/temp",
+        "page.html",
+        context,
+        _doctree(nodes.Text("A paragraph long enough to be the description.")),
+    )
+    meta = context["metatags"]
+    assert '<meta property="og:title" content="The temperature &amp; rank" />' in meta
+    assert '<meta property="og:description" content="A paragraph long enough to be the description." />' in meta
+    assert '<meta property="og:type" content="website" />' in meta

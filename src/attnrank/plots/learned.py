@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
 from ..glossary import ARCH_LABELS
 from . import figure_legend, new_figure
@@ -30,6 +30,18 @@ def _baselines(ax, values: dict) -> None:
             ax.axhline(v, ls=style, color=BASELINE_COLOR, lw=1, label=label)
 
 
+def _log_x(ax) -> None:
+    """A log x axis with labels a reader can use: the decades where the data span two or more; 1, 2 and 5 times
+    each power of ten where they span less (a FLOP axis of about one decade showed one tick, 10⁹). Minor ticks
+    stay unlabelled (their labels ran together). Call after the data are drawn."""
+    ax.set_xscale("log")
+    lo, hi = ax.dataLim.intervalx
+    if lo > 0 and hi / lo < 100:
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float = 3.2):
     """Validation loss through training against training FLOP, one panel per architecture: one line per run,
     coloured by its temperature, and the count baselines as black lines.
@@ -49,8 +61,7 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
             first = seed == d[d.tau == tau].seed.min()
             ax.plot(g.flop, g.val_loss, color=palette[tau], lw=1.2, label=fmt_tau(tau) if first else None)
         _baselines(ax, d.iloc[0].to_dict())
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # labelled decades only: the minor labels ran together
+        _log_x(ax)
         ax.set_xlabel("training FLOP")
         ax.set_ylabel("validation loss (nats/token)" if j == 0 else "")
         ax.set_title(ARCH_LABELS.get(a, a))
@@ -108,7 +119,7 @@ def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: 
         two = d.gap_two_sided - d.gap_bigram  # the two-sided model, measured from the bigram
         if two.notna().any():
             ax.axhline(-float(two.mean()), ls="-.", color=BASELINE_COLOR, lw=1)
-        ax.set_xscale("log")
+        _log_x(ax)
         ax.set_xlabel("training FLOP" if x == "flop" else "CPU seconds of the run")
         ax.set_ylabel("final loss - bigram (nats/token)" if j == 0 else "")
         ax.set_title(ARCH_LABELS.get(a, a))
