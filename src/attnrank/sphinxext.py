@@ -47,7 +47,7 @@ from pathlib import Path
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
-from . import grid
+from . import grid, upfront
 from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES
 from .data import absolute_path_settings, data_dir
 from .errors import ConfigError, check_choice
@@ -1020,8 +1020,8 @@ def _execute_up_front(app, config) -> list[str]:
     With ``execute_notebooks: cache``, myst-nb executes each stale notebook while it reads
     it, one after another. After the up-front sweep every run is in the store, so the
     chapters no longer depend on each other: this step stages the stale ones in the
-    context's jupyter-cache and runs them with jupyter-cache's ``local-parallel`` executor
-    (one process per core), with the book's timeout. myst-nb then finds each of them in
+    context's jupyter-cache and executes them with :mod:`attnrank.upfront` (one process per
+    core, one writer of the cache), with the book's timeout. myst-nb then finds each of them in
     the cache. A notebook that fails here is left to myst-nb, which executes it again and
     reports its error as usual. ``$ATTNRANK_EXECUTE_UP_FRONT=0`` (or the config value
     ``attnrank_execute_up_front: false``) turns this off.
@@ -1072,8 +1072,8 @@ def _execute_up_front(app, config) -> list[str]:
 
 
 def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: bool) -> list[str]:
-    """Run jupyter-cache's ``local-parallel`` executor on ``uris`` in a child process of its own
-    session; returns the notebooks that failed there.
+    """Execute ``uris`` into the cache with :mod:`attnrank.upfront`, in a child process of its own
+    session; returns the notebooks it left to myst-nb.
 
     Ctrl-C in the terminal reaches this process only: it ends the child's whole process group
     (the pool and its kernels) and is raised again, so the build stops at once. (Run in the
@@ -1083,8 +1083,9 @@ def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: b
     import signal
     import subprocess
 
-    command = [sys.executable, "-m", "attnrank.sphinxext", "execute", cache_path, json.dumps(timeout)]
-    command += [json.dumps(bool(allow_errors)), *uris]
+    # by its file path, -P: the child imports neither the library (torch) nor anything beside the script
+    command = [sys.executable, "-P", upfront.__file__, cache_path, json.dumps(timeout), json.dumps(bool(allow_errors))]
+    command += uris
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, _ = child.communicate()
@@ -1100,29 +1101,6 @@ def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: b
         logging.getLogger("attnrank").warning("Executing up front stopped (exit status %s)", child.returncode)
         return list(uris)
     return json.loads(lines[-1])
-
-
-def _execute_main(argv: list[str]) -> int:
-    """``python -m attnrank.sphinxext execute CACHE TIMEOUT ALLOW_ERRORS URI...`` (:func:`_execute_in_child`)."""
-    from jupyter_cache import get_cache
-    from jupyter_cache.executors import load_executor
-
-    _, cache_path, timeout, allow_errors, *uris = argv
-    log = logging.getLogger("attnrank")  # warnings reach stderr, as in the build's own process
-    cache = get_cache(cache_path)
-    options = {"timeout": json.loads(timeout), "allow_errors": json.loads(allow_errors)}
-    result = load_executor("local-parallel", cache=cache, logger=log).run_and_cache(filter_uris=uris, **options)
-    failed = list(result.excepted)  # the notebook's own error: myst-nb executes it again and reports it
-    if result.errored:
-        # jupyter-cache could not start, execute or cache the notebook (a kernel that did not start,
-        # a busy cache database): one more try, alone, before it is left to myst-nb
-        log.warning("Executing again, one at a time: %s", ", ".join(Path(p).stem for p in result.errored))
-        again = load_executor("local-serial", cache=cache, logger=log).run_and_cache(
-            filter_uris=list(result.errored), **options
-        )
-        failed += list(again.excepted) + list(again.errored)
-    print(json.dumps(failed), flush=True)
-    return 0
 
 
 def setup(app):
@@ -1171,7 +1149,3 @@ def setup(app):
     app.add_config_value("attnrank_execute_up_front", True, "")
     app.connect("builder-inited", _one_line_errors(_sweep_up_front_app))
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
-
-
-if __name__ == "__main__":  # pragma: no cover (the child of _execute_in_child)
-    sys.exit(_execute_main(sys.argv[1:]))

@@ -1,53 +1,75 @@
-"""The up-front executor's child (``python -m attnrank.sphinxext execute``): which notebooks it
-leaves to myst-nb."""
+"""The up-front executor (:mod:`attnrank.upfront`): which notebooks it caches, which it tries once
+more alone, and which it leaves to myst-nb. Executions are faked (no kernel) and the pool is a
+thread pool here; the real pool and kernels are in ``tests/integration/test_upfront.py``."""
 
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
+from concurrent.futures import ThreadPoolExecutor
 
+import nbformat
 import pytest
+from jupyter_cache import get_cache
+from jupyter_cache.cache.db import NbProjectRecord
 
-from attnrank import sphinxext
+from attnrank import upfront
 
 
-class FakeExecutor:
-    """jupyter-cache's executor as the child sees it: ``run_and_cache`` returns the notebooks that
-    excepted (their own error) and errored (not started, not executed or not cached)."""
+def _notebook(path, code: str) -> str:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return str(path)
 
-    def __init__(self, outcomes: dict[str, list[str]], calls: list):
-        self.outcomes, self.calls = outcomes, calls
 
-    def __call__(self, name, cache, logger):
-        self.name = name
-        return self
+class FakeExecution:
+    """``upfront.execute_one`` with a scripted outcome per notebook and attempt: "ok" (executed),
+    "excepted" (the notebook's own error) or "errored" (could not be executed)."""
 
-    def run_and_cache(self, filter_uris, timeout, allow_errors):
-        self.calls.append((self.name, list(filter_uris), timeout, allow_errors))
-        state = self.outcomes[self.name]
-        return SimpleNamespace(
-            excepted=[u for u in filter_uris if state.get(u) == "excepted"],
-            errored=[u for u in filter_uris if state.get(u) == "errored"],
-        )
+    def __init__(self, outcomes: dict[str, list[str]]):
+        self.outcomes, self.calls = outcomes, []
+
+    def __call__(self, uri, notebook, timeout, allow_errors):
+        self.calls.append((uri.rsplit("/", 1)[-1], timeout, allow_errors))
+        outcome = self.outcomes[uri.rsplit("/", 1)[-1]].pop(0)
+        if outcome == "errored":
+            raise RuntimeError("kernel died")
+        if outcome == "excepted":
+            return "", 0.1, "Traceback: ValueError('its own error')"
+        return notebook, 0.1, None
 
 
 @pytest.mark.parametrize(
-    "parallel, serial, left, retried",
+    "outcomes, left",
     [
-        ({}, {}, [], None),  # every notebook cached in parallel: nothing left, nothing retried
-        ({"b.ipynb": "errored"}, {}, [], ["b.ipynb"]),  # a kernel that did not start: cached on the retry
-        ({"b.ipynb": "errored"}, {"b.ipynb": "errored"}, ["b.ipynb"], ["b.ipynb"]),  # fails again: myst-nb's
-        ({"a.ipynb": "excepted", "b.ipynb": "errored"}, {}, ["a.ipynb"], ["b.ipynb"]),  # its own error: no retry
+        ({"a.ipynb": ["ok"], "b.ipynb": ["ok"]}, []),  # both cached: nothing left
+        ({"a.ipynb": ["ok"], "b.ipynb": ["errored", "ok"]}, []),  # a worker that failed: cached on the retry
+        ({"a.ipynb": ["ok"], "b.ipynb": ["errored", "errored"]}, ["b.ipynb"]),  # fails again: myst-nb's
+        ({"a.ipynb": ["excepted"], "b.ipynb": ["errored", "ok"]}, ["a.ipynb"]),  # its own error: no retry
     ],
 )
-def test_a_notebook_jupyter_cache_could_not_run_is_tried_once_more_alone(
-    monkeypatch, capsys, parallel, serial, left, retried
+def test_each_notebook_is_cached_once_tried_again_alone_or_left_to_myst_nb(
+    tmp_path, monkeypatch, capsys, outcomes, left
 ):
-    calls: list = []
-    fake = FakeExecutor({"local-parallel": parallel, "local-serial": serial}, calls)
-    monkeypatch.setattr("jupyter_cache.executors.load_executor", fake)
-    monkeypatch.setattr("jupyter_cache.get_cache", lambda path: SimpleNamespace(path=path))
-    assert sphinxext._execute_main(["execute", "cache", "120", "false", "a.ipynb", "b.ipynb"]) == 0
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == left
-    assert calls[0] == ("local-parallel", ["a.ipynb", "b.ipynb"], 120, False)
-    assert calls[1:] == ([("local-serial", retried, 120, False)] if retried else [])
+    uris = [_notebook(tmp_path / "a.ipynb", "a = 1"), _notebook(tmp_path / "b.ipynb", "b = 2")]
+    cache = get_cache(str(tmp_path / "cache"))
+    for uri in uris:
+        cache.add_nb_to_project(uri)
+    fake = FakeExecution({k: list(v) for k, v in outcomes.items()})
+    monkeypatch.setattr(upfront, "execute_one", fake)
+    monkeypatch.setattr(upfront, "ProcessPoolExecutor", ThreadPoolExecutor)
+
+    assert upfront.main([str(tmp_path / "cache"), "120", "false", *uris]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == [str(tmp_path / n) for n in left]
+    expected_calls = sum(len(v) for v in outcomes.values())
+    assert len(fake.calls) == expected_calls and all(c[1:] == (120, False) for c in fake.calls)
+    cached = {r.uri.rsplit("/", 1)[-1] for r in cache.list_cache_records()}
+    assert cached == {"a.ipynb", "b.ipynb"} - set(left)
+    tracebacks = {r.uri.rsplit("/", 1)[-1]: r.traceback for r in NbProjectRecord.records_all(cache.db)}
+    assert bool(tracebacks["a.ipynb"]) == (outcomes["a.ipynb"] == ["excepted"])
+
+    # a second call executes only what is not cached
+    again = FakeExecution({"a.ipynb": ["ok"], "b.ipynb": ["ok"]})
+    monkeypatch.setattr(upfront, "execute_one", again)
+    assert upfront.execute_and_cache(str(tmp_path / "cache"), uris, 120, False) == []
+    assert sorted(c[0] for c in again.calls) == sorted(left)
