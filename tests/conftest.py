@@ -129,3 +129,24 @@ def fake_train(final_val_loss: float = 3.0, sequences: pd.DataFrame | None = Non
         )
 
     return train
+
+
+@pytest.fixture
+def staged_notebooks(tmp_path):
+    """Write one-cell notebooks (name -> code) in ``tmp_path`` and stage them in a jupyter-cache at
+    ``tmp_path/cache``, as the book build does before executing them up front; returns their paths."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    def stage(**codes: str) -> list[str]:
+        cache = get_cache(str(tmp_path / "cache"))
+        paths = []
+        for name, code in codes.items():
+            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+            nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+            nbformat.write(nb, tmp_path / f"{name}.ipynb")
+            cache.add_nb_to_project(str(tmp_path / f"{name}.ipynb"))
+            paths.append(str(tmp_path / f"{name}.ipynb"))
+        return paths
+
+    return stage

@@ -62,16 +62,16 @@ def execute_and_cache(cache_path: str, uris: list[str], timeout: int | None, all
     records = cache.list_unexecuted(filter_uris=uris)
     NbProjectRecord.remove_tracebacks([r.pk for r in records], cache.db)
     jobs = {r.uri: nbformat.writes(cache.get_project_notebook(r.uri).nb) for r in records}
-    results: dict[str, tuple | BaseException] = {}
+    results: dict[str, tuple[str, float, str | None]] = {}  # the notebooks a worker executed
+    errored: list[str] = []  # those it could not execute (not the notebook's own error)
     if jobs:
         with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
             futures = {uri: pool.submit(execute_one, uri, text, timeout, allow_errors) for uri, text in jobs.items()}
             for uri, future in futures.items():
                 try:
                     results[uri] = future.result()
-                except Exception as error:  # the worker could not execute it (not the notebook's own error)
-                    results[uri] = error
-    errored = [uri for uri, r in results.items() if isinstance(r, BaseException)]
+                except Exception:
+                    errored.append(uri)
     if errored:
         log.warning("Executing again, one at a time: %s", ", ".join(Path(p).stem for p in errored))
         for uri in errored:
@@ -79,10 +79,7 @@ def execute_and_cache(cache_path: str, uris: list[str], timeout: int | None, all
                 results[uri] = execute_one(uri, jobs[uri], timeout, allow_errors)
             except Exception as error:
                 log.warning("Could not execute %s: %s", Path(uri).stem, error)
-    for uri, result in results.items():
-        if isinstance(result, BaseException):
-            continue
-        executed, seconds, traceback = result
+    for uri, (executed, seconds, traceback) in results.items():
         if traceback is not None:
             NbProjectRecord.set_traceback(uri, traceback, cache.db)
             continue

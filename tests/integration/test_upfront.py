@@ -19,13 +19,6 @@ from sqlalchemy import desc
 from attnrank import upfront
 
 
-def _notebook(path, code: str) -> str:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-    return str(path)
-
-
 def test_the_race_this_avoids_is_real(tmp_path):
     """jupyter-cache's ``records_to_delete`` (run by every ``cache_notebook_bundle``), split at its two
     queries: a record another process commits between them is among those to delete."""
@@ -38,7 +31,7 @@ def test_the_race_this_avoids_is_real(tmp_path):
     assert (keep, delete) == ([1], [2])
 
 
-def test_stale_notebooks_run_in_workers_and_are_cached_by_one_process(tmp_path, monkeypatch):
+def test_stale_notebooks_run_in_workers_and_are_cached_by_one_process(tmp_path, monkeypatch, staged_notebooks):
     writers = tmp_path / "writers.txt"
     original = JupyterCacheBase.cache_notebook_bundle
 
@@ -48,14 +41,9 @@ def test_stale_notebooks_run_in_workers_and_are_cached_by_one_process(tmp_path, 
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(JupyterCacheBase, "cache_notebook_bundle", recorded)
-    uris = [
-        _notebook(tmp_path / "a.ipynb", "import os\nprint(os.getpid())"),
-        _notebook(tmp_path / "b.ipynb", "import os\nprint(os.getpid())"),
-        _notebook(tmp_path / "broken.ipynb", "raise ValueError('its own error')"),
-    ]
+    pid = "import os\nprint(os.getpid())"
+    uris = staged_notebooks(a=pid, b=pid, broken="raise ValueError('its own error')")
     cache = get_cache(str(tmp_path / "cache"))
-    for uri in uris:
-        cache.add_nb_to_project(uri)
 
     assert upfront.execute_and_cache(str(tmp_path / "cache"), uris, 60, False) == [uris[2]]
     assert writers.read_text().split() == [str(os.getpid())] * 2  # one writer: this process, once a notebook
@@ -66,11 +54,10 @@ def test_stale_notebooks_run_in_workers_and_are_cached_by_one_process(tmp_path, 
     assert "its own error" in cache.get_project_record(uris[2]).traceback
 
 
-def test_the_script_runs_without_the_library(tmp_path):
+def test_the_script_runs_without_the_library(tmp_path, staged_notebooks):
     """The build's child runs the module by its file path (``-P``): it must not need ``attnrank``
     importable (nor import torch), and prints the notebooks it leaves as its last line."""
-    uri = _notebook(tmp_path / "a.ipynb", "x = 1")
-    get_cache(str(tmp_path / "cache")).add_nb_to_project(uri)
+    (uri,) = staged_notebooks(a="x = 1")
     probe = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     code = f"import sys; sys.modules['attnrank'] = None; sys.modules['torch'] = None; {probe}"

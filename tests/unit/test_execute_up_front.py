@@ -7,19 +7,11 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-import nbformat
 import pytest
 from jupyter_cache import get_cache
 from jupyter_cache.cache.db import NbProjectRecord
 
 from attnrank import upfront
-
-
-def _notebook(path, code: str) -> str:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-    return str(path)
 
 
 class FakeExecution:
@@ -49,12 +41,10 @@ class FakeExecution:
     ],
 )
 def test_each_notebook_is_cached_once_tried_again_alone_or_left_to_myst_nb(
-    tmp_path, monkeypatch, capsys, outcomes, left
+    tmp_path, monkeypatch, capsys, staged_notebooks, outcomes, left
 ):
-    uris = [_notebook(tmp_path / "a.ipynb", "a = 1"), _notebook(tmp_path / "b.ipynb", "b = 2")]
+    uris = staged_notebooks(a="a = 1", b="b = 2")
     cache = get_cache(str(tmp_path / "cache"))
-    for uri in uris:
-        cache.add_nb_to_project(uri)
     fake = FakeExecution({k: list(v) for k, v in outcomes.items()})
     monkeypatch.setattr(upfront, "execute_one", fake)
     monkeypatch.setattr(upfront, "ProcessPoolExecutor", ThreadPoolExecutor)
