@@ -92,17 +92,17 @@ book.publish(causal.section(**params))
 
 # %% [markdown]
 # **Initial rank.** The initial scale alone moves the initial effective rank by
-# {glue:text}`causal_initial_init_bert` (BERT) and {glue:text}`causal_initial_init_gpt2` (GPT-2),
-# exactly what the temperature does ({glue:text}`causal_initial_tau_bert`,
+# {glue:text}`causal_initial_init_modernbert` (ModernBERT) and {glue:text}`causal_initial_init_gpt2` (GPT-2),
+# exactly what the temperature does ({glue:text}`causal_initial_tau_modernbert`,
 # {glue:text}`causal_initial_tau_gpt2`); the step size alone leaves it where it is
-# ({glue:text}`causal_initial_lr_bert`). **Rank through training.** The temperature moves it by
-# {glue:text}`causal_during_tau_bert` (BERT) and {glue:text}`causal_during_tau_gpt2` (GPT-2); the
-# initial scale alone by {glue:text}`causal_during_init_bert` and {glue:text}`causal_during_init_gpt2`,
-# the step size alone by {glue:text}`causal_during_lr_bert` and {glue:text}`causal_during_lr_gpt2`.
-# **Final loss.** The temperature moves it by {glue:text}`causal_final_val_loss_tau_bert` nats (BERT)
+# ({glue:text}`causal_initial_lr_modernbert`). **Rank through training.** The temperature moves it by
+# {glue:text}`causal_during_tau_modernbert` (ModernBERT) and {glue:text}`causal_during_tau_gpt2` (GPT-2); the
+# initial scale alone by {glue:text}`causal_during_init_modernbert` and {glue:text}`causal_during_init_gpt2`,
+# the step size alone by {glue:text}`causal_during_lr_modernbert` and {glue:text}`causal_during_lr_gpt2`.
+# **Final loss.** The temperature moves it by {glue:text}`causal_final_val_loss_tau_modernbert` nats (ModernBERT)
 # and {glue:text}`causal_final_val_loss_tau_gpt2` (GPT-2); the initial scale alone by
-# {glue:text}`causal_final_val_loss_init_bert` and {glue:text}`causal_final_val_loss_init_gpt2`, the
-# step size alone by {glue:text}`causal_final_val_loss_lr_bert` and {glue:text}`causal_final_val_loss_lr_gpt2`.
+# {glue:text}`causal_final_val_loss_init_modernbert` and {glue:text}`causal_final_val_loss_init_gpt2`, the
+# step size alone by {glue:text}`causal_final_val_loss_lr_modernbert` and {glue:text}`causal_final_val_loss_lr_gpt2`.
 #
 # ## Intervention at fixed weights: move the rank, keep the model
 #

@@ -14,7 +14,7 @@
 # holds, everything the later chapters say about the initial rank (how temperature and head dimension set it) carries
 # over to the trained model; if it fails, the initial rank is only a property of the random weights.
 #
-# We test the claim on BERT (masked LM) {cite}`devlin2019bert` and GPT-2 (causal LM) {cite}`radford2019language`
+# We test the claim on ModernBERT (masked LM) {cite}`devlin2019bert` and GPT-2 (causal LM) {cite}`radford2019language`
 # trained from scratch, over the book's shared sweep: a grid of temperatures from the study's cold setting to the stock
 # transformer and several head dimensions, each with several seeds (below). We ask three questions:
 #
@@ -92,7 +92,7 @@ book.publish(dynamics.section(**params))
 # A causal (GPT-2) attention matrix is lower-triangular with a positive diagonal, so even the uniform causal matrix
 # $U_{ij} = 1[j \le i]/i$, which carries no information at all, has a sizeable numerical rank. We draw its value for
 # each measure as a dotted line in the GPT-2 panels, and the value of uniform bidirectional attention ($U_{ij} = 1/n$,
-# rank one) in the BERT panels: a rank near that line means "close to content-free attention", not "rich attention".
+# rank one) in the ModernBERT panels: a rank near that line means "close to content-free attention", not "rich attention".
 
 # %% [markdown]
 # ```{glue:figure} dynamics_rank_trajectories
@@ -139,9 +139,9 @@ book.publish(dynamics.section(**params))
 # ```
 
 # %% [markdown]
-# On the primary measure, Spearman's $\rho$ between initial and final mean rank is {glue:text}`dynamics_rho_bert` for
-# BERT and {glue:text}`dynamics_rho_gpt2` for GPT-2 (95% intervals in brackets, $n$ = runs). Within temperatures it
-# is {glue:text}`dynamics_within_bert` (BERT) and {glue:text}`dynamics_within_gpt2` (GPT-2). The table gives the same
+# On the primary measure, Spearman's $\rho$ between initial and final mean rank is {glue:text}`dynamics_rho_modernbert` for
+# ModernBERT and {glue:text}`dynamics_rho_gpt2` for GPT-2 (95% intervals in brackets, $n$ = runs). Within temperatures it
+# is {glue:text}`dynamics_within_modernbert` (ModernBERT) and {glue:text}`dynamics_within_gpt2` (GPT-2). The table gives the same
 # numbers for every measure.
 
 # %% [markdown]
@@ -173,12 +173,12 @@ book.publish(dynamics.section(**params))
 # ```
 
 # %% [markdown]
-# On the primary measure the median relative change is {glue:text}`dynamics_median_change_bert` for BERT and
+# On the primary measure the median relative change is {glue:text}`dynamics_median_change_modernbert` for ModernBERT and
 # {glue:text}`dynamics_median_change_gpt2` for GPT-2 (95% distribution-free interval of the median from order
-# statistics, no resampling); {glue:text}`dynamics_share_stable_bert` of BERT runs and
+# statistics, no resampling); {glue:text}`dynamics_share_stable_modernbert` of ModernBERT runs and
 # {glue:text}`dynamics_share_stable_gpt2` of GPT-2 runs stay within the tolerance, and the largest changes are
-# {glue:text}`dynamics_max_change_bert` and {glue:text}`dynamics_max_change_gpt2`. The rank went *up* in
-# {glue:text}`dynamics_share_increased_bert` (BERT) and {glue:text}`dynamics_share_increased_gpt2` (GPT-2) of the
+# {glue:text}`dynamics_max_change_modernbert` and {glue:text}`dynamics_max_change_gpt2`. The rank went *up* in
+# {glue:text}`dynamics_share_increased_modernbert` (ModernBERT) and {glue:text}`dynamics_share_increased_gpt2` (GPT-2) of the
 # runs.
 #
 # ## Layer by layer, head by head
@@ -195,8 +195,8 @@ book.publish(dynamics.section(**params))
 # ```
 
 # %% [markdown]
-# The largest relative change of a single head's rank at this setting is {glue:text}`dynamics_head_max_change_bert`
-# for BERT and {glue:text}`dynamics_head_max_change_gpt2` for GPT-2.
+# The largest relative change of a single head's rank at this setting is {glue:text}`dynamics_head_max_change_modernbert`
+# for ModernBERT and {glue:text}`dynamics_head_max_change_gpt2` for GPT-2.
 #
 # ## Verdict
 #

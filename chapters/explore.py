@@ -55,7 +55,7 @@ book.glue("explorer", view, display=False)
 #
 # ## How to read it
 #
-# **The matrix.** A row is a softmax, so it sums to one; BERT's rows spread over the whole
+# **The matrix.** A row is a softmax, so it sums to one; ModernBERT's rows spread over the whole
 # sequence, GPT-2's over the tokens before and at the query (the upper triangle is zero). The
 # colour runs from zero to the largest entry of the matrix shown. At a low temperature a row puts
 # almost all its weight on one key: the matrix is close to a selection matrix, and its rank is the

@@ -38,7 +38,7 @@
 # head dimension, minus how much it moves across the whole head-dimension grid at the standard $\tau = 1$, both as
 # magnitudes (the range, maximum minus minimum, of the mean over seeds at each grid value), with a 95% interval from a
 # stratified bootstrap over runs ({glue:text}`headdim_n_resamples` resamples). *Supported* if the interval lies above
-# zero for both BERT and GPT-2; *not supported* if it lies below zero for either; otherwise *inconclusive at this
+# zero for both ModernBERT and GPT-2; *not supported* if it lies below zero for either; otherwise *inconclusive at this
 # scale*, with the seeds per setting that would resolve a difference of one unit of effective rank at the observed
 # seed spread. The same rule is applied with every rank measure.
 
@@ -90,9 +90,9 @@ book.publish(headdim.section(**params))
 
 # %% [markdown]
 # The logit scale hardly depends on the head dimension (the $1/\sqrt{d_\mathrm{head}}$ in $T$ is there for that):
-# about {glue:text}`headdim_logit_sd_base_bert` for BERT and {glue:text}`headdim_logit_sd_base_gpt2` for GPT-2
+# about {glue:text}`headdim_logit_sd_base_modernbert` for ModernBERT and {glue:text}`headdim_logit_sd_base_gpt2` for GPT-2
 # at $\tau = 1$, and $1/\tau$ times more at $\tau =$ {glue:text}`headdim_tau_min`
-# ({glue:text}`headdim_logit_sd_min_bert` for BERT). The i.i.d. limit of P1' is therefore one number per
+# ({glue:text}`headdim_logit_sd_min_modernbert` for ModernBERT). The i.i.d. limit of P1' is therefore one number per
 # architecture and temperature: the mean of each measure over {glue:text}`headdim_mc_samples` random $n\times n$ matrices
 # $\operatorname{softmax}(\sigma G)$, $G_{ij}\sim\mathcal N(0,1)$, with $\sigma$ the measured scale and the causal
 # mask for GPT-2.
@@ -119,7 +119,7 @@ book.publish(headdim.section(**params))
 # bounds nothing, and the figure shows no staircase. Coloured horizontal lines: the i.i.d.-logit limit of P1' for each
 # architecture at that temperature (a prediction for initialisation), and the same measure for uniform attention
 # (causal for GPT-2), which a head that ignores the content would give: effective rank
-# {glue:text}`headdim_uniform_bert` (BERT) and {glue:text}`headdim_uniform_gpt2` (GPT-2).
+# {glue:text}`headdim_uniform_modernbert` (ModernBERT) and {glue:text}`headdim_uniform_gpt2` (GPT-2).
 
 # %% [markdown]
 # ```{glue:figure} headdim_rank_vs_head_dim_stock
@@ -137,7 +137,7 @@ book.publish(headdim.section(**params))
 # %% [markdown]
 # ### How close is the staircase bound?
 #
-# For BERT (P1 covers bidirectional attention) the table compares the P1 bound, computed per head and sequence from
+# For ModernBERT (P1 covers bidirectional attention) the table compares the P1 bound, computed per head and sequence from
 # its measured half-range $M$, with the measured rank of the same matrices (seed 0, mean over layers, heads and
 # sequences). The bound holds matrix by matrix when every entry of the "measured" column is at most its "bound".
 
@@ -178,20 +178,20 @@ book.publish(headdim.section(**params))
 # ```
 
 # %% [markdown]
-# At $\tau = 1$ and fixed width, the mean initial effective rank of BERT {glue:text}`headdim_direction_bert`, and that
+# At $\tau = 1$ and fixed width, the mean initial effective rank of ModernBERT {glue:text}`headdim_direction_modernbert`, and that
 # of GPT-2 {glue:text}`headdim_direction_gpt2` as the head dimension grows: {glue:text}`headdim_direction_note`. Over
-# the whole grids, the temperature moves the mean initial rank by {glue:text}`headdim_tau_range_bert` runs (range,
-# BERT) against {glue:text}`headdim_hd_range_bert` runs for the head dimension (difference
-# {glue:text}`headdim_diff_bert`); for GPT-2 by {glue:text}`headdim_tau_range_gpt2` against
+# the whole grids, the temperature moves the mean initial rank by {glue:text}`headdim_tau_range_modernbert` runs (range,
+# ModernBERT) against {glue:text}`headdim_hd_range_modernbert` runs for the head dimension (difference
+# {glue:text}`headdim_diff_modernbert`); for GPT-2 by {glue:text}`headdim_tau_range_gpt2` against
 # {glue:text}`headdim_hd_range_gpt2` (difference {glue:text}`headdim_diff_gpt2`). At $\tau =$
-# {glue:text}`headdim_tau_min` the head-dimension range is {glue:text}`headdim_hd_range_min_bert` (BERT) and
+# {glue:text}`headdim_tau_min` the head-dimension range is {glue:text}`headdim_hd_range_min_modernbert` (ModernBERT) and
 # {glue:text}`headdim_hd_range_min_gpt2` (GPT-2). The range of noisy means is biased upward by the seed noise (seed
-# spread {glue:text}`headdim_spread_bert` for BERT, {glue:text}`headdim_spread_gpt2` for GPT-2), and with
+# spread {glue:text}`headdim_spread_modernbert` for ModernBERT, {glue:text}`headdim_spread_gpt2` for GPT-2), and with
 # {glue:text}`headdim_n_seeds` seeds per setting a bootstrap within each setting understates the spread of a mean, so
 # the intervals are optimistic; the verdict is robust to that only where the difference is many times the seed spread.
 #
-# For the final loss, over the same grids: temperature {glue:text}`headdim_loss_tau_range_bert` nats against head
-# dimension {glue:text}`headdim_loss_hd_range_bert` for BERT, and {glue:text}`headdim_loss_tau_range_gpt2` against
+# For the final loss, over the same grids: temperature {glue:text}`headdim_loss_tau_range_modernbert` nats against head
+# dimension {glue:text}`headdim_loss_hd_range_modernbert` for ModernBERT, and {glue:text}`headdim_loss_tau_range_gpt2` against
 # {glue:text}`headdim_loss_hd_range_gpt2` for GPT-2.
 #
 # ## Verdict

@@ -25,7 +25,7 @@
 # proved and checked in the high-rank-target chapter). An effect of $\tau$ on the loss is, in that sense, an effect of
 # initialisation scale and step size.
 #
-# So we ask the data three questions, on BERT {cite}`devlin2019bert` and GPT-2 {cite}`radford2019language` trained
+# So we ask the data three questions, on ModernBERT {cite}`devlin2019bert` and GPT-2 {cite}`radford2019language` trained
 # from scratch:
 #
 # 1. **Association.** Across the runs of the shared sweep, does a higher initial mean rank go with a lower final
@@ -95,16 +95,16 @@ book.publish(loss.section(**params))
 # To measure **convergence speed** we need a loss level that every architecture can be judged against. We take it from
 # the data: the {glue:text}`loss_level_quantile` quantile of the final training losses of all complete runs of an
 # architecture (final = mean of the last {glue:text}`loss_smooth` logged values). This gives
-# {glue:text}`loss_level_bert` nats for BERT (MLM) and {glue:text}`loss_level_gpt2` nats for GPT-2 (CLM), the dotted
+# {glue:text}`loss_level_modernbert` nats for ModernBERT (MLM) and {glue:text}`loss_level_gpt2` nats for GPT-2 (CLM), the dotted
 # lines. A run's speed is the first step at which its training loss, averaged over {glue:text}`loss_smooth`
 # consecutive logged values, is at or below the level. Runs that never get there ({glue:text}`loss_n_censored` of
 # {glue:text}`loss_n_complete` complete runs here) are **censored** (shown as hollow triangles at the last step)
 # rather than dropped.
 #
 # The validation panels also show two count-based baselines fitted on the training blocks and scored on the same
-# validation targets as the runs (GPT-2: every next token; BERT: the masked positions, the bigram given the visible
+# validation targets as the runs (GPT-2: every next token; ModernBERT: the masked positions, the bigram given the visible
 # left neighbour): a **unigram** model (token frequencies, no context) and a **bigram** model (one token of context).
-# The masked-LM (BERT) and causal-LM (GPT-2) losses are different tasks on different tokenizers and sit on separate
+# The masked-LM (ModernBERT) and causal-LM (GPT-2) losses are different tasks on different tokenizers and sit on separate
 # axes.
 
 # %% [markdown]
@@ -136,8 +136,8 @@ book.publish(loss.section(**params))
 # ```
 
 # %% [markdown]
-# Across all runs, $\rho$(initial rank, final validation loss) is {glue:text}`loss_val_rho_bert` for BERT and
-# {glue:text}`loss_val_rho_gpt2` for GPT-2. Within temperatures it is {glue:text}`loss_val_within_bert` (BERT) and
+# Across all runs, $\rho$(initial rank, final validation loss) is {glue:text}`loss_val_rho_modernbert` for ModernBERT and
+# {glue:text}`loss_val_rho_gpt2` for GPT-2. Within temperatures it is {glue:text}`loss_val_within_modernbert` (ModernBERT) and
 # {glue:text}`loss_val_within_gpt2` (GPT-2). The same for convergence speed:
 
 # %% [markdown]
@@ -148,12 +148,12 @@ book.publish(loss.section(**params))
 # ```
 
 # %% [markdown]
-# Each run's validation loss is measured on the same held-out blocks, and for BERT on the same masked positions in
+# Each run's validation loss is measured on the same held-out blocks, and for ModernBERT on the same masked positions in
 # every run (the masks are drawn once, with a fixed seed, not per run), so differences between runs are differences
 # between models, not between test sets.
 #
-# $\rho$(initial rank, steps to the level) is {glue:text}`loss_speed_rho_bert` for BERT and
-# {glue:text}`loss_speed_rho_gpt2` for GPT-2 across all runs, and {glue:text}`loss_speed_within_bert` and
+# $\rho$(initial rank, steps to the level) is {glue:text}`loss_speed_rho_modernbert` for ModernBERT and
+# {glue:text}`loss_speed_rho_gpt2` for GPT-2 across all runs, and {glue:text}`loss_speed_within_modernbert` and
 # {glue:text}`loss_speed_within_gpt2` within temperatures ({glue:text}`loss_n_censored` runs censored).
 #
 # ## Rank moved without touching the temperature
@@ -192,11 +192,11 @@ book.publish(loss.section(**params))
 # ```{glue} loss_by_measure
 # ```
 #
-# Beside the verdict: convergence speed gives $\rho$ = {glue:text}`loss_speed_rho_bert` (BERT) and
-# {glue:text}`loss_speed_rho_gpt2` (GPT-2) across all runs, and {glue:text}`loss_speed_within_bert` /
+# Beside the verdict: convergence speed gives $\rho$ = {glue:text}`loss_speed_rho_modernbert` (ModernBERT) and
+# {glue:text}`loss_speed_rho_gpt2` (GPT-2) across all runs, and {glue:text}`loss_speed_within_modernbert` /
 # {glue:text}`loss_speed_within_gpt2` within temperatures. In the head-dimension grid, where rank moves without the
-# temperature, $\rho$(initial rank, final validation loss) is {glue:text}`loss_val_hd1_bert` (BERT) and
-# {glue:text}`loss_val_hd1_gpt2` (GPT-2) at $\tau = 1$, and {glue:text}`loss_val_hdmin_bert` (BERT) and
+# temperature, $\rho$(initial rank, final validation loss) is {glue:text}`loss_val_hd1_modernbert` (ModernBERT) and
+# {glue:text}`loss_val_hd1_gpt2` (GPT-2) at $\tau = 1$, and {glue:text}`loss_val_hdmin_modernbert` (ModernBERT) and
 # {glue:text}`loss_val_hdmin_gpt2` (GPT-2) at $\tau$ = {glue:text}`loss_tau_min`.
 #
 # These are associations. The {doc}`causal chapter <causal>` takes the next step: it holds $\tau = 1$ and moves the

@@ -12,8 +12,8 @@
 # **Claim.** A softmax attention matrix never loses rank: in exact arithmetic it is
 # invertible, so every "rank" reported for attention is a *numerical* rank, and the tolerance decides the
 # answer. The study counts singular values above an absolute threshold of $10^{-8}$. We show on real attention
-# from our trained BERT and GPT-2 that this rule counts dimensions far below anything that matters (and below
-# float32 round-off): when the temperature is so high that BERT's attention is uniform and, to any practical
+# from our trained ModernBERT and GPT-2 that this rule counts dimensions far below anything that matters (and below
+# float32 round-off): when the temperature is so high that ModernBERT's attention is uniform and, to any practical
 # tolerance, of rank one, it keeps counting about as many dimensions as a head has, plus one. Relative
 # tolerances, the effective rank and the stable rank do see that limit. The book's primary measure is the
 # effective rank, with the ranks at relative tolerances $10^{-2}$ and $10^{-4}$ and the stable rank reported
@@ -59,7 +59,7 @@ book.publish(measure.section(**params))
 #
 # Every number in this book is computed from matrices like those of {numref}`fig-measure_attention_patterns`: the
 # attention of one head to the first tokens of a held-out sequence, row $i$ the weights query $i$ puts on each
-# key $j$. GPT-2's rows see only the keys up to their own position (the causal mask), BERT's see every key. At
+# key $j$. GPT-2's rows see only the keys up to their own position (the causal mask), ModernBERT's see every key. At
 # $\tau = 10^{-3}$ each row puts its weight on one key (the hardmax limit of the theory chapter); at $\tau = 10^{3}$
 # it spreads it evenly over the keys it may see. The spectra on the right are what a rank measure reads: how many
 # singular values stand out, and where the study's threshold $10^{-8}$ cuts them.
@@ -112,7 +112,7 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ## The exact rank is always full
 #
-# Write $S = QK^\top / (\tau\sqrt{d_h})$ for the logits. For BERT, $A = D^{-1} e^{S}$ with $D$ the
+# Write $S = QK^\top / (\tau\sqrt{d_h})$ for the logits. For ModernBERT, $A = D^{-1} e^{S}$ with $D$ the
 # diagonal of row sums, and $\det e^{S}$ is an analytic function of $(Q, K)$ that is not identically
 # zero ($e^{\langle x, y\rangle}$ is a strictly positive-definite kernel), so $A$ is invertible for
 # almost every input and weight ({doc}`theory`, P0). For GPT-2, $A$ is lower-triangular with a
@@ -122,16 +122,16 @@ book.publish(measure.section(**params))
 #
 # The spectra of real attention (trained at $\tau = 1$ and at initialisation, float64 throughout) decay over
 # orders of magnitude without ever reaching zero. Across all matrices the median of the largest ratio of
-# consecutive singular values, $\max_k \sigma_k / \sigma_{k+1}$, is {glue:text}`measure_gap_bert_trained:.3g`
-# for trained BERT and {glue:text}`measure_gap_gpt2_trained:.3g` for trained GPT-2
-# ({glue:text}`measure_gap_bert_init:.3g` and {glue:text}`measure_gap_gpt2_init:.3g` at initialisation; where
+# consecutive singular values, $\max_k \sigma_k / \sigma_{k+1}$, is {glue:text}`measure_gap_modernbert_trained:.3g`
+# for trained ModernBERT and {glue:text}`measure_gap_gpt2_trained:.3g` for trained GPT-2
+# ({glue:text}`measure_gap_modernbert_init:.3g` and {glue:text}`measure_gap_gpt2_init:.3g` at initialisation; where
 # attention is close to uniform the spectrum is the staircase of {doc}`the theory chapter <theory>`, and its
 # steps are the largest ratios), whereas a matrix of exact rank $r < n$ computed in float64 would drop by some
 # $10^{13}$ at $k = r$, to round-off. The smallest singular value is tiny: its median is
-# {glue:text}`measure_smin_bert_trained` (BERT) and {glue:text}`measure_smin_gpt2_trained` (GPT-2) for the
-# trained models and {glue:text}`measure_smin_bert_init` / {glue:text}`measure_smin_gpt2_init` at
+# {glue:text}`measure_smin_modernbert_trained` (ModernBERT) and {glue:text}`measure_smin_gpt2_trained` (GPT-2) for the
+# trained models and {glue:text}`measure_smin_modernbert_init` / {glue:text}`measure_smin_gpt2_init` at
 # initialisation. It exceeds float64 round-off, $n\,\varepsilon_{64}\,\sigma_1$, in
-# {glue:text}`measure_certified_bert_pct:.1f`% of the BERT and {glue:text}`measure_certified_gpt2_pct:.1f`% of
+# {glue:text}`measure_certified_modernbert_pct:.1f`% of the ModernBERT and {glue:text}`measure_certified_gpt2_pct:.1f`% of
 # the GPT-2 matrices, so for those float64 arithmetic itself certifies full rank. For GPT-2 the determinant
 # settles every case exactly: the smallest diagonal entry of trained GPT-2 attention has median
 # {glue:text}`measure_mindiag_gpt2_trained` (the weight some token puts on its own position), the determinant is
@@ -157,7 +157,7 @@ book.publish(measure.section(**params))
 # {glue:text}`measure_causal_rank_atol_1e-8:.0f` by the study's rule, effective rank
 # {glue:text}`measure_causal_effective_rank:.1f` and stable rank {glue:text}`measure_causal_stable_rank:.2f`.
 # GPT-2 ranks are only meaningful against this baseline: a GPT-2 rank at or below it is what causal attention
-# that ignores the content altogether already has. (BERT's content-free baseline, uniform attention, has rank
+# that ignores the content altogether already has. (ModernBERT's content-free baseline, uniform attention, has rank
 # one under every measure.)
 #
 # The table below divides GPT-2's rank under each measure by the baseline's, per run (at $\tau = 1$, float64
@@ -179,12 +179,12 @@ book.publish(measure.section(**params))
 # ```
 
 # %% [markdown]
-# On the same matrices the measures can disagree widely. For trained BERT at $\tau = 1$ the rank is
-# {glue:text}`measure_bert_trained_rank_rtol_1e-2:.2f` at rtol $10^{-2}$,
-# {glue:text}`measure_bert_trained_rank_rtol_1e-4:.1f` at rtol $10^{-4}$ and
-# {glue:text}`measure_bert_trained_rank_atol_1e-8:.1f` by the study's rule (of $n$ = {glue:text}`measure_n`);
-# its effective rank is {glue:text}`measure_bert_trained_effective_rank:.2f` and its stable rank
-# {glue:text}`measure_bert_trained_stable_rank:.2f`. The figure draws the uniform causal baseline beside GPT-2's
+# On the same matrices the measures can disagree widely. For trained ModernBERT at $\tau = 1$ the rank is
+# {glue:text}`measure_modernbert_trained_rank_rtol_1e-2:.2f` at rtol $10^{-2}$,
+# {glue:text}`measure_modernbert_trained_rank_rtol_1e-4:.1f` at rtol $10^{-4}$ and
+# {glue:text}`measure_modernbert_trained_rank_atol_1e-8:.1f` by the study's rule (of $n$ = {glue:text}`measure_n`);
+# its effective rank is {glue:text}`measure_modernbert_trained_effective_rank:.2f` and its stable rank
+# {glue:text}`measure_modernbert_trained_stable_rank:.2f`. The figure draws the uniform causal baseline beside GPT-2's
 # points (black bars), so a reader sees under each measure how far GPT-2 is from content-blind attention.
 
 # %% [markdown]
@@ -201,7 +201,7 @@ book.publish(measure.section(**params))
 # ## Temperature without bound
 #
 # Now the reviewers' argument. Take a trained model and change only its temperature (`set_tau`, weights fixed).
-# As $\tau \to \infty$ the logits $S/\tau$ shrink to zero and every BERT row tends to the uniform distribution:
+# As $\tau \to \infty$ the logits $S/\tau$ shrink to zero and every ModernBERT row tends to the uniform distribution:
 # $A \to \tfrac1n \mathbf 1 \mathbf 1^\top$, of rank one. Expanding around it,
 #
 # $$A = \tfrac1n\mathbf 1\mathbf 1^\top + \tfrac{1}{n\tau}\, S_0\big(I - \tfrac1n \mathbf 1\mathbf 1^\top\big) + O(\tau^{-2}),
@@ -213,25 +213,25 @@ book.publish(measure.section(**params))
 # tolerance of $10^{-8}$ keeps counting a block until its size itself is below $10^{-8}$. Once the second block
 # is gone, the study's rule reports about $d_h + 1$ (here {glue:text}`measure_dh_plus_1`): the head dimension,
 # not the attention pattern. Extrapolating $\sigma_2 \propto 1/\tau$ from the largest temperature of the grid,
-# BERT's median $\sigma_2$ would fall below $10^{-8}$, and the study's rule read one, only at $\tau \approx$
+# ModernBERT's median $\sigma_2$ would fall below $10^{-8}$, and the study's rule read one, only at $\tau \approx$
 # {glue:text}`measure_tau_atol_one`. GPT-2 rows tend instead to the uniform causal rows, so every GPT-2 measure
 # should tend to its value for $U_n$ (dashed lines). In the other direction, $\tau \to 0$, each row tends to a
 # one-hot vector at its largest logit and every measure tends to the number of distinct argmax columns $r_H$.
 #
-# At $\tau$ = {glue:text}`measure_tau_max` the BERT rank at rtol $10^{-2}$ is
-# {glue:text}`measure_bert_taumax_rank_rtol_1e-2:.2f`, the effective rank
-# {glue:text}`measure_bert_taumax_effective_rank:.2f` and the stable rank
-# {glue:text}`measure_bert_taumax_stable_rank:.3f`, while the study's rule still counts
-# {glue:text}`measure_bert_taumax_rank_atol_1e-8:.1f` of $n$ = {glue:text}`measure_n` dimensions, against $d_h +
-# 1$ = {glue:text}`measure_dh_plus_1` (rtol $10^{-4}$: {glue:text}`measure_bert_taumax_rank_rtol_1e-4:.1f`; the
+# At $\tau$ = {glue:text}`measure_tau_max` the ModernBERT rank at rtol $10^{-2}$ is
+# {glue:text}`measure_modernbert_taumax_rank_rtol_1e-2:.2f`, the effective rank
+# {glue:text}`measure_modernbert_taumax_effective_rank:.2f` and the stable rank
+# {glue:text}`measure_modernbert_taumax_stable_rank:.3f`, while the study's rule still counts
+# {glue:text}`measure_modernbert_taumax_rank_atol_1e-8:.1f` of $n$ = {glue:text}`measure_n` dimensions, against $d_h +
+# 1$ = {glue:text}`measure_dh_plus_1` (rtol $10^{-4}$: {glue:text}`measure_modernbert_taumax_rank_rtol_1e-4:.1f`; the
 # finer tolerance needs a higher temperature to reach one). For GPT-2 at the same temperature, the rank at rtol
 # $10^{-2}$ is {glue:text}`measure_gpt2_taumax_rank_rtol_1e-2:.1f` against
 # {glue:text}`measure_causal_rank_rtol_1e-2:.0f` for $U_n$ and the effective rank
 # {glue:text}`measure_gpt2_taumax_effective_rank:.1f` against {glue:text}`measure_causal_effective_rank:.1f`. At
 # $\tau$ = {glue:text}`measure_tau_min` the rank at rtol $10^{-2}$ is
-# {glue:text}`measure_bert_taumin_rank_rtol_1e-2:.1f` (BERT) and
+# {glue:text}`measure_modernbert_taumin_rank_rtol_1e-2:.1f` (ModernBERT) and
 # {glue:text}`measure_gpt2_taumin_rank_rtol_1e-2:.1f` (GPT-2), against
-# {glue:text}`measure_bert_taumin_argmax:.1f` and {glue:text}`measure_gpt2_taumin_argmax:.1f` distinct argmax
+# {glue:text}`measure_modernbert_taumin_argmax:.1f` and {glue:text}`measure_gpt2_taumin_argmax:.1f` distinct argmax
 # columns.
 
 # %% [markdown]
@@ -242,12 +242,12 @@ book.publish(measure.section(**params))
 # ```
 
 # %% [markdown]
-# The spectra show why. At high temperature the BERT spectrum is one singular value near 1, a first block of
+# The spectra show why. At high temperature the ModernBERT spectrum is one singular value near 1, a first block of
 # $d_h$ values far below it, and a second block lower again; the relative thresholds cut above the first block,
 # the study's rule below it. At low temperature rows are nearly one-hot: the spectrum stays near 1 for a few
 # values and then plunges, far below round-off (values under $10^{-20}$ run off the bottom of the plot). Lower
 # precision replaces the tail by round-off noise: at $\tau$ = {glue:text}`measure_tau_max` the median smallest
-# BERT singular value is {glue:text}`measure_floor_ref` in float64, {glue:text}`measure_floor_probs32` from
+# ModernBERT singular value is {glue:text}`measure_floor_ref` in float64, {glue:text}`measure_floor_probs32` from
 # float32 probabilities and {glue:text}`measure_floor_svd32` from a float32 SVD: compare the study's threshold,
 # $10^{-8}$, with the smallest relative one, $10^{-4}\sigma_1$.
 
@@ -316,7 +316,7 @@ book.publish(measure.section(**params))
 #
 # ## Verdict
 #
-# **Rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). At the largest temperature of the grid, measure BERT
+# **Rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). At the largest temperature of the grid, measure ModernBERT
 # (whose limit is the rank-one uniform matrix) with the float64 reference pipeline and express each measure as
 # excess rank $e = (\text{rank} - 1)/(n - 1)$: 0 at rank one, 1 at full rank, averaged over each run's probe
 # sequences, with a Student-t 95% interval over runs (`attnrank.stats.mean_ci` with the runs as clusters). A

@@ -12,7 +12,7 @@
 # The study {cite}`min2023efficiency` compared the stock temperature $T = \sqrt{d_h}$ ($\tau = 1$)
 # with $T = 0.001\sqrt{d_h}$ ($\tau = 10^{-3}$), counted as rank the singular values above
 # $10^{-8}$, and averaged that count over layers, heads and **4 training plus 4 test examples** of
-# one BERT {cite}`devlin2019bert` and one GPT-2 {cite}`radford2019language` per temperature; the
+# one ModernBERT {cite}`devlin2019bert` and one GPT-2 {cite}`radford2019language` per temperature; the
 # reviewers asked whether four examples are enough. Our runs record every measure for each of
 # {glue:text}`protocol_n_val` held-out sequences and {glue:text}`protocol_n_train` training blocks
 # at every probe step, so we replay that protocol many times on the book's main grid (no new runs)
@@ -75,7 +75,7 @@ book.publish(protocol.section(**params))
 # The same statistic over {glue:text}`protocol_n_draws` random draws, at initialisation and at the
 # last probe step (after {glue:text}`protocol_final_step`); the dotted line is zero, where the
 # conclusion flips. The table gives the flip rate at every probe step; at the last one it is
-# {glue:text}`protocol_flip_bert` for BERT and {glue:text}`protocol_flip_gpt2` for GPT-2.
+# {glue:text}`protocol_flip_modernbert` for ModernBERT and {glue:text}`protocol_flip_gpt2` for GPT-2.
 
 # %% [markdown]
 # ```{glue:figure} protocol_draws

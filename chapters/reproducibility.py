@@ -123,6 +123,6 @@ book.publish(reproducibility.section(**params))
 # ```
 #
 # To train on a larger corpus, override the dataset of a run
-# (`attnrank train --arch bert --profile paper --dataset hf:Salesforce/wikitext:wikitext-103-raw-v1`) or pass
+# (`attnrank train --arch modernbert --profile paper --dataset hf:Salesforce/wikitext:wikitext-103-raw-v1`) or pass
 # `dataset=` to `attnrank.profiles.resolve_config`. The chapters read whatever runs their parameters ask for, so
 # `papermill chapters/loss.ipynb out.ipynb -p profile paper` re-runs one chapter on the GPU sweep.

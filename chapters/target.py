@@ -31,7 +31,7 @@
 # $\operatorname{softmax}(sG)$ with Gaussian $G$ and sharpness $s$ = {glue:text}`target_sharpness` (high
 # numerical rank, peaked rows), and a **low-rank** control $UV$ with $U, V$ row-stochastic of rank
 # {glue:text}`target_lowrank_rank`. The grid covers a log-spaced range of temperature ratios around $\tau = 1$,
-# head dimensions from 1 (for the propositions below) through realistic sizes (standard BERT and GPT-2 heads are
+# head dimensions from 1 (for the propositions below) through realistic sizes (standard ModernBERT and GPT-2 heads are
 # 64 wide) up to a head as wide as the sequence, both variants and several seeds (sizes below); it is trained as
 # one batched tensor program per head dimension (`synthetic.run_grid`).
 
@@ -237,7 +237,7 @@ book.publish(target.section(**params))
 # ## Verdict
 #
 # **Rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). The claim is tested for plain dot-product attention (the
-# attention of BERT and GPT-2) on the permutation target, and has two parts.
+# attention of ModernBERT and GPT-2) on the permutation target, and has two parts.
 #
 # 1. *Shortfall of the standard setting.* At $\tau = 1$, heads of a realistic size
 #    ($d_h$ = {glue:text}`target_real_dims`: at least {glue:text}`target_real_min` wide, as in

@@ -22,7 +22,7 @@
 #
 # $$A = \operatorname{softmax}\!\left(\frac{QK^\top}{T}\right), \qquad T = \tau\sqrt{d_\mathrm{head}},$$
 #
-# so the temperature *ratio* $\tau = 1$ is the stock BERT {cite}`devlin2019bert` and GPT-2
+# so the temperature *ratio* $\tau = 1$ is the stock ModernBERT {cite}`devlin2019bert` and GPT-2
 # {cite}`radford2019language`, and $\tau = 10^{-3}$ is the study's cold setting. This chapter sweeps $\tau$ over a
 # grid of {glue:text}`temp_grid_text`, trains both models from scratch at every grid point with several seeds, and
 # asks two separate questions:
@@ -37,7 +37,7 @@
 #
 # **The rules** (version 3: the statistics and thresholds of version 2, 2026-11-30, with the sign turned to the
 # study's on 2026-12-02; both changed after looking, see {doc}`changes`). Both questions are judged per architecture on the runs of the grid (one value
-# per run: the run is the independent unit, never a probe sequence), and the claim is made for both BERT and GPT-2, so
+# per run: the run is the independent unit, never a probe sequence), and the claim is made for both ModernBERT and GPT-2, so
 # it is *supported* only if it holds for both, *not supported* if the data rule it out for either, and otherwise
 # *inconclusive at this scale*.
 #
@@ -125,12 +125,12 @@ book.publish(temp.section(**params))
 # ```
 
 # %% [markdown]
-# At $\tau = 1$ the logits of BERT have a within-row standard deviation of {glue:text}`temp_logit_sd_base_bert`
+# At $\tau = 1$ the logits of ModernBERT have a within-row standard deviation of {glue:text}`temp_logit_sd_base_modernbert`
 # (GPT-2: {glue:text}`temp_logit_sd_base_gpt2`) and the attention entropy is
-# {glue:text}`temp_entropy_base_bert` nats for BERT, against $\log n =$ {glue:text}`temp_log_n` for exactly
+# {glue:text}`temp_entropy_base_modernbert` nats for ModernBERT, against $\log n =$ {glue:text}`temp_log_n` for exactly
 # uniform rows over $n =$ {glue:text}`temp_n` tokens. At the detailed setting $\tau =$ {glue:text}`temp_tau` the
-# logits are $1/\tau$ times larger ({glue:text}`temp_logit_sd_tau_bert` for BERT,
-# {glue:text}`temp_logit_sd_tau_gpt2` for GPT-2), with entropy {glue:text}`temp_entropy_tau_bert` nats (BERT).
+# logits are $1/\tau$ times larger ({glue:text}`temp_logit_sd_tau_modernbert` for ModernBERT,
+# {glue:text}`temp_logit_sd_tau_gpt2` for GPT-2), with entropy {glue:text}`temp_entropy_tau_modernbert` nats (ModernBERT).
 # Lowering $\tau$ at initialisation therefore does one thing: it moves every head away from uniform attention.
 #
 # **What $\tau$ does not do ({ref}`P3 <target-p3>`).** Once $W_Q$ and $W_K$ are trained, $\tau$ is not a capacity
@@ -157,7 +157,7 @@ book.publish(temp.section(**params))
 
 # %% [markdown]
 # The dotted lines are what a head that ignores the content would give: uniform rows have effective rank
-# {glue:text}`temp_uniform_bert` (BERT), and the uniform causal matrix of GPT-2 has effective rank
+# {glue:text}`temp_uniform_modernbert` (ModernBERT), and the uniform causal matrix of GPT-2 has effective rank
 # {glue:text}`temp_uniform_gpt2`; at relative tolerance $10^{-2}$ the uniform causal matrix already has full rank
 # ({glue:text}`temp_uniform_causal_rank_rtol` of {glue:text}`temp_n`), so that measure cannot tell GPT-2's content
 # from its mask.
@@ -177,17 +177,17 @@ book.publish(temp.section(**params))
 # ```
 
 # %% [markdown]
-# The mean initial effective rank goes from {glue:text}`temp_rank0_base_bert` at $\tau = 1$ to
-# {glue:text}`temp_rank0_tau_bert` at $\tau =$ {glue:text}`temp_tau` and {glue:text}`temp_rank0_min_bert` at
-# $\tau =$ {glue:text}`temp_tau_min` for BERT (GPT-2: {glue:text}`temp_rank0_base_gpt2`,
+# The mean initial effective rank goes from {glue:text}`temp_rank0_base_modernbert` at $\tau = 1$ to
+# {glue:text}`temp_rank0_tau_modernbert` at $\tau =$ {glue:text}`temp_tau` and {glue:text}`temp_rank0_min_modernbert` at
+# $\tau =$ {glue:text}`temp_tau_min` for ModernBERT (GPT-2: {glue:text}`temp_rank0_base_gpt2`,
 # {glue:text}`temp_rank0_tau_gpt2`, {glue:text}`temp_rank0_min_gpt2`). The study's comparison, stock minus
-# coldest, is {glue:text}`temp_cold_diff_bert` runs for BERT (exact permutation $p =$ {glue:text}`temp_cold_p_bert`)
+# coldest, is {glue:text}`temp_cold_diff_modernbert` runs for ModernBERT (exact permutation $p =$ {glue:text}`temp_cold_p_modernbert`)
 # and {glue:text}`temp_cold_diff_gpt2` runs for GPT-2 ($p =$ {glue:text}`temp_cold_p_gpt2`). With
 # {glue:text}`temp_n_seeds` seeds per arm the Welch interval has few degrees of freedom and the smallest possible
 # exact $p$ is {glue:text}`temp_min_p`, so only a difference far larger than the seed spread can clear the rule.
-# The observed seed spread of the initial effective rank is {glue:text}`temp_rank_spread_bert` (BERT) and
+# The observed seed spread of the initial effective rank is {glue:text}`temp_rank_spread_modernbert` (ModernBERT) and
 # {glue:text}`temp_rank_spread_gpt2` (GPT-2). {glue:text}`temp_rank_needed` The mean initial rank
-# peaks at $\tau =$ {glue:text}`temp_peak_bert` for BERT and at $\tau =$ {glue:text}`temp_peak_gpt2` for GPT-2.
+# peaks at $\tau =$ {glue:text}`temp_peak_modernbert` for ModernBERT and at $\tau =$ {glue:text}`temp_peak_gpt2` for GPT-2.
 #
 # Two of the measures in the table are not counts of directions: the stable rank is 1 for uniform rows and grows as
 # attention sharpens; the attention entropy (left out of the rule, which is about rank) is $\log n$ for uniform rows
@@ -226,7 +226,7 @@ book.publish(temp.section(**params))
 # %% [markdown]
 # ## Does a higher temperature give a lower loss?
 #
-# The validation loss (cross-entropy in nats per predicted token, masked tokens for BERT, next tokens for GPT-2)
+# The validation loss (cross-entropy in nats per predicted token, masked tokens for ModernBERT, next tokens for GPT-2)
 # through training for every temperature of the sweep: one curve per $\tau$ coloured on a log scale, $\tau = 1$ bold,
 # as in the chapter on loss.
 
@@ -252,15 +252,15 @@ book.publish(temp.section(**params))
 # ```
 
 # %% [markdown]
-# Spearman's $\rho(\log\tau, \text{final loss})$ is {glue:text}`temp_loss_rho_bert` runs for BERT and
+# Spearman's $\rho(\log\tau, \text{final loss})$ is {glue:text}`temp_loss_rho_modernbert` runs for ModernBERT and
 # {glue:text}`temp_loss_rho_gpt2` runs for GPT-2 (a negative $\rho$: the hotter, the lower the loss, the study's
 # sign). The lowest mean final
-# loss on the grid is at $\tau =$ {glue:text}`temp_loss_best_bert` for BERT and $\tau =$
+# loss on the grid is at $\tau =$ {glue:text}`temp_loss_best_modernbert` for ModernBERT and $\tau =$
 # {glue:text}`temp_loss_best_gpt2` for GPT-2. At $\tau =$ {glue:text}`temp_tau` the mean final loss is
-# {glue:text}`temp_loss_tau_bert` (BERT) and {glue:text}`temp_loss_tau_gpt2` (GPT-2), against
-# {glue:text}`temp_loss_base_bert` and {glue:text}`temp_loss_base_gpt2` at $\tau = 1$ and
-# {glue:text}`temp_loss_min_bert` and {glue:text}`temp_loss_min_gpt2` at $\tau =$ {glue:text}`temp_tau_min`;
-# the seed spread of the final loss is {glue:text}`temp_loss_spread_bert` nats (BERT) and
+# {glue:text}`temp_loss_tau_modernbert` (ModernBERT) and {glue:text}`temp_loss_tau_gpt2` (GPT-2), against
+# {glue:text}`temp_loss_base_modernbert` and {glue:text}`temp_loss_base_gpt2` at $\tau = 1$ and
+# {glue:text}`temp_loss_min_modernbert` and {glue:text}`temp_loss_min_gpt2` at $\tau =$ {glue:text}`temp_tau_min`;
+# the seed spread of the final loss is {glue:text}`temp_loss_spread_modernbert` nats (ModernBERT) and
 # {glue:text}`temp_loss_spread_gpt2` (GPT-2). By P3 this is an effect of the initial logit scale and of the
 # effective learning rate of $W_Q, W_K$; whether it goes *through* the rank is the question of the chapter on loss.
 #

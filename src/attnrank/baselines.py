@@ -55,7 +55,7 @@ from .data import dataset_fingerprint
 from .errors import ConfigError, check_choice
 from .models import build_model, model_from_config, tokenizer_pad_id
 from .probe import attention_logits, attention_probabilities
-from .profiles import ARCHS, RunConfig, resolve_config
+from .profiles import ALL_ARCHS, ARCHS, MLM_ARCHS, RunConfig, resolve_config
 from .rank import MEASURES, rank_measures
 from .theory import monte_carlo_rank, taylor_rank_bound
 from .train import prepare_data
@@ -172,11 +172,11 @@ def target_pairs(input_ids, labels, arch: str):
 
     Args:
         input_ids, labels: ``[B, n]`` int arrays (labels ``-100`` where not scored).
-        arch: ``"gpt2"`` (target ``labels[:, 1:]``, context ``input_ids[:, :-1]``) or ``"bert"``
+        arch: ``"gpt2"`` (target ``labels[:, 1:]``, context ``input_ids[:, :-1]``) or a masked LM (``"modernbert"``, ``"bert"``)
             (target ``labels[:, i]`` at masked positions ``i >= 1``, context the visible
             ``input_ids[:, i - 1]``).
     """
-    check_choice("arch", arch, ("bert", "gpt2"))
+    check_choice("arch", arch, ALL_ARCHS)
     x, y = np.asarray(input_ids), np.asarray(labels)
     if arch == "gpt2":
         ctx, tgt = x[:, :-1], y[:, 1:]
@@ -375,7 +375,7 @@ def ngram_losses(cfg) -> dict:
     validation positions, and ``context_free``: :func:`context_free_nll` at the collator's masking shares.
 
     Returns ``{"unigram": float, "bigram": float, "n_targets": int}`` (and ``"two_sided"``, ``"context_free"``
-    for BERT).
+    for ModernBERT).
     """
     blocks, tokenizer, collator, _probe, val_batches = prepare_data(cfg)
     train = blocks.blocks.numpy() if hasattr(blocks, "blocks") else np.asarray(blocks)
@@ -388,7 +388,7 @@ def ngram_losses(cfg) -> dict:
     counts = ngram_counts(ctx[keep], tgt[keep], V)
     pairs = [target_pairs(b["input_ids"].numpy(), b["labels"].numpy(), cfg.arch) for b in val_batches]
     out = ngram_nll(counts, np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
-    if cfg.arch == "bert":
+    if cfg.arch in MLM_ARCHS:
         left, mid, right = train[:, :-2].reshape(-1), train[:, 1:-1].reshape(-1), train[:, 2:].reshape(-1)
         keep = ~np.isin(mid, np.asarray(tokenizer.all_special_ids))
         two = two_sided_counts(left[keep], mid[keep], right[keep], V)
@@ -444,14 +444,14 @@ def uniform_attention(n: int, *, causal: bool) -> torch.Tensor:
 
 def uniform_ranks(n: int, measures=None) -> dict[str, dict[str, float]]:
     """Every rank measure of :func:`uniform_attention` over ``n`` tokens, the baseline a head that
-    ignores the content gives: ``{"bert": {measure: value}, "gpt2": {...}}`` (GPT-2 causal)."""
+    ignores the content gives: ``{"modernbert": {measure: value}, "gpt2": {...}}`` (GPT-2 causal)."""
     measures = list(measures or MEASURES)
     return {
         arch: {
             m: float(v)
             for m, v in rank_measures(uniform_attention(n, causal=arch == "gpt2"), measures=measures).items()
         }
-        for arch in ("bert", "gpt2")
+        for arch in ("modernbert", "gpt2")
     }
 
 
@@ -531,14 +531,14 @@ def staircase(head_dims, n: int):
 
 def small_logits(init, n: int) -> dict:
     """``{tau: bool}``: whether the P1 bound at relative tolerance 1e-2, from the measured half-range ``M``,
-    is below ``n`` for the median BERT matrix at some head dimension (the small-logit regime where the
+    is below ``n`` for the median ModernBERT matrix at some head dimension (the small-logit regime where the
     staircase bounds anything). ``init`` holds the rows of :func:`attnrank.runs.init_statistics` with bounds."""
-    b = init[init.arch == "bert"]
+    b = init[init.arch == "modernbert"]
     return {t: bool(g.groupby("head_dim")["bound_rtol_1e-2"].median().lt(n).any()) for t, g in b.groupby("tau")}
 
 
 def bound_check(init, n: int):
-    """How close the P1 bound is, on the rows of :func:`attnrank.runs.init_statistics` (with bounds) of BERT.
+    """How close the P1 bound is, on the rows of :func:`attnrank.runs.init_statistics` (with bounds) of ModernBERT.
 
     Returns ``(table, facts)``: the table has one row per ``tau, head_dim`` with the median ``M``, ``r_1``,
     ``r_2`` (capped at ``n``) and the mean measured ranks and bounds at relative tolerances 1e-2 and 1e-4;
@@ -624,11 +624,11 @@ def _reference(a: pd.DataFrame, reference_tau: float) -> pd.DataFrame:
 
 
 def _archs(runs: pd.DataFrame) -> list:
-    return [a for a in ("gpt2", "bert") if a in set(runs.arch)]
+    return [a for a in ("gpt2", "modernbert", "bert") if a in set(runs.arch)]
 
 
 def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
-    """Per architecture, how far its models are below the bigram count model: the learned gate's input.
+    """Per architecture, how far its worst model is below the bigram count model: the learned gate's input.
 
     Args:
         runs: a wide run table (:func:`attnrank.runs.table` with ``long=False``: ``arch``, ``tau``, ``status``,
@@ -636,9 +636,9 @@ def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
         reference_tau: the temperature ratio of the reference runs (the stock softmax); an architecture
             without a complete run there is judged on all its complete runs.
 
-    Returns ``{arch: gap}``: the mean over the reference runs of the final validation loss minus the run's
-    bigram count model (:func:`baseline_losses`), nats per token; negative: below the bigram; NaN: no
-    complete run.
+    Returns ``{arch: gap}``: the largest over the reference runs (the worst seed: the gate asks every run to
+    pass) of the final validation loss minus the run's bigram count model (:func:`baseline_losses`), nats per
+    token; negative: below the bigram; NaN: no complete run.
 
     Raises:
         ConfigError: naming ``runs`` when it holds no run.
@@ -649,7 +649,7 @@ def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
     for arch in _archs(runs):
         ref = _reference(runs[runs.arch == arch], reference_tau)
         diffs = [float(r["final_val_loss"]) - baseline_losses(r)["bigram"] for r in ref.to_dict("records")]
-        out[arch] = float(np.mean(diffs)) if diffs else math.nan
+        out[arch] = float(np.max(diffs)) if diffs else math.nan
     return out
 
 
@@ -671,10 +671,10 @@ def reference_runs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
     return {arch: len(_reference(runs[runs.arch == arch], reference_tau)) for arch in _archs(runs)}
 
 
-def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
+def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0, worst: bool = False) -> dict:
     """Per architecture, what attention is worth in its reference runs (those of :func:`bigram_gaps`).
 
-    Returns ``{arch: gain}``: the mean attention ablation gain (:func:`attnrank.ablation.attention_gain`: the
+    Returns ``{arch: gain}``: the mean (with ``worst``, the smallest: the learned gate's input) attention ablation gain (:func:`attnrank.ablation.attention_gain`: the
     validation loss with content-free attention minus the loss, nats per token) of the architecture's
     reference runs, read from an ``attention_gain`` column or computed from the stored runs' ``path``; NaN
     when ``runs`` has neither or no reference run has a gain.
@@ -690,7 +690,7 @@ def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
             )
         else:
             values = pd.Series([], dtype=float)
-        out[arch] = float(values.mean()) if values.notna().any() else math.nan
+        out[arch] = float(values.min() if worst else values.mean()) if values.notna().any() else math.nan
     return out
 
 
@@ -790,7 +790,7 @@ def init_std() -> float:
     """Standard deviation of the weight initialisation of both architectures (``initializer_range``).
 
     Raises:
-        RuntimeError: when BERT and GPT-2 differ (the chapters state one value).
+        RuntimeError: when ModernBERT and GPT-2 differ (the chapters state one value).
     """
     values = {
         a: build_model(a, hidden_size=32, num_layers=1, num_heads=2, max_len=16, vocab_size=64).config.initializer_range
@@ -850,7 +850,9 @@ def flops_per_token(run) -> float:
     """
     get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k))
     d, L, n, V = (int(get(k)) for k in ("hidden_size", "num_layers", "max_len", "vocab_size"))
-    per_layer = 12 * d * d + 13 * d  # attention 4 d^2 + MLP 8 d^2, biases and LayerNorms
-    head = d * d + 3 * d if get("arch") == "bert" else 0  # BERT's MLM transform
-    N = L * per_layer + V * d + head + (V if get("arch") == "bert" else 0) + 2 * d
+    # attention 4 d^2 + MLP 8 d^2 (ModernBERT's gated MLP of intermediate size 2 d: 6 d^2), biases and LayerNorms
+    per_layer = (10 if get("arch") == "modernbert" else 12) * d * d + 13 * d
+    mlm = get("arch") in MLM_ARCHS
+    head = d * d + 3 * d if mlm else 0  # the masked LM's prediction head (dense, norm) before the decoder
+    N = L * per_layer + V * d + head + (V if mlm else 0) + 2 * d
     return float(6 * N + 12 * L * n * d)

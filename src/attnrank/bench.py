@@ -198,7 +198,7 @@ def _startup_seconds(arch: str, profile: str) -> float:
 def run_bench(profile: str, reps: int, steps: int, device: str) -> list[dict]:
     rows = []
     autocast = device.startswith("cuda")
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         cfg = resolve_config(arch, profile)
         batches, vocab = _batches(cfg, steps)
         tokens = steps * cfg.batch_size * cfg.max_len

@@ -215,7 +215,7 @@ def twins_table(table: pd.DataFrame) -> pd.DataFrame:
     architectures ``bert`` and ``gpt2``.
     """
     rows = []
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         for o in OUTCOMES:
             tau_runs, twin_runs = _twin_pair(table, a, o)
             rows.append(
@@ -292,7 +292,7 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
     gaps = twin_gaps(twins)
     return (
         f"{answer_text(result)} Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
-        f"s = {twin_scale(tau):.3g}. {causal_text(result, 'bert')}. {causal_text(result, 'gpt2')}. Each tau run "
+        f"s = {twin_scale(tau):.3g}. {causal_text(result, 'modernbert')}. {causal_text(result, 'gpt2')}. Each tau run "
         f"and its twin differ by at most {gaps['causal_twin_max_loss']} nats in final validation loss and "
         f"{gaps['causal_twin_max_rank']} units of rank. The {profile} profile at {PRESETS[profile][0]} "
         f"sizes, {n_runs} runs."
@@ -334,7 +334,7 @@ def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
     temperature's effect, each single factor's, the oriented difference, the status and, when not
     supported, the seeds that would resolve :data:`CAUSAL_EFFECT`."""
     r, p = result[arch], result[arch].parts
-    name = {"bert": "BERT", "gpt2": "GPT-2"}.get(arch, arch)
+    name = ARCH_NAMES.get(arch, arch)
     txt = (
         f"{name}: temperature effect {fmt_estimate(p['temperature'], digits)} seeds, initial scale alone "
         f"{fmt_estimate(p['init'], digits, n=False)}, step size alone {fmt_estimate(p['lr'], digits, n=False)}, oriented difference "
@@ -404,7 +404,11 @@ def section(
     glue.update(intervention_spans(inter, m))
     v = rules.causal_rule(table)
     done = runs[runs.status == "complete"]
-    gate = rules.learned_gate({a: r.verdict.status for a, r in v.arch.items()}, baselines.bigram_gaps(runs))
+    gate = rules.learned_gate(
+        {a: r.verdict.status for a, r in v.arch.items()},
+        baselines.bigram_gaps(runs),
+        baselines.reference_gains(runs, worst=True),
+    )
     inp = baselines.regime_inputs(done) if len(done) else {}
     verdict = Verdict(
         "causal",

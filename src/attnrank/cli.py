@@ -18,7 +18,7 @@ from .data import absolute_path_settings
 from .errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from .experiments import book_runs
 from .grid import EXECUTORS, default_workers, plan, sweep
-from .profiles import ARCHS, check_dataset, resolve_profile
+from .profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
 from .store import load_runs, run, runs_dir
 
 __all__ = ["main"]
@@ -55,7 +55,7 @@ def _train(args) -> int:
             "(--force trains it again)"
         )
     print(
-        f"  {c['arch']} ({'MLM' if c['arch'] == 'bert' else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
+        f"  {c['arch']} ({'MLM' if c['arch'] in MLM_ARCHS else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
         f"head_dim {c['head_dim']} ({c['num_heads']} heads x {c['num_layers']} layers), seed {c['seed']}, {s['device']}"
     )
     scales = {k: c.get(k, 1.0) for k in ("qk_init_scale", "qk_lr_scale")}
@@ -197,7 +197,7 @@ def _sweep(args) -> int:
 def _recipe(args) -> int:
     check_choice("executor", args.executor, EXECUTORS)
     profile = resolve_profile(args.profile)
-    archs = ARCHS if args.arch is None else (args.arch,)
+    archs = ALL_ARCHS if args.arch is None else (args.arch,)
     for a in archs:
         recipe.variants(a, profile)  # checks arch and profile before anything is trained
     return recipe.run(profile, archs, executor=args.executor, workers=args.workers, out=args.out, dry_run=args.dry_run)
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         numeric.add(flag)
         t.add_argument(flag, type=_typed(kind), default=None, **kw)
 
-    t.add_argument("--arch", required=True, help="bert or gpt2")
+    t.add_argument("--arch", required=True, help=f"{', '.join(ALL_ARCHS)}")
     t.add_argument("--profile", default="auto", help="ci, quick, paper, long or auto (default)")
     number("--tau", float, help="temperature ratio: logits / (tau * sqrt(head_dim))")
     number("--num-heads", int)
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     s.set_defaults(func=_sweep)
     rc = sub.add_parser("recipe", help="the recipe study: train its runs, write data/recipe/<profile>.csv, print it")
     rc.add_argument("--profile", default="quick", help="the profile whose recipe is studied (default quick)")
-    rc.add_argument("--arch", default=None, help="bert or gpt2 (default: both)")
+    rc.add_argument("--arch", default=None, help=f"{', '.join(ALL_ARCHS)} (default: all three)")
     rc.add_argument("--executor", default="process", help="serial, process (default, a local pool) or ray")
     rc.add_argument("--workers", type=_typed(int), default=None, help="concurrent runs (default: CPU cores)")
     rc.add_argument("--out", default=None, help="the table to write (default data/recipe/<profile>.csv)")

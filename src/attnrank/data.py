@@ -40,10 +40,11 @@ import numpy as np
 from filelock import FileLock
 
 from .errors import ConfigError, DatasetUnavailable, check_choice
-from .profiles import ARCHS, OFFLINE_DEFAULT, check_dataset, dataset_spec
+from .profiles import ALL_ARCHS, BERT_SPECIALS, OFFLINE_DEFAULT, check_dataset, dataset_spec
 
 __all__ = [
     "PATH_SETTINGS",
+    "TOKENIZER_FAMILY",
     "absolute_path_settings",
     "data_dir",
     "dataset_fingerprint",
@@ -64,7 +65,9 @@ _SPECIALS = {
     "bert": dict(pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"),
     "gpt2": dict(eos_token="<|endoftext|>", bos_token="<|endoftext|>", unk_token="<|endoftext|>"),
 }
-_BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+#: The tokenizer and block layout of each architecture: ModernBERT reads BERT's WordPiece blocks
+#: (``[CLS] ... [SEP]``), so the two masked LMs see the same tokens, and share one cache.
+TOKENIZER_FAMILY = {"bert": "bert", "modernbert": "bert", "gpt2": "gpt2"}
 
 
 def _data_root() -> Path:
@@ -555,7 +558,8 @@ def _slug(source: _Source, *parts) -> str:
 def get_tokenizer(arch: str, dataset: str = OFFLINE_DEFAULT, vocab_size: int = 2048):
     """A ``PreTrainedTokenizerFast`` trained on the training split, cached under ``data/tokenizers``.
 
-    WordPiece (lower-cased, with ``[CLS] [SEP] [MASK] [PAD] [UNK]``) for ``arch="bert"``;
+    WordPiece (lower-cased, with ``[CLS] [SEP] [MASK] [PAD] [UNK]``) for the masked LMs (``"bert"``,
+    ``"modernbert"``; :data:`TOKENIZER_FAMILY`);
     byte-level BPE with ``<|endoftext|>`` (end of text; no padding token) for
     ``arch="gpt2"``. Training is deterministic: the same text gives the same file. The
     cache key holds :func:`dataset_fingerprint`, so changed data trains a new tokenizer.
@@ -564,8 +568,8 @@ def get_tokenizer(arch: str, dataset: str = OFFLINE_DEFAULT, vocab_size: int = 2
         ConfigError: for an unknown ``arch`` or dataset, or naming ``ATTNRANK_DATA`` when the
         tokenizer is not cached and the data folder cannot be written.
     """
-    check_choice("arch", arch, ARCHS)
-    return _tokenizer(arch, _resolve(dataset), vocab_size)
+    check_choice("arch", arch, ALL_ARCHS)
+    return _tokenizer(TOKENIZER_FAMILY[arch], _resolve(dataset), vocab_size)
 
 
 def _tokenizer(arch: str, source: _Source, vocab_size: int):
@@ -617,11 +621,11 @@ def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
             vocab_size=vocab_size,
             min_frequency=2,
             show_progress=False,
-            special_tokens=_BERT_SPECIALS + continuation,
+            special_tokens=[*BERT_SPECIALS, *continuation],
             limit_alphabet=max(1000, len(alphabet)),
         )
         state = json.loads(tok._tokenizer.to_str())
-        state["added_tokens"] = [t for t in state["added_tokens"] if t["content"] in _BERT_SPECIALS]
+        state["added_tokens"] = [t for t in state["added_tokens"] if t["content"] in BERT_SPECIALS]
         return Tokenizer.from_str(json.dumps(state))
     tok = ByteLevelBPETokenizer()
     tok.train_from_iterator(
@@ -654,7 +658,8 @@ def _blocks(stream: np.ndarray, tokenizer, arch: str, max_len: int) -> np.ndarra
 def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_train: int = 1, min_val: int = 1):
     """Token blocks ``(train [N, max_len], val [M, max_len])`` as int64 numpy arrays, and the tokenizer.
 
-    Cached as ``.npy`` under ``data/cache``, keyed by :func:`dataset_fingerprint`, ``arch``,
+    Cached as ``.npy`` under ``data/cache``, keyed by :func:`dataset_fingerprint`, ``arch``'s
+    :data:`TOKENIZER_FAMILY`,
     ``vocab_size``, ``max_len`` and the code version; a cached pair is read without a lock
     (and from a read-only data folder).
 
@@ -664,7 +669,8 @@ def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_
         it cannot be loaded; naming ``ATTNRANK_DATA`` when the blocks are not cached and
         the data folder cannot be written.
     """
-    check_choice("arch", arch, ARCHS)
+    check_choice("arch", arch, ALL_ARCHS)
+    arch = TOKENIZER_FAMILY[arch]
     source = _resolve(dataset)
     tokenizer = _tokenizer(arch, source, vocab_size)
     key = _slug(source, arch, vocab_size, max_len)

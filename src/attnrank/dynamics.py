@@ -116,14 +116,14 @@ def dynamics_summary(res: DynamicsResult, *, n_seeds: int, tolerance: float) -> 
     return (
         f"On the {label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in res.rho)} runs "
         f"({n_seeds} seeds per setting), initial and final mean rank have Spearman ρ "
-        f"{fmt_estimate(res.rho['bert'], n=False)} (BERT) and {fmt_estimate(res.rho['gpt2'], n=False)} (GPT-2), "
-        f"and the median relative change is {fmt_estimate(res.change['bert'], 0, n=False, percent=True)} (BERT) "
+        f"{fmt_estimate(res.rho['modernbert'], n=False)} (ModernBERT) and {fmt_estimate(res.rho['gpt2'], n=False)} (GPT-2), "
+        f"and the median relative change is {fmt_estimate(res.change['modernbert'], 0, n=False, percent=True)} (ModernBERT) "
         f"and {fmt_estimate(res.change['gpt2'], 0, n=False, percent=True)} (GPT-2) against a "
         f"{fmt(tolerance, 0, percent=True)} tolerance: "
         + "; ".join(f"{h} half for {ARCH_NAMES[a]}: {v}" for (h, a), v in res.halves.items())
         + ". "
-        f"Within temperatures the correlation is {fmt_estimate(res.within['bert'], n=False)} "
-        f"(BERT, p = {fmt(res.within['bert'].p)}) and {fmt_estimate(res.within['gpt2'], n=False)} "
+        f"Within temperatures the correlation is {fmt_estimate(res.within['modernbert'], n=False)} "
+        f"(ModernBERT, p = {fmt(res.within['modernbert'].p)}) and {fmt_estimate(res.within['gpt2'], n=False)} "
         f"(GPT-2, p = {fmt(res.within['gpt2'].p)})."
         + (f" Runs needed to resolve a correlation of {fmt(RHO_MIN, 1)}: {', '.join(needed)}." if needed else "")
     )
@@ -171,7 +171,7 @@ def section(
     label = MEASURE_LABELS[m]
     sweep = runs.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
     ok = sweep[sweep.status == "complete"]
-    head_dim0 = resolve_config("bert", profile).head_dim
+    head_dim0 = resolve_config("modernbert", profile).head_dim
     max_len, n_seeds = int(sweep.max_len.iloc[0]), int(sweep.seed.nunique())
     tau_runs = sweep[sweep.sweep == "temperature grid"]
     uniform = baselines.uniform_ranks(max_len)
@@ -204,7 +204,7 @@ def section(
             "dynamics_rank_trajectories",
             tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)"),
             d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
-            f"Mean rank through training for every measure (rows), BERT and GPT-2 (columns), one curve per "
+            f"Mean rank through training for every measure (rows), ModernBERT and GPT-2 (columns), one curve per "
             f"temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ bold), head dimension {head_dim0}. Line: mean "
             f"over seeds; band: range over seeds. Dotted: uniform attention (causal for GPT-2). "
             f"{runs.caption(tau_runs, profile)}.",
@@ -254,7 +254,7 @@ def section(
             f"head-dimension grids), colour: $\\tau$ (log scale). Dashed: final = initial. Text: Spearman's ρ "
             f"(95% BCa bootstrap over runs) and the rank correlation within temperatures ($\\tau$ as a fixed "
             f"effect). {runs.caption(sweep, profile)}.",
-            "Two scatter plots, BERT and GPT-2, of final against initial mean effective rank per run, coloured by "
+            "Two scatter plots, ModernBERT and GPT-2, of final against initial mean effective rank per run, coloured by "
             "temperature, with the identity line and the correlations written above each panel.",
         )
     )
@@ -277,7 +277,7 @@ def section(
             f"rank measure and model (box: quartiles). Dotted: the stability tolerance "
             f"{fmt(stable_tolerance, 0, percent=True)}. {runs.caption(sweep, profile)}.",
             "Horizontal box plots with dots, one row per rank measure, of each run's relative change of mean rank "
-            "for BERT and GPT-2, beside a dotted tolerance line.",
+            "for ModernBERT and GPT-2, beside a dotted tolerance line.",
         )
     )
     shares = rules.stability_table(change, stable_tolerance)
@@ -311,7 +311,8 @@ def section(
         glue[f"dynamics_head_max_change_{a}"] = fmt(v, 0, percent=True)
     # the verdict
     gaps = baselines.bigram_gaps(ok)
-    gate = rules.learned_gate(res.halves, gaps)
+    gains = baselines.reference_gains(ok, worst=True)
+    gate = rules.learned_gate(res.halves, gaps, gains)
     inp = baselines.regime_inputs(ok)
     verdict = Verdict(
         "dynamics",
@@ -321,7 +322,7 @@ def section(
         f"{sum(e.n for e in res.rho.values())} runs",
         regime_text(gate, **inp),
         dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(gate),
-        {mm: rules.learned_gate(r.halves, gaps).status for mm, r in results.items()},
+        {mm: rules.learned_gate(r.halves, gaps, gains).status for mm, r in results.items()},
         brief=regime_brief(gate, **inp),
     )
     tables.append(by_measure_table("dynamics_by_measure", verdict, m, results))

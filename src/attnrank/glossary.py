@@ -50,9 +50,9 @@ __all__ = [
 ]
 
 #: Each architecture with its objective, for legends and tables.
-ARCH_LABELS = {"bert": "BERT (MLM)", "gpt2": "GPT-2 (CLM)"}
+ARCH_LABELS = {"modernbert": "ModernBERT (MLM)", "gpt2": "GPT-2 (CLM)", "bert": "BERT (MLM)"}
 #: Each architecture's name alone, for sentences.
-ARCH_NAMES = {"bert": "BERT", "gpt2": "GPT-2"}
+ARCH_NAMES = {"modernbert": "ModernBERT", "gpt2": "GPT-2", "bert": "BERT"}
 #: The label of every measure of :data:`MEASURES`.
 MEASURE_LABELS = {
     "rank_atol_1e-8": "rank, atol 1e-8 (study)",

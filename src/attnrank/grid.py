@@ -87,7 +87,7 @@ def default_workers(threads: int = 1) -> int:
     """Workers of the local pool: one per visible GPU, else CPU cores // ``threads`` (at least 1).
 
     On a busy 2-core machine, 2 single-thread workers trained the ``quick`` grid faster
-    than one 2-thread process (see the README's performance section).
+    than one 2-thread process (docs/performance.md).
     """
     gpus = _gpus()
     return len(gpus) if gpus else max(1, _cpus() // max(1, threads))
@@ -135,6 +135,7 @@ FORKSERVER_PRELOAD = (
     "transformers.integrations.sdpa_attention",
     "transformers.trainer",
     "transformers.models.bert.modeling_bert",
+    "transformers.models.modernbert.modeling_modernbert",
     "transformers.models.gpt2.modeling_gpt2",
     "datasets",
     "tokenizers",

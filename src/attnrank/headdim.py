@@ -149,8 +149,8 @@ def lever_summary(lv: SweepVerdict, *, effect: float, profile: str, n_seeds: int
         return s + ")"
 
     return (
-        f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for BERT "
-        f"{arch_text(lv['bert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. The {profile} profile, {n_seeds} "
+        f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for ModernBERT "
+        f"{arch_text(lv['modernbert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. The {profile} profile, {n_seeds} "
         f"seeds per setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
     )
 
@@ -165,11 +165,11 @@ def finding(lv: SweepVerdict) -> str:
 
 
 def bound_holds_text(violations: int, matrices: int) -> str:
-    """How often the P1 bound holds, in words: ``"The bound holds for every one of the 7,680 BERT matrices"``,
-    or ``"The bound fails for 3 of the 7,680 BERT matrices"``."""
+    """How often the P1 bound holds, in words: ``"The bound holds for every one of the 7,680 ModernBERT matrices"``,
+    or ``"The bound fails for 3 of the 7,680 ModernBERT matrices"``."""
     if violations == 0:
-        return f"The bound holds for every one of the {matrices:,} BERT matrices"
-    return f"The bound fails for {violations:,} of the {matrices:,} BERT matrices"
+        return f"The bound holds for every one of the {matrices:,} ModernBERT matrices"
+    return f"The bound fails for {violations:,} of the {matrices:,} ModernBERT matrices"
 
 
 # --------------------------------------------------------------------------- the chapter
@@ -200,7 +200,7 @@ def section(
     sweep = runs.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
     tau_min = float(min(grid["taus"]))
     hd_taus = sorted({1.0, tau_min}, reverse=True)
-    cfg0 = resolve_config("bert", profile)
+    cfg0 = resolve_config("modernbert", profile)
     head_dim0, hidden = cfg0.head_dim, cfg0.hidden_size
     hd_runs = sweep[sweep.head_dim.isin(grid["head_dims"]) & sweep.tau.isin(hd_taus)].sort_values(
         ["arch", "tau", "head_dim", "seed"]
@@ -290,10 +290,10 @@ def section(
                 f"Monte Carlo matrices) and uniform attention (causal for GPT-2), the content-free baseline. "
                 f"{runs.caption(d, profile)}.",
                 f"One panel per rank measure: mean attention rank against head dimension at temperature "
-                f"{fmt_setting(t)}, before and after training, for BERT and GPT-2, beside reference lines.",
+                f"{fmt_setting(t)}, before and after training, for ModernBERT and GPT-2, beside reference lines.",
             )
         )
-    check, facts = baselines.bound_check(init[init.arch == "bert"], n_tok)
+    check, facts = baselines.bound_check(init[init.arch == "modernbert"], n_tok)
     glue.update(
         {
             f"headdim_p1_{k}": v if isinstance(v, (int, np.integer)) else fmt(v, 0, percent=True)

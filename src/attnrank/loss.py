@@ -60,9 +60,9 @@ def loss_summary(res: LossResult, *, n_seeds: int) -> str:
     return (
         f"On the {label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in archs)} runs "
         f"({n_seeds} seeds per setting), initial mean rank and final validation loss have Spearman ρ "
-        f"{fmt_estimate(res.rho['bert'], n=False)} (BERT) and {fmt_estimate(res.rho['gpt2'], n=False)} (GPT-2); "
-        f"within temperatures ($\\tau$ as a fixed effect) ρ is {fmt_estimate(res.within['bert'], n=False)} "
-        f"(BERT, p = {fmt(res.within['bert'].p)}) and {fmt_estimate(res.within['gpt2'], n=False)} "
+        f"{fmt_estimate(res.rho['modernbert'], n=False)} (ModernBERT) and {fmt_estimate(res.rho['gpt2'], n=False)} (GPT-2); "
+        f"within temperatures ($\\tau$ as a fixed effect) ρ is {fmt_estimate(res.within['modernbert'], n=False)} "
+        f"(ModernBERT, p = {fmt(res.within['modernbert'].p)}) and {fmt_estimate(res.within['gpt2'], n=False)} "
         f"(GPT-2, p = {fmt(res.within['gpt2'].p)}): "
         + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs)
         + ". The rule reads the 95% bootstrap intervals; the stratified permutation p-values are shown beside them "
@@ -77,7 +77,7 @@ def loss_summary(res: LossResult, *, n_seeds: int) -> str:
 
 def cens_text(censored_at: dict) -> str:
     """The step censored runs are drawn at (:func:`attnrank.rules.convergence_speed`), in words: ``"1025"``, or
-    per architecture when they differ (``"1025 for GPT-2, 525 for BERT"``, latest first)."""
+    per architecture when they differ (``"1025 for GPT-2, 525 for ModernBERT"``, latest first)."""
     if len(set(censored_at.values())) <= 1:
         return str(next(iter(censored_at.values()), ""))
     order = largest_first(censored_at)
@@ -119,7 +119,7 @@ def section(
     label = MEASURE_LABELS[m]
     rank_label = f"initial mean rank ({label})"
     sweep = runs.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-    head_dim0, n_seeds = resolve_config("bert", profile).head_dim, int(sweep.seed.nunique())
+    head_dim0, n_seeds = resolve_config("modernbert", profile).head_dim, int(sweep.seed.nunique())
     train_log = load_table(sweep, "train_log")
     sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
     ok = sweep[sweep.status == "complete"]
@@ -153,7 +153,7 @@ def section(
             f"quantile of the final training losses). Dashed and fine-dotted (validation panels): unigram and "
             f"bigram count models on the same validation targets (written in a panel's corner when far off its "
             f"range). Each panel has its own axis. {runs.caption(tau_runs, profile)}.",
-            "Four line charts: validation and training loss against training step for BERT and GPT-2, one line "
+            "Four line charts: validation and training loss against training step for ModernBERT and GPT-2, one line "
             "per temperature, with horizontal lines for the count models and the convergence level.",
         )
     ]
@@ -194,7 +194,7 @@ def section(
             f"$\\tau$ (log scale); each model on its own axis. Text: Spearman's ρ (95% BCa bootstrap over runs) "
             f"and the rank correlation within temperatures. Lines or corner notes: unigram and bigram count models. "
             f"{runs.caption(sweep, profile)}.",
-            "Two scatter plots, BERT and GPT-2, of each run's final validation loss against its initial effective "
+            "Two scatter plots, ModernBERT and GPT-2, of each run's final validation loss against its initial effective "
             "rank, coloured by temperature, with the correlations above each panel.",
         )
     )
@@ -257,7 +257,8 @@ def section(
         ),
     ]
     gaps = baselines.bigram_gaps(ok)
-    gate = rules.learned_gate(res.per_arch, gaps)
+    gains = baselines.reference_gains(ok, worst=True)
+    gate = rules.learned_gate(res.per_arch, gaps, gains)
     inp = baselines.regime_inputs(ok)
     verdict = Verdict(
         "loss",
@@ -272,7 +273,7 @@ def section(
         f"{sum(e.n for e in res.rho.values())} runs",
         regime_text(gate, **inp),
         loss_summary(res, n_seeds=n_seeds) + " " + gate_text(gate),
-        {mm: rules.learned_gate(r.per_arch, gaps).status for mm, r in results.items()},
+        {mm: rules.learned_gate(r.per_arch, gaps, gains).status for mm, r in results.items()},
         brief=regime_brief(gate, **inp),
     )
     tables.append(by_measure_table("loss_by_measure", verdict, m, results))

@@ -135,14 +135,17 @@ def verdict(
     tau_high: float = 100.0,
 ) -> tuple[str, str, dict]:
     """The chapter's pre-registered rule. At the largest ``tau`` of the grid (at least ``tau_high``)
-    trained BERT attention is near rank one; per run the excess ``e = (measure - 1)/(n - 1)``
+    trained ModernBERT attention is near rank one; per run the excess ``e = (measure - 1)/(n - 1)``
     (0 = rank one, 1 = full). A measure *detects* the limit when the 95% interval of the mean
     ``e`` is below ``e_max``, *misses* it when above. Supported: the study's absolute rule
     misses while rtol 1e-2 and the effective rank detect; not supported: the absolute rule
     detects or a relative measure misses; else (or a grid below ``tau_high``) inconclusive.
     Returns ``(status, summary, glue, excess)`` (``excess``: ``{measure: Estimate}`` of the mean excess)."""
     hi = values[
-        (values.state == "trained") & (values.pipeline == REFERENCE) & (values.arch == "bert") & (values.tau == tau_max)
+        (values.state == "trained")
+        & (values.pipeline == REFERENCE)
+        & (values.arch == "modernbert")
+        & (values.tau == tau_max)
     ]
     excess, spread = {}, {}
     for m in RULE_MEASURES:
@@ -175,7 +178,7 @@ def verdict(
                 f"{e_max:g} at the observed spread."
             )
     summary = (
-        f"At tau = {tau_max:g}, trained BERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
+        f"At tau = {tau_max:g}, trained ModernBERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
         f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 10⁻⁸ rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
         f"{head_dim + 1}) but {fmt_estimate(rel_e, 3, n=False)} at rtol 1e-2 and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
         f"(n = {n} tokens, {len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
@@ -206,12 +209,12 @@ def probed_runs(runs: pd.DataFrame, profile: str) -> tuple[pd.DataFrame, pd.Data
 def temperature_facts(ref: pd.DataFrame, matrices: pd.DataFrame, spectra: pd.DataFrame, taus) -> dict:
     """Glued facts of trained models over the temperature grid: every measure at both ends of
     the grid (``ref``: :func:`summarise` of the reference pipeline by arch, tau, measure), the
-    distinct argmax columns at the smallest ``tau``, and the ``tau`` at which trained BERT's
+    distinct argmax columns at the smallest ``tau``, and the ``tau`` at which trained ModernBERT's
     median ``sigma_2`` at the largest ``tau`` would reach the study's threshold 1e-8."""
     lo, hi = min(taus), max(taus)
     look = ref.set_index(["arch", "tau", "measure"])["mean"]
     s2 = spectra[
-        (spectra.arch == "bert")
+        (spectra.arch == "modernbert")
         & (spectra.state == "trained")
         & (spectra.tau == hi)
         & (spectra.pipeline == REFERENCE)
@@ -233,7 +236,7 @@ def temperature_facts(ref: pd.DataFrame, matrices: pd.DataFrame, spectra: pd.Dat
 
 def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tuple[pd.DataFrame, dict]:
     """Largest deviation of each measure from the float64 reference per pipeline (over archs and
-    temperatures), and trained BERT's median smallest singular value at the largest ``tau`` in
+    temperatures), and trained ModernBERT's median smallest singular value at the largest ``tau`` in
     each pipeline (the floor each precision reaches). Returns ``(deviation table, glue)``."""
     wide = by_tau.pivot_table(index=["arch", "tau", "measure"], columns="pipeline", values="mean")
     p32, s32 = "float32 probs, float64 SVD", "float64 probs, float32 SVD"
@@ -258,7 +261,10 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
         {k: fmt(glue[k], 2) for k in ("measure_dev_eff", "measure_dev_stable", "measure_dev_others")}
     )
     t = spectra[
-        (spectra.arch == "bert") & (spectra.state == "trained") & (spectra.tau == spectra.tau.max()) & (spectra.k == n)
+        (spectra.arch == "modernbert")
+        & (spectra.state == "trained")
+        & (spectra.tau == spectra.tau.max())
+        & (spectra.k == n)
     ].set_index("pipeline")["median"]
     glue.update(
         {
@@ -387,7 +393,7 @@ def section(
             mats.merge(svs, on=["arch", "state", "tau"], how="left")
             .drop(columns="k")
             .drop_duplicates(["arch", "state", "tau", "i", "j"]),
-            f"Attention of layer 1, head 1 of BERT and GPT-2 on the first {len(labels['bert'])} tokens of a held-out "
+            f"Attention of layer 1, head 1 of ModernBERT and GPT-2 on the first {len(labels['modernbert'])} tokens of a held-out "
             f"sequence (query down, key across; darker is more weight), for the model a run started from and the "
             f"trained one, each evaluated at $\\tau = 10^{{-3}}$, $1$ and $10^{{3}}$ with its weights fixed; right: "
             f"the singular values of the row's three matrices (log axis; dotted: the study's threshold $10^{{-8}}$). "
@@ -408,7 +414,7 @@ def section(
     ref = by_tau[by_tau.pipeline == REFERENCE]
     tau_max = max(grid_taus)
     ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
-    head_dim = int(used[used.arch == "bert"].head_dim.iloc[0])
+    head_dim = int(used[used.arch == "modernbert"].head_dim.iloc[0])
     glue["measure_dh_plus_1"] = head_dim + 1
     glue.update(temperature_facts(ref, matrices, quantiles, grid_taus))
     figures.append(_figure(mplots.ranks_vs_tau_figure(ref, causal, S, highlight=PRIMARY_MEASURE)))
@@ -423,7 +429,7 @@ def section(
         n=n,
         tau_max=tau_max,
         head_dim=head_dim,
-        atol_rank=float(ref_lookup["bert", tau_max, "rank_atol_1e-8"]),
+        atol_rank=float(ref_lookup["modernbert", tau_max, "rank_atol_1e-8"]),
         profile=profile,
     )
     glue.update(rule_glue)
@@ -443,12 +449,14 @@ def section(
     e = excess
     # the rule reads how each measure counts a matrix near rank one, not what the models learned: the learned
     # gate is stated, not applied
-    gate = rules.learned_gate({a: status for a in ARCHS}, baselines.bigram_gaps(used))
+    gate = rules.learned_gate(
+        {a: status for a in ARCHS}, baselines.bigram_gaps(used), baselines.reference_gains(used, worst=True)
+    )
     inp = baselines.regime_inputs(used)
     record = Verdict(
         "measure",
         status,
-        f"At τ = {fmt_setting(tau_max)} trained BERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
+        f"At τ = {fmt_setting(tau_max)} trained ModernBERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
         f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
         "excess rank: "
         + "; ".join(f"{MEASURE_LABELS[m].removeprefix('rank, ')} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),

@@ -365,4 +365,4 @@ class RankProbe:
 
 
 def _is_mlm(model) -> bool:
-    return model.config.model_type == "bert"
+    return model.config.model_type in ("bert", "modernbert")

@@ -259,8 +259,9 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     early = rules.set_early_rule(by_step)
     figures.append(figure(pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO)))
     gaps = baselines.bigram_gaps(d.ok)
-    gate = rules.learned_gate(res.parts, gaps)
-    early_gate = rules.learned_gate(early.per_arch, gaps)
+    gains = baselines.reference_gains(d.ok, worst=True)
+    gate = rules.learned_gate(res.parts, gaps, gains)
+    early_gate = rules.learned_gate(early.per_arch, gaps, gains)
     inp = baselines.regime_inputs(d.ok)
     verdicts = [
         Verdict(

@@ -1,15 +1,16 @@
-"""The recipe study: validation loss against training compute, one lever at a time, for BERT and GPT-2.
+"""The recipe study: validation loss against training compute, one lever at a time, for ModernBERT, GPT-2 and
+the study's BERT (for the record).
 
 The default CPU profile (``quick``) was chosen with this study: every variant is the profile's run
 at ``tau = 1`` with one lever moved (learning rate, schedule, Adam's beta2, steps, vocabulary, width
-and depth, batch size at equal tokens, BERT's masking rate), plus the previous default recipe. Each
+and depth, batch size at equal tokens, the masked LMs' masking rate), plus the previous default recipe. Each
 run is trained through the run store (keyed like every run), so ``attnrank recipe`` trains only what
 the store lacks, and :func:`results` reads one row per variant: its final validation loss against
 the count baselines (:mod:`attnrank.baselines`), its training FLOP and its process CPU seconds.
 
 ``attnrank recipe`` writes the table to ``data/recipe/<profile>.csv`` (committed: the book's
 "Have the models learned?" chapter draws its figure from it, with the commit, code hash and machine
-it was measured with) and prints it as Markdown for the README. Final validation losses are
+it was measured with) and prints it as Markdown for docs/recipe.md. Final validation losses are
 deterministic on a CPU (they do not depend on the machine's load); seconds are not.
 """
 
@@ -25,12 +26,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import store
+from . import ablation, store
 from .baselines import BASELINES, flops_per_token, gaps
 from .errors import ConfigError
+from .glossary import ARCH_NAMES
 from .grid import plan as grid_plan
 from .grid import sweep
-from .profiles import ARCHS, RunConfig, profile_defaults, resolve_config, resolve_profile
+from .profiles import ALL_ARCHS, MLM_ARCHS, RunConfig, profile_defaults, resolve_config, resolve_profile
 
 __all__ = [
     "Variant",
@@ -76,13 +78,22 @@ def _steps(d: dict, factor: float) -> dict:
 def variants(arch: str, profile: str = "quick") -> list[Variant]:
     """The variants of the study for ``arch`` around ``profile``'s recipe (every run at ``tau = 1``, seed 0).
 
+    ModernBERT and GPT-2 move every lever of :data:`LEVERS`; the study's BERT, recorded to show its plateau, only
+    its steps (2 x) and its vocabulary.
+
     Raises:
         ConfigError: naming ``arch`` or ``profile``.
     """
-    if arch not in ARCHS:
-        raise ConfigError("arch", f"got {arch!r}; allowed values: {', '.join(ARCHS)}")
+    if arch not in ALL_ARCHS:
+        raise ConfigError("arch", f"got {arch!r}; allowed values: {', '.join(ALL_ARCHS)}")
     d = profile_defaults(profile, arch)
     out = [Variant("default", "default", {})]
+    if arch == "bert":  # for the record: does more training or another vocabulary move the study's BERT?
+        out.append(Variant("2 x steps", "steps", _steps(d, 2.0)))
+        out += [
+            Variant(f"vocabulary {v}", "vocabulary", {"vocab_size": v}) for v in VOCABULARIES if v != d["vocab_size"]
+        ]
+        return out
     out += [Variant(f"{f:g} x steps", "steps", _steps(d, f)) for f in (0.25, 0.5, 2.0)]
     out += [
         Variant(f"learning rate {d['learning_rate'] * f:g}", "learning rate", {"learning_rate": d["learning_rate"] * f})
@@ -92,9 +103,7 @@ def variants(arch: str, profile: str = "quick") -> list[Variant]:
     out.append(Variant(f"{other_schedule} decay", "schedule", {"lr_schedule": other_schedule}))
     other_beta2 = 0.999 if d["adam_beta2"] != 0.999 else 0.99
     out.append(Variant(f"beta2 {other_beta2:g}", "Adam beta2", {"adam_beta2": other_beta2}))
-    out += [
-        Variant(f"vocabulary {v}", "vocabulary", {"vocab_size": v}) for v in (d["vocab_size"] // 2, d["vocab_size"] * 2)
-    ]
+    out += [Variant(f"vocabulary {v}", "vocabulary", {"vocab_size": v}) for v in VOCABULARIES if v != d["vocab_size"]]
     half = d["hidden_size"] // 2
     out.append(
         Variant(
@@ -112,7 +121,7 @@ def variants(arch: str, profile: str = "quick") -> list[Variant]:
                 {"batch_size": int(d["batch_size"] * f), **_steps(d, 1 / f)},
             )
         )
-    if arch == "bert":
+    if arch in MLM_ARCHS:
         out += [
             Variant(f"masking {m:.0%}", "masking rate", {"mlm_probability": m})
             for m in (0.15, 0.3, 0.5)
@@ -121,6 +130,10 @@ def variants(arch: str, profile: str = "quick") -> list[Variant]:
     out.append(Variant("previous default", "previous default", dict(PREVIOUS_DEFAULT)))
     return out
 
+
+#: The vocabulary sizes the study tries for every model (byte-level BPE for GPT-2: 256 bytes and the
+#: end-of-text token, then merges; WordPiece for the masked LMs).
+VOCABULARIES = (256, 320, 512, 1024)
 
 #: The ``quick`` recipe before this study (250 steps, learning rate 1e-3, beta2 0.999, 15% masking).
 PREVIOUS_DEFAULT = dict(
@@ -139,7 +152,7 @@ PREVIOUS_DEFAULT = dict(
 )
 
 
-def configs(profile: str = "quick", archs=ARCHS, dataset=None) -> list[tuple[str, Variant, RunConfig]]:
+def configs(profile: str = "quick", archs=ALL_ARCHS, dataset=None) -> list[tuple[str, Variant, RunConfig]]:
     """``(arch, variant, config)`` of every run of the study, in table order (``tau = 1``, seed 0).
 
     A variant whose run is the same as an earlier one's (the previous default, while it is the profile's own)
@@ -188,7 +201,8 @@ def results(plan) -> pd.DataFrame:
     ``max_steps, batch_size, max_len, vocab_size, hidden_size, num_layers, learning_rate, lr_schedule,
     adam_beta2, mlm_probability``, ``tokens`` (training tokens), ``flop`` (training FLOP,
     :func:`attnrank.baselines.flops_per_token`), ``cpu_seconds`` and ``wall_seconds`` of the run (the
-    probes included), ``probe_cpu_share``, ``final_val_loss``, the baselines and gaps of
+    probes included), ``probe_cpu_share``, ``final_val_loss``, ``attention_gain`` (nats,
+    :func:`attnrank.ablation.attention_gain`), the baselines and gaps of
     :func:`attnrank.baselines.gaps`, and the run's ``key``, ``code_hash``, ``git_commit``, ``device`` and
     ``cpu_model``.
     """
@@ -228,6 +242,9 @@ def results(plan) -> pd.DataFrame:
                 "probe_cpu_share": s.get("probe_cpu_seconds", math.nan) / s.get("cpu_seconds", math.nan),
                 "status": s["status"],
                 "final_val_loss": s["final_val_loss"],
+                "attention_gain": ablation.attention_gain(r)["attention_gain"]
+                if s["status"] == "complete"
+                else math.nan,
                 **{b: g[b] for b in BASELINES},
                 **{f"gap_{b}": g[f"gap_{b}"] for b in BASELINES},
                 "key": r.key,
@@ -258,21 +275,23 @@ def read_table(path=None, profile: str = "quick") -> pd.DataFrame:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The study as a Markdown table (one row per variant): the README's recipe table."""
+    """The study as a Markdown table (one row per variant): the table of docs/recipe.md."""
     lines = [
-        "| model | variant | steps | tokens | training FLOP | CPU s | final loss | vs bigram | vs two-sided |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| model | variant | steps | tokens | training FLOP | CPU s | final loss | vs bigram | attention worth "
+        "| vs two-sided |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         two = f"{r.gap_two_sided:+.2f}" if math.isfinite(r.gap_two_sided) else ""
         lines.append(
-            f"| {'BERT' if r.arch == 'bert' else 'GPT-2'} | {r.variant} | {r.max_steps} | {r.tokens / 1e6:.2f} M | "
-            f"{r.flop:.2e} | {r.cpu_seconds:.0f} | {r.final_val_loss:.2f} | {r.gap_bigram:+.2f} | {two} |"
+            f"| {ARCH_NAMES[r.arch]} | {r.variant} | {r.max_steps} | {r.tokens / 1e6:.2f} M | "
+            f"{r.flop:.2e} | {r.cpu_seconds:.0f} | {r.final_val_loss:.2f} | {r.gap_bigram:+.2f} | "
+            f"{r.attention_gain:.2f} | {two} |"
         )
     return "\n".join(lines)
 
 
-def run(profile: str = "quick", archs=ARCHS, *, executor="process", workers=None, out=None, dry_run=False) -> int:
+def run(profile: str = "quick", archs=ALL_ARCHS, *, executor="process", workers=None, out=None, dry_run=False) -> int:
     """``attnrank recipe``: train the study's runs (a process pool by default, with a progress bar), write its
     table (:func:`table_path`, or ``out``) and print it as Markdown; ``dry_run`` lists the runs and how many
     are stored. Returns the exit status.

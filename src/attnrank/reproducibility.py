@@ -166,7 +166,7 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
         "repro_lock": lock,
         "repro_profile": profile,
         "repro_device": device_name(),
-        "repro_threads": resolve_config("bert", profile).threads,
+        "repro_threads": resolve_config("modernbert", profile).threads,
         "repro_code_hash": code_hash(),
         "repro_n_runs": len(sweep),
         "repro_paper_width": paper["hidden_size"],

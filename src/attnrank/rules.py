@@ -76,6 +76,7 @@ __all__ = [
     "EARLY_FRACTION",
     "CAUSAL_EFFECT",
     "LEARNED_MARGIN",
+    "LEARNED_WORTH",
     "LearnedGate",
     "learned_gate",
     "DynamicsResult",
@@ -119,9 +120,13 @@ TEMP_LOSS_EFFECT = -0.5
 #: the mean initial rank, for the seeds needed by the lever rule.
 LEVER_EFFECT = 1.0
 #: The learned gate (:func:`learned_gate`): an architecture's case of a verdict on trained models counts only
-#: when the mean final validation loss of its stock-softmax runs lies more than this many nats below its bigram
-#: count model (nats per token; 0: below the bigram at all). Added on 2026-12-02 (see the deviations appendix).
-LEARNED_MARGIN = 0.0
+#: when every one of its stock-softmax runs ends at least this many nats below its bigram count model (nats per
+#: token). Added on 2026-12-02 at 0 on the mean; since 2026-12-04 the pre-registered target itself, every run
+#: (see the deviations appendix).
+LEARNED_MARGIN = 0.3
+#: ... and when attention is worth at least this many nats in every one of those runs (the attention ablation
+#: gain, :func:`attnrank.ablation.attention_gain`). Pre-registered on 2026-12-04, with :data:`LEARNED_MARGIN`.
+LEARNED_WORTH = 0.3
 
 
 def _need(df: pd.DataFrame, cols) -> None:
@@ -798,10 +803,13 @@ class LearnedGate:
     Attributes:
         status: the claim's status after the gate (one of :data:`attnrank.verdicts.VERDICTS`).
         ungated: the status the rule itself reached.
-        gaps: ``{arch: gap}``, the mean final validation loss of the architecture's reference runs minus its
-            bigram count model (nats per token; negative: below the bigram; NaN: no complete run).
+        gaps: ``{arch: gap}``, the largest (worst) final validation loss minus bigram count model of the
+            architecture's reference runs (nats per token; negative: below the bigram; NaN: no complete run).
         not_learned: the architectures (sorted) whose case was set to inconclusive at this scale.
         margin: the margin the gate applied (nats).
+        gains: ``{arch: gain}``, the smallest attention ablation gain of the reference runs (nats), when the
+            gate read one.
+        worth: the attention worth the gate asked for (nats; 0 when it read no gains).
     """
 
     status: str
@@ -809,6 +817,8 @@ class LearnedGate:
     gaps: dict
     not_learned: tuple
     margin: float
+    gains: dict = field(default_factory=dict)
+    worth: float = 0.0
 
     @property
     def changed(self) -> bool:
@@ -826,7 +836,9 @@ def _arch_of(key, archs) -> str:
     return found[0]
 
 
-def learned_gate(parts: dict, gaps: dict, *, margin: float = LEARNED_MARGIN) -> LearnedGate:
+def learned_gate(
+    parts: dict, gaps: dict, gains: dict | None = None, *, margin: float = LEARNED_MARGIN, worth: float = LEARNED_WORTH
+) -> LearnedGate:
     """Every case of a verdict on trained models counts only where the models have learned.
 
     A model whose validation loss is no better than a bigram count model has not yet started to use its
@@ -837,11 +849,15 @@ def learned_gate(parts: dict, gaps: dict, *, margin: float = LEARNED_MARGIN) -> 
     learned still decides the claim.
 
     Args:
-        parts: the rule's per-case statuses, ``{key: status}``; a key is an architecture (``"bert"``) or a
-            tuple holding one (``("stable", "bert")``, ``("gpt2", 64)``).
-        gaps: ``{arch: nats}``, the mean final validation loss of each architecture's reference runs minus
-            its bigram count model (:func:`attnrank.learned.bigram_gaps`); NaN counts as not learned.
-        margin: nats below the bigram a model must reach (:data:`LEARNED_MARGIN`).
+        parts: the rule's per-case statuses, ``{key: status}``; a key is an architecture (``"modernbert"``) or a
+            tuple holding one (``("stable", "modernbert")``, ``("gpt2", 64)``).
+        gaps: ``{arch: nats}``, the worst final validation loss minus bigram count model of each architecture's
+            reference runs (:func:`attnrank.baselines.bigram_gaps`); NaN counts as not learned.
+        gains: ``{arch: nats}``, the smallest attention ablation gain of those runs
+            (:func:`attnrank.baselines.reference_gains` with ``worst=True``); ``None``: not read (only the gap
+            decides). NaN counts as not learned.
+        margin: nats below the bigram every reference run must reach (:data:`LEARNED_MARGIN`).
+        worth: nats attention must be worth in every reference run (:data:`LEARNED_WORTH`), when ``gains``.
 
     Raises:
         ConfigError: naming ``parts`` when it is empty or a key names no architecture of ``gaps``, ``margin``
@@ -851,7 +867,9 @@ def learned_gate(parts: dict, gaps: dict, *, margin: float = LEARNED_MARGIN) -> 
         raise ConfigError("parts", "got no parts; a gate needs the rule's per-case statuses")
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
         raise ConfigError("margin", f"got {margin!r}; expected a finite number of nats >= 0")
-    learned = {a: bool(math.isfinite(float(g)) and float(g) < -margin) for a, g in gaps.items()}
+    learned = {a: bool(math.isfinite(float(g)) and float(g) <= -margin + 1e-9) for a, g in gaps.items()}
+    if gains is not None:
+        learned = {a: ok and bool(float(gains.get(a, math.nan)) >= worth - 1e-9) for a, ok in learned.items()}
     gated = {}
     for key, status in parts.items():
         arch = _arch_of(key, learned)
@@ -863,4 +881,6 @@ def learned_gate(parts: dict, gaps: dict, *, margin: float = LEARNED_MARGIN) -> 
         {a: float(gaps[a]) for a in used},
         tuple(a for a in used if not learned[a]),
         float(margin),
+        {a: float(gains.get(a, math.nan)) for a in used} if gains is not None else {},
+        float(worth) if gains is not None else 0.0,
     )

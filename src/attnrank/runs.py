@@ -101,7 +101,7 @@ def main_runs(profile: str, *, taus=None, head_dims=None, seeds=None, dataset=No
     dimension, ``"head-dimension grid"`` for the others."""
     wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
     wide["sweep"] = np.where(
-        wide.head_dim == resolve_config("bert", profile).head_dim, "temperature grid", "head-dimension grid"
+        wide.head_dim == resolve_config("modernbert", profile).head_dim, "temperature grid", "head-dimension grid"
     )
     return wide
 
@@ -116,7 +116,7 @@ def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds
     """
     grid = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
     wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
-    head_dim0 = resolve_config("bert", profile).head_dim
+    head_dim0 = resolve_config("modernbert", profile).head_dim
     missing = [t for t in sorted(set(extra)) if not any(math.isclose(t, g, rel_tol=1e-9) for g in grid["taus"])]
     more = (
         table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), long=False)

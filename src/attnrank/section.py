@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .errors import ConfigError
-from .glossary import ARCH_NAMES, MEASURE_LABELS, fmt_setting
+from .glossary import ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting
 from .verdicts import INCONCLUSIVE, VERDICTS
 from .verdicts import Verdict as JudgedVerdict
 
@@ -307,10 +307,10 @@ def regime_text(
         reference_runs: ``{arch: count}`` of those runs (:func:`attnrank.baselines.reference_runs`); the
             clause states them, once when every architecture has as many, else after each name.
 
-    Per architecture (in the gate's order): its gap to the bigram count model and, when it has learned, what
+    Per architecture (in the gate's order): its worst run's gap to the bigram count model and, when it has learned, what
     attention is worth (:func:`worth`); an architecture that has not learned is marked so. For example
-    ``"τ = 1, 4 runs a model: GPT-2 0.31 nats below bigram, attention worth 0.45 nats; BERT 0.45 nats above
-    bigram, not learned"``.
+    ``"τ = 1, 4 runs a model: GPT-2 at worst 0.31 nats below bigram, attention worth 0.45 nats; ModernBERT at
+    worst 0.45 nats above bigram, not learned"``.
     """
     order = _gate_order(gate)
     counts = {a: (reference_runs or {}).get(a) for a in order}
@@ -318,7 +318,7 @@ def regime_text(
     parts = []
     for a in order:
         each = "" if same or counts[a] is None else f" ({_runs(counts[a])})"
-        text = f"{ARCH_NAMES.get(a, a)}{each} {gap_text(gate.gaps[a])} bigram"
+        text = f"{ARCH_NAMES.get(a, a)}{each} at worst {gap_text(gate.gaps[a])} bigram"
         text += ", not learned" if a in gate.not_learned else f", {worth(gains.get(a, math.nan))}"
         parts.append(text)
     if not parts:
@@ -367,7 +367,8 @@ def regime_brief(
 
 def _gate_order(gate) -> list:
     """The architectures of a learned gate in the order every regime clause names them: GPT-2, BERT, then others."""
-    return [a for a in ("gpt2", "bert") if a in gate.gaps] + [a for a in gate.gaps if a not in ("gpt2", "bert")]
+    order = ("gpt2", "modernbert", "bert")
+    return [a for a in order if a in gate.gaps] + [a for a in gate.gaps if a not in order]
 
 
 def _runs(n: int) -> str:
@@ -379,12 +380,18 @@ def gate_text(gate, *, reference_tau: float = 1.0) -> str:
     chapter: the rule, each architecture's gap to its bigram count model and what the gate changed. The rule
     is stated even when every model has learned."""
     rule = (
-        "The verdict counts an architecture only where its models have learned: the mean final validation loss "
-        f"of its τ = {fmt_setting(reference_tau)} runs below its bigram count model"
-        + (f" by more than {gate.margin:g} nats" if gate.margin else "")
+        "The verdict counts an architecture only where its models have learned, the pre-registered target: every "
+        f"one of its τ = {fmt_setting(reference_tau)} runs ends "
+        + (f"at least {gate.margin:g} nats " if gate.margin else "")
+        + "below its bigram count model"
+        + (f", with attention worth at least {gate.worth:g} nats" if gate.gains else "")
         + " (a model that does no better has not started to use its context)."
     )
-    gaps = ", ".join(f"{ARCH_NAMES.get(a, a)} {gap_text(g)} it" for a, g in gate.gaps.items())
+    gaps = ", ".join(
+        f"{ARCH_NAMES.get(a, a)}'s worst run {gap_text(g)} it"
+        + (f" with attention worth {fmt(gate.gains[a], 2)} nats" if gate.gains and math.isfinite(gate.gains[a]) else "")
+        for a, g in gate.gaps.items()
+    )
     if not gate.not_learned:
         return f"{rule} Every architecture here has ({gaps})."
     names = " and ".join(ARCH_NAMES.get(a, a) for a in gate.not_learned)

@@ -5,7 +5,7 @@ rank is set beside two references that also grow with ``n``:
 
 * the content-free baseline, uniform attention over the visible keys: the uniform causal
   matrix ``U_ij = 1[j <= i] / (i + 1)`` for GPT-2 (invertible, so its numerical ranks grow
-  with ``n``), ``1/n`` everywhere for BERT (rank one);
+  with ``n``), ``1/n`` everywhere for ModernBERT (rank one);
 * the study's bound ``(1 - 1/e) n + 1`` on the expected hardmax rank
   (:func:`attnrank.theory.study_bound`).
 
@@ -235,9 +235,10 @@ def section(profile: str = "auto", dataset=None) -> Section:
     result = seq_len_rule(runs, FIGURE_MEASURES[0])
     done = runs[runs.status == "complete"]
     gaps = baselines.bigram_gaps(runs)
+    gains = baselines.reference_gains(runs, worst=True)
 
     def gated(r):
-        return rules.learned_gate({k: v.status for k, v in r.cases.items()}, gaps)
+        return rules.learned_gate({k: v.status for k, v in r.cases.items()}, gaps, gains)
 
     gate = gated(result)
     arch, n = result.worst()

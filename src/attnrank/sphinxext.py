@@ -504,7 +504,7 @@ _PROFILE_USE = {
 def profile_rows() -> tuple[list[str], list[list[str]]]:
     """The header and rows of ``{attnrank-profiles}``: per profile its use, model and training sizes and seeds,
     from each architecture's resolved config (:func:`attnrank.profiles.resolve_config`); a size the
-    architectures differ in is named per architecture, largest first (``GPT-2 1000 steps, BERT 500 steps of 16
+    architectures differ in is named per architecture, largest first (``GPT-2 1000 steps, ModernBERT 500 steps of 16
     sequences``)."""
     header = ["profile", "meant for", "model", "training", "seeds"]
     rows = []
@@ -516,6 +516,7 @@ def profile_rows() -> tuple[list[str], list[list[str]]]:
                 for a, c in configs.items()
             }
         )
+        model += f", vocabulary {per_arch({a: c.vocab_size for a, c in configs.items()})}"
         steps = per_arch({a: c.max_steps for a, c in configs.items()}, lambda n: f"{n} steps")
         batch = per_arch({a: c.batch_size for a, c in configs.items()})
         rows.append(
@@ -539,7 +540,7 @@ def setting_role(name, rawtext, text, lineno, inliner, options=None, content=Non
     spec, _, fmt = text.partition(":")
     profile, _, field = spec.partition(".")
     try:
-        value = getattr(resolve_config("bert", profile.strip()), field.strip())
+        value = getattr(resolve_config("modernbert", profile.strip()), field.strip())
         shown = format(value, fmt) if fmt else str(value)
     except (ConfigError, AttributeError, ValueError) as exc:
         msg = inliner.reporter.error(f"attnrank-setting {text!r}: {exc}", line=lineno)

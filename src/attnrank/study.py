@@ -311,7 +311,7 @@ def load(profile: str, *, seeds=None, dataset=None) -> Records:
         ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
     """
     runs = runs_table(experiments.main_sweep(profile, seeds=seeds, dataset=dataset), long=False)
-    head_dim = resolve_config("bert", profile).head_dim
+    head_dim = resolve_config("modernbert", profile).head_dim
     ok, pair = select(runs, head_dim)
     seq = store.load_table(pair, "sequences")
     final_steps = {a: int(v) for a, v in seq.groupby("arch").step.max().items()}

@@ -419,7 +419,7 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
         )
     d1_gap = ps("plain", [min(s.head_dims)], 1.0, s.seeds) - ps("plain", [s.d_max], 1.0, s.seeds)
     reading_plain = (
-        f"In plain dot-product attention (the attention of BERT and GPT-2), realistic heads at tau = 1 end "
+        f"In plain dot-product attention (the attention of ModernBERT and GPT-2), realistic heads at tau = 1 end "
         f"{_nats(v_short.estimate)} of KL above the largest head (d_h = {s.d_max}), and the best lower "
         f"temperature, chosen on seeds {_seeds(s.select_seeds)} ({best_plain:g}), lowers their KL by "
         f"{_nats(v_rescue.estimate)} on the held-out seeds {_seeds(s.estimate_seeds)} ({'; '.join(per_dim)}). "

@@ -284,9 +284,9 @@ def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds:
     return (
         f"{sign_finding(rank_v)} On the primary measure, the initial {label}, the mean at τ = 1 minus the "
         f"mean at τ = {fmt_setting(cold)} (the study's sign is a positive difference; the Welch-t 95% "
-        f"interval decides) is {verdict_text(rv['bert'], 'for BERT')} and "
+        f"interval decides) is {verdict_text(rv['modernbert'], 'for ModernBERT')} and "
         f"{verdict_text(rv['gpt2'], 'for GPT-2')}; the "
-        f"mean initial rank peaks at τ = {fmt_setting(rv['bert'].shape.value)} for BERT ({_shape(rv['bert'])}) "
+        f"mean initial rank peaks at τ = {fmt_setting(rv['modernbert'].shape.value)} for ModernBERT ({_shape(rv['modernbert'])}) "
         f"and at τ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). The {profile} "
         f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
     )
@@ -296,10 +296,10 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
     """The summary of the loss verdict of :func:`attnrank.rules.temperature_loss`."""
     return (
         f"Spearman's ρ of log τ and the final validation loss (BCa bootstrap over runs) is "
-        f"{verdict_text(loss_v['bert'], 'for BERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; the study's "
+        f"{verdict_text(loss_v['modernbert'], 'for ModernBERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; the study's "
         f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
         f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "
-        f"{fmt_setting(loss_v['bert'].shape.value)} (BERT) and τ = {fmt_setting(loss_v['gpt2'].shape.value)} "
+        f"{fmt_setting(loss_v['modernbert'].shape.value)} (ModernBERT) and τ = {fmt_setting(loss_v['gpt2'].shape.value)} "
         f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
     )
 
@@ -429,13 +429,13 @@ def section(
             ),
             pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
             f"Attention rank against the temperature ratio $\\tau$ (log axis), one panel per rank measure, at "
-            f"initialisation (solid) and after training (dashed); BERT and GPT-2; mean over seeds with ±1 sd bars, "
-            f"faint dots: single runs. Dotted: the same measure for uniform attention (BERT) and uniform causal "
+            f"initialisation (solid) and after training (dashed); ModernBERT and GPT-2; mean over seeds with ±1 sd bars, "
+            f"faint dots: single runs. Dotted: the same measure for uniform attention (ModernBERT) and uniform causal "
             f"attention (GPT-2) over $n$ = {n_tok} tokens, the content-free baseline. Red: the detailed "
             f"$\\tau$ = {fmt_setting(tau)}; dashed black: $\\tau = 1$; red crosses: diverged runs. "
             f"{runs.caption(tsweep, profile)}, head dimension {head_dim0}.",
             "One panel per rank measure: mean attention rank against temperature on a log axis, at "
-            "initialisation and after training, for BERT and GPT-2, with dotted lines for uniform attention.",
+            "initialisation and after training, for ModernBERT and GPT-2, with dotted lines for uniform attention.",
         )
     ]
     primary = ranks_long[ranks_long.measure == m]
@@ -456,10 +456,10 @@ def section(
                 ylabel=f"mean {label}",
             ),
             primary,
-            f"The {label} of the attention matrices of BERT and GPT-2 against the temperature ratio $\\tau$ (log "
+            f"The {label} of the attention matrices of ModernBERT and GPT-2 against the temperature ratio $\\tau$ (log "
             f"axis), at initialisation (solid) and after training (dashed); mean over seeds with ±1 sd bars. Dotted: "
             f"uniform attention, the content-free baseline. {runs.caption(tsweep, profile)}.",
-            "Line chart of the mean effective rank against temperature on a log axis for BERT and GPT-2, before and "
+            "Line chart of the mean effective rank against temperature on a log axis for ModernBERT and GPT-2, before and "
             "after training, beside dotted lines for uniform attention.",
         ),
     )
@@ -494,7 +494,7 @@ def section(
             ),
             summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
             f"Mean attention rank through training for $\\tau$ = {fmt_setting(tau)} (bold) and $\\tau = 1$, three "
-            f"measures (rows) for BERT and GPT-2 (columns); line: mean over seeds, band: range over seeds; dotted: "
+            f"measures (rows) for ModernBERT and GPT-2 (columns); line: mean over seeds, band: range over seeds; dotted: "
             f"uniform causal attention (GPT-2). {runs.caption(pair, profile)}.",
             "Line charts of three rank measures through training, one row per measure and one column per model, "
             "for the detailed temperature and the stock one.",
@@ -542,10 +542,10 @@ def section(
             ),
             loss_df,
             f"Final validation loss against $\\tau$ (log axis), one panel per model with its own axis (masked-token "
-            f"loss for BERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; "
+            f"loss for ModernBERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; "
             f"red: $\\tau$ = {fmt_setting(tau)}; dashed: $\\tau = 1$; crosses at the top: diverged runs. "
             f"{runs.caption(tsweep, profile)}.",
-            "Two panels of final validation loss against temperature on a log axis, BERT and GPT-2.",
+            "Two panels of final validation loss against temperature on a log axis, ModernBERT and GPT-2.",
         )
     )
     loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")
@@ -562,7 +562,8 @@ def section(
         glue[k] = fmt(v, 3)
     tables.append(Table("temp_loss_rule", temperature_loss_table(loss_v)))
     gaps = baselines.bigram_gaps(done)
-    loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps)
+    gains = baselines.reference_gains(done, worst=True)
+    loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps, gains)
     inp = baselines.regime_inputs(done)
     verdicts = [
         Verdict(

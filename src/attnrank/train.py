@@ -508,7 +508,7 @@ def prepare_data(cfg: RunConfig):
     targets like any other token).
     """
     train, val, tokenizer = data_blocks(cfg)
-    mlm = cfg.arch == "bert"
+    mlm = cfg.objective == "MLM"
     collator = (
         DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=cfg.mlm_probability)
         if mlm

@@ -127,7 +127,7 @@ def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     that pastes its value; reverting serves the earlier outputs; an unchanged rebuild executes
     nothing; editing the chapter refreshes the page that pastes its value.
 
-    README guarantee: "The book never shows outputs made under other inputs."
+    Guarantee (docs/guarantees.md): "The book never shows outputs made under other inputs."
     """
     env = make_book(tmp_path)
     assert executed(build(tmp_path, env))
@@ -157,7 +157,7 @@ def test_a_profile_switch_re_executes_and_switching_back_serves_that_profiles_ou
     """``ATTNRANK_PROFILE`` is in the execution cache key: a switch re-executes and refreshes every
     page, and switching back serves the first profile's outputs, never the other's.
 
-    README guarantee: "The book never shows outputs made under other inputs."
+    Guarantee (docs/guarantees.md): "The book never shows outputs made under other inputs."
     """
     env = make_book(tmp_path)
     assert executed(build(tmp_path, env))
@@ -172,7 +172,7 @@ def test_a_pasted_value_no_cell_provides_fails_the_build_and_shows(tmp_path):
     """A glued key that no cell provides fails a plain ``jupyter-book build`` (no -W), again on an
     unchanged rebuild, and the page shows a marker instead of a blank.
 
-    README guarantee: "No blank numbers."
+    Guarantee (docs/guarantees.md): "No blank numbers."
     """
     env = make_book(tmp_path, execute="off")  # the notebook is not executed: it provides no glue
     for _ in range(2):
@@ -190,7 +190,7 @@ def test_a_pasted_value_no_cell_provides_fails_the_build_and_shows(tmp_path):
 def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
     """The built pages load MathJax from the site itself (no CDN), and the file is there.
 
-    README guarantee: "Formulas offline."
+    Guarantee (docs/guarantees.md): "Formulas offline."
     """
     env = make_book(
         tmp_path,
@@ -218,7 +218,7 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     profile's steps, not a typed number); ``{attnrank-build-log}`` shows the previous builds and is
     refreshed by the next build without executing any notebook.
 
-    README guarantee: "No blank numbers." (settings quoted in the prose are rendered from code)
+    Guarantee (docs/guarantees.md): "No blank numbers." (settings quoted in the prose are rendered from code)
     """
     from attnrank.profiles import PROFILES, resolve_config
 
@@ -231,16 +231,16 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     result = build(tmp_path, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     page = lambda: re.sub(r"<[^>]+>", " ", (tmp_path / "book" / "_build" / "html" / "intro.html").read_text())
-    quick = resolve_config("bert", "quick")
+    quick = resolve_config("modernbert", "quick")
     text = " ".join(page().split())
     assert f"Quick trains {quick.max_steps} steps and masks {quick.mlm_probability:.0%} of the tokens" in text
     for p in PROFILES:
         c = resolve_config("gpt2", p)
         assert f"width {c.hidden_size}, {c.num_layers} layers, {c.num_heads} heads, {c.max_len} tokens" in text
         # each architecture's own steps (BERT trains fewer at quick)
-        assert f"BERT {resolve_config('bert', p).max_steps} steps of {c.batch_size} sequences" in text or (
+        assert f"BERT {resolve_config('modernbert', p).max_steps} steps of {c.batch_size} sequences" in text or (
             f" {c.max_steps} steps of {c.batch_size} sequences" in text
-            and resolve_config("bert", p).max_steps == c.max_steps
+            and resolve_config("modernbert", p).max_steps == c.max_steps
         )
     assert "The log starts with this build" in text
 
@@ -264,7 +264,7 @@ def test_stale_chapters_execute_up_front_in_parallel_and_are_then_read_from_the_
     rebuild executes nothing; a notebook that fails up front is executed again while read,
     so the build fails with its own error.
 
-    README guarantee: "A cold build executes the chapters in parallel after training."
+    Guarantee (docs/guarantees.md): "A cold build executes the chapters in parallel after training."
     """
     env = make_book(tmp_path)
     book = tmp_path / "book"

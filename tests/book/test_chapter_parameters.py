@@ -85,7 +85,7 @@ def test_every_chapter_checks_all_its_parameters_with_the_shared_schema(path):
     ],
 )
 def test_schema_normalises_accepted_values(name, value, expected):
-    """README guarantee: "Bad input fails first." (what the one schema accepts, and as what)"""
+    """Guarantee (docs/guarantees.md): "Bad input fails first." (what the one schema accepts, and as what)"""
     got = book.PARAMETERS[name].check(name, value)
     assert got == expected and type(got) is type(expected)
     if isinstance(got, list):
@@ -116,7 +116,7 @@ def test_schema_normalises_accepted_values(name, value, expected):
     ],
 )
 def test_schema_rejects_with_an_error_naming_the_parameter(name, value, words):
-    """README guarantee: "Bad input fails first." (chapter parameters outside the schema)"""
+    """Guarantee (docs/guarantees.md): "Bad input fails first." (chapter parameters outside the schema)"""
     with pytest.raises(ConfigError) as e:
         book.check_parameters({name: value}, (name,))
     assert e.value.param == name
@@ -144,7 +144,7 @@ def test_papermill_bad_parameter_is_a_config_error_naming_it(chapter, parameters
     """``papermill -y`` with an empty list stops in the chapter's first cells with a ConfigError
     naming the parameter (no training: the check runs before any).
 
-    README guarantee: "Bad input fails first." (chapter parameters, one schema)
+    Guarantee (docs/guarantees.md): "Bad input fails first." (chapter parameters, one schema)
     """
     papermill = pytest.importorskip("papermill")
     monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "data"))  # nothing may be trained or stored

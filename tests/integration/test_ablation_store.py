@@ -33,7 +33,7 @@ def computed(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "bert"])
+@pytest.mark.parametrize("arch", ["gpt2", "modernbert"])
 def test_evaluation_as_trained_reproduces_the_stored_validation_loss(arch, private_store, tables, one_thread):
     run = store.run(resolve_config(arch, "ci", max_steps=10))
     losses = ablation.run_losses(run)

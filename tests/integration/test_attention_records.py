@@ -18,7 +18,7 @@ from attnrank.rank import MEASURES, rank_measures
 from attnrank.train import ATTENTION_SEQUENCES, attention_steps
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_a_run_keeps_the_probed_attention_of_its_first_probe_sequences(private_store, arch):
     """The kept matrices are the ones the probe measured: their rank measures, averaged over
     layers and heads, are the per-sequence records of the same steps; the final ones are the
@@ -78,7 +78,7 @@ def _reseal(path, name):
 def test_an_attention_file_of_the_wrong_shape_makes_the_run_damaged(private_store):
     """Even with a valid checksum, probabilities of another shape (or no token strings) are a
     damaged run: it is ignored and trained again."""
-    cfg = resolve_config("bert", "ci", max_steps=2, rank_every=1)
+    cfg = resolve_config("modernbert", "ci", max_steps=2, rank_every=1)
     r = store.run(cfg)
     att = r.attention()
     good = {"steps": att.steps, "probabilities": att.probabilities, "input_ids": att.input_ids, "tokens": att.tokens}

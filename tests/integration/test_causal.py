@@ -19,13 +19,13 @@ SIZES = dict(hidden_size=32, num_layers=2, num_heads=2, max_len=16, vocab_size=6
 
 
 def test_twin_has_the_attention_of_its_temperature_at_initialisation():
-    """README guarantee: "A temperature is a query/key scale." (at initialisation)
+    """Guarantee (docs/guarantees.md): "A temperature is a query/key scale." (at initialisation)
 
     A model at tau and its twin at tau = 1 with the query/key weights and biases scaled by
     1/sqrt(tau) have the same attention probabilities at initialisation (to 1e-6); an unscaled model
     at tau = 1 does not."""
     ids = torch.randint(0, 64, (4, 16), generator=torch.Generator().manual_seed(0))
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         for tau in (0.01, 4.0):
             cold = models.build_model(arch, tau=tau, **SIZES).double()
             twin = models.build_model(arch, tau=1.0, qk_init_scale=causal.twin_scale(tau), **SIZES).double()
@@ -59,9 +59,9 @@ def _train64(cfg, steps: int):
     return before, probe.attention_probabilities(model, ids)
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_twins_follow_the_same_trajectory_in_float64(arch):
-    """README guarantee: "A temperature is a query/key scale." (through training)
+    """Guarantee (docs/guarantees.md): "A temperature is a query/key scale." (through training)
 
     Under P3's conditions (Adam epsilon -> 0, no weight decay on query/key, no clipping) a run at
     tau = 0.25 and its twin at tau = 1 (qk_init_scale = qk_lr_scale = 2) have the same attention after
@@ -76,9 +76,9 @@ def test_twins_follow_the_same_trajectory_in_float64(arch):
     assert float((a1 - c1).abs().max()) > 1e-3
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_query_key_parameters_get_their_own_learning_rate(arch):
-    """README guarantee: "A temperature is a query/key scale." (the optimizer groups)
+    """Guarantee (docs/guarantees.md): "A temperature is a query/key scale." (the optimizer groups)
 
     The Trainer's optimizer puts exactly the query/key weights and biases (GPT-2: the query/key part
     of c_attn) in groups with learning rate x qk_lr_scale and weight decay x qk_decay_scale; every
@@ -90,9 +90,8 @@ def test_query_key_parameters_get_their_own_learning_rate(arch):
         trainer = train.make_trainer(cfg, model, [], None, output_dir=tmp)
         opt = trainer.create_optimizer()
         qk = {id(p) for n, p in model.named_parameters() if n in models.qk_parameter_names(model)}
-        expected = (
-            4 * cfg.num_layers if arch == "bert" else 2 * cfg.num_layers
-        )  # weight + bias of q and k (GPT-2: fused)
+        # BERT: weight + bias of q and k; GPT-2: the fused query/key weight and bias; ModernBERT: its fused weight
+        expected = {"bert": 4, "gpt2": 2, "modernbert": 1}[arch] * cfg.num_layers
         assert len(qk) == expected
         fast = [g for g in opt.param_groups if math.isclose(g["lr"], 3.0 * cfg.learning_rate)]
         assert {id(p) for g in fast for p in g["params"]} == qk
@@ -101,9 +100,11 @@ def test_query_key_parameters_get_their_own_learning_rate(arch):
         assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
         decayed = [g["weight_decay"] for g in fast if g["weight_decay"] > 0]
         assert decayed == [pytest.approx(0.5 * cfg.weight_decay)]
+        shapes = {tuple(p.shape) for g in fast for p in g["params"]}
         if arch == "gpt2":
-            shapes = {tuple(p.shape) for g in fast for p in g["params"]}
             assert shapes == {(32, 64), (64,)}  # 2 x hidden columns: query and key, not value
+        if arch == "modernbert":
+            assert shapes == {(64, 32)}  # 2 x hidden rows of Wqkv: query and key, not value
     assert [n for n, _ in model.named_parameters()] == names_before
 
 
@@ -118,12 +119,12 @@ def test_query_key_parameters_get_their_own_learning_rate(arch):
     ],
 )
 def test_field_out_of_range_names_it(field, value):
-    """README guarantee: "Bad input fails first." (the query/key and optimizer fields)
+    """Guarantee (docs/guarantees.md): "Bad input fails first." (the query/key and optimizer fields)
 
     A query/key scale, Adam epsilon or clipping norm out of range gives a ConfigError naming the field
     and stating the allowed range, before any work."""
     with pytest.raises(ConfigError, match=rf"^{field}: got .*allowed range is"):
-        resolve_config("bert", "ci", **{field: value})
+        resolve_config("modernbert", "ci", **{field: value})
 
 
 def test_new_fields_are_in_the_run_key():
@@ -145,7 +146,7 @@ def test_new_fields_are_in_the_run_key():
 def test_cli_rejects_a_bad_scale_with_one_line():
     """`attnrank train --qk-lr-scale 0` exits with status 2 and one line naming qk_lr_scale."""
     r = subprocess.run(
-        [sys.executable, "-m", "attnrank", "train", "--arch", "bert", "--profile", "ci", "--qk-lr-scale", "0"],
+        [sys.executable, "-m", "attnrank", "train", "--arch", "modernbert", "--profile", "ci", "--qk-lr-scale", "0"],
         capture_output=True,
         text=True,
     )
@@ -171,7 +172,7 @@ def test_causal_runs_and_cells():
     assert experiments.book_runs("ci", "causal") == causal.causal_runs("ci")  # `attnrank sweep` trains them up front
     assert len(experiments.book_runs("ci", "causal")) == 50
     quick = causal.causal_runs("quick", seeds=[0])
-    assert quick[0].hidden_size == resolve_config("bert", "ci").hidden_size and quick[0].max_steps == 200
+    assert quick[0].hidden_size == resolve_config("modernbert", "ci").hidden_size and quick[0].max_steps == 200
 
 
 def test_eval_temperatures_moves_rank_not_weights(tmp_path, monkeypatch):
@@ -181,7 +182,7 @@ def test_eval_temperatures_moves_rank_not_weights(tmp_path, monkeypatch):
     from attnrank import store
 
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path))
-    r = store.run(resolve_config("bert", "ci", max_steps=10))
+    r = store.run(resolve_config("modernbert", "ci", max_steps=10))
     before = {n: p.clone() for n, p in r.load_model().named_parameters()}
     out = causal.eval_temperatures(r, [1.0, 0.01])
     assert list(out.eval_tau) == [1.0, 0.01] and (out.train_tau == 1.0).all()

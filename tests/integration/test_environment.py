@@ -91,7 +91,7 @@ def test_a_trainer_set_up_otherwise_than_the_key_trains_nothing(monkeypatch):
 
 
 def test_a_callers_matmul_precision_is_pinned_and_restored(one_thread):
-    cfg = resolve_config("bert", "ci", max_steps=3)
+    cfg = resolve_config("modernbert", "ci", max_steps=3)
     plain = train.train(cfg, progress=False, keep_model=False)
     old = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("medium")
@@ -107,7 +107,7 @@ _TRAIN = """
 import json, sys
 from attnrank import store, train
 from attnrank.profiles import resolve_config
-cfg = resolve_config("bert", "ci", max_steps=6, rank_every=3)
+cfg = resolve_config("modernbert", "ci", max_steps=6, rank_every=3)
 r = train.train(cfg, progress=False, keep_model=False)
 r.train_log.to_csv(sys.argv[1] + "-train.csv", index=False)
 r.ranks.to_parquet(sys.argv[1] + "-ranks.parquet")

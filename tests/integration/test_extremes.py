@@ -13,7 +13,7 @@ from attnrank.profiles import resolve_config
 from attnrank.train import train
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 @pytest.mark.parametrize("tau", [1e-3, 1e3])
 def test_training_at_extreme_tau_stays_finite(arch, tau):
     r = train(resolve_config(arch, "ci", tau=tau, max_steps=15, rank_every=5), progress=False, keep_model=True)

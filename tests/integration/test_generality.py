@@ -79,7 +79,7 @@ def test_attnrank_dataset_is_in_the_books_execution_context(corpus, clean_env):
 
 
 def test_chapter_parameter_dataset(corpus):
-    """README guarantee: "Bad input fails first." (the chapters' ``dataset`` parameter)"""
+    """Guarantee (docs/guarantees.md): "Bad input fails first." (the chapters' ``dataset`` parameter)"""
     check = book.PARAMETERS["dataset"].check
     assert check("dataset", None) is None
     assert check("dataset", "shakespeare") == "shakespeare"
@@ -129,10 +129,11 @@ def test_cli_sweep_dataset(corpus, clean_env, capsys):
 
 # ----------------------------------------------------------------------------- long profile
 def test_long_profile_is_quick_trained_ten_times_longer(clean_env):
-    quick, long = resolve_config("bert", "quick"), resolve_config("bert", "long")
+    quick, long = resolve_config("modernbert", "quick"), resolve_config("modernbert", "long")
     sizes = ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size", "batch_size", "probe_size")
     assert [getattr(long, f) for f in sizes] == [getattr(quick, f) for f in sizes]
-    assert long.max_steps == 10 * quick.max_steps == 5_000 and long.profile == "long"  # BERT: half GPT-2's steps
+    assert long.max_steps == 10 * quick.max_steps == 10_000 and long.profile == "long"
+    assert resolve_config("bert", "long").max_steps == 10 * resolve_config("bert", "quick").max_steps == 5_000
     assert resolve_config("gpt2", "long").max_steps == 10 * resolve_config("gpt2", "quick").max_steps == 10_000
     assert long.warmup_steps == 10 * quick.warmup_steps and long.learning_rate == quick.learning_rate
     assert "long" in PROFILES and base_profile("long") == "quick" and base_profile("ci") == "ci"
@@ -141,7 +142,7 @@ def test_long_profile_is_quick_trained_ten_times_longer(clean_env):
     clean_env.setenv("ATTNRANK_PROFILE", "long")
     assert resolve_profile("auto") == "long"
     assert book.check_parameters({"profile": "long"}, ("profile",)) == {"profile": "long"}
-    assert {(c.arch, c.max_steps) for c in experiments.main_sweep("auto")} == {("bert", 5_000), ("gpt2", 10_000)}
+    assert {(c.arch, c.max_steps) for c in experiments.main_sweep("auto")} == {("modernbert", 10_000), ("gpt2", 10_000)}
 
 
 def test_chapters_size_per_profile_tables_by_the_base_profile():
@@ -154,20 +155,20 @@ def test_chapters_size_per_profile_tables_by_the_base_profile():
 
 def test_long_profile_on_the_command_line(clean_env, capsys):
     assert main(["sweep", "--profile", "long", "--chapters", "dynamics", "--dry-run"]) == 0
-    # 4 temperatures x 2 seeds x 2 models, and head dimension 8 at tau = 1 and 1e-3 (2 seeds, 2 models)
-    assert capsys.readouterr().out.startswith("24 runs of the long profile")
+    # 4 temperatures x 3 seeds x 2 models, and head dimension 8 at tau = 1 and 1e-3 (3 seeds, 2 models)
+    assert capsys.readouterr().out.startswith("36 runs of the long profile")
 
 
 def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
     quick = experiments.verdict_scales("quick").set_index("verdict")
     assert set(quick.index) == set(experiments.VERDICT_RUNS)
-    bert, gpt2 = (resolve_config(a, "quick").max_steps for a in ("bert", "gpt2"))
-    assert (bert, gpt2) == (500, 1000)
-    assert quick.loc["dynamics", "scale"] == "quick" and quick.loc["dynamics", "steps"] == f"{bert}/{gpt2}"
-    assert quick.loc["dynamics", "runs"] == 24
+    bert, gpt2 = (resolve_config(a, "quick").max_steps for a in ("modernbert", "gpt2"))
+    assert (bert, gpt2) == (1000, 1000)
+    assert quick.loc["dynamics", "scale"] == "quick" and quick.loc["dynamics", "steps"] == "1000"
+    assert quick.loc["dynamics", "runs"] == 36
     assert quick.loc["seq_len", "scale"] == "ci" and quick.loc["seq_len", "steps"] == "160"
     assert quick.loc["seq_len", "model"] == "width 32 x 2 layers, n = 32/64/128/256"
     assert quick.loc["theory", "runs"] == 0 and "no trained models" in quick.loc["theory", "scale"]
     long = experiments.verdict_scales("long").set_index("verdict")
-    assert long.loc["temp", "scale"] == "long" and long.loc["temp", "steps"] == f"{10 * bert}/{10 * gpt2}"
+    assert long.loc["temp", "scale"] == "long" and long.loc["temp", "steps"] == f"{10 * gpt2}"
     assert long.loc["seq_len", "scale"] == "quick"

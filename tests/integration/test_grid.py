@@ -26,7 +26,7 @@ TABLES = ("train_log", "eval_log", "ranks", "rank_summary")
 
 
 def _grid(n_steps: int = 20):
-    return [resolve_config(a, "ci", tau=t, max_steps=n_steps) for a in ("bert", "gpt2") for t in (0.1, 1.0)]
+    return [resolve_config(a, "ci", tau=t, max_steps=n_steps) for a in ("modernbert", "gpt2") for t in (0.1, 1.0)]
 
 
 def _tables(df: pd.DataFrame) -> dict:
@@ -51,7 +51,7 @@ def test_process_pool_and_serial_give_bit_identical_tables(tmp_path, monkeypatch
         assert out[start].attrs["sweep"]["trained"] == 4
     a = out[None]
     assert len(set(a.key)) == 4
-    assert (a.status == "complete").all() and list(a.arch) == ["bert", "bert", "gpt2", "gpt2"]
+    assert (a.status == "complete").all() and list(a.arch) == ["modernbert", "modernbert", "gpt2", "gpt2"]
     ta = _tables(a)
     for b in (out["forkserver"], out["spawn"]):
         assert list(a.key) == list(b.key)
@@ -98,20 +98,20 @@ def test_code_hash_mismatch_fails_before_training(private_store):
 
 def test_a_run_that_raises_is_reported_after_the_others(private_store, monkeypatch, capsys):
     """A run that raises does not stop the sweep; the sweep then raises naming it."""
-    good, bad = resolve_config("gpt2", "ci", max_steps=10), resolve_config("bert", "ci", max_steps=10)
+    good, bad = resolve_config("gpt2", "ci", max_steps=10), resolve_config("modernbert", "ci", max_steps=10)
     real = store.run
 
     def run(cfg, **kw):
-        if cfg.arch == "bert":
+        if cfg.arch == "modernbert":
             raise OSError("disk full")
         return real(cfg, **kw)
 
     monkeypatch.setattr(store, "run", run)
     with pytest.raises(
-        RuntimeError, match="1 of 2 runs did not finish: bert tau=1 head_dim=16 seed=0: OSError: disk full"
+        RuntimeError, match="1 of 2 runs did not finish: modernbert tau=1 head_dim=16 seed=0: OSError: disk full"
     ):
         grid.sweep([bad, good], executor="serial")
-    assert "bert tau=1 head_dim=16 seed=0: error OSError: disk full" in capsys.readouterr().out
+    assert "modernbert tau=1 head_dim=16 seed=0: error OSError: disk full" in capsys.readouterr().out
     assert len(_run_dirs(private_store)) == 1
     with pytest.raises(RuntimeError, match="1 of 1 runs did not finish"):
         grid.sweep([bad], executor="serial", progress=False)
@@ -157,7 +157,7 @@ def test_ray_executor_gives_the_same_tables(tmp_path, monkeypatch):
     with other code stops before training; on an instance the caller started, every task still carries the
     driver's variables as they are when the sweep starts."""
     ray = pytest.importorskip("ray")
-    configs = _grid()[1::2]  # one BERT, one GPT-2
+    configs = _grid()[1::2]  # one ModernBERT, one GPT-2
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "serial"))
     a = grid.sweep(configs, executor="serial", progress=False)
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "ray"))
@@ -231,7 +231,7 @@ def test_probe_ignores_bf16_autocast():
     from attnrank.probe import RankProbe, attention_probabilities
     from attnrank.train import prepare_data
 
-    for arch, tau in (("gpt2", 1e-3), ("bert", 4e-3)):
+    for arch, tau in (("gpt2", 1e-3), ("modernbert", 4e-3)):
         cfg = resolve_config(arch, "ci", tau=tau)
         _, tokenizer, _, ids, val_batches = prepare_data(cfg)
         model = build_model(
@@ -342,8 +342,8 @@ def test_sweep_command_dry_run_and_errors(private_store, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "qk_init_scale=10" in out and "qk_lr_scale=10" in out and "max_grad_norm=0" in out
     # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1;
-    # the causal chapter adds its 2 x 2 and twins
-    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 and experiments.book_runs("ci", ["target"]) == []
+    # the causal chapter adds its 2 x 2 and twins; the learned chapter the study's BERT at tau = 1 (5 seeds)
+    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 + 5 and experiments.book_runs("ci", ["target"]) == []
     for argv, param in (
         (["--executor", "dask"], "executor"),
         (["--executor", "dask", "--dry-run"], "executor"),  # a dry run prints the executor's plan: checked too

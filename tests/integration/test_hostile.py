@@ -1,4 +1,4 @@
-"""A hostile environment against the README's guarantees: kill -9 in the middle of a pool sweep, two
+"""A hostile environment against the guarantees of docs/guarantees.md: kill -9 in the middle of a pool sweep, two
 sweeps at once on one store, a diverging run among others, odd characters in a dataset path, an
 empty validation split, a one-line corpus, bad thread settings."""
 
@@ -24,7 +24,7 @@ SWEEP = """
 import json, sys
 from attnrank import grid
 from attnrank.profiles import resolve_config
-configs = [resolve_config(a, "ci", tau=t, max_steps=60) for a in ("bert", "gpt2") for t in (0.5, 1.0, 2.0)]
+configs = [resolve_config(a, "ci", tau=t, max_steps=60) for a in ("modernbert", "gpt2") for t in (0.5, 1.0, 2.0)]
 df = grid.sweep(configs, executor="process", workers=2, progress=False)
 print(json.dumps({"trained": df.attrs["sweep"]["trained"], "keys": sorted(df.key)}))
 """
@@ -82,7 +82,7 @@ def test_a_diverging_run_in_the_middle_of_a_pool_sweep(runs):
     configs = [
         resolve_config("gpt2", "ci", max_steps=10),
         resolve_config("gpt2", "ci", learning_rate=1e3, warmup_steps=0),
-        resolve_config("bert", "ci", max_steps=10),
+        resolve_config("modernbert", "ci", max_steps=10),
     ]
     df = grid.sweep(configs, executor="process", workers=2, progress=False)
     assert list(df.status) == ["complete", "failed", "complete"]

@@ -30,7 +30,7 @@ def test_probe_schedule_is_log_spaced_below_rank_every():
 
 
 def test_trained_run_records_every_sequence_at_every_scheduled_step(private_store):
-    """README, "Per-sequence probe records": a trained ci run has one row per scheduled step, split and
+    """docs/guarantees.md, "Per-sequence probe records": a trained ci run has one row per scheduled step, split and
     sequence, and its held-out rows average to the stored summary."""
     cfg = resolve_config("gpt2", "ci")
     r = store.run(cfg)
@@ -68,7 +68,7 @@ SEQ = pd.DataFrame(
 
 
 def test_sequences_table_round_trips_through_the_store(private_store, monkeypatch):
-    """README, "Per-sequence probe records": the table comes back as written, and one of the wrong
+    """docs/guarantees.md, "Per-sequence probe records": the table comes back as written, and one of the wrong
     shape makes the run damaged (trained again)."""
     monkeypatch.setattr("attnrank.train.train", fake_train(sequences=SEQ))
     r = store.run(arch="gpt2", profile="ci", max_steps=7)
@@ -105,7 +105,7 @@ def _records(stock_train, stock_val, cold_value, steps=(0, 10), n_runs=1):
                         rows.append(
                             {
                                 "key": f"{key0}{k}",
-                                "arch": "bert",
+                                "arch": "modernbert",
                                 "tau": tau,
                                 "step": step,
                                 "split": split,
@@ -168,15 +168,17 @@ def test_agreement_names_each_protocols_side():
 
     up, down, open_ = (Estimate(v, lo, hi, 5, "t") for v, lo, hi in ((2, 1, 3), (-2, -3, -1), (1, -1, 3)))
     text = protocol.agreement(
-        {"bert": 20.0, "gpt2": 9.0, "x": 1.0}, {"bert": down, "gpt2": up, "x": open_}, {"bert": "BERT", "gpt2": "GPT-2"}
+        {"modernbert": 20.0, "gpt2": 9.0, "x": 1.0},
+        {"modernbert": down, "gpt2": up, "x": open_},
+        {"modernbert": "ModernBERT", "gpt2": "GPT-2"},
     )
-    assert text[0].startswith("for BERT they part: the study's rank puts tau = 1 higher (difference 20.00")
-    assert "the effective rank tau = 0.001 (-2.00" in text[0].replace("−", "-")
-    assert text[1] == "for GPT-2 both protocols rank tau = 1 higher"
+    assert text[1].startswith("for ModernBERT they part: the study's rank puts tau = 1 higher (difference 20.00")
+    assert "the effective rank tau = 0.001 (-2.00" in text[1].replace("−", "-")
+    assert text[0] == "for GPT-2 both protocols rank tau = 1 higher"
     assert text[2].startswith("for x they part") and text[2].endswith(", unresolved)")
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_the_first_step_of_a_warm_up_leaves_the_weights_unchanged(arch):
     """Why step 1 is not probed under a warm-up: the linear warm-up's first learning rate is 0, so the
     weights after step 1 are exactly the initial ones (and a run without warm-up does move them)."""

@@ -53,7 +53,7 @@ def test_closure_follows_imports_and_leaves_out_tools():
 def test_editing_a_module_in_the_closure_changes_the_hash_and_bench_does_not(package):
     """Editing rank.py (imported by probe) changes the code hash; editing bench.py or cli.py does not.
 
-    README guarantees: "The run key holds every input of a result", "The book never shows outputs
+    Guarantees (docs/guarantees.md): "The run key holds every input of a result", "The book never shows outputs
     made under other inputs." """
     before = provenance.code_hash()
     _append(package / "bench.py", "\n# a comment\n")
@@ -66,7 +66,7 @@ def test_editing_a_module_in_the_closure_changes_the_hash_and_bench_does_not(pac
 def test_a_new_module_imported_by_train_enters_the_hash(package):
     """A module that train.py starts to import (inside a function) is hashed without editing a list.
 
-    README guarantee: "The run key holds every input of a result" (a new module is included)."""
+    Guarantee (docs/guarantees.md): "The run key holds every input of a result" (a new module is included)."""
     (package / "newmod.py").write_text("VALUE = 1\n")
     before = provenance.code_hash()  # not imported yet: editing it changes nothing
     (package / "newmod.py").write_text("VALUE = 2\n")
@@ -99,7 +99,7 @@ def test_a_verdict_rule_is_not_an_input_of_a_run_but_the_training_path_is(packag
     """Editing rules.py changes the result hash (tables, verdicts) but not the run store's key;
     editing the attention function (imported by train through models) changes both.
 
-    README guarantee: "The run key holds every input of a result"."""
+    Guarantee (docs/guarantees.md): "The run key holds every input of a result"."""
     runs, results = store.code_hash(), provenance.code_hash()
     _append(package / "rules.py", "\n# a comment\n")
     assert store.code_hash() == runs and provenance.code_hash() != results
@@ -132,7 +132,7 @@ def test_git_state_names_the_commit_and_a_dirty_tree(tmp_path):
 def test_run_summary_records_the_git_commit(tmp_path, monkeypatch):
     """A stored run's summary holds the checkout's commit and dirty flag.
 
-    README guarantee: "The run key holds every input of a result" (the git commit is recorded)."""
+    Guarantee (docs/guarantees.md): "The run key holds every input of a result" (the git commit is recorded)."""
     from attnrank.profiles import resolve_config
 
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))

@@ -18,11 +18,11 @@ from attnrank.train import probe_steps
 def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(private_store):
     """The initial-model statistics give the run's stored step-0 mean ranks (float64 softmax of the hooked
     logits against the probe's float32 attention), the logit sd of the hooked logits and P1 bounds that hold (P1 covers bidirectional attention)."""
-    cfg = resolve_config("bert", "ci", max_steps=5, rank_every=5, tau=0.25)
+    cfg = resolve_config("modernbert", "ci", max_steps=5, rank_every=5, tau=0.25)
     run = store.run(cfg)
     d = baselines.init_statistics(cfg, measures=("effective_rank", "rank_rtol_1e-2", "rank_rtol_1e-4"), bounds=True)
     L, B, H = cfg.num_layers, cfg.probe_size, cfg.num_heads
-    assert len(d) == L * B * H and set(d.arch) == {"bert"} and d.n.iloc[0] == cfg.max_len
+    assert len(d) == L * B * H and set(d.arch) == {"modernbert"} and d.n.iloc[0] == cfg.max_len
     assert d.effective_rank.mean() == pytest.approx(run.summary["initial_rank"]["effective_rank"], rel=1e-5)
     S = attention_logits(run.initial_model(), run.probe_batch())
     assert d.logit_sd.mean() == pytest.approx(float(baselines.logit_sd(S, causal=False).mean()), rel=1e-9)
@@ -33,7 +33,7 @@ def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(priv
 
 def test_run_tables(private_store):
     cfgs = [
-        resolve_config("bert", "ci", max_steps=4, rank_every=2, log_every=2, tau=t, seed=s)
+        resolve_config("modernbert", "ci", max_steps=4, rank_every=2, log_every=2, tau=t, seed=s)
         for t in (1.0, 0.25)
         for s in (0, 1)
     ]

@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    GPT2Config,
+    GPT2LMHeadModel,
+    ModernBertConfig,
+    ModernBertForMaskedLM,
+)
 
 from attnrank import models, runs, store
 from attnrank.errors import ConfigError
@@ -16,14 +23,32 @@ from attnrank.rank import MEASURES
 from attnrank.train import probe_steps
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_model_from_config_equals_the_stock_hf_model_at_tau_1(arch):
     """At tau = 1 the model built by `model_from_config` gives the outputs of the stock HF class
     (eager attention) built from the same config and seed."""
     cfg = resolve_config(arch, "ci", tau=1.0, seed=3)
     ours = models.model_from_config(cfg, vocab_size=100, pad_token_id=0).eval()
     kw = dict(vocab_size=100, pad_token_id=0)
-    if arch == "bert":
+    if arch == "modernbert":  # full attention in every layer, the tokenizer's special ids, a gated MLP of 2 x width
+        hf = ModernBertConfig(
+            hidden_size=cfg.hidden_size,
+            num_hidden_layers=cfg.num_layers,
+            num_attention_heads=cfg.num_heads,
+            intermediate_size=2 * cfg.hidden_size,
+            max_position_embeddings=cfg.max_len,
+            layer_types=["full_attention"] * cfg.num_layers,
+            embedding_dropout=cfg.dropout,
+            mlp_dropout=cfg.dropout,
+            attention_dropout=cfg.dropout,
+            cls_token_id=2,
+            sep_token_id=3,
+            bos_token_id=2,
+            eos_token_id=3,
+            **kw,
+        )
+        cls = ModernBertForMaskedLM
+    elif arch == "bert":
         hf = BertConfig(
             hidden_size=cfg.hidden_size,
             num_hidden_layers=cfg.num_layers,
@@ -86,7 +111,7 @@ def test_tokenizer_pad_id_falls_back_to_end_of_text():
     assert models.tokenizer_pad_id(Tok()) == 2
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(private_store, arch):
     """`Run.initial_model()` on `Run.probe_batch()` gives exactly the stored step-0 ranks and
     validation-free summary; `Run.load_model()` gives the last stored ranks."""

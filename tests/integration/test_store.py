@@ -65,18 +65,18 @@ def test_end_to_end_run_lowers_loss_and_is_cached(private_store, monkeypatch):
 
 
 def test_same_seed_gives_identical_tables():
-    cfg = resolve_config("bert", "ci", max_steps=20)
+    cfg = resolve_config("modernbert", "ci", max_steps=20)
     a, b = train(cfg, progress=False), train(cfg, progress=False)
     pd.testing.assert_frame_equal(a.train_log, b.train_log)
     pd.testing.assert_frame_equal(a.ranks, b.ranks)
     pd.testing.assert_frame_equal(a.eval_log, b.eval_log)
-    other = train(resolve_config("bert", "ci", max_steps=20, seed=1), progress=False)
+    other = train(resolve_config("modernbert", "ci", max_steps=20, seed=1), progress=False)
     assert not other.train_log.loss.equals(a.train_log.loss)
 
 
 def test_probing_does_not_change_the_training_run():
-    often = train(resolve_config("bert", "ci", max_steps=20, rank_every=5), progress=False)
-    rarely = train(resolve_config("bert", "ci", max_steps=20, rank_every=20), progress=False)
+    often = train(resolve_config("modernbert", "ci", max_steps=20, rank_every=5), progress=False)
+    rarely = train(resolve_config("modernbert", "ci", max_steps=20, rank_every=20), progress=False)
     # the ci profile warms up, so step 1 (the weights of step 0) is not probed
     assert sorted(set(often.ranks.step)) == [0, 2, 4, 5, 10, 15, 20]
     assert sorted(set(rarely.ranks.step)) == [0, 2, 4, 8, 16, 20]
@@ -127,7 +127,7 @@ def test_sigkill_during_training_leaves_the_store_clean(private_store):
 def test_two_processes_share_one_training(private_store):
     code = """
         from attnrank import store
-        r = store.run(arch="bert", profile="ci", max_steps=30)
+        r = store.run(arch="modernbert", profile="ci", max_steps=30)
         print("FRESH" if r.fresh else "STORED", r.key)
     """
     children = [_child(code, {"ATTNRANK_RUNS": str(private_store)}) for _ in range(2)]
@@ -156,7 +156,7 @@ def test_invalid_config_fails_before_training(private_store, monkeypatch):
 
 
 def test_equal_weights_give_byte_identical_files(tmp_path):
-    """README, "Determinism on CPU": a model's weight file (and so its checksum in the run's
+    """docs/guarantees.md, "Determinism on CPU": a model's weight file (and so its checksum in the run's
     marker) is the same bytes every time it is written; tied embeddings are stored once and
     re-tied on loading."""
     import torch
@@ -165,7 +165,7 @@ def test_equal_weights_give_byte_identical_files(tmp_path):
     from attnrank.models import build_model
     from attnrank.store import save_weights
 
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         model = build_model(
             arch,
             hidden_size=32,
@@ -205,7 +205,7 @@ def test_nothing_is_loaded_with_pickle_or_remote_code():
     """No module of the library can unpickle or run a hub repository's code: no `torch.load`, no
     `pickle`, no pandas/NumPy pickles, no `trust_remote_code=True`.
 
-    README guarantee: "Safe loading." (the stored weights are read with `safetensors`, tested above)."""
+    Guarantee (docs/guarantees.md): "Safe loading." (the stored weights are read with `safetensors`, tested above)."""
     import re
 
     import attnrank

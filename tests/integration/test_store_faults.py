@@ -38,7 +38,7 @@ def _result_dirs(runs: Path) -> list[str]:
 
 
 def test_a_temporary_or_misnamed_folder_is_never_a_result(private_store, monkeypatch, capsys):
-    """README, "A killed run never shows up as a result": only folders named <arch>-<16 hex digits> whose
+    """docs/guarantees.md, "A killed run never shows up as a result": only folders named <arch>-<16 hex digits> whose
     marker names the same key are results (a `.tmp-KEY-PID` folder left by a kill after its marker was
     written is not listed)."""
     monkeypatch.setattr("attnrank.train.train", fake_train(3.0))
@@ -63,7 +63,7 @@ class _Killed(Exception):
 
 @pytest.mark.parametrize("kill_at", [1, 2, 3])
 def test_forced_replacement_leaves_the_old_or_the_new_result(private_store, monkeypatch, kill_at):
-    """README, "A killed run never shows up as a result": `force=True` replaces a stored run atomically: a
+    """docs/guarantees.md, "A killed run never shows up as a result": `force=True` replaces a stored run atomically: a
     process killed before any rename or delete of the replacement leaves the old or the new result,
     which `load_runs()` lists and `run()` serves without training; the next run cleans up what was left."""
     monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
@@ -105,7 +105,7 @@ def test_forced_replacement_leaves_the_old_or_the_new_result(private_store, monk
 
 
 def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_result(private_store, monkeypatch):
-    """README, "A killed run never shows up as a result": a process killed by SIGKILL after it
+    """docs/guarantees.md, "A killed run never shows up as a result": a process killed by SIGKILL after it
     renamed the old result aside and before it renamed the new one in leaves the old result, which
     `load_runs()` lists and `run()` serves without training, back under its own name."""
     monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
@@ -211,7 +211,7 @@ BAD_SHAPES = [
 def test_a_marker_or_summary_of_the_wrong_shape_is_ignored_and_retrained(
     private_store, monkeypatch, capsys, caplog, how
 ):
-    """README, "A killed run never shows up as a result": a run whose marker, config or summary is valid JSON
+    """docs/guarantees.md, "A killed run never shows up as a result": a run whose marker, config or summary is valid JSON
     of the wrong shape is ignored with a warning by `load_runs()`, `attnrank runs` and `run()` (which
     trains it again); the other runs of the store are still served."""
     monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
@@ -265,7 +265,7 @@ def _can_mount_readonly(tmp_path: Path) -> bool:
 def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_train(
     private_store, monkeypatch, tmp_path
 ):
-    """README, "A read-only store serves its runs": a store on read-only media serves the complete runs it
+    """docs/guarantees.md, "A read-only store serves its runs": a store on read-only media serves the complete runs it
     holds (`run()`, `load_runs()`, `attnrank runs`) without a lock; asked to train, it fails with one
     ConfigError line naming ATTNRANK_RUNS (exit status 2), before any training.
 
@@ -311,7 +311,7 @@ def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_
 
 
 def test_a_store_that_refuses_writes_serves_its_runs(private_store, monkeypatch):
-    """README, "A read-only store serves its runs": reading a complete run takes no lock and writes nothing; a
+    """docs/guarantees.md, "A read-only store serves its runs": reading a complete run takes no lock and writes nothing; a
     store that refuses every write (EROFS from the OS for any file created in it, simulated) still
     serves it, and a run to train gives a ConfigError naming ATTNRANK_RUNS."""
     import errno
@@ -346,7 +346,7 @@ def test_a_store_that_refuses_writes_serves_its_runs(private_store, monkeypatch)
 
 @pytest.mark.parametrize("command", [["runs"], ["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]])
 def test_a_store_path_that_is_a_file_is_named_in_one_line(tmp_path, monkeypatch, capsys, command):
-    """README, "Bad input fails first": ATTNRANK_RUNS naming a file (not a folder) gives one line naming
+    """docs/guarantees.md, "Bad input fails first": ATTNRANK_RUNS naming a file (not a folder) gives one line naming
     ATTNRANK_RUNS and exit status 2, for `attnrank runs` and `attnrank train`; in the library a
     ConfigError naming ATTNRANK_RUNS."""
     path = tmp_path / "a-file"
@@ -363,7 +363,7 @@ def test_a_store_path_that_is_a_file_is_named_in_one_line(tmp_path, monkeypatch,
 
 
 def test_a_store_path_that_cannot_be_created_is_named(tmp_path, monkeypatch, capsys):
-    """README, "Bad input fails first": ATTNRANK_RUNS under a file (a folder that cannot be created) gives one
+    """docs/guarantees.md, "Bad input fails first": ATTNRANK_RUNS under a file (a folder that cannot be created) gives one
     line naming ATTNRANK_RUNS and exit status 2 when a run must be trained."""
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "a-file" / "runs"))
@@ -374,7 +374,7 @@ def test_a_store_path_that_cannot_be_created_is_named(tmp_path, monkeypatch, cap
 
 
 def test_load_runs_names_an_unknown_filter_column(private_store, monkeypatch):
-    """README, "Bad input fails first": `load_runs(filter)` with an unknown column raises a ConfigError naming
+    """docs/guarantees.md, "Bad input fails first": `load_runs(filter)` with an unknown column raises a ConfigError naming
     `filter` and the allowed columns; a known column with no runs gives an empty frame."""
     with pytest.raises(ConfigError) as e:
         store.load_runs({"bogus": 1})

@@ -105,7 +105,7 @@ def test_high_temperature_approaches_the_content_free_loss_but_is_not_it(copy_ba
     assert model.config.tau == 1.0  # restored
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "bert"])
+@pytest.mark.parametrize("arch", ["gpt2", "modernbert"])
 def test_content_free_attention_is_uniform_over_the_visible_keys(arch, one_thread):
     model = build_model(arch, hidden_size=32, num_layers=2, num_heads=4, max_len=16, vocab_size=64, seed=3)
     ids = torch.randint(0, 64, (3, 16), generator=torch.Generator().manual_seed(1))
@@ -118,7 +118,7 @@ def test_content_free_attention_is_uniform_over_the_visible_keys(arch, one_threa
 def _batches(arch: str, seed: int = 5):
     ids = torch.randint(5, 64, (8, 16), generator=torch.Generator().manual_seed(seed))
     labels = ids.clone()
-    if arch == "bert":  # score a few masked positions, as the MLM collator does
+    if arch == "modernbert":  # score a few masked positions, as the MLM collator does
         keep = torch.zeros_like(ids, dtype=torch.bool)
         keep[:, 3::4] = True
         labels[~keep] = -100
@@ -138,7 +138,7 @@ def _zero_queries(model) -> None:
                 p[:hidden] = 0.0
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "bert"])
+@pytest.mark.parametrize("arch", ["gpt2", "modernbert"])
 def test_evaluation_equals_the_stock_hf_model(arch, one_thread):
     """As trained at tau = 1 the loss is the stock SDPA model's; content-free it is the stock model's with
     zero query weights and biases (whose logits are 0: the same uniform attention)."""
@@ -189,7 +189,7 @@ def test_worth_in_words():
 
 BASE = {
     "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "context_free": math.nan, "n_targets": 100},
-    "bert": {"unigram": 5.9, "bigram": 4.8, "two_sided": 4.4, "context_free": 5.3, "n_targets": 50},
+    "modernbert": {"unigram": 5.9, "bigram": 4.8, "two_sided": 4.4, "context_free": 5.3, "n_targets": 50},
 }
 
 
@@ -207,17 +207,17 @@ def test_regime_clauses_state_what_attention_is_worth(monkeypatch):
             {"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.8, "attention_gain": 0.40},
             {"arch": "gpt2", "tau": 1.0, "final_val_loss": 3.9, "attention_gain": 0.50},
             {"arch": "gpt2", "tau": 0.001, "final_val_loss": 4.5, "attention_gain": 0.01},
-            {"arch": "bert", "tau": 1.0, "final_val_loss": 4.6, "attention_gain": 0.021},
+            {"arch": "modernbert", "tau": 1.0, "final_val_loss": 4.6, "attention_gain": 0.021},
         ]
     )
     assert learned.regime(runs) == (
         "GPT-2 0.25 nats below bigram at τ = 1, attention worth 0.45 nats (2 of 3 runs below bigram); "
-        "BERT 0.20 nats below bigram, 0.20 nats above two-sided, 0.70 nats below context-free, attention worth 0.02 nats"
+        "ModernBERT 0.20 nats below bigram, 0.20 nats above two-sided, 0.70 nats below context-free, attention worth 0.02 nats"
     )
     t = learned.attention_table(runs)
-    assert list(zip(t.arch, t.tau)) == [("gpt2", 0.001), ("gpt2", 1.0), ("bert", 1.0)]
+    assert list(zip(t.arch, t.tau)) == [("gpt2", 0.001), ("gpt2", 1.0), ("modernbert", 1.0)]
     row = t.iloc[1]
     assert (row.runs, row.attention_gain, row.gain_min, row.gain_max) == (2, pytest.approx(0.45), 0.40, 0.50)
     assert row.content_free_gap == pytest.approx(-0.25 + 0.45)
-    assert baselines.reference_gains(runs) == {"gpt2": pytest.approx(0.45), "bert": pytest.approx(0.021)}
+    assert baselines.reference_gains(runs) == {"gpt2": pytest.approx(0.45), "modernbert": pytest.approx(0.021)}
     assert baselines.at_reference(runs) and not baselines.at_reference(runs[runs.tau == 1.0])

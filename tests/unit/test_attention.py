@@ -32,6 +32,9 @@ def _qk_weights(model, arch, layer):
     if arch == "bert":
         s = model.bert.encoder.layer[layer].attention.self
         return [(s.query.weight, s.query.bias), (s.key.weight, s.key.bias)]
+    if arch == "modernbert":  # Linear: weight [3 * hidden, in], rows q | k | v; no bias
+        w = model.model.layers[layer].attn.Wqkv.weight
+        return [(w[:HIDDEN], None), (w[HIDDEN : 2 * HIDDEN], None)]
     c = model.transformer.h[layer].attn.c_attn  # Conv1D: weight [in, 3 * hidden], columns q | k | v
     return [(c.weight[:, :HIDDEN], c.bias[:HIDDEN]), (c.weight[:, HIDDEN : 2 * HIDDEN], c.bias[HIDDEN : 2 * HIDDEN])]
 
@@ -41,7 +44,8 @@ def _scale_queries(model, arch, factor):
     for layer in range(LAYERS):
         (w, b), _ = _qk_weights(model, arch, layer)
         w.mul_(factor)
-        b.mul_(factor)
+        if b is not None:
+            b.mul_(factor)
     return model
 
 
@@ -50,7 +54,8 @@ def _sharpen(model, arch, factor=8.0):
     for layer in range(LAYERS):
         for w, b in _qk_weights(model, arch, layer):
             w.mul_(factor)
-            b.mul_(factor)
+            if b is not None:
+                b.mul_(factor)
     return model
 
 
@@ -120,7 +125,7 @@ def test_probabilities_requested_reads_kwargs():
 # ---------------------------------------------------------------- tau = 1 equals the stock model
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_same_seed_gives_same_weights_as_stock_eager(arch):
     ours = _build(arch, seed=7)
     stock = _build(arch, impl="eager", seed=7)
@@ -135,8 +140,9 @@ def test_same_seed_gives_same_weights_as_stock_eager(arch):
     assert _max_diff(o.logits, e.logits) <= 1e-5
 
 
-def test_bert_tau1_with_padding_equals_stock_eager():
-    ours, stock = _pair("bert")
+@pytest.mark.parametrize("arch", ["bert", "modernbert"])
+def test_masked_lm_tau1_with_padding_equals_stock_eager(arch):
+    ours, stock = _pair(arch)
     ids, mask = _ids(), _mask([N, 7, 4])
     o, e = _run(ours, ids, mask), _run(stock, ids, mask)
     assert len(o.attentions) == LAYERS
@@ -148,7 +154,7 @@ def test_bert_tau1_with_padding_equals_stock_eager():
         assert _max_diff(x, y) <= 1e-5
     assert _max_diff(o.logits, e.logits) <= 1e-5
     # sanity: the sharpened weights give attention far from uniform, and padding is in use
-    assert o.attentions[0].amax(-1).mean() > 0.3
+    assert o.attentions[0].amax(-1).mean() > 0.25  # uniform over the 10 keys: 0.1
     assert (o.attentions[0][2, :, :, 4:] == 0).all()
 
 
@@ -173,7 +179,7 @@ def test_gpt2_tau1_equals_stock_eager(left):
 # ---------------------------------------------------------------- temperature
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 @pytest.mark.parametrize("tau", [0.5, 0.25, 2.0])
 def test_tau_equals_stock_eager_with_scaled_queries(arch, tau):
     """softmax(QK^T / (tau sqrt d)) is the stock model with W_Q, b_Q multiplied by 1 / tau."""
@@ -233,7 +239,7 @@ class _Spy:
         return self.fn(*args, **kwargs)
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_training_path_goes_through_sdpa_and_equals_explicit_path(arch, monkeypatch):
     spy = _Spy(attention.sdpa_attention_forward)
     monkeypatch.setattr(attention, "sdpa_attention_forward", spy)
@@ -256,12 +262,12 @@ def test_training_path_goes_through_sdpa_and_equals_explicit_path(arch, monkeypa
         plain_t = _run(ours, ids, mask, probs=False)
         explicit_t = _run(ours, ids, mask, probs=True)
         assert _max_diff(plain_t.logits, explicit_t.logits) <= 1e-5
-        assert _max_diff(plain_t.logits, plain.logits) > 1e-3  # tau acts on the SDPA path too
+        assert _max_diff(plain_t.logits, plain.logits) > 1e-4  # tau acts on the SDPA path too (ignored: ~1e-7)
         # no padding: HF may pass no mask at all (SDPA's is_causal for GPT-2)
         assert _max_diff(_run(ours, ids, None, probs=False).logits, _run(ours, ids, None, probs=True).logits) <= 1e-5
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_training_path_backward_is_finite_at_both_ends(arch):
     model = build_model(arch, tau=1.0, seed=4, **KW)  # train mode, dropout on
     assert model.training
@@ -275,9 +281,11 @@ def test_training_path_backward_is_finite_at_both_ends(arch):
         out.loss.backward()
         for name, p in model.named_parameters():
             assert p.grad is None or torch.isfinite(p.grad).all(), (tau, name)
-        q_grad = (
-            _qk_weights(model, arch, 0)[0][0].grad if arch == "bert" else model.transformer.h[0].attn.c_attn.weight.grad
-        )
+        fused = {
+            "gpt2": lambda: model.transformer.h[0].attn.c_attn,
+            "modernbert": lambda: model.model.layers[0].attn.Wqkv,
+        }
+        q_grad = _qk_weights(model, arch, 0)[0][0].grad if arch == "bert" else fused[arch]().weight.grad
         assert q_grad is not None and q_grad.abs().sum() > 0
 
 
@@ -350,7 +358,7 @@ def test_bert_padding_is_masked_on_both_paths(probs, tau):
 # ---------------------------------------------------------------- extreme temperatures
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_tiny_tau_masks_never_leak_and_rows_sum_to_one(arch):
     model = _sharpen(_build(arch, tau=1e-3, seed=10), arch)
     ids, mask = _ids(seed=10), _mask([N, 7, 4])
@@ -370,7 +378,7 @@ def test_tiny_tau_masks_never_leak_and_rows_sum_to_one(arch):
     assert _max_diff(plain.logits[real], out.logits[real]) <= 1e-4
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_huge_tau_gives_uniform_attention_over_valid_keys(arch):
     ids, mask = _ids(seed=11), _mask([N, 7, 4])
     allowed = _valid_keys(arch, mask).expand(-1, HEADS, -1, -1).float()
@@ -407,7 +415,7 @@ def test_fully_masked_rows_are_zero_not_nan():
 # ---------------------------------------------------------------- head dimension
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 @pytest.mark.parametrize("head_dim,heads", [(4, 8), (8, 4), (32, 1)])
 def test_head_dim_sets_number_of_heads_in_the_attention(arch, head_dim, heads):
     kw = {k: v for k, v in KW.items() if k != "num_heads"}
@@ -416,7 +424,7 @@ def test_head_dim_sets_number_of_heads_in_the_attention(arch, head_dim, heads):
     assert out.attentions[0].shape == (2, heads, N, N)
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_logit_hook_point_reproduces_the_probabilities(arch):
     """probe.attention_logits reads S = QK^T/(tau sqrt d) through capture_logits; softmax(S + mask) = A."""
     from attnrank.probe import attention_logits, attention_probabilities

@@ -36,12 +36,12 @@ def test_bigram_probabilities_sum_to_one_over_the_vocabulary():
 
 
 def test_target_pairs_follow_the_validation_loss():
-    """GPT-2 scores next tokens (labels shifted); BERT scores masked positions given the visible left token."""
+    """GPT-2 scores next tokens (labels shifted); ModernBERT scores masked positions given the visible left token."""
     ids = np.array([[5, 6, 7, 8]])
     ctx, tgt = baselines.target_pairs(ids, np.array([[5, 6, -100, 8]]), "gpt2")
     assert ctx.tolist() == [5, 7] and tgt.tolist() == [6, 8]
     masked = np.array([[2, 4, 7, 3]])  # position 1 shows [MASK] (id 4), its label is 6
-    ctx, tgt = baselines.target_pairs(masked, np.array([[-100, 6, -100, -100]]), "bert")
+    ctx, tgt = baselines.target_pairs(masked, np.array([[-100, 6, -100, -100]]), "modernbert")
     assert ctx.tolist() == [2] and tgt.tolist() == [6]
 
 
@@ -114,7 +114,7 @@ def test_two_sided_model_on_independent_tokens_is_the_unigram():
 
 
 def test_target_triples_read_the_visible_neighbours_of_masked_positions():
-    """BERT's two-sided pairs: the token at a masked position and its visible neighbours (may be [MASK])."""
+    """ModernBERT's two-sided pairs: the token at a masked position and its visible neighbours (may be [MASK])."""
     ids = np.array([[2, 4, 4, 9, 3]])  # positions 1 and 2 show [MASK] (id 4)
     labels = np.array([[-100, 6, 7, -100, -100]])
     left, mid, right = baselines.target_triples(ids, labels)

@@ -1,6 +1,6 @@
 """Cached intermediate tables: every part of the key recomputes, an unchanged call reads.
 
-README guarantee: "Cached tables are keyed by their inputs." (every test below)
+Guarantee (docs/guarantees.md): "Cached tables are keyed by their inputs." (every test below)
 """
 
 from __future__ import annotations

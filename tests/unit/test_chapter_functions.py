@@ -87,8 +87,8 @@ def test_seq_len_report_glue_figure_and_verdict():
     bound = {n: (1 - math.exp(-1)) * n + 1 for n in (32, 64)}  # 21.23, 41.46
     runs = _seq_runs(
         {
-            ("bert", 32): [1.1, 1.2, 1.3],
-            ("bert", 64): [1.5, 1.6, 1.7],
+            ("modernbert", 32): [1.1, 1.2, 1.3],
+            ("modernbert", 64): [1.5, 1.6, 1.7],
             ("gpt2", 32): [10.0, 10.1, 10.2],
             ("gpt2", 64): [bound[64] + 5, bound[64] + 5.1, bound[64] + 5.2],
         }
@@ -120,14 +120,14 @@ def _records() -> study.Records:
     )
     ok = pd.DataFrame(
         {
-            "arch": ["bert"] * 4 + ["gpt2"] * 4,
+            "arch": ["modernbert"] * 4 + ["gpt2"] * 4,
             "tau": [1.0, 1.0, 1e-3, 1e-3] * 2,
             "head_dim": 16,
             "seed": [0, 1] * 4,
             "final_effective_rank": [5.0, 5.2, 3.0, 3.1, 2.0, 2.1, 2.9, 3.0],
         }
     )
-    return study.Records(ok, ok, 16, seq, pd.DataFrame(), {"bert": 20, "gpt2": 20})
+    return study.Records(ok, ok, 16, seq, pd.DataFrame(), {"modernbert": 20, "gpt2": 20})
 
 
 def test_protocol_select_and_records_glue():
@@ -148,9 +148,9 @@ def test_protocol_select_and_records_glue():
 def _flips(bert: Estimate, gpt2: Estimate) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"arch": "bert", "step": 20, "estimate": bert, "reference": 2.0},
+            {"arch": "modernbert", "step": 20, "estimate": bert, "reference": 2.0},
             {"arch": "gpt2", "step": 20, "estimate": gpt2, "reference": 0.8},
-            {"arch": "bert", "step": 0, "estimate": bert, "reference": 0.1},
+            {"arch": "modernbert", "step": 0, "estimate": bert, "reference": 0.1},
         ]
     )
 
@@ -161,42 +161,43 @@ def test_protocol_flip_table_and_judge():
     assert list(t["probe step"]) == [0, 20]
     assert t.set_index("probe step").loc[20, "GPT-2 (CLM): flip rate [95% CI]"] == "30.0% [27.0%, 33.0%]"
     res, glue, summary = protocol.judge(_records(), _flips(good, good), 500, "effective_rank")
-    # BERT: ours 5.1 - 3.05 > 0 resolved, reference 2.0 > 0: agree; GPT-2: ours -0.9 resolved, reference 0.8: part
-    assert res.parts[("agrees", "bert")] == "supported" and res.parts[("agrees", "gpt2")] == "not supported"
+    # ModernBERT: ours 5.1 - 3.05 > 0 resolved, reference 2.0 > 0: agree; GPT-2: ours -0.9 resolved, reference 0.8: part
+    assert res.parts[("agrees", "modernbert")] == "supported" and res.parts[("agrees", "gpt2")] == "not supported"
     assert res.status == "not supported"
-    assert glue["protocol_agreement"].startswith(
-        "For BERT (MLM) both protocols rank tau = 1 higher; for GPT-2 (CLM) they part"
-    )
-    assert glue["protocol_flip_bert"] == "1.0% [0.0%, 3.0%]"
+    assert glue["protocol_agreement"].startswith("For GPT-2 (CLM) they part")
+    assert glue["protocol_flip_modernbert"] == "1.0% [0.0%, 3.0%]"
     assert summary.startswith("Over 500 draws of 4 + 4 examples and one run per temperature")
     assert "so few examples are enough for the sign." in summary
     assert (
-        "(effective rank, every probe sequence, 2 seeds) finds for BERT the same sign; for GPT-2 the opposite"
+        "(effective rank, every probe sequence, 2 seeds) finds for ModernBERT the same sign; for GPT-2 the opposite"
         in summary
     )
     assert protocol.protocol_finding(res, 500) == (
-        "4 + 4 examples flip the study's sign in at most 1.0% of draws; that sign is BERT ours, GPT-2 opposite to ours."
+        "4 + 4 examples flip the study's sign in at most 1.0% of draws; that sign is ModernBERT ours, GPT-2 opposite to ours."
     )
     # no draw flips: the sentence says so in words, with the upper bounds
     never = rules.protocol_rule(
-        {a: Estimate(0.0, 0.0, 0.006, 500, "built") for a in ("bert", "gpt2")}, res.reference, res.ours
+        {a: Estimate(0.0, 0.0, 0.006, 500, "built") for a in ("modernbert", "gpt2")}, res.reference, res.ours
     )
     assert protocol.flip_words(never, 500).startswith("In none of the 500 draws of 4 + 4 examples")
     assert protocol.protocol_finding(never, 500).startswith("4 + 4 examples never flip the study's sign in 500 draws")
     # architectures trained for different steps: each is judged at its own last probe step
     uneven = _records()
-    uneven.final_steps = {"bert": 20, "gpt2": 40}
-    assert uneven.steps_text() == "40 steps for GPT-2 and 20 for BERT" and _records().steps_text() == "20 steps"
+    uneven.final_steps = {"modernbert": 20, "gpt2": 40}
+    assert uneven.steps_text() == "40 steps for GPT-2 and 20 for ModernBERT" and _records().steps_text() == "20 steps"
     flips40 = pd.concat(
         [
             _flips(good, good).replace({"step": {20: 40}}).query("arch == 'gpt2'"),
-            _flips(good, good).query("arch == 'bert'"),
+            _flips(good, good).query("arch == 'modernbert'"),
         ]
     )
-    assert sorted(map(tuple, uneven.at_final_step(flips40)[["arch", "step"]].values)) == [("bert", 20), ("gpt2", 40)]
+    assert sorted(map(tuple, uneven.at_final_step(flips40)[["arch", "step"]].values)) == [
+        ("gpt2", 40),
+        ("modernbert", 20),
+    ]
     assert protocol.judge(uneven, flips40, 500, "effective_rank")[0].status == res.status
     t = protocol.flip_table(flips40)
-    assert t.set_index("probe step").loc[40, "BERT (MLM): flip rate [95% CI]"] == "not trained this long"
+    assert t.set_index("probe step").loc[40, "ModernBERT (MLM): flip rate [95% CI]"] == "not trained this long"
     _, _, flaky_summary = protocol.judge(_records(), _flips(good, flaky), 500, "effective_rank")
     assert "for GPT-2 the draws do not show whether so few examples are enough" in flaky_summary or (
         "for GPT-2 so few examples are not enough for the sign" in flaky_summary
@@ -207,13 +208,13 @@ def test_protocol_set_early_summary():
     t = pd.DataFrame(
         [
             {"arch": a, "step": s, "final_step": 40, "estimate": Estimate((lo + hi) / 2, lo, hi, 30, "")}
-            for a, iv in (("bert", {0: (0.5, 0.95), 4: (0.91, 0.99)}), ("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)}))
+            for a, iv in (("modernbert", {0: (0.5, 0.95), 4: (0.91, 0.99)}), ("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)}))
             for s, (lo, hi) in iv.items()
         ]
     )
     text = protocol.set_early_summary(rules.set_early_rule(t), "40 steps")
     assert text.startswith(f"The rank at step k predicts the final rank (Spearman ρ above {rules.SET_EARLY_RHO:g}")
-    assert "(of 40 steps; effective rank): BERT (MLM): first early step 4, ρ 0.95 [0.91, 0.99]" in text
+    assert "ModernBERT (MLM): first early step 4, ρ 0.95 [0.91, 0.99]" in text
     assert "GPT-2 (CLM): none clears it; last early step 4" in text
 
 
@@ -222,7 +223,7 @@ def test_protocol_set_early_summary():
 
 def _outcomes() -> pd.DataFrame:
     rows = []
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         for c, shift in (("stock", 0.0), ("init", 0.1), ("lr", 0.0), ("twin", 0.1), ("tau", 0.1)):
             for seed in range(3):
                 gap = 0.01 * seed if c == "tau" else 0.0
@@ -244,11 +245,11 @@ def test_causal_twins_table_and_gaps():
     twins = causal.twins_table(_outcomes())
     t = twins.set_index(["model", "outcome"])
     loss, initial, during = (causal.OUTCOMES[o] for o in ("final_val_loss", "initial", "during"))
-    assert list(twins.outcome[:3]) == [initial, during, loss] and list(twins.model[:1]) == ["BERT (MLM)"]
-    assert t.loc[("BERT (MLM)", loss), "largest per-seed |τ − twin|"] == pytest.approx(0.02)
-    assert t.loc[("BERT (MLM)", initial), "largest per-seed |τ − twin|"] == 0.0
+    assert list(twins.outcome[:3]) == [initial, during, loss] and list(twins.model[:1]) == ["ModernBERT (MLM)"]
+    assert t.loc[("ModernBERT (MLM)", loss), "largest per-seed |τ − twin|"] == pytest.approx(0.02)
+    assert t.loc[("ModernBERT (MLM)", initial), "largest per-seed |τ − twin|"] == 0.0
     assert t.loc[("GPT-2 (CLM)", loss), "seed sd"] == pytest.approx(0.03)  # 5.1 + 0.03 seed
-    assert t.loc[("BERT (MLM)", during), "τ − twin, over seeds [95% CI]"].startswith("0.0100 [")
+    assert t.loc[("ModernBERT (MLM)", during), "τ − twin, over seeds [95% CI]"].startswith("0.0100 [")
     assert causal.twin_gaps(twins) == {"causal_twin_max_loss": "0.02", "causal_twin_max_rank": "0.02"}
 
 
@@ -257,11 +258,11 @@ def test_causal_effects_table_glue_and_order():
     tab, glue = causal.effects_table(eff)
     cells = [causal.CELL_LABELS[c] + " − τ = 1" for c in ("init", "lr", "twin", "tau")]
     assert list(tab.columns) == ["model", "outcome", *cells]
-    assert glue["causal_initial_init_bert"] == "1.000 [1.000, 1.000]"
+    assert glue["causal_initial_init_modernbert"] == "1.000 [1.000, 1.000]"
     assert glue["causal_final_val_loss_lr_gpt2"] == "0.0000 [0.0000, 0.0000]"
     assert len(glue) == 2 * 3 * 4 and not any("twin_" in k and "tau - twin" in k for k in glue)
     assert (
-        tab.set_index(["model", "outcome"]).loc[("BERT (MLM)", causal.OUTCOMES["initial"]), cells[-1]]
+        tab.set_index(["model", "outcome"]).loc[("ModernBERT (MLM)", causal.OUTCOMES["initial"]), cells[-1]]
         == "1.000 [1.000, 1.000]"
     )
 
@@ -281,7 +282,7 @@ def test_causal_runs_text_spans_and_summary():
     )
     inter = pd.DataFrame(
         {
-            "arch": "bert",
+            "arch": "modernbert",
             "train_tau": [1.0] * 3 + [0.01] * 3,
             "seed": 0,
             "effective_rank": [1.0, 2.0, 4.0, 3.0, 3.5, 3.25],
@@ -300,7 +301,7 @@ def test_causal_runs_text_spans_and_summary():
     # the answer in words first, per architecture, from each one's status
     assert text.startswith(causal.answer_text(v))
     for a, r in v.arch.items():
-        name = {"bert": "BERT", "gpt2": "GPT-2"}[a]
+        name = {"modernbert": "ModernBERT", "gpt2": "GPT-2"}[a]
         want = {
             "supported": f"or {name} the loss follows the initial logit scale",
             "not supported": f"or {name} the loss follows the query/key step size",
@@ -323,7 +324,7 @@ def test_causal_figures_name_data_and_caption():
     assert "τ = 0.01" in labels and "q/k lr × s" in labels
     inter = pd.DataFrame(
         {
-            "arch": ["bert"] * 4,
+            "arch": ["modernbert"] * 4,
             "train_tau": [1.0, 1.0, 0.01, 0.01],
             "seed": 0,
             "eval_tau": [0.1, 1.0, 0.01, 1.0],
@@ -342,7 +343,9 @@ def test_causal_figures_name_data_and_caption():
 
 
 def _setting() -> ms.Setting:
-    used = pd.DataFrame({"arch": ["bert", "bert", "bert", "gpt2", "gpt2"], "seed": [0, 1, 2, 0, 1], "max_len": 64})
+    used = pd.DataFrame(
+        {"arch": ["modernbert", "modernbert", "modernbert", "gpt2", "gpt2"], "seed": [0, 1, 2, 0, 1], "max_len": 64}
+    )
     return ms.Setting.of(used, "ci", 16, [10.0, 0.1, 1.0])
 
 
@@ -366,15 +369,15 @@ def test_measure_baselines_and_trained_facts():
     causal_ranks = {"rank_rtol_1e-2": 30.0, "effective_rank": 20.0}
     b = mplots.baselines(causal_ranks, 64)
     assert list(b.label) == ["uniform causal attention $U_n$"] * 2 + ["n", "n"]
-    assert list(b.arch) == ["gpt2", "gpt2", "bert", "gpt2"] and b.value.tolist() == [30.0, 20.0, 64.0, 64.0]
+    assert list(b.arch) == ["gpt2", "gpt2", "modernbert", "gpt2"] and b.value.tolist() == [30.0, 20.0, 64.0, 64.0]
     t = mplots.baselines(causal_ranks, 64, temperature=True)
     assert t.label.isna().sum() == 2 and "n = 64" in set(t.label)
     one = t[t.measure == "rank one"].iloc[0]
-    assert (one.arch, one.value, one.label) == ("bert", 1.0, "uniform attention: rank 1")
+    assert (one.arch, one.value, one.label) == ("modernbert", 1.0, "uniform attention: rank 1")
     at1 = pd.DataFrame(
         [
             dict(arch=a, state=s, measure=m, mean=i + (10 if s == "trained" else 0))
-            for a in ("bert", "gpt2")
+            for a in ("modernbert", "gpt2")
             for s in ("initialisation", "trained")
             for i, m in enumerate(rank.RANK_MEASURES)
         ]
@@ -388,7 +391,7 @@ def test_measure_figures_name_data_and_caption():
     S = _setting()
     rows = [
         dict(arch=a, tau=t, pipeline=p, measure=m, mean=5.0, low=4.0, high=6.0, n=2)
-        for a in ("bert", "gpt2")
+        for a in ("modernbert", "gpt2")
         for t in (0.1, 1.0, 10.0)
         for p in (spectra.REFERENCE, "float32 probs, float64 SVD")
         for m in rank.RANK_MEASURES

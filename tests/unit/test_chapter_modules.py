@@ -24,6 +24,7 @@ from attnrank import (
     glossary,
     headdim,
     loss,
+    profiles,
     rank,
     reproducibility,
     rules,
@@ -63,7 +64,7 @@ def _est(value, low, high, n=6, p=float("nan")):
 def _runs() -> pd.DataFrame:
     """Two archs x taus (0.01, 1) x head dims (8, 16) x seeds (0, 1, 2); one gpt2 run failed."""
     rows = []
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         for t in (0.01, 1.0):
             for h in (8, 16):
                 for s in (0, 1, 2):
@@ -110,9 +111,9 @@ def test_grid_correlations_per_temperature_and_architecture():
     d = _runs()
     d = d[d.status == "complete"]
     rho = loss.grid_correlations(d, "initial_effective_rank", "final_val_loss", [0.01, 1.0])
-    assert list(rho) == [0.01, 1.0] and list(rho[1.0]) == ["bert", "gpt2"]
+    assert list(rho) == [0.01, 1.0] and list(rho[1.0]) == ["gpt2", "modernbert"]
     # within one temperature the loss falls as the rank rises: rho = -1 over the complete runs
-    assert rho[0.01]["bert"].value == pytest.approx(-1.0) and rho[0.01]["bert"].n == 6
+    assert rho[0.01]["modernbert"].value == pytest.approx(-1.0) and rho[0.01]["modernbert"].n == 6
     assert rho[1.0]["gpt2"].n == 5
     direct = stats.spearman(
         d[(d.arch == "gpt2") & (d.tau == 1.0)].initial_effective_rank,
@@ -123,21 +124,21 @@ def test_grid_correlations_per_temperature_and_architecture():
 
 def test_head_changes_is_the_largest_relative_change_of_one_head():
     rows = []
-    for a, (first, last) in {"bert": ((2.0, 4.0), (3.0, 3.0)), "gpt2": ((5.0, 10.0), (4.0, 6.0))}.items():
+    for a, (first, last) in {"modernbert": ((2.0, 4.0), (3.0, 3.0)), "gpt2": ((5.0, 10.0), (4.0, 6.0))}.items():
         for step, values in ((0, first), (20, last)):
             for head, v in enumerate(values):
                 rows.append(dict(arch=a, when=f"step {step}", step=step, layer=0, head=head, value=v))
     out = runs.head_changes(pd.DataFrame(rows))
-    assert out == {"bert": pytest.approx(0.5), "gpt2": pytest.approx(0.4)}  # |3-2|/2 ; |6-10|/10
+    assert out == {"modernbert": pytest.approx(0.5), "gpt2": pytest.approx(0.4)}  # |3-2|/2 ; |6-10|/10
     # GPT-2 trained twice as long: each architecture between its own first and last step
     longer = pd.DataFrame(rows).assign(step=lambda d: np.where((d.arch == "gpt2") & (d.step == 20), 40, d.step))
     assert runs.head_changes(longer) == out
 
 
 def test_means_at_names_each_setting_and_architecture():
-    init = pd.DataFrame({"arch": ["bert", "gpt2"], "tau": [1.0, 1.0], "logit_sd": [0.1, 0.2]})
-    assert runs.means_at(init, "logit_sd", {"x": 1.0}, prefix="p_") == {"p_x_bert": 0.1, "p_x_gpt2": 0.2}
-    assert math.isnan(runs.means_at(init, "logit_sd", {"y": 0.5})["y_bert"])
+    init = pd.DataFrame({"arch": ["modernbert", "gpt2"], "tau": [1.0, 1.0], "logit_sd": [0.1, 0.2]})
+    assert runs.means_at(init, "logit_sd", {"x": 1.0}, prefix="p_") == {"p_x_modernbert": 0.1, "p_x_gpt2": 0.2}
+    assert math.isnan(runs.means_at(init, "logit_sd", {"y": 0.5})["y_modernbert"])
 
 
 def test_failures_are_a_table_for_reading_or_none():
@@ -152,39 +153,39 @@ def test_failures_are_a_table_for_reading_or_none():
 
 def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram_model(monkeypatch):
     d = _runs()
-    bigram = {"bert": 3.0, "gpt2": 5.5}
+    bigram = {"modernbert": 3.0, "gpt2": 5.5}
     monkeypatch.setattr(baselines, "baseline_losses", lambda run: {"bigram": bigram[run["arch"]]})
     # the reference runs are the complete tau = 1 ones: 5.0 - 0.1 h - 0.01 s + 1 over h in (8, 16), s in (0, 1, 2)
-    # (GPT-2 without its failed run h = 16, s = 2)
-    bert = np.mean([6.0 - 0.1 * h - 0.01 * s for h in (8, 16) for s in (0, 1, 2)])
-    gpt2 = np.mean([6.0 - 0.1 * h - 0.01 * s for h in (8, 16) for s in (0, 1, 2) if (h, s) != (16, 2)])
+    # (GPT-2 without its failed run h = 16, s = 2); the gate reads the worst of them
+    bert = max([6.0 - 0.1 * h - 0.01 * s for h in (8, 16) for s in (0, 1, 2)])
+    gpt2 = max([6.0 - 0.1 * h - 0.01 * s for h in (8, 16) for s in (0, 1, 2) if (h, s) != (16, 2)])
     gaps = baselines.bigram_gaps(d)
-    assert list(gaps) == ["gpt2", "bert"]
-    assert gaps == {"gpt2": pytest.approx(gpt2 - 5.5), "bert": pytest.approx(bert - 3.0)}
-    assert gaps["bert"] > 0 > gaps["gpt2"]  # BERT above its bigram: not learned
-    gate = rules.learned_gate({"bert": "supported", "gpt2": "supported"}, gaps)
-    gains = {"gpt2": 0.4549, "bert": 0.01}
+    assert list(gaps) == ["gpt2", "modernbert"]
+    assert gaps == {"gpt2": pytest.approx(gpt2 - 5.5), "modernbert": pytest.approx(bert - 3.0)}
+    assert gaps["modernbert"] > 0 > gaps["gpt2"]  # ModernBERT above its bigram: not learned
+    gate = rules.learned_gate({"modernbert": "supported", "gpt2": "supported"}, gaps)
+    gains = {"gpt2": 0.4549, "modernbert": 0.01}
     assert regime_text(gate, gains, at_reference=baselines.at_reference(d)) == (
-        f"τ = 1 runs: GPT-2 {5.5 - gpt2:.2f} nats below bigram, attention worth 0.45 nats; "
-        f"BERT {bert - 3.0:.2f} nats above bigram, not learned"
+        f"τ = 1 runs: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram, attention worth 0.45 nats; "
+        f"ModernBERT at worst {bert - 3.0:.2f} nats above bigram, not learned"
     )
     # the clause counts the reference runs: per model when they differ, once when they do not
     n = baselines.reference_runs(d)
-    assert n == {"gpt2": 5, "bert": 6}
+    assert n == {"gpt2": 5, "modernbert": 6}
     assert regime_text(gate, gains, at_reference=True, reference_runs=n).startswith(
-        f"τ = 1 runs: GPT-2 (5 runs) {5.5 - gpt2:.2f} nats below bigram"
+        f"τ = 1 runs: GPT-2 (5 runs) at worst {5.5 - gpt2:.2f} nats below bigram"
     )
-    assert regime_text(gate, gains, at_reference=True, reference_runs={"gpt2": 4, "bert": 4}).startswith(
-        f"τ = 1, 4 runs a model: GPT-2 {5.5 - gpt2:.2f} nats below bigram"
+    assert regime_text(gate, gains, at_reference=True, reference_runs={"gpt2": 4, "modernbert": 4}).startswith(
+        f"τ = 1, 4 runs a model: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram"
     )
-    assert regime_text(gate, gains, at_reference=False, reference_runs={"gpt2": 1, "bert": 1}).startswith(
+    assert regime_text(gate, gains, at_reference=False, reference_runs={"gpt2": 1, "modernbert": 1}).startswith(
         "1 run a model: GPT-2"
     )
     assert baselines.regime_inputs(d)["reference_runs"] == n
     assert baselines.at_reference(d) and not baselines.at_reference(d[d.tau == 1.0])
     # the intro's table: whether each model has learned, nothing more, from the same inputs
     inp = baselines.regime_inputs(d)
-    assert regime_brief(gate, **inp) == "trained, GPT-2 learned, BERT not"
+    assert regime_brief(gate, **inp) == "trained, GPT-2 learned, ModernBERT not"
     assert regime_brief(rules.learned_gate({"gpt2": "supported"}, {"gpt2": 0.2}), at_reference=False) == (
         "trained, GPT-2 not learned"
     )
@@ -200,13 +201,17 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     )
     assert v.parts()["regime_brief"] == v.regime  # no brief: the intro shows the clause itself
     v.brief = regime_brief(gate, **inp)
-    assert v.parts()["regime_brief"] == "trained, GPT-2 learned, BERT not"
+    assert v.parts()["regime_brief"] == "trained, GPT-2 learned, ModernBERT not"
     text = gate_text(gate)
-    assert "BERT counts as inconclusive at this scale" in text and "would be supported" in text
+    assert "ModernBERT counts as inconclusive at this scale" in text and "would be supported" in text
     # every model has learned: the rule is still stated, and nothing changed
     assert gate_text(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.3})).endswith(
-        "Every architecture here has (GPT-2 0.30 nats below it)."
+        "Every architecture here has (GPT-2's worst run 0.30 nats below it)."
     )
+    # with the attention gains read, the rule names the attention target and each model's smallest gain
+    text = gate_text(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.4}, {"gpt2": 0.71}))
+    assert "with attention worth at least 0.3 nats" in text
+    assert text.endswith("(GPT-2's worst run 0.40 nats below it with attention worth 0.71 nats).")
     with pytest.raises(ConfigError) as e:
         baselines.bigram_gaps(d.iloc[:0])
     assert e.value.param == "runs"
@@ -252,19 +257,15 @@ def test_environment_and_profile_tables():
     assert lock.startswith(("requirements.lock (SHA-256 ", "no lock file"))
     defaults, grids = reproducibility.profile_tables()
     assert "paper" in defaults.columns and defaults.set_index("setting").loc["width", "paper"].isdigit()
-    # every setting by its reader label, and each architecture's own resolved steps (BERT trains fewer at quick)
+    # every setting by its reader label, and each architecture's own resolved steps (ModernBERT trains fewer at quick)
     assert not [s for s in defaults.setting if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", s)]
     steps = defaults.set_index("setting").loc["training steps"]
     for p in PROFILES:
-        own = {a: resolve_config(a, p).max_steps for a in ("gpt2", "bert")}
-        if own["gpt2"] == own["bert"]:
+        own = {a: resolve_config(a, p).max_steps for a in ("gpt2", "modernbert")}
+        if own["gpt2"] == own["modernbert"]:
             assert steps[p] == str(own["gpt2"])
         else:
             assert steps[p] == ", ".join(f"{ARCH_NAMES[a]} {n}" for a, n in sorted(own.items(), key=lambda x: -x[1]))
-    assert (
-        steps["quick"]
-        == f"GPT-2 {resolve_config('gpt2', 'quick').max_steps}, BERT {resolve_config('bert', 'quick').max_steps}"
-    )
     from attnrank.experiments import SWEEP_DEFAULTS
 
     seeds = grids.set_index("grid").loc["seeds", "ci"]
@@ -272,23 +273,24 @@ def test_environment_and_profile_tables():
     assert set(grids.grid) == {"τ", "head dimensions", "seeds"}
 
 
-def test_profile_directive_names_each_architectures_steps():
+def test_profile_directive_names_each_architectures_steps(monkeypatch):
     """The conventions page's profile table: each architecture's own resolved steps, never GPT-2's for both."""
     header, rows = sphinxext.profile_rows()
     training = dict(zip([r[0] for r in rows], [r[header.index("training")] for r in rows]))
     assert set(training) == set(PROFILES)
     for p in PROFILES:
-        g, b = resolve_config("gpt2", p), resolve_config("bert", p)
+        g, b = resolve_config("gpt2", p), resolve_config("modernbert", p)
         if g.max_steps == b.max_steps:
             assert training[p] == f"{g.max_steps} steps of {g.batch_size} sequences"
         else:
-            assert f"BERT {b.max_steps} steps" in training[p] and f"GPT-2 {g.max_steps} steps" in training[p]
-    q = resolve_config("bert", "quick")
-    assert q.max_steps != resolve_config("gpt2", "quick").max_steps  # the case the table must tell apart
-    assert (
-        training["quick"]
-        == f"GPT-2 {resolve_config('gpt2', 'quick').max_steps} steps, BERT {q.max_steps} steps of {q.batch_size} sequences"
-    )
+            assert f"ModernBERT {b.max_steps} steps" in training[p] and f"GPT-2 {g.max_steps} steps" in training[p]
+    q = resolve_config("modernbert", "quick")
+    assert training["quick"] == f"{q.max_steps} steps of {q.batch_size} sequences"
+    # the case the table must tell apart: the book's two models trained for different steps
+    monkeypatch.setitem(profiles.ARCH_DEFAULTS["quick"], "modernbert", dict(max_steps=500))
+    header, rows = sphinxext.profile_rows()
+    quick = dict(zip([r[0] for r in rows], [r[header.index("training")] for r in rows]))["quick"]
+    assert quick == f"GPT-2 1000 steps, ModernBERT 500 steps of {q.batch_size} sequences"
 
 
 def test_reproducibility_tables_use_reader_labels():
@@ -308,7 +310,7 @@ def test_runs_table_fits_the_column():
     sweep = pd.DataFrame(
         dict(
             key=["k1", "k2"],
-            arch=["bert", "gpt2"],
+            arch=["modernbert", "gpt2"],
             tau=[1.0, 0.001],
             head_dim=[16, 8],
             num_heads=[2, 4],
@@ -336,7 +338,7 @@ def test_runs_table_fits_the_column():
         "cpu, 1 thread",
         "cuda, 4 threads",
     ]
-    assert list(shown.model) == ["BERT (MLM)", "GPT-2 (CLM)"]
+    assert list(shown.model) == ["ModernBERT (MLM)", "GPT-2 (CLM)"]
 
 
 def test_a_table_writes_each_float_column_in_one_format():
@@ -379,7 +381,7 @@ def test_bound_table_headers_are_measure_labels():
 
 def _rank_summary() -> pd.DataFrame:
     rows = []
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         for m in ("effective_rank", "rank_rtol_1e-2"):
             for t in (0.01, 1.0):
                 for s in (0, 1):
@@ -405,7 +407,7 @@ def _dotted(ax):
 
 def test_measure_trajectories_draw_the_uniform_baseline_only_for_the_given_archs():
     uniform = {
-        "bert": {"effective_rank": 1.0, "rank_rtol_1e-2": 1.0},
+        "modernbert": {"effective_rank": 1.0, "rank_rtol_1e-2": 1.0},
         "gpt2": {"effective_rank": 7.5, "rank_rtol_1e-2": 32},
     }
     fig = tp.measure_trajectories(_rank_summary(), uniform, label="uniform", archs=("gpt2",))
@@ -435,7 +437,9 @@ def test_loss_trajectories_levels_and_references():
     curves = pd.concat(
         [d.assign(curve="validation loss", value=d["mean"]), d.assign(curve="training loss", value=d["mean"] - 1)]
     )
-    fig = tp.loss_trajectories(curves, {"bert": 5.5, "gpt2": 6.5}, {"bert": {"unigram": 6.0}, "gpt2": {"unigram": 7.0}})
+    fig = tp.loss_trajectories(
+        curves, {"modernbert": 5.5, "gpt2": 6.5}, {"modernbert": {"unigram": 6.0}, "gpt2": {"unigram": 7.0}}
+    )
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert len(panels) == 4
     assert _dotted(panels[2]) == [5.5] and _dotted(panels[3]) == [6.5]  # levels on the training-loss row
@@ -445,15 +449,15 @@ def test_loss_trajectories_levels_and_references():
 def test_head_dim_scatter_annotates_each_panel_with_its_rho():
     d = _runs()
     rho = {
-        1.0: {"bert": _est(-0.5, -0.9, 0.1, n=6), "gpt2": _est(0.2, -0.4, 0.7, n=5)},
-        0.01: {"bert": _est(-1.0, -1.0, -1.0, n=6), "gpt2": _est(-1.0, -1.0, -1.0, n=6)},
+        1.0: {"modernbert": _est(-0.5, -0.9, 0.1, n=6), "gpt2": _est(0.2, -0.4, 0.7, n=5)},
+        0.01: {"modernbert": _est(-1.0, -1.0, -1.0, n=6), "gpt2": _est(-1.0, -1.0, -1.0, n=6)},
     }
     fig = tp.head_dim_scatter(
         d,
         x="initial_effective_rank",
         y="final_val_loss",
         rho=rho,
-        references={"bert": {"unigram": 9.0}, "gpt2": {"unigram": 9.0}},
+        references={"modernbert": {"unigram": 9.0}, "gpt2": {"unigram": 9.0}},
         xlabel="initial",
         ylabel="final",
     )
@@ -470,7 +474,7 @@ def test_head_dim_scatter_annotates_each_panel_with_its_rho():
 def test_limit_lines_and_by_setting_title():
     limits = pd.DataFrame(
         {
-            "arch": ["bert", "bert", "gpt2"],
+            "arch": ["modernbert", "modernbert", "gpt2"],
             "tau": [1.0, 0.001, 1.0],
             "measure": ["effective_rank"] * 3,
             "value": [3.0, 9.0, 4.0],
@@ -478,8 +482,8 @@ def test_limit_lines_and_by_setting_title():
     )
     lines = sweeps.limit_lines(limits, 1.0, "limit")
     assert lines[["hue", "value", "label"]].to_dict("records") == [
-        {"hue": "bert", "value": 3.0, "label": "limit"},
         {"hue": "gpt2", "value": 4.0, "label": "limit"},
+        {"hue": "modernbert", "value": 3.0, "label": "limit"},
     ]
     d = _runs().assign(measure="effective_rank", value=lambda x: x.initial_effective_rank)
     fig = sweeps.by_setting(d, "head_dim", facet="measure", title="τ = 1")

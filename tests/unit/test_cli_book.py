@@ -18,10 +18,10 @@ from attnrank.errors import ConfigError
         (["train", "--arch", "gpt2", "--tau", "inf"], "tau"),
         (["train", "--arch", "gpt2", "--tau", "0"], "tau"),
         (["train", "--arch", "t5"], "arch"),
-        (["train", "--arch", "bert", "--profile", "huge"], "profile"),
-        (["train", "--arch", "bert", "--profile", "ci", "--num-heads", "3"], "num_heads"),
-        (["train", "--arch", "bert", "--profile", "ci", "--head-dim", "5"], "head_dim"),
-        (["train", "--arch", "bert", "--profile", "ci", "--dataset", "wiki"], "dataset"),
+        (["train", "--arch", "modernbert", "--profile", "huge"], "profile"),
+        (["train", "--arch", "modernbert", "--profile", "ci", "--num-heads", "3"], "num_heads"),
+        (["train", "--arch", "modernbert", "--profile", "ci", "--head-dim", "5"], "head_dim"),
+        (["train", "--arch", "modernbert", "--profile", "ci", "--dataset", "wiki"], "dataset"),
     ],
 )
 def test_cli_errors_are_one_line_with_exit_status_2(argv, param, capsys, monkeypatch):

@@ -75,7 +75,7 @@ def _b64(text, dtype, compressed=False):
     return np.frombuffer(zlib.decompress(raw) if compressed else raw, dtype=dtype)
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 @pytest.mark.parametrize("levels", [255, 63, 15])
 def test_quantise_round_trip_is_within_half_a_level(arch, levels):
     att = _attention(arch)
@@ -93,7 +93,7 @@ def test_quantise_round_trip_is_within_half_a_level(arch, levels):
         assert np.all(np.triu(back, 1) == 0)
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_a_run_record_holds_its_exact_spectra_measures_and_curves(arch):
     run, rec = _record(arch)
     a = rec["attention"]
@@ -121,7 +121,7 @@ def test_a_run_record_holds_its_exact_spectra_measures_and_curves(arch):
 def test_the_page_embeds_everything_and_escapes_the_data():
     """No external script or style, BokehJS inline, the payload parses back, a token with < & > cannot
     close the data element, every control is there."""
-    runs = [_record("bert")[1], {**_record("gpt2")[1], "tau": 0.01}]
+    runs = [_record("modernbert")[1], {**_record("gpt2")[1], "tau": 0.01}]
     explore._colors(runs)  # by tau, on a log scale: the coldest and the warmest ends of viridis
     assert [r["color"] for r in runs] == ["#FDE724", "#440154"]
     payload = {
@@ -130,7 +130,7 @@ def test_the_page_embeds_everything_and_escapes_the_data():
         "primary": "effective_rank",
         "measures": [[m, m] for m in MEASURES],
         "thresholds": [{"label": "x", "atol": 1e-8, "rtol": None}],
-        "archs": {"bert": "BERT", "gpt2": "GPT-2"},
+        "archs": {"modernbert": "ModernBERT", "gpt2": "GPT-2"},
         "plan": PLAN.describe(),
         "probe_size": 16,
         "runs": runs,

@@ -44,7 +44,7 @@ HELPERS = {
     "threshold_lines",  # tables for a figure's reference lines, not figures
     "baselines",
 }
-ARCHS = ("bert", "gpt2")
+ARCHS = ("modernbert", "gpt2")
 TAUS = (0.25, 1.0, 4.0)
 
 
@@ -276,7 +276,7 @@ def _at1():
 
 
 def _setting():
-    used = pd.DataFrame({"arch": ["bert", "bert", "gpt2", "gpt2"], "seed": [0, 1, 0, 1], "max_len": 16})
+    used = pd.DataFrame({"arch": ["modernbert", "modernbert", "gpt2", "gpt2"], "seed": [0, 1, 0, 1], "max_len": 16})
     return ms.Setting.of(used, "ci", 8, [10.0, 0.1, 1.0])
 
 
@@ -326,7 +326,7 @@ def _records():
             for st in (0, 5, 20)
         ]
     )
-    return protocol.Records(pair, pair, 16, seq, summary, {"bert": 20, "gpt2": 20})
+    return protocol.Records(pair, pair, 16, seq, summary, {"modernbert": 20, "gpt2": 20})
 
 
 def _eval_log():
@@ -369,8 +369,8 @@ def _seq_len_table():
     bound = {n: (1 - math.exp(-1)) * n + 1 for n in (32, 64)}
     rows = []
     for (arch, n), finals in {
-        ("bert", 32): [1.1, 1.2, 1.3],
-        ("bert", 64): [1.5, 1.6, 1.7],
+        ("modernbert", 32): [1.1, 1.2, 1.3],
+        ("modernbert", 64): [1.5, 1.6, 1.7],
         ("gpt2", 32): [10.0, 10.1, 10.2],
         ("gpt2", 64): [bound[64], bound[64] + 1, bound[64] + 2],
     }.items():
@@ -522,7 +522,7 @@ def _samples() -> dict:
         "training.layer_head_heatmaps": lambda: ((_heat(),), {}),
         "training.measure_trajectories": lambda: ((_curves(), uniform), {"label": "uniform attention"}),
         "training.loss_trajectories": lambda: (
-            (loss_curves, {"bert": 5.0, "gpt2": 5.5}, {a: {"bigram": 5.2} for a in ARCHS}),
+            (loss_curves, {"modernbert": 5.0, "gpt2": 5.5}, {a: {"bigram": 5.2} for a in ARCHS}),
             {},
         ),
         "training.head_dim_trajectories": lambda: (

@@ -1,6 +1,6 @@
-"""README guarantee: "The modules form nine floors, each importing only from the floors below it (no import circle;
+"""Guarantee (docs/architecture.md): "The modules form nine floors, each importing only from the floors below it (no import circle;
 every library import at the top of its module)". The floors are computed here from the modules' own imports and
-compared with the README's table, row by row."""
+compared with the table of docs/architecture.md, row by row."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def floors() -> dict[str, int]:
 
 
 def readme_floors() -> dict[str, int]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "architecture.md").read_text()
     table = text[text.index("| floor | modules |") :]
     out = {}
     for line in table.splitlines()[2:]:
@@ -85,12 +85,12 @@ def readme_floors() -> dict[str, int]:
     return out
 
 
-def test_the_readme_table_gives_every_module_its_computed_floor():
+def test_the_architecture_table_gives_every_module_its_computed_floor():
     computed, stated = floors(), readme_floors()
     wrong = {m: (f, computed.get(m)) for m, f in stated.items() if computed.get(m) != f}
-    assert wrong == {}, "README floor (stated, computed): " + repr(wrong)
+    assert wrong == {}, "docs/architecture.md floor (stated, computed): " + repr(wrong)
     top = {m for m in MODULES if m and "." not in m and m != "__main__"}
-    assert top - set(stated) == set(), "modules the README's floor table does not place"
+    assert top - set(stated) == set(), "modules the floor table of docs/architecture.md does not place"
     assert max(computed[m] for m in top) == len(set(stated.values())) == 9  # "nine floors"
 
 

@@ -41,9 +41,11 @@ def test_fmt_column_writes_a_column_in_one_format():
 
 
 def test_per_arch_names_a_setting_the_architectures_differ_in():
-    assert per_arch({"bert": 500, "gpt2": 1000}) == "GPT-2 1000, BERT 500"  # largest first
-    assert per_arch({"bert": 40, "gpt2": 40}) == "40"
-    assert per_arch({"bert": 500, "gpt2": 1000}, lambda n: f"{n} steps") == "GPT-2 1000 steps, BERT 500 steps"
+    assert per_arch({"modernbert": 500, "gpt2": 1000}) == "GPT-2 1000, ModernBERT 500"  # largest first
+    assert per_arch({"modernbert": 40, "gpt2": 40}) == "40"
+    assert (
+        per_arch({"modernbert": 500, "gpt2": 1000}, lambda n: f"{n} steps") == "GPT-2 1000 steps, ModernBERT 500 steps"
+    )
 
 
 def test_every_table_vocabulary_covers_its_names_in_words():
@@ -106,7 +108,7 @@ def test_the_vocabulary_is_the_run_configs_and_has_a_label_for_every_measure():
     assert glossary.ARCHS is profiles.ARCHS and glossary.TAU_RANGE is profiles.TAU_RANGE
     assert glossary.MEASURES is rank.MEASURES and rules.PRIMARY_MEASURE in glossary.RANK_MEASURES
     assert set(glossary.MEASURE_LABELS) == set(rank.MEASURES)
-    assert set(glossary.ARCH_LABELS) == set(glossary.ARCH_NAMES) == set(profiles.ARCHS)
+    assert set(glossary.ARCH_LABELS) == set(glossary.ARCH_NAMES) == set(profiles.ALL_ARCHS)
     assert glossary.RANK_MEASURES == tuple(m for m in rank.MEASURES if m != "attention_entropy")
 
 

@@ -23,7 +23,7 @@ def _direct(**changes) -> RunConfig:
 
 
 def test_every_field_of_a_run_config_has_a_check():
-    """README, "Bad input fails first": every RunConfig field has a type and range check in one table
+    """docs/guarantees.md, "Bad input fails first": every RunConfig field has a type and range check in one table
     (FIELD_CHECKS); the ends of the ranges are accepted (seed 0 and 2**32 - 1, weight_decay 0, dropout
     0)."""
     from attnrank.profiles import FIELD_CHECKS
@@ -34,14 +34,14 @@ def test_every_field_of_a_run_config_has_a_check():
 
 
 def test_a_run_config_needs_a_profiles_values():
-    """README, "Bad input fails first": a RunConfig has no defaults of its own: built without a profile's
+    """docs/guarantees.md, "Bad input fails first": a RunConfig has no defaults of its own: built without a profile's
     values it fails; every profile sets every field."""
     with pytest.raises(TypeError, match="missing"):
         RunConfig(arch="gpt2", profile="ci")
     names = {f.name for f in dataclasses.fields(RunConfig)} - {"arch", "profile"}
     for profile in ("ci", "quick", "paper"):
         assert set(profile_defaults(profile)) == names
-        assert _direct(**profile_defaults(profile), profile=profile) == resolve_config("gpt2", profile)
+        assert _direct(**profile_defaults(profile, "gpt2"), profile=profile) == resolve_config("gpt2", profile)
 
 
 BAD = [
@@ -72,7 +72,7 @@ BAD = [
 
 @pytest.mark.parametrize("bad, param", BAD, ids=[f"{p}={v!r}" for b, p in BAD for v in b.values()])
 def test_every_field_is_checked_whichever_way_a_config_is_built(bad, param):
-    """README, "Bad input fails first": an invalid field (type, range, upper bounds: seed in [0, 2**32 - 1],
+    """docs/guarantees.md, "Bad input fails first": an invalid field (type, range, upper bounds: seed in [0, 2**32 - 1],
     max_len within memory, weight_decay finite and >= 0, dropout a number in [0, 1)) raises a
     ConfigError naming it, whether the config comes from resolve_config or is built directly."""
     for build in (lambda: resolve_config("gpt2", "ci", **bad), lambda: _direct(**bad)):
@@ -82,7 +82,7 @@ def test_every_field_is_checked_whichever_way_a_config_is_built(bad, param):
 
 
 def test_max_len_is_bounded_by_memory(monkeypatch):
-    """README, "Bad input fails first": max_len is bounded by the machine's memory through the run's peak
+    """docs/guarantees.md, "Bad input fails first": max_len is bounded by the machine's memory through the run's peak
     estimate (memory_estimate): the bound named in the message is accepted, one more is rejected."""
     from attnrank import profiles
 
@@ -100,7 +100,7 @@ def test_max_len_is_bounded_by_memory(monkeypatch):
 
 
 def test_numpy_numbers_become_plain_numbers_with_the_same_key():
-    """README, "Bad input fails first": NumPy numbers are accepted and stored as plain int/float, so the run
+    """docs/guarantees.md, "Bad input fails first": NumPy numbers are accepted and stored as plain int/float, so the run
     key is the same as for the plain value; integer-valued floats are accepted for integer fields."""
     from attnrank.store import run_key
 
@@ -113,7 +113,7 @@ def test_numpy_numbers_become_plain_numbers_with_the_same_key():
 
 
 def test_build_model_rejects_a_dropout_string():
-    """README, "Bad input fails first": build_model checks dropout with the run config's check (a string is a
+    """docs/guarantees.md, "Bad input fails first": build_model checks dropout with the run config's check (a string is a
     ConfigError)."""
     from attnrank.models import build_model
 
@@ -144,7 +144,7 @@ def test_build_model_rejects_a_dropout_string():
     ],
 )
 def test_command_line_errors_are_one_line_with_exit_status_2(argv, param, capsys, monkeypatch):
-    """README, "Bad input fails first": every command-line input error (wrong type, missing or unknown option
+    """docs/guarantees.md, "Bad input fails first": every command-line input error (wrong type, missing or unknown option
     or command, invalid value) prints one line on stderr, starting with the parameter's name, no usage
     block, and exits with status 2; `--tau -inf` parses and is rejected by the tau check."""
     monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))

@@ -29,7 +29,7 @@ def _dynamics_verdict(results: dict, gaps: dict, primary: str) -> Verdict:
 
 
 def _halves(status: str) -> dict:
-    return {(h, a): status for h in ("first", "second") for a in ("bert", "gpt2")}
+    return {(h, a): status for h in ("first", "second") for a in ("modernbert", "gpt2")}
 
 
 def test_the_by_measure_table_shows_the_gated_verdict_of_the_headline():
@@ -39,7 +39,7 @@ def test_the_by_measure_table_shows_the_gated_verdict_of_the_headline():
         "effective_rank": DynamicsResult(NOT_SUPPORTED, halves=_halves(NOT_SUPPORTED)),
         "stable_rank": DynamicsResult(SUPPORTED, halves=_halves(SUPPORTED)),
     }
-    not_learned = {"gpt2": 0.4, "bert": 1.2}
+    not_learned = {"gpt2": 0.4, "modernbert": 1.2}
     v = _dynamics_verdict(results, not_learned, "effective_rank")
     assert v.status == INCONCLUSIVE
     t = by_measure_table("dynamics_by_measure", v, "effective_rank", results).frame
@@ -48,7 +48,7 @@ def test_the_by_measure_table_shows_the_gated_verdict_of_the_headline():
     assert t["verdict under this measure"].tolist() == [INCONCLUSIVE] * 3
     assert t["rule outcome before the learned gate"].tolist() == [NOT_SUPPORTED, NOT_SUPPORTED, SUPPORTED]
     # every model has learned: the gate changes nothing, and no second column repeats the first
-    learned = {"gpt2": -0.4, "bert": -0.2}
+    learned = {"gpt2": -0.4, "modernbert": -0.35}
     v = _dynamics_verdict(results, learned, "effective_rank")
     t = by_measure_table("dynamics_by_measure", v, "effective_rank", results).frame
     assert t["verdict under this measure"].tolist() == [NOT_SUPPORTED, NOT_SUPPORTED, SUPPORTED]
@@ -56,9 +56,9 @@ def test_the_by_measure_table_shows_the_gated_verdict_of_the_headline():
 
 
 def test_the_loss_table_gates_as_its_headline():
-    per_arch = {"bert": NOT_SUPPORTED, "gpt2": INCONCLUSIVE}
+    per_arch = {"modernbert": NOT_SUPPORTED, "gpt2": INCONCLUSIVE}
     results = {m: LossResult(NOT_SUPPORTED, per_arch=per_arch) for m in ("rank_atol_1e-8", "effective_rank")}
-    gaps = {"bert": 0.3, "gpt2": -0.5}  # BERT has not learned: its not-supported part no longer decides
+    gaps = {"modernbert": 0.3, "gpt2": -0.5}  # ModernBERT has not learned: its not-supported part no longer decides
     gate = rules.learned_gate(per_arch, gaps)
     by = {m: rules.learned_gate(r.per_arch, gaps).status for m, r in results.items()}
     v = Verdict("loss", gate.status, by_measure=by, **TEXT)
@@ -83,19 +83,19 @@ def _gate(**gaps):
 
 
 def test_the_regime_marker_says_only_whether_each_model_learned():
-    assert regime_brief(_gate(gpt2=0.4, bert=1.2), at_reference=True) == "trained, neither learned"
-    assert regime_brief(_gate(gpt2=-0.4, bert=-0.2), at_reference=False) == "trained, both learned"
-    assert regime_brief(_gate(gpt2=-0.4, bert=0.2), at_reference=True) == "trained, GPT-2 learned, BERT not"
-    assert regime_brief(_gate(bert=-0.4, gpt2=0.2), at_reference=True) == "trained, BERT learned, GPT-2 not"
-    assert regime_brief(_gate(bert=0.4), at_reference=True) == "trained, BERT not learned"
-    assert regime_brief(_gate(bert=-0.4), at_reference=True) == "trained, BERT learned"
+    assert regime_brief(_gate(gpt2=0.4, modernbert=1.2), at_reference=True) == "trained, neither learned"
+    assert regime_brief(_gate(gpt2=-0.4, modernbert=-0.35), at_reference=False) == "trained, both learned"
+    assert regime_brief(_gate(gpt2=-0.4, modernbert=0.2), at_reference=True) == "trained, GPT-2 learned, ModernBERT not"
+    assert regime_brief(_gate(modernbert=-0.4, gpt2=0.2), at_reference=True) == "trained, ModernBERT learned, GPT-2 not"
+    assert regime_brief(_gate(modernbert=0.4), at_reference=True) == "trained, ModernBERT not learned"
+    assert regime_brief(_gate(modernbert=-0.4), at_reference=True) == "trained, ModernBERT learned"
     # the margin counts: 0.01 nats below the bigram is not learned at a 0.05 margin
-    gate = rules.learned_gate({"gpt2": SUPPORTED}, {"gpt2": -0.01}, margin=0.05)
+    gate = rules.learned_gate({"gpt2": SUPPORTED}, {"gpt2": -0.2}, margin=0.25)
     assert regime_brief(gate, at_reference=True) == "trained, GPT-2 not learned"
     assert regime_brief(SimpleNamespace(gaps={}, not_learned=()), at_reference=True) == "no complete run"
     # the marker is the same whichever numbers the gaps hold: rows that differ only there read alike
-    assert regime_brief(_gate(gpt2=0.1, bert=3.0), at_reference=True) == regime_brief(
-        _gate(gpt2=2.0, bert=0.01), at_reference=True
+    assert regime_brief(_gate(gpt2=0.1, modernbert=3.0), at_reference=True) == regime_brief(
+        _gate(gpt2=2.0, modernbert=0.01), at_reference=True
     )
 
 
@@ -109,9 +109,9 @@ def _est(value, low, high, n=65):
 
 
 def test_a_typical_row_of_the_intro_table_is_short():
-    gate = _gate(gpt2=1.9, bert=1.2)
+    gate = _gate(gpt2=1.9, modernbert=1.2)
     brief = regime_brief(gate, at_reference=True)
-    rho = {"bert": _est(0.83, 0.67, 0.92), "gpt2": _est(-0.44, -0.64, -0.17)}
+    rho = {"modernbert": _est(0.83, 0.67, 0.92), "gpt2": _est(-0.44, -0.64, -0.17)}
     dynamics = Verdict(
         "dynamics",
         gate.status,
@@ -120,17 +120,20 @@ def test_a_typical_row_of_the_intro_table_is_short():
     )
     assert _row_words(dynamics) == 4 + 10 + 2 + 3 <= ROW_LIMIT
     early = SimpleNamespace(
-        per_arch={"bert": INCONCLUSIVE, "gpt2": INCONCLUSIVE},
-        shown={"bert": (4, _est(0.85, 0.69, 0.93)), "gpt2": (4, _est(-0.33, -0.55, -0.06))},
+        per_arch={"modernbert": INCONCLUSIVE, "gpt2": INCONCLUSIVE},
+        shown={"modernbert": (4, _est(0.85, 0.69, 0.93)), "gpt2": (4, _est(-0.33, -0.55, -0.06))},
     )
     effect = set_early_effect(early)
-    assert effect == "ρ with the final rank, step 4: BERT 0.85 [0.69, 0.93]; GPT-2 \u22120.33 [\u22120.55, \u22120.06]"
+    assert (
+        effect
+        == "ρ with the final rank, step 4: ModernBERT 0.85 [0.69, 0.93]; GPT-2 \u22120.33 [\u22120.55, \u22120.06]"
+    )
     set_early = Verdict("set_early", INCONCLUSIVE, **{**TEXT, "effect": effect, "n": "130 runs"}, brief=brief)
     assert _row_words(set_early) <= ROW_LIMIT
     # steps that differ are stated per model
     early.shown["gpt2"] = (8, early.shown["gpt2"][1])
     assert set_early_effect(early).endswith(
-        "BERT 0.85 [0.69, 0.93] (step 4); GPT-2 \u22120.33 [\u22120.55, \u22120.06] (step 8)"
+        "ModernBERT 0.85 [0.69, 0.93] (step 4); GPT-2 \u22120.33 [\u22120.55, \u22120.06] (step 8)"
     )
     # a verdict at initialisation shows the short clause, the chapter the long one
     temp = Verdict(
@@ -138,7 +141,7 @@ def test_a_typical_row_of_the_intro_table_is_short():
         NOT_SUPPORTED,
         **{
             **TEXT,
-            "effect": "effective rank, τ = 1 minus τ = 0.001: BERT \u221211.35 [\u221211.98, \u221210.73]; "
+            "effect": "effective rank, τ = 1 minus τ = 0.001: ModernBERT \u221211.35 [\u221211.98, \u221210.73]; "
             "GPT-2 \u22121.73 [\u22122.33, \u22121.12]",
             "n": "70 runs",
             "regime": INITIAL_REGIME,

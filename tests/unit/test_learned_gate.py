@@ -1,5 +1,7 @@
 """The learned gate (attnrank.rules.learned_gate): a verdict on trained models counts an architecture only
-where its models beat the bigram count model; constructed statuses and gaps where the answer is known."""
+where every one of its reference runs meets the pre-registered target (at least LEARNED_MARGIN nats below the
+bigram count model, attention worth at least LEARNED_WORTH nats); constructed statuses, gaps and gains where the
+answer is known."""
 
 from __future__ import annotations
 
@@ -13,20 +15,41 @@ from attnrank.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
 
 def test_a_model_that_has_not_learned_makes_its_case_inconclusive():
-    g = rules.learned_gate({"gpt2": SUPPORTED, "bert": SUPPORTED}, {"gpt2": -0.3, "bert": 0.45})
-    assert (g.status, g.ungated, g.not_learned, g.changed) == (INCONCLUSIVE, SUPPORTED, ("bert",), True)
-    assert g.gaps == {"bert": 0.45, "gpt2": -0.3}
+    g = rules.learned_gate({"gpt2": SUPPORTED, "modernbert": SUPPORTED}, {"gpt2": -0.3, "modernbert": 0.45})
+    assert (g.status, g.ungated, g.not_learned, g.changed) == (INCONCLUSIVE, SUPPORTED, ("modernbert",), True)
+    assert g.gaps == {"modernbert": 0.45, "gpt2": -0.3}
     # the same statuses when both have learned: nothing changes
-    g = rules.learned_gate({"gpt2": SUPPORTED, "bert": SUPPORTED}, {"gpt2": -0.3, "bert": -0.01})
+    g = rules.learned_gate({"gpt2": SUPPORTED, "modernbert": SUPPORTED}, {"gpt2": -0.3, "modernbert": -0.31})
     assert (g.status, g.not_learned, g.changed) == (SUPPORTED, (), False)
+    # below the bigram, but by less than the target: not learned
+    g = rules.learned_gate({"gpt2": SUPPORTED, "modernbert": SUPPORTED}, {"gpt2": -0.3, "modernbert": -0.29})
+    assert g.not_learned == ("modernbert",) and g.status == INCONCLUSIVE
+
+
+def test_attention_must_be_worth_the_target_in_every_run():
+    parts = {"gpt2": SUPPORTED, "modernbert": SUPPORTED}
+    gaps = {"gpt2": -0.5, "modernbert": -0.5}
+    g = rules.learned_gate(parts, gaps, {"gpt2": 0.75, "modernbert": 0.29})
+    assert (g.status, g.not_learned) == (INCONCLUSIVE, ("modernbert",))
+    assert g.gains == {"gpt2": 0.75, "modernbert": 0.29} and g.worth == rules.LEARNED_WORTH == 0.3
+    g = rules.learned_gate(parts, gaps, {"gpt2": 0.75, "modernbert": 0.3})
+    assert (g.status, g.not_learned) == (SUPPORTED, ())
+    assert rules.learned_gate(parts, gaps, {"gpt2": math.nan, "modernbert": 0.9}).not_learned == ("gpt2",)
+    # without gains only the gap decides, and the gate says it read none
+    g = rules.learned_gate(parts, gaps)
+    assert (g.status, g.gains, g.worth) == (SUPPORTED, {}, 0.0)
 
 
 def test_a_not_supported_case_on_a_model_that_has_learned_still_decides():
-    parts = {("stable", "gpt2"): NOT_SUPPORTED, ("stable", "bert"): SUPPORTED, ("predictive", "bert"): SUPPORTED}
-    g = rules.learned_gate(parts, {"gpt2": -0.2, "bert": 0.1})
-    assert g.status == NOT_SUPPORTED and g.not_learned == ("bert",) and not g.changed
+    parts = {
+        ("stable", "gpt2"): NOT_SUPPORTED,
+        ("stable", "modernbert"): SUPPORTED,
+        ("predictive", "modernbert"): SUPPORTED,
+    }
+    g = rules.learned_gate(parts, {"gpt2": -0.4, "modernbert": 0.1})
+    assert g.status == NOT_SUPPORTED and g.not_learned == ("modernbert",) and not g.changed
     # ... and one on a model that has not learned does not
-    g = rules.learned_gate(parts, {"gpt2": 0.2, "bert": -0.1})
+    g = rules.learned_gate(parts, {"gpt2": 0.2, "modernbert": -0.4})
     assert (g.status, g.ungated, g.not_learned) == (INCONCLUSIVE, NOT_SUPPORTED, ("gpt2",))
 
 
@@ -34,10 +57,11 @@ def test_keys_with_a_sequence_length_level_with_the_bigram_and_a_missing_gap():
     parts = {("gpt2", 16): SUPPORTED, ("gpt2", 64): SUPPORTED}
     assert rules.learned_gate(parts, {"gpt2": 0.0}).status == INCONCLUSIVE  # level with the bigram: not below
     assert rules.learned_gate(parts, {"gpt2": math.nan}).status == INCONCLUSIVE  # no complete run
-    assert rules.learned_gate(parts, {"gpt2": -0.05}).status == SUPPORTED
-    # a margin asks for more than "below"
-    assert rules.learned_gate(parts, {"gpt2": -0.05}, margin=0.1).status == INCONCLUSIVE
-    assert rules.LEARNED_MARGIN == 0.0
+    assert rules.learned_gate(parts, {"gpt2": -0.05}).status == INCONCLUSIVE  # below, short of the target
+    assert rules.learned_gate(parts, {"gpt2": -0.3}).status == SUPPORTED  # the target itself passes
+    # a margin of 0 asks only for "below"
+    assert rules.learned_gate(parts, {"gpt2": -0.05}, margin=0.0).status == SUPPORTED
+    assert rules.LEARNED_MARGIN == 0.3
 
 
 @pytest.mark.parametrize(

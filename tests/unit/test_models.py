@@ -60,7 +60,7 @@ def test_build_model_config(arch, cls):
 @pytest.mark.parametrize("head_dim", [1, 4, 8, 16, 32])
 def test_head_dim_gives_num_heads(arch, head_dim):
     m = build_model(arch, head_dim=head_dim, **KW)
-    heads = m.config.num_attention_heads if arch == "bert" else m.config.n_head
+    heads = m.config.n_head if arch == "gpt2" else m.config.num_attention_heads
     assert heads == 32 // head_dim
 
 

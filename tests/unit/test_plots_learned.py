@@ -27,7 +27,7 @@ def _curves(lo: float, hi: float) -> pd.DataFrame:
             two_sided=4.0,
             context_free=5.9,
         )
-        for a in ("gpt2", "bert")
+        for a in ("gpt2", "modernbert")
         for t in (0.001, 1.0)
         for i, f in enumerate(flop)
     ]

@@ -34,7 +34,7 @@ def _legend_texts(fig):
 
 def _spectra_data():
     rows = []
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         for state in ("initialisation", "trained"):
             for k in range(1, 9):
                 m = 10.0 ** (-k)
@@ -47,7 +47,7 @@ def test_spectra_panels_log_axis_and_thresholds():
     fig = pm.spectra(_spectra_data(), th)
     axes = _visible_axes(fig)
     assert len(axes) == 2
-    assert {ax.get_title() for ax in axes} == {"BERT (MLM)", "GPT-2 (CLM)"}
+    assert {ax.get_title() for ax in axes} == {"ModernBERT (MLM)", "GPT-2 (CLM)"}
     for ax in axes:
         assert ax.get_yscale() == "log"
         assert "singular value" in ax.get_xlabel() or ax.get_xlabel() == ""
@@ -60,13 +60,13 @@ def test_spectra_panels_log_axis_and_thresholds():
 def test_spectra_rows_and_panel_specific_thresholds():
     data = pd.concat([_spectra_data().assign(pipeline=p) for p in ("float64", "float32")])
     th = pd.DataFrame(
-        {"arch": ["bert", None], "label": ["only bert", "everywhere"], "value": [0.5, 1e-3], "style": ["--", ":"]}
+        {"arch": ["modernbert", None], "label": ["only bert", "everywhere"], "value": [0.5, 1e-3], "style": ["--", ":"]}
     )
     fig = pm.spectra(data, th, row="pipeline", ymin=1e-6)
     axes = np.array(_visible_axes(fig)).reshape(2, 2)
     low, high = axes[0, 0].get_ylim()
     assert low == pytest.approx(1e-6) and high == pytest.approx(2e-1 * 10)  # top: largest band value x 10
-    assert axes[0, 0].get_title() == "BERT (MLM)" and axes[1, 0].get_title() == ""
+    assert axes[0, 0].get_title() == "ModernBERT (MLM)" and axes[1, 0].get_title() == ""
     assert axes[0, 0].get_ylabel().startswith("float64\n") and axes[1, 0].get_ylabel().startswith("float32\n")
     bert_y = {line.get_ydata()[0] for line in axes[0, 0].get_lines()}
     gpt_y = {line.get_ydata()[0] for line in axes[0, 1].get_lines()}
@@ -75,7 +75,7 @@ def test_spectra_rows_and_panel_specific_thresholds():
 
 def _tau_data():
     rows = []
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         for m in MEASURES:
             for tau in (1e-3, 1.0, 1e3):
                 v = 10.0 if tau < 1 else 3.0
@@ -85,7 +85,7 @@ def _tau_data():
 
 def test_rank_vs_tau_highlight_baselines_and_scales():
     base = pd.DataFrame(
-        {"arch": ["gpt2", "gpt2", "bert"], "measure": ["stable_rank", "n", "n"], "value": [2.0, 64.0, 64.0]}
+        {"arch": ["gpt2", "gpt2", "modernbert"], "measure": ["stable_rank", "n", "n"], "value": [2.0, 64.0, 64.0]}
     )
     fig = pm.rank_vs_tau(_tau_data(), base, highlight="rank_rtol_1e-2")
     axes = _visible_axes(fig)
@@ -99,7 +99,7 @@ def test_rank_vs_tau_highlight_baselines_and_scales():
         bold = pm.measure_label("rank_rtol_1e-2")
         assert widths[bold] > max(w for k, w in widths.items() if k != bold)
     assert "rank" in axes[0].get_ylabel()
-    # the GPT-2 panel has the stable-rank baseline (dashed), BERT does not
+    # the GPT-2 panel has the stable-rank baseline (dashed), ModernBERT does not
     dashed = [[line for line in ax.get_lines() if line.get_linestyle() == "--"] for ax in axes]
     assert len(dashed[0]) == 0 and len(dashed[1]) == 1 and dashed[1][0].get_ydata()[0] == 2.0
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
@@ -127,14 +127,14 @@ def test_precision_by_tau_one_panel_per_measure():
     assert len(ref) == 2 and all(line.get_zorder() < 3 for line in ref)  # the reference lies underneath
     assert {line.get_linestyle() for line in ax.get_lines()} == {"-", "--"}
     legend = _legend_texts(fig)
-    assert "float64 / float64" in legend and "BERT (MLM)" in legend
+    assert "float64 / float64" in legend and "ModernBERT (MLM)" in legend
     assert axes[0].get_yscale() == "linear" and axes[0].get_ylabel().startswith("rank")
 
 
 def test_measure_points_errorbars_and_baseline():
     rows = [
         dict(arch=a, measure=m, state=s, mean=5.0, low=4.0, high=6.0)
-        for a in ("bert", "gpt2")
+        for a in ("modernbert", "gpt2")
         for m in MEASURES
         for s in ("initialisation", "trained")
     ]

@@ -18,7 +18,7 @@ MEASURES = ["rank_rtol_1e-2", "effective_rank", "attention_entropy"]
 
 def _setting_data(x="tau", values=TAUS, failed=True):
     rows = []
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         for v in values:
             for seed in (0, 1):
                 for m in MEASURES:
@@ -63,7 +63,7 @@ def test_by_setting_facets_labels_highlight_and_failed():
         assert _gids(ax, "baseline"), "baseline tau = 1 is drawn"
         assert _gids(ax, "failed"), "failed runs are marked, not dropped"
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any("BERT" in t and "initial" in t for t in labels)
+    assert any("ModernBERT" in t and "initial" in t for t in labels)
     assert any("GPT-2" in t and "final" in t for t in labels)
     assert any("failed" in t for t in labels)
     assert any("0.1" in t for t in labels) and any("baseline" in t for t in labels)
@@ -100,7 +100,7 @@ def test_by_setting_head_dim_refs():
             pd.DataFrame(
                 {"measure": "rank_rtol_1e-2", "label": "r_1", "x": hd, "value": [h + 1 for h in hd], "hue": np.nan}
             ),
-            pd.DataFrame({"measure": MEASURES, "label": "P1' limit", "x": np.nan, "value": 3.0, "hue": "bert"}),
+            pd.DataFrame({"measure": MEASURES, "label": "P1' limit", "x": np.nan, "value": 3.0, "hue": "modernbert"}),
         ]
     )
     fig = sweeps.by_setting(d, "head_dim", facet="measure", style="when", refs=refs)
@@ -116,7 +116,7 @@ def test_by_setting_head_dim_refs():
 def test_per_layer():
     rows = [
         dict(arch=a, tau=t, seed=s, layer=layer, head=h, when=w, value=layer + t + h)
-        for a in ("bert", "gpt2")
+        for a in ("modernbert", "gpt2")
         for t in (0.25, 1.0)
         for s in (0, 1)
         for layer in range(3)
@@ -136,7 +136,7 @@ def test_effect_forest():
         [
             dict(panel=p, arch=a, lever=lv, estimate=e, low=e - 1, high=e + 1)
             for p in ("rank", "loss")
-            for a in ("bert", "gpt2")
+            for a in ("modernbert", "gpt2")
             for lv, e in (("tau halved", 3.0), ("d_head doubled", 1.0), ("difference", 2.0))
         ]
     )
@@ -152,4 +152,4 @@ def test_by_setting_arch_facets_are_titled_by_architecture():
     d = _setting_data()
     d = d[(d.measure == MEASURES[0]) & (d.when == "final")]
     fig = sweeps.by_setting(d, "tau", facet="arch", highlight=0.1, baseline=1.0, ncols=2)
-    assert [ax.get_title() for ax in fig.axes] == ["BERT (MLM)", "GPT-2 (CLM)"]
+    assert [ax.get_title() for ax in fig.axes] == ["ModernBERT (MLM)", "GPT-2 (CLM)"]

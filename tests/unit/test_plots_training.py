@@ -25,7 +25,7 @@ def _close():
 
 def _curves(failed: bool = True) -> pd.DataFrame:
     rows = []
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         for measure in ("rank_rtol_1e-2", "effective_rank"):
             for tau in TAUS:
                 for seed in (0, 1):
@@ -64,7 +64,7 @@ def test_trajectories_panels_labels_highlight_and_failed():
     assert len(fig.axes) == 5  # plus one colour bar
     assert panels[0].get_ylabel() == "mean rank"
     assert panels[2].get_xlabel() == "training step"
-    assert "BERT" in panels[0].get_title() and "rank_rtol_1e-2" in panels[0].get_title()
+    assert "ModernBERT" in panels[0].get_title() and "rank_rtol_1e-2" in panels[0].get_title()
     # one bold line (the highlighted tau = 1) per panel, coloured with tau = 1's colour
     color, _, _ = tp.hue_scale(d.tau)
     for ax in panels:
@@ -97,7 +97,7 @@ def test_run_scatter_identity_censored_failed_and_annotations():
     rng = np.random.default_rng(0)
     runs = pd.DataFrame(
         {
-            "arch": np.repeat(["bert", "gpt2"], 8),
+            "arch": np.repeat(["modernbert", "gpt2"], 8),
             "tau": np.tile(np.repeat(TAUS, 2), 2),
             "seed": np.tile([0, 1], 8),
             "x": rng.uniform(1, 10, 16),
@@ -116,7 +116,7 @@ def test_run_scatter_identity_censored_failed_and_annotations():
         y="y",
         censored="cens",
         identity=True,
-        annotations={"bert": "rho = 0.5"},
+        annotations={"modernbert": "rho = 0.5"},
         xlabel="initial mean rank",
         ylabel="final mean rank",
     )
@@ -139,7 +139,7 @@ def test_change_distribution_has_one_row_per_measure_and_reference():
     d = pd.DataFrame(
         {
             "measure": np.repeat(["a", "b", "c"], 8),
-            "arch": np.tile(np.repeat(["bert", "gpt2"], 4), 3),
+            "arch": np.tile(np.repeat(["modernbert", "gpt2"], 4), 3),
             "rel": np.linspace(0, 0.5, 24),
         }
     )
@@ -148,12 +148,12 @@ def test_change_distribution_has_one_row_per_measure_and_reference():
     assert ax.get_xlabel() == "relative change"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["A label", "b", "c"]
     assert any(np.allclose(ln.get_xdata(), 0.1) for ln in ax.get_lines())
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"BERT (MLM)", "GPT-2 (CLM)"}
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"ModernBERT (MLM)", "GPT-2 (CLM)"}
 
 
 def test_layer_head_heatmaps_grid_and_difference():
     rows = []
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         for when in ("first probe", "last probe"):
             for layer in range(3):
                 for head in range(4):
@@ -181,7 +181,9 @@ def test_reference_lines_keep_the_data_range_and_note_far_references():
     does not stretch the y-axis (so a baseline loss cannot flatten the runs' variation)."""
     d = _curves(failed=False)
     d = d[d.measure == "effective_rank"]
-    fig = tp.trajectories(d, y="mean", row=None, col="arch", references={"bert": {"bigram": 12.0, "unigram": 500.0}})
+    fig = tp.trajectories(
+        d, y="mean", row=None, col="arch", references={"modernbert": {"bigram": 12.0, "unigram": 500.0}}
+    )
     ax = fig.axes[0]
     assert [
         round(line.get_ydata()[0], 6)
@@ -195,15 +197,15 @@ def test_reference_lines_keep_the_data_range_and_note_far_references():
     # the note sits above the panel, under its pushed-up title, not over the curves in a corner
     (note,) = [t for t in ax.texts if "unigram" in t.get_text()]
     assert note.get_transform() == ax.transAxes and note.get_position()[1] > 1
-    assert ax.get_title().startswith("bert\n")  # the title, pushed up by one blank line
+    assert ax.get_title().startswith("modernbert\n")  # the title, pushed up by one blank line
 
 
 def test_measure_trajectories_titles_name_the_architecture_only():
     """Each row's measure is its y label; panel titles carry only the architecture ("rank, atol 1e-8 (study) ·
-    BERT (MLM)" ran into the next panel's title)."""
+    ModernBERT (MLM)" ran into the next panel's title)."""
     d = _curves(failed=False)
-    uniform = {a: {m: 1.0 for m in d.measure.unique()} for a in ("bert", "gpt2")}
+    uniform = {a: {m: 1.0 for m in d.measure.unique()} for a in ("modernbert", "gpt2")}
     fig = tp.measure_trajectories(d, uniform, label="uniform attention")
     panels = _data_axes(fig)
-    assert [ax.get_title() for ax in panels] == ["BERT (MLM)", "GPT-2 (CLM)"] * (len(panels) // 2)
+    assert [ax.get_title() for ax in panels] == ["ModernBERT (MLM)", "GPT-2 (CLM)"] * (len(panels) // 2)
     assert {ax.get_ylabel() for ax in panels[::2]} == {tp.MEASURE_LABELS[m] for m in d.measure.unique()}

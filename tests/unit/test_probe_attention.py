@@ -49,7 +49,7 @@ def test_probe_keeps_the_first_sequences_at_the_chosen_steps_only(one_thread):
     assert bare.attention is None and bare.timing["attention"] == 0.0
 
 
-@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+@pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_the_probe_reads_the_backbone_and_gets_the_whole_models_attention_and_logits(arch, one_thread):
     """The probes run ``model.base_model`` (no LM head); attention and logits are the whole model's, bit for bit."""
     from attnrank.attention import capture_logits
@@ -59,7 +59,7 @@ def test_the_probe_reads_the_backbone_and_gets_the_whole_models_attention_and_lo
         arch, hidden_size=16, num_layers=2, num_heads=2, max_len=12, vocab_size=50, dropout=0.0, tau=0.5
     )
     assert _backbone(model) is model.base_model and _backbone(model) is not model
-    assert type(_backbone(model)).__name__ == {"bert": "BertModel", "gpt2": "GPT2Model"}[arch]
+    assert type(_backbone(model)).__name__ == {"modernbert": "ModernBertModel", "gpt2": "GPT2Model"}[arch]
     ids = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(1))
     model.eval()
     with torch.no_grad():

@@ -11,7 +11,7 @@ from attnrank.profiles import profile_defaults, resolve_config
 
 
 def test_every_variant_moves_one_lever_from_the_default():
-    for arch in ("bert", "gpt2"):
+    for arch in ("modernbert", "gpt2"):
         d = profile_defaults("quick", arch)
         vs = recipe.variants(arch, "quick")
         assert vs[0].lever == "default" and vs[0].overrides == {}
@@ -25,9 +25,15 @@ def test_every_variant_moves_one_lever_from_the_default():
             if v.lever == "batch":  # equal training tokens
                 o = v.overrides
                 assert o["batch_size"] * o["max_steps"] == d["batch_size"] * d["max_steps"]
-    bert_masks = [v.overrides["mlm_probability"] for v in recipe.variants("bert") if v.lever == "masking rate"]
+    bert_masks = [v.overrides["mlm_probability"] for v in recipe.variants("modernbert") if v.lever == "masking rate"]
     assert bert_masks and d["mlm_probability"] not in bert_masks
     assert not [v for v in recipe.variants("gpt2") if v.lever == "masking rate"]
+    # every model tries the vocabularies from 256 to 1,024 other than its own; the study's BERT only steps and vocabulary
+    for arch in ("modernbert", "gpt2", "bert"):
+        own = profile_defaults("quick", arch)["vocab_size"]
+        tried = {v.overrides["vocab_size"] for v in recipe.variants(arch) if v.lever == "vocabulary"}
+        assert tried == set(recipe.VOCABULARIES) - {own} and min(tried | {own}) == 256
+    assert {v.lever for v in recipe.variants("bert")} == {"default", "steps", "vocabulary"}
     with pytest.raises(ConfigError):
         recipe.variants("t5")
 
@@ -38,7 +44,7 @@ def test_configs_are_valid_runs_at_tau_1_and_seed_0():
     assert len({c for _, _, c in plan}) == len(plan)  # no two variants train the same run
     default = {a: c for a, v, c in plan if v.lever == "default"}
     assert default["gpt2"] == resolve_config("gpt2", "quick")
-    prev = [c for a, v, c in plan if v.lever == "previous default" and a == "bert"][0]
+    prev = [c for a, v, c in plan if v.lever == "previous default" and a == "modernbert"][0]
     assert prev.max_steps == 250 and prev.learning_rate == 1e-3 and prev.mlm_probability == 0.15
 
 
@@ -54,10 +60,11 @@ def test_markdown_has_one_row_per_variant_and_signed_gaps():
                 cpu_seconds=60.0,
                 final_val_loss=3.9,
                 gap_bigram=-0.23,
+                attention_gain=0.75,
                 gap_two_sided=math.nan,
             ),
             dict(
-                arch="bert",
+                arch="modernbert",
                 variant="default",
                 max_steps=10,
                 tokens=1e6,
@@ -65,19 +72,20 @@ def test_markdown_has_one_row_per_variant_and_signed_gaps():
                 cpu_seconds=61.0,
                 final_val_loss=5.4,
                 gap_bigram=0.45,
+                attention_gain=0.01,
                 gap_two_sided=0.9,
             ),
         ]
     )
     lines = recipe.markdown(t).splitlines()
     assert len(lines) == 4
-    assert "| GPT-2 | default | 10 | 1.00 M | 1.00e+12 | 60 | 3.90 | -0.23 |  |" == lines[2]
-    assert lines[3].endswith("| +0.45 | +0.90 |")
+    assert "| GPT-2 | default | 10 | 1.00 M | 1.00e+12 | 60 | 3.90 | -0.23 | 0.75 |  |" == lines[2]
+    assert lines[3].startswith("| ModernBERT |") and lines[3].endswith("| +0.45 | 0.01 | +0.90 |")
 
 
 def test_budget_costs_each_part_from_flop_at_the_measured_rate():
     c = resolve_config("gpt2", "ci")
-    rate = {"gpt2": 1e9, "bert": 1e9}
+    rate = {"gpt2": 1e9, "modernbert": 1e9}
     per_run = c.max_steps * c.batch_size * c.max_len * learned.flops_per_token(c)
     t = learned.budget({"a": [c, c], "b": [c]}, rate).set_index("part")
     assert t.loc["a", "runs"] == 2 and t.loc["a", "flop"] == pytest.approx(2 * per_run)

@@ -25,7 +25,7 @@ def _runs(seeds=4, *, direct=0.0, noise=0.3, rng=0):
     tau effect; ``direct`` adds a within-tau rank -> loss link (0: none)."""
     g = np.random.default_rng(rng)
     rows = []
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         for t in TAUS:
             peak = np.exp(-(np.log(t / 0.063) ** 2) / 4)
             for s in range(seeds):
@@ -51,7 +51,7 @@ def test_peaked_tau_without_rank_loss_link_is_not_supported_by_the_within_tau_ru
     and the loss rule does not call the claim supported."""
     runs = _runs(direct=0.0)
     res = rules.loss_rule(runs, "m", n_resamples=20_000)
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         d = runs[runs.arch == a]
         assert res.rho[a].value < -0.7 and res.rho[a].high < 0
         assert abs(_partial_spearman_rho(d.initial_m, d.final_val_loss, np.log(d.tau))) > 0.3
@@ -71,8 +71,8 @@ def test_dynamics_rule_supported_for_stable_predictable_ranks_and_not_for_large_
     runs = _runs()
     assert rules.dynamics_rule(runs, "m", n_resamples=20_000).status == "supported"
     res = rules.dynamics_rule(runs.assign(final_m=2 * runs.final_m), "m", n_resamples=20_000)
-    assert res.halves[("stable", "bert")] == "not supported" and res.status == "not supported"
-    assert res.change["bert"].value == pytest.approx(1.0, abs=0.05)
+    assert res.halves[("stable", "modernbert")] == "not supported" and res.status == "not supported"
+    assert res.change["modernbert"].value == pytest.approx(1.0, abs=0.05)
 
 
 @pytest.mark.parametrize("rule", ["dynamics", "loss"])
@@ -84,7 +84,7 @@ def test_verdicts_are_stable_to_the_bootstrap_seed_and_row_order(rule):
     for seed in (1, 7):
         other = f(runs.sample(frac=1.0, random_state=seed).reset_index(drop=True), "m", seed=seed)
         assert other.status == base.status
-        for a in ("bert", "gpt2"):
+        for a in ("modernbert", "gpt2"):
             for e0, e1 in ((base.rho[a], other.rho[a]), (base.within[a], other.within[a])):
                 assert e1.value == pytest.approx(e0.value, abs=1e-12)
                 assert e1.low == pytest.approx(e0.low, abs=0.03) and e1.high == pytest.approx(e0.high, abs=0.03)

@@ -14,7 +14,7 @@ JITTER = {
 }
 
 
-def table(means: dict, archs=("bert", "gpt2")) -> pd.DataFrame:
+def table(means: dict, archs=("modernbert", "gpt2")) -> pd.DataFrame:
     """Five seeds per cell: ``mean + SEED[seed] + JITTER[cell][seed]`` (paired by seed)."""
     return pd.DataFrame(
         [
@@ -34,11 +34,11 @@ def test_loss_follows_the_step_size_is_not_supported():
     cell does not: not supported, for each architecture."""
     v = rules.causal_rule(table({**BASE, "init": 5.0, "lr": 5.1}))
     assert v.status == "not supported"
-    e = v["bert"].verdict.estimate
+    e = v["modernbert"].verdict.estimate
     assert e.value == pytest.approx(-0.1) and e.high < 0
-    assert v["bert"].parts["temperature"].value == pytest.approx(0.1)
-    assert v["bert"].parts["twin_gap"].value == pytest.approx(0.0, abs=1e-12)
-    assert v["bert"].parts["temperature"].n == 5  # paired by seed: five differences
+    assert v["modernbert"].parts["temperature"].value == pytest.approx(0.1)
+    assert v["modernbert"].parts["twin_gap"].value == pytest.approx(0.0, abs=1e-12)
+    assert v["modernbert"].parts["temperature"].n == 5  # paired by seed: five differences
 
 
 def test_loss_follows_the_initial_scale_is_supported():
@@ -55,7 +55,7 @@ def test_no_temperature_effect_is_inconclusive():
     attributed: inconclusive at this scale, even when the two single-factor cells differ."""
     v = rules.causal_rule(table({"stock": 5.0, "twin": 5.0, "tau": 5.001, "init": 5.1, "lr": 5.0}))
     assert v.status == "inconclusive at this scale"
-    assert v["bert"].parts["temperature"].low < 0 < v["bert"].parts["temperature"].high
+    assert v["modernbert"].parts["temperature"].low < 0 < v["modernbert"].parts["temperature"].high
 
 
 def test_single_factors_alike_is_inconclusive_and_states_seeds_needed():
@@ -64,24 +64,24 @@ def test_single_factors_alike_is_inconclusive_and_states_seeds_needed():
     the pre-registered 0.01 nats."""
     v = rules.causal_rule(table({**BASE, "init": 5.05, "lr": 5.051}))
     assert v.status == "inconclusive at this scale"
-    assert v["bert"].verdict.needed is not None and v["bert"].verdict.needed >= 2
-    r = v["bert"].verdict
+    assert v["modernbert"].verdict.needed is not None and v["modernbert"].verdict.needed >= 2
+    r = v["modernbert"].verdict
     if r.needed > r.estimate.n:
-        assert f"about {r.needed} seeds would resolve 0.01 nats" in causal.causal_text(v, "bert")
+        assert f"about {r.needed} seeds would resolve 0.01 nats" in causal.causal_text(v, "modernbert")
     else:  # the seeds already there would resolve 0.01 nats: the effect is smaller than that
-        assert f"the {r.estimate.n} seeds here would already resolve 0.01 nats" in causal.causal_text(v, "bert")
+        assert f"the {r.estimate.n} seeds here would already resolve 0.01 nats" in causal.causal_text(v, "modernbert")
 
 
 def test_one_architecture_against_makes_the_claim_not_supported():
     """The claim is made for both architectures: one not supported makes it not supported."""
     t = pd.concat(
         [
-            table({**BASE, "init": 5.1, "lr": 5.0}, archs=("bert",)),
+            table({**BASE, "init": 5.1, "lr": 5.0}, archs=("modernbert",)),
             table({**BASE, "init": 5.0, "lr": 5.1}, archs=("gpt2",)),
         ]
     )
     v = rules.causal_rule(t)
-    assert v["bert"].verdict.status == "supported" and v["gpt2"].verdict.status == "not supported"
+    assert v["modernbert"].verdict.status == "supported" and v["gpt2"].verdict.status == "not supported"
     assert v.status == "not supported"
 
 
@@ -98,10 +98,10 @@ def test_pairing_by_seed_removes_the_seed_effect():
     """The shared seed effect (sd 0.04) cancels in the paired differences: a 0.01 difference between
     the single-factor cells is resolved, which an unpaired comparison of the same runs is not."""
     t = table({**BASE, "init": 5.05, "lr": 5.06})
-    e = rules.paired_difference(t[t.arch == "bert"], "final_val_loss", "init", "lr")
+    e = rules.paired_difference(t[t.arch == "modernbert"], "final_val_loss", "init", "lr")
     assert e.value == pytest.approx(-0.01) and e.high < 0
     unpaired = rules.two_point(
-        t[(t.arch == "bert") & (t.cell == "init")].final_val_loss,
-        t[(t.arch == "bert") & (t.cell == "lr")].final_val_loss,
+        t[(t.arch == "modernbert") & (t.cell == "init")].final_val_loss,
+        t[(t.arch == "modernbert") & (t.cell == "lr")].final_val_loss,
     )
     assert unpaired.low < 0 < unpaired.high

@@ -27,10 +27,10 @@ def test_uniform_attention_and_its_ranks():
     for causal in (False, True):
         assert torch.allclose(baselines.uniform_attention(8, causal=causal), theory.softmax_attention(Z, causal=causal))
     u = baselines.uniform_ranks(8)
-    assert set(u) == {"bert", "gpt2"} and set(u["bert"]) == set(MEASURES)
-    assert u["bert"]["rank_rtol_1e-2"] == 1 and u["gpt2"]["rank_rtol_1e-2"] == 8  # the causal one has full rank
-    assert u["bert"]["effective_rank"] == pytest.approx(1.0)
-    assert u["bert"]["attention_entropy"] == pytest.approx(math.log(8))
+    assert set(u) == {"modernbert", "gpt2"} and set(u["modernbert"]) == set(MEASURES)
+    assert u["modernbert"]["rank_rtol_1e-2"] == 1 and u["gpt2"]["rank_rtol_1e-2"] == 8  # the causal one has full rank
+    assert u["modernbert"]["effective_rank"] == pytest.approx(1.0)
+    assert u["modernbert"]["attention_entropy"] == pytest.approx(math.log(8))
     with pytest.raises(ConfigError, match="n"):
         baselines.uniform_attention(0, causal=True)
 
@@ -77,11 +77,11 @@ def test_bound_check_counts_violations_and_fractions():
     }
     assert list(table.columns[:4]) == ["tau", "head_dim", "r_1", "r_2"]
     assert table.set_index(["tau", "head_dim"]).loc[(1.0, 4), "rank rtol_1e-2"] == 3.0
-    assert baselines.small_logits(init.assign(arch="bert"), n=16) == {0.01: False, 1.0: True}
+    assert baselines.small_logits(init.assign(arch="modernbert"), n=16) == {0.01: False, 1.0: True}
 
 
 def test_iid_limits_is_the_monte_carlo_of_the_theory_module():
-    scale = pd.DataFrame({"arch": ["bert", "gpt2"], "tau": [1.0, 1.0], "logit_sd": [0.5, 2.0]})
+    scale = pd.DataFrame({"arch": ["modernbert", "gpt2"], "tau": [1.0, 1.0], "logit_sd": [0.5, 2.0]})
     lim = baselines.iid_limits(scale, n=8, samples=16)
     assert len(lim) == 2 * len(MEASURES)
     row = lim[(lim.arch == "gpt2") & (lim.measure == "effective_rank")].iloc[0]
@@ -119,10 +119,10 @@ def test_text_helpers():
     assert temp.needed_text(few, "one unit") == (
         "the 5 seeds per arm here would already resolve one unit, so the effect is smaller than that"
     )
-    assert "no more runs are needed" in temp.needed_clause({"bert": rules.ArchResult(resolved)}, "one unit")
+    assert "no more runs are needed" in temp.needed_clause({"modernbert": rules.ArchResult(resolved)}, "one unit")
     r = rules.ArchResult(v)
-    assert temp.verdict_text(r, "for BERT") == (
-        "for BERT 1.00 [−0.50, 2.50], n = 10 runs (about 12 seeds per arm would resolve the pre-registered effect)"
+    assert temp.verdict_text(r, "for ModernBERT") == (
+        "for ModernBERT 1.00 [−0.50, 2.50], n = 10 runs (about 12 seeds per arm would resolve the pre-registered effect)"
     )
     assert temp.verdict_text(r, "x", effect=1).endswith("would resolve a difference of 1)")
     means = pd.Series([3.1, 2.5], index=[4, 32])
@@ -130,19 +130,19 @@ def test_text_helpers():
         "falls from 3.10 at head dimension 4 to 2.50 at head dimension 32"
     )
     assert headdim.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
-    judged = {"bert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
+    judged = {"modernbert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
     inconclusive = "inconclusive at this scale"
-    assert dynamics.needed_runs(judged, {"bert": inconclusive, "gpt2": "supported"}, prefix="about ") == [
-        "BERT (MLM) about 12"
+    assert dynamics.needed_runs(judged, {"modernbert": inconclusive, "gpt2": "supported"}, prefix="about ") == [
+        "ModernBERT (MLM) about 12"
     ]
     # a resolved verdict needs no more runs, whichever way it went
-    assert dynamics.needed_runs(judged, {"bert": "not supported", "gpt2": "supported"}) == []
+    assert dynamics.needed_runs(judged, {"modernbert": "not supported", "gpt2": "supported"}) == []
 
 
 def test_relative_change_and_stability_table():
     d = pd.DataFrame(
         {
-            "arch": ["bert", "bert", "gpt2"],
+            "arch": ["modernbert", "modernbert", "gpt2"],
             "tau": [1.0, 0.1, 1.0],
             "seed": [0, 0, 0],
             "initial_effective_rank": [2.0, 4.0, 5.0],
@@ -153,7 +153,7 @@ def test_relative_change_and_stability_table():
     assert list(c.rel_change) == pytest.approx([0.05, 0.5, 0.0])
     assert list(c.increased) == [True, False, False]
     t = rules.stability_table(c, 0.1)
-    assert t.loc[("effective_rank", "bert")].tolist() == [0.5, 0.5, 0.5]
+    assert t.loc[("effective_rank", "modernbert")].tolist() == [0.5, 0.5, 0.5]
     assert t.loc[("effective_rank", "gpt2"), "share_stable"] == 1.0
 
 
@@ -161,7 +161,7 @@ def test_convergence_speed_level_and_censoring():
     runs_df = pd.DataFrame(
         {
             "key": ["a", "b", "c"],
-            "arch": ["bert"] * 3,
+            "arch": ["modernbert"] * 3,
             "status": ["complete"] * 3,
             "max_steps": [30] * 3,
             "log_every": [10] * 3,
@@ -174,7 +174,7 @@ def test_convergence_speed_level_and_censoring():
         ]
     )
     out, levels, cens = rules.convergence_speed(runs_df, logs, quantile=0.5, smooth=1)
-    assert levels == {"bert": 1.0} and cens == {"bert": 40}
+    assert levels == {"modernbert": 1.0} and cens == {"modernbert": 40}
     assert list(out.final_train_loss) == [1.0, 3.0, 1.0]
     assert list(out.steps_plot) == [30.0, 40.0, 20.0] and list(out.censored) == [False, True, False]
 
@@ -188,7 +188,7 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
             spread=0.1,
             parts={"tau_range": est, "head_dim_range": est, "head_dim_change": est},
         )
-        for a in ("bert", "gpt2")
+        for a in ("modernbert", "gpt2")
     }
     sv = rules.SweepVerdict("supported", arch, 20)
     t = temp.temperature_table({"effective_rank": sv, "stable_rank": sv}, 0.001)
@@ -198,9 +198,9 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
         and t.loc[("stable rank", "GPT-2 (CLM)"), "peak on the grid at τ [95% bootstrap]"] == "0.016 [0.004, 0.064]"
     )
     assert "τ = 1 minus τ = 0.001 [95% Welch-t CI]" in t.columns and set(t["sign"]) == {"the study's sign"}
-    assert temp.temperature_loss_table(sv).set_index("model").loc["BERT (MLM)", "seed sd (nats)"] == "0.1000"
+    assert temp.temperature_loss_table(sv).set_index("model").loc["ModernBERT (MLM)", "seed sd (nats)"] == "0.1000"
     lever = headdim.lever_table({"effective_rank": sv}).set_index(["measure", "model"])
-    assert lever.loc[("effective rank", "BERT (MLM)"), "verdict"] == "supported"
+    assert lever.loc[("effective rank", "ModernBERT (MLM)"), "verdict"] == "supported"
     eff = headdim.lever_effects({"rank": sv})
     assert len(eff) == 6 and set(eff.lever) == set(headdim.LEVERS.values()) and (eff.estimate == 1.0).all()
 
@@ -213,25 +213,28 @@ def test_lever_texts_and_direction_note():
             parts={"tau_range": _est(3.0, 2.0, 4.0), "head_dim_range": _est(1.0, 0.5, 1.5), "head_dim_change": change},
         )
 
-    lv = rules.SweepVerdict("supported", {"bert": arch(_est(-0.6, -0.9, -0.3)), "gpt2": arch(_est(0.6, 0.3, 0.9))}, 20)
-    means = {a: pd.Series([3.1, 2.5], index=[4, 32]) for a in ("bert", "gpt2")}
+    lv = rules.SweepVerdict(
+        "supported", {"modernbert": arch(_est(-0.6, -0.9, -0.3)), "gpt2": arch(_est(0.6, 0.3, 0.9))}, 20
+    )
+    means = {a: pd.Series([3.1, 2.5], index=[4, 32]) for a in ("modernbert", "gpt2")}
     t = headdim.lever_texts(lv, lv, lv, means)
     assert (
-        t["tau_range_bert"] == "3.00 [2.00, 4.00], n = 10" and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
+        t["tau_range_modernbert"] == "3.00 [2.00, 4.00], n = 10"
+        and t["loss_hd_range_gpt2"] == "1.000 [0.500, 1.500], n = 10"
     )
-    assert t["diff_gpt2"] == "2.00 [1.00, 3.00], n = 10" and t["spread_bert"] == "0.250"
-    assert t["direction_bert"].startswith("falls") and t["direction_gpt2"].startswith("rises")
+    assert t["diff_gpt2"] == "2.00 [1.00, 3.00], n = 10" and t["spread_modernbert"] == "0.250"
+    assert t["direction_modernbert"].startswith("falls") and t["direction_gpt2"].startswith("rises")
     assert (
         headdim.direction_note(lv)
-        == "the measured rank rises with the head dimension for GPT-2 (CLM), and falls for BERT (MLM)"
+        == "the measured rank rises with the head dimension for GPT-2 (CLM), and falls for ModernBERT (MLM)"
     )
-    flat = rules.SweepVerdict("x", {"bert": arch(_est(0.1, -0.2, 0.3))}, 5)
+    flat = rules.SweepVerdict("x", {"modernbert": arch(_est(0.1, -0.2, 0.3))}, 5)
     assert headdim.direction_note(flat) == "at this width the measured rank does not follow the staircase bound upward"
 
 
 def test_bound_holds_text_says_every_one_or_how_many_fail():
-    assert headdim.bound_holds_text(0, 7680) == "The bound holds for every one of the 7,680 BERT matrices"
-    assert headdim.bound_holds_text(3, 7680) == "The bound fails for 3 of the 7,680 BERT matrices"
+    assert headdim.bound_holds_text(0, 7680) == "The bound holds for every one of the 7,680 ModernBERT matrices"
+    assert headdim.bound_holds_text(3, 7680) == "The bound fails for 3 of the 7,680 ModernBERT matrices"
 
 
 def test_multiplicity_counts_from_the_number_of_verdicts():
@@ -260,25 +263,25 @@ def test_causal_answer_text_by_status():
     v = rules.SweepVerdict(
         "inconclusive at this scale",
         {
-            "bert": arch("inconclusive at this scale", _est(0.01, -0.02, 0.04)),
+            "modernbert": arch("inconclusive at this scale", _est(0.01, -0.02, 0.04)),
             "gpt2": arch("supported", _est(0.5, 0.3, 0.7)),
         },
         20,
     )
     assert causal.answer_text(v) == (
-        "For BERT the temperature has no resolved effect on the final loss, so there is nothing to split; for GPT-2 "
+        "For ModernBERT the temperature has no resolved effect on the final loss, so there is nothing to split; for GPT-2 "
         "the loss follows the initial logit scale (and so the initial rank), not the query/key step size."
     )
     w = rules.SweepVerdict(
         "not supported",
         {
-            "bert": arch("inconclusive at this scale", _est(0.5, 0.3, 0.7)),
+            "modernbert": arch("inconclusive at this scale", _est(0.5, 0.3, 0.7)),
             "gpt2": arch("not supported", _est(0.5, 0.3, 0.7)),
         },
         20,
     )
     assert causal.answer_text(w) == (
-        "For BERT the runs do not tell which half the temperature's loss effect follows; for GPT-2 the loss follows "
+        "For ModernBERT the runs do not tell which half the temperature's loss effect follows; for GPT-2 the loss follows "
         "the query/key step size, not the initial logit scale."
     )
 
@@ -290,7 +293,7 @@ def test_seq_len_content_free_text_says_uniform_attention_passes():
 
     d = pd.DataFrame(
         {
-            "arch": ["bert", "bert", "gpt2", "gpt2"],
+            "arch": ["modernbert", "modernbert", "gpt2", "gpt2"],
             "n": [32, 64, 32, 64],
             "mean": [1.5, 1.2, 13.7, 29.0],
             "uniform": [1.0, 1.0, 13.6, 27.0],
@@ -319,7 +322,7 @@ def test_censored_runs_are_drawn_after_their_own_architectures_last_step():
     runs_df = pd.DataFrame(
         {
             "key": ["a", "b"],
-            "arch": ["bert", "gpt2"],
+            "arch": ["modernbert", "gpt2"],
             "status": ["complete"] * 2,
             "max_steps": [20, 40],
             "log_every": [10, 10],
@@ -327,5 +330,5 @@ def test_censored_runs_are_drawn_after_their_own_architectures_last_step():
     )
     logs = pd.DataFrame({"key": ["a", "a", "b", "b"], "step": [10, 20, 20, 40], "loss": [3.0, 3.0, 3.0, 3.0]})
     out, _, cens = rules.convergence_speed(runs_df.assign(status="complete"), logs, quantile=0.0, smooth=1)
-    assert cens == {"bert": 30, "gpt2": 50}
-    assert loss.cens_text(cens) == "50 for GPT-2, 30 for BERT" and loss.cens_text({"bert": 30}) == "30"
+    assert cens == {"modernbert": 30, "gpt2": 50}
+    assert loss.cens_text(cens) == "50 for GPT-2, 30 for ModernBERT" and loss.cens_text({"modernbert": 30}) == "30"

@@ -34,9 +34,9 @@ UNRESOLVED = E(0.5, -1.0, 2.0, 5)
 )
 def test_protocol_stable_part_at_the_flip_threshold(low, high, expected):
     flip = E((low + high) / 2, low, high)
-    res = rules.protocol_rule({"bert": flip}, {"bert": 3.0}, {"bert": RESOLVED_UP})
-    assert res.parts[("stable", "bert")] == expected
-    assert res.parts[("agrees", "bert")] == SUPPORTED
+    res = rules.protocol_rule({"modernbert": flip}, {"modernbert": 3.0}, {"modernbert": RESOLVED_UP})
+    assert res.parts[("stable", "modernbert")] == expected
+    assert res.parts[("agrees", "modernbert")] == SUPPORTED
     assert res.status == expected
 
 
@@ -62,17 +62,21 @@ def test_protocol_agreement_part(reference, ours, expected):
 def test_protocol_combines_over_architectures():
     good, flaky = E(0.0, 0.0, 0.004), E(0.3, 0.27, 0.33)
     res = rules.protocol_rule(
-        {"bert": good, "gpt2": flaky}, {"bert": 1.0, "gpt2": 1.0}, {"bert": RESOLVED_UP, "gpt2": RESOLVED_UP}
+        {"modernbert": good, "gpt2": flaky},
+        {"modernbert": 1.0, "gpt2": 1.0},
+        {"modernbert": RESOLVED_UP, "gpt2": RESOLVED_UP},
     )
-    assert res.status == NOT_SUPPORTED and res.parts[("stable", "bert")] == SUPPORTED
+    assert res.status == NOT_SUPPORTED and res.parts[("stable", "modernbert")] == SUPPORTED
     res = rules.protocol_rule(
-        {"bert": good, "gpt2": good}, {"bert": 1.0, "gpt2": 1.0}, {"bert": RESOLVED_UP, "gpt2": UNRESOLVED}
+        {"modernbert": good, "gpt2": good},
+        {"modernbert": 1.0, "gpt2": 1.0},
+        {"modernbert": RESOLVED_UP, "gpt2": UNRESOLVED},
     )
     assert res.status == INCONCLUSIVE
     with pytest.raises(ConfigError, match="flips"):
-        rules.protocol_rule({"bert": good}, {"gpt2": 1.0}, {"bert": RESOLVED_UP})
+        rules.protocol_rule({"modernbert": good}, {"gpt2": 1.0}, {"modernbert": RESOLVED_UP})
     with pytest.raises(ConfigError, match="max_flip"):
-        rules.protocol_rule({"bert": good}, {"bert": 1.0}, {"bert": RESOLVED_UP}, max_flip=1.5)
+        rules.protocol_rule({"modernbert": good}, {"modernbert": 1.0}, {"modernbert": RESOLVED_UP}, max_flip=1.5)
 
 
 def _table(arch, intervals, final=40):
@@ -107,17 +111,17 @@ def test_set_early_first_step_above_the_threshold_within_the_early_limit():
     ],
 )
 def test_set_early_at_and_around_the_threshold(intervals, expected):
-    res = rules.set_early_rule(_table("bert", intervals))
+    res = rules.set_early_rule(_table("modernbert", intervals))
     assert res.status == expected
-    assert (res.shown["bert"] is None) == (min(intervals) > 4)
+    assert (res.shown["modernbert"] is None) == (min(intervals) > 4)
 
 
 def test_set_early_combines_over_architectures_and_checks_its_inputs():
-    t = pd.concat([_table("bert", {0: (0.95, 0.99)}), _table("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)})])
+    t = pd.concat([_table("modernbert", {0: (0.95, 0.99)}), _table("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)})])
     res = rules.set_early_rule(t)
-    assert res.per_arch == {"bert": SUPPORTED, "gpt2": NOT_SUPPORTED} and res.status == NOT_SUPPORTED
+    assert res.per_arch == {"modernbert": SUPPORTED, "gpt2": NOT_SUPPORTED} and res.status == NOT_SUPPORTED
     assert rules.set_early_rule(t, rho_min=0.4).per_arch["gpt2"] == INCONCLUSIVE
-    assert rules.set_early_rule(t, early_fraction=0.05).first["bert"] == 0  # step 0 is always early
+    assert rules.set_early_rule(t, early_fraction=0.05).first["modernbert"] == 0  # step 0 is always early
     with pytest.raises(ConfigError, match="rho_min"):
         rules.set_early_rule(t, rho_min=1.0)
     with pytest.raises(ConfigError, match="early_fraction"):

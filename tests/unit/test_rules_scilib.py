@@ -42,14 +42,14 @@ def test_uniform_causal_measures():
 
 
 def _excess_values(excess: dict, n: int = 11, seeds=(0, 1, 2, 3), spread: float = 0.01, tau: float = 100.0):
-    """Trained BERT values at ``tau`` whose per-run excess (value - 1)/(n - 1) is excess[m] +- spread."""
+    """Trained ModernBERT values at ``tau`` whose per-run excess (value - 1)/(n - 1) is excess[m] +- spread."""
     rows = []
     for m, e in excess.items():
         for i, s in enumerate(seeds):
             ex = e + spread * (1 if i % 2 else -1)
             rows.append(
                 dict(
-                    arch="bert",
+                    arch="modernbert",
                     seed=s,
                     state="trained",
                     tau=tau,

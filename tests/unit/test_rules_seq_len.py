@@ -39,7 +39,7 @@ def _around(n: int, offsets) -> list[float]:
 def test_supported_when_every_interval_lies_below_the_bound():
     # mean bound - 1, sd 0.1, n = 3: the t interval is about +-0.25, wholly below
     r = rules.seq_len_rule(
-        _runs({("bert", 32): _around(32, (-1.1, -1.0, -0.9)), ("gpt2", 64): _around(64, (-1.1, -1.0, -0.9))}),
+        _runs({("modernbert", 32): _around(32, (-1.1, -1.0, -0.9)), ("gpt2", 64): _around(64, (-1.1, -1.0, -0.9))}),
         "effective_rank",
     )
     assert r.status == "supported" and r.n_runs == 6
@@ -51,18 +51,18 @@ def test_supported_when_every_interval_lies_below_the_bound():
 def test_an_interval_touching_the_bound_is_inconclusive():
     # mean bound - 0.2 with the same spread: the interval (+-0.25) reaches over the bound
     r = rules.seq_len_rule(
-        _runs({("bert", 32): _around(32, (-1.1, -1.0, -0.9)), ("gpt2", 32): _around(32, (-0.3, -0.2, -0.1))}),
+        _runs({("modernbert", 32): _around(32, (-1.1, -1.0, -0.9)), ("gpt2", 32): _around(32, (-0.3, -0.2, -0.1))}),
         "effective_rank",
     )
     assert r.cases[("gpt2", 32)].status == "inconclusive at this scale"
-    assert r.cases[("bert", 32)].status == "supported"
+    assert r.cases[("modernbert", 32)].status == "supported"
     assert r.status == "inconclusive at this scale"
     assert r.worst() == ("gpt2", 32)
 
 
 def test_one_case_wholly_above_the_bound_is_not_supported():
     r = rules.seq_len_rule(
-        _runs({("bert", 64): _around(64, (-5.1, -5.0, -4.9)), ("gpt2", 32): _around(32, (0.9, 1.0, 1.1))}),
+        _runs({("modernbert", 64): _around(64, (-5.1, -5.0, -4.9)), ("gpt2", 32): _around(32, (0.9, 1.0, 1.1))}),
         "effective_rank",
     )
     assert r.cases[("gpt2", 32)].status == "not supported"
@@ -101,13 +101,13 @@ def test_uniform_baselines():
 
 
 def test_table_has_both_references_per_model_and_length():
-    runs = _runs({("bert", 32): [1.2, 1.3], ("gpt2", 64): [21.0, 21.2]})
+    runs = _runs({("modernbert", 32): [1.2, 1.3], ("gpt2", 64): [21.0, 21.2]})
     for m in ("rank_atol_1e-8", "rank_rtol_1e-2", "rank_rtol_1e-4", "stable_rank", "attention_entropy"):
         runs[f"initial_{m}"] = runs[f"final_{m}"] = 1.0
     t = seqlen.seq_len_table(runs)
     row = t[(t.arch == "gpt2") & (t.measure == "effective_rank") & (t.when == "trained")].iloc[0]
     assert row.n == 64 and row["mean"] == pytest.approx(21.1) and row.runs == 2
     assert row.bound == pytest.approx(BOUND[64]) and row.uniform == pytest.approx(21.06, abs=0.01)
-    bert = t[(t.arch == "bert") & (t.measure == "rank_rtol_1e-2")].iloc[0]
+    bert = t[(t.arch == "modernbert") & (t.measure == "rank_rtol_1e-2")].iloc[0]
     assert bert.uniform == 1.0 and bert.bound == pytest.approx(BOUND[32])
     assert len(t) == 2 * 6 * 2  # (arch, n) x measures x {initial, trained}

@@ -15,7 +15,7 @@ HEAD_DIMS = (4, 8, 16, 32)
 N_RES = 20_000
 
 
-def _tau_runs(response, *, seeds=(0, 1), noise=0.05, archs=("bert", "gpt2"), rng=0):
+def _tau_runs(response, *, seeds=(0, 1), noise=0.05, archs=("modernbert", "gpt2"), rng=0):
     """One row per run: ``response(arch, tau)`` plus seed noise."""
     g = np.random.default_rng(rng)
     rows = [
@@ -27,7 +27,7 @@ def _tau_runs(response, *, seeds=(0, 1), noise=0.05, archs=("bert", "gpt2"), rng
     return pd.DataFrame(rows)
 
 
-def _hd_runs(response, *, seeds=(0, 1), noise=0.05, archs=("bert", "gpt2"), rng=1):
+def _hd_runs(response, *, seeds=(0, 1), noise=0.05, archs=("modernbert", "gpt2"), rng=1):
     g = np.random.default_rng(rng)
     return pd.DataFrame(
         [
@@ -49,7 +49,7 @@ def test_peaked_response_gives_interior_peak_and_the_two_point_sign():
     tau = 1 vs tau = 0.001 follows the two ends, not the peak: the stock end is higher, the study's sign."""
     runs = _tau_runs(peaked)
     v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         r = v[a]
         assert r.shape.value == pytest.approx(0.063)
         assert r.shape.low > min(TAUS) and r.shape.high < max(TAUS)
@@ -68,35 +68,37 @@ def test_monotone_colder_raises_rank_reverses_the_study_and_peak_at_cold_end():
     runs = _tau_runs(lambda a, t: 5.0 - np.log10(t))
     v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
     assert v.status == "not supported"
-    assert v["bert"].verdict.estimate.value == pytest.approx(-3.0, abs=0.2)
-    assert temp.shape_text(v["bert"]) == "peak at the low end of the grid"
-    assert v["bert"].verdict.needed is None  # resolved the other way: no runs needed either
+    assert v["modernbert"].verdict.estimate.value == pytest.approx(-3.0, abs=0.2)
+    assert temp.shape_text(v["modernbert"]) == "peak at the low end of the grid"
+    assert v["modernbert"].verdict.needed is None  # resolved the other way: no runs needed either
 
 
 def test_sign_finding_names_where_the_study_holds_and_reverses():
     """Measures built with a known sign: one rises with tau (the study's sign), two fall (reversed), one
-    is flat noise (undecided), one holds for BERT and reverses for GPT-2."""
+    is flat noise (undecided), one holds for ModernBERT and reverses for GPT-2."""
     shapes = {
         "rank_atol_1e-8": lambda a, t: 5.0 + np.log10(t),
         "effective_rank": lambda a, t: 5.0 - np.log10(t),
         "stable_rank": lambda a, t: 5.0 - 0.5 * np.log10(t),
         "rank_rtol_1e-4": lambda a, t: 5.0,
-        "rank_rtol_1e-2": lambda a, t: 5.0 + (1 if a == "bert" else -1) * np.log10(t),
+        "rank_rtol_1e-2": lambda a, t: 5.0 + (1 if a == "modernbert" else -1) * np.log10(t),
     }
     rank_v = {
         m: sv.temperature_rank(_tau_runs(f, noise=0.05 if m != "rank_rtol_1e-4" else 1.0), "y", n_resamples=N_RES)
         for m, f in shapes.items()
     }
-    assert [rank_v["rank_rtol_1e-4"][a].verdict.status for a in ("bert", "gpt2")] == ["inconclusive at this scale"] * 2
+    assert [rank_v["rank_rtol_1e-4"][a].verdict.status for a in ("modernbert", "gpt2")] == [
+        "inconclusive at this scale"
+    ] * 2
     text = temp.sign_finding(rank_v)
     assert text == (
         "The study's sign holds on the study's atol 1e-8 rank (absolute threshold) and rtol 1e-2 rank (relative "
-        "threshold) for BERT; it reverses on effective rank (threshold-free), stable rank (threshold-free) and "
+        "threshold) for ModernBERT; it reverses on effective rank (threshold-free), stable rank (threshold-free) and "
         "rtol 1e-2 rank (relative threshold) for GPT-2; it is undecided on rtol 1e-4 rank (relative threshold)."
     )
     assert temp.sign_finding(rank_v, short=True) == (
-        "The study's sign, by measure. BERT: holds on atol-1e-8, rtol-1e-2; reverses on effective, stable; "
-        "undecided on rtol-1e-4. GPT-2: holds on atol-1e-8; reverses on effective, stable, rtol-1e-2; undecided on "
+        "The study's sign, by measure. GPT-2: holds on atol-1e-8; reverses on effective, stable, rtol-1e-2; undecided "
+        "on rtol-1e-4. ModernBERT: holds on atol-1e-8, rtol-1e-2; reverses on effective, stable; undecided on "
         "rtol-1e-4."
     )
     assert len(temp.sign_finding(rank_v, short=True).split()) <= 30
@@ -108,10 +110,10 @@ def test_two_seeds_with_a_small_effect_is_inconclusive_and_states_seeds_needed()
     runs = _tau_runs(lambda a, t: 5.0 - 0.1 * np.log10(t), noise=0.5)
     v = sv.temperature_rank(runs, "y", effect=0.5, n_resamples=N_RES)
     assert v.status == "inconclusive at this scale"
-    r = v["bert"].verdict
+    r = v["modernbert"].verdict
     assert r.needed_unit == "seeds per arm"
     # exact t power at the pooled seed spread (stats.seeds_needed_t), more than the 2 seeds we have
-    assert r.needed == stats.seeds_needed_t(v["bert"].spread, 0.5)
+    assert r.needed == stats.seeds_needed_t(v["modernbert"].spread, 0.5)
     assert 4 <= r.needed <= 60
 
 
@@ -119,7 +121,7 @@ def test_constant_arms_give_an_exact_difference():
     """A numerical rank that is the same for every seed: the difference is exact, not undefined."""
     runs = _tau_runs(lambda a, t: 1.0 if t >= 0.25 else 8.0, noise=0.0)
     v = sv.temperature_rank(runs, "y", n_resamples=N_RES)
-    e = v["bert"].verdict.estimate
+    e = v["modernbert"].verdict.estimate
     assert (e.value, e.low, e.high) == (-7.0, -7.0, -7.0)  # tau = 1 minus the coldest: the sign reversed
     assert v.status == "not supported"
 
@@ -131,7 +133,7 @@ def test_hotter_trains_lower_is_supported_and_best_tau_is_found():
     runs = runs.rename(columns={"y": "final_val_loss"})
     v = sv.temperature_loss(runs, n_resamples=N_RES)
     assert v.status == "supported"
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         e = v[a].verdict.estimate
         assert e.value < -0.8 and e.high < 0
         assert v[a].shape.value == 1.0
@@ -146,11 +148,11 @@ def test_loss_rule_unresolved_states_runs_needed_from_the_observed_spread():
     runs = _tau_runs(lambda a, t: 5.0, noise=0.1, rng=1).rename(columns={"y": "final_val_loss"})
     v = sv.temperature_loss(runs, n_resamples=N_RES)
     assert v.status == "inconclusive at this scale"
-    r = v["bert"].verdict
+    r = v["modernbert"].verdict
     assert r.needed == stats.runs_needed_observed(r.estimate, sv.TEMP_LOSS_EFFECT) == 38
     assert r.needed > stats.runs_needed_correlation(0.5)  # the bootstrap interval is wider than normal theory
     text = temp.temperature_loss_summary(v, profile="ci", n_seeds=2)
-    assert "For BERT and GPT-2 the interval does not decide the sign." in text
+    assert "For GPT-2 and ModernBERT the interval does not decide the sign." in text
     assert "$" not in text  # plain symbols: the summary is pasted where no maths is rendered
 
 
@@ -160,7 +162,7 @@ def test_tau_lever_clearly_larger_is_supported():
     h = _hd_runs(lambda a, d: 5.0 - 0.1 * np.log2(d))
     v = sv.lever_comparison(t, h, "y", n_resamples=N_RES)
     assert v.status == "supported"
-    r = v["bert"]
+    r = v["modernbert"]
     assert r.verdict.estimate.value == pytest.approx(9.0 - 0.3, abs=0.3)
     assert r.parts["tau_range"].value == pytest.approx(9.0, abs=0.2)
     assert r.parts["head_dim_range"].value == pytest.approx(0.3, abs=0.15)
@@ -177,7 +179,7 @@ def test_head_dim_lever_larger_is_not_supported():
 
 @pytest.mark.parametrize("fn", ["temperature_rank", "temperature_loss", "lever_comparison"])
 def test_verdicts_stable_to_bootstrap_seed_and_row_order(fn):
-    """README guarantee "The temperature and head-dimension verdicts do not flip with the bootstrap":
+    """Guarantee (docs/guarantees.md) "The temperature and head-dimension verdicts do not flip with the bootstrap":
     same status and (to Monte Carlo precision) the same interval for another bootstrap seed;
     exactly the same numbers for shuffled rows at the same seed."""
     t = _tau_runs(peaked, noise=0.5)
@@ -194,7 +196,7 @@ def test_verdicts_stable_to_bootstrap_seed_and_row_order(fn):
     base = run(t, h, 0)
     shuffled = run(t.sample(frac=1, random_state=3), h.sample(frac=1, random_state=4), 0)
     other = run(t, h, 7)
-    for a in ("bert", "gpt2"):
+    for a in ("modernbert", "gpt2"):
         e0, e1, e2 = (x[a].verdict.estimate for x in (base, shuffled, other))
         assert (e1.value, e1.low, e1.high) == (e0.value, e0.low, e0.high)
         assert e2.value == e0.value

@@ -55,7 +55,7 @@ FIGURE = (
         (
             "index-column",
             "<table><thead><tr><th></th><th>arch</th></tr></thead><tbody><tr><th>0</th><td>bert</td></tr></tbody></table>",
-            "<table><thead><tr><th>model</th><th>runs</th></tr></thead><tbody><tr><td>BERT</td><td>4</td></tr></tbody></table>",
+            "<table><thead><tr><th>model</th><th>runs</th></tr></thead><tbody><tr><td>ModernBERT</td><td>4</td></tr></tbody></table>",
         ),
         (
             "code-header",

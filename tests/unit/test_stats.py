@@ -316,7 +316,7 @@ def test_the_range_of_a_lever_without_effect_is_corrected_towards_zero_and_lies_
 def test_seeds_needed_matches_the_hand_computation():
     z = 1.959964 + 0.841621  # z_{0.975} + z_{0.80}
     assert 2 * z**2 * (0.0036 / 0.005) ** 2 == pytest.approx(8.137, abs=1e-3)
-    assert S.seeds_needed(0.0036, 0.005) == 9  # BERT: seed spread 0.0036 nats, effect 0.005 nats
+    assert S.seeds_needed(0.0036, 0.005) == 9  # ModernBERT: seed spread 0.0036 nats, effect 0.005 nats
     assert S.seeds_needed(0.030, 0.02) == 36  # GPT-2: 2 * 7.849 * 2.25 = 35.3
     assert S.seeds_needed(1.0, 1.0, alpha=0.05, power=0.9) == 22  # 2 * (1.96 + 1.2816)^2 = 21.01
     assert S.seeds_needed(1.0, -0.5) == S.seeds_needed(1.0, 0.5) == 63

@@ -76,13 +76,13 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.0, height: fl
 #: each :class:`attnrank.section.Figure`). Keyed by the figure's glue name.
 ALT_TEXT = {
     "measure_spectra_tau1": "Line charts of the singular values of real attention matrices against their index on a "
-    "log scale, BERT and GPT-2, trained and at initialisation, with horizontal threshold lines.",
-    "measure_ranks_tau1": "Bar charts of every rank measure for trained and initial BERT and GPT-2 at temperature 1, "
+    "log scale, ModernBERT and GPT-2, trained and at initialisation, with horizontal threshold lines.",
+    "measure_ranks_tau1": "Bar charts of every rank measure for trained and initial ModernBERT and GPT-2 at temperature 1, "
     "beside the uniform causal matrix.",
     "measure_ranks_vs_tau": "Line charts of every rank measure against the evaluation temperature on a log axis, "
     "one panel per model.",
     "measure_spectra_extremes": "Line charts of the singular values of attention at the lowest and highest "
-    "temperature, on a log scale, for BERT and GPT-2.",
+    "temperature, on a log scale, for ModernBERT and GPT-2.",
     "measure_precision": "Line charts of how much each rank measure moves when the probabilities or the SVD are "
     "computed in float32 instead of float64, against temperature.",
     "theory_p0_spectrum": "Singular values of one random softmax matrix against their index, computed exactly and in "
@@ -98,16 +98,16 @@ ALT_TEXT = {
     "theory_thm_montecarlo": "Monte Carlo mean hardmax rank against the head dimension on a log axis for two sequence "
     "lengths, below the bound drawn as a line.",
     "seq_len": "Log-log line charts of the mean rank against the sequence length, at initialisation and trained, for "
-    "BERT and GPT-2, beside uniform attention and the study's bound.",
+    "ModernBERT and GPT-2, beside uniform attention and the study's bound.",
     "protocol_study_view": "The study's figures replayed: rank through training at two temperatures for one run each, "
-    "and the validation loss below, for BERT and GPT-2.",
+    "and the validation loss below, for ModernBERT and GPT-2.",
     "protocol_draws": "Histograms of the study's statistic over random draws of four plus four examples, at "
     "initialisation and at the last step, with zero marked.",
     "protocol_our_view": "Rank through training at two temperatures over every seed and sequence, under the study's "
-    "rank and the effective rank, for BERT and GPT-2.",
+    "rank and the effective rank, for ModernBERT and GPT-2.",
     "protocol_set_early": "Spearman's rho between the rank at each probe step and the final rank, against the step, "
     "with intervals and the threshold line.",
-    "causal_cells": "Dot plots of the five runs of each seed, for BERT and GPT-2: initial rank, mean rank through "
+    "causal_cells": "Dot plots of the five runs of each seed, for ModernBERT and GPT-2: initial rank, mean rank through "
     "training and final validation loss, with the seed means as bars.",
     "causal_intervention": "Line charts of the rank and the validation loss of trained models evaluated at other "
     "temperatures on a log axis, one line per run.",

@@ -133,7 +133,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
         "causal_cells",
         (
             f"The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over {n_seeds} seeds) "
-            f"for BERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. "
+            f"for ModernBERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. "
             f"s = {twin_scale(tau):.3g} = 1/sqrt(tau), tau = {fmt_setting(tau)}; {profile} profile at "
             f"{PRESETS[profile][0]} sizes, {n_runs} runs."
         ),

@@ -51,7 +51,7 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
             baseline columns).
     """
     check_columns(curves, ["arch", "tau", "seed", "flop", "val_loss", *BASELINE_STYLES], "curves")
-    archs = [a for a in ("gpt2", "bert") if a in set(curves.arch)]
+    archs = [a for a in ("gpt2", "modernbert", "bert") if a in set(curves.arch)]
     fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
     taus = sorted(curves.tau.unique(), reverse=True)
     palette = dict(zip(taus, sns.color_palette("colorblind", len(taus))))
@@ -83,9 +83,9 @@ def loss_figure(curves: pd.DataFrame, *, profile: str, n_runs: int):
         "learned_loss",
         f"Validation loss through training against training FLOP (6 N + 12 L n d per token), {profile} profile, "
         f"{n_runs} runs ({seeds} seeds per temperature), beside the count models fitted on the training blocks "
-        "and scored on the same validation targets: unigram (dotted), bigram (dashed), and for BERT the "
+        "and scored on the same validation targets: unigram (dotted), bigram (dashed), and for the masked LMs the "
         "two-sided model of both neighbours (dash-dot) and the context-free model (long and short dashes: the unigram "
-        "at [MASK], and the chance a shown token was kept; a BERT at that loss uses no context).",
+        "at [MASK], and the chance a shown token was kept; a masked LM at that loss uses no context).",
     )
 
 
@@ -100,7 +100,7 @@ def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: 
         x: ``"flop"`` or ``"cpu_seconds"``.
     """
     check_columns(table, ["arch", "variant", "lever", x, "gap_bigram", "gap_two_sided"], "table")
-    archs = [a for a in ("gpt2", "bert") if a in set(table.arch)]
+    archs = [a for a in ("gpt2", "modernbert", "bert") if a in set(table.arch)]
     fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
     levers = list(dict.fromkeys(table.lever))
     palette = dict(zip(levers, sns.color_palette("colorblind", len(levers))))

@@ -88,7 +88,7 @@ def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFram
         [
             pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
             pd.DataFrame([dict(arch=a, measure="n", value=float(n), label=f"n = {n}") for a in ARCHS]),
-            pd.DataFrame([dict(arch="bert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
+            pd.DataFrame([dict(arch="modernbert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
         ],
         ignore_index=True,
     )
@@ -542,7 +542,7 @@ def precision_figure(by_tau: pd.DataFrame, setting):
         "measure_precision",
         (
             f"Each rank measure of trained models against $\\tau$ for three precision pipelines (bold: float64 reference; "
-            f"solid BERT, dashed GPT-2); mean over runs of each run's mean over {setting.probe_size} validation sequences "
+            f"solid ModernBERT, dashed GPT-2); mean over runs of each run's mean over {setting.probe_size} validation sequences "
             f"({setting.runs_text})."
         ),
     )

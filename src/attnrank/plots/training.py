@@ -108,13 +108,24 @@ def _note_above(ax, lines: list[str], color="black") -> None:
     ax.set_title(ax.get_title() + "\n" * (block.count("\n") + 1), fontsize=FONT_SIZE)
 
 
+#: The longest panel title (characters) written on one line; a longer one puts each part on a line of its own.
+TITLE_ONE_LINE = 24
+
+
+def _joined(parts) -> str:
+    """A panel title of ``parts`` (a label "" leaves its part out): ``"a · b"``, or one part a line when too long."""
+    parts = [str(p) for p in parts if p]
+    one = " · ".join(parts)
+    return one if len(one) <= TITLE_ONE_LINE else "\n".join(parts)
+
+
 def _title(ax, row, r, col, c, row_labels, col_labels):
     parts = []
     if row is not None:
-        parts.append(str((row_labels or {}).get(r, r)))
+        parts.append((row_labels or {}).get(r, r))
     if col is not None:
-        parts.append(str((col_labels or {}).get(c, c)))
-    ax.set_title(" · ".join(p for p in parts if p), fontsize=FONT_SIZE)  # a label "" leaves its part out
+        parts.append((col_labels or {}).get(c, c))
+    ax.set_title(_joined(parts), fontsize=FONT_SIZE)
 
 
 def _colorbar(fig, axes, sm, values, label):
@@ -537,7 +548,7 @@ def layer_head_heatmaps(
                 linewidths=0.5,
                 linecolor="white",
             )
-            axes[i, j].set_title(f"{row_labels.get(r, r)} · {(col_labels or {}).get(c, c)}", fontsize=MIN_FONT_SIZE)
+            axes[i, j].set_title(_joined([row_labels.get(r, r), (col_labels or {}).get(c, c)]), fontsize=MIN_FONT_SIZE)
         if ncols > len(cols):
             delta = mats[cols[-1]] - mats[cols[0]]
             lim = float(np.nanmax(np.abs(delta.to_numpy()))) or 1.0
@@ -557,7 +568,7 @@ def layer_head_heatmaps(
                 linecolor="white",
             )
             first, last = ((col_labels or {}).get(c, c) for c in (cols[0], cols[-1]))
-            ax.set_title(f"{row_labels.get(r, r)} · {last} − {first}", fontsize=MIN_FONT_SIZE)
+            ax.set_title(_joined([row_labels.get(r, r), f"{last} − {first}"]), fontsize=MIN_FONT_SIZE)
         for j in range(ncols):
             axes[i, j].set_xlabel("head" if i == len(rows) - 1 else "")
             axes[i, j].set_ylabel("layer" if j == 0 else "")
@@ -573,7 +584,7 @@ def measure_trajectories(
     label: str,
     y: str = "mean",
     highlight=1.0,
-    archs=("bert", "gpt2"),
+    archs=("modernbert", "gpt2"),
     height: float = 2.3,
 ):
     """Mean rank through training, one row of panels per rank measure and one column per architecture, one
