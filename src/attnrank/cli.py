@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from . import recipe
+from . import learned, recipe
 from .data import absolute_path_settings
 from .errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from .experiments import book_runs
@@ -203,6 +203,16 @@ def _recipe(args) -> int:
     return recipe.run(profile, archs, executor=args.executor, workers=args.workers, out=args.out, dry_run=args.dry_run)
 
 
+def _gpu_check(args) -> int:
+    check_choice("executor", args.executor, EXECUTORS)
+    paths = learned.gpu_check(
+        args.out, args.profile, seeds=args.seeds, max_steps=args.max_steps, executor=args.executor
+    )
+    print(paths["verdicts"].read_text(), end="")
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attnrank`` command; returns the exit status (2 for bad input)."""
     parser = _Parser(prog="attnrank", description=__doc__.splitlines()[0].replace("``", ""))  # plain text, not reST
@@ -268,6 +278,17 @@ def main(argv: list[str] | None = None) -> int:
     rc.add_argument("--out", default=None, help="the table to write (default data/recipe/<profile>.csv)")
     rc.add_argument("--dry-run", action="store_true", help="list the study's runs and how many are stored")
     rc.set_defaults(func=_recipe)
+    g = sub.add_parser(
+        "gpu-check",
+        help="train the runs the learned gate and the temperature's loss effect need (both models, tau 1 and 1e-3) "
+        "and write their summaries and verdicts to a folder",
+    )
+    g.add_argument("out", help="the folder to write runs.csv, targets.csv and verdicts.md to")
+    g.add_argument("--profile", default="paper", help="the profile of the runs (default paper)")
+    g.add_argument("--seeds", type=_typed(int), default=3, help="seeds per setting (default 3)")
+    g.add_argument("--max-steps", type=_typed(int), default=None, help="train fewer steps than the profile's")
+    g.add_argument("--executor", default="process", help="serial or process (default: one run per GPU at a time)")
+    g.set_defaults(func=_gpu_check)
     r = sub.add_parser("runs", help="list the stored runs")
     r.add_argument("--all", action="store_true", help="include runs made by older code")
     r.set_defaults(func=_runs)

@@ -34,7 +34,7 @@ import pandas as pd
 from . import experiments, rules, store
 from . import runs as run_tables
 from .baselines import BASELINES, baseline_losses, flops_per_token, gaps
-from .errors import ConfigError
+from .errors import ConfigError, check_positive_int
 from .glossary import ARCH_NAMES, fmt, fmt_setting, largest_first
 from .plots import learned as lplots
 from .profiles import MLM_ARCHS, resolve_config, resolve_profile
@@ -563,3 +563,77 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
             _budget_table("learned_budget_next", budget(plan["next"], rate)),
         ],
     )
+
+
+#: The temperatures the GPU check trains: the stock softmax and the study's cold setting.
+CHECK_TAUS = (1.0, 1e-3)
+
+
+def check_configs(profile: str = "paper", *, seeds: int = 3, max_steps: int | None = None, dataset=None) -> list:
+    """The runs of the GPU check (:func:`gpu_check`): both models of the book at :data:`CHECK_TAUS` and ``seeds``
+    seeds of ``profile``; ``max_steps`` shortens them (warm-up, probe and logging intervals in proportion).
+
+    Raises:
+        ConfigError: naming ``profile``, ``seeds``, ``max_steps`` or ``dataset``.
+    """
+    profile = resolve_profile(profile)
+    seeds = check_positive_int("seeds", seeds)
+    out = []
+    for arch in ("gpt2", "modernbert"):
+        base = resolve_config(arch, profile, dataset=dataset)
+        short = {}
+        if max_steps is not None:
+            f = check_positive_int("max_steps", max_steps) / base.max_steps
+            short = {
+                "max_steps": max_steps,
+                **{k: max(1, round(getattr(base, k) * f)) for k in ("warmup_steps", "rank_every", "log_every")},
+            }
+        out += [
+            resolve_config(arch, profile, tau=t, seed=s, dataset=dataset, **short)
+            for t in CHECK_TAUS
+            for s in range(seeds)
+        ]
+    return out
+
+
+def gpu_check(out, profile: str = "paper", *, seeds: int = 3, max_steps: int | None = None, executor="process") -> dict:
+    """``attnrank gpu-check OUT``: train :func:`check_configs` (a process pool: one run per GPU at a time) and write
+    to the folder ``out`` what a verdict on trained models needs: ``runs.csv`` (each run's settings, final loss, its
+    count models, gaps and attention worth), ``targets.csv`` (:func:`targets`: the learned gate of every verdict)
+    and ``verdicts.md`` (the targets in words, the regime clause, and each model's final loss at ``tau = 1`` minus
+    at the cold ``tau``, mean over seeds, with Welch's t). Returns the paths written.
+
+    Raises:
+        ConfigError: naming ``profile``, ``seeds``, ``max_steps`` or ``out`` (a path that is not a writable folder),
+        before anything is trained.
+    """
+    from pathlib import Path
+
+    from scipy import stats as scistats
+
+    from .grid import sweep
+
+    configs = check_configs(profile, seeds=seeds, max_steps=max_steps)
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError("out", f"{str(folder)!r} cannot be made a folder: {exc.strerror or exc}") from None
+    sweep(configs, executor=executor, desc="gpu-check runs")
+    runs = run_tables.table(configs, long=False)
+    g = gaps(runs).merge(runs[["key", "max_steps", "device", "wall_seconds"]], on="key", how="left")
+    tgt = targets(runs)
+    lines = [f"# GPU check: {profile} profile, {len(configs)} runs", "", targets_text(tgt), "", regime(runs), ""]
+    for arch, d in g.groupby("arch"):
+        hot, cold = (d[np.isclose(d.tau, t)].final_val_loss.dropna() for t in CHECK_TAUS)
+        diff = hot.mean() - cold.mean()
+        t = scistats.ttest_ind(hot, cold, equal_var=False).statistic if min(len(hot), len(cold)) > 1 else math.nan
+        lines.append(
+            f"{_LABELS[arch]}: final loss at τ = 1 minus at τ = {fmt_setting(CHECK_TAUS[1])}: {fmt(diff, 3)} nats "
+            f"({len(hot)} and {len(cold)} runs, Welch t = {fmt(t, 2)})"
+        )
+    paths = {"runs": folder / "runs.csv", "targets": folder / "targets.csv", "verdicts": folder / "verdicts.md"}
+    g.to_csv(paths["runs"], index=False)
+    tgt.to_csv(paths["targets"], index=False)
+    paths["verdicts"].write_text("\n".join(lines) + "\n")
+    return paths

@@ -55,7 +55,7 @@ from . import provenance, train
 from .data import data_dir, dataset_fingerprint
 from .errors import ConfigError, RunDamaged
 from .models import model_from_config
-from .profiles import ARCHS, RunConfig, resolve_config
+from .profiles import ALL_ARCHS, RunConfig, resolve_config
 from .rank import MEASURES
 
 __all__ = [
@@ -81,7 +81,7 @@ _TABLES = {
     "sequences": "sequences.parquet",
 }
 #: Name of a result folder: ``<arch>-<key>``.
-RESULT_NAME = re.compile(rf"(?:{'|'.join(ARCHS)})-([0-9a-f]{{16}})")
+RESULT_NAME = re.compile(rf"(?:{'|'.join(ALL_ARCHS)})-([0-9a-f]{{16}})")
 #: Prefix of a result moved out of the way while its replacement is renamed into place.
 ASIDE = ".old-"
 
@@ -123,7 +123,7 @@ CONFIG_SCHEMA = {
         "seed",
     ],
     "properties": {
-        "arch": {"enum": list(ARCHS)},
+        "arch": {"enum": list(ALL_ARCHS)},
         "profile": {"type": "string"},
         "tau": _NUMBER,
         "dropout": _NUMBER,

@@ -183,3 +183,13 @@ def test_the_model_builder_is_in_the_run_key_and_the_run_layer_is_not():
     closure = {p.name for p in provenance.closure(provenance.RUN_ROOTS)}
     assert {"models.py", "attention.py", "train.py", "probe.py", "rank.py"} <= closure
     assert not {"runs.py", "store.py", "grid.py", "dynamics.py", "temp.py", "glossary.py"} & closure
+
+
+@pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
+def test_every_architecture_is_stored_and_read_back(arch, private_store):
+    """Every architecture a config accepts (the study's BERT too) has a store folder the store reads back."""
+    r = store.run(resolve_config(arch, "ci", max_steps=4, warmup_steps=0, rank_every=2))
+    assert r.fresh and r.path.name.startswith(f"{arch}-") and r.summary["status"] == "complete"
+    again = store.run(resolve_config(arch, "ci", max_steps=4, warmup_steps=0, rank_every=2))
+    assert not getattr(again, "fresh", False) and again.key == r.key
+    assert store.read(r.path).summary["final_val_loss"] == r.summary["final_val_loss"]
