@@ -36,6 +36,7 @@ from . import runs as run_tables
 from .baselines import BASELINES, baseline_losses, flops_per_token, gaps
 from .errors import ConfigError, check_positive_int
 from .glossary import ARCH_NAMES, fmt, fmt_setting, largest_first
+from .grid import sweep
 from .plots import learned as lplots
 from .profiles import MLM_ARCHS, resolve_config, resolve_profile
 from .section import Figure, Section, Table, gap_text, worth
@@ -610,8 +611,6 @@ def gpu_check(out, profile: str = "paper", *, seeds: int = 3, max_steps: int | N
     from pathlib import Path
 
     from scipy import stats as scistats
-
-    from .grid import sweep
 
     configs = check_configs(profile, seeds=seeds, max_steps=max_steps)
     folder = Path(out)
