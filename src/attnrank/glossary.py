@@ -273,14 +273,18 @@ def fmt_estimate(e, digits: int = 2, *, n: bool = True, percent: bool = False) -
     (as many as its width needs for one significant digit, up to ``digits + 2``): ``0.001 [−0.012, 0.014]``, never
     ``0.000992 [−0.012, 0.014]``. An interval narrower still writes each number as a power of ten
     (:func:`fmt_sci`: ``1.1×10⁻⁵ [2.0×10⁻⁷, 1.0×10⁻⁶]``, never ``0.000000 [0.000000, 0.000001]`` nor a point
-    ``0.0000 [0.0000, 0.0000]``). Values from ``1e5``, a missing bound or a zero-width interval fall back to
-    :func:`fmt` for each number. ``n=False`` leaves out the count; ``percent=True`` writes fractions as
+    ``0.0000 [0.0000, 0.0000]``). An interval of no width (every resample gave the same value: too few runs, or
+    none that differ) is written as such, ``−1.00 in every resample``, never as ``[−1.00, −1.00]``. Values from
+    ``1e5`` or a missing bound fall back to :func:`fmt` for each number. ``n=False`` leaves out the count; ``percent=True`` writes fractions as
     percentages.
     """
     values = [e.value, e.low, e.high]
     finite = not any(_missing(v) for v in values)
     scale = 100.0 if percent else 1.0
     width = (float(e.high) - float(e.low)) * scale if finite else math.nan
+    if finite and width == 0:  # every resample gave the same value: too few runs (or no spread) for an interval
+        s = f"{fmt(e.value, digits, percent=percent)} in every resample"
+        return f"{s}, n = {e.n}" if n else s
     need = -math.floor(math.log10(width)) if finite and width > 0 else None
     if need is not None and max(abs(float(v)) * scale for v in values) < 1e5 and need <= int(digits) + 2:
         d = max(int(digits), need)

@@ -338,32 +338,34 @@ def plan_parts(profile: str = "auto") -> dict:
     """The runs of a cold build at ``profile``, by part, and the runs the next analyses would add, by part.
 
     Returns ``{"build": {part: configs}, "next": {part: configs}}``. ``build``: the shared grid
-    (:func:`attnrank.experiments.main_sweep`), the sequence-length runs and the causal chapter's runs, as
-    :func:`attnrank.experiments.book_runs` trains them. ``next``: one more seed of every setting of the
-    shared grid (a third at the default profile's two); the causal 2 x 2 and twins for GPT-2 at the profile's own sizes (five seeds); the shared
-    grid again on a second corpus (the same configs, so the same cost). A fine temperature grid at
-    initialisation needs no training and is not listed.
+    (:func:`attnrank.experiments.main_sweep`), the study's BERT beside it, the sequence-length runs and the causal
+    chapter's runs, as :func:`attnrank.experiments.book_runs` trains them. ``next``: one more seed of every setting
+    of the shared grid; the causal 2 x 2 and twins of both models at the profile's own sizes (the grid's seeds),
+    where the models learn; the shared grid again on a second corpus (the same configs, so the same cost). A fine
+    temperature grid at initialisation needs no training and is not listed.
     """
     profile = resolve_profile(profile)
     main = experiments.main_sweep(profile)
     seeds = experiments.sweep_defaults(profile)["seeds"]
-    third = [c for c in experiments.main_sweep(profile, seeds=len(seeds) + 1) if c not in set(main)]
+    more = [c for c in experiments.main_sweep(profile, seeds=len(seeds) + 1) if c not in set(main)]
     s = experiments.twin_scale(0.01)
     cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
     causal_default = [
-        resolve_config("gpt2", profile, seed=seed, **experiments.P3_CONDITIONS, **cell)
+        resolve_config(a, profile, seed=seed, **experiments.P3_CONDITIONS, **cell)
+        for a in ("gpt2", "modernbert")
         for cell in cells
-        for seed in range(5)
+        for seed in seeds
     ]
     return {
         "build": {
             "shared grid": main,
+            "the study's BERT": experiments.study_bert_sweep(profile),
             "sequence lengths": experiments.seq_len_sweep(profile),
             "causal chapter": experiments.causal_runs(profile),
         },
         "next": {
-            f"one more seed of the shared grid (seed {len(seeds)})": third,
-            "causal 2 × 2 for GPT-2 at the default sizes": causal_default,
+            f"one more seed of the shared grid (seed {len(seeds)})": more,
+            "causal 2 × 2 of both models at the default sizes": causal_default,
             "the shared grid on a second corpus": list(main),
         },
     }

@@ -463,7 +463,7 @@ def test_head_dim_scatter_annotates_each_panel_with_its_rho():
     )
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     # the corner text of a panel: its rho and runs, then the reference lines outside the y-range
-    assert texts == ["ρ = −1.00 [−1.00, −1.00]\nn = 6 runs\nunigram 9.00 (above the scale)"] * 2 + [
+    assert texts == ["ρ = −1.00 in every resample\nn = 6 runs\nunigram 9.00 (above the scale)"] * 2 + [
         "ρ = −0.50 [−0.90, 0.10]\nn = 6 runs\nunigram 9.00 (above the scale)",
         "ρ = 0.20 [−0.40, 0.70]\nn = 5 runs\nunigram 9.00 (above the scale)",
     ]

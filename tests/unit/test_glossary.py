@@ -96,6 +96,9 @@ def test_fmt_estimate_writes_value_interval_and_n():
     assert fmt_estimate(Estimate(0.0021, 0.002, 0.0022, 6, "t"), 2, n=False) == "0.0021 [0.0020, 0.0022]"
     assert fmt_estimate(Estimate(-0.0004, -0.004, 0.003, 5, "t"), 3, n=False) == "0.000 [\u22120.004, 0.003]"
     assert fmt_estimate(Estimate(0.123, 0.08, 0.15, 30, "t"), 0, percent=True) == "12% [8%, 15%], n = 30"
+    # an interval of no width is never printed as one: every resample gave the same value (few runs, no spread)
+    assert fmt_estimate(Estimate(-1.0, -1.0, -1.0, 4, "t")) == "\u22121.00 in every resample, n = 4"
+    assert fmt_estimate(Estimate(0.016, 0.016, 0.016, 2, "t"), 3, n=False) == "0.016 in every resample"
     # at most two decimals more than asked; an interval narrower still is written in powers of ten, not as
     # "0.000000 [0.000000, 0.000001]" (headdim's lever table) nor as a point "0.0000 [0.0000, 0.0000]"
     assert fmt_estimate(Estimate(2.6e-7, 1e-7, 1.1e-6, 5, "t"), 2, n=False) == ("2.6×10⁻⁷ [1×10⁻⁷, 1.1×10⁻⁶]")
