@@ -195,6 +195,26 @@ book.publish(temp.section(**params))
 # its argmax, which can only move the rank from the uniform causal value toward the number of distinct argmax columns
 # (P2); the figure shows on which side of the dotted line each temperature lies.
 #
+# ## Where the initial rank peaks: a fine grid
+#
+# The trained grid is coarse (its values are far apart), so it cannot say where the rank peaks. At initialisation
+# no training is needed, so the book also measures freshly initialised models on a fine grid of
+# {glue:text}`temp_fine_n` temperature ratios from {glue:text}`temp_fine_min` to {glue:text}`temp_fine_max`, each a
+# factor of {glue:text}`temp_fine_factor` from the next ({glue:text}`temp_fine_seeds` seeds a setting). On the
+# effective rank the mean peaks at {glue:text}`temp_fine_peak_modernbert_effective_rank` for ModernBERT and at
+# {glue:text}`temp_fine_peak_gpt2_effective_rank` for GPT-2; on the study's absolute rule at
+# {glue:text}`temp_fine_peak_modernbert_rank_atol_1e-8` (ModernBERT) and
+# {glue:text}`temp_fine_peak_gpt2_rank_atol_1e-8` (GPT-2). The table gives every measure.
+#
+# ```{glue:figure} temp_fine
+# :name: fig-temp_fine
+#
+# {glue:md}`temp_fine__caption`
+# ```
+#
+# ```{glue} temp_fine_peaks
+# ```
+#
 # ## The detailed setting against $\tau = 1$: rank through training
 #
 # The probe measured the ranks every few steps. {numref}`fig-temp_rank_curves` shows the mean over heads, layers and

@@ -207,7 +207,8 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
     """The pre-registered targets of :data:`TARGETS` on the runs at ``tau = 1``: one row per architecture.
 
     Columns: ``arch``, ``baseline``, ``target`` (nats below it), ``runs`` (at ``tau = 1``), ``worst_gap``
-    (the largest gap of a seed, nats; negative is below), ``mean_gap``, ``two_sided_gap`` and
+    (the largest gap of a seed, nats; negative is below), ``worst_head_dim`` (the head dimension of that run when
+    the runs have several, else None), ``mean_gap``, ``two_sided_gap`` and
     ``context_free_gap`` (means, BERT),
     ``attention_gain`` (mean, nats; NaN when :func:`gaps` has none), ``worst_gain`` (the smallest) and ``met``
     (every run at least ``target`` below its baseline, with attention worth at least
@@ -221,6 +222,12 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
         if not len(a):
             continue
         worst = float(a[f"gap_{base}"].max()) if a[f"gap_{base}"].notna().all() else math.nan
+        # which setting the worst run has, when the tau = 1 runs span several head dimensions
+        worst_head_dim = (
+            int(a.loc[a[f"gap_{base}"].idxmax(), "head_dim"])
+            if "head_dim" in a and a.head_dim.nunique() > 1 and math.isfinite(worst)
+            else None
+        )
         gains = a.attention_gain.astype(float) if "attention_gain" in a else pd.Series([math.nan])
         worst_gain = float(gains.min()) if gains.notna().all() else math.nan
         rows.append(
@@ -230,6 +237,7 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
                 "target": nats,
                 "runs": len(a),
                 "worst_gap": worst,
+                "worst_head_dim": worst_head_dim,
                 "mean_gap": float(a[f"gap_{base}"].mean()),
                 "two_sided_gap": float(a.gap_two_sided.mean()),
                 "context_free_gap": float(a.gap_context_free.mean()),
@@ -268,6 +276,8 @@ def targets_text(table: pd.DataFrame) -> str:
     for r in table.itertuples():
         label = _LABELS[r.arch]
         worst = gap_text(r.worst_gap)
+        if getattr(r, "worst_head_dim", None) is not None and not pd.isna(r.worst_head_dim):
+            worst += f" (head dimension {int(r.worst_head_dim)})"
         two = f"; two-sided: mean {gap_text(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
         two += f"; context-free: mean {gap_text(r.context_free_gap)}" if math.isfinite(r.context_free_gap) else ""
         parts.append(

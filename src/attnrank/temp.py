@@ -63,6 +63,9 @@ __all__ = [
     "temperature_loss_summary",
     "rank_finding",
     "loss_finding",
+    "FINE_TAUS",
+    "FINE_SEEDS",
+    "fine_peaks",
 ]
 
 
@@ -309,6 +312,62 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
 PARAMETERS = ("profile", "seeds", "taus", "head_dims", "tau", "dataset")
 #: The stock temperature ratio, the study's baseline.
 STOCK = 1.0
+#: The fine temperature grid at initialisation (no training): 25 ratios a factor of sqrt(2) apart, from 1e-3 to 4.1,
+#: so a peak of the initial rank is located between grid values at most a factor of 1.5 apart.
+FINE_TAUS = tuple(float(f"{1e-3 * 2 ** (k / 2):.3g}") for k in range(25))
+#: Seeds of the fine grid (freshly initialised models; the initial rank varies little between seeds).
+FINE_SEEDS = 2
+
+
+def _fine_peak_text(r) -> str:
+    """Where a row of :func:`fine_peaks` puts the largest mean, in words."""
+    if not math.isnan(r.flat_to):
+        end = " (the grid's hot end)" if r.edge else ""
+        return f"flat at its largest from τ = {fmt_setting(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
+    if r.edge:
+        return f"at the grid's {'cold' if math.isnan(r.low) else 'hot'} end, τ = {fmt_setting(r.peak_tau)}"
+    return f"τ = {fmt_setting(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
+
+
+def fine_peaks(fine: pd.DataFrame) -> pd.DataFrame:
+    """Where each rank measure peaks on the fine temperature grid at initialisation, per architecture.
+
+    Args:
+        fine: one row per ``arch, tau, seed`` with a column per measure of :data:`RANK_MEASURES` (the rows of
+            :func:`attnrank.baselines.init_means`).
+
+    Returns one row per ``arch, measure``: ``peak_tau`` (the grid value with the largest mean over seeds),
+    ``low`` and ``high`` (its neighbours on the grid, between which the peak lies; NaN at the grid's edge),
+    ``factor`` (``high / low``, the width of the bracket), ``peak`` (the mean there), ``edge`` (the largest
+    mean lies at an end of the grid: the grid does not locate a peak) and ``flat_to``: where several grid values
+    share the largest mean (a measure saturated at its maximum, such as a count that reaches ``n``), the last of
+    them (``peak_tau`` is the first), else NaN.
+    """
+    rows = []
+    for (arch, measure), d in fine.melt(
+        id_vars=["arch", "tau", "seed"], value_vars=list(RANK_MEASURES), var_name="measure"
+    ).groupby(["arch", "measure"], sort=False):
+        means = d.groupby("tau").value.mean().sort_index()
+        taus = means.index.to_numpy(float)
+        values = means.to_numpy()
+        i = int(np.argmax(values))
+        top = np.nonzero(values >= values[i] - 1e-9 * max(1.0, abs(values[i])))[0]
+        low = taus[i - 1] if i > 0 else math.nan
+        high = taus[top[-1] + 1] if top[-1] < len(taus) - 1 else math.nan
+        rows.append(
+            dict(
+                arch=arch,
+                measure=measure,
+                peak_tau=float(taus[i]),
+                low=float(low),
+                high=float(high),
+                factor=float(high / low) if i not in (0, len(taus) - 1) else math.nan,
+                peak=float(means.iloc[i]),
+                edge=i in (0, len(taus) - 1) or top[-1] == len(taus) - 1,
+                flat_to=float(taus[top[-1]]) if len(top) > 1 else math.nan,
+            )
+        )
+    return pd.DataFrame(rows)
 
 
 def rank_finding(rank_v: dict) -> str:
@@ -421,6 +480,54 @@ def section(
     # rank at initialisation against temperature, every measure
     ranks_long = runs.long_form(tsweep)
     refs = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
+    # the fine grid at initialisation: no training, every rank measure
+    fine = baselines.init_means(
+        [
+            resolve_config(a, profile, tau=t, seed=s, dataset=dataset)
+            for a in ARCHS
+            for t in FINE_TAUS
+            for s in range(FINE_SEEDS)
+        ],
+        measures=RANK_MEASURES,
+    )
+    peaks = fine_peaks(fine)
+    glue.update(
+        {
+            "temp_fine_n": len(FINE_TAUS),
+            "temp_fine_min": fmt_setting(min(FINE_TAUS)),
+            "temp_fine_max": fmt_setting(max(FINE_TAUS)),
+            "temp_fine_factor": fmt(FINE_TAUS[1] / FINE_TAUS[0], 2),
+            "temp_fine_seeds": FINE_SEEDS,
+            **{f"temp_fine_peak_{r.arch}_{r.measure}": _fine_peak_text(r) for r in peaks.itertuples()},
+        }
+    )
+    tables.append(
+        Table(
+            "temp_fine_peaks",
+            peaks.assign(
+                model=peaks.arch.map(ARCH_LABELS),
+                measure=peaks.measure.map(MEASURE_LABELS),
+                where=[_fine_peak_text(r) for r in peaks.itertuples()],
+            )[["model", "measure", "where", "peak"]].rename(
+                columns={"where": "largest mean initial rank", "peak": "mean rank there"}
+            ),
+            digits=2,
+        )
+    )
+    fine_long = fine.melt(
+        id_vars=["arch", "tau", "seed"], value_vars=list(RANK_MEASURES), var_name="measure", value_name="value"
+    )
+    fine_figure = Figure(
+        "temp_fine",
+        sweeps.by_setting(fine_long, "tau", facet="measure", baseline=STOCK, refs=refs),
+        fine_long,
+        f"Mean initial attention rank against the temperature ratio $\\tau$ on a fine grid ({len(FINE_TAUS)} values a "
+        f"factor of {fmt(FINE_TAUS[1] / FINE_TAUS[0], 2)} apart, log axis), one panel per rank measure; freshly "
+        f"initialised ModernBERT and GPT-2, {FINE_SEEDS} seeds a setting (mean with ±1 sd bars), no training. "
+        f"Dotted: uniform attention over $n$ = {n_tok} tokens (causal for GPT-2). Dashed black: $\\tau = 1$.",
+        "One panel per rank measure: mean initial attention rank against temperature on a fine log grid, for "
+        "ModernBERT and GPT-2, with dotted lines for uniform attention.",
+    )
     figures = [
         Figure(
             "temp_rank_vs_tau",
@@ -463,6 +570,7 @@ def section(
             "after training, beside dotted lines for uniform attention.",
         ),
     )
+    figures.append(fine_figure)
     grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
     rank_v = {mm: rules.temperature_rank(grid_runs, f"initial_{mm}", stock=STOCK, cold=tau_min) for mm in RANK_MEASURES}
     rv = rank_v[m]

@@ -101,6 +101,10 @@ def test_targets_are_met_only_when_every_seed_is_below_by_the_margin(fixed_basel
     assert t.loc["modernbert", "met"] and t.loc["modernbert", "runs"] == 2
     assert t.loc["modernbert", "worst_gain"] == pytest.approx(0.31)
     # below by the target, but attention worth too little in one seed: not met
+    assert t.loc["gpt2", "worst_head_dim"] is None  # one setting: the worst run needs no name
+    # runs at two head dimensions: the sentence names the worst run's
+    two = runs.assign(head_dim=[32, 8, 32, 8, 32])
+    assert "worst run 0.25 nats below (head dimension 8)" in learned.targets_text(learned.targets(two))
     weak = runs.assign(attention_gain=np.where(runs.final_val_loss == 4.5, 0.29, runs.attention_gain))
     assert not learned.targets(weak).set_index("arch").loc["modernbert", "met"]
     assert t.loc["modernbert", "two_sided_gap"] == pytest.approx(0.05)

@@ -9,6 +9,7 @@ import pytest
 from attnrank import rules as sv
 from attnrank import stats, temp
 from attnrank.errors import ConfigError
+from attnrank.rank import RANK_MEASURES
 
 TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
 HEAD_DIMS = (4, 8, 16, 32)
@@ -212,3 +213,25 @@ def test_bad_input():
         sv.temperature_rank(runs.drop(columns="tau"), "y")
     with pytest.raises(ConfigError, match="stock"):
         sv.temperature_rank(runs, "y", stock=0.5)
+
+
+def test_fine_peaks_bracket_a_known_peak_between_its_grid_neighbours():
+    """The fine grid at initialisation: a constructed rank that peaks at tau = 0.016 (a grid value) is located there,
+    between its neighbours a factor of sqrt(2) apart; a measure that rises to the grid's end is marked as an edge."""
+    taus = np.array(temp.FINE_TAUS)
+    assert taus.min() == 0.001 and taus.max() > 4 and np.all(taus[1:] / taus[:-1] <= 1.5)
+    rows = []
+    for arch in ("modernbert", "gpt2"):
+        for seed in (0, 1):
+            for t in taus:
+                peaked = 10 - (np.log(t) - np.log(0.016)) ** 2 + 0.01 * seed
+                rows.append(
+                    {"arch": arch, "tau": t, "seed": seed, **{m: peaked for m in RANK_MEASURES}, "stable_rank": t}
+                )
+    peaks = temp.fine_peaks(pd.DataFrame(rows)).set_index(["arch", "measure"])
+    p = peaks.loc[("gpt2", "effective_rank")]
+    assert p.peak_tau == pytest.approx(0.016, rel=0.05) and not p.edge
+    assert p.low < p.peak_tau < p.high and p.factor == pytest.approx(2.0, rel=0.02)
+    assert p.peak == pytest.approx(10.005, abs=0.01)
+    edge = peaks.loc[("modernbert", "stable_rank")]
+    assert edge.edge and edge.peak_tau == taus.max() and np.isnan(edge.high) and np.isnan(edge.factor)
