@@ -25,7 +25,7 @@
 # proved and checked in the high-rank-target chapter). An effect of $\tau$ on the loss is, in that sense, an effect of
 # initialisation scale and step size.
 #
-# So we ask the data three questions, on ModernBERT {cite}`devlin2019bert` and GPT-2 {cite}`radford2019language` trained
+# So we ask the data three questions, on ModernBERT {cite}`warner2024modernbert` and GPT-2 {cite}`radford2019language` trained
 # from scratch:
 #
 # 1. **Association.** Across the runs of the shared sweep, does a higher initial mean rank go with a lower final

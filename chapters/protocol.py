@@ -12,8 +12,8 @@
 # The study {cite}`min2023efficiency` compared the stock temperature $T = \sqrt{d_h}$ ($\tau = 1$)
 # with $T = 0.001\sqrt{d_h}$ ($\tau = 10^{-3}$), counted as rank the singular values above
 # $10^{-8}$, and averaged that count over layers, heads and **4 training plus 4 test examples** of
-# one ModernBERT {cite}`devlin2019bert` and one GPT-2 {cite}`radford2019language` per temperature; the
-# reviewers asked whether four examples are enough. Our runs record every measure for each of
+# one BERT {cite}`devlin2019bert` and one GPT-2 {cite}`radford2019language` per temperature; the
+# reviewers asked whether four examples are enough. Our runs (ModernBERT and GPT-2) record every measure for each of
 # {glue:text}`protocol_n_val` held-out sequences and {glue:text}`protocol_n_train` training blocks
 # at every probe step, so we replay that protocol many times on the book's main grid (no new runs)
 # beside ours. With probes on a log-spaced schedule early in training we also ask from which step

@@ -22,7 +22,7 @@
 #
 # $$A = \operatorname{softmax}\!\left(\frac{QK^\top}{T}\right), \qquad T = \tau\sqrt{d_\mathrm{head}},$$
 #
-# so the temperature *ratio* $\tau = 1$ is the stock ModernBERT {cite}`devlin2019bert` and GPT-2
+# so the temperature *ratio* $\tau = 1$ is the stock ModernBERT {cite}`warner2024modernbert` and GPT-2
 # {cite}`radford2019language`, and $\tau = 10^{-3}$ is the study's cold setting. This chapter sweeps $\tau$ over a
 # grid of {glue:text}`temp_grid_text`, trains both models from scratch at every grid point with several seeds, and
 # asks two separate questions:
