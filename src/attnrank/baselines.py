@@ -55,7 +55,7 @@ from .data import dataset_fingerprint
 from .errors import ConfigError, check_choice
 from .models import build_model, model_from_config, tokenizer_pad_id
 from .probe import attention_logits, attention_probabilities
-from .profiles import ALL_ARCHS, ARCHS, MLM_ARCHS, RunConfig, resolve_config
+from .profiles import ALL_ARCHS, ARCH_ORDER, ARCHS, MLM_ARCHS, RunConfig, resolve_config
 from .rank import MEASURES, rank_measures
 from .theory import monte_carlo_rank, taylor_rank_bound
 from .train import prepare_data
@@ -624,7 +624,7 @@ def _reference(a: pd.DataFrame, reference_tau: float) -> pd.DataFrame:
 
 
 def _archs(runs: pd.DataFrame) -> list:
-    return [a for a in ("gpt2", "modernbert", "bert") if a in set(runs.arch)]
+    return [a for a in ARCH_ORDER if a in set(runs.arch)]
 
 
 def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:

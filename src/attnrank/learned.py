@@ -38,7 +38,7 @@ from .errors import ConfigError, check_positive_int
 from .glossary import ARCH_NAMES, fmt, fmt_setting, largest_first
 from .grid import sweep
 from .plots import learned as lplots
-from .profiles import MLM_ARCHS, resolve_config, resolve_profile
+from .profiles import ARCH_ORDER, MLM_ARCHS, resolve_config, resolve_profile
 from .section import Figure, Section, Table, gap_text, worth
 
 __all__ = [
@@ -74,7 +74,7 @@ PARAMETERS = ("profile", "seeds", "dataset")
 #: below ``baseline`` with attention worth at least :data:`attnrank.rules.LEARNED_WORTH` nats; the learned gate
 #: of every verdict on trained models is this target (:func:`attnrank.rules.learned_gate`). The study's BERT is
 #: held to the same target, for the record.
-TARGETS = {a: ("bigram", rules.LEARNED_MARGIN) for a in ("gpt2", "modernbert", "bert")}
+TARGETS = {a: ("bigram", rules.LEARNED_MARGIN) for a in ARCH_ORDER}
 
 _LABELS = ARCH_NAMES
 
@@ -102,7 +102,7 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
         raise ConfigError("runs", "got no runs; a regime is computed from the runs a verdict rests on")
     g = gaps(runs)
     parts = []
-    for arch in [a for a in ("gpt2", "modernbert", "bert") if a in set(g.arch)]:
+    for arch in [a for a in ARCH_ORDER if a in set(g.arch)]:
         a = g[g.arch == arch]
         ref = a[np.isclose(a.tau, reference_tau)]
         at = f" at τ = {fmt_setting(reference_tau)}" if len(ref) and len(ref) < len(a) else ""
@@ -134,7 +134,7 @@ def attention_table(runs: pd.DataFrame) -> pd.DataFrame:
     if "attention_gain" not in g:
         g = g.assign(attention_gain=math.nan)
     g = g.assign(content_free_gap=g.gap_bigram + g.attention_gain)
-    order = {a: i for i, a in enumerate(("gpt2", "modernbert", "bert"))}
+    order = {a: i for i, a in enumerate(ARCH_ORDER)}
     t = (
         g.groupby(["arch", "tau"])
         .agg(

@@ -48,6 +48,7 @@ __all__ = [
     "ARCHS",
     "ALL_ARCHS",
     "MLM_ARCHS",
+    "ARCH_ORDER",
     "BERT_SPECIALS",
     "TAU_RANGE",
     "QK_SCALE_RANGE",
@@ -79,6 +80,8 @@ ARCHS = ("modernbert", "gpt2")
 #: Every architecture a run can have: the book's two and the study's BERT (post-LN, learned absolute
 #: positions), which the chapter "Have the models learned?" trains beside ModernBERT.
 ALL_ARCHS = ("bert", "modernbert", "gpt2")
+#: The order in which every table, figure and sentence names the architectures: GPT-2, ModernBERT, the study's BERT.
+ARCH_ORDER = ("gpt2", "modernbert", "bert")
 #: The masked-LM architectures (the others are causal LMs).
 MLM_ARCHS = ("bert", "modernbert")
 #: The special tokens of the masked LMs' WordPiece tokenizer (:mod:`attnrank.data`), with ids 0 to 4 in this

@@ -24,6 +24,7 @@ import pandas as pd
 
 from .errors import ConfigError
 from .glossary import ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting
+from .profiles import ARCH_ORDER
 from .verdicts import INCONCLUSIVE, VERDICTS
 from .verdicts import Verdict as JudgedVerdict
 
@@ -367,7 +368,7 @@ def regime_brief(
 
 def _gate_order(gate) -> list:
     """The architectures of a learned gate in the order every regime clause names them: GPT-2, BERT, then others."""
-    order = ("gpt2", "modernbert", "bert")
+    order = ARCH_ORDER
     return [a for a in order if a in gate.gaps] + [a for a in gate.gaps if a not in order]
 
 

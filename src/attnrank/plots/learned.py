@@ -9,6 +9,7 @@ import seaborn as sns
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
 from ..glossary import ARCH_LABELS
+from ..profiles import ARCH_ORDER
 from . import figure_legend, new_figure
 from .style import BASELINE_COLOR, check_columns, fmt_tau
 
@@ -51,7 +52,7 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
             baseline columns).
     """
     check_columns(curves, ["arch", "tau", "seed", "flop", "val_loss", *BASELINE_STYLES], "curves")
-    archs = [a for a in ("gpt2", "modernbert", "bert") if a in set(curves.arch)]
+    archs = [a for a in ARCH_ORDER if a in set(curves.arch)]
     fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
     taus = sorted(curves.tau.unique(), reverse=True)
     palette = dict(zip(taus, sns.color_palette("colorblind", len(taus))))
@@ -100,7 +101,7 @@ def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: 
         x: ``"flop"`` or ``"cpu_seconds"``.
     """
     check_columns(table, ["arch", "variant", "lever", x, "gap_bigram", "gap_two_sided"], "table")
-    archs = [a for a in ("gpt2", "modernbert", "bert") if a in set(table.arch)]
+    archs = [a for a in ARCH_ORDER if a in set(table.arch)]
     fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
     levers = list(dict.fromkeys(table.lever))
     palette = dict(zip(levers, sns.color_palette("colorblind", len(levers))))
