@@ -38,7 +38,7 @@
 # training and the final loss, and the twin gap (“τ” minus twin, zero if P3 holds).
 
 # %% tags=["parameters", "hide-input"]
-profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 tau: float = 0.01  # temperature ratio of the intervention, beside the stock ratio 1 and its twin
 eval_taus: list = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]  # evaluation temperature ratios of the trained models

@@ -25,7 +25,7 @@
 #    every layer and head?
 
 # %% tags=["parameters", "hide-input"]
-profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's

@@ -20,7 +20,7 @@
 # server, no network.
 
 # %% tags=["parameters", "remove-cell"]
-profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's

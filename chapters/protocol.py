@@ -20,7 +20,7 @@
 # the rank predicts the final one (the study: the rank settles early).
 
 # %% tags=["parameters", "hide-input"]
-profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 n_draws: int = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature
 dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare

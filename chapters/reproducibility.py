@@ -16,7 +16,7 @@
 # the build log at the end is read from the build's own log file by every build, without executing the page again.
 
 # %% tags=["parameters", "hide-input"]
-profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
@@ -56,7 +56,7 @@ book.publish(reproducibility.section(**params))
 # ## The scale of each verdict
 #
 # Each verdict of this build ({glue:text}`repro_profile` profile) and the runs it rests on: their
-# profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A `long`
+# profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A `scale`
 # or `paper` build computes the same verdicts on longer-trained or larger models.
 
 # %% [markdown]

@@ -35,7 +35,7 @@
 # `tests/test_theory.py`).
 
 # %% tags=["parameters", "hide-input"]
-profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or long
+profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 seed: int = 0  # seed of the random logit matrices every check draws
 head_dims: list = None  # head dimensions of the grid; None: the profile's
 mc_samples: int = None  # random matrices per Monte Carlo estimate; None: the profile's

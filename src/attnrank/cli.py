@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         t.add_argument(flag, type=_typed(kind), default=None, **kw)
 
     t.add_argument("--arch", required=True, help=f"{', '.join(ALL_ARCHS)}")
-    t.add_argument("--profile", default="auto", help="ci, quick, paper, long or auto (default)")
+    t.add_argument("--profile", default="auto", help="ci, quick, paper, scale or auto (default)")
     number("--tau", float, help="temperature ratio: logits / (tau * sqrt(head_dim))")
     number("--num-heads", int)
     number("--head-dim", int)
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
     s = sub.add_parser("sweep", help="train (or find) every run the book's chapters need, before building it")
-    s.add_argument("--profile", default="auto", help="ci, quick, paper, long or auto (default)")
+    s.add_argument("--profile", default="auto", help="ci, quick, paper, scale or auto (default)")
     s.add_argument(
         "--dataset",
         default=None,

@@ -79,7 +79,7 @@ SWEEP_DEFAULTS = {
     "quick": dict(taus=QUICK_TAU_GRID, head_dims=(8, 32), seeds=(0, 1, 2)),
     "paper": dict(taus=TAU_GRID, head_dims=(16, 32, 64, 128), seeds=(0, 1, 2)),
 }
-SWEEP_DEFAULTS["long"] = dict(SWEEP_DEFAULTS["quick"])  # the quick grid, trained ten times longer
+SWEEP_DEFAULTS["scale"] = dict(SWEEP_DEFAULTS["quick"])  # the quick grid, trained SCALE_FACTOR times longer
 
 
 def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> dict:
@@ -218,7 +218,7 @@ P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 
 CELLS = ("stock", "init", "lr", "twin", "tau")
 #: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
 #: (:data:`attnrank.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
-#: steps, at ``paper`` and ``long`` the ``quick`` sizes, so that the 50 runs of the chapter fit the
+#: steps, at ``paper`` and ``scale`` the ``quick`` sizes (where the models learn), so that the 50 runs of the chapter fit the
 #: build's time budget.
 PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
 

@@ -7,8 +7,9 @@ overrides (nanoGPT style): ``resolve_config("gpt2", profile="quick", tau=0.3)``.
 * ``quick``: the CPU default, a run of about a minute on one core, whose GPT-2 ends below a bigram
   count model (the recipe study, :mod:`attnrank.recipe`);
 * ``paper``: for a GPU, sizes close to BERT-small / GPT-2-small;
-* ``long``: the ``quick`` sizes trained ten times as many steps, on a CPU (hours; opt-in
-  with ``ATTNRANK_PROFILE=long``, never the default).
+* ``scale``: the scale check of ``quick``: its sizes and grid trained :data:`SCALE_FACTOR` times as many
+  steps, and the causal chapter's runs at ``quick`` sizes, where the models learn (a background build of
+  about an hour and a half on two cores; opt-in with ``ATTNRANK_PROFILE=scale``, never the default).
 
 ``profile="auto"`` picks ``paper`` on CUDA and ``quick`` otherwise; the environment
 variable ``ATTNRANK_PROFILE`` overrides ``auto``. Every profile trains on the offline
@@ -41,6 +42,7 @@ from pathlib import Path
 from .errors import ConfigError, check_choice, check_int, check_real
 
 __all__ = [
+    "SCALE_FACTOR",
     "OFFLINE_DEFAULT",
     "check_dataset",
     "dataset_spec",
@@ -70,9 +72,11 @@ __all__ = [
 ]
 
 #: Profile names accepted everywhere (``auto`` resolves to one of the others).
-PROFILES = ("ci", "quick", "paper", "long")
-#: Profiles with the model sizes of another one (``long`` is ``quick`` trained longer).
-SIZES_OF = {"long": "quick"}
+PROFILES = ("ci", "quick", "paper", "scale")
+#: Profiles with the model sizes of another one (``scale`` is ``quick`` trained longer).
+SIZES_OF = {"scale": "quick"}
+#: How many times ``quick``'s steps the ``scale`` profile trains (with its warm-up, probe and logging intervals).
+SCALE_FACTOR = 3
 #: The book's two models: ModernBERT trained as a masked LM (rotary positions, pre-LayerNorm; the
 #: study's BERT does not leave its context-free plateau at CPU scale, so it is not the book's masked LM
 #: since 2026-12-04) and GPT-2 as a causal LM.
@@ -467,11 +471,14 @@ _PROFILE_DEFAULTS: dict[str, dict] = {
         mlm_probability=0.4,
     ),
 }
-# long: the quick sizes and optimiser, ten times the steps, the warm-up, the probe interval and the
+# scale: the quick sizes and optimiser, SCALE_FACTOR times the steps, the warm-up, the probe interval and the
 # logging interval (the probes at the same fractions of training, plus the early log-spaced ones)
-_PROFILE_DEFAULTS["long"] = dict(
+_PROFILE_DEFAULTS["scale"] = dict(
     _PROFILE_DEFAULTS["quick"],
-    **{k: 10 * _PROFILE_DEFAULTS["quick"][k] for k in ("max_steps", "warmup_steps", "rank_every", "log_every")},
+    **{
+        k: SCALE_FACTOR * _PROFILE_DEFAULTS["quick"][k]
+        for k in ("max_steps", "warmup_steps", "rank_every", "log_every")
+    },
 )
 
 
@@ -487,14 +494,15 @@ _PROFILE_DEFAULTS["long"] = dict(
 #: * The study's BERT trains 500: its loss stops moving on the context-free plateau (5.471 nats after 500
 #:   steps, 5.445 after 1000, against a context-free count model of 5.40).
 #:
-#: ``long`` is ``quick`` at ten times the steps.
+#: ``scale`` is ``quick`` at :data:`SCALE_FACTOR` times the steps.
 _QUICK_ARCH = {"bert": dict(max_steps=500), "modernbert": {}, "gpt2": dict(vocab_size=320)}
 ARCH_DEFAULTS: dict[str, dict[str, dict]] = {
     "ci": {},
     "quick": _QUICK_ARCH,
     "paper": {},
-    "long": {
-        a: {**v, **({"max_steps": 10 * v["max_steps"]} if "max_steps" in v else {})} for a, v in _QUICK_ARCH.items()
+    "scale": {
+        a: {**v, **({"max_steps": SCALE_FACTOR * v["max_steps"]} if "max_steps" in v else {})}
+        for a, v in _QUICK_ARCH.items()
     },
 }
 
@@ -542,7 +550,7 @@ def profile_defaults(profile: str = "auto", arch: str | None = None) -> dict:
 
 
 def base_profile(profile: str = "auto") -> str:
-    """The profile whose model sizes ``profile`` has: ``quick`` for ``long``, else ``profile`` resolved.
+    """The profile whose model sizes ``profile`` has: ``quick`` for ``scale``, else ``profile`` resolved.
 
     For per-profile settings that depend on sizes, not on training length (a chapter's
     Monte Carlo sizes, a preset of small runs).

@@ -497,7 +497,7 @@ _PROFILE_USE = {
     "ci": "tests and the CI build",
     "quick": "the default on a CPU",
     "paper": "a GPU",
-    "long": "longer training on a CPU (opt-in, hours)",
+    "scale": "the scale check: quick trained longer on a CPU (opt-in, a background build)",
 }
 
 

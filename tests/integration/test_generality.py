@@ -127,36 +127,41 @@ def test_cli_sweep_dataset(corpus, clean_env, capsys):
     assert len(err) == 1 and err[0].startswith("attnrank: error: dataset: got 'wikitext'")
 
 
-# ----------------------------------------------------------------------------- long profile
-def test_long_profile_is_quick_trained_ten_times_longer(clean_env):
-    quick, long = resolve_config("modernbert", "quick"), resolve_config("modernbert", "long")
+# ----------------------------------------------------------------------------- scale profile
+def test_scale_profile_is_quick_trained_three_times_longer(clean_env):
+    quick, scale = resolve_config("modernbert", "quick"), resolve_config("modernbert", "scale")
     sizes = ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size", "batch_size", "probe_size")
-    assert [getattr(long, f) for f in sizes] == [getattr(quick, f) for f in sizes]
-    assert long.max_steps == 10 * quick.max_steps == 10_000 and long.profile == "long"
-    assert resolve_config("bert", "long").max_steps == 10 * resolve_config("bert", "quick").max_steps == 5_000
-    assert resolve_config("gpt2", "long").max_steps == 10 * resolve_config("gpt2", "quick").max_steps == 10_000
-    assert long.warmup_steps == 10 * quick.warmup_steps and long.learning_rate == quick.learning_rate
-    assert "long" in PROFILES and base_profile("long") == "quick" and base_profile("ci") == "ci"
-    assert experiments.SWEEP_DEFAULTS["long"] == experiments.SWEEP_DEFAULTS["quick"]
+    assert [getattr(scale, f) for f in sizes] == [getattr(quick, f) for f in sizes]
+    assert scale.max_steps == 3 * quick.max_steps == 3_000 and scale.profile == "scale"
+    assert resolve_config("bert", "scale").max_steps == 3 * resolve_config("bert", "quick").max_steps == 1_500
+    assert resolve_config("gpt2", "scale").max_steps == 3 * resolve_config("gpt2", "quick").max_steps == 3_000
+    assert resolve_config("gpt2", "scale").vocab_size == resolve_config("gpt2", "quick").vocab_size == 320
+    assert scale.warmup_steps == 3 * quick.warmup_steps and scale.learning_rate == quick.learning_rate
+    assert "scale" in PROFILES and base_profile("scale") == "quick" and base_profile("ci") == "ci"
+    assert experiments.SWEEP_DEFAULTS["scale"] == experiments.SWEEP_DEFAULTS["quick"]
     assert resolve_profile("auto") in ("quick", "paper")  # never the default
-    clean_env.setenv("ATTNRANK_PROFILE", "long")
-    assert resolve_profile("auto") == "long"
-    assert book.check_parameters({"profile": "long"}, ("profile",)) == {"profile": "long"}
-    assert {(c.arch, c.max_steps) for c in experiments.main_sweep("auto")} == {("modernbert", 10_000), ("gpt2", 10_000)}
+    clean_env.setenv("ATTNRANK_PROFILE", "scale")
+    assert resolve_profile("auto") == "scale"
+    assert book.check_parameters({"profile": "scale"}, ("profile",)) == {"profile": "scale"}
+    assert {(c.arch, c.max_steps) for c in experiments.main_sweep("auto")} == {("modernbert", 3_000), ("gpt2", 3_000)}
+    # the causal chapter's 2 x 2 at the quick sizes and steps (where both models learn), three seeds
+    causal = experiments.causal_runs("scale")
+    assert {(c.profile, c.max_steps, c.hidden_size) for c in causal} == {("quick", 1000, 128)}
+    assert len(causal) == len(experiments.CELLS) * 3 * 2
 
 
 def test_chapters_size_per_profile_tables_by_the_base_profile():
     """A chapter with its own per-profile sizes (Monte Carlo samples, the toy task) looks them up
-    by :func:`base_profile`, so ``-p profile long`` runs it at the quick sizes instead of failing."""
+    by :func:`base_profile`, so ``-p profile scale`` runs it at the quick sizes instead of failing."""
     for path in sorted(CHAPTERS.glob("*.py")):
         source = path.read_text()
         assert "}[profile]" not in source and "DEFAULTS[profile]" not in source, path.name
 
 
-def test_long_profile_on_the_command_line(clean_env, capsys):
-    assert main(["sweep", "--profile", "long", "--chapters", "dynamics", "--dry-run"]) == 0
+def test_scale_profile_on_the_command_line(clean_env, capsys):
+    assert main(["sweep", "--profile", "scale", "--chapters", "dynamics", "--dry-run"]) == 0
     # 4 temperatures x 3 seeds x 2 models, and head dimension 8 at tau = 1 and 1e-3 (3 seeds, 2 models)
-    assert capsys.readouterr().out.startswith("36 runs of the long profile")
+    assert capsys.readouterr().out.startswith("36 runs of the scale profile")
 
 
 def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
@@ -169,6 +174,6 @@ def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
     assert quick.loc["seq_len", "scale"] == "ci" and quick.loc["seq_len", "steps"] == "160"
     assert quick.loc["seq_len", "model"] == "width 32 x 2 layers, n = 32/64/128/256"
     assert quick.loc["theory", "runs"] == 0 and "no trained models" in quick.loc["theory", "scale"]
-    long = experiments.verdict_scales("long").set_index("verdict")
-    assert long.loc["temp", "scale"] == "long" and long.loc["temp", "steps"] == f"{10 * gpt2}"
-    assert long.loc["seq_len", "scale"] == "quick"
+    scale = experiments.verdict_scales("scale").set_index("verdict")
+    assert scale.loc["temp", "scale"] == "scale" and scale.loc["temp", "steps"] == f"{3 * gpt2}"
+    assert scale.loc["seq_len", "scale"] == "ci" and scale.loc["causal", "scale"] == "quick"

@@ -342,9 +342,9 @@ def test_evaluating_outside_the_trainer_prints_no_loss_notice(arch, loss_type, c
 def test_arch_defaults_give_bert_half_the_quick_steps():
     assert resolve_config("bert", "quick").max_steps == 500
     assert resolve_config("gpt2", "quick").max_steps == 1000
-    # long is ten times quick for each architecture; ci and paper train both the same
+    # scale is three times quick for each architecture; ci and paper train both the same
     for arch in ("bert", "gpt2"):
-        assert resolve_config(arch, "long").max_steps == 10 * resolve_config(arch, "quick").max_steps
+        assert resolve_config(arch, "scale").max_steps == 3 * resolve_config(arch, "quick").max_steps
         assert profile_defaults("quick", arch)["max_steps"] == resolve_config(arch, "quick").max_steps
     assert ARCH_DEFAULTS["ci"] == {} and ARCH_DEFAULTS["paper"] == {}
     assert resolve_config("bert", "ci").max_steps == resolve_config("gpt2", "ci").max_steps

@@ -201,9 +201,9 @@ def test_presets_sit_beside_the_profiles_and_print():
     p["taus"].append(99.0)  # a copy: the preset itself is unchanged
     assert PRESETS["target"]["ci"]["taus"] == [0.01, 0.1, 1.0, 10.0]
     table = preset_table()
-    assert list(table.columns) == ["chapter", "size", "ci", "quick", "paper", "long"]
+    assert list(table.columns) == ["chapter", "size", "ci", "quick", "paper", "scale"]
     row = table[(table.chapter == "target") & (table["size"] == "n")].iloc[0]
-    assert (row.ci, row.quick, row.paper, row.long) == ("32", "64", "128", "64")  # long: the quick sizes
+    assert (row.ci, row.quick, row.paper, row.scale) == ("32", "64", "128", "64")  # scale: the quick sizes
     with pytest.raises(ConfigError) as err:
         preset("nope")
     assert err.value.param == "chapter"
