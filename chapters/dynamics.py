@@ -63,9 +63,12 @@ book.publish(dynamics.section(**params))
 # The deviations from the first version, and why, are in {doc}`changes`.
 #
 # We judge the claim on the primary measure, the **effective rank** (the exponential of the entropy of the normalised
-# singular values {cite}`roy2007effective`), and require both of its halves for both architectures:
+# singular values {cite}`roy2007effective`), over the runs that learned, each held to the target of {doc}`learned`
+# ({glue:text}`dynamics_n_learned`; a run at a cold temperature whose softmax never learned to attend keeps its rank
+# because it never trained its attention, which says nothing about training), and require both of its halves for both
+# architectures:
 #
-# * *predictive*: the 95% BCa bootstrap interval (over runs) of Spearman's $\rho$ between initial and final mean rank
+# * *predictive*: the 95% percentile bootstrap interval (over runs) of Spearman's $\rho$ between initial and final mean rank
 #   lies above {glue:text}`dynamics_rho_min` (it fails if the whole interval lies below it);
 # * *stable*: the 95% interval of the median relative change (exact, from order statistics) lies below the tolerance
 #   {glue:text}`dynamics_tolerance_pct` (it fails if the whole interval lies above it).
@@ -122,7 +125,7 @@ book.publish(dynamics.section(**params))
 # ## Does the initial rank predict the final rank?
 #
 # For each run we take the mean rank at the first probe (step 0) and at the last one, and compute Spearman's $\rho$
-# between them across all complete runs of an architecture, with a 95% BCa bootstrap interval that resamples runs
+# between them across the runs of an architecture that learned, with a 95% percentile bootstrap interval that resamples runs
 # (one run is one independent unit; the probe sequences of a run are not). The catch: across runs, the temperature
 # sets the initial rank, and it also shapes the whole training run. A high $\rho$ across the grid can therefore come
 # from $\tau$ alone ("runs with a small $\tau$ start high and end high"). To see whether the initial rank carries

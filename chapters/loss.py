@@ -73,17 +73,22 @@ book.publish(loss.section(**params))
 # The deviations from the first version, and why, are in {doc}`changes`.
 #
 # The outcome is the final validation loss and the rank is the initial mean rank on the primary measure, the
-# **effective rank** ({glue:text}`loss_primary_label`). For each architecture, two rank correlations, each with a 95%
-# interval from a bootstrap over runs:
+# **effective rank** ({glue:text}`loss_primary_label`). The rule reads the runs that learned, each held to the target
+# of {doc}`learned` ({glue:text}`loss_n_learned`): a run whose softmax never learned to attend says nothing about what
+# rank does to training. For each architecture, two rank correlations, each with a 95% interval from a bootstrap over
+# runs:
 #
-# * *association*: Spearman's $\rho$(initial rank, final validation loss) across all complete runs (BCa bootstrap);
-# * *within temperatures*: the same correlation with $\tau$ as a categorical fixed effect (ranks centred within each
-#   temperature; stratified bootstrap; stratified permutation $p$).
+# * *within temperatures* (decides): Spearman's $\rho$(initial rank, final validation loss) with $\tau$ as a
+#   categorical fixed effect (ranks centred within each temperature; stratified bootstrap; stratified permutation
+#   $p$). The claim is that a higher rank lowers the loss; across temperatures the temperature moves both, so only
+#   this correlation speaks to it;
+# * *association* (reported beside it): the same correlation across all those runs (percentile bootstrap).
 #
-# The claim predicts both below 0. An architecture's evidence is **supported** if both intervals lie below 0, **not
-# supported** if either lies wholly above 0, and **inconclusive at this scale** otherwise; the claim is supported if
-# both architectures are, not supported if either is not, inconclusive otherwise. When not supported, we state how
-# many runs would resolve a within-temperature correlation of {glue:text}`loss_rho_effect`. Convergence speed and the
+# The claim predicts the within-temperature correlation below 0. An architecture's evidence is **supported** if its
+# interval lies below 0, **not supported** if it lies wholly above 0, and **inconclusive at this scale** otherwise;
+# the claim is supported if both architectures are, not supported if either is not, inconclusive otherwise. When not
+# supported, we state how many runs would resolve a within-temperature correlation of {glue:text}`loss_rho_effect`.
+# Convergence speed and the
 # head-dimension grid are reported beside the verdict, not inside it: the former is censored and the latter has few
 # runs per panel.
 #
@@ -118,7 +123,7 @@ book.publish(loss.section(**params))
 # ## Association across the sweep, and what is left within a temperature
 #
 # For each architecture we correlate the initial mean rank (primary measure, measured at step 0) with the two outcomes
-# over all complete runs of the sweep: Spearman's $\rho$ with a 95% BCa bootstrap interval (resampling runs). The
+# over all complete runs of the sweep: Spearman's $\rho$ with a 95% percentile bootstrap interval (resampling runs). The
 # claim predicts $\rho < 0$ for both outcomes. Censored runs enter the convergence correlation with a step count of
 # {glue:text}`loss_cens_value` (later than any observed step); Spearman's $\rho$ only uses the order, so this treats
 # them exactly as "slower than every run that got there".

@@ -49,10 +49,11 @@ book.publish(protocol.section(**params))
 # sequence, every seed, Welch interval) resolves a sign and it is the reference's. Both must hold
 # for both architectures; not supported if either fails for either, else inconclusive.
 #
-# **Set early** (verdict `set_early`): for every probe step $k$ Spearman's $\rho$ over all complete
-# runs of the main grid between the mean rank (primary measure) at $k$ and at the last step, with a
-# 95% BCa bootstrap over runs. Supported for an architecture if at some step within the first
-# {glue:text}`protocol_early_pct` of training the interval lies above $\rho$ =
+# **Set early** (verdict `set_early`): for every probe step $k$ Spearman's $\rho$ over the runs of the
+# main grid that learned (each run held to the target of {doc}`learned`) between the mean rank (primary
+# measure) at $k$ and at the last step, with a 95% percentile bootstrap over runs. Supported for an
+# architecture if at some step after the learning-rate warm-up ({glue:text}`protocol_warmup` steps) and
+# within the first {glue:text}`protocol_early_pct` of training the interval lies above $\rho$ =
 # {glue:text}`protocol_rho_min` (we report the first such step), not supported if every early
 # interval lies below it; both architectures must hold.
 #
@@ -114,9 +115,11 @@ book.publish(protocol.section(**params))
 # %% [markdown]
 # ## Is the rank set early?
 #
-# Spearman's $\rho$ between the mean rank at each probe step and at the last step, over all
-# {glue:text}`protocol_n_runs` complete runs of the main grid (temperatures and head dimensions;
-# primary measure; 95% BCa bootstrap over runs, a tenth of the book's usual resamples per step).
+# Spearman's $\rho$ between the mean rank at each probe step and at the last step, over the runs of the
+# main grid that learned ({glue:text}`protocol_n_learned`, of temperatures and head dimensions; a run at a
+# cold temperature whose softmax never learned to attend says nothing about training); primary measure;
+# 95% percentile bootstrap over runs, a tenth of the book's usual resamples per step. A probe during the
+# warm-up is not early training: the step size is still growing from zero.
 
 # %% [markdown]
 # ```{glue:figure} protocol_set_early
@@ -126,5 +129,4 @@ book.publish(protocol.section(**params))
 # ```
 
 # %% [markdown]
-# **Verdict:** {glue:md}`set_early_badge` {glue:md}`set_early_summary` (Step 1 equals step 0
-# by construction: the learning rate warms up from zero.)
+# **Verdict:** {glue:md}`set_early_badge` {glue:md}`set_early_summary`

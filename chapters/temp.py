@@ -52,7 +52,7 @@
 #    an interior peak is stated with the neighbouring grid values between which the maximum lies. The same rule is
 #    applied with every rank measure.
 # 2. *Loss* (verdict `temp_loss`). The study's claim is that a hotter softmax trains to a lower loss, i.e. Spearman's
-#    $\rho(\log\tau, \text{final loss}) < 0$. Supported if the 95% interval (BCa bootstrap over runs,
+#    $\rho(\log\tau, \text{final loss}) < 0$. Supported if the 95% interval (percentile bootstrap over runs,
 #    {glue:text}`temp_n_resamples` resamples) lies below zero, not supported (hotter trains *worse*) if above. Beside
 #    it: the grid value with the lowest mean final loss.
 #

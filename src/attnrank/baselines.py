@@ -57,6 +57,7 @@ from .models import build_model, model_from_config, tokenizer_pad_id
 from .probe import attention_logits, attention_probabilities
 from .profiles import ALL_ARCHS, ARCH_ORDER, ARCHS, MLM_ARCHS, RunConfig, resolve_config
 from .rank import MEASURES, rank_measures
+from .rules import LEARNED_MARGIN, LEARNED_WORTH
 from .theory import monte_carlo_rank, taylor_rank_bound
 from .train import prepare_data
 
@@ -94,6 +95,7 @@ __all__ = [
     "reference_gains",
     "reference_runs",
     "at_reference",
+    "learned_runs",
 ]
 
 
@@ -691,6 +693,32 @@ def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0, worst: bo
         else:
             values = pd.Series([], dtype=float)
         out[arch] = float(values.min() if worst else values.mean()) if values.notna().any() else math.nan
+    return out
+
+
+def learned_runs(runs: pd.DataFrame, *, margin: float = LEARNED_MARGIN, worth: float = LEARNED_WORTH) -> pd.Series:
+    """Which runs have learned: each run held to the pre-registered target on its own (the learned gate's test,
+    :func:`attnrank.rules.learned_gate`, applied run by run).
+
+    A run has learned when it completed, its final validation loss is at least ``margin`` nats below its bigram
+    count model (:func:`baseline_losses`) and attention is worth at least ``worth`` nats in it (the ablation
+    gain, from an ``attention_gain`` column or :func:`attnrank.ablation.attention_gain` of its ``path``; computed
+    only for runs that pass the first test).
+
+    Args:
+        runs: a wide run table (:func:`attnrank.runs.table` with ``long=False``).
+
+    Returns a boolean Series on ``runs``'s index (False for a failed run).
+    """
+    out = pd.Series(False, index=runs.index)
+    for i, r in runs.iterrows():
+        loss = float(r.get("final_val_loss", math.nan))
+        if r.get("status") != "complete" or not np.isfinite(loss):
+            continue
+        if loss - baseline_losses(r)["bigram"] > -margin:
+            continue
+        gain = float(r["attention_gain"]) if "attention_gain" in r else ablation.attention_gain(r)["attention_gain"]
+        out[i] = bool(gain >= worth)
     return out
 
 

@@ -17,7 +17,7 @@ from .experiments import STUDY_EXAMPLES, STUDY_TAUS
 from .glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate
 from .plots import ALT_TEXT
 from .plots import protocol as pplots
-from .profiles import resolve_profile
+from .profiles import ARCH_ORDER, resolve_profile
 from .rules import PRIMARY_MEASURE
 from .section import Figure, Section, Table, Verdict, gate_text, regime_brief, regime_text
 from .store import load_table
@@ -214,7 +214,8 @@ def set_early_summary(early, final_steps: str) -> str:
     )
     return (
         f"The rank at step k predicts the final rank (Spearman ρ above {fmt(rules.SET_EARLY_RHO, 1)}, 95% interval) "
-        f"within the first {fmt(rules.EARLY_FRACTION, 0, percent=True)} of training (of {final_steps}; {MEASURE_LABELS[PRIMARY_MEASURE]}): {text}."
+        f"after the warm-up and within the first {fmt(rules.EARLY_FRACTION, 0, percent=True)} of training (of "
+        f"{final_steps}; {MEASURE_LABELS[PRIMARY_MEASURE]}; the runs that learned): {text or 'no probe step in it'}."
     )
 
 
@@ -255,9 +256,18 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     figures.append(figure(pplots.our_view(d, profile)))
     res, judged, summary = judge(d, flips, n_draws, m)
     glue.update(judged)
-    by_step = study.rank_by_step(load_table(d.ok, "rank_summary"), m)
-    early = rules.set_early_rule(by_step)
-    figures.append(figure(pplots.set_early_figure(by_step, d, profile, rules.SET_EARLY_RHO)))
+    # a verdict on trained models reads the runs that learned (each held to the pre-registered target)
+    learned = d.ok[baselines.learned_runs(d.ok)]
+    warmup = int(d.ok.warmup_steps.max())
+    archs = [a for a in ARCH_ORDER if a in set(d.ok.arch)]
+    drawn = learned if len(learned) else d.ok  # with no run learned, the figure shows every complete run
+    by_step = study.rank_by_step(load_table(drawn, "rank_summary"), m)
+    early = rules.set_early_rule(by_step if len(learned) else by_step.iloc[:0], warmup=warmup, archs=archs)
+    glue["protocol_warmup"] = warmup
+    glue["protocol_n_learned"] = ", ".join(
+        f"{int((learned.arch == a).sum())} of {int((d.ok.arch == a).sum())} {ARCH_NAMES[a]}" for a in archs
+    )
+    figures.append(figure(pplots.set_early_figure(by_step, profile, rules.SET_EARLY_RHO, learned=bool(len(learned)))))
     gaps = baselines.bigram_gaps(d.ok)
     gains = baselines.reference_gains(d.ok, worst=True)
     gate = rules.learned_gate(res.parts, gaps, gains)
@@ -287,7 +297,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
             )
             + f" (threshold {fmt(rules.SET_EARLY_RHO, 1)}).",
             set_early_effect(early),
-            f"{len(d.ok)} runs",
+            f"{len(learned)} learned runs of {len(d.ok)}",
             regime_text(early_gate, **inp),
             set_early_summary(early, d.steps_text()) + " " + gate_text(early_gate),
             brief=regime_brief(early_gate, **inp),

@@ -10,8 +10,8 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 
 * :func:`dynamics_rule` - claim (i): the rank at initialisation predicts the final rank, and the
   rank hardly moves (``initial_<measure>``, ``final_<measure>``).
-* :func:`loss_rule` - claim (ii): a higher initial rank goes with a lower final loss, also with
-  the temperature held fixed (``initial_<measure>``, ``final_val_loss``).
+* :func:`loss_rule` - claim (ii): a higher initial rank goes with a lower final loss with the temperature
+  held fixed (``initial_<measure>``, ``final_val_loss``; the correlation across runs is reported beside it).
 * :func:`temperature_rank` - claim (iii) in the study's direction: a higher temperature gives a higher
   initial rank. The study's own two-point comparison, rank at ``tau = 1`` minus rank at the coldest
   grid value
@@ -153,10 +153,11 @@ class DynamicsResult:
     judged: dict = field(default_factory=dict)
 
 
-def _by_arch(runs: pd.DataFrame, x_col: str, y_col: str, res, *, seed, n_resamples):
-    """Per architecture (sorted): Spearman's rho of ``x_col`` and ``y_col`` across runs and within
-    temperatures, stored in ``res.rho[arch]`` and ``res.within[arch]``; yields ``(arch, x, y)``."""
-    for a in sorted(runs.arch.unique()):
+def _by_arch(runs: pd.DataFrame, x_col: str, y_col: str, res, *, seed, n_resamples, archs=None):
+    """Per architecture (``archs``, default those in ``runs``, sorted): Spearman's rho of ``x_col`` and ``y_col``
+    across runs and within temperatures, stored in ``res.rho[arch]`` and ``res.within[arch]`` (NaN for an
+    architecture with fewer than 4 runs); yields ``(arch, x, y)``."""
+    for a in sorted(runs.arch.unique()) if archs is None else archs:
         d = runs[runs.arch == a]
         x, y = d[x_col].to_numpy(float), d[y_col].to_numpy(float)
         res.rho[a] = stats.spearman(x, y, seed=seed, n_resamples=n_resamples)
@@ -172,19 +173,22 @@ def dynamics_rule(
     rho_min: float = RHO_MIN,
     seed: int = 0,
     n_resamples: int = stats.N_RESAMPLES,
+    archs=None,
 ) -> DynamicsResult:
     """Is the mean rank predictable from initialisation and stable through training?
 
     Per architecture:
 
     * *predictive*: :func:`attnrank.stats.spearman` of ``initial_<measure>`` and ``final_<measure>``
-      across runs (BCa bootstrap over runs) classified against ``rho_min``, direction "above";
+      across runs (percentile bootstrap over runs) classified against ``rho_min``, direction "above";
     * *stable*: :func:`attnrank.stats.median_ci` of ``|final - initial| / initial`` classified against
       ``tolerance``, direction "below".
 
     The claim's status is :func:`attnrank.verdicts.combine` of the four halves: supported if all
     hold, not supported if any interval lies wholly on the wrong side, else inconclusive at this
     scale. Also returns :func:`attnrank.stats.spearman_within` given tau (reported beside the rule).
+    ``archs`` names the architectures judged (default: those in ``runs``); one with no runs (none of its runs
+    learned, say) is inconclusive.
 
     Raises:
         ConfigError: missing columns.
@@ -192,7 +196,7 @@ def dynamics_rule(
     ini, fin = f"initial_{measure}", f"final_{measure}"
     _need(runs, ["arch", "tau", ini, fin])
     res = DynamicsResult(status=verdicts.INCONCLUSIVE)
-    for a, x, y in _by_arch(runs, ini, fin, res, seed=seed, n_resamples=n_resamples):
+    for a, x, y in _by_arch(runs, ini, fin, res, seed=seed, n_resamples=n_resamples, archs=archs):
         with np.errstate(invalid="ignore", divide="ignore"):
             rel = np.abs(y - x) / x
         res.change[a] = stats.median_ci(rel)
@@ -225,20 +229,22 @@ def loss_rule(
     effect: float = LOSS_EFFECT,
     seed: int = 0,
     n_resamples: int = stats.N_RESAMPLES,
+    archs=None,
 ) -> LossResult:
     """Does a higher initial rank go with a lower loss, also with the temperature held fixed?
 
     Per architecture, with x = ``initial_<measure>`` and y = ``outcome``:
 
-    * association: :func:`attnrank.stats.spearman` (x, y) across runs, direction "below" 0;
-    * given tau: :func:`attnrank.stats.spearman_within` (x, y, strata = tau), each temperature a
-      category of its own (a fixed effect), stratified permutation p and stratified bootstrap
-      interval, direction "below" 0.
+    * given tau (decides, since 2026-12-05): :func:`attnrank.stats.spearman_within` (x, y, strata = tau), each
+      temperature a category of its own (a fixed effect), stratified permutation p and stratified bootstrap
+      interval, direction "below" 0. The claim is that a higher rank lowers the loss; across temperatures the
+      temperature moves both the rank and the loss, so only the correlation with tau held fixed speaks to it;
+    * across runs: :func:`attnrank.stats.spearman` (x, y), reported beside it, not in the rule.
 
-    An architecture's status is :func:`attnrank.verdicts.combine` of the two, the claim's the
-    combination over architectures: supported if both correlations lie below 0 for every
-    architecture, not supported if an interval lies wholly above 0, otherwise inconclusive at this
-    scale. ``judged`` carries the runs needed to resolve a within-tau correlation of ``effect``.
+    The claim's status is the combination over architectures (:func:`attnrank.verdicts.combine`): supported if
+    the within-tau interval lies below 0 for every architecture, not supported if one lies wholly above 0,
+    otherwise inconclusive at this scale. ``judged`` carries the runs needed to resolve a within-tau
+    correlation of ``effect``; ``archs`` as in :func:`dynamics_rule`.
 
     Raises:
         ConfigError: missing columns.
@@ -246,9 +252,9 @@ def loss_rule(
     ini = f"initial_{measure}"
     _need(runs, ["arch", "tau", ini, outcome])
     res = LossResult(status=verdicts.INCONCLUSIVE)
-    for a, _, _ in _by_arch(runs, ini, outcome, res, seed=seed, n_resamples=n_resamples):
+    for a, _, _ in _by_arch(runs, ini, outcome, res, seed=seed, n_resamples=n_resamples, archs=archs):
         res.judged[a] = verdicts.judge(res.within[a], 0.0, "below", effect=effect)
-        res.per_arch[a] = verdicts.combine([verdicts.classify(res.rho[a], 0.0, "below"), res.judged[a].status])
+        res.per_arch[a] = res.judged[a].status
     res.status = verdicts.combine(res.per_arch.values())
     return res
 
@@ -382,7 +388,7 @@ def temperature_loss(
             observed interval: :func:`attnrank.stats.runs_needed_observed`).
 
     Rule, per architecture: the claim (a higher tau gives a lower loss) predicts rho < 0; supported
-    if the 95% interval of :func:`attnrank.stats.spearman` (BCa bootstrap over runs) lies below 0,
+    if the 95% interval of :func:`attnrank.stats.spearman` (percentile bootstrap over runs) lies below 0,
     not supported if it lies above 0 (hotter trains worse), else inconclusive at this scale; combined
     over architectures. Beside it: the grid value with the lowest mean loss
     (:func:`attnrank.stats.peak_location` with ``maximum=False``) and its interval.
@@ -519,8 +525,9 @@ def convergence_speed(runs: pd.DataFrame, train_log: pd.DataFrame, *, quantile: 
 MAX_FLIP = 0.05
 #: The "set early" rule: the rank at step k predicts the final rank when Spearman's rho clears this.
 SET_EARLY_RHO = 0.9
-#: The "set early" rule: "early" is at most this fraction of the training steps.
-EARLY_FRACTION = 0.1
+#: The "set early" rule: "early" is after the learning-rate warm-up and at most this fraction of the training
+#: steps (a tenth until 2026-12-05, when every probe in it lay inside the warm-up; the deviations appendix).
+EARLY_FRACTION = 0.25
 
 
 @dataclass
@@ -598,14 +605,23 @@ class SetEarlyResult:
 
 
 def set_early_rule(
-    table: pd.DataFrame, *, rho_min: float = SET_EARLY_RHO, early_fraction: float = EARLY_FRACTION
+    table: pd.DataFrame,
+    *,
+    rho_min: float = SET_EARLY_RHO,
+    early_fraction: float = EARLY_FRACTION,
+    warmup: int = 0,
+    archs=None,
 ) -> SetEarlyResult:
     """Is the final rank set early in training? Spearman's rho of the rank at step k against the final rank.
 
     Args:
         table: :func:`attnrank.study.rank_by_step` rows (``arch, step, final_step, estimate``).
         rho_min: the correlation the rank at step k must clear.
-        early_fraction: "early" is ``step <= early_fraction * final_step``.
+        early_fraction: "early" is ``warmup <= step <= early_fraction * final_step``.
+        warmup: the runs' learning-rate warm-up in steps: a probe during it is not "early in training" but
+            before training has its step size.
+        archs: the architectures judged (default: those in ``table``); one without rows (none of its runs
+            learned, say) is inconclusive.
 
     Per architecture, over the early steps in increasing order: supported if some step's interval
     lies wholly above ``rho_min`` (the first such step is reported), not supported if every early
@@ -626,7 +642,7 @@ def set_early_rule(
     res = SetEarlyResult(status=INCONCLUSIVE)
     for a, d in table.sort_values("step").groupby("arch", sort=True):
         res.limit[a] = early_fraction * float(d.final_step.max())
-        early = d[d.step <= res.limit[a]]
+        early = d[(d.step >= warmup) & (d.step <= res.limit[a])]
         status = [verdicts.classify(e, rho_min, "above") for e in early.estimate]
         hit = [s for s, st in zip(early.step, status) if st == verdicts.SUPPORTED]
         res.first[a] = int(hit[0]) if hit else None
@@ -638,6 +654,9 @@ def set_early_rule(
             res.per_arch[a] = verdicts.NOT_SUPPORTED
         else:
             res.per_arch[a] = INCONCLUSIVE
+    for a in archs or ():
+        if a not in res.per_arch:
+            res.first[a], res.shown[a], res.limit[a], res.per_arch[a] = None, None, math.nan, INCONCLUSIVE
     res.status = combine(res.per_arch.values()) if res.per_arch else INCONCLUSIVE
     return res
 

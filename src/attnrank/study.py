@@ -224,7 +224,7 @@ def rank_by_step(
         summary: :func:`attnrank.store.load_table` rows of ``rank_summary`` (``key, arch, step,
             measure, mean``), complete runs only; every run probed at the same steps.
         measure: the rank measure.
-        n_resamples, seed: of the BCa bootstrap over runs (:func:`attnrank.stats.spearman`).
+        n_resamples, seed: of the percentile bootstrap over runs (:func:`attnrank.stats.spearman`).
 
     Returns:
         one row per architecture and step before the last: ``arch, step, final_step, n`` and

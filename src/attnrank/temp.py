@@ -298,7 +298,7 @@ def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds:
 def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int) -> str:
     """The summary of the loss verdict of :func:`attnrank.rules.temperature_loss`."""
     return (
-        f"Spearman's ρ of log τ and the final validation loss (BCa bootstrap over runs) is "
+        f"Spearman's ρ of log τ and the final validation loss (percentile bootstrap over runs) is "
         f"{verdict_text(loss_v['modernbert'], 'for ModernBERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; the study's "
         f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
         f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "

@@ -79,3 +79,30 @@ def test_bad_input_names_its_parameter(parts, gaps, margin, param):
     with pytest.raises(ConfigError) as e:
         rules.learned_gate(parts, gaps, margin=margin)
     assert e.value.param == param
+
+
+def test_learned_runs_holds_each_run_to_the_target(monkeypatch):
+    """Run by run: 0.3 nats below its bigram with attention worth 0.3 nats; a failed run, a run on the plateau
+    and a run whose attention is worth too little have not learned; the gain is asked only of runs below."""
+    import pandas as pd
+
+    from attnrank import baselines
+
+    monkeypatch.setattr(baselines, "baseline_losses", lambda r: {"bigram": 3.0})
+    runs = pd.DataFrame(
+        {
+            "arch": ["gpt2"] * 5,
+            "status": ["complete", "complete", "complete", "failed", "complete"],
+            "final_val_loss": [2.6, 2.71, 2.5, 2.0, 2.69],
+            "attention_gain": [0.5, 0.9, 0.29, 0.9, 0.3],
+        },
+        index=[10, 11, 12, 13, 14],
+    )
+    assert baselines.learned_runs(runs).to_dict() == {10: True, 11: False, 12: False, 13: False, 14: True}
+    assert baselines.learned_runs(runs, margin=0.2, worth=0.2).to_dict() == {
+        10: True,
+        11: True,
+        12: True,
+        13: False,
+        14: True,
+    }

@@ -91,10 +91,12 @@ def _table(arch, intervals, final=40):
 def test_set_early_first_step_above_the_threshold_within_the_early_limit():
     # ci: 40 steps, early = steps <= 4
     t = _table("gpt2", {0: (0.5, 0.95), 1: (0.5, 0.95), 2: (0.85, 0.99), 4: (0.91, 0.99), 8: (0.95, 1.0)})
-    res = rules.set_early_rule(t)
+    res = rules.set_early_rule(t, early_fraction=0.1)
     assert res.status == SUPPORTED and res.first["gpt2"] == 4 and res.limit["gpt2"] == 4.0
     assert res.shown["gpt2"][0] == 4 and res.shown["gpt2"][1].low == 0.91
-    res = rules.set_early_rule(_table("gpt2", {0: (0.5, 0.95), 2: (0.85, 0.99), 4: (0.8, 0.99), 8: (0.95, 1.0)}))
+    res = rules.set_early_rule(
+        _table("gpt2", {0: (0.5, 0.95), 2: (0.85, 0.99), 4: (0.8, 0.99), 8: (0.95, 1.0)}), early_fraction=0.1
+    )
     assert res.first["gpt2"] is None and res.shown["gpt2"][0] == 4 and res.shown["gpt2"][1].low == 0.8
 
 
@@ -111,19 +113,30 @@ def test_set_early_first_step_above_the_threshold_within_the_early_limit():
     ],
 )
 def test_set_early_at_and_around_the_threshold(intervals, expected):
-    res = rules.set_early_rule(_table("modernbert", intervals))
+    res = rules.set_early_rule(_table("modernbert", intervals), early_fraction=0.1)
     assert res.status == expected
     assert (res.shown["modernbert"] is None) == (min(intervals) > 4)
 
 
 def test_set_early_combines_over_architectures_and_checks_its_inputs():
     t = pd.concat([_table("modernbert", {0: (0.95, 0.99)}), _table("gpt2", {0: (0.2, 0.5), 4: (0.3, 0.6)})])
-    res = rules.set_early_rule(t)
+    res = rules.set_early_rule(t, early_fraction=0.1)
     assert res.per_arch == {"modernbert": SUPPORTED, "gpt2": NOT_SUPPORTED} and res.status == NOT_SUPPORTED
-    assert rules.set_early_rule(t, rho_min=0.4).per_arch["gpt2"] == INCONCLUSIVE
+    assert rules.set_early_rule(t, rho_min=0.4, early_fraction=0.1).per_arch["gpt2"] == INCONCLUSIVE
     assert rules.set_early_rule(t, early_fraction=0.05).first["modernbert"] == 0  # step 0 is always early
     with pytest.raises(ConfigError, match="rho_min"):
         rules.set_early_rule(t, rho_min=1.0)
+
+
+def test_set_early_reads_only_probes_after_the_warm_up_and_names_every_architecture():
+    """1000 steps, warm-up 100: the probes at 0..64 lie in the warm-up and do not count, step 250 (a quarter) does,
+    step 500 does not; an architecture without rows (none of its runs learned) is inconclusive, not dropped."""
+    t = _table("gpt2", {0: (0.95, 1.0), 64: (0.95, 1.0), 250: (0.5, 0.8), 500: (0.95, 1.0)}, final=1000)
+    assert rules.EARLY_FRACTION == 0.25
+    res = rules.set_early_rule(t, warmup=100, archs=["modernbert", "gpt2"])
+    assert res.per_arch == {"gpt2": NOT_SUPPORTED, "modernbert": INCONCLUSIVE} and res.status == NOT_SUPPORTED
+    assert res.shown["gpt2"][0] == 250 and res.shown["modernbert"] is None
+    assert rules.set_early_rule(t).per_arch["gpt2"] == SUPPORTED  # without the warm-up, step 0 would decide
     with pytest.raises(ConfigError, match="early_fraction"):
         rules.set_early_rule(t, early_fraction=0)
     with pytest.raises(ConfigError, match="table"):

@@ -125,6 +125,33 @@ def test_percentile_and_bca_agree_with_scipy_bootstrap():
         S.resample_ci(stat, len(v), method="basic")
 
 
+def test_spearman_reads_the_percentile_interval_where_bca_reaches_into_the_far_tail():
+    """8 runs (4 temperatures x 2 seeds), loss falling with tau, rho = -0.88: the resampled rho takes few values and
+    the BCa upper bound is pushed towards 0 (-0.09); the percentile bound (-0.33) governs. Both match scipy."""
+    x = np.log(np.repeat([0.001, 0.016, 0.25, 1.0], 2))
+    y = np.array([3.40, 3.39, 3.20, 3.21, 2.62, 2.66, 2.65, 2.63])
+    est = S.spearman(x, y)
+    assert est.value == pytest.approx(-0.878, abs=1e-3) and "percentile" in est.method
+    bca = S.spearman(x, y, method="bca")
+    assert bca.high == pytest.approx(-0.094, abs=0.02) and est.high == pytest.approx(-0.331, abs=0.02)
+
+    # 12 runs (3 seeds), where no resample is undefined, so scipy's intervals exist: both methods match them
+    x3 = np.log(np.repeat([0.001, 0.016, 0.25, 1.0], 3))
+    y3 = np.array([3.40, 3.39, 3.41, 3.20, 3.21, 3.22, 2.62, 2.66, 2.61, 2.65, 2.63, 2.64])
+
+    def rho(a, b, axis=-1):
+        return S._rank_corr_rows(a, b)
+
+    for method in ("percentile", "BCa"):
+        ours = S.spearman(x3, y3, method=method.lower())
+        ref = sps.bootstrap((x3, y3), rho, paired=True, vectorized=True, n_resamples=100_000, method=method, rng=1)
+        assert (ours.low, ours.high) == pytest.approx(
+            (ref.confidence_interval.low, ref.confidence_interval.high), abs=0.01
+        )
+    assert S.spearman(x3, y3).high == pytest.approx(-0.415, abs=0.01)  # BCa: -0.27
+    assert classify(est, 0.0, "below") == "supported"
+
+
 def _realistic_case():
     """14 runs (7 temperatures x 2 seeds), rho about 0.5: the case whose verdict flipped with the bootstrap seed."""
     rng = np.random.default_rng(41)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
-from ..glossary import ARCH_LABELS, MEASURE_LABELS
+from ..glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS
 from ..rules import PRIMARY_MEASURE
 from . import figure
 from .sweeps import effect_forest
@@ -129,10 +129,11 @@ def our_view(records, profile: str):
 
 
 @figure
-def set_early_figure(by_step: pd.DataFrame, records, profile: str, rho_min: float):
+def set_early_figure(by_step: pd.DataFrame, profile: str, rho_min: float, *, learned: bool = True):
     """Spearman's rho (:func:`attnrank.study.rank_by_step`) at each probe step against the last,
     per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without
-    its ``estimate`` objects."""
+    its ``estimate`` objects. ``learned``: whether ``by_step`` reads the runs that learned (else every
+    complete run, as the caption then says)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     forest = by_step.assign(panel=label, lever=by_step.step.map(lambda s: f"step {s}"))
     fig = effect_forest(
@@ -149,8 +150,14 @@ def set_early_figure(by_step: pd.DataFrame, records, profile: str, rho_min: floa
         by_step.drop(columns="estimate"),
         "protocol_set_early",
         (
-            f"Spearman rho (95% BCa bootstrap over runs) of the mean {label} at each probe step against the last step, "
-            f"per architecture; dotted: the pre-registered {rho_min:g}. {profile} profile, {len(records.ok)} complete "
-            f"runs of the main grid."
+            f"Spearman rho (95% percentile bootstrap over runs) of the mean {label} at each probe step against the last step, "
+            f"per architecture; dotted: the pre-registered {rho_min:g}. {profile} profile; "
+            + (
+                "the runs of the main grid that learned ("
+                if learned
+                else "no run of the main grid learned, so every complete run is drawn ("
+            )
+            + ", ".join(f"{n} {ARCH_NAMES.get(a, a)}" for a, n in by_step.groupby("arch").n.max().items())
+            + ")."
         ),
     )
