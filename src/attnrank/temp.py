@@ -545,29 +545,31 @@ def section(
             "initialisation and after training, for ModernBERT and GPT-2, with dotted lines for uniform attention.",
         )
     ]
-    primary = ranks_long[ranks_long.measure == m]
+    # the headline: the book's central finding, how the answer to (iii) turns on how rank is counted
+    shown = (m, experiments.STUDY_MEASURE)
+    headline = pd.concat([ranks_long[ranks_long.measure == mm] for mm in shown], ignore_index=True)
     figures.insert(
         0,
         Figure(
             "temp_headline",
             sweeps.by_setting(
-                primary,
+                headline,
                 "tau",
-                facet=None,
+                facet="measure",
                 style="when",
                 baseline=STOCK,
-                refs=refs[refs.measure == m] if "measure" in refs else refs,
-                ncols=1,
-                width=6.0,
+                refs=refs[refs.measure.isin(shown)] if "measure" in refs else refs,
+                ncols=2,
+                width=3.6,
                 height=3.0,
-                ylabel=f"mean {label}",
             ),
-            primary,
-            f"The {label} of the attention matrices of ModernBERT and GPT-2 against the temperature ratio $\\tau$ (log "
-            f"axis), at initialisation (solid) and after training (dashed); mean over seeds with ±1 sd bars. Dotted: "
+            headline,
+            f"Two ways of counting the rank of the attention matrices of ModernBERT and GPT-2, against the temperature "
+            f"ratio $\\tau$ (log axis), at initialisation (solid) and after training (dashed): the {label} (left) and "
+            f"the study's count of singular values above $10^{{-8}}$ (right); mean over seeds with ±1 sd bars. Dotted: "
             f"uniform attention, the content-free baseline. {runs.caption(tsweep, profile)}.",
-            "Line chart of the mean effective rank against temperature on a log axis for ModernBERT and GPT-2, before and "
-            "after training, beside dotted lines for uniform attention.",
+            "Two line charts side by side, the effective rank and the study's 1e-8 rank of ModernBERT and GPT-2 against "
+            "temperature on a log axis, before and after training, beside dotted lines for uniform attention.",
         ),
     )
     figures.append(fine_figure)
