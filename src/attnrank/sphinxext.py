@@ -427,7 +427,7 @@ def _log_build(app, exception) -> None:
                     summary = json.loads((marker.parent / "summary.json").read_text())
                     for column, field in _RUN_SUMS.items():
                         sums[column] += float(summary.get(field) or 0)
-                except (OSError, ValueError, AttributeError, TypeError):
+                except (OSError, ValueError, AttributeError, TypeError, RecursionError):
                     pass
     problems = getattr(app, "attnrank_glue_problems", [])
     path = build_log_path()

@@ -519,8 +519,10 @@ def read(path: Path | str) -> Run | None:
         if ATTENTION_FILE in manifest["files"]:
             _check_attention(path / ATTENTION_FILE, config)
         return Run(path, config, summary)
-    except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
-        log.warning("run %s is damaged (%s); it will be trained again", path, exc)
+    except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError: ValueErrors
+        # RecursionError: a file nested deeper than the parser (or the schema check) follows
+        reason = "nested too deeply to read" if isinstance(exc, RecursionError) else exc
+        log.warning("run %s is damaged (%s); it will be trained again", path, reason)
         return None
 
 
@@ -758,7 +760,7 @@ def _describe_holder(path: Path) -> str:
     try:
         h = json.loads(path.read_text())
         pid, host, since = int(h["pid"]), str(h["host"]), str(h["since"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return "another process holds its lock (it has not said which)"
     text = f"its lock is held by pid {pid} on {host} since {since} ({time.time() - float(h.get('started', 0)):.0f} s)"
     if h.get("command"):

@@ -172,6 +172,13 @@ def _damage(path: Path, how: str) -> None:
             "file outside": {"key": marker["key"], "files": {**marker["files"], "../outside.json": outside}},
         }[how.split(":", 1)[1]]
         (path / "COMPLETE").write_text(json.dumps(document))
+    elif how.startswith("deep:"):  # nested deeper than any parser follows: 100,000 levels
+        deep = "[" * 100_000 + "]" * 100_000
+        name = {"marker": "COMPLETE", "summary": "summary.json", "config": "config.json"}[how.split(":", 1)[1]]
+        (path / name).write_text(deep)
+        if name != "COMPLETE":  # a tamperer who also updates the checksum
+            marker["files"][name] = store._sha256(path / name)
+            (path / "COMPLETE").write_text(json.dumps(marker))
     elif how.startswith("summary:"):
         document = {
             "list": [],
@@ -204,6 +211,9 @@ BAD_SHAPES = [
     "summary:failure as a string",
     "summary:measures differ",
     "config:list",
+    "deep:marker",
+    "deep:summary",
+    "deep:config",
 ]
 
 
