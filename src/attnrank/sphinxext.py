@@ -188,12 +188,39 @@ def _set_context(app, config) -> None:
         config.attnrank_cache_base = config.nb_execution_cache_path or str(Path(app.outdir).parent / ".jupyter_cache")
     base = _cache_base(app, config)
     folder = base / context[:16]
+    _set_aside_if_damaged(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "context.json").write_text(json.dumps(items, indent=1, sort_keys=True))
     os.utime(folder)  # most recently used
     config.nb_execution_cache_path = str(folder)
     _prune(base, keep=folder)
     logging.getLogger(__name__).debug("attnrank execution context %s", context)
+
+
+def _set_aside_if_damaged(folder: Path) -> None:
+    """Move an execution cache that cannot be read (its database or a cached notebook damaged, truncated or
+    emptied) to ``<folder>.damaged``, with one line saying so, so that the build executes every chapter again
+    into a new cache instead of failing on it; the run store is not touched, so nothing is trained again."""
+    if not (folder / "global.db").exists():
+        return
+    from jupyter_cache import get_cache
+
+    try:
+        cache = get_cache(folder)
+        for record in cache.list_cache_records():
+            cache.get_cache_bundle(record.pk)  # reads the cached notebook
+        cache.list_project_records()
+    except Exception as error:  # sqlite's DatabaseError, nbformat's NotJSONError, OSError, ...
+        aside = folder.with_name(folder.name + ".damaged")
+        shutil.rmtree(aside, ignore_errors=True)
+        folder.rename(aside)
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        logging.getLogger("attnrank").warning(
+            "The execution cache could not be read (%s): set aside as %s; every chapter is executed again "
+            "(the run store is untouched)",
+            reason[:120],
+            aside.name,
+        )
 
 
 def _prune(base: Path, keep: Path) -> None:

@@ -294,3 +294,36 @@ def test_stale_chapters_execute_up_front_in_parallel_and_are_then_read_from_the_
     assert failed.returncode != 0
     assert "Notebooks that failed up front, executed again while read: nb2" in log
     assert "broken chapter" in log
+
+
+def test_a_damaged_execution_cache_is_set_aside_in_one_line_and_the_build_executes_again(tmp_path):
+    """docs/guarantees.md: a damaged execution cache (its database truncated, filled with random bytes or
+    emptied, or a cached notebook truncated) costs one line and a re-execution, never a failed build; the run
+    store is not touched."""
+    env = make_book(tmp_path)
+    assert executed(build(tmp_path, env))
+    expected = shown(tmp_path)
+    caches = tmp_path / "book" / "_build" / ".jupyter_cache"
+
+    def damage(how: str) -> None:
+        (db,) = [p for p in caches.glob("*/global.db") if not p.parent.name.endswith(".damaged")]
+        if how == "truncated":
+            with db.open("r+b") as f:
+                f.truncate(4096)
+        elif how == "random bytes":
+            db.write_bytes(os.urandom(db.stat().st_size))
+        elif how == "empty":
+            db.write_bytes(b"")
+        else:
+            (nb,) = db.parent.glob("executed/*/base.ipynb")
+            nb.write_text(nb.read_text()[:200])
+
+    for how in ("truncated", "random bytes", "empty", "a cached notebook truncated"):
+        damage(how)
+        result = build(tmp_path, env)
+        out = result.stdout + result.stderr
+        assert result.returncode == 0, (how, out[-3000:])
+        lines = [line for line in out.splitlines() if "execution cache could not be read" in line]
+        assert len(lines) <= 1 and "Traceback" not in out, (how, out[-3000:])
+        assert shown(tmp_path) == expected, how
+        assert executed(result) or how == "empty", how  # an emptied database is a new, empty cache
