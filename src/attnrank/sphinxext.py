@@ -1131,6 +1131,24 @@ def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: b
     return json.loads(lines[-1])
 
 
+def _terminate_as_interrupt() -> None:
+    """Make SIGTERM (what ``timeout``, ``kill``, systemd and CI runners send) stop the build as Ctrl-C does: raised
+    as ``KeyboardInterrupt`` in the main thread, so that the up-front executor and the training pool end what
+    they started before the build exits. Left alone where another handler is set or off the main thread; a
+    second SIGTERM ends the process at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return
+
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt(f"terminated by signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def setup(app):
     """Register the execution context, the glue checks, the build log and the directives.
 
@@ -1139,6 +1157,7 @@ def setup(app):
     read (after the context is known) can be connected at ``builder-inited``.
     """
     _unshadow_latex_codec()
+    _terminate_as_interrupt()
     app.add_config_value("attnrank_execution_context", "", "env")
     app.add_config_value("attnrank_extension", "", "env")
     app.add_config_value("attnrank_cache_base", "", "")

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 from test_book_build import JUPYTER_BOOK, _notebook, build, make_book, shown
 
 SLOW = (
@@ -15,13 +16,24 @@ SLOW = (
     "from attnrank import book\n"
     "from attnrank.glossary import fmt\n"
     "from attnrank.profiles import resolve_profile\n"
-    "open(os.environ['STARTED'], 'w').close()\n"
+    "open(os.environ['STARTED'], 'w').write(str(os.getpid()))\n"
     "time.sleep(float(os.environ.get('SLEEP', '0')))\n"
     "book.glue('value', f\"{resolve_profile('auto')} {fmt(1 / 3)}\")"
 )
 
 
-def test_sigint_during_a_build_then_a_rebuild(tmp_path):
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not open(f"/proc/{pid}/stat").read().split()[2] == "Z"  # a zombie has ended
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_build_then_a_rebuild(tmp_path, signum):
+    """Ctrl-C (SIGINT to the terminal's process group) and SIGTERM (to the build's process alone, as `timeout`,
+    `kill` and CI runners send it) both stop the build and the kernel executing the chapter within seconds."""
     started = tmp_path / "started"
     env = make_book(tmp_path, notebook=_notebook(SLOW, "# Notebook\n\nShown: {glue:text}`value:s`."))
     env = {**env, "STARTED": str(started), "SLEEP": "120"}
@@ -37,9 +49,18 @@ def test_sigint_during_a_build_then_a_rebuild(tmp_path):
     while time.time() < deadline and not started.exists() and first.poll() is None:
         time.sleep(0.2)
     assert started.exists(), first.communicate()[0][-3000:]
-    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole process group
-    out, _ = first.communicate(timeout=300)
+    kernel = int(started.read_text() or 0)
+    if signum == signal.SIGINT:
+        os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole process group
+    else:
+        os.kill(first.pid, signal.SIGTERM)
+    out, _ = first.communicate(timeout=60)
     assert first.returncode != 0, out[-3000:]
+    deadline = time.time() + 15
+    while time.time() < deadline and _alive(kernel):
+        time.sleep(0.2)
+    assert not _alive(kernel), "the kernel executing the chapter outlived the build"
+    assert "BrokenPipe" not in out
     started.unlink()
     again = build(tmp_path, {**env, "SLEEP": "0"})
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
