@@ -107,6 +107,26 @@ def test_target_rule_at_its_threshold(diffs, status):
     assert v.status == status and v.estimate.value == pytest.approx(np.mean(diffs))
 
 
+def test_target_existential_rule_names_the_instances_that_fall_short():
+    """The study's reading of (v): some head dimension falls short of the largest at tau = 1. d_h = 1 ends 0.5 nats
+    above d_h = 32 in every seed, d_h = 16 0.01: supported, through d_h = 1 alone; with no instance short, not
+    supported; the intervals are Bonferroni-corrected (wider than 95% ones)."""
+    s = tg.settings("ci")
+    rows = []
+    for seed in s.seeds:
+        for d, kl in ((1, 1.0 + 0.01 * seed), (2, 0.52), (16, 0.51 + 0.001 * seed), (32, 0.5)):
+            rows.append(dict(target="permutation", variant="plain", head_dim=d, tau=1.0, seed=seed, kl=kl))
+    final = pd.DataFrame(rows)
+    found = tg.instances(s, final)
+    assert sorted(found) == [1, 2, 16]
+    assert found[1].status == "supported" and found[16].status == "not supported"
+    assert tg.existential_status(found) == "supported"
+    flat = final.assign(kl=np.where(final.head_dim == 1, 0.5 + 0.001 * final.seed, final.kl))
+    assert tg.existential_status(tg.instances(s, flat)) == "not supported"
+    wide, plain = found[1].estimate, tg.judged(pd.Series([0.5 + 0.01 * k for k in s.seeds])).estimate
+    assert wide.high - wide.low > plain.high - plain.low
+
+
 def test_target_settings_check_parameters_before_compute():
     s = tg.settings("ci")
     assert (s.n, s.steps, s.d_max, s.d_real) == (32, 200, 32, [16]) and len(s.select_seeds) == 2
