@@ -32,15 +32,19 @@
 #   for the softmax of i.i.d. Gaussian logits *with the same logit scale*. We compute that limit by Monte Carlo; it is
 #   a limit, approached from either side, not a ceiling.
 #
-# **The rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). "Temperature is the stronger lever on the initial rank" is judged, per
-# architecture, on the range a user can actually set: how much the mean initial rank (primary measure, the effective
-# rank; one value per run, the run is the independent unit) moves across the whole temperature grid at the standard
-# head dimension, minus how much it moves across the whole head-dimension grid at the standard $\tau = 1$, both as
-# magnitudes (the range, maximum minus minimum, of the mean over seeds at each grid value), with a 95% interval from a
-# stratified bootstrap over runs ({glue:text}`headdim_n_resamples` resamples). *Supported* if the interval lies above
-# zero for both ModernBERT and GPT-2; *not supported* if it lies below zero for either; otherwise *inconclusive at this
-# scale*, with the seeds per setting that would resolve a difference of one unit of effective rank at the observed
-# seed spread. The same rule is applied with every rank measure.
+# **The rule** (version 3, changed after looking on 2026-12-05: see {doc}`changes`). "Temperature is the stronger lever
+# on the initial rank" is judged, per architecture, at initialisation (no training is needed), with each lever moved
+# over the same factor of its own setting, {glue:text}`headdim_lever_factor`, fixed before looking: the temperature
+# ratio over five values a factor of 2 apart at the standard head dimension, and the head dimension over five values a
+# factor of 2 apart at fixed width ($d_h$ = {glue:text}`headdim_window_dims`). It is judged in two regimes: at the
+# stock end ($\tau$ up to 1, head dimensions at $\tau = 1$) and at the cold end ($\tau$ from the coldest grid value,
+# head dimensions there). The statistic is the range (maximum minus minimum) of the mean initial rank (primary
+# measure, the effective rank; {glue:text}`headdim_window_seeds` seeds per setting) over the temperature window minus
+# its range over the head-dimension window, with a 95% interval from a stratified bootstrap
+# ({glue:text}`headdim_n_resamples` resamples). *Supported* if the interval lies above zero for both ModernBERT and
+# GPT-2 in both regimes; *not supported* if it lies below zero for either in either; otherwise *inconclusive at this
+# scale*. The same rule is applied with every rank measure. The comparison over the trained grid (the temperature grid
+# against the two head dimensions of the trained runs) is reported beside it.
 
 # %% tags=["parameters", "hide-input"]
 profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale

@@ -10,6 +10,8 @@ head-dimension grid) with every rank measure and returns the chapter's
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -153,6 +155,92 @@ def lever_summary(lv: SweepVerdict, *, effect: float, profile: str, n_seeds: int
         f"{arch_text(lv['modernbert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. The {profile} profile, {n_seeds} "
         f"seeds per setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
     )
+
+
+#: Seeds of the lever windows at initialisation (no training: the initial rank varies little between seeds).
+WINDOW_SEEDS = 3
+
+
+def lever_windows(profile: str, hidden: int, head_dim0: int, tau_min: float) -> dict:
+    """The pre-registered ranges of the lever rule (:data:`attnrank.rules.LEVER_FACTOR`): per regime (``"stock"``,
+    ``"cold"``) the temperature window at ``head_dim0`` and the head-dimension window at fixed width ``hidden``, each
+    a factor of ``LEVER_FACTOR`` in its own setting, in steps of 2: ``{regime: (tau_at, taus, head_dims)}``. The
+    stock temperature window ends at 1, the cold one starts at ``tau_min``; the head dimensions are
+    ``hidden / 2, hidden / 4, ...``."""
+    k = round(math.log2(rules.LEVER_FACTOR))
+    dims = [hidden // 2**j for j in range(1, k + 2) if hidden % 2**j == 0]
+    return {
+        "stock": (1.0, [2.0**-j for j in range(k, -1, -1)], dims),
+        "cold": (tau_min, [tau_min * 2.0**j for j in range(k + 1)], dims),
+    }
+
+
+def window_rule(profile: str, hidden: int, head_dim0: int, tau_min: float, dataset=None, measures=RANK_MEASURES):
+    """The lever rule on the windows of :func:`lever_windows`, at initialisation: per regime and measure the
+    :func:`attnrank.rules.lever_comparison` of the freshly initialised models (:func:`attnrank.baselines.init_means`,
+    :data:`WINDOW_SEEDS` seeds). Returns ``({regime: {measure: SweepVerdict}}, init_table)``."""
+    windows = lever_windows(profile, hidden, head_dim0, tau_min)
+    keys = sorted(
+        {
+            (a, t, head_dim0, s)
+            for a in ARCHS
+            for _, taus, _ in windows.values()
+            for t in taus
+            for s in range(WINDOW_SEEDS)
+        }
+        | {(a, at, h, s) for a in ARCHS for at, _, dims in windows.values() for h in dims for s in range(WINDOW_SEEDS)}
+    )
+    init = baselines.init_means(
+        [resolve_config(a, profile, tau=t, head_dim=h, seed=s, dataset=dataset) for a, t, h, s in keys],
+        measures=measures,
+    )
+    out = {}
+    for regime, (at, taus, dims) in windows.items():
+        on_grid = np.isclose(init.tau.to_numpy(float)[:, None], np.asarray(taus)[None, :]).any(axis=1)
+        t_rows = init[(init.head_dim == head_dim0) & on_grid]
+        h_rows = init[np.isclose(init.tau, at) & init.head_dim.isin(dims)]
+        out[regime] = {mm: rules.lever_comparison(t_rows, h_rows, mm) for mm in measures}
+    return out, init
+
+
+def window_summary(res: dict, windows: dict, hidden: int) -> str:
+    """The verdict's sentences from :func:`window_rule` on the primary measure: per regime and architecture the
+    range of each lever over its window and their difference."""
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
+    parts = []
+    for regime, (at, taus, dims) in windows.items():
+        v = res[regime][PRIMARY_MEASURE]
+        each = "; ".join(
+            f"{ARCH_NAMES[a]} {fmt_estimate(r.parts['tau_range'], 2, n=False)} against "
+            f"{fmt_estimate(r.parts['head_dim_range'], 2, n=False)} (difference {fmt_estimate(r.verdict.estimate, 2, n=False)})"
+            for a, r in v.arch.items()
+        )
+        parts.append(
+            f"{'At the stock end' if regime == 'stock' else 'At the cold end'}, τ from {fmt_setting(min(taus))} to "
+            f"{fmt_setting(max(taus))} against d_h from {min(dims)} to {max(dims)} at τ = {fmt_setting(at)}: {each}, "
+            f"{v.status}"
+        )
+    return (
+        f"Each lever moved over a factor of {rules.LEVER_FACTOR} of its own setting at initialisation (range of the "
+        f"mean initial {label} over {WINDOW_SEEDS} seeds, 95% stratified-bootstrap intervals; hidden size {hidden}). "
+        + ". ".join(parts)
+        + "."
+    )
+
+
+def window_finding(res: dict, windows: dict) -> str:
+    """The verdict in one line for the intro's table: per regime, the two ranges of the primary measure."""
+    parts = []
+    for regime in windows:
+        v = res[regime][PRIMARY_MEASURE]
+        parts.append(
+            f"{regime}: "
+            + ", ".join(
+                f"{ARCH_NAMES[a]} {fmt(r.parts['tau_range'].value, 1)} vs {fmt(r.parts['head_dim_range'].value, 1)}"
+                for a, r in v.arch.items()
+            )
+        )
+    return f"Initial effective-rank range, τ vs dₕ, each ×{rules.LEVER_FACTOR}: " + "; ".join(parts) + "."
 
 
 def finding(lv: SweepVerdict) -> str:
@@ -335,20 +423,31 @@ def section(
     means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{m}"].mean() for a in ARCHS}
     glue.update({f"headdim_{k}": v for k, v in lever_texts(lv, lv_min, loss_lv, means).items()})
     glue["headdim_direction_note"] = direction_note(lv)
+    # the rule (since 2026-12-05): equal factors of each setting, at the stock and the cold temperature
+    windows = lever_windows(profile, hidden, head_dim0, tau_min)
+    win, _ = window_rule(profile, hidden, head_dim0, tau_min, dataset)
+    status_of = {mm: verdicts.combine([win[r][mm].status for r in windows]) for mm in RANK_MEASURES}
     verdict = Verdict(
         "headdim",
-        lv.status,
-        finding(lv),
-        f"τ range minus dₕ range of the initial {MEASURE_LABELS[m]}: "
-        + "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in lv.arch.items()),
-        f"{lv.n_runs} runs",
+        status_of[m],
+        window_finding(win, windows),
+        f"τ range minus dₕ range of the initial {MEASURE_LABELS[m]}, stock τ window: "
+        + "; ".join(
+            f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in win["stock"][m].arch.items()
+        ),
+        f"{sum(win[r][m].n_runs for r in windows)} initialisations",
         INITIAL_REGIME,
-        lever_summary(
+        window_summary(win, windows, hidden)
+        + " On the trained grid (reported, not judged): "
+        + lever_summary(
             lv, effect=rules.LEVER_EFFECT, profile=profile, n_seeds=n_seeds, head_dims=grid["head_dims"], hidden=hidden
         ),
-        {mm: v.status for mm, v in lever_v.items()},
+        status_of,
         brief=INITIAL_BRIEF,
     )
+    glue["headdim_lever_factor"] = rules.LEVER_FACTOR
+    glue["headdim_window_seeds"] = WINDOW_SEEDS
+    glue["headdim_window_dims"] = ", ".join(map(str, windows["stock"][2]))
     tables.append(by_measure_table("headdim_by_measure", verdict, m))
     return Section("headdim", glue, figures, tables, [verdict])
 

@@ -71,6 +71,7 @@ __all__ = [
     "TEMP_RANK_EFFECT",
     "TEMP_LOSS_EFFECT",
     "LEVER_EFFECT",
+    "LEVER_FACTOR",
     "MAX_FLIP",
     "SET_EARLY_RHO",
     "EARLY_FRACTION",
@@ -119,6 +120,10 @@ TEMP_LOSS_EFFECT = -0.5
 #: Pre-registered difference (units of rank) between the temperature's and the head dimension's range of
 #: the mean initial rank, for the seeds needed by the lever rule.
 LEVER_EFFECT = 1.0
+#: The lever rule since 2026-12-05: each lever is moved over the same factor of its own setting, at initialisation
+#: (no training needed): the temperature ratio over a factor of 16 (at the stock and at the cold end), the head
+#: dimension over a factor of 16 at fixed width (five values a factor of 2 apart), at the stock and the cold tau.
+LEVER_FACTOR = 16
 #: The learned gate (:func:`learned_gate`): an architecture's case of a verdict on trained models counts only
 #: when every one of its stock-softmax runs ends at least this many nats below its bigram count model (nats per
 #: token). Added on 2026-12-02 at 0 on the mean; since 2026-12-04 the pre-registered target itself, every run

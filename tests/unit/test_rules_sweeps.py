@@ -235,3 +235,14 @@ def test_fine_peaks_bracket_a_known_peak_between_its_grid_neighbours():
     assert p.peak == pytest.approx(10.005, abs=0.01)
     edge = peaks.loc[("modernbert", "stable_rank")]
     assert edge.edge and edge.peak_tau == taus.max() and np.isnan(edge.high) and np.isnan(edge.factor)
+
+
+def test_lever_windows_move_each_lever_over_the_same_factor():
+    from attnrank import headdim
+
+    w = headdim.lever_windows("quick", 128, 32, 0.001)
+    at, taus, dims = w["stock"]
+    assert at == 1.0 and taus == [0.0625, 0.125, 0.25, 0.5, 1.0] and dims == [64, 32, 16, 8, 4]
+    at, taus, dims = w["cold"]
+    assert at == 0.001 and taus == pytest.approx([0.001, 0.002, 0.004, 0.008, 0.016]) and dims == [64, 32, 16, 8, 4]
+    assert max(taus) / min(taus) == pytest.approx(max(dims) / min(dims)) == sv.LEVER_FACTOR
