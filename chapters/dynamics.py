@@ -176,9 +176,10 @@ book.publish(dynamics.section(**params))
 # ```
 
 # %% [markdown]
-# On the primary measure the median relative change is {glue:text}`dynamics_median_change_modernbert` for ModernBERT and
-# {glue:text}`dynamics_median_change_gpt2` for GPT-2 (95% distribution-free interval of the median from order
-# statistics, no resampling); {glue:text}`dynamics_share_stable_modernbert` of ModernBERT runs and
+# On the primary measure the median relative change of the runs that learned (the rule's) is
+# {glue:text}`dynamics_median_change_modernbert` for ModernBERT and {glue:text}`dynamics_median_change_gpt2` for GPT-2
+# (95% distribution-free interval of the median from order statistics, no resampling). Of all complete runs, drawn
+# above, {glue:text}`dynamics_share_stable_modernbert` of ModernBERT runs and
 # {glue:text}`dynamics_share_stable_gpt2` of GPT-2 runs stay within the tolerance, and the largest changes are
 # {glue:text}`dynamics_max_change_modernbert` and {glue:text}`dynamics_max_change_gpt2`. The rank went *up* in
 # {glue:text}`dynamics_share_increased_modernbert` (ModernBERT) and {glue:text}`dynamics_share_increased_gpt2` (GPT-2) of the

@@ -268,7 +268,7 @@ def section(
     )
     tables.append(Table("dynamics_correlations", correlation_table(results)))
     # how much a run's rank changes
-    change = rules.relative_change(learned, RANK_MEASURES)
+    change = rules.relative_change(ok, RANK_MEASURES)  # drawn for every complete run; the rule reads the learned
     figures.append(
         Figure(
             "dynamics_relative_change",

@@ -274,11 +274,14 @@ def fmt_estimate(e, digits: int = 2, *, n: bool = True, percent: bool = False) -
     ``0.000992 [−0.012, 0.014]``. An interval narrower still writes each number as a power of ten
     (:func:`fmt_sci`: ``1.1×10⁻⁵ [2.0×10⁻⁷, 1.0×10⁻⁶]``, never ``0.000000 [0.000000, 0.000001]`` nor a point
     ``0.0000 [0.0000, 0.0000]``). An interval of no width (every resample gave the same value: too few runs, or
-    none that differ) is written as such, ``−1.00 in every resample``, never as ``[−1.00, −1.00]``. Values from
+    none that differ) is written as such, ``−1.00 in every resample``, never as ``[−1.00, −1.00]``; no value at all
+    (too few runs, or nothing that varies) as ``not estimable, n = 3``, never as ``n/a [n/a, n/a]``. Values from
     ``1e5`` or a missing bound fall back to :func:`fmt` for each number. ``n=False`` leaves out the count; ``percent=True`` writes fractions as
     percentages.
     """
     values = [e.value, e.low, e.high]
+    if _missing(e.value):  # no estimate at all (fewer units than the statistic needs, or nothing varies)
+        return f"not estimable, n = {e.n}" if n else "not estimable"
     finite = not any(_missing(v) for v in values)
     scale = 100.0 if percent else 1.0
     width = (float(e.high) - float(e.low)) * scale if finite else math.nan

@@ -89,7 +89,8 @@ def test_fmt_estimate_writes_value_interval_and_n():
     assert fmt_estimate(e, 3, n=False) == "0.391 [\u22120.051, 0.715]"
     assert fmt_estimate(e, 1) == "0.4 [\u22120.1, 0.7], n = 14"  # one format for the three numbers
     nan = float("nan")
-    assert fmt_estimate(Estimate(nan, nan, nan, 2, "t")) == "n/a [n/a, n/a], n = 2"
+    assert fmt_estimate(Estimate(nan, nan, nan, 2, "t")) == "not estimable, n = 2"
+    assert fmt_estimate(Estimate(nan, nan, nan, 1, "t"), n=False) == "not estimable"
     assert fmt_estimate(Estimate(-1e-16, -0.001, 0.002, 5, "t")) == "0.000 [\u22120.001, 0.002], n = 5"
     # an interval narrower than the last decimal gets the decimals its width needs, all three numbers alike
     assert fmt_estimate(Estimate(0.000992, -0.012, 0.014, 4, "t"), 3, n=False) == "0.001 [\u22120.012, 0.014]"
