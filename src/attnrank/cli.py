@@ -213,6 +213,53 @@ def _gpu_check(args) -> int:
     return 0
 
 
+def verdict_rows(profile: str = "auto", dataset: str | None = None):
+    """Every chapter's verdicts at ``profile`` (training what the store lacks), one row per verdict: ``verdict``,
+    ``status``, ``effect``, ``n``, ``regime`` (the intro's brief clause) and ``finding``; and a row ``regime``
+    whose ``finding`` is the regime the models reached (:mod:`attnrank.learned`). What ``attnrank verdicts``
+    writes; a background build's verdicts are recorded with it (``data/scale/``).
+
+    Raises:
+        ConfigError: naming ``profile`` or ``dataset``.
+    """
+    import inspect
+
+    import pandas as pd
+
+    from . import causal, dynamics, headdim, loss, measure, protocol, target, temp
+    from .theory import experiments as theory
+
+    profile = resolve_profile(profile)
+    dataset = None if dataset is None else check_dataset(dataset)
+    rows = []
+    for module in (measure, dynamics, protocol, loss, temp, headdim, causal, theory, target):  # theory: seq_len too
+        takes = inspect.signature(module.section).parameters
+        sec = module.section(profile, **({"dataset": dataset} if "dataset" in takes else {}))
+        for v in sec.verdicts:
+            rows.append(
+                dict(
+                    verdict=v.name,
+                    status=v.status,
+                    effect=v.effect,
+                    n=v.n,
+                    regime=v.brief or v.regime,
+                    finding=v.finding,
+                )
+            )
+    regime = learned.section(profile, dataset=dataset).glue["learned_regime"]
+    rows.append(dict(verdict="regime", status="", effect="", n="", regime="", finding=str(regime)))
+    return pd.DataFrame(rows)
+
+
+def _verdicts(args) -> int:
+    table = verdict_rows(args.profile, args.dataset)
+    table.to_csv(args.out, index=False)
+    for r in table.itertuples():
+        print(f"{r.verdict}: {r.status or r.finding}")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attnrank`` command; returns the exit status (2 for bad input)."""
     parser = _Parser(prog="attnrank", description=__doc__.splitlines()[0].replace("``", ""))  # plain text, not reST
@@ -289,6 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--max-steps", type=_typed(int), default=None, help="train fewer steps than the profile's")
     g.add_argument("--executor", default="process", help="serial or process (default: one run per GPU at a time)")
     g.set_defaults(func=_gpu_check)
+    v = sub.add_parser("verdicts", help="compute every chapter's verdict (training what is missing) and write a CSV")
+    v.add_argument("out", help="the CSV file to write")
+    v.add_argument("--profile", default="auto", help="ci, quick, paper, scale or auto (default)")
+    v.add_argument("--dataset", default=None, help="shakespeare or hf:NAME[:CONFIG] (default: ATTNRANK_DATASET)")
+    v.set_defaults(func=_verdicts)
     r = sub.add_parser("runs", help="list the stored runs")
     r.add_argument("--all", action="store_true", help="include runs made by older code")
     r.set_defaults(func=_runs)

@@ -126,3 +126,43 @@ def test_a_zero_seed_count_says_why_it_is_refused():
     ns = {"profile": "ci", "tau": 1.0, "seeds": 2}
     book.check_parameters(ns, ("profile", "tau", "seeds"))
     assert ns["seeds"] == [0, 1]
+
+
+def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, monkeypatch, capsys):
+    """`attnrank verdicts OUT --profile P` asks every chapter module for its section at P (dataset passed where the
+    section takes one) and writes each verdict's status, effect, n and regime, then the regime the models reached."""
+    import pandas as pd
+
+    from attnrank import causal, dynamics, headdim, learned, loss, measure, protocol, target, temp
+    from attnrank.cli import main
+    from attnrank.section import Section, Verdict
+    from attnrank.theory import experiments as theory
+
+    asked = []
+    for module in (measure, dynamics, protocol, loss, temp, headdim, causal, theory, target):
+        name = module.__name__.rsplit(".", 1)[-1]
+
+        def section(profile, dataset="absent", _name=name):
+            asked.append((_name, profile, dataset))
+            v = Verdict(_name, "supported", f"{_name} finding", "0.5 [0.1, 0.9]", "6 runs", "at initialisation", "s")
+            return Section(_name, {}, [], [], [v])
+
+        monkeypatch.setattr(module, "section", section)
+    monkeypatch.setattr(learned, "section", lambda profile, dataset=None: Section("learned", {"learned_regime": "R"}))
+    out = tmp_path / "v.csv"
+    assert main(["verdicts", str(out), "--profile", "ci"]) == 0
+    t = pd.read_csv(out, keep_default_na=False)
+    assert list(t.verdict) == [
+        "measure",
+        "dynamics",
+        "protocol",
+        "loss",
+        "temp",
+        "headdim",
+        "causal",
+        "experiments",
+        "target",
+        "regime",
+    ]
+    assert set(t.status[:-1]) == {"supported"} and t.finding.iloc[-1] == "R"
+    assert {p for _, p, _ in asked} == {"ci"} and "wrote" in capsys.readouterr().out
