@@ -64,6 +64,36 @@ book.publish(reproducibility.section(**params))
 # ```
 
 # %% [markdown]
+# ## The scale check
+#
+# Every verdict of this book is also computed by a background build of the `scale` profile: the default's model
+# sizes, grid and seeds trained three times as many steps, and the causal chapter's 2 x 2 at the default's sizes,
+# where both models learn (`ATTNRANK_PROFILE=scale jupyter-book build .` from a clone of its own; its verdicts are
+# recorded with `attnrank verdicts data/scale/verdicts.csv --profile scale`). The recorded build:
+# {glue:text}`repro_scale_meta`. The regime its models reached: {glue:text}`repro_scale_regime`
+#
+# | Claim | This build | Scale check |
+# |---|---|---|
+# | The study's absolute 10⁻⁸ rule misses near-rank-one attention | {glue}`measure.ipynb::measure_badge` | {glue:text}`repro_scale_measure` |
+# | (i) The rank is stable | {glue}`dynamics.ipynb::dynamics_badge` | {glue:text}`repro_scale_dynamics` |
+# | (i) The rank is set early | {glue}`protocol.ipynb::set_early_badge` | {glue:text}`repro_scale_set_early` |
+# | The study's 4 + 4 protocol gives a stable sign, and ours | {glue}`protocol.ipynb::protocol_badge` | {glue:text}`repro_scale_protocol` |
+# | (ii) Higher rank, lower loss | {glue}`loss.ipynb::loss_badge` | {glue:text}`repro_scale_loss` |
+# | (iii) A higher temperature raises the rank | {glue}`temp.ipynb::temp_badge` | {glue:text}`repro_scale_temp` |
+# | (ii + iii) A higher temperature trains lower | {glue}`temp.ipynb::temp_loss_badge` | {glue:text}`repro_scale_temp_loss` |
+# | (iii) Temperature moves the rank more than head dimension | {glue}`headdim.ipynb::headdim_badge` | {glue:text}`repro_scale_headdim` |
+# | Temperature acts through the initial rank | {glue}`causal.ipynb::causal_badge` | {glue:text}`repro_scale_causal` |
+# | (iv) The theory holds | {glue}`theory.ipynb::theory_badge` | {glue:text}`repro_scale_theory` |
+# | Check: the trained rank stays below the study's bound | {glue}`theory.ipynb::seq_len_badge` | {glue:text}`repro_scale_seq_len` |
+# | (v) Some standard settings fall short on a high-rank target | {glue}`target.ipynb::target_badge` | {glue:text}`repro_scale_target` |
+
+# %% [markdown]
+# The scale check's verdicts with their effects, as recorded:
+#
+# ```{glue} repro_scale_verdicts
+# ```
+
+# %% [markdown]
 # ## Build times
 #
 # Execution time of each chapter (`Method` is `cache` for a chapter served from the execution cache, which happens

@@ -35,7 +35,9 @@ from .errors import ConfigError
 
 __all__ = [
     "LOCK_FILE",
+    "RECORD_FOLDERS",
     "RESULT_ROOTS",
+    "records_hash",
     "RUN_ROOTS",
     "closure",
     "code_hash",
@@ -55,6 +57,19 @@ _PACKAGE = "attnrank"
 _ROOT = Path(__file__).resolve().parent
 #: The lock file of a checkout (``uv pip compile`` output, see ``make lock``); absent in an installed copy.
 LOCK_FILE = _ROOT.parents[1] / "requirements.lock"
+#: The measurements recorded in the repository that chapters read (the recipe study, the scale-check build).
+RECORD_FOLDERS = (_ROOT.parents[1] / "data" / "recipe", _ROOT.parents[1] / "data" / "scale")
+
+
+def records_hash(folders=None) -> str:
+    """SHA-256 (hex) of the recorded measurements the chapters read (:data:`RECORD_FOLDERS`): each file's path
+    inside its folder and content; ``-`` when there are none (an installed copy)."""
+    h, found = hashlib.sha256(), False
+    for folder in RECORD_FOLDERS if folders is None else folders:
+        for path in sorted(p for p in Path(folder).glob("*") if p.is_file()):
+            found = True
+            h.update(f"{Path(folder).name}/{path.name}".encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest() if found else "-"
 
 
 def module_file(name: str) -> Path | None:

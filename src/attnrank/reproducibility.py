@@ -31,12 +31,26 @@ from .glossary import (
     per_arch,
 )
 from .profiles import PROFILES, profile_defaults, resolve_config, resolve_profile
-from .provenance import lock_state
+from .provenance import RECORD_FOLDERS, lock_state
 from .section import Section, Table
 from .store import code_hash
 from .train import device_name
 
-__all__ = ["PARAMETERS", "section", "environment", "profile_tables", "preset_tables", "runs_shown", "multiplicity"]
+__all__ = [
+    "PARAMETERS",
+    "section",
+    "environment",
+    "profile_tables",
+    "preset_tables",
+    "runs_shown",
+    "multiplicity",
+    "scale_record",
+    "SCALE_FOLDER",
+]
+
+#: Where the scale-check build's verdicts are recorded (``attnrank verdicts data/scale/verdicts.csv --profile scale``
+#: in that build's checkout, and its ``build.json``: commit, date, runs, build minutes on two cores).
+SCALE_FOLDER = RECORD_FOLDERS[1]
 
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "dataset")
@@ -146,6 +160,35 @@ def multiplicity(n_verdicts: int, level: float = 0.95) -> dict:
     }
 
 
+def scale_record(folder=None) -> tuple[pd.DataFrame | None, dict]:
+    """The recorded scale-check build (:data:`SCALE_FOLDER`): its verdict table (``verdict, status, effect, n,
+    regime, finding``; the row ``regime`` holds the regime its models reached) and its ``build.json``; ``(None, {})``
+    when none is recorded."""
+    import json
+    from pathlib import Path
+
+    folder = Path(SCALE_FOLDER if folder is None else folder)
+    table, meta = folder / "verdicts.csv", folder / "build.json"
+    if not table.is_file():
+        return None, {}
+    return pd.read_csv(table, keep_default_na=False), (json.loads(meta.read_text()) if meta.is_file() else {})
+
+
+def _scale_glue(table: pd.DataFrame | None, meta: dict) -> dict:
+    if table is None:
+        return {f"repro_scale_{v}": "not recorded" for v in VERDICT_LABELS} | {
+            "repro_scale_regime": "No scale-check build is recorded in this checkout.",
+            "repro_scale_meta": "none recorded",
+        }
+    rows = {r.verdict: r for r in table.itertuples()}
+    glue = {f"repro_scale_{v}": rows[v].status if v in rows else "not recorded" for v in VERDICT_LABELS}
+    glue["repro_scale_regime"] = rows["regime"].finding if "regime" in rows else "not recorded"
+    glue["repro_scale_meta"] = ", ".join(
+        f"{k.replace('_', ' ')} {meta[k]}" for k in ("profile", "commit", "date", "runs", "build_minutes") if k in meta
+    )
+    return glue
+
+
 def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, taus=None, head_dims=None) -> Section:
     """The reproducibility chapter's numbers and tables (the runs of the shared sweep are trained where missing).
 
@@ -190,4 +233,19 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
         Table("repro_presets", sizes),
         Table("repro_run_presets", chapter_runs),
     ]
+    scale_table, meta = scale_record()
+    glue.update(_scale_glue(scale_table, meta))
+    shown_scale = (
+        scale_table[scale_table.verdict != "regime"]
+        if scale_table is not None
+        else pd.DataFrame([dict(verdict="none recorded", status="", effect="", n="", regime="")])
+    )
+    tables.append(
+        Table(
+            "repro_scale_verdicts",
+            shown_scale.assign(verdict=shown_scale.verdict.map(lambda v: VERDICT_LABELS.get(v, v)))[
+                ["verdict", "status", "effect", "n", "regime"]
+            ],
+        )
+    )
     return Section("reproducibility", glue, [], tables, [])

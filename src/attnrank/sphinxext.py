@@ -54,7 +54,7 @@ from .errors import ConfigError, check_choice
 from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
 from .glossary import per_arch
 from .profiles import ARCHS, PROFILES, resolve_config, resolve_profile
-from .provenance import RESULT_ROOTS, code_hash, imported_modules, lock_state
+from .provenance import RESULT_ROOTS, code_hash, imported_modules, lock_state, records_hash
 from .store import runs_dir
 
 __all__ = [
@@ -138,6 +138,7 @@ def _context_items(srcdir=None) -> dict[str, str]:
         ) and name not in CONTEXT_ENV_EXCLUDED:
             items[f"env:{name}"] = value
     items["lock"] = lock_state(())[0] or "-"  # the reproducibility chapter shows the lock file's hash
+    items["records"] = records_hash()  # the recorded recipe study and scale-check build that chapters read
     items["profile"] = resolve_profile("auto")
     items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
     items["torch_threads"] = str(torch.get_num_threads())
@@ -153,6 +154,7 @@ def execution_context(srcdir=None) -> tuple[str, dict[str, str]]:
     * ``python``, ``platform`` and ``package:NAME`` for every package of
       :data:`attnrank.book.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
     * ``lock``: the SHA-256 of the checkout's ``requirements.lock`` (``-`` without one);
+    * ``records``: :func:`attnrank.provenance.records_hash` of the measurements recorded in the repository;
     * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` (except the
       executor choice, :data:`CONTEXT_ENV_EXCLUDED`) and the hub switches of
       :data:`CONTEXT_ENV_VARIABLES`;

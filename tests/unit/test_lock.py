@@ -80,3 +80,21 @@ def test_this_environment_was_installed_from_the_lock(package):
     if not os.environ.get("LOCKED_ENVIRONMENT"):
         pytest.skip("set LOCKED_ENVIRONMENT=1 where the environment was installed from requirements.lock (CI)")
     assert version(package) == provenance.locked_versions(LOCK)[provenance._canonical(package)]
+
+
+def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, monkeypatch):
+    """The learned chapter reads the recorded recipe study and the reproducibility chapter the scale-check build:
+    changing either record executes them again."""
+    recipe, scale = tmp_path / "recipe", tmp_path / "scale"
+    recipe.mkdir()
+    (recipe / "quick.csv").write_text("a\n1\n")
+    monkeypatch.setattr(provenance, "RECORD_FOLDERS", (recipe, scale))
+    before, items = sphinxext.execution_context()
+    assert items["records"] == provenance.records_hash() != "-"
+    scale.mkdir()
+    (scale / "verdicts.csv").write_text("verdict,status\n")
+    after, _ = sphinxext.execution_context()
+    (scale / "verdicts.csv").write_text("verdict,status\nloss,supported\n")
+    again, _ = sphinxext.execution_context()
+    assert len({before, after, again}) == 3
+    assert provenance.records_hash((tmp_path / "none",)) == "-"
