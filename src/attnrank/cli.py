@@ -9,17 +9,21 @@ sweep whose runs raised names them on one line, with exit status 1.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import re
 import sys
 
-from . import learned, recipe
+import pandas as pd
+
+from . import causal, dynamics, headdim, learned, loss, measure, protocol, recipe, target, temp
 from .data import absolute_path_settings
 from .errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from .experiments import book_runs
 from .grid import EXECUTORS, default_workers, plan, sweep
 from .profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
 from .store import load_runs, run, runs_dir
+from .theory import experiments as theory
 
 __all__ = ["main"]
 
@@ -222,13 +226,6 @@ def verdict_rows(profile: str = "auto", dataset: str | None = None):
     Raises:
         ConfigError: naming ``profile`` or ``dataset``.
     """
-    import inspect
-
-    import pandas as pd
-
-    from . import causal, dynamics, headdim, loss, measure, protocol, target, temp
-    from .theory import experiments as theory
-
     profile = resolve_profile(profile)
     dataset = None if dataset is None else check_dataset(dataset)
     rows = []
