@@ -32,6 +32,7 @@ import importlib.resources
 import json
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,7 +166,8 @@ def _check_writable(root: Path, needed: str | None = None) -> None:
 def _writing(tmp: Path, what: str):
     """Write ``what`` through the temporary file ``tmp``: a failed write (a full disk) removes it and
     raises a one-line :class:`ConfigError` naming ``ATTNRANK_DATA`` (``tokenizers`` reports its I/O
-    errors as its own exception, with the OS error's number in the text)."""
+    errors as its own exception, with the OS error's number in the text; numpy's short write is an OSError
+    without a number)."""
     try:
         yield
     except Exception as exc:
@@ -173,11 +175,15 @@ def _writing(tmp: Path, what: str):
         code = getattr(exc, "errno", None)
         found = None if code else re.search(r"os error (\d+)", str(exc))
         code = code or (int(found.group(1)) if found else None)
-        if code is None:
+        if code is not None:
+            reason = os.strerror(code)
+        elif isinstance(exc, OSError):  # numpy's short write ("N requested and M written") carries no errno
+            reason = f"only part of it was written, {exc}: No space left on device?"
+        else:
             raise
         raise ConfigError(
             "ATTNRANK_DATA",
-            f"cannot write {what} to {str(tmp.parent)!r} ({os.strerror(code)}); free space there or set "
+            f"cannot write {what} to {str(tmp.parent)!r} ({reason}); free space there or set "
             "ATTNRANK_DATA to another folder",
         ) from None
 
@@ -220,6 +226,32 @@ def _local_files(root: Path) -> list[Path]:
 _CARD_HEADER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
+#: Characters ``datasets`` reads as a glob pattern or a line break in a local folder's path.
+_GLOB_CHARACTERS = re.compile(r"[\[\]*?{}\n\r]")
+
+
+@contextlib.contextmanager
+def _plain_path(root: Path):
+    """``root`` as ``datasets`` can read it: itself, or, when its path holds a glob character or a line break
+    (``c [1]``, ``data*``), a copy of its files (hard links where the file system allows) in a temporary folder of
+    a plain name: ``datasets`` reads the path as a pattern and resolves links, so it would find no file. A dataset
+    card's files outside such a folder are not read."""
+    if not _GLOB_CHARACTERS.search(str(root)):
+        yield root
+        return
+
+    def link_or_copy(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    with tempfile.TemporaryDirectory(prefix="attnrank-dataset-") as tmp:
+        plain = Path(tmp) / "data"
+        shutil.copytree(Path(root).resolve(), plain, copy_function=link_or_copy)
+        yield plain
+
+
 def _card_files_outside(root: Path, dataset: str) -> list[Path]:
     """The files outside ``root`` that ``datasets`` reads because the folder's dataset card
     (``README.md``) names them in ``data_files`` (``../B/*.txt``), resolved by ``datasets``
@@ -236,17 +268,17 @@ def _card_files_outside(root: Path, dataset: str) -> list[Path]:
         return []
     import datasets
 
+    inside, out = root.resolve(), set()
     try:
-        with tempfile.TemporaryDirectory(prefix="attnrank-datasets-") as cache:
-            builder = datasets.load_dataset_builder(str(root), cache_dir=cache)
+        with tempfile.TemporaryDirectory(prefix="attnrank-datasets-") as cache, _plain_path(root) as plain:
+            builder = datasets.load_dataset_builder(str(plain), cache_dir=cache)
+            for files in (builder.config.data_files or {}).values():
+                for f in files:
+                    path = Path(str(f)).resolve()  # while a link to an oddly named folder still exists
+                    if "://" not in str(f) and not path.is_relative_to(inside):
+                        out.add(path)
     except Exception as exc:
         raise _unavailable(dataset, exc, local=True, root=root) from exc
-    inside, out = root.resolve(), set()
-    for files in (builder.config.data_files or {}).values():
-        for f in files:
-            path = Path(str(f)).resolve()
-            if "://" not in str(f) and not path.is_relative_to(inside):
-                out.add(path)
     return sorted(out)
 
 
@@ -514,8 +546,8 @@ def _load_hf(source: _Source) -> tuple[list[str], list[str]]:
         if root is not None:
             # a private, temporary datasets cache: datasets keys its own cache of local files by
             # modification time, which does not see every change of content
-            with tempfile.TemporaryDirectory(prefix="attnrank-datasets-") as cache:
-                ds = datasets.load_dataset(source.name, source.config, cache_dir=cache, keep_in_memory=True)
+            with tempfile.TemporaryDirectory(prefix="attnrank-datasets-") as cache, _plain_path(root) as plain:
+                ds = datasets.load_dataset(str(plain), source.config, cache_dir=cache, keep_in_memory=True)
                 return _split_texts(ds, dataset)
         ds = datasets.load_dataset(source.name, source.config)
     except DatasetUnavailable:

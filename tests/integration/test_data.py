@@ -482,3 +482,15 @@ def test_offline_hint_only_for_network_failures():
         other = data._unavailable("hf:x/y", exc, local=False)
     assert "hub" not in str(other) and "ValueError: bad config; caused by KeyError: 'split'" in str(other)
     assert "hub" not in str(data._unavailable("hf:/a", ConnectionError("disk"), local=True))
+
+
+@pytest.mark.parametrize("name", ["c [1]", "data*", "two\nlines", "a{b,c}?"])
+def test_a_folder_whose_name_holds_glob_characters_or_a_line_break_trains(tmp_path, private_data, name):
+    """datasets reads a folder's path as a glob pattern: such a folder is read through a copy of a plain name, and
+    gives the same documents as a plainly named folder with the same files."""
+    odd = _write_corpus(tmp_path / name, lines=(300, 30))
+    plain = _write_corpus(tmp_path / "plain", lines=(300, 30))
+    train, val = data.load_texts(f"hf:{odd}")
+    assert (len(train), len(val)) == (300, 30) and (train, val) == data.load_texts(f"hf:{plain}")
+    blocks, vblocks, _ = data.token_blocks("gpt2", f"hf:{odd}", 300, 16)
+    assert blocks.shape[1] == 16 and len(vblocks) > 0

@@ -221,7 +221,7 @@ def test_train_says_whether_it_trained_or_read_the_run(runs, capsys):
     assert "trained now" not in out
 
 
-@pytest.mark.parametrize("what", ["tokenizer", "blocks"])
+@pytest.mark.parametrize("what", ["tokenizer", "blocks", "blocks, short write"])
 def test_a_full_disk_while_caching_data_gives_one_line_and_leaves_no_temporary_file(
     tmp_path, monkeypatch, capsys, what
 ):
@@ -238,15 +238,43 @@ def test_a_full_disk_while_caching_data_gives_one_line_and_leaves_no_temporary_f
             raise Exception("No space left on device (os error 28)")  # how tokenizers reports it
 
         monkeypatch.setattr(Tokenizer, "save", full)
-    else:
+    elif what == "blocks":
 
         def full(path, arr, *a, **k):
             Path(path).write_bytes(b"\x93NUMPY")
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
         monkeypatch.setattr(np, "save", full)
+    else:
+
+        def short(path, arr, *a, **k):  # what numpy raises when the disk fills mid-array: no errno
+            Path(path).write_bytes(b"\x93NUMPY" + bytes(100))
+            raise OSError("2167680 requested and 44000 written")
+
+        monkeypatch.setattr(np, "save", short)
     assert main(["train", "--arch", "gpt2", "--profile", "ci", "--max-steps", "3", "--quiet"]) == 2
     line = _error_line(capsys.readouterr().err)
     assert line.startswith("attnrank: error: ATTNRANK_DATA: cannot write the ")
-    assert "(No space left on device); free space there or set ATTNRANK_DATA to another folder" in line
+    reason = "written: No space left on device?)" if "short" in what else "(No space left on device)"
+    assert f"{reason}; free space there or set ATTNRANK_DATA to another folder" in line
     assert not [p for p in data_folder.rglob("*") if ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("size", ["8k", "64k"])
+def test_a_real_full_data_folder(tmp_path, monkeypatch, capsys, size):
+    """ATTNRANK_DATA on a tiny tmpfs (the tokenizer or the token blocks fill it, whichever comes first): one line
+    naming ATTNRANK_DATA, no partial file left, and nothing in the run store."""
+    small = tmp_path / "small"
+    if not shutil.which("mount") or not _tmpfs(small, size):
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        monkeypatch.setenv("ATTNRANK_DATA", str(small / "data"))
+        monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+        assert main(["train", "--arch", "gpt2", "--profile", "ci", "--max-steps", "3", "--quiet"]) == 2
+        err = capsys.readouterr().err
+        line = _error_line(err)
+        assert line.startswith("attnrank: error: ATTNRANK_DATA: ") and "Traceback" not in err
+        assert "No space left on device" in line
+        assert not [p for p in (small / "data").rglob("*") if ".tmp" in p.name]
+    finally:
+        subprocess.run(["umount", str(small)])
