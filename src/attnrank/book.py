@@ -44,6 +44,7 @@ __all__ = [
     "verdict",
     "publish",
     "published_names",
+    "published_verdicts",
     "pasted_names",
     "publish_verdict",
     "table_html",
@@ -486,6 +487,50 @@ def publish_verdict(v) -> None:
     for part, value in v.parts().items():
         glue(f"{v.name}_{part}", value)
     glue(f"{v.name}_badge", _Html(badge(v.status)))
+
+
+def published_verdicts(folder) -> pd.DataFrame:
+    """The verdicts a built book published (:func:`publish_verdict`), read back from myst-nb's glue files
+    (``<page>.glue.json`` under ``folder``, the build's ``jupyter_execute``): one row per verdict with ``verdict``,
+    ``status``, ``effect``, ``n`` (its units), ``regime`` (the brief clause) and ``finding``, in page order; and a
+    row ``regime`` whose ``finding`` is the regime the models reached (``learned_regime``), when glued.
+
+    Raises:
+        ConfigError: naming ``folder`` when it holds no glue file.
+    """
+    import json
+    from pathlib import Path
+
+    files = sorted(Path(folder).rglob("*.glue.json"))
+    if not files:
+        raise ConfigError("folder", f"no glue files under {str(folder)!r}: build the book first")
+
+    def text(output) -> str:
+        data = output.get("data", {}) if isinstance(output, dict) else {}
+        value = data.get("text/plain", "")
+        value = "".join(value) if isinstance(value, list) else str(value)
+        return value[1:-1] if len(value) > 1 and value[0] == value[-1] == "'" else value
+
+    rows, regime = [], None
+    for path in files:
+        glued = json.loads(path.read_text())
+        regime = text(glued["learned_regime"]) if "learned_regime" in glued else regime
+        for key in glued:
+            name = key[: -len("_status")]
+            if key.endswith("_status") and f"{name}_units" in glued:
+                rows.append(
+                    dict(
+                        verdict=name,
+                        status=text(glued[key]),
+                        effect=text(glued.get(f"{name}_effect", {})),
+                        n=text(glued[f"{name}_units"]),
+                        regime=text(glued.get(f"{name}_regime_brief", {})),
+                        finding=text(glued.get(f"{name}_finding", {})),
+                    )
+                )
+    if regime is not None:
+        rows.append(dict(verdict="regime", status="", effect="", n="", regime="", finding=regime))
+    return pd.DataFrame(rows)
 
 
 def published_names(section) -> set[str]:

@@ -249,7 +249,12 @@ def verdict_rows(profile: str = "auto", dataset: str | None = None):
 
 
 def _verdicts(args) -> int:
-    table = verdict_rows(args.profile, args.dataset)
+    if args.from_build:
+        from .book import published_verdicts
+
+        table = published_verdicts(os.path.join(args.from_build, "jupyter_execute"))
+    else:
+        table = verdict_rows(args.profile, args.dataset)
     table.to_csv(args.out, index=False)
     for r in table.itertuples():
         print(f"{r.verdict}: {r.status or r.finding}")
@@ -337,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("out", help="the CSV file to write")
     v.add_argument("--profile", default="auto", help="ci, quick, paper, scale or auto (default)")
     v.add_argument("--dataset", default=None, help="shakespeare or hf:NAME[:CONFIG] (default: ATTNRANK_DATASET)")
+    v.add_argument(
+        "--from-build", default=None, help="read the verdicts a built book published (its _build folder) instead"
+    )
     v.set_defaults(func=_verdicts)
     r = sub.add_parser("runs", help="list the stored runs")
     r.add_argument("--all", action="store_true", help="include runs made by older code")

@@ -166,3 +166,40 @@ def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, m
     ]
     assert set(t.status[:-1]) == {"supported"} and t.finding.iloc[-1] == "R"
     assert {p for _, p, _ in asked} == {"ci"} and "wrote" in capsys.readouterr().out
+
+
+def test_attnrank_verdicts_from_a_build_reads_what_its_pages_published(tmp_path, capsys):
+    """`attnrank verdicts OUT --from-build _build` reads the glue files myst-nb wrote: each verdict's parts, and the
+    regime; a folder without glue files is named in one line."""
+    import json
+
+    import pandas as pd
+
+    from attnrank.cli import main
+
+    def out(value):
+        return {"data": {"text/plain": repr(value)}, "metadata": {}, "output_type": "display_data"}
+
+    pages = tmp_path / "_build" / "jupyter_execute" / "chapters"
+    pages.mkdir(parents=True)
+    glued = {"loss_status": "not supported", "loss_units": "9 learned runs of 36", "loss_effect": "ρ −0.42"}
+    glued |= {"loss_regime_brief": "GPT-2 learned", "loss_finding": "f", "loss_n_runs": 36}
+    (pages / "loss.glue.json").write_text(json.dumps({k: out(v) for k, v in glued.items()}))
+    (pages / "learned.glue.json").write_text(json.dumps({"learned_regime": out("both learned")}))
+    target = tmp_path / "v.csv"
+    assert main(["verdicts", str(target), "--from-build", str(tmp_path / "_build")]) == 0
+    t = pd.read_csv(target, keep_default_na=False)
+    assert t.to_dict("records") == [
+        dict(
+            verdict="loss",
+            status="not supported",
+            effect="ρ −0.42",
+            n="9 learned runs of 36",
+            regime="GPT-2 learned",
+            finding="f",
+        ),
+        dict(verdict="regime", status="", effect="", n="", regime="", finding="both learned"),
+    ]
+    capsys.readouterr()
+    assert main(["verdicts", str(target), "--from-build", str(tmp_path / "nothing")]) == 2
+    assert "folder: no glue files under" in capsys.readouterr().err
