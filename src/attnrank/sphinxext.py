@@ -522,6 +522,59 @@ class BuildLog(Directive):
         return [_table(header, rows[1:][-self.options.get("rows", 10) :])]
 
 
+class _findings(nodes.General, nodes.Element):
+    """Where ``{attnrank-findings}`` stands until every page's glue is known (filled at ``doctree-resolved``)."""
+
+
+#: The verdicts that are checks, not claims of the study (counted apart on the first screen).
+CHECKS = ("seq_len",)
+
+
+class Findings(Directive):
+    """``{attnrank-findings}``: the book's findings in a box, computed from the verdicts every page published: how
+    many claims are supported, not supported and inconclusive, which remain open, and the regime the models reached.
+    The page is read again whenever a page's glue changes."""
+
+    def run(self):
+        env = self.state.document.settings.env
+        folder = Path(env.mystnb_config.output_folder)
+        for doc in sorted(env.found_docs):
+            env.note_dependency(str(folder.joinpath(*doc.split("/")[:-1], doc.split("/")[-1] + ".glue.json")))
+        return [_findings()]
+
+
+def findings_text(table) -> tuple[str, str]:
+    """The counts sentence and the regime of :func:`attnrank.book.published_verdicts`'s ``table``."""
+    from .glossary import VERDICT_LABELS
+    from .verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+
+    claims = table[(table.verdict != "regime") & ~table.verdict.isin(CHECKS)]
+    count = {s: int((claims.status == s).sum()) for s in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)}
+    open_ = [VERDICT_LABELS.get(v, v) for v in claims.verdict[claims.status == INCONCLUSIVE]]
+    text = (
+        f"Of the {len(claims)} claims tested: {count[SUPPORTED]} supported, {count[NOT_SUPPORTED]} not supported, "
+        f"{count[INCONCLUSIVE]} inconclusive at this scale" + (f" (open: {'; '.join(open_)})." if open_ else ".")
+    )
+    regime = table[table.verdict == "regime"].finding
+    return text, (regime.iloc[0] if len(regime) else "")
+
+
+def _fill_findings(app, doctree, docname) -> None:
+    from .book import published_verdicts
+
+    for node in list(doctree.findall(_findings)):
+        try:
+            text, regime = findings_text(published_verdicts(Path(app.env.mystnb_config.output_folder)))
+        except ConfigError:
+            text, regime = "The chapters have not been executed yet.", ""
+        box = nodes.admonition(classes=["tip", "attnrank-findings"])
+        box += nodes.title(text="What we found")
+        box += nodes.paragraph(text=text)
+        if regime:
+            box += nodes.paragraph(text=f"Where the models stand: {regime}.")
+        node.replace_self(box)
+
+
 _PROFILE_USE = {
     "ci": "tests and the CI build",
     "quick": "the default on a CPU",
@@ -1185,6 +1238,9 @@ def setup(app):
     for name, role in _marked_paste_roles().items():
         app.add_role_to_domain("glue", name, role, override=True)
     app.add_directive("attnrank-build-log", BuildLog)
+    app.add_directive("attnrank-findings", Findings)
+    app.add_node(_findings)
+    app.connect("doctree-resolved", _fill_findings)
     app.add_directive("attnrank-profiles", ProfileTable)
     app.add_directive("attnrank-cite", Cite)
     app.add_directive("attnrank-figure", GluedFigure)

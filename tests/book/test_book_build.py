@@ -327,3 +327,25 @@ def test_a_damaged_execution_cache_is_set_aside_in_one_line_and_the_build_execut
         assert len(lines) <= 1 and "Traceback" not in out, (how, out[-3000:])
         assert shown(tmp_path) == expected, how
         assert executed(result) or how == "empty", how  # an emptied database is a new, empty cache
+
+
+def test_the_findings_box_counts_the_verdicts_every_page_published(tmp_path):
+    """docs/guarantees.md: `{attnrank-findings}` on the intro counts the verdicts the chapters published in this
+    build, names those still open, and follows a chapter whose verdict changes."""
+    code = (
+        "import os\n"
+        "from attnrank import book\n"
+        "from attnrank.section import Section, Verdict\n"
+        "s = os.environ.get('ATTNRANK_FIXTURE_STATUS', 'supported')\n"
+        "v = [Verdict('loss', s, 'f', 'e', '6 runs', 'r', 's'), Verdict('temp', 'inconclusive at this scale', 'f', 'e',"
+        " '6 runs', 'r', 's'), Verdict('seq_len', 'supported', 'f', 'e', '3 runs', 'r', 's')]\n"
+        "book.publish(Section('nb', {'value': 'x'}, [], [], v))"
+    )
+    intro = "# Intro\n\n```{attnrank-findings}\n```\n\nPasted: {glue:text}`nb.ipynb::value:s`.\n"
+    env = make_book(tmp_path, intro=intro, notebook=_notebook(code, "# Notebook\n\nShown: {glue:text}`value:s`."))
+    page = lambda: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", (tmp_path / "book/_build/html/intro.html").read_text()))
+    assert executed(build(tmp_path, env))
+    assert "Of the 2 claims tested: 1 supported, 0 not supported, 1 inconclusive at this scale" in page()
+    assert "(open: (iii) temperature raises the rank)" in page()
+    assert executed(build(tmp_path, {**env, "ATTNRANK_FIXTURE_STATUS": "not supported"}))
+    assert "Of the 2 claims tested: 0 supported, 1 not supported, 1 inconclusive at this scale" in page()
