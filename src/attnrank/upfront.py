@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -42,8 +43,24 @@ def execute_one(uri: str, notebook: str, timeout: int | None, allow_errors: bool
         ``(executed notebook as JSON text, seconds, traceback or None)``; a traceback means the
         notebook raised (its own error).
     """
+    from jupyter_client.manager import KernelManager
+
     nb = nbformat.reads(notebook, as_version=4)
-    result = single_nb_execution(nb, cwd=str(Path(uri).parent), timeout=timeout, allow_errors=allow_errors)
+    with tempfile.TemporaryDirectory(prefix="attnrank-kernel-") as sockets:
+        # IPC sockets in a folder of its own: no TCP port, so the kernel has nothing to warn about, and no two
+        # kernels share a socket name
+        km = KernelManager(
+            transport="ipc",
+            ip=os.path.join(sockets, "kernel"),
+            kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
+        )
+        try:
+            result = single_nb_execution(
+                nb, cwd=str(Path(uri).parent), timeout=timeout, allow_errors=allow_errors, km=km
+            )
+        finally:  # a kernel manager handed to nbclient is the caller's to shut down
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
     if result.err is not None:
         return "", result.time, result.exc_string or repr(result.err)
     return nbformat.writes(nb), result.time, None
