@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import time
 from concurrent.futures import as_completed
 
@@ -318,6 +319,21 @@ def _label(c: RunConfig) -> str:
     return f"{c.arch} tau={c.tau:g} head_dim={c.head_dim} seed={c.seed}"
 
 
+def _progress_target():
+    """The progress bar class and the stream progress is written to: in a notebook kernel (a chapter run by
+    papermill or executed by the build) the kernel's own stderr, which is the terminal that started it, as plain
+    text (the page never shows training progress); elsewhere tqdm's choice and ``None`` (the bar on stderr, the
+    lines on stdout, as before)."""
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if getattr(shell, "kernel", None) is not None and sys.__stderr__ is not None:
+        from tqdm.std import tqdm
+
+        return tqdm, sys.__stderr__
+    from tqdm.auto import tqdm
+
+    return tqdm, None
+
+
 def sweep(
     configs,
     *,
@@ -362,8 +378,7 @@ def sweep(
             every other run has finished; their rows are missing). An exception is not a
             dead worker: a run that raises is reported once, never retried.
     """
-    from tqdm.auto import tqdm
-
+    tqdm, terminal = _progress_target()
     check_choice("executor", executor, EXECUTORS)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("workers", f"got {workers!r}; expected an integer >= 1")
@@ -375,7 +390,11 @@ def sweep(
     expected = code_hash or store.code_hash()
     todo = [i for i in range(len(configs)) if not table.stored[i]]
     if progress and todo:
-        print(f"checking the data of {len(todo)} run(s) before training (tokenizers and blocks are cached)", flush=True)
+        print(
+            f"checking the data of {len(todo)} run(s) before training (tokenizers and blocks are cached)",
+            flush=True,
+            file=terminal,
+        )
     preflight([configs[i] for i in todo])
     threads = max((configs[i].threads for i in todo), default=1)
     if executor == "process":
@@ -393,6 +412,7 @@ def sweep(
             f"{len(configs)} runs, {len(configs) - len(todo)} stored, {len(todo)} to train; {what} x {threads} "
             f"thread(s)" + (f", 1 GPU each ({len(gpus)} visible)" if gpus else f" ({_cpus()} CPU cores here)"),
             flush=True,
+            file=terminal,
         )
     results: dict[int, dict] = {i: {"source": "stored", "seconds": 0.0} for i in range(len(configs)) if table.stored[i]}
     errors: dict[int, str] = {}
@@ -403,6 +423,7 @@ def sweep(
         unit="run",
         disable=not progress or not todo,
         dynamic_ncols=True,
+        **({"file": terminal} if terminal else {}),
     )
 
     def done(i: int, res: dict) -> None:
@@ -410,13 +431,13 @@ def sweep(
         bar.update(1)
         if progress:
             status = "" if res["status"] == "complete" else f" ({res['status']})"
-            bar.write(f"{_label(configs[i])}: {res['source']} in {res['seconds']:.1f} s{status}")
+            bar.write(f"{_label(configs[i])}: {res['source']} in {res['seconds']:.1f} s{status}", file=terminal)
 
     def failed(i: int, exc: BaseException) -> None:
         errors[i] = str(exc) if isinstance(exc, WorkerError) else f"{type(exc).__name__}: {exc}"
         bar.update(1)
         if progress:
-            bar.write(f"{_label(configs[i])}: error {errors[i]}")
+            bar.write(f"{_label(configs[i])}: error {errors[i]}", file=terminal)
 
     t0 = time.perf_counter()
     try:

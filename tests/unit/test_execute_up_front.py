@@ -63,3 +63,21 @@ def test_each_notebook_is_cached_once_tried_again_alone_or_left_to_myst_nb(
     monkeypatch.setattr(upfront, "execute_one", again)
     assert upfront.execute_and_cache(str(tmp_path / "cache"), uris, 120, False) == []
     assert sorted(c[0] for c in again.calls) == sorted(left)
+
+
+def test_training_progress_goes_to_the_terminal_from_a_notebook_kernel(monkeypatch):
+    """In a kernel (papermill, the build) the progress of training goes to the kernel's own stderr, the terminal
+    that started it, as plain text, never into the notebook; elsewhere where it always went."""
+    import sys
+    import types
+
+    from tqdm.std import tqdm as plain
+
+    from attnrank import grid
+
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert grid._progress_target() == (plain, sys.__stderr__)
+    fake.get_ipython = lambda: None
+    assert grid._progress_target()[1] is None
