@@ -17,6 +17,7 @@ import sys
 import pandas as pd
 
 from . import causal, dynamics, headdim, learned, loss, measure, protocol, recipe, target, temp
+from .book import published_verdicts
 from .data import absolute_path_settings
 from .errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from .experiments import book_runs
@@ -250,8 +251,6 @@ def verdict_rows(profile: str = "auto", dataset: str | None = None):
 
 def _verdicts(args) -> int:
     if args.from_build:
-        from .book import published_verdicts
-
         table = published_verdicts(os.path.join(args.from_build, "jupyter_execute"))
     else:
         table = verdict_rows(args.profile, args.dataset)

@@ -48,14 +48,15 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 from . import grid, upfront
-from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES
+from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES, published_verdicts
 from .data import absolute_path_settings, data_dir
 from .errors import ConfigError, check_choice
 from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
-from .glossary import per_arch
+from .glossary import VERDICT_LABELS, per_arch
 from .profiles import ARCHS, PROFILES, resolve_config, resolve_profile
 from .provenance import RESULT_ROOTS, code_hash, imported_modules, lock_state, records_hash
 from .store import runs_dir
+from .verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
 __all__ = [
     "CONTEXT_ENV_PREFIXES",
@@ -545,9 +546,6 @@ class Findings(Directive):
 
 def findings_text(table) -> tuple[str, str]:
     """The counts sentence and the regime of :func:`attnrank.book.published_verdicts`'s ``table``."""
-    from .glossary import VERDICT_LABELS
-    from .verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
-
     claims = table[(table.verdict != "regime") & ~table.verdict.isin(CHECKS)]
     count = {s: int((claims.status == s).sum()) for s in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)}
     open_ = [VERDICT_LABELS.get(v, v) for v in claims.verdict[claims.status == INCONCLUSIVE]]
@@ -560,8 +558,6 @@ def findings_text(table) -> tuple[str, str]:
 
 
 def _fill_findings(app, doctree, docname) -> None:
-    from .book import published_verdicts
-
     for node in list(doctree.findall(_findings)):
         try:
             text, regime = findings_text(published_verdicts(Path(app.env.mystnb_config.output_folder)))

@@ -80,3 +80,17 @@ def test_an_exception_that_cannot_be_unpickled_becomes_a_named_worker_error():
     assert "Traceback" in out.traceback and "_TwoArguments" in out.traceback
     back = pickle.loads(pickle.dumps(out))
     assert (type(back), str(back), back.traceback) == (WorkerError, str(out), out.traceback)
+
+
+def test_import_attnrank_loads_no_torch():
+    """`import attnrank` (the errors a caller catches) loads neither torch nor transformers; `attnrank.attention`
+    is loaded, and registered, when first asked for."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, attnrank; assert 'torch' not in sys.modules and 'transformers' not in sys.modules; "
+        "attnrank.attention.ATTN_IMPLEMENTATION; assert 'torch' in sys.modules; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
