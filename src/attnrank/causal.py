@@ -377,9 +377,9 @@ def section(
         ConfigError: naming ``tau``, ``seeds``, ``eval_taus`` or ``dataset`` for a value outside their range.
     """
     profile = resolve_profile(profile)
-    seeds = list(range(5)) if seeds is None else list(seeds)
     m = PRIMARY_MEASURE
-    configs = causal_runs(profile, tau=tau, seeds=seeds, dataset=dataset)
+    configs = causal_runs(profile, tau=tau, seeds=seeds, dataset=dataset)  # None: the profile's preset seeds
+    seeds = sorted({c.seed for c in configs})
     runs = runs_table(configs, long=False)
     runs["cell"] = label_cells(runs, tau)
     table = outcomes(runs, m)
@@ -403,11 +403,13 @@ def section(
     figures.append(Figure(name, fig, data, caption, ALT_TEXT[name]))
     glue.update(intervention_spans(inter, m))
     v = rules.causal_rule(table)
-    done = runs[runs.status == "complete"]
+    # the learned gate reads the stock runs: the other cells at tau = 1 are the interventions themselves
+    done = runs[(runs.status == "complete") & (runs.cell == "stock")]
+    stock = done if len(done) else runs[runs.cell == "stock"]
     gate = rules.learned_gate(
         {a: r.verdict.status for a, r in v.arch.items()},
-        baselines.bigram_gaps(runs),
-        baselines.reference_gains(runs, worst=True),
+        baselines.bigram_gaps(stock),
+        baselines.reference_gains(stock, worst=True),
     )
     inp = baselines.regime_inputs(done) if len(done) else {}
     verdict = Verdict(
