@@ -185,7 +185,7 @@ def _scale_glue(table: pd.DataFrame | None, meta: dict) -> dict:
     glue["repro_scale_regime"] = rows["regime"].finding if "regime" in rows else "not recorded"
     glue["repro_scale_meta"] = ", ".join(
         f"{k.replace('_', ' ')} {meta[k]}" for k in ("profile", "commit", "date", "runs", "build_minutes") if k in meta
-    )
+    ) + (f" ({meta['note']})" if meta.get("note") else "")
     return glue
 
 

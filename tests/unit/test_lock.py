@@ -98,3 +98,22 @@ def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, 
     again, _ = sphinxext.execution_context()
     assert len({before, after, again}) == 3
     assert provenance.records_hash((tmp_path / "none",)) == "-"
+
+
+def test_the_scale_check_is_read_from_its_record(tmp_path):
+    """The reproducibility chapter shows the recorded scale-check build: each verdict's status by name, its regime
+    and the build's facts; without a record, it says so."""
+    from attnrank import reproducibility as rp
+
+    folder = tmp_path / "scale"
+    assert rp.scale_record(folder) == (None, {})
+    assert rp._scale_glue(None, {})["repro_scale_loss"] == "not recorded"
+    folder.mkdir()
+    (folder / "verdicts.csv").write_text(
+        "verdict,status,effect,n,regime,finding\nloss,supported,e,6 runs,r,f\nregime,,,,,both learned\n"
+    )
+    (folder / "build.json").write_text('{"profile": "scale", "runs": 93, "note": "n"}')
+    table, meta = rp.scale_record(folder)
+    glue = rp._scale_glue(table, meta)
+    assert glue["repro_scale_loss"] == "supported" and glue["repro_scale_temp"] == "not recorded"
+    assert glue["repro_scale_regime"] == "both learned" and glue["repro_scale_meta"] == "profile scale, runs 93 (n)"
