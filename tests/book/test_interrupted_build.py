@@ -44,6 +44,9 @@ def test_a_signal_during_a_build_then_a_rebuild(tmp_path, signum):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # a terminal's Ctrl-C is live; a shell's background job (`cmd &`) starts with SIGINT ignored, and Python then
+        # raises no KeyboardInterrupt: restore the default, as a terminal has it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 600
     while time.time() < deadline and not started.exists() and first.poll() is None:
