@@ -67,7 +67,7 @@ book.publish(reproducibility.section(**params))
 # ## The scale check
 #
 # Every verdict of this book is also computed by a background build of the `scale` profile: the default's model
-# sizes, grid and seeds trained three times as many steps, and the causal chapter's 2 x 2 at the default's sizes,
+# sizes, grid and seeds trained three times as many steps, and the causal chapter's 2 × 2 at the default's sizes,
 # where both models learn (`ATTNRANK_PROFILE=scale jupyter-book build .` from a clone of its own; its verdicts are
 # recorded with `attnrank verdicts data/scale/verdicts.csv --profile scale`). The recorded build:
 # {glue:text}`repro_scale_meta`. The regime its models reached: {glue:text}`repro_scale_regime`
