@@ -295,15 +295,6 @@ def _note_glue_refs(app, doctree) -> None:
         env.attnrank_glue_refs[env.docname] = refs
 
 
-def _glue_data(app, docname: str) -> dict | None:
-    """The values glued by the cells of ``docname`` (myst-nb's ``<doc>.glue.json``), or None."""
-    folder = Path(app.env.mystnb_config.output_folder)
-    path = folder.joinpath(*docname.split("/")[:-1], docname.split("/")[-1] + ".glue.json")
-    if not path.exists():
-        return None
-    return json.loads(path.read_text())
-
-
 def _glue_keys(app, docname: str) -> set[str] | None:
     data = _glue_data(app, docname)
     return None if data is None else set(data)
