@@ -215,7 +215,7 @@ PARAMETERS: dict[str, Param] = {
         str,
         optional=True,
         validate=lambda name, value: _check_dataset(name, value),
-        help="the training corpus, 'shakespeare' or 'hf:NAME[:CONFIG]' (a hub dataset or a local folder); "
+        help="the training corpus, 'shakespeare', 'stdlib' (Python source) or 'hf:NAME[:CONFIG]' (a hub dataset or a local folder); "
         "None is ATTNRANK_DATASET or 'shakespeare'",
     ),
     "eval_taus": Param(float, *TAU_RANGE, many=True, help="evaluation temperature ratios of the trained models"),

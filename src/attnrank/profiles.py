@@ -43,6 +43,7 @@ from .errors import ConfigError, check_choice, check_int, check_real
 
 __all__ = [
     "SCALE_FACTOR",
+    "OFFLINE_CORPORA",
     "OFFLINE_DEFAULT",
     "check_dataset",
     "dataset_spec",
@@ -169,6 +170,9 @@ def _real(low=None, high=None, **open_ends):
 
 #: Name of the corpus that needs no network.
 OFFLINE_DEFAULT = "shakespeare"
+#: The offline corpora: the default (verse) and a second of a different kind, the Python
+#: standard library's source code of the interpreter in use (``data.stdlib_modules``).
+OFFLINE_CORPORA = (OFFLINE_DEFAULT, "stdlib")
 
 
 def dataset_spec(dataset: str) -> tuple[str, str | None, bool]:
@@ -185,7 +189,7 @@ def dataset_spec(dataset: str) -> tuple[str, str | None, bool]:
 
 
 def check_dataset(dataset) -> str:
-    """Validate a dataset name: ``"shakespeare"`` or ``"hf:NAME[:CONFIG]"``; return it normalised.
+    """Validate a dataset name: one of :data:`OFFLINE_CORPORA` or ``"hf:NAME[:CONFIG]"``; return it normalised.
 
     A local folder (``hf:PATH``) is returned as ``hf:`` and its resolved absolute path, so
     that one folder reached through different relative paths or working directories is
@@ -195,10 +199,11 @@ def check_dataset(dataset) -> str:
         ConfigError: naming ``dataset``, for any other value or a path to no folder.
     """
     if not isinstance(dataset, str) or not (
-        dataset == OFFLINE_DEFAULT or (dataset.startswith("hf:") and len(dataset) > 3)
+        dataset in OFFLINE_CORPORA or (dataset.startswith("hf:") and len(dataset) > 3)
     ):
-        raise ConfigError("dataset", f"got {dataset!r}; allowed values: {OFFLINE_DEFAULT!r} or 'hf:NAME[:CONFIG]'")
-    if dataset == OFFLINE_DEFAULT:
+        allowed = ", ".join(map(repr, OFFLINE_CORPORA))
+        raise ConfigError("dataset", f"got {dataset!r}; allowed values: {allowed} or 'hf:NAME[:CONFIG]'")
+    if dataset in OFFLINE_CORPORA:
         return dataset
     name, config, local = dataset_spec(dataset)
     if local:

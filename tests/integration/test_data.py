@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,24 @@ def test_shakespeare_split_is_by_play_and_deterministic():
     assert len(t) == len(train) and len(v) == len(val)
 
 
+def test_stdlib_corpus_is_the_library_source_split_by_module(monkeypatch):
+    """The second offline corpus: standard-library modules (no tests), whole modules per split."""
+    import json.decoder
+    import platform
+
+    modules = data.stdlib_modules()
+    assert modules["json/decoder"] == Path(json.decoder.__file__).read_text(encoding="utf-8")
+    assert not any(name.startswith(("test/", "site-packages/")) or "/test/" in name for name in modules)
+    train, val = data.split_by_play(modules)
+    t, v = data.load_texts("stdlib")
+    assert len(t) == len(train) and len(v) == len(val) > 0 and len(t) + len(v) == len(modules)
+    assert "def " in v[0] or "class " in v[0] or "import " in v[0]
+    base = data.dataset_fingerprint("stdlib")
+    assert base != data.dataset_fingerprint("shakespeare")
+    monkeypatch.setattr(platform, "python_version", lambda: "3.0.0")
+    assert data.dataset_fingerprint("stdlib") != base
+
+
 @pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_token_blocks_have_the_right_shape_and_specials(arch):
     train, val, tok = data.token_blocks(arch, "shakespeare", 512, 32)
@@ -41,7 +61,7 @@ def test_token_blocks_have_the_right_shape_and_specials(arch):
 def test_unknown_dataset_names_the_parameter():
     with pytest.raises(ConfigError) as e:
         profiles.check_dataset("wikipedia")
-    assert e.value.param == "dataset" and "shakespeare" in str(e.value)
+    assert e.value.param == "dataset" and "'shakespeare', 'stdlib'" in str(e.value)
 
 
 def test_hub_dataset_offline_names_the_offline_default(monkeypatch):
