@@ -78,7 +78,7 @@ book.publish(dynamics.section(**params))
 # prediction across settings).
 
 # %% [markdown]
-# The sweep holds {glue:text}`dynamics_n_runs` runs ({glue:text}`dynamics_n_failed` diverged), each trained for
+# The sweep holds {glue:text}`dynamics_n_runs` runs ({glue:text}`dynamics_diverged`), each trained for
 # {glue:text}`dynamics_steps` steps on sequences of $n =$ {glue:text}`dynamics_n` tokens. During training a probe
 # measures every attention matrix $A^{(\ell, h)}(x)$ of every layer $\ell$ and head $h$ on a fixed set of held-out
 # sequences $x$ at step 0 (the initialisation), at steps 1, 2, 4, 8, ... early on, then at regular steps. The

@@ -76,7 +76,7 @@ book.publish(headdim.section(**params))
 # %% [markdown]
 # {glue:text}`headdim_n_runs` runs at hidden size {glue:text}`headdim_hidden`: head dimensions
 # {glue:text}`headdim_head_dims` (heads: {glue:text}`headdim_heads`) at $\tau \in$ {glue:text}`headdim_taus`, {glue:text}`headdim_n_seeds` seeds per
-# setting; {glue:text}`headdim_n_failed` runs of the whole sweep diverged (listed above, drawn as red crosses, never
+# setting; of the whole sweep {glue:text}`headdim_diverged` (a run that diverges is drawn as a red cross, never
 # dropped).
 #
 # ## The theory, computed on the freshly initialised models

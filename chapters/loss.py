@@ -59,8 +59,8 @@ book.publish(loss.section(**params))
 # The runs are the book's shared sweep (the same ones the {doc}`dynamics chapter <dynamics>` reads): the temperature
 # grid $\tau \in$ {glue:text}`loss_taus` at the profile's head dimension, and a head-dimension grid $d_h \in$
 # {glue:text}`loss_head_dims` at fixed width (so more heads of smaller dimension) at $\tau = 1$ and at the smallest
-# $\tau$, each with {glue:text}`loss_n_seeds` seeds: {glue:text}`loss_n_runs` runs, of which
-# {glue:text}`loss_n_failed` diverged.
+# $\tau$, each with {glue:text}`loss_n_seeds` seeds: {glue:text}`loss_n_runs` runs
+# ({glue:text}`loss_diverged`).
 
 # %% [markdown]
 # ```{glue} loss_failures

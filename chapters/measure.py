@@ -45,7 +45,7 @@ book.publish(measure.section(**params))
 # once). This chapter needs only the runs trained at the standard temperature $\tau = 1$ (temperature $T =
 # \tau\sqrt{d_h}$) and the profile's standard head dimension, for both architectures and every seed. Each is
 # probed twice: as trained, and at initialisation (the same architecture rebuilt from the same seed, which gives
-# exactly the weights training started from). Of the sweep's runs {glue:text}`measure_n_failed` diverged, and
+# exactly the weights training started from). Of the sweep's runs {glue:text}`measure_diverged`, and
 # {glue:text}`measure_n_not_probed` of the runs at $\tau = 1$ are left out of the probe for it: the chapter probes
 # {glue:text}`measure_n_runs` runs.
 

@@ -91,8 +91,8 @@ book.publish(protocol.section(**params))
 # %% [markdown]
 # ## The same comparison under our protocol
 #
-# Every probe sequence and every seed (line: mean over seeds, band: min-max), under the study's
-# rank and under our primary measure.
+# Here the comparison reads every probe sequence and every seed (line: mean over seeds, band: min-max), under the
+# study's rank and under our primary measure.
 
 # %% [markdown]
 # ```{glue:figure} protocol_our_view

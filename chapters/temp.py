@@ -90,9 +90,9 @@ book.publish(temp.section(**params))
 # ```
 
 # %% [markdown]
-# {glue:text}`temp_n_runs` runs, {glue:text}`temp_n_seeds` seeds per setting, of which {glue:text}`temp_n_failed`
-# diverged (listed above; they stay in every figure, drawn as red crosses, and are left out only of the statistics
-# that need a final loss).
+# {glue:text}`temp_n_runs` runs, {glue:text}`temp_n_seeds` seeds per setting ({glue:text}`temp_diverged`). A run that
+# diverges stays in every figure, drawn as a red cross, and is left out only of the statistics that need a final
+# loss.
 #
 # ## Why temperature acts on the rank at initialisation
 #
@@ -158,9 +158,9 @@ book.publish(temp.section(**params))
 # %% [markdown]
 # The dotted lines are what a head that ignores the content would give: uniform rows have effective rank
 # {glue:text}`temp_uniform_modernbert` (ModernBERT), and the uniform causal matrix of GPT-2 has effective rank
-# {glue:text}`temp_uniform_gpt2`; at relative tolerance $10^{-2}$ the uniform causal matrix already has full rank
-# ({glue:text}`temp_uniform_causal_rank_rtol` of {glue:text}`temp_n`), so that measure cannot tell GPT-2's content
-# from its mask.
+# {glue:text}`temp_uniform_gpt2`; at relative tolerance $10^{-2}$ the uniform causal matrix already counts
+# {glue:text}`temp_uniform_causal_rank_rtol` of {glue:text}`temp_n` directions, most of the way to full rank, so that
+# measure cannot tell GPT-2's content from its mask.
 #
 # ## The verdict on the rank: the study's comparison and the peak
 #

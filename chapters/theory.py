@@ -32,7 +32,7 @@
 # $r_m = \binom{d_h + m}{m}$ is the number of monomials of degree at most $m$ in $d_h$ variables. All functions
 # used here live in `attnrank.theory`, the checks below in
 # `attnrank.theory.experiments` (tested in
-# `tests/test_theory.py`).
+# `tests/unit/test_theory.py`).
 
 # %% tags=["parameters", "hide-input"]
 profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale

@@ -186,7 +186,7 @@ def section(
         "dynamics_rho_min": fmt(RHO_MIN, 1),
         "dynamics_default_head_dim": head_dim0,
         "dynamics_n": max_len,
-        "dynamics_steps": int(ok.steps.max()) if len(ok) else 0,
+        "dynamics_steps": runs.steps_text(ok, "steps") if len(ok) else "no",
         "dynamics_tolerance_pct": fmt(stable_tolerance, 0, percent=True),
         "dynamics_heatmap_tau": fmt_setting(heatmap_tau),
         "dynamics_primary_label": label,
@@ -195,12 +195,9 @@ def section(
     g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
     glue["dynamics_gpt2_tau1_init"] = fmt(g1[f"initial_{m}"].mean(), 1)
     glue["dynamics_gpt2_tau1_final"] = fmt(g1[f"final_{m}"].mean(), 1)
-    figures, tables = [], []
-    failed = runs.failures(sweep, "dynamics_failures")
-    if failed is None:
-        glue["dynamics_failures"] = "No run of the sweep diverged."
-    else:
-        tables.append(failed)
+    figures = []
+    diverged, tables = runs.divergence(sweep, "dynamics")
+    glue.update(diverged)
 
     # rank through training, every measure (temperature grid)
     d = summary[summary.key.isin(tau_runs.key)]

@@ -299,7 +299,6 @@ def section(
         "headdim_n_runs": len(hd_runs),
         "headdim_n_seeds": n_seeds,
         "headdim_hidden": hidden,
-        "headdim_n_failed": int((sweep.status != "complete").sum()),
         "headdim_tau_min": fmt_setting(tau_min),
         "headdim_head_dims": ", ".join(map(str, grid["head_dims"])),
         "headdim_heads": ", ".join(str(hidden // h) for h in grid["head_dims"]),
@@ -308,10 +307,8 @@ def section(
         "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
         "headdim_mc_samples": mc_samples,
     }
-    failed = runs.failures(sweep, "headdim_failures")
-    tables = [failed] if failed is not None else []
-    if failed is None:
-        glue["headdim_failures"] = "No run of the sweep diverged."
+    diverged, tables = runs.divergence(sweep, "headdim")
+    glue.update(diverged)
     # the theory on the freshly initialised models (seed 0)
     init = pd.concat(
         [

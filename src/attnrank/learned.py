@@ -35,7 +35,7 @@ from . import experiments, rules, store
 from . import runs as run_tables
 from .baselines import BASELINES, baseline_losses, flops_per_token, gaps
 from .errors import ConfigError, check_positive_int
-from .glossary import ARCH_NAMES, fmt, fmt_setting, largest_first
+from .glossary import ARCH_NAMES, fmt, fmt_setting
 from .grid import sweep
 from .plots import learned as lplots
 from .profiles import ARCH_ORDER, MLM_ARCHS, resolve_config, resolve_profile
@@ -54,7 +54,6 @@ __all__ = [
     "flops_per_token",
     "targets",
     "targets_text",
-    "steps_text",
     "shown_runs",
     "recipe_facts",
     "flop_rate",
@@ -252,22 +251,6 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def steps_text(runs: pd.DataFrame) -> str:
-    """The training steps of ``runs`` (columns ``arch, max_steps``) in words: ``"1000"`` when every run
-    trains as long, else per architecture, e.g. ``"1000 (GPT-2) and 500 (BERT)"``, longest first.
-
-    Raises:
-        ValueError: when ``runs`` is empty.
-    """
-    if runs.empty:
-        raise ValueError("runs: empty; expected at least one run")
-    steps = runs.groupby("arch").max_steps.agg(lambda s: "/".join(str(v) for v in sorted(set(s), reverse=True)))
-    if steps.nunique() == 1:
-        return str(steps.iloc[0])
-    order = largest_first({a: int(v.split("/")[0]) for a, v in steps.items()})
-    return " and ".join(f"{steps[a]} ({_LABELS.get(a, a)})" for a in order)
 
 
 def targets_text(table: pd.DataFrame) -> str:
@@ -519,7 +502,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         "learned_worth": f"{rules.LEARNED_WORTH:g}",
         **{f"learned_vocab_{a}": f"{int(d.vocab_size.iloc[0]):,}" for a, d in runs.groupby("arch")},
         "learned_n_runs": len(runs),
-        "learned_steps": steps_text(runs),
+        "learned_steps": run_tables.steps_text(runs),
         "learned_profile": profile,
         "learned_regime": regime(runs),
         "learned_regime_shown": regime(shown),

@@ -139,10 +139,8 @@ def section(
     refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in losses.items()}
     tau_runs = sweep[sweep.sweep == "temperature grid"]
     curves = runs.loss_curves(tau_runs)
-    failed = runs.failures(sweep, "loss_failures")
-    tables_first = [failed] if failed is not None else []
-    if failed is None:
-        glue["loss_failures"] = "No run of the sweep diverged."
+    diverged, tables_first = runs.divergence(sweep, "loss")
+    glue.update(diverged)
     figures = [
         Figure(
             "loss_curves",

@@ -24,6 +24,7 @@ from .plots import measure as mplots
 from .profiles import ARCHS, resolve_config, resolve_profile
 from .rank import RANK_MEASURES
 from .rules import PRIMARY_MEASURE
+from .runs import divergence
 from .runs import table as runs_table
 from .section import Figure, Section, Table, Verdict, regime_brief, regime_text
 from .spectra import EPS64, PIPELINES, REFERENCE, attention_examples
@@ -88,7 +89,7 @@ def matrix_facts(matrices: pd.DataFrame, n: int) -> dict:
     for (arch, state), g in ref.groupby(["arch", "state"]):
         tag = f"{arch}_{'init' if state == 'initialisation' else 'trained'}"
         out[f"measure_gap_{tag}"] = float(g.max_gap.median())
-        out[f"measure_smin_{tag}"] = fmt(float(g.sigma_min.median()), 2)
+        out[f"measure_smin_{tag}"] = fmt_sci(float(g.sigma_min.median()), 2)  # tiny, never rounded to zero
     certified = (ref.sigma_min > n * EPS64 * ref.sigma_1).groupby(ref.arch).mean()
     out.update({f"measure_certified_{a}_pct": 100 * float(v) for a, v in certified.items()})
     g2 = ref[(ref.arch == "gpt2") & (ref.state == "trained")]
@@ -373,7 +374,7 @@ def section(
     n = S.n
     glue = {
         **S.glue(),
-        "measure_n_failed": int((sweep.status != "complete").sum()),
+        **divergence(sweep, "measure", table=False)[0],
         "measure_n_not_probed": len(not_probed),
     }
     tables = probe(used, probe_size, grid_taus)

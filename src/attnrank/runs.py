@@ -6,7 +6,7 @@
 * :func:`main_runs` and :func:`temperature_grid`: the book's shared sweep, and its
   temperature grid at the standard head dimension with off-grid temperatures added;
 * what the chapters say about a set of runs: :func:`caption` (profile, runs, seeds),
-  :func:`sweep_facts`, :func:`failures` (the diverged runs as a table);
+  :func:`sweep_facts`, :func:`divergence` (the diverged runs, said once);
 * the tables of a set of runs (:func:`attnrank.store.load_table` reads one stored table over
   them): :func:`rank_curves`, :func:`layer_ranks`, :func:`layer_head_means`, :func:`head_changes`,
   :func:`loss_curves`, :func:`means_at`.
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .experiments import main_sweep, sweep_defaults, tau_sweep
-from .glossary import ARCH_LABELS, ARCHS, fmt_setting
+from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, fmt_setting, largest_first
 from .grid import sweep
 from .profiles import resolve_config
 from .rank import MEASURES
@@ -39,7 +39,8 @@ __all__ = [
     "temperature_grid",
     "caption",
     "sweep_facts",
-    "failures",
+    "divergence",
+    "steps_text",
     "rank_curves",
     "layer_ranks",
     "layer_head_means",
@@ -139,25 +140,51 @@ def caption(runs: pd.DataFrame, profile: str) -> str:
 
 def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
     """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grid,
-    comma-separated), ``n_seeds``, ``n_runs`` and ``n_failed`` (runs whose status is not ``"complete"``)."""
+    comma-separated), ``n_seeds`` and ``n_runs`` (the diverged ones: :func:`divergence`)."""
     return {
         f"{prefix}_taus": ", ".join(fmt_setting(t) for t in grid["taus"]),
         f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
         f"{prefix}_n_seeds": int(runs.seed.nunique()),
         f"{prefix}_n_runs": len(runs),
-        f"{prefix}_n_failed": int((runs.status != "complete").sum()),
     }
 
 
-def failures(runs: pd.DataFrame, name: str) -> Table | None:
-    """The diverged runs of ``runs`` as a table for reading (model, tau, head dimension, seed, step and
-    reason), named ``name``; None when every run completed."""
+def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
+    """The training steps of ``runs`` (columns ``arch`` and ``column``) in words: ``"1000"`` when every run
+    trains as long, else per architecture, e.g. ``"1000 (GPT-2) and 500 (BERT)"``, longest first.
+
+    Raises:
+        ValueError: when ``runs`` is empty.
+    """
+    if runs.empty:
+        raise ValueError("runs: empty; expected at least one run")
+    steps = runs.groupby("arch")[column].agg(lambda s: "/".join(str(v) for v in sorted(set(s), reverse=True)))
+    if steps.nunique() == 1:
+        return str(steps.iloc[0])
+    order = largest_first({a: int(v.split("/")[0]) for a, v in steps.items()})
+    return " and ".join(f"{steps[a]} ({ARCH_NAMES.get(a, a)})" for a in order)
+
+
+def divergence(runs: pd.DataFrame, prefix: str, *, table: bool = True) -> tuple[dict, list[Table]]:
+    """The diverged runs of ``runs`` (status not ``"complete"``), said once: ``(glue, tables)``.
+
+    ``glue`` holds ``{prefix}_n_failed`` (the count), ``{prefix}_diverged`` (``"none diverged"`` or ``"3
+    diverged (listed in the table above)"``, for a sentence) and, when none diverged, an empty
+    ``{prefix}_failures``; otherwise ``tables`` holds the table ``{prefix}_failures`` (model, tau, head
+    dimension, seed, step and reason). With ``table=False`` there is neither table nor ``{prefix}_failures``.
+    """
     bad = runs[runs.status != "complete"]
-    if not len(bad):
-        return None
+    n = len(bad)
+    listed = " (listed in the table above)" if table else ""
+    glue = {f"{prefix}_n_failed": n, f"{prefix}_diverged": f"{n} diverged{listed}" if n else "none diverged"}
+    if not table:
+        return glue, []
+    if not n:
+        return {**glue, f"{prefix}_failures": ""}, []
     cols = {"arch": "model", "tau": "τ", "head_dim": "head dimension", "seed": "seed", "failure_step": "step"}
     frame = bad[[c for c in cols if c in bad] + ["failure_reason"]].rename(columns={**cols, "failure_reason": "reason"})
-    return Table(name, frame.assign(model=frame.model.map(ARCH_LABELS)), formats={"τ": fmt_setting})
+    frame = frame.assign(model=frame.model.map(ARCH_LABELS))
+    return glue, [Table(f"{prefix}_failures", frame, formats={"τ": fmt_setting})]
 
 
 # --------------------------------------------------------------------------- tables of a set of runs

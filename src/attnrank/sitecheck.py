@@ -343,6 +343,22 @@ def _code_header(page: Page):
             yield f"header {text!r}"
 
 
+#: A count of zero written as the digit ("of which 0 diverged", "0 runs"), which the book writes as words
+#: ("none diverged"), so that one template cannot print "0 diverged" beside "no run diverged".
+_ZERO_COUNT = re.compile(
+    r"\bof which 0\b|(?<![\w.,\u2212-])0 (?:runs?|seeds?|settings?|claims?|verdicts?|models?|heads?|diverged|failed)\b"
+)
+
+
+@book_rule("zero-count", "a count of zero written as the digit in prose (write none or no)")
+def _zero_count(page: Page):
+    for node in page.article.find_all(string=True):
+        if node.find_parent(["script", "style", "pre", "code", "table"]) or node.find_parent(class_="math"):
+            continue
+        for m in _ZERO_COUNT.finditer(str(node)):
+            yield f"zero count {m.group(0)!r} in {_text(node.parent)!r}"
+
+
 _TIMING = re.compile(
     r"\b(?:computed|ran|run|trained|took|probed|executed|in)\b[^.\n]{0,60}?\b\d+(?:\.\d+)?\s?(?:s|seconds|sec)\b",
     re.IGNORECASE,

@@ -98,11 +98,17 @@ def peak_shape(peak: Estimate, levels) -> str:
 
 
 def grid_text(values) -> str:
-    """A grid in words: ``"11 values a factor of about 4 apart"`` (geometric step), or ``"one value"``."""
+    """A grid in words: ``"7 values from 0.001 to 4, a factor of about 4 apart"`` (a geometric grid),
+    ``"4 values from 0.001 to 1, a factor of 4 to 16 apart"`` (steps that differ by more than 10%), or
+    ``"one value"``."""
     g = sorted(float(v) for v in values)
     if len(g) < 2:
         return "one value"
-    return f"{len(g)} values a factor of about {(g[-1] / g[0]) ** (1 / (len(g) - 1)):.0f} apart"
+    steps = [b / a for a, b in zip(g, g[1:], strict=False)]
+    span = f"{len(g)} values from {fmt_setting(g[0])} to {fmt_setting(g[-1])}"
+    if max(steps) > 1.1 * min(steps):
+        return f"{span}, a factor of {min(steps):.0f} to {max(steps):.0f} apart"
+    return f"{span}, a factor of about {(g[-1] / g[0]) ** (1 / (len(g) - 1)):.0f} apart"
 
 
 def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
@@ -429,15 +435,12 @@ def section(
         "temp_n_taus": int(tsweep.tau.nunique()),
         "temp_head_dim": head_dim0,
         "temp_tau": fmt_setting(tau),
-        "temp_n_failed": int((tsweep.status != "complete").sum()),
         "temp_tau_min": fmt_setting(tau_min),
         "temp_tau_max": fmt_setting(max(grid["taus"])),
         "temp_added": added,
     }
-    failed = runs.failures(tsweep, "temp_failures")
-    tables = [failed] if failed is not None else []
-    if failed is None:
-        glue["temp_failures"] = "No run of the sweep diverged."
+    diverged, tables = runs.divergence(tsweep, "temp")
+    glue.update(diverged)
     # the logit scale at initialisation
     init = baselines.init_means(
         [resolve_config(a, profile, tau=t, seed=0, dataset=dataset) for a in ARCHS for t in sorted({tau, STOCK})]

@@ -403,3 +403,15 @@ def test_measure_figures_name_data_and_caption():
     ref = by_tau[by_tau.pipeline == spectra.REFERENCE]
     fig, data, name, caption = mplots.ranks_vs_tau_figure(ref, ms.uniform_causal(8), S, highlight="effective_rank")
     assert name == "measure_ranks_vs_tau" and "$\\tau$ from 0.1 to 10; float64" in caption
+
+
+def test_matrix_facts_print_a_tiny_smallest_singular_value_as_it_is_not_as_zero():
+    """The measure chapter argues sigma_min is tiny but never zero: 1e-15 is printed as 1×10⁻¹⁵, not 0.00."""
+    rows = [
+        dict(tau=1.0, arch=a, state=s, max_gap=10.0, sigma_min=v, sigma_1=1.0, min_diag=0.01, log10_det=-40.0)
+        for a in ("modernbert", "gpt2")
+        for s, v in (("initialisation", 1e-15), ("trained", 3e-4))
+    ]
+    facts = ms.matrix_facts(pd.DataFrame(rows), n=64)
+    assert facts["measure_smin_gpt2_init"] == "1×10⁻¹⁵" and facts["measure_smin_modernbert_trained"] == "0.0003"
+    assert facts["measure_certified_gpt2_pct"] == 50.0  # 3e-4 is above 64 ε σ₁, 1e-15 is not

@@ -99,7 +99,7 @@ def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
 
 def test_sweep_facts_count_runs_seeds_and_failures():
     facts = runs.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
-    assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24, "x_n_failed": 1}
+    assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24}
 
 
 def test_caption_counts_runs_once_and_seeds():
@@ -141,14 +141,19 @@ def test_means_at_names_each_setting_and_architecture():
     assert math.isnan(runs.means_at(init, "logit_sd", {"y": 0.5})["y_modernbert"])
 
 
-def test_failures_are_a_table_for_reading_or_none():
+def test_divergence_is_said_once_a_table_for_reading_or_none():
     d = _runs()
-    t = runs.failures(d, "x_failures")
+    glue, (t,) = runs.divergence(d, "x")
+    assert glue == {"x_n_failed": 1, "x_diverged": "1 diverged (listed in the table above)"}
     assert isinstance(t, Table) and t.name == "x_failures"
     assert t.frame.to_dict("records") == [
         {"model": "GPT-2 (CLM)", "τ": 1.0, "head dimension": 16, "seed": 2, "step": 7.0, "reason": "loss is nan"}
     ]
-    assert runs.failures(d[d.status == "complete"], "x_failures") is None
+    assert runs.divergence(d[d.status == "complete"], "x") == (
+        {"x_n_failed": 0, "x_diverged": "none diverged", "x_failures": ""},
+        [],
+    )
+    assert runs.divergence(d, "x", table=False) == ({"x_n_failed": 1, "x_diverged": "1 diverged"}, [])
 
 
 def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram_model(monkeypatch):

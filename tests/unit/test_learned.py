@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import baselines, learned
+from attnrank import baselines, learned, runs
 from attnrank.baselines import DATA_FIELDS
 from attnrank.errors import ConfigError
 
@@ -121,8 +121,8 @@ def test_flops_per_token_count_the_layers_and_the_tied_output_layer():
 
 def test_steps_text_names_each_architecture_when_they_differ():
     same = pd.DataFrame({"arch": ["modernbert", "gpt2"], "max_steps": [1000, 1000]})
-    assert learned.steps_text(same) == "1000"
+    assert runs.steps_text(same) == "1000"
     differ = pd.DataFrame({"arch": ["modernbert", "modernbert", "gpt2"], "max_steps": [500, 500, 1000]})
-    assert learned.steps_text(differ) == "1000 (GPT-2) and 500 (ModernBERT)"
+    assert runs.steps_text(differ) == "1000 (GPT-2) and 500 (ModernBERT)"
     with pytest.raises(ValueError, match="runs"):
-        learned.steps_text(differ.iloc[:0])
+        runs.steps_text(differ.iloc[:0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import jupytext
@@ -78,3 +79,14 @@ def test_papermill_lists_every_parameter_with_its_type_and_meaning(path):
         schema = book.PARAMETERS[name]
         assert p["inferred_type_name"] == ("list" if schema.many else schema.kind.__name__), name
         assert len(p["help"].split()) >= 3, (name, p["help"])
+
+
+def test_every_file_the_prose_names_exists():
+    """A path written in the chapters, docs or README (``tests/...``, ``src/...``) names a file or folder that exists
+    (a test file that moved once left the theory chapter pointing at nothing)."""
+    root = CHAPTERS.parent
+    texts = [*CHAPTERS.glob("*.py"), *CHAPTERS.glob("*.md"), *root.glob("docs/*.md"), root / "README.md"]
+    pattern = re.compile(r"`((?:tests|src|data|chapters|docs|benchmarks)/[A-Za-z0-9_./-]+)`")
+    named = {(p.name, m) for p in texts for m in pattern.findall(p.read_text(encoding="utf-8"))}
+    missing = sorted((name, m) for name, m in named if not any(root.glob(m.rstrip("/") + "*")))
+    assert len(named) > 10 and not missing

@@ -98,7 +98,9 @@ def _est(v, lo, hi, n=10):
 
 
 def test_text_helpers():
-    assert temp.grid_text([0.001, 0.004, 0.016, 0.064]) == "4 values a factor of about 4 apart"
+    assert temp.grid_text([0.001, 0.004, 0.016, 0.064]) == "4 values from 0.001 to 0.064, a factor of about 4 apart"
+    # the quick grid's steps are 16, 16 and 4: not "about 10 apart"
+    assert temp.grid_text([0.001, 0.016, 0.25, 1.0]) == "4 values from 0.001 to 1, a factor of 4 to 16 apart"
     assert temp.grid_text([1.0]) == "one value"
     peak = _est(0.016, 0.004, 0.064)
     assert temp.grid_interval(peak) == "0.016 [0.004, 0.064]"

@@ -63,6 +63,11 @@ FIGURE = (
             "<table><thead><tr><th>d_h range</th></tr></thead></table>",
         ),
         (
+            "zero-count",
+            "<p>24 runs, of which 0 diverged; 0 runs failed</p>",
+            "<p>24 runs (none diverged), τ = 0.001, at step 0 (the initialisation), 10 runs</p>",
+        ),
+        (
             "printed-timing",
             "<p>analysis computed in 82.4 s after the runs were loaded</p>",
             "<p>n = 64 tokens in 5 runs</p>",
