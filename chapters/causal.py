@@ -72,7 +72,9 @@ book.publish(causal.section(**params))
 # distributions over seeds (difference of means, Welch-t interval) and point by point:
 
 # %% [markdown]
-# ```{glue} causal_twins
+# ```{attnrank-table} causal_twins
+# Each temperature-scaled run (τ) against its rescaled twin at τ = 1, per model and outcome: the difference of the
+# means over seeds with its 95% interval, the largest per-seed difference and the seed-to-seed standard deviation.
 # ```
 
 # %% [markdown]
@@ -87,7 +89,10 @@ book.publish(causal.section(**params))
 # Each cell minus “τ = 1”, per seed (mean of the per-seed differences, Student-t 95% interval):
 
 # %% [markdown]
-# ```{glue} causal_effects
+# ```{attnrank-table} causal_effects
+# The 2 × 2 design, per model and outcome: each intervention (the initial query/key scale × s, their learning rate ×
+# s, both, and the temperature itself) minus the stock cell τ = 1, as the mean of the per-seed differences with a
+# Student-t 95% interval.
 # ```
 
 # %% [markdown]

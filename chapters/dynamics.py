@@ -53,12 +53,8 @@ book.publish(dynamics.section(**params))
 # trains each run once, before any chapter is executed; afterwards the chapters only read them.
 
 # %% [markdown]
-# ```{glue} dynamics_failures
-# ```
-
-# %% [markdown]
 # (dynamics-rule)=
-# ## The rule (version 2, changed after looking on 2026-11-30)
+# ## The rule (version 3, changed after looking on 2026-11-30 and 2026-12-05)
 #
 # The deviations from the first version, and why, are in {doc}`changes`.
 #
@@ -148,7 +144,10 @@ book.publish(dynamics.section(**params))
 # numbers for every measure.
 
 # %% [markdown]
-# ```{glue} dynamics_correlations
+# ```{attnrank-table} dynamics_correlations
+# Spearman's ρ between the initial and the final mean rank over the learned runs, across every setting and within
+# each temperature, per measure and model, with 95% intervals, the p of the within-temperature correlation and the
+# runs.
 # ```
 
 # %% [markdown]
@@ -172,7 +171,10 @@ book.publish(dynamics.section(**params))
 # ```
 
 # %% [markdown]
-# ```{glue} dynamics_stability
+# ```{attnrank-table} dynamics_stability
+# The relative change Δrel of each learned run's mean rank from initialisation to the last step, per measure and
+# model: the median with its 95% interval, the share of runs within the tolerance, the share whose rank went up and
+# the largest change.
 # ```
 
 # %% [markdown]
@@ -215,7 +217,8 @@ book.publish(dynamics.section(**params))
 #
 # The same rule with every rank measure:
 #
-# ```{glue} dynamics_by_measure
+# ```{attnrank-table} dynamics_by_measure
+# The dynamics rule applied with every rank measure in turn; the verdict above uses the effective rank.
 # ```
 #
 # How to read the within-temperature correlation: the temperature is the main knob that separates the runs, so an

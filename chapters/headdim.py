@@ -70,10 +70,6 @@ book.publish(headdim.section(**params))
 # the two levers on one scale).
 
 # %% [markdown]
-# ```{glue} headdim_failures
-# ```
-
-# %% [markdown]
 # {glue:text}`headdim_n_runs` runs at hidden size {glue:text}`headdim_hidden`: head dimensions
 # {glue:text}`headdim_head_dims` (heads: {glue:text}`headdim_heads`) at $\tau \in$ {glue:text}`headdim_taus`, {glue:text}`headdim_n_seeds` seeds per
 # setting; of the whole sweep {glue:text}`headdim_diverged` (a run that diverges is drawn as a red cross, never
@@ -89,7 +85,9 @@ book.publish(headdim.section(**params))
 # (checked below).
 
 # %% [markdown]
-# ```{glue} headdim_logit_scale
+# ```{attnrank-table} headdim_logit_scale
+# The within-row standard deviation of the scaled logits of the freshly initialised models, per model and
+# temperature, for each head dimension.
 # ```
 
 # %% [markdown]
@@ -109,7 +107,9 @@ book.publish(headdim.section(**params))
 # the figures and are not part of the rule.
 
 # %% [markdown]
-# ```{glue} headdim_iid_limits
+# ```{attnrank-table} headdim_iid_limits
+# The i.i.d. limit of P1': each measure's mean over random matrices softmax(σG) with σ the measured logit scale, per
+# model and temperature.
 # ```
 
 # %% [markdown]
@@ -146,7 +146,9 @@ book.publish(headdim.section(**params))
 # sequences). The bound holds matrix by matrix when every entry of the "measured" column is at most its "bound".
 
 # %% [markdown]
-# ```{glue} headdim_bound_check
+# ```{attnrank-table} headdim_bound_check
+# The bound on the relative-tolerance rank from the logits' median half-range M (with the monomial counts r₁ and r₂)
+# beside the measured rank of the same matrices, per temperature and head dimension (seed 0).
 # ```
 
 # %% [markdown]
@@ -178,7 +180,10 @@ book.publish(headdim.section(**params))
 #
 # The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension change with a Welch-t interval):
 #
-# ```{glue} headdim_lever_rule
+# ```{attnrank-table} headdim_lever_rule
+# The two levers over equal factors of the logit scale, per measure and model: the range of the initial rank over
+# the temperature window and over the head-dimension window with 95% intervals, the signed head-dimension change,
+# the difference of the ranges and the verdict.
 # ```
 
 # %% [markdown]
@@ -206,7 +211,8 @@ book.publish(headdim.section(**params))
 #
 # The same rule with every rank measure:
 #
-# ```{glue} headdim_by_measure
+# ```{attnrank-table} headdim_by_measure
+# The head-dimension rule applied with every rank measure in turn; the verdict above uses the effective rank.
 # ```
 #
 # Head dimension and temperature act on the initial rank through the same expansion. The head dimension sets how many

@@ -77,7 +77,9 @@ book.publish(learned.section(**params))
 #
 # **The targets:** {glue:text}`learned_targets_text`
 #
-# ```{glue} learned_targets
+# ```{attnrank-table} learned_targets
+# Each model's target and its τ = 1 runs against it: the worst and the mean gap to the baseline, the mean gap to the
+# two-sided and the context-free count models, and what attention is worth.
 # ```
 #
 # ## What attention is worth
@@ -96,7 +98,9 @@ book.publish(learned.section(**params))
 # $\tau = 1$ runs; otherwise that case is *inconclusive at this scale*, whatever its statistics say, and the chapter
 # states what they alone would have given.
 #
-# ```{glue} learned_attention
+# ```{attnrank-table} learned_attention
+# What attention is worth at each temperature, per model: the final loss and the loss with content-free attention,
+# each against the bigram model, and their difference over the runs (mean, smallest and largest).
 # ```
 #
 # Models that learn cost more steps per run, so within the cold build's budget the default profile trains fewer
@@ -109,7 +113,9 @@ book.publish(learned.section(**params))
 # The CPU seconds of the shared grid's runs, as they recorded them (process CPU time: training steps, rank probes,
 # validation loss):
 #
-# ```{glue} learned_split
+# ```{attnrank-table} learned_split
+# The CPU seconds of the shared grid's runs per model, split into training steps, rank probes and validation, with
+# the probes' share.
 # ```
 #
 # A cold build of the book trains the runs below before any chapter executes; the next analyses the book needs
@@ -118,8 +124,11 @@ book.publish(learned.section(**params))
 # ({glue:text}`learned_rate_gpt2` FLOP per CPU second for GPT-2, {glue:text}`learned_rate_modernbert` for ModernBERT,
 # {glue:text}`learned_rate_bert` for BERT, probes and validation included); two cores train two runs at a time.
 #
-# ```{glue} learned_budget_build
+# ```{attnrank-table} learned_budget_build
+# This build's runs by part: training FLOP, CPU seconds and minutes on two cores, costed at the rate this machine
+# measured.
 # ```
 #
-# ```{glue} learned_budget_next
+# ```{attnrank-table} learned_budget_next
+# What each further addition would cost at the same rate.
 # ```

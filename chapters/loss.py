@@ -63,12 +63,8 @@ book.publish(loss.section(**params))
 # ({glue:text}`loss_diverged`).
 
 # %% [markdown]
-# ```{glue} loss_failures
-# ```
-
-# %% [markdown]
 # (loss-rule)=
-# ## The rule (version 2, changed after looking on 2026-11-30)
+# ## The rule (version 3, changed after looking on 2026-11-30 and 2026-12-05)
 #
 # The deviations from the first version, and why, are in {doc}`changes`.
 #
@@ -180,7 +176,10 @@ book.publish(loss.section(**params))
 # faster convergence; $n$ = runs):
 
 # %% [markdown]
-# ```{glue} loss_correlations
+# ```{attnrank-table} loss_correlations
+# Every correlation of the chapter on every rank measure, per outcome and model: across runs and within each
+# temperature, with 95% intervals, the p of the within-temperature correlation and the runs (negative ρ: higher
+# rank, lower loss or faster convergence).
 # ```
 
 # %% [markdown]
@@ -194,7 +193,8 @@ book.publish(loss.section(**params))
 #
 # The same rule with every rank measure:
 #
-# ```{glue} loss_by_measure
+# ```{attnrank-table} loss_by_measure
+# The loss rule applied with every rank measure in turn; the verdict above uses the effective rank.
 # ```
 #
 # Beside the verdict: convergence speed gives $\rho$ = {glue:text}`loss_speed_rho_modernbert` (ModernBERT) and

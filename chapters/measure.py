@@ -175,7 +175,9 @@ book.publish(measure.section(**params))
 # primary measure is the effective rank.
 
 # %% [markdown]
-# ```{glue} measure_causal_ratios
+# ```{attnrank-table} measure_causal_ratios
+# Each measure of GPT-2's attention beside the uniform causal matrix Uₙ: its value at initialisation and trained,
+# and the ratio to Uₙ's with a 95% interval over runs.
 # ```
 
 # %% [markdown]
@@ -194,7 +196,8 @@ book.publish(measure.section(**params))
 # {glue:md}`measure_ranks_tau1__caption`
 # ```
 #
-# ```{glue} measure_ranks_tau1_table
+# ```{attnrank-table} measure_ranks_tau1_table
+# The mean rank at τ = 1 on every measure, per model, at initialisation and trained.
 # ```
 
 # %% [markdown]
@@ -281,7 +284,9 @@ book.publish(measure.section(**params))
 # {glue:md}`measure_precision__caption`
 # ```
 #
-# ```{glue} measure_precision_deviation
+# ```{attnrank-table} measure_precision_deviation
+# The largest difference of each measure from the float64 reference when the attention probabilities or the singular
+# value decomposition are computed in float32.
 # ```
 
 # %% [markdown]

@@ -35,7 +35,7 @@ book.publish(protocol.section(**params))
 
 # %% [markdown]
 # (protocol-rule)=
-# ## The rules, fixed before looking (version 1, unchanged)
+# ## The rules (the protocol's: version 1, unchanged; set early: version 2, its window moved past the warm-up after looking on 2026-12-05, see {doc}`changes`)
 #
 # **The study's statistic** is the mean rank at $\tau = 1$ minus the mean rank at $\tau = 10^{-3}$,
 # each the average over 4 + 4 examples of one run; its *conclusion* is the sign (which temperature
@@ -85,7 +85,9 @@ book.publish(protocol.section(**params))
 # {glue:md}`protocol_draws__caption`
 # ```
 #
-# ```{glue} protocol_flips
+# ```{attnrank-table} protocol_flips
+# The flip rate of the study's 4 + 4 protocol at every probe step, per model: the share of draws whose sign differs
+# from the reference, with an exact binomial 95% interval.
 # ```
 
 # %% [markdown]

@@ -36,7 +36,8 @@ book.publish(reproducibility.section(**params))
 # version beside the version the lock file pins (`pip install -r requirements.lock` installs exactly those).
 
 # %% [markdown]
-# ```{glue} repro_environment
+# ```{attnrank-table} repro_environment
+# The packages that compute and draw the results: the installed version beside the version the lock file pins.
 # ```
 
 # %% [markdown]
@@ -49,7 +50,8 @@ book.publish(reproducibility.section(**params))
 # time of each build is in the build log below.
 
 # %% [markdown]
-# ```{glue} repro_runs
+# ```{attnrank-table} repro_runs
+# The runs this build read: the key each is stored under, model, settings, status, steps, final loss and device.
 # ```
 
 # %% [markdown]
@@ -60,7 +62,8 @@ book.publish(reproducibility.section(**params))
 # or `paper` build computes the same verdicts on longer-trained or larger models.
 
 # %% [markdown]
-# ```{glue} repro_verdict_scales
+# ```{attnrank-table} repro_verdict_scales
+# Each verdict with the profile, model size, training steps and runs it rests on.
 # ```
 
 # %% [markdown]
@@ -90,7 +93,8 @@ book.publish(reproducibility.section(**params))
 # %% [markdown]
 # The scale check's verdicts with their effects, as recorded:
 #
-# ```{glue} repro_scale_verdicts
+# ```{attnrank-table} repro_scale_verdicts
+# The recorded checks' verdicts: status, effect, units and regime.
 # ```
 
 # %% [markdown]
@@ -110,6 +114,7 @@ book.publish(reproducibility.section(**params))
 # process CPU seconds, steadier than wall time on a loaded machine):
 #
 # ```{attnrank-build-log}
+# The last builds of this data folder, one row each, as logged when each build finished.
 # ```
 
 # %% [markdown]
@@ -119,11 +124,13 @@ book.publish(reproducibility.section(**params))
 # sweep grids the chapters use:
 
 # %% [markdown]
-# ```{glue} repro_profile_defaults
+# ```{attnrank-table} repro_profile_defaults
+# The defaults of each compute profile (a run is a profile plus plain overrides).
 # ```
 
 # %% [markdown]
-# ```{glue} repro_profile_grids
+# ```{attnrank-table} repro_profile_grids
+# The sweep grids the chapters use under each profile.
 # ```
 
 # %% [markdown]
@@ -132,10 +139,12 @@ book.publish(reproducibility.section(**params))
 # build's profile (`attnrank.presets.RUN_PRESETS`):
 
 # %% [markdown]
-# ```{glue} repro_presets
+# ```{attnrank-table} repro_presets
+# The sizes of the chapters' toy tasks under each profile.
 # ```
 #
-# ```{glue} repro_run_presets
+# ```{attnrank-table} repro_run_presets
+# The runs chapters train at other sizes than the build's profile: whose sizes, which overrides and which seeds.
 # ```
 
 # %% [markdown]

@@ -35,8 +35,9 @@
 # `papermill temp.ipynb out.ipynb -p tau 0.3` (a value off the grid trains its own runs, for both architectures and
 # every seed of the sweep).
 #
-# **The rules** (version 3: the statistics and thresholds of version 2, 2026-11-30, with the sign turned to the
-# study's on 2026-12-02; both changed after looking, see {doc}`changes`). Both questions are judged per architecture on the runs of the grid (one value
+# **The rules** (version 4: the statistics and thresholds of version 2, 2026-11-30, with the sign turned to the
+# study's on 2026-12-02 and the percentile interval for the loss correlation on 2026-12-05; each changed after
+# looking, see {doc}`changes`). Both questions are judged per architecture on the runs of the grid (one value
 # per run: the run is the independent unit, never a probe sequence), and the claim is made for both ModernBERT and GPT-2, so
 # it is *supported* only if it holds for both, *not supported* if the data rule it out for either, and otherwise
 # *inconclusive at this scale*.
@@ -86,10 +87,6 @@ book.publish(temp.section(**params))
 # Off-grid settings added to this build (trained once, then served by the store): {glue:text}`temp_added`.
 
 # %% [markdown]
-# ```{glue} temp_failures
-# ```
-
-# %% [markdown]
 # {glue:text}`temp_n_runs` runs, {glue:text}`temp_n_seeds` seeds per setting ({glue:text}`temp_diverged`). A run that
 # diverges stays in every figure, drawn as a red cross, and is left out only of the statistics that need a final
 # loss.
@@ -121,7 +118,9 @@ book.publish(temp.section(**params))
 # the probe sequences of the runs.
 
 # %% [markdown]
-# ```{glue} temp_init
+# ```{attnrank-table} temp_init
+# The freshly initialised models, per model and temperature: the standard deviation of the logits within a row, the
+# tokens per row, the effective rank and the attention entropy.
 # ```
 
 # %% [markdown]
@@ -173,7 +172,10 @@ book.publish(temp.section(**params))
 # peak is where the mean initial rank is largest over the grid, with a stratified-bootstrap interval of that argmax).
 # {glue:text}`temp_sign`
 #
-# ```{glue} temp_rank_rule
+# ```{attnrank-table} temp_rank_rule
+# The study's comparison of the initial rank, per measure and model: τ = 1 minus the smallest τ with a Welch-t 95%
+# interval and the exact permutation p, the sign it gives, where the mean initial rank peaks on the grid, and the
+# verdict.
 # ```
 
 # %% [markdown]
@@ -197,7 +199,8 @@ book.publish(temp.section(**params))
 #
 # ## Where the initial rank peaks: a fine grid
 #
-# The trained grid is coarse (its values are far apart), so it cannot say where the rank peaks. At initialisation
+# The trained grid ({glue:text}`temp_grid_text`) is finer than the study's trained comparison, two values a factor
+# of 1000 apart ($\tau = 1$ and $10^{-3}$), but still too coarse to say where the rank peaks. At initialisation
 # no training is needed, so the book also measures freshly initialised models on a fine grid of
 # {glue:text}`temp_fine_n` temperature ratios from {glue:text}`temp_fine_min` to {glue:text}`temp_fine_max`, each a
 # factor of {glue:text}`temp_fine_factor` from the next ({glue:text}`temp_fine_seeds` seeds a setting). On the
@@ -212,7 +215,8 @@ book.publish(temp.section(**params))
 # {glue:md}`temp_fine__caption`
 # ```
 #
-# ```{glue} temp_fine_peaks
+# ```{attnrank-table} temp_fine_peaks
+# Where the mean initial rank is largest on the fine grid, per model and measure, and the mean rank there.
 # ```
 #
 # ## The detailed setting against $\tau = 1$: rank through training
@@ -268,7 +272,9 @@ book.publish(temp.section(**params))
 # The rule for the loss (above) on the completed runs of the grid:
 
 # %% [markdown]
-# ```{glue} temp_loss_rule
+# ```{attnrank-table} temp_loss_rule
+# The loss rule per model: Spearman's ρ between log τ and the final loss with its 95% interval, the temperature with
+# the lowest mean loss, the seed-to-seed standard deviation and the verdict.
 # ```
 
 # %% [markdown]
@@ -292,7 +298,8 @@ book.publish(temp.section(**params))
 #
 # The rank rule with every rank measure:
 #
-# ```{glue} temp_by_measure
+# ```{attnrank-table} temp_by_measure
+# The rank rule applied with every rank measure in turn; the verdict above uses the effective rank.
 # ```
 #
 # **Claims (ii) and (iii) together, a higher temperature trains to a lower loss:** {glue:md}`temp_loss_badge`

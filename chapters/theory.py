@@ -127,7 +127,9 @@ book.publish(experiments.section(**params))
 # $\beta$ for each $\sigma_k$ by least squares on the log–log scale.
 
 # %% [markdown]
-# ```{glue} theory_staircase_blocks
+# ```{attnrank-table} theory_staircase_blocks
+# The blocks of the staircase spectrum near uniform attention: for each degree m the singular values k it spans,
+# whether the block is clean, and the median fitted slope against β with its largest deviation.
 # ```
 #
 # ```{glue:figure} theory_p1_staircase

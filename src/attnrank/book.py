@@ -547,7 +547,9 @@ def published_names(section) -> set[str]:
 
 #: What a chapter's prose pastes: ``{glue:text}`name```, ``{glue:md}`name```, ``{glue} name`` and
 #: ``{glue:figure} name`` (a name with ``::`` is another page's).
-GLUE_REFERENCE = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)(?::[^`]*)?`|```\{glue(?::[a-z]+)?\} ([A-Za-z0-9_]+)")
+GLUE_REFERENCE = re.compile(
+    r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)(?::[^`]*)?`|```\{(?:glue(?::[a-z]+)?|attnrank-table)\} ([A-Za-z0-9_]+)"
+)
 
 
 def pasted_names(text: str) -> set[str]:

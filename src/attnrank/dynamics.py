@@ -196,8 +196,8 @@ def section(
     glue["dynamics_gpt2_tau1_init"] = fmt(g1[f"initial_{m}"].mean(), 1)
     glue["dynamics_gpt2_tau1_final"] = fmt(g1[f"final_{m}"].mean(), 1)
     figures = []
-    diverged, tables = runs.divergence(sweep, "dynamics")
-    glue.update(diverged)
+    glue.update(runs.divergence(sweep, "dynamics"))
+    tables = []
 
     # rank through training, every measure (temperature grid)
     d = summary[summary.key.isin(tau_runs.key)]

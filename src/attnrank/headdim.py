@@ -307,8 +307,8 @@ def section(
         "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
         "headdim_mc_samples": mc_samples,
     }
-    diverged, tables = runs.divergence(sweep, "headdim")
-    glue.update(diverged)
+    glue.update(runs.divergence(sweep, "headdim"))
+    tables = []
     # the theory on the freshly initialised models (seed 0)
     init = pd.concat(
         [

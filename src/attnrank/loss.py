@@ -139,8 +139,7 @@ def section(
     refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in losses.items()}
     tau_runs = sweep[sweep.sweep == "temperature grid"]
     curves = runs.loss_curves(tau_runs)
-    diverged, tables_first = runs.divergence(sweep, "loss")
-    glue.update(diverged)
+    glue.update(runs.divergence(sweep, "loss"))
     figures = [
         Figure(
             "loss_curves",
@@ -246,7 +245,7 @@ def section(
             "for each head dimension, the runs of one seed joined by lines.",
         )
     )
-    tables = tables_first + [
+    tables = [
         Table(
             "loss_correlations",
             pd.concat(

@@ -374,7 +374,7 @@ def section(
     n = S.n
     glue = {
         **S.glue(),
-        **divergence(sweep, "measure", table=False)[0],
+        **divergence(sweep, "measure"),
         "measure_n_not_probed": len(not_probed),
     }
     tables = probe(used, probe_size, grid_taus)

@@ -27,7 +27,6 @@ from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, fmt_setting, largest_first
 from .grid import sweep
 from .profiles import resolve_config
 from .rank import MEASURES
-from .section import Table
 from .store import load_table
 
 __all__ = [
@@ -165,26 +164,24 @@ def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
     return " and ".join(f"{steps[a]} ({ARCH_NAMES.get(a, a)})" for a in order)
 
 
-def divergence(runs: pd.DataFrame, prefix: str, *, table: bool = True) -> tuple[dict, list[Table]]:
-    """The diverged runs of ``runs`` (status not ``"complete"``), said once: ``(glue, tables)``.
+def divergence(runs: pd.DataFrame, prefix: str) -> dict:
+    """The diverged runs of ``runs`` (status not ``"complete"``), said once, as glue for a sentence.
 
-    ``glue`` holds ``{prefix}_n_failed`` (the count), ``{prefix}_diverged`` (``"none diverged"`` or ``"3
-    diverged (listed in the table above)"``, for a sentence) and, when none diverged, an empty
-    ``{prefix}_failures``; otherwise ``tables`` holds the table ``{prefix}_failures`` (model, tau, head
-    dimension, seed, step and reason). With ``table=False`` there is neither table nor ``{prefix}_failures``.
+    ``{prefix}_n_failed`` is the count and ``{prefix}_diverged`` the words: ``"none diverged"``, or each
+    diverged run, e.g. ``"1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is
+    nan)"``.
     """
     bad = runs[runs.status != "complete"]
-    n = len(bad)
-    listed = " (listed in the table above)" if table else ""
-    glue = {f"{prefix}_n_failed": n, f"{prefix}_diverged": f"{n} diverged{listed}" if n else "none diverged"}
-    if not table:
-        return glue, []
-    if not n:
-        return {**glue, f"{prefix}_failures": ""}, []
-    cols = {"arch": "model", "tau": "τ", "head_dim": "head dimension", "seed": "seed", "failure_step": "step"}
-    frame = bad[[c for c in cols if c in bad] + ["failure_reason"]].rename(columns={**cols, "failure_reason": "reason"})
-    frame = frame.assign(model=frame.model.map(ARCH_LABELS))
-    return glue, [Table(f"{prefix}_failures", frame, formats={"τ": fmt_setting})]
+    words = [
+        f"{ARCH_LABELS.get(r.arch, r.arch)} at τ = {fmt_setting(r.tau)}"
+        + (f", head dimension {r.head_dim}" if "head_dim" in bad else "")
+        + f", seed {r.seed}"
+        + (f", at step {int(r.failure_step)}" if pd.notna(getattr(r, "failure_step", None)) else "")
+        + (f" ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str) else "")
+        for r in bad.itertuples()
+    ]
+    said = f"{len(bad)} diverged: " + "; ".join(words) if len(bad) else "none diverged"
+    return {f"{prefix}_n_failed": len(bad), f"{prefix}_diverged": said}
 
 
 # --------------------------------------------------------------------------- tables of a set of runs

@@ -392,6 +392,14 @@ def _unnumbered(page: Page):
             yield f"image {img.get('src', '').rsplit('/', 1)[-1]!r} is not a numbered figure"
 
 
+@book_rule("unnumbered-table", "a table without a numbered caption")
+def _unnumbered_table(page: Page):
+    for table in page.article.find_all("table"):
+        numbered = table.find_parent("div", class_="numbered-table") or table.find("caption")
+        if numbered is None or numbered.find(class_="caption-number") is None:
+            yield f"table starting {_text(table)!r} is not numbered"
+
+
 def _png_width(path: Path) -> int | None:
     try:
         with path.open("rb") as f:

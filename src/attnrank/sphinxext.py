@@ -491,7 +491,8 @@ class BuildLog(Directive):
     Option ``:rows:`` (default 10).
     """
 
-    option_spec = {"rows": directives.positive_int}
+    option_spec = {"rows": directives.positive_int, "name": directives.unchanged}
+    has_content = True
 
     def run(self):
         import csv
@@ -511,7 +512,7 @@ class BuildLog(Directive):
                 )
             ]
         header = [BUILD_LOG_LABELS.get(c, c.replace("_", " ")) for c in rows[0]]
-        return [_table(header, rows[1:][-self.options.get("rows", 10) :])]
+        return [_table(header, rows[1:][-self.options.get("rows", 10) :], self, "tab-build-log")]
 
 
 class _findings(nodes.General, nodes.Element):
@@ -595,10 +596,14 @@ def profile_rows() -> tuple[list[str], list[list[str]]]:
 
 
 class ProfileTable(Directive):
-    """``{attnrank-profiles}``: the profiles' model and training sizes (:func:`profile_rows`)."""
+    """``{attnrank-profiles}``: the profiles' model and training sizes (:func:`profile_rows`); the content is
+    the caption."""
+
+    has_content = True
+    option_spec = {"name": directives.unchanged}
 
     def run(self):
-        return [_table(*profile_rows())]
+        return [_table(*profile_rows(), self, "tab-profiles")]
 
 
 def setting_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -632,8 +637,16 @@ BUILD_LOG_LABELS = {
 }
 
 
-def _table(header, rows):
+def _table(header, rows, directive: Directive | None = None, name: str = ""):
+    """A docutils table of ``header`` and ``rows`` (strings); with ``directive``, numbered: its content is the
+    caption and its ``:name:`` (default ``name``) the label."""
     table = nodes.table()
+    if directive is not None:
+        if not directive.content:
+            raise directive.error("a table needs a caption: one line of content")
+        table += nodes.title("", " ".join(directive.content).strip())
+        directive.options.setdefault("name", name)
+        directive.add_name(table)
     group = nodes.tgroup(cols=len(header))
     table += group
     for _ in header:
@@ -983,6 +996,56 @@ class GluedFigure(Directive):
         return [figure]
 
 
+class _glued_table(nodes.General, nodes.Element):
+    """A glued table with a numbered caption (numbered as Sphinx numbers tables: ``Table 3.1``)."""
+
+
+def _glued_table_title(node) -> str:
+    return next((c.astext() for c in node.children if isinstance(c, nodes.caption)), "")
+
+
+def _visit_glued_table(self, node) -> None:
+    self.body.append(self.starttag(node, "div", CLASS="numbered-table"))
+
+
+def _depart_glued_table(self, node) -> None:
+    self.body.append("</div>\n")
+
+
+class GluedTable(Directive):
+    """``{attnrank-table} <name>``: the table a chapter glued under ``name``, numbered, with the directive's
+    content as its caption (above the table) and ``:name:`` as its label (default ``tab-<name>``).
+
+    The table is pasted as myst-nb's ``{glue}`` pastes it; a name no cell glued gives myst-nb's warning,
+    which the book turns into a failed build (:func:`_fail_on_missing_glue`).
+    """
+
+    required_arguments = 1
+    has_content = True
+    option_spec = {"name": directives.unchanged}
+
+    def run(self):
+        from myst_nb.core.variables import RetrievalError, render_variable_outputs
+        from myst_nb.ext.glue.utils import glue_warning, retrieve_glue_data
+
+        document, key = self.state.document, self.arguments[0]
+        try:
+            data = retrieve_glue_data(document, key)
+        except RetrievalError as exc:
+            return [glue_warning(str(exc), document, self.lineno)]
+        table = _glued_table()
+        holder = nodes.Element()
+        self.state.nested_parse(self.content, self.content_offset, holder)
+        first = holder[0] if len(holder) else None
+        if not isinstance(first, nodes.paragraph):
+            raise self.error(f"the table {key!r} needs a caption: one paragraph of content")
+        table += nodes.caption(first.rawsource, "", *first.children, classes=["caption"])
+        table += render_variable_outputs([data], document, self.lineno, document["source"])
+        self.options.setdefault("name", f"tab-{key}")
+        self.add_name(table)
+        return [table]
+
+
 # --------------------------------------------------------------------------- setup
 
 
@@ -1231,6 +1294,8 @@ def setup(app):
     app.add_directive("attnrank-profiles", ProfileTable)
     app.add_directive("attnrank-cite", Cite)
     app.add_directive("attnrank-figure", GluedFigure)
+    app.add_enumerable_node(_glued_table, "table", _glued_table_title, html=(_visit_glued_table, _depart_glued_table))
+    app.add_directive("attnrank-table", GluedTable)
     app.add_role("attnrank-setting", setting_role)
     sphinx_logger = logging.getLogger("sphinx")
     for old in [h for h in sphinx_logger.handlers if isinstance(h, _GlueWarnings)]:

@@ -439,8 +439,8 @@ def section(
         "temp_tau_max": fmt_setting(max(grid["taus"])),
         "temp_added": added,
     }
-    diverged, tables = runs.divergence(tsweep, "temp")
-    glue.update(diverged)
+    glue.update(runs.divergence(tsweep, "temp"))
+    tables = []
     # the logit scale at initialisation
     init = baselines.init_means(
         [resolve_config(a, profile, tau=t, seed=0, dataset=dataset) for a in ARCHS for t in sorted({tau, STOCK})]

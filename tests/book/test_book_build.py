@@ -349,3 +349,28 @@ def test_the_findings_box_counts_the_verdicts_every_page_published(tmp_path):
     assert "(open: (iii) temperature raises the rank)" in page()
     assert executed(build(tmp_path, {**env, "ATTNRANK_FIXTURE_STATUS": "not supported"}))
     assert "Of the 2 claims tested: 0 supported, 1 not supported, 1 inconclusive at this scale" in page()
+
+
+def test_a_glued_table_is_numbered_with_its_caption_and_can_be_referenced(tmp_path):
+    """`{attnrank-table}` pastes a table a chapter glued, numbered as Sphinx numbers tables, with its caption
+    above it; `{numref}` to its label gives the same number."""
+    code = (
+        "import pandas as pd\n"
+        "from attnrank import book\n"
+        "from attnrank.section import Section, Table\n"
+        "book.publish(Section('nb', {'value': 'x'}, [], [Table('nb_runs', pd.DataFrame({'model': ['GPT-2'], 'runs': [4]}))]))"
+    )
+    markdown = (
+        "# Notebook\n\nShown: {glue:text}`value:s`. See {numref}`tab-nb_runs`.\n\n"
+        "```{attnrank-table} nb_runs\nThe runs of each model.\n```\n"
+    )
+    env = make_book(tmp_path, notebook=_notebook(code, markdown))
+    assert executed(build(tmp_path, env))
+    page = (tmp_path / "book/_build/html/nb.html").read_text()
+    table = re.search(r'<div class="numbered-table" id="tab-nb-runs">(.*?)</div>\s*</div>', page, re.S)
+    assert table, page[-3000:]
+    assert re.search(
+        r'<span class="caption-number">Table 1\.?\s*</span>.*The runs of each model\.', table.group(1), re.S
+    )
+    assert "<td>GPT-2</td>" in table.group(1).replace(" ", "") or "GPT-2" in table.group(1)
+    assert re.search(r'href="#tab-nb-runs"[^>]*>.*?Table 1', page, re.S)

@@ -141,19 +141,13 @@ def test_means_at_names_each_setting_and_architecture():
     assert math.isnan(runs.means_at(init, "logit_sd", {"y": 0.5})["y_modernbert"])
 
 
-def test_divergence_is_said_once_a_table_for_reading_or_none():
+def test_divergence_is_said_once_with_each_diverged_run():
     d = _runs()
-    glue, (t,) = runs.divergence(d, "x")
-    assert glue == {"x_n_failed": 1, "x_diverged": "1 diverged (listed in the table above)"}
-    assert isinstance(t, Table) and t.name == "x_failures"
-    assert t.frame.to_dict("records") == [
-        {"model": "GPT-2 (CLM)", "τ": 1.0, "head dimension": 16, "seed": 2, "step": 7.0, "reason": "loss is nan"}
-    ]
-    assert runs.divergence(d[d.status == "complete"], "x") == (
-        {"x_n_failed": 0, "x_diverged": "none diverged", "x_failures": ""},
-        [],
-    )
-    assert runs.divergence(d, "x", table=False) == ({"x_n_failed": 1, "x_diverged": "1 diverged"}, [])
+    assert runs.divergence(d, "x") == {
+        "x_n_failed": 1,
+        "x_diverged": "1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is nan)",
+    }
+    assert runs.divergence(d[d.status == "complete"], "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
 
 
 def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram_model(monkeypatch):

@@ -73,6 +73,13 @@ FIGURE = (
             "<p>n = 64 tokens in 5 runs</p>",
         ),
         ("alt-text", '<img src="../_images/abc.png" alt="../_images/abc.png"/>', FIGURE),
+        (
+            "unnumbered-table",
+            "<div><table><tr><td>4</td></tr></table></div>",
+            '<div class="numbered-table"><p class="caption"><span class="caption-number">Table 2 </span>Runs.</p>'
+            "<table><tr><td>4</td></tr></table></div>"
+            '<table><caption><span class="caption-number">Table 3 </span>Claims.</caption><tr><td>1</td></tr></table>',
+        ),
         ("unnumbered-figure", '<p><img src="../_images/a.png" alt="a chart"/></p>', FIGURE),
         ("inline-data", '<a href="data:text/csv;base64,YQ==">data</a>', '<a href="../data/x.csv">data</a>'),
     ],
