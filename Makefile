@@ -24,9 +24,10 @@ lock:             ## re-lock requirements.lock from pyproject.toml (uv; torch pi
 	  --override requirements-torch-cpu.txt $(TORCH_CPU) --no-emit-find-links --no-emit-index-url \
 	  --custom-compile-command "make lock" -o requirements.lock
 
-lint:             ## ruff: lint and format check (CI runs this before the tests)
+lint:             ## ruff: lint and format check; import-linter: the import contracts (CI runs this before the tests)
 	$(BIN)/ruff check src tests chapters
 	$(BIN)/ruff format --check src tests chapters
+	$(BIN)/lint-imports
 
 format:           ## ruff: fix what can be fixed and format
 	$(BIN)/ruff check --fix src tests chapters

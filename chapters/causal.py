@@ -42,7 +42,7 @@ profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU),
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 tau: float = 0.01  # temperature ratio of the intervention, beside the stock ratio 1 and its twin
 eval_taus: list = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]  # evaluation temperature ratios of the trained models
-dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, causal

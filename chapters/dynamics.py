@@ -31,7 +31,7 @@ taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
 heatmap_tau: float = 1.0  # temperature ratio of the layer x head heat maps (must be in the sweep)
 stable_tolerance: float = 0.1  # a run is "stable" if its relative change of mean rank is at most this
-dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, dynamics

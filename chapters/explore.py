@@ -24,11 +24,12 @@ profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU),
 taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
-dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, explore
 from attnrank.profiles import resolve_profile
+from attnrank.section import Section, Table
 
 book.check_parameters(globals(), explore.PARAMETERS)
 profile = resolve_profile(profile)
@@ -36,6 +37,7 @@ data = explore.export(profile, dataset=dataset, taus=taus, head_dims=head_dims, 
 view = explore.view(data)
 book.glue_all(explore.glue_values(data, view))
 book.glue("explorer", view, display=False)
+book.publish(Section("explore", {}, [], [Table("explore_run_table", explore.run_table(data))], []))
 
 # %% [markdown]
 # ```{glue:figure} explorer
@@ -86,7 +88,11 @@ book.glue("explorer", view, display=False)
 # entry, and compressed, so that the page with its data and its plotting library (Bokeh
 # {glue:text}`explore_bokeh`, inline) fits in 8 MB: at this profile it shows
 # {glue:text}`explore_plan`, and takes {glue:text}`explore_page_mb` MB. The runs, with the key of
-# each in the run store (the line above the panels shows the selected one's):
-
-# %% tags=["remove-input", "hide-output"]
-explore.run_table(data).style.hide(axis="index")
+# each in the run store (the line above the panels shows the selected one's), are listed below.
+#
+# ````{dropdown} The runs on this page
+# ```{attnrank-table} explore_run_table
+# The runs on this page: model, settings, status, validation loss and primary rank from the first to the last step,
+# and the key each is stored under.
+# ```
+# ````

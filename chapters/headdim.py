@@ -52,7 +52,7 @@ seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
 mc_samples: int = 256  # random matrices per Monte Carlo estimate; None: the profile's
-dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, headdim

@@ -43,7 +43,7 @@ taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
 level_quantile: float = 0.75  # the convergence level is this quantile of the runs' final training losses (per arch)
 smooth: int = 3  # logged training-loss points averaged before testing the level
-dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, loss

@@ -28,7 +28,7 @@ taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
 probe_size: int = 64  # probe sequences; confidence intervals need two
 tau_grid_extreme: list = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]  # temperature ratios probed on trained models
-dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, measure

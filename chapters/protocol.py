@@ -23,7 +23,7 @@
 profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 n_draws: int = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature
-dataset: str = None  # training corpus: shakespeare or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
 from attnrank import book, protocol

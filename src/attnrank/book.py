@@ -390,11 +390,17 @@ CSV_MIME = "text/csv"
 COLUMN_PX = 688
 
 
+#: Columns a figure's data file never carries: a run's folder on the machine that built the book (the
+#: run's ``key`` names it on every machine).
+MACHINE_COLUMNS = ("path",)
+
+
 class _Data:
-    """A figure's data as a glued CSV (its own MIME type, never rendered on the page)."""
+    """A figure's data as a glued CSV (its own MIME type, never rendered on the page), without
+    :data:`MACHINE_COLUMNS`."""
 
     def __init__(self, frame: pd.DataFrame):
-        self.csv = frame.to_csv(index=False)
+        self.csv = frame.drop(columns=[c for c in MACHINE_COLUMNS if c in frame]).to_csv(index=False)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {CSV_MIME: self.csv, "text/plain": f"<{self.csv.count(chr(10)) - 1} rows of CSV>"}

@@ -30,7 +30,7 @@ import pandas as pd
 from filelock import FileLock
 
 from . import provenance
-from .data import data_dir
+from .data import _writing, data_dir
 from .errors import ConfigError
 
 __all__ = ["cached", "canonical_inputs", "environment", "table_key", "tables_dir"]
@@ -174,8 +174,9 @@ def cached(name: str, compute, **inputs) -> pd.DataFrame:
         if not isinstance(result, pd.DataFrame):
             raise ConfigError("compute", f"returned a {type(result).__name__}; expected a pandas DataFrame")
         tmp = root / f".tmp-{name}-{key}-{os.getpid()}.parquet"
-        result.reset_index(drop=True).to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        with _writing(tmp, f"the table {name}"):  # a full disk: one line naming ATTNRANK_DATA, no partial file
+            result.reset_index(drop=True).to_parquet(tmp, index=False)
+            os.replace(tmp, path)
     finally:
         lock.release()
     return pd.read_parquet(path)

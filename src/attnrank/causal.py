@@ -36,6 +36,7 @@ from .probe import RankProbe
 from .profiles import TAU_RANGE, RunConfig, resolve_profile
 from .rank import check_measures
 from .rules import PRIMARY_MEASURE, SweepVerdict, paired_difference, two_point
+from .runs import divergence
 from .runs import table as runs_table
 from .section import Figure, Section, Table, Verdict, gate_text, needed_text, regime_brief, regime_text
 from .stats import Estimate
@@ -195,7 +196,7 @@ def runs_text(runs: pd.DataFrame, profile: str, n_seeds: int) -> str:
     return (
         f"{len(runs)} runs ({profile} profile: {PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
         f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
-        f"{int((runs.status != 'complete').sum())} diverged"
+        f"{divergence(runs, 'causal')['causal_diverged']}"
     )
 
 

@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--dataset",
         default=None,
-        help="shakespeare or hf:NAME[:CONFIG] (a hub dataset or a local folder); default $ATTNRANK_DATASET or shakespeare",
+        help="shakespeare, stdlib or hf:NAME[:CONFIG] (a hub dataset or a local folder); default $ATTNRANK_DATASET or shakespeare",
     )
     s.add_argument("--chapters", default=None, help="comma-separated chapter names (default: all)")
     s.add_argument("--executor", default="process", help="serial, process (default, a local pool) or ray")
@@ -340,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("verdicts", help="compute every chapter's verdict (training what is missing) and write a CSV")
     v.add_argument("out", help="the CSV file to write")
     v.add_argument("--profile", default="auto", help="ci, quick, paper, scale or auto (default)")
-    v.add_argument("--dataset", default=None, help="shakespeare or hf:NAME[:CONFIG] (default: ATTNRANK_DATASET)")
+    v.add_argument(
+        "--dataset", default=None, help="shakespeare, stdlib or hf:NAME[:CONFIG] (default: ATTNRANK_DATASET)"
+    )
     v.add_argument(
         "--from-build", default=None, help="read the verdicts a built book published (its _build folder) instead"
     )

@@ -170,15 +170,15 @@ def _check_writable(root: Path, needed: str | None = None) -> None:
 @contextlib.contextmanager
 def _writing(tmp: Path, what: str):
     """Write ``what`` through the temporary file ``tmp``: a failed write (a full disk) removes it and
-    raises a one-line :class:`ConfigError` naming ``ATTNRANK_DATA`` (``tokenizers`` reports its I/O
-    errors as its own exception, with the OS error's number in the text; numpy's short write is an OSError
-    without a number)."""
+    raises a one-line :class:`ConfigError` naming ``ATTNRANK_DATA`` (``tokenizers`` and ``pyarrow`` report
+    their I/O errors with the OS error's number in the text; numpy's short write is an OSError without a
+    number)."""
     try:
         yield
     except Exception as exc:
         tmp.unlink(missing_ok=True)
         code = getattr(exc, "errno", None)
-        found = None if code else re.search(r"os error (\d+)", str(exc))
+        found = None if code else re.search(r"(?:os error|errno) (\d+)", str(exc), re.IGNORECASE)
         code = code or (int(found.group(1)) if found else None)
         if code is not None:
             reason = os.strerror(code)

@@ -471,7 +471,12 @@ def _figures(uid: str, n: int) -> dict:
 
     tau_mapper = LogColorMapper(palette=Viridis256, low=1e-3, high=4.0, name=name("tau-mapper"))
     curves, context_source, curve_source, curve_marker = _curve_panel(
-        name, "curve", height=260, y_label="mean rank", title="mean rank through training", common=common
+        name,
+        "curve",
+        height=260,
+        y_label="mean rank",
+        title="through training (mean over layers, heads and sequences)",
+        common=common,
     )
     curves.add_layout(ColorBar(color_mapper=tau_mapper, width=8, title="τ"), "right")
     curves.add_tools(HoverTool(tooltips=[("step", "@step"), ("mean rank", "@value{0.000}")], mode="vline"))
@@ -803,7 +808,8 @@ GLUE_JS = r"""
   function drawSpectrum(run, d, idx) {
     const n = run.attention.n;
     const sv = Array.from(d.sv.subarray(idx * n, (idx + 1) * n));
-    model("spectrum-source").data = { i: sv.map((_, i) => i + 1), sigma: sv.map((s) => (s > 0 ? s : NaN)) };
+    const floor = n * 2.220446049250313e-16 * sv[0]; // float64 round-off: below it a singular value is noise
+    model("spectrum-source").data = { i: sv.map((_, i) => i + 1), sigma: sv.map((s) => (s > floor ? s : NaN)) };
     const colors = ["#d62728", "#2ca02c", "#9467bd", "#8c564b"];
     const xs = [], ys = [], label = [], color = [];
     payload.thresholds.forEach((t, k) => {
@@ -839,7 +845,7 @@ GLUE_JS = r"""
     const step = run.attention.steps[state.t];
     model("curve-marker").location = step;
     model("loss-marker").location = step;
-    model("curves").title.text = "mean " + measureLabel[m] + " through training";
+    model("curves").title.text = "through training (mean over layers, heads and sequences)";
     model("curves-yaxis").axis_label = measureLabel[m];
   }
 
@@ -855,8 +861,8 @@ GLUE_JS = r"""
     model("sweep-xaxis").axis_label = byTau ? "temperature ratio τ (log scale)" : "head dimension dₕ (log scale)";
     model("sweep-yaxis").axis_label = measureLabel[m];
     model("sweep").title.text = byTau
-      ? "initial and final rank against τ (dₕ = " + run.head_dim + ")"
-      : "initial and final rank against dₕ (τ = " + run.tau + ")";
+      ? "initial and final, against τ (dₕ = " + run.head_dim + ")"
+      : "initial and final, against dₕ (τ = " + run.tau + ")";
   }
 
   function describe(run) {

@@ -29,6 +29,7 @@ from .rank import MEASURES, RANK_MEASURES
 __all__ = [
     "ARCHS",
     "largest_first",
+    "fmt_count",
     "TAU_RANGE",
     "MEASURES",
     "RANK_MEASURES",
@@ -246,6 +247,11 @@ def per_arch(values: dict, write=str) -> str:
     if len(set(values.values())) == 1:
         return write(next(iter(values.values())))
     return ", ".join(f"{ARCH_NAMES.get(a, a)} {write(values[a])}" for a in largest_first(values))
+
+
+def fmt_count(n: int, noun: str) -> str:
+    """A count with its noun, as the book writes it: ``"no runs"``, ``"1 run"``, ``"3 runs"`` (never ``"0 runs"``)."""
+    return f"no {noun}s" if n == 0 else f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def fmt_setting(v) -> str:

@@ -20,6 +20,7 @@ from .glossary import (
     MEASURE_LABELS,
     RANK_MEASURES,
     fmt,
+    fmt_count,
     fmt_estimate,
     fmt_setting,
     largest_first,
@@ -57,7 +58,8 @@ def loss_summary(res: LossResult, *, n_seeds: int) -> str:
     archs = list(res.rho)
     needed = needed_runs(res.judged, res.per_arch, prefix="about ")
     within = " and ".join(
-        f"{fmt_estimate(res.within[a], n=False)} ({ARCH_NAMES[a]}, {res.within[a].n} runs, p = {fmt(res.within[a].p)})"
+        f"{fmt_estimate(res.within[a], n=False)} ({ARCH_NAMES[a]}, {fmt_count(res.within[a].n, 'run')}"
+        + (f", p = {fmt(res.within[a].p)})" if res.within[a].n else ")")
         for a in archs
     )
     across = " and ".join(f"{fmt_estimate(res.rho[a], n=False)} ({ARCH_NAMES[a]})" for a in archs)

@@ -58,7 +58,7 @@ _ROOT = Path(__file__).resolve().parent
 #: The lock file of a checkout (``uv pip compile`` output, see ``make lock``); absent in an installed copy.
 LOCK_FILE = _ROOT.parents[1] / "requirements.lock"
 #: The measurements recorded in the repository that chapters read (the recipe study, the scale-check build).
-RECORD_FOLDERS = (_ROOT.parents[1] / "data" / "recipe", _ROOT.parents[1] / "data" / "scale")
+RECORD_FOLDERS = tuple(_ROOT.parents[1] / "data" / name for name in ("recipe", "scale", "stdlib"))
 
 
 def records_hash(folders=None) -> str:

@@ -44,13 +44,15 @@ __all__ = [
     "preset_tables",
     "runs_shown",
     "multiplicity",
-    "scale_record",
-    "SCALE_FOLDER",
+    "check_record",
+    "CHECK_FOLDERS",
 ]
 
-#: Where the scale-check build's verdicts are recorded (``attnrank verdicts data/scale/verdicts.csv --profile scale``
-#: in that build's checkout, and its ``build.json``: commit, date, runs, build minutes on two cores).
-SCALE_FOLDER = RECORD_FOLDERS[1]
+#: Where the recorded checks' verdicts are: the scale check (the ``scale`` profile) and the second corpus (the
+#: default profile on ``dataset="stdlib"``), each built in a clone of its own and recorded there with
+#: ``attnrank verdicts data/<name>/verdicts.csv --from-build _build`` beside its ``build.json`` (commit, date,
+#: runs, build minutes on two cores).
+CHECK_FOLDERS = {"scale": RECORD_FOLDERS[1], "stdlib": RECORD_FOLDERS[2]}
 
 #: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
 PARAMETERS = ("profile", "dataset")
@@ -160,32 +162,34 @@ def multiplicity(n_verdicts: int, level: float = 0.95) -> dict:
     }
 
 
-def scale_record(folder=None) -> tuple[pd.DataFrame | None, dict]:
-    """The recorded scale-check build (:data:`SCALE_FOLDER`): its verdict table (``verdict, status, effect, n,
-    regime, finding``; the row ``regime`` holds the regime its models reached) and its ``build.json``; ``(None, {})``
-    when none is recorded."""
+def check_record(folder) -> tuple[pd.DataFrame | None, dict]:
+    """A recorded check's build (a folder of :data:`CHECK_FOLDERS`): its verdict table (``verdict, status, effect,
+    n, regime, finding``; the row ``regime`` holds the regime its models reached) and its ``build.json``;
+    ``(None, {})`` when none is recorded."""
     import json
     from pathlib import Path
 
-    folder = Path(SCALE_FOLDER if folder is None else folder)
+    folder = Path(folder)
     table, meta = folder / "verdicts.csv", folder / "build.json"
     if not table.is_file():
         return None, {}
     return pd.read_csv(table, keep_default_na=False), (json.loads(meta.read_text()) if meta.is_file() else {})
 
 
-def _scale_glue(table: pd.DataFrame | None, meta: dict) -> dict:
+def _check_glue(name: str, table: pd.DataFrame | None, meta: dict) -> dict:
+    """``repro_<name>_<verdict>`` (each verdict's status), ``repro_<name>_regime`` and ``repro_<name>_meta``."""
     if table is None:
-        return {f"repro_scale_{v}": "not recorded" for v in VERDICT_LABELS} | {
-            "repro_scale_regime": "No scale-check build is recorded in this checkout.",
-            "repro_scale_meta": "none recorded",
+        return {f"repro_{name}_{v}": "not recorded" for v in VERDICT_LABELS} | {
+            f"repro_{name}_regime": "No such build is recorded in this checkout.",
+            f"repro_{name}_meta": "none recorded",
         }
     rows = {r.verdict: r for r in table.itertuples()}
-    glue = {f"repro_scale_{v}": rows[v].status if v in rows else "not recorded" for v in VERDICT_LABELS}
-    glue["repro_scale_regime"] = rows["regime"].finding if "regime" in rows else "not recorded"
-    glue["repro_scale_meta"] = ", ".join(
-        f"{k.replace('_', ' ')} {meta[k]}" for k in ("profile", "commit", "date", "runs", "build_minutes") if k in meta
-    ) + (f" ({meta['note']})" if meta.get("note") else "")
+    glue = {f"repro_{name}_{v}": rows[v].status if v in rows else "not recorded" for v in VERDICT_LABELS}
+    glue[f"repro_{name}_regime"] = rows["regime"].finding if "regime" in rows else "not recorded"
+    keys = ("profile", "dataset", "commit", "date", "runs", "build_minutes")
+    glue[f"repro_{name}_meta"] = ", ".join(f"{k.replace('_', ' ')} {meta[k]}" for k in keys if k in meta) + (
+        f" ({meta['note']})" if meta.get("note") else ""
+    )
     return glue
 
 
@@ -204,8 +208,16 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
     sweep = runs.table(
         experiments.main_sweep(profile, dataset=dataset, seeds=seeds, taus=taus, head_dims=head_dims), long=False
     )
-    paper = profile_defaults("paper")
+    paper, here = profile_defaults("paper"), resolve_config("modernbert", profile, dataset=dataset)
+    done = sweep[sweep.cpu_seconds.notna()] if "cpu_seconds" in sweep else sweep.iloc[:0]
     glue = {
+        "repro_dataset": here.dataset,
+        "repro_size": f"width {here.hidden_size}, {here.num_layers} layers, {here.num_heads} heads, "
+        f"{here.max_len} tokens",
+        "repro_run_cpu_hours": fmt(float(done.cpu_seconds.sum()) / 3600, 1),
+        "repro_probe_pct": fmt(float(done.probe_cpu_seconds.sum() / done.cpu_seconds.sum()), 0, percent=True)
+        if len(done)
+        else "n/a",
         "repro_lock": lock,
         "repro_profile": profile,
         "repro_device": device_name(),
@@ -233,19 +245,15 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
         Table("repro_presets", sizes),
         Table("repro_run_presets", chapter_runs),
     ]
-    scale_table, meta = scale_record()
-    glue.update(_scale_glue(scale_table, meta))
-    shown_scale = (
-        scale_table[scale_table.verdict != "regime"]
-        if scale_table is not None
-        else pd.DataFrame([dict(verdict="none recorded", status="", effect="", n="", regime="")])
-    )
-    tables.append(
-        Table(
-            "repro_scale_verdicts",
-            shown_scale.assign(verdict=shown_scale.verdict.map(lambda v: VERDICT_LABELS.get(v, v)))[
-                ["verdict", "status", "effect", "n", "regime"]
-            ],
+    for name, folder in CHECK_FOLDERS.items():
+        table, meta = check_record(folder)
+        glue.update(_check_glue(name, table, meta))
+        shown_check = (
+            table[table.verdict != "regime"]
+            if table is not None
+            else pd.DataFrame([dict(verdict="none recorded", status="", effect="", n="", regime="")])
         )
-    )
+        verdict = shown_check.verdict.map(lambda v: VERDICT_LABELS.get(v, v))
+        columns = ["verdict", "status", "effect", "n", "regime"]
+        tables.append(Table(f"repro_{name}_verdicts", shown_check.assign(verdict=verdict)[columns]))
     return Section("reproducibility", glue, [], tables, [])

@@ -218,6 +218,11 @@ def _machine_path(page: Page) -> Iterator[str]:
                 if (where, found) not in seen:
                     seen.add((where, found))
                     yield f"machine path in the {where}: {_excerpt(found)}"
+    for a in page.soup.find_all("a", class_="figure-data") if page.site is not None else ():
+        target = ((page.site / page.name).parent / a["href"]).resolve()
+        data = target.read_text(encoding="utf-8", errors="replace") if target.is_file() else ""
+        for root in (r for r in page.roots if r in data):
+            yield f"machine path in the data file {a['href']}: {_excerpt(root)}"
 
 
 def machine_paths(site_dir: Path | str | None = None) -> tuple[str, ...]:
@@ -359,6 +364,16 @@ def _zero_count(page: Page):
             yield f"zero count {m.group(0)!r} in {_text(node.parent)!r}"
 
 
+#: An interval of no width ("[0.25, 0.25]"): the book writes "0.25 in every resample" (attnrank.glossary.fmt_estimate).
+_POINT_INTERVAL = re.compile(r"\[([\u2212-]?\d[\d.,×⁰¹²³⁴⁵⁶⁷⁸⁹⁻]*%?), \1\]")
+
+
+@book_rule("point-interval", "an interval of no width written as an interval ([a, a])")
+def _point_interval(page: Page):
+    for m in _POINT_INTERVAL.finditer(page.article.get_text(" ")):
+        yield f"interval of no width {m.group(0)!r}"
+
+
 _TIMING = re.compile(
     r"\b(?:computed|ran|run|trained|took|probed|executed|in)\b[^.\n]{0,60}?\b\d+(?:\.\d+)?\s?(?:s|seconds|sec)\b",
     re.IGNORECASE,
@@ -396,6 +411,7 @@ def _unnumbered(page: Page):
 def _unnumbered_table(page: Page):
     for table in page.article.find_all("table"):
         numbered = table.find_parent("div", class_="numbered-table") or table.find("caption")
+        numbered = numbered or table.find_parent("figure")  # a table inside a figure (the explorer's) is the figure's
         if numbered is None or numbered.find(class_="caption-number") is None:
             yield f"table starting {_text(table)!r} is not numbered"
 

@@ -31,6 +31,7 @@ then it executes the chapters the cache lacks in parallel, one process per core
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import html
@@ -895,9 +896,12 @@ def _dedupe_inline_scripts(app, exception) -> None:
 def _prune_mathjax(app, exception) -> None:
     """Keep only the MathJax files a page loads (``sphinx-mathjax-offline`` copies the whole
     distribution): the combined component the pages load, the fonts it uses and the TeX extensions
-    it loads on demand (a macro outside the component autoloads its extension)."""
+    it loads on demand (a macro outside the component autoloads its extension); drop the theme's
+    JavaScript source maps (``*.map``, about 3 MB no reader loads)."""
     if exception is not None or app.builder.format != "html":
         return
+    for path in (Path(app.outdir) / "_static").rglob("*.map"):  # the theme's source maps: for its developers only
+        path.unlink()
     root = Path(app.outdir) / "_static" / "mathjax"
     if not root.is_dir():
         return
@@ -1033,17 +1037,37 @@ class GluedTable(Directive):
             data = retrieve_glue_data(document, key)
         except RetrievalError as exc:
             return [glue_warning(str(exc), document, self.lineno)]
-        table = _glued_table()
-        holder = nodes.Element()
-        self.state.nested_parse(self.content, self.content_offset, holder)
-        first = holder[0] if len(holder) else None
-        if not isinstance(first, nodes.paragraph):
-            raise self.error(f"the table {key!r} needs a caption: one paragraph of content")
-        table += nodes.caption(first.rawsource, "", *first.children, classes=["caption"])
-        table += render_variable_outputs([data], document, self.lineno, document["source"])
-        self.options.setdefault("name", f"tab-{key}")
-        self.add_name(table)
-        return [table]
+        return [_numbered(self, render_variable_outputs([data], document, self.lineno, document["source"]), key)]
+
+
+def _numbered(directive: Directive, content: list, key: str) -> _glued_table:
+    """``content`` in a numbered table whose caption is ``directive``'s content (one paragraph) and whose label
+    is its ``:name:`` (default ``tab-<key>``)."""
+    holder = nodes.Element()
+    directive.state.nested_parse(directive.content, directive.content_offset, holder)
+    first = holder[0] if len(holder) else None
+    if not isinstance(first, nodes.paragraph):
+        raise directive.error(f"the table {key!r} needs a caption: one paragraph of content")
+    table = _glued_table()
+    table += nodes.caption(first.rawsource, "", *first.children, classes=["caption"])
+    table += content
+    directive.options.setdefault("name", f"tab-{key}")
+    directive.add_name(table)
+    return table
+
+
+def _exec_table_directive():
+    """``{attnrank-exec-table}``: myst-nb's ``{nb-exec-table}`` (each chapter's last execution), numbered, with the
+    directive's content as its caption."""
+    from myst_nb.ext.execution_tables import ExecutionStatsTable
+
+    class ExecTable(ExecutionStatsTable):
+        option_spec = {"name": directives.unchanged}
+
+        def run(self):
+            return [_numbered(self, super().run(), "executions")]
+
+    return ExecTable
 
 
 # --------------------------------------------------------------------------- setup
@@ -1138,7 +1162,45 @@ def _sweep_up_front(app, config) -> None:
     grid.sweep(configs, executor=executor, progress=True, desc=f"{profile} runs")
 
 
+#: What a build writes, in MB: the site (about 26 MB at the default profile) and the execution cache (about
+#: 21 MB), with room to spare; a build folder with less free space is refused before anything is written.
+BUILD_SPACE_MB = 100
+
+
+def _check_free_space(app) -> None:
+    """Refuse, in one line, a build whose output folder has less than :data:`BUILD_SPACE_MB` free.
+
+    Raises:
+        ConfigError: naming the build folder.
+    """
+    folder = Path(app.outdir).resolve()
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free / 2**20
+    if free < BUILD_SPACE_MB:
+        raise ConfigError(
+            "build folder",
+            f"{str(Path(app.outdir).parent)!r} has {free:.0f} MB free and a build writes about {BUILD_SPACE_MB} MB "
+            "(the site and the execution cache); free space there or build elsewhere with --path-output",
+        )
+
+
+def _full_disk(app, exception) -> None:
+    """A disk that filled during the build (after :func:`_check_free_space`) ends it with one line instead of
+    Sphinx's and jupyter-book's tracebacks; what was computed (runs, executed chapters) is already stored."""
+    if isinstance(exception, OSError) and exception.errno == errno.ENOSPC:
+        where = exception.filename2 or exception.filename or app.outdir  # a copy's target, else the file
+        print(
+            f"attnrank: error: build folder: the disk filled while writing {where!r} (No space left on device); "
+            "free space there and build again (nothing computed is lost)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(1)
+
+
 def _sweep_up_front_app(app) -> None:
+    _check_free_space(app)
     t = time.time()
     _sweep_up_front(app, app.config)
     app.attnrank_sweep_seconds = time.time() - t
@@ -1237,21 +1299,24 @@ def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: b
 
 
 def _terminate_as_interrupt() -> None:
-    """Make SIGTERM (what ``timeout``, ``kill``, systemd and CI runners send) stop the build as Ctrl-C does: raised
-    as ``KeyboardInterrupt`` in the main thread, so that the up-front executor and the training pool end what
-    they started before the build exits. Left alone where another handler is set or off the main thread; a
-    second SIGTERM ends the process at once."""
+    """Make SIGTERM (what ``timeout``, ``kill``, systemd and CI runners send) and SIGHUP (the terminal closing)
+    stop the build as Ctrl-C does: raised as ``KeyboardInterrupt`` in the main thread, so that the up-front
+    executor and the training pool end what they started before the build exits. Each is left alone where
+    another handler is set (``nohup`` ignores SIGHUP) or off the main thread; a second signal ends the process
+    at once."""
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+    if threading.current_thread() is not threading.main_thread():
         return
 
     def interrupt(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signum, signal.SIG_DFL)
         raise KeyboardInterrupt(f"terminated by signal {signum}")
 
-    signal.signal(signal.SIGTERM, interrupt)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, interrupt)
 
 
 def setup(app):
@@ -1274,6 +1339,7 @@ def setup(app):
     app.connect("env-merge-info", _merge)
     app.connect("doctree-read", _note_glue_refs)
     app.connect("env-updated", _check_glue)
+    app.connect("build-finished", _full_disk, priority=1)
     app.connect("build-finished", _log_build, priority=400)
     app.connect("build-finished", write_figure_data, priority=450)
     app.connect("build-finished", _prune_mathjax, priority=850)  # after sphinx-mathjax-offline copies the distribution
@@ -1296,6 +1362,7 @@ def setup(app):
     app.add_directive("attnrank-figure", GluedFigure)
     app.add_enumerable_node(_glued_table, "table", _glued_table_title, html=(_visit_glued_table, _depart_glued_table))
     app.add_directive("attnrank-table", GluedTable)
+    app.add_directive("attnrank-exec-table", _exec_table_directive())
     app.add_role("attnrank-setting", setting_role)
     sphinx_logger = logging.getLogger("sphinx")
     for old in [h for h in sphinx_logger.handlers if isinstance(h, _GlueWarnings)]:

@@ -115,7 +115,10 @@ def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
     """A grid location with its interval on the grid (:func:`attnrank.stats.peak_location`):
     ``"0.01 [0.001, 0.1]"``, or with ``words=True`` ``"0.01 (95% bootstrap interval of the grid argmax 0.001 to
     0.1)"``
-    (``note`` is added inside the parentheses after a semicolon)."""
+    (``note`` is added inside the parentheses after a semicolon). When every resample gives the same grid value
+    the interval has no width and is written as such: ``"0.25 in every resample"``."""
+    if e.low == e.high == e.value:
+        return f"{fmt_setting(e.value)} in every resample" + (f" ({note})" if words and note else "")
     if words:
         return (
             f"{fmt_setting(e.value)} ({e.confidence:.0%} bootstrap interval of the grid argmax {fmt_setting(e.low)} to "

@@ -210,6 +210,7 @@ def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
     mathjax = html / "_static" / "mathjax"
     assert (mathjax / "tex-chtml.js").is_file() and (mathjax / "output" / "chtml" / "fonts" / "tex.js").is_file()
     assert not (mathjax / "tex-svg-full.js").exists() and not (mathjax / "sre").exists()
+    assert not list((html / "_static").rglob("*.map"))  # no source maps ship
     assert sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file()) < 5e6
 
 
@@ -374,3 +375,33 @@ def test_a_glued_table_is_numbered_with_its_caption_and_can_be_referenced(tmp_pa
     )
     assert "<td>GPT-2</td>" in table.group(1).replace(" ", "") or "GPT-2" in table.group(1)
     assert re.search(r'href="#tab-nb-runs"[^>]*>.*?Table 1', page, re.S)
+
+
+def test_a_full_build_folder_is_one_line_before_and_during_the_build(tmp_path):
+    """docs/guarantees.md (a full disk): a build folder with too little free space is refused in one line before
+    anything is trained or written; a disk that fills during the build ends it with one line and no traceback."""
+    out = tmp_path / "out"
+    out.mkdir()
+    if (
+        not shutil.which("mount")
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(out)]).returncode
+    ):
+        import pytest
+
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        env = make_book(tmp_path)
+        command = [str(JUPYTER_BOOK), "build", str(tmp_path / "book"), "--path-output", str(out)]
+        before = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert before.returncode == 2 and "Traceback" not in before.stderr + before.stdout
+        assert before.stderr.strip().splitlines()[-1].startswith("attnrank: error: build folder: ")
+        assert "MB free and a build writes about" in before.stderr and not list(out.rglob("*.html"))
+        ext = tmp_path / "lib" / "attnrank" / "sphinxext.py"
+        ext.write_text(ext.read_text().replace("BUILD_SPACE_MB = 100", "BUILD_SPACE_MB = 0"))
+        during = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert during.returncode == 1 and "Traceback" not in during.stderr + during.stdout
+        last = during.stderr.strip().splitlines()[-1]
+        assert last.startswith("attnrank: error: build folder: the disk filled while writing '" + str(out)), last
+        assert "(No space left on device)" in last
+    finally:
+        subprocess.run(["umount", str(out)])

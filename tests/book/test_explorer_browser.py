@@ -206,8 +206,9 @@ def _check_shown(driver, stored: dict) -> None:
     shown = np.array([np.nan if v is None else v for v in spectrum["sigma"]], dtype=float)
     assert spectrum["i"] == list(range(1, n + 1))
     np.testing.assert_allclose(shown[0], sigma[0], rtol=1e-6)  # the largest singular value
-    positive = sigma > 0
+    positive = sigma > n * np.finfo(np.float64).eps * sigma[0]  # below float64 round-off nothing is drawn
     np.testing.assert_allclose(shown[positive], sigma[positive], rtol=1e-6)
+    assert np.isnan(shown[~positive]).all()
     # the thresholds: the study's absolute one and the relative ones at sigma_1
     lines = _source(driver, "threshold-source")
     levels = sorted(ys[0] / (1 if "atol" in lab else sigma[0]) for ys, lab in zip(lines["ys"], lines["label"]))

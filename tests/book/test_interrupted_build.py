@@ -30,10 +30,11 @@ def _alive(pid: int) -> bool:
     return not open(f"/proc/{pid}/stat").read().split()[2] == "Z"  # a zombie has ended
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_during_a_build_then_a_rebuild(tmp_path, signum):
-    """Ctrl-C (SIGINT to the terminal's process group) and SIGTERM (to the build's process alone, as `timeout`,
-    `kill` and CI runners send it) both stop the build and the kernel executing the chapter within seconds."""
+    """Ctrl-C (SIGINT to the terminal's process group), SIGTERM (to the build's process alone, as `timeout`,
+    `kill` and CI runners send it) and SIGHUP (the terminal closing) all stop the build and the kernel executing
+    the chapter within seconds."""
     started = tmp_path / "started"
     env = make_book(tmp_path, notebook=_notebook(SLOW, "# Notebook\n\nShown: {glue:text}`value:s`."))
     env = {**env, "STARTED": str(started), "SLEEP": "120"}
@@ -56,7 +57,7 @@ def test_a_signal_during_a_build_then_a_rebuild(tmp_path, signum):
     if signum == signal.SIGINT:
         os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole process group
     else:
-        os.kill(first.pid, signal.SIGTERM)
+        os.kill(first.pid, signum)
     out, _ = first.communicate(timeout=300)  # seconds when idle; generous on a loaded machine
     assert first.returncode != 0, out[-3000:]
     deadline = time.time() + 15

@@ -278,3 +278,31 @@ def test_a_real_full_data_folder(tmp_path, monkeypatch, capsys, size):
         assert not [p for p in (small / "data").rglob("*") if ".tmp" in p.name]
     finally:
         subprocess.run(["umount", str(small)])
+
+
+def test_a_full_disk_while_caching_a_table_gives_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """The table cache (attnrank.cache.cached) on a 64 KB tmpfs: a table too large to write is one ConfigError
+    naming ATTNRANK_DATA, and no partial Parquet file is left."""
+    import numpy as np
+    import pandas as pd
+
+    from attnrank import cache
+    from attnrank.errors import ConfigError
+
+    small = tmp_path / "small"
+    if not shutil.which("mount") or not _tmpfs(small, "64k"):
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        monkeypatch.setenv("ATTNRANK_DATA", str(small / "data"))
+
+        def big(n):
+            return pd.DataFrame({"x": np.random.default_rng(0).random(n)})
+
+        big.__module__ = "attnrank.rank"  # a table the library computes (its module is part of the key)
+        with pytest.raises(ConfigError) as e:
+            cache.cached("big", big, n=100_000)
+        assert e.value.param == "ATTNRANK_DATA" and "No space left on device" in str(e.value)
+        assert "\n" not in str(e.value)
+        assert not [p for p in (small / "data").rglob("*.parquet")]
+    finally:
+        subprocess.run(["umount", str(small)])

@@ -94,3 +94,20 @@ def test_import_attnrank_loads_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_wording_modules_load_no_torch():
+    """The book's words, records and figure style (glossary, section, verdicts, typeset, book, plots.style) and the
+    rank measures by name (measures) import in a fresh interpreter without torch or transformers: a page that only
+    words a result never pays for them."""
+    import subprocess
+    import sys
+
+    modules = ["glossary", "section", "verdicts", "typeset", "book", "plots.style", "measures", "sitecheck"]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module('attnrank.' + m)\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]

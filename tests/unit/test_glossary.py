@@ -123,3 +123,9 @@ def test_words_are_outside_every_result_hash(roots):
     hashed = {p.stem for p in provenance.closure(roots)}
     for words in ("glossary", "dynamics", "loss", "temp", "headdim", "presets", "book", "plots"):
         assert words not in hashed
+
+
+def test_a_count_of_zero_is_written_in_words():
+    from attnrank.glossary import fmt_count
+
+    assert [fmt_count(n, "run") for n in (0, 1, 3)] == ["no runs", "1 run", "3 runs"]

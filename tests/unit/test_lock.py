@@ -88,7 +88,7 @@ def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, 
     recipe, scale = tmp_path / "recipe", tmp_path / "scale"
     recipe.mkdir()
     (recipe / "quick.csv").write_text("a\n1\n")
-    monkeypatch.setattr(provenance, "RECORD_FOLDERS", (recipe, scale))
+    monkeypatch.setattr(provenance, "RECORD_FOLDERS", (recipe, scale, tmp_path / "stdlib"))
     before, items = sphinxext.execution_context()
     assert items["records"] == provenance.records_hash() != "-"
     scale.mkdir()
@@ -100,20 +100,21 @@ def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, 
     assert provenance.records_hash((tmp_path / "none",)) == "-"
 
 
-def test_the_scale_check_is_read_from_its_record(tmp_path):
-    """The reproducibility chapter shows the recorded scale-check build: each verdict's status by name, its regime
-    and the build's facts; without a record, it says so."""
+def test_a_recorded_check_is_read_from_its_record(tmp_path):
+    """The reproducibility chapter shows each recorded check (the scale check, the second corpus): each verdict's
+    status by name, its regime and the build's facts; without a record, it says so."""
     from attnrank import reproducibility as rp
 
+    assert set(rp.CHECK_FOLDERS) == {"scale", "stdlib"}
     folder = tmp_path / "scale"
-    assert rp.scale_record(folder) == (None, {})
-    assert rp._scale_glue(None, {})["repro_scale_loss"] == "not recorded"
+    assert rp.check_record(folder) == (None, {})
+    assert rp._check_glue("stdlib", None, {})["repro_stdlib_loss"] == "not recorded"
     folder.mkdir()
     (folder / "verdicts.csv").write_text(
         "verdict,status,effect,n,regime,finding\nloss,supported,e,6 runs,r,f\nregime,,,,,both learned\n"
     )
     (folder / "build.json").write_text('{"profile": "scale", "runs": 93, "note": "n"}')
-    table, meta = rp.scale_record(folder)
-    glue = rp._scale_glue(table, meta)
+    table, meta = rp.check_record(folder)
+    glue = rp._check_glue("scale", table, meta)
     assert glue["repro_scale_loss"] == "supported" and glue["repro_scale_temp"] == "not recorded"
     assert glue["repro_scale_regime"] == "both learned" and glue["repro_scale_meta"] == "profile scale, runs 93 (n)"

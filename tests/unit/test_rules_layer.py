@@ -108,6 +108,8 @@ def test_text_helpers():
         temp.grid_interval(peak, words=True, note="interior")
         == "0.016 (95% bootstrap interval of the grid argmax 0.004 to 0.064; interior)"
     )
+    # every resample at one grid value: an interval of no width is said in words, never [0.25, 0.25]
+    assert temp.grid_interval(_est(0.25, 0.25, 0.25)) == "0.25 in every resample"
     v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
     assert temp.needed_text(v) == "about 12 seeds per arm would resolve the pre-registered effect"
     assert temp.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == ""

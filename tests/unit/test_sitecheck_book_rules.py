@@ -63,6 +63,11 @@ FIGURE = (
             "<table><thead><tr><th>d_h range</th></tr></thead></table>",
         ),
         (
+            "point-interval",
+            "<p>peak at 0.25 [0.25, 0.25] and −1.00 [−1.00, −1.00]</p>",
+            "<p>peak at 0.25 in every resample, 0.016 [0.004, 0.064], [1, 10]</p>",
+        ),
+        (
             "zero-count",
             "<p>24 runs, of which 0 diverged; 0 runs failed</p>",
             "<p>24 runs (none diverged), τ = 0.001, at step 0 (the initialisation), 10 runs</p>",
@@ -177,3 +182,21 @@ def test_ascii_maths_flags_greek_words_signs_and_e_notation_in_prose(bad):
 )
 def test_ascii_maths_leaves_code_links_maths_tables_and_ranges(good):
     assert _findings("ascii-maths", good) == [], good
+
+
+def test_a_figures_data_file_carries_no_machine_path(tmp_path):
+    """The CSV a figure links to is checked for the build machine's paths too; the book writes run keys, not run
+    folders (attnrank.book.MACHINE_COLUMNS)."""
+    import pandas as pd
+
+    from attnrank import book
+
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "data").mkdir()
+    frame = pd.DataFrame({"key": ["7f6a"], "path": ["/work/book/data/runs/gpt2-7f6a"], "value": [1.5]})
+    (tmp_path / "data" / "f.csv").write_text(book._Data(frame).csv)
+    (rule,) = [r for r in sitecheck.PRINTED_RULES if r.name == "machine-path"]
+    page = Page("chapters/x.html", '<a class="figure-data" href="../data/f.csv">data</a>', tmp_path, ("/work/book",))
+    assert list(rule.check(page)) == [] and "7f6a" in (tmp_path / "data" / "f.csv").read_text()
+    (tmp_path / "data" / "f.csv").write_text(frame.to_csv(index=False))
+    assert list(rule.check(page)) == ["machine path in the data file ../data/f.csv: /work/book"]
