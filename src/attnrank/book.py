@@ -19,14 +19,13 @@ import types
 from dataclasses import dataclass
 
 import pandas as pd
-import torch
 
 from . import plots
 from .errors import ConfigError
 from .glossary import fmt_column
+from .measures import MEASURES
 from .plots.style import COLUMN_WIDTH
 from .profiles import PROFILES, TAU_RANGE, check_dataset, default_threads
-from .rank import MEASURES
 from .section import Figure, Section, Table, Verdict
 from .typeset import typeset
 from .verdicts import VERDICTS
@@ -250,6 +249,8 @@ def check_parameters(namespace: dict, names) -> dict:
             naming ``ATTNRANK_THREADS`` for an invalid value.
         KeyError: for a declared name that :data:`PARAMETERS` does not define (a chapter bug).
     """
+    import torch  # here, not at the top: the book's words load without torch
+
     torch.set_num_threads(default_threads())
     names = tuple(names)
     for name in names:

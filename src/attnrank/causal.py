@@ -196,7 +196,7 @@ def runs_text(runs: pd.DataFrame, profile: str, n_seeds: int) -> str:
     return (
         f"{len(runs)} runs ({profile} profile: {PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
         f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
-        f"{divergence(runs, 'causal')['causal_diverged']}"
+        f"{divergence(runs, 'causal', listed=False)['causal_diverged']}"
     )
 
 

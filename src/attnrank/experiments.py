@@ -13,6 +13,7 @@ import dataclasses
 import math
 
 from .errors import ConfigError, check_positive_int
+from .measures import MEASURES, STUDY_ATOL
 from .presets import RUN_PRESETS
 from .profiles import (
     ALL_ARCHS,
@@ -25,7 +26,6 @@ from .profiles import (
     resolve_config,
     resolve_profile,
 )
-from .rank import MEASURES, STUDY_ATOL
 
 __all__ = [
     "STUDY_MEASURE",

@@ -5,7 +5,7 @@ takes its names from here:
 
 * the settings a run is made of, as the run config defines them: :data:`ARCHS` and
   :data:`TAU_RANGE` (from :mod:`attnrank.profiles`), the rank measures :data:`MEASURES` and
-  :data:`RANK_MEASURES` (from :mod:`attnrank.rank`; the primary one is a decision,
+  :data:`RANK_MEASURES` (from :mod:`attnrank.measures`; the primary one is a decision,
   :data:`attnrank.rules.PRIMARY_MEASURE`);
 * their words: :data:`ARCH_LABELS` (``"BERT (MLM)"``), :data:`ARCH_NAMES` (``"BERT"``),
   :data:`MEASURE_LABELS` (``"effective rank"``);
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 
+from .measures import MEASURES, RANK_MEASURES
 from .profiles import ARCHS, TAU_RANGE
-from .rank import MEASURES, RANK_MEASURES
 
 __all__ = [
     "ARCHS",

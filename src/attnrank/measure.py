@@ -19,10 +19,10 @@ from . import baselines, experiments, rank, rules, spectra, stats, verdicts
 from .cache import cached
 from .errors import ConfigError
 from .glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting
+from .measures import RANK_MEASURES
 from .plots import ALT_TEXT
 from .plots import measure as mplots
 from .profiles import ARCHS, resolve_config, resolve_profile
-from .rank import RANK_MEASURES
 from .rules import PRIMARY_MEASURE
 from .runs import divergence
 from .runs import table as runs_table

@@ -25,8 +25,8 @@ import pandas as pd
 from .experiments import main_sweep, sweep_defaults, tau_sweep
 from .glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, fmt_setting, largest_first
 from .grid import sweep
+from .measures import MEASURES
 from .profiles import resolve_config
-from .rank import MEASURES
 from .store import load_table
 
 __all__ = [
@@ -164,23 +164,27 @@ def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
     return " and ".join(f"{steps[a]} ({ARCH_NAMES.get(a, a)})" for a in order)
 
 
-def divergence(runs: pd.DataFrame, prefix: str) -> dict:
+def divergence(runs: pd.DataFrame, prefix: str, *, listed: bool = True) -> dict:
     """The diverged runs of ``runs`` (status not ``"complete"``), said once, as glue for a sentence.
 
     ``{prefix}_n_failed`` is the count and ``{prefix}_diverged`` the words: ``"none diverged"``, or each
     diverged run, e.g. ``"1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is
-    nan)"``.
+    nan)"``; with ``listed=False`` only the count (``"1 diverged"``).
     """
     bad = runs[runs.status != "complete"]
-    words = [
-        f"{ARCH_LABELS.get(r.arch, r.arch)} at τ = {fmt_setting(r.tau)}"
-        + (f", head dimension {r.head_dim}" if "head_dim" in bad else "")
-        + f", seed {r.seed}"
-        + (f", at step {int(r.failure_step)}" if pd.notna(getattr(r, "failure_step", None)) else "")
-        + (f" ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str) else "")
-        for r in bad.itertuples()
-    ]
-    said = f"{len(bad)} diverged: " + "; ".join(words) if len(bad) else "none diverged"
+    words = (
+        []
+        if not listed
+        else [
+            f"{ARCH_LABELS.get(r.arch, r.arch)} at τ = {fmt_setting(r.tau)}"
+            + (f", head dimension {r.head_dim}" if "head_dim" in bad else "")
+            + f", seed {r.seed}"
+            + (f", at step {int(r.failure_step)}" if pd.notna(getattr(r, "failure_step", None)) else "")
+            + (f" ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str) else "")
+            for r in bad.itertuples()
+        ]
+    )
+    said = f"{len(bad)} diverged" + (": " + "; ".join(words) if listed else "") if len(bad) else "none diverged"
     return {f"{prefix}_n_failed": len(bad), f"{prefix}_diverged": said}
 
 

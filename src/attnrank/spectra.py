@@ -21,9 +21,9 @@ import torch
 from . import rank
 from .data import token_blocks
 from .errors import ConfigError
+from .measures import MEASURES, RANK_MEASURES
 from .models import set_tau
 from .probe import attention_probabilities
-from .rank import MEASURES, RANK_MEASURES
 from .store import load_runs, read
 
 __all__ = [

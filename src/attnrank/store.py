@@ -54,9 +54,9 @@ from filelock import FileLock
 from . import provenance, train
 from .data import data_dir, dataset_fingerprint
 from .errors import ConfigError, RunDamaged
+from .measures import MEASURES
 from .models import model_from_config
 from .profiles import ALL_ARCHS, RunConfig, resolve_config
-from .rank import MEASURES
 
 __all__ = [
     "Run",

@@ -33,8 +33,8 @@ from . import experiments, stats, store
 from .errors import ConfigError, check_int
 from .experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
 from .glossary import ARCH_NAMES, largest_first
+from .measures import MEASURES
 from .profiles import resolve_config
-from .rank import MEASURES
 from .runs import table as runs_table
 from .stats import Estimate
 

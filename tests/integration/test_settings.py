@@ -127,6 +127,7 @@ def test_a_bad_sweep_executor_stops_the_book_build_in_one_line(tmp_path, monkeyp
 
     class App:
         srcdir = str(Path(__file__).resolve().parents[2])
+        outdir = str(tmp_path / "_build" / "html")
         config = type("C", (), {"attnrank_sweep": "process"})()
 
     with pytest.raises(SystemExit) as stop:

@@ -148,6 +148,7 @@ def test_divergence_is_said_once_with_each_diverged_run():
         "x_diverged": "1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is nan)",
     }
     assert runs.divergence(d[d.status == "complete"], "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
+    assert runs.divergence(d, "x", listed=False)["x_diverged"] == "1 diverged"
 
 
 def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram_model(monkeypatch):

@@ -22,7 +22,7 @@ from matplotlib.ticker import NullFormatter
 
 from ..errors import ConfigError
 from ..glossary import MEASURE_LABELS, fmt_setting
-from ..rank import MEASURES
+from ..measures import MEASURES
 
 __all__ = [
     "COLUMN_WIDTH",
