@@ -51,7 +51,7 @@ profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU),
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
-mc_samples: int = 256  # random matrices per Monte Carlo estimate; None: the profile's
+mc_samples: int = 256  # random matrices per Monte Carlo estimate; None: 256
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]

@@ -90,3 +90,37 @@ def test_every_file_the_prose_names_exists():
     named = {(p.name, m) for p in texts for m in pattern.findall(p.read_text(encoding="utf-8"))}
     missing = sorted((name, m) for name, m in named if not any(root.glob(m.rstrip("/") + "*")))
     assert len(named) > 10 and not missing
+
+
+def _parameters_cell(path: Path) -> dict:
+    """The names and default values of a chapter's ``parameters`` cell (its text twin)."""
+    text = path.read_text(encoding="utf-8")
+    cell = text.split('# %% tags=["parameters"', 1)[1].split("\n# %%", 1)[0]
+    tree = ast.parse(cell.split("\n", 1)[1])
+    return {n.target.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.AnnAssign)}
+
+
+@pytest.mark.parametrize("path", sorted(CHAPTERS.glob("*.py")), ids=lambda p: p.stem)
+def test_a_chapters_parameters_cell_agrees_with_its_section_function(path):
+    """Every parameter a chapter declares has the default its section() function gives it when called without it
+    (None in the cell: the function's own default decides), and is one of the module's PARAMETERS."""
+    import importlib
+    import inspect
+
+    match = re.search(r"book\.check_parameters\(globals\(\), (\w+)\.PARAMETERS\)", path.read_text(encoding="utf-8"))
+    if match is None:
+        pytest.skip("no parameters")
+    alias = match.group(1)
+    imported = re.search(rf"from attnrank(?:\.(\w+))? import [^\n]*\b{alias}\b", path.read_text(encoding="utf-8"))
+    module = importlib.import_module(f"attnrank.{imported.group(1) + '.' if imported.group(1) else ''}{alias}")
+    cell = _parameters_cell(path)
+    assert set(cell) == set(module.PARAMETERS), set(cell) ^ set(module.PARAMETERS)
+    function = getattr(module, "section", None) or module.export
+    signature = inspect.signature(function).parameters
+    same = lambda v: tuple(v) if isinstance(v, list) else v  # noqa: E731 - a list in the cell, a tuple in Python
+    wrong = {
+        name: (value, signature[name].default)
+        for name, value in cell.items()
+        if name in signature and value is not None and same(signature[name].default) not in (same(value), None)
+    }
+    assert wrong == {}, f"{path.name}: parameters cell against {function.__qualname__}: {wrong}"
