@@ -599,6 +599,21 @@ def _off_canvas(fig, renderer) -> list[str]:
     return out
 
 
+def _small_text(fig) -> list[str]:
+    """Visible texts of ``fig`` set below :data:`attnrank.plots.style.MIN_FONT_SIZE` points. A figure is shown at
+    the column's pixels per inch whatever its width (attnrank.book.figure_png), so a point size is a size on the
+    page: the smallest print of the book's text."""
+    from matplotlib.text import Text
+
+    from attnrank.plots.style import MIN_FONT_SIZE
+
+    return [
+        f"{t.get_text()!r} at {t.get_fontsize():.1f} pt"
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_FONT_SIZE - 1e-9
+    ]
+
+
 def _collisions(fig, r, tolerance: float = 1.0) -> list[str]:
     """Texts of ``fig`` that run into each other or into a neighbouring panel: a title, axis label or tick label
     of one panel overlapping a text or the plotting area of another panel (colour bars count as panels), a
@@ -687,5 +702,6 @@ def test_a_figure_is_the_same_bytes_on_every_call_and_fits_its_canvas(name):
         assert first[2] == second  # the same pixels
         assert _off_canvas(fig, renderer) == []  # nothing cut off on the page
         assert _collisions(fig, renderer) == []  # no label runs into another or into a neighbouring panel
+        assert _small_text(fig) == []  # every text legible at the column's width
     finally:
         plt.close(fig)

@@ -25,6 +25,7 @@ import seaborn as sns
 from .style import COLUMN_WIDTH, FONT_SIZE, MIN_FONT_SIZE, PALETTE  # the plot grammar
 
 __all__ = [
+    "cell_labels_fit",
     "set_theme",
     "PALETTE",
     "new_figure",
@@ -121,6 +122,15 @@ ALT_TEXT = {
     "coloured by temperature.",
     "target_rank_vs_kl": "Scatter plot of each toy run's achieved rank against its final KL.",
 }
+
+
+def cell_labels_fit(ax, n_columns: int, labels) -> bool:
+    """Whether ``labels`` (a heat map's cell texts) at :data:`~attnrank.plots.style.MIN_FONT_SIZE` fit the width of
+    one of the ``n_columns`` cells of ``ax`` (a character taken as 0.6 em wide, with a tenth of the cell to spare);
+    a heat map whose labels would not fit draws none (its data file has the numbers)."""
+    cell = ax.get_position().width * ax.figure.get_size_inches()[0] * 72 / max(n_columns, 1)
+    longest = max((len(str(v)) for v in np.ravel(np.asarray(labels, dtype=object))), default=0)
+    return bool(longest * 0.6 * MIN_FONT_SIZE <= 0.9 * cell)  # a Python bool: seaborn reads any other as labels
 
 
 def figure_legend(fig, handles, *, max_cols: int = 4, loc: str = "outside lower center", **kw):

@@ -17,7 +17,7 @@ from matplotlib.colors import LogNorm
 
 from ..errors import ConfigError
 from ..glossary import fmt_setting
-from . import figure, new_figure
+from . import cell_labels_fit, figure, new_figure
 from .style import MIN_FONT_SIZE, PALETTE, SYMBOLS, axis_label, check_columns, decade_labels
 
 __all__ = [
@@ -306,9 +306,9 @@ def toy_heatmaps(
                 norm=norm,
                 vmin=None if log else vmin,
                 vmax=None if log else vmax,
-                annot=text,
+                annot=text if cell_labels_fit(ax, piv.shape[1], text) else False,
                 fmt="",
-                annot_kws={"fontsize": 6},
+                annot_kws={"fontsize": MIN_FONT_SIZE},
                 cbar=j == len(cols) - 1,
                 cbar_kws={"label": label or value},
             )

@@ -19,7 +19,7 @@ from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
 from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
-from . import PALETTE, figure, figure_legend, new_figure
+from . import PALETTE, cell_labels_fit, figure, figure_legend, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
 from .style import FAILED_MARKER, FONT_SIZE, HEAD_DIM_CMAP, LABELS, MIN_FONT_SIZE, SYMBOLS, TAU_CMAP
 
@@ -533,6 +533,9 @@ def layer_head_heatmaps(
             m.index, m.columns = m.index + 1, m.columns + 1  # layers and heads counted from 1, as in every figure
             mats[c] = m
             show_annot = annot if annot is not None else m.size <= 64
+            show_annot = show_annot and cell_labels_fit(
+                axes[i, j], m.shape[1], [f"{v:.1f}" for v in m.to_numpy().ravel()]
+            )
             sns.heatmap(
                 m,
                 ax=axes[i, j],
@@ -541,7 +544,7 @@ def layer_head_heatmaps(
                 cmap=cmap,
                 annot=show_annot,
                 fmt=".1f",
-                annot_kws={"fontsize": "x-small"},
+                annot_kws={"fontsize": MIN_FONT_SIZE},
                 cbar=j == len(cols) - 1,
                 cbar_kws={"label": cbar_label} if j == len(cols) - 1 else None,
                 square=False,
@@ -552,8 +555,11 @@ def layer_head_heatmaps(
         if ncols > len(cols):
             delta = mats[cols[-1]] - mats[cols[0]]
             lim = float(np.nanmax(np.abs(delta.to_numpy()))) or 1.0
-            show_annot = annot if annot is not None else delta.size <= 64
             ax = axes[i, -1]
+            show_annot = annot if annot is not None else delta.size <= 64
+            show_annot = show_annot and cell_labels_fit(
+                ax, delta.shape[1], [f"{v:+.1f}" for v in delta.to_numpy().ravel()]
+            )
             sns.heatmap(
                 delta,
                 ax=ax,
@@ -562,7 +568,7 @@ def layer_head_heatmaps(
                 cmap="vlag",  # centred at 0 by the symmetric limits (seaborn's center= warns under matplotlib 3.11)
                 annot=show_annot,
                 fmt="+.1f",
-                annot_kws={"fontsize": "x-small"},
+                annot_kws={"fontsize": MIN_FONT_SIZE},
                 cbar_kws={"label": "change"},
                 linewidths=0.5,
                 linecolor="white",
