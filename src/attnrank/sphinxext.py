@@ -725,9 +725,14 @@ def _set_figure_alt(app, doctree, docname) -> None:
     glued = None
     for fig in doctree.findall(nodes.figure):
         if fig.get("attnrank_ref"):  # another page's figure ({attnrank-figure})
-            _write_pasted_image(app, *fig["attnrank_ref"])
+            refdoc, key = fig["attnrank_ref"]
+            _write_pasted_image(app, refdoc, key)
+            alt = fig["attnrank_alt"] or _glue_data(app, refdoc).get(f"{key}__alt", {}).get("data", {}).get(
+                "text/plain"
+            )
+            alt = ("".join(alt) if isinstance(alt, list) else alt or "").strip("'\"")
             for image in fig.findall(nodes.image):
-                image["alt"] = image.get("alt") or fig["attnrank_alt"]
+                image["alt"] = image.get("alt") or alt
                 image["width"] = f"{COLUMN_PX}px"
             continue
         for name in fig.get("names", []):
@@ -968,13 +973,13 @@ class GluedFigure(Directive):
     myst-nb's ``{glue:figure}`` pastes only the page's own figures; this directive pastes another
     page's (the intro's headline figure) as a figure: the image is a pending glue reference (resolved
     once every page is read), the directive's content is its caption, ``:name:`` its label and
-    ``:alt:`` its alt text; the image is shown at :data:`attnrank.book.COLUMN_PX` pixels, the column's
+    ``:alt:`` its alt text (default: the alt text the other page glued, ``<figure>__alt``); the image is shown at :data:`attnrank.book.COLUMN_PX` pixels, the column's
     width (:func:`_set_figure_alt` sets both once the image is pasted).
     """
 
     required_arguments = 1
     has_content = True
-    option_spec = {"name": directives.unchanged, "alt": directives.unchanged_required}
+    option_spec = {"name": directives.unchanged, "alt": directives.unchanged}
 
     def run(self):
         from myst_nb.ext.glue.utils import create_pending_glue_ref
