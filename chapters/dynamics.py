@@ -207,7 +207,7 @@ book.publish(dynamics.section(**params))
 # ## Verdict
 #
 # The rule was stated before the evidence (see {ref}`the rule <dynamics-rule>`); applied on the primary measure it
-# gives the verdict below. The same rule on every other rank measure gives the robustness table. The
+# gives the verdict below. The same rule on every other rank measure gives {numref}`tab-conventions-measures`. The
 # *regime* of these models matters for how far any verdict carries: a count-based unigram model (no context) and
 # bigram model (one token of context), fitted on the training blocks and scored on the runs' own validation targets,
 # set the loss a model reaches without using attention for anything beyond the previous token.

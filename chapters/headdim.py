@@ -43,8 +43,15 @@
 # its range over the head-dimension window, with a 95% interval from a stratified bootstrap
 # ({glue:text}`headdim_n_resamples` resamples). *Supported* if the interval lies above zero for both ModernBERT and
 # GPT-2 in both regimes; *not supported* if it lies below zero for either in either; otherwise *inconclusive at this
-# scale*. The same rule is applied with every rank measure. The comparison over the trained grid (the temperature grid
-# against the two head dimensions of the trained runs) is reported beside it.
+# scale*. The same rule is applied with every rank measure ({numref}`tab-headdim_lever_rule`). The comparison over the
+# trained grid (the temperature grid against the two head dimensions of the trained runs) is reported beside it.
+#
+# ```{attnrank-table} headdim_lever_rule
+# The rule at both ends, per measure and model: the range of the mean initial rank over the temperature window and
+# over the head-dimension window (each a factor of {glue:text}`headdim_lever_factor` of its setting) with 95%
+# stratified-bootstrap intervals, their
+# difference, the initialisations it rests on and that case's verdict.
+# ```
 
 # %% tags=["parameters", "hide-input"]
 profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
@@ -178,12 +185,13 @@ book.publish(headdim.section(**params))
 # {glue:md}`headdim_effect_sizes__caption`
 # ```
 #
-# The rule with every rank measure (ranges with 95% stratified-bootstrap intervals; the signed head-dimension change with a Welch-t interval):
+# The same comparison with every rank measure, reported beside the rule and not judged:
 #
-# ```{attnrank-table} headdim_lever_rule
-# The two levers over equal factors of the logit scale, per measure and model: the range of the initial rank over
-# the temperature window and over the head-dimension window with 95% intervals, the signed head-dimension change,
-# the difference of the ranges and the verdict.
+# ```{attnrank-table} headdim_grid_ranges
+# Over the whole trained grids (not the rule's windows), per measure and model: the range of the mean initial rank
+# over the temperature grid and over the head-dimension grid with 95% stratified-bootstrap intervals, the signed
+# change from the smallest to the largest head dimension (Welch-t interval), the difference of the ranges and the
+# runs.
 # ```
 
 # %% [markdown]

@@ -137,7 +137,8 @@ book.publish(loss.section(**params))
 # ```
 
 # %% [markdown]
-# Across all runs, $\rho$(initial rank, final validation loss) is {glue:text}`loss_val_rho_modernbert` for ModernBERT and
+# Across the runs that learned ({glue:text}`loss_n_learned`; the figure draws every complete run), $\rho$(initial
+# rank, final validation loss) is {glue:text}`loss_val_rho_modernbert` for ModernBERT and
 # {glue:text}`loss_val_rho_gpt2` for GPT-2. Within temperatures it is {glue:text}`loss_val_within_modernbert` (ModernBERT) and
 # {glue:text}`loss_val_within_gpt2` (GPT-2). The same for convergence speed:
 

@@ -313,8 +313,8 @@ book.publish(measure.section(**params))
 # $10^{-2}$ and $10^{-4}$ (counts above a cut tied to $\sigma_1$; the finer one still above float32 round-off)
 # and the
 # **stable rank** (how far $A$ is from rank one; it ignores the tail and barely sees head
-# dimension). Every verdict computed from a rank is also shown under each of these measures in the
-# introduction's robustness table. In the trained-model chapters the probabilities come from the float32 models
+# dimension). Every verdict computed from a rank is also shown under each of these measures in
+# {numref}`tab-conventions-measures`. In the trained-model chapters the probabilities come from the float32 models
 # of the training probe and every SVD is computed in float64; this chapter's float64 pipelines show which
 # measures that rounding can move. The study's rule is still recorded, so its numbers can be compared with the
 # study's.

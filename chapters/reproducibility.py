@@ -46,8 +46,8 @@ book.publish(reproducibility.section(**params))
 #
 # **What was difficult.** Models that learn at this scale. The study's BERT (post-LayerNorm, learned absolute
 # positions) stays on its context-free plateau on a CPU budget, so no verdict on trained models can rest on it; a
-# masked LM with rotary positions (ModernBERT) and a byte-level vocabulary for GPT-2 leave it ({doc}`learned`:
-# {glue:text}`learned.ipynb::learned_regime:s`). Compute: every run trains on two CPU cores, so the grid is coarse
+# masked LM with rotary positions (ModernBERT) and a byte-level vocabulary for GPT-2 leave it at the default
+# profile's sizes, and more clearly in the scale check (in this build: {glue:text}`learned.ipynb::learned_regime:s`). Compute: every run trains on two CPU cores, so the grid is coarse
 # in seeds and the causal 2 × 2 has few runs; cold temperatures saturate the softmax, and such a run never learns to
 # attend, so verdicts on trained models read only the runs that learned. The study's absolute $10^{-8}$ rule counts
 # float32 round-off ({doc}`measure`).
@@ -58,8 +58,9 @@ book.publish(reproducibility.section(**params))
 #
 # **What a GPU build would change.** `profile = "auto"` picks `paper` on a GPU: width {glue:text}`repro_paper_width`,
 # {glue:text}`repro_paper_layers` layers, {glue:text}`repro_paper_heads` heads, {glue:text}`repro_paper_tokens`
-# tokens, {glue:text}`repro_paper_steps` steps and {glue:text}`repro_paper_seeds` seeds, closer to the study's sizes;
-# the same rules and chapters compute its verdicts (see the last section).
+# tokens, {glue:text}`repro_paper_steps` steps and {glue:text}`repro_paper_seeds` seeds, closer to the study's sizes,
+# where both models should learn well past their count models, so that verdicts inconclusive at this scale could be
+# decided; the same rules and chapters compute its verdicts (see the last section).
 
 # %% [markdown]
 # ## Environment
@@ -91,13 +92,14 @@ book.publish(reproducibility.section(**params))
 # %% [markdown]
 # ## The scale of each verdict
 #
-# Each verdict of this build ({glue:text}`repro_profile` profile) and the runs it rests on: their
-# profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A `scale`
+# Each verdict of this build ({glue:text}`repro_profile` profile) and the runs its chapter reads: their
+# profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A verdict may rest on fewer of
+# them (those at initialisation, or those that learned): its own count is the intro's *n*. A `scale`
 # or `paper` build computes the same verdicts on longer-trained or larger models.
 
 # %% [markdown]
 # ```{attnrank-table} repro_verdict_scales
-# Each verdict with the profile, model size, training steps and runs it rests on.
+# Each verdict with the profile, model size and training steps of the runs its chapter reads, and how many.
 # ```
 
 # %% [markdown]
@@ -114,7 +116,7 @@ book.publish(reproducibility.section(**params))
 # brackets and names that recur across long spans), tokenised afresh. Its build: {glue:text}`repro_stdlib_meta`. Its
 # regime: {glue:text}`repro_stdlib_regime`
 #
-# ```{table} Each verdict in this build, at three times the steps and on the second corpus.
+# ```{table} Each verdict in this build (its profile and corpus above), in the scale check (the scale profile, on Shakespeare) and on the second corpus (the default quick profile, on the Python standard library).
 # :name: tab-repro-checks
 #
 # | Claim | This build | Scale check | Second corpus |
@@ -132,7 +134,7 @@ book.publish(reproducibility.section(**params))
 # | Check: the trained rank stays below the study's bound | {glue}`theory.ipynb::seq_len_badge` | {glue:text}`repro_scale_seq_len` | {glue:text}`repro_stdlib_seq_len` |
 # | (v) Some standard settings fall short on a high-rank target | {glue}`target.ipynb::target_badge` | {glue:text}`repro_scale_target` | {glue:text}`repro_stdlib_target` |
 # ```
-
+#
 # %% [markdown]
 # ```{attnrank-table} repro_scale_verdicts
 # The scale check's verdicts with their effects, as recorded: status, effect, units and regime.

@@ -158,8 +158,8 @@ book.publish(temp.section(**params))
 # The dotted lines are what a head that ignores the content would give: uniform rows have effective rank
 # {glue:text}`temp_uniform_modernbert` (ModernBERT), and the uniform causal matrix of GPT-2 has effective rank
 # {glue:text}`temp_uniform_gpt2`; at relative tolerance $10^{-2}$ the uniform causal matrix already counts
-# {glue:text}`temp_uniform_causal_rank_rtol` of {glue:text}`temp_n` directions, most of the way to full rank, so that
-# measure cannot tell GPT-2's content from its mask.
+# {glue:text}`temp_uniform_causal_rank_rtol` of {glue:text}`temp_n` directions, so that measure cannot tell GPT-2's
+# content from its mask.
 #
 # ## The verdict on the rank: the study's comparison and the peak
 #
@@ -204,8 +204,8 @@ book.publish(temp.section(**params))
 # no training is needed, so the book also measures freshly initialised models on a fine grid of
 # {glue:text}`temp_fine_n` temperature ratios from {glue:text}`temp_fine_min` to {glue:text}`temp_fine_max`, each a
 # factor of {glue:text}`temp_fine_factor` from the next ({glue:text}`temp_fine_seeds` seeds a setting). On the
-# effective rank the mean peaks at {glue:text}`temp_fine_peak_modernbert_effective_rank` for ModernBERT and at
-# {glue:text}`temp_fine_peak_gpt2_effective_rank` for GPT-2; on the study's absolute rule at
+# effective rank the mean initial rank is largest {glue:text}`temp_fine_peak_modernbert_effective_rank` for ModernBERT
+# and {glue:text}`temp_fine_peak_gpt2_effective_rank` for GPT-2; on the study's absolute rule it is
 # {glue:text}`temp_fine_peak_modernbert_rank_atol_1e-8` (ModernBERT) and
 # {glue:text}`temp_fine_peak_gpt2_rank_atol_1e-8` (GPT-2). The table gives every measure.
 #

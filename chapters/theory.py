@@ -335,7 +335,7 @@ book.publish(experiments.section(**params))
 # **Rule, fixed before looking (version 1, unchanged):** for each model and $n$, the mean trained effective rank over
 # seeds with its 95% Student-t interval is compared with the bound: supported if every interval
 # lies below it, not supported if any lies wholly above it, otherwise inconclusive at this scale.
-# The same rule is applied with every measure (the intro's robustness table).
+# The same rule is applied with every measure ({numref}`tab-conventions-measures`).
 
 # %% [markdown]
 # ```{glue:figure} seq_len

@@ -103,7 +103,7 @@ VERDICT_LABELS = {
     "temp": "(iii) temperature raises the rank",
     "temp_loss": "(ii + iii) loss against temperature",
     "headdim": "(iii) head dimension",
-    "seq_len": "(iv) the bound at every sequence length",
+    "seq_len": "check: the bound at every sequence length",
     "theory": "the propositions",
     "target": "a high-rank target",
     "causal": "temperature as a cause",
@@ -199,8 +199,8 @@ def fmt_column(values, digits: int = 2, *, percent: bool = False) -> list[str]:
     :func:`fmt`'s fixed point with ``digits`` decimals where every nonzero value lies in ``[10**-digits, 1e5)``;
     else fixed point with as many decimals as the smallest nonzero value needs for one significant digit, at most
     ``digits + 2``; else (a value from ``1e5``, or one smaller still) scientific notation with ``digits``
-    significant digits for every value, zero written ``0``: ``[-0.00033, 2.4e-05, 0]`` becomes
-    ``−3.3e−04, 2.4e−05, 0``, never ``−0.00033, 2.4e−05, 0.00``. Integers, rounding noise, the minus sign and
+    significant digits for every value, as a power of ten like the prose's (:func:`fmt_sci`), zero written ``0``:
+    ``[-0.00033, 2.4e-05, 0]`` becomes ``−3.3×10⁻⁴, 2.4×10⁻⁵, 0``, never ``−0.00033, 2.4e−05, 0.00``. Integers, rounding noise, the minus sign and
     missing values as in :func:`fmt`; ``percent=True`` writes fractions as percentages (``12%``).
     """
     values = list(values)
@@ -226,7 +226,8 @@ def fmt_column(values, digits: int = 2, *, percent: bool = False) -> list[str]:
         elif abs(x) < 1e-9 * scale:
             out.append("0" + suffix)
         else:
-            out.append(f"{x:.{max(digits - 1, 0)}e}".replace("-", MINUS) + suffix)
+            mantissa, exponent = f"{x:.{max(digits - 1, 0)}e}".split("e")
+            out.append(f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}".replace("-", MINUS) + suffix)
     return out
 
 

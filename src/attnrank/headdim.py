@@ -38,21 +38,42 @@ __all__ = [
 
 
 def lever_table(lever_v: dict) -> pd.DataFrame:
-    """The rule of :func:`attnrank.rules.lever_comparison` with every measure, for reading: one row per
-    measure and architecture."""
+    """:func:`attnrank.rules.lever_comparison` over the whole trained grid with every measure, for reading (reported
+    beside the rule, not judged): one row per measure and architecture."""
     return pd.DataFrame(
         [
             {
                 "measure": MEASURE_LABELS[m],
                 "model": ARCH_LABELS[a],
                 "τ range": fmt_estimate(r.parts["tau_range"], 2, n=False),
-                "d_h range": fmt_estimate(r.parts["head_dim_range"], 2, n=False),
-                "d_h: largest − smallest": fmt_estimate(r.parts["head_dim_change"], 2, n=False),
+                "dₕ range": fmt_estimate(r.parts["head_dim_range"], 2, n=False),
+                "dₕ: largest − smallest": fmt_estimate(r.parts["head_dim_change"], 2, n=False),
                 "difference of ranges": fmt_estimate(r.verdict.estimate, 2, n=False),
                 "runs": r.verdict.estimate.n,
-                "verdict": r.verdict.status,
             }
             for m, v in lever_v.items()
+            for a, r in v.arch.items()
+        ]
+    )
+
+
+def window_table(res: dict, windows: dict) -> pd.DataFrame:
+    """The rule (:func:`window_rule`) with every measure, for reading: one row per end (stock, cold), measure and
+    architecture, with each lever's range over its window, their difference and that case's verdict."""
+    return pd.DataFrame(
+        [
+            {
+                "end": f"{regime} (dₕ at τ = {fmt_setting(at)})",
+                "measure": MEASURE_LABELS[m],
+                "model": ARCH_LABELS[a],
+                "τ range": fmt_estimate(r.parts["tau_range"], 2, n=False),
+                "dₕ range": fmt_estimate(r.parts["head_dim_range"], 2, n=False),
+                "difference of ranges": fmt_estimate(r.verdict.estimate, 2, n=False),
+                "initialisations": r.verdict.estimate.n,
+                "verdict": r.verdict.status,
+            }
+            for regime, (at, _, _) in windows.items()
+            for m, v in res[regime].items()
             for a, r in v.arch.items()
         ]
     )
@@ -61,8 +82,8 @@ def lever_table(lever_v: dict) -> pd.DataFrame:
 #: The rows of :func:`lever_effects`: each lever's range and their difference.
 LEVERS = {
     "tau_range": "τ over its grid",
-    "head_dim_range": "d_h over its grid (τ = 1)",
-    "diff": "difference (τ − d_h)",
+    "head_dim_range": "dₕ over its grid (τ = 1)",
+    "diff": "difference (τ − dₕ)",
 }
 
 
@@ -400,8 +421,8 @@ def section(
             sweeps.effect_forest(
                 eff,
                 xlabels={
-                    f"initial {label}": "range of the mean over the grid",
-                    "final validation loss": "range of the mean over the grid (nats/token)",
+                    f"initial {label}": "range of the mean",
+                    "final validation loss": "range of the mean\n(nats/token)",
                 },
             ),
             eff,
@@ -416,7 +437,7 @@ def section(
             "temperature grid, over the head-dimension grid, and their difference, with intervals.",
         )
     )
-    tables.append(Table("headdim_lever_rule", lever_table(lever_v)))
+    tables.append(Table("headdim_grid_ranges", lever_table(lever_v)))
     means = {a: hd1[hd1.arch == a].groupby("head_dim")[f"initial_{m}"].mean() for a in ARCHS}
     glue.update({f"headdim_{k}": v for k, v in lever_texts(lv, lv_min, loss_lv, means).items()})
     glue["headdim_direction_note"] = direction_note(lv)
@@ -428,9 +449,13 @@ def section(
         "headdim",
         status_of[m],
         window_finding(win, windows),
-        f"τ range minus dₕ range of the initial {MEASURE_LABELS[m]}, stock τ window: "
+        f"τ range minus dₕ range of the initial {MEASURE_LABELS[m]}, "
         + "; ".join(
-            f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in win["stock"][m].arch.items()
+            f"{regime} end: "
+            + ", ".join(
+                f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in win[regime][m].arch.items()
+            )
+            for regime in windows
         ),
         f"{sum(win[r][m].n_runs for r in windows)} initialisations",
         INITIAL_REGIME,
@@ -442,6 +467,7 @@ def section(
         status_of,
         brief=INITIAL_BRIEF,
     )
+    tables.append(Table("headdim_lever_rule", window_table(win, windows)))
     glue["headdim_lever_factor"] = rules.LEVER_FACTOR
     glue["headdim_window_seeds"] = WINDOW_SEEDS
     glue["headdim_window_dims"] = ", ".join(map(str, windows["stock"][2]))

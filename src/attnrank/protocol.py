@@ -193,6 +193,8 @@ def set_early_effect(early) -> str:
     with its interval, per architecture; the step once when every architecture's is the same
     (``"ρ with the final rank, step 4: BERT 0.85 [0.69, 0.93]; GPT-2 −0.33 [−0.55, −0.06]"``), else after each."""
     shown = {a: early.shown[a] for a in early.per_arch if early.shown[a]}
+    if not shown:  # no learned runs to correlate (too few, or none met its target)
+        return "ρ with the final rank: not estimable (too few learned runs)"
     steps = {step for step, _ in shown.values()}
     one = len(steps) == 1
     head = f"ρ with the final rank, step {next(iter(steps))}: " if one else "ρ with the final rank: "

@@ -396,7 +396,8 @@ def gate_text(gate, *, reference_tau: float = 1.0) -> str:
     if not gate.not_learned:
         return f"{rule} Every architecture here has ({gaps})."
     names = " and ".join(ARCH_NAMES.get(a, a) for a in gate.not_learned)
-    text = f"{rule} Here {gaps}, so {names} counts as inconclusive at this scale"
+    count = "count" if len(gate.not_learned) > 1 else "counts"
+    text = f"{rule} Here {gaps}, so {names} {count} as inconclusive at this scale"
     if gate.changed:
         text += f"; on its statistics alone the verdict would be {gate.ungated}"
     return text + "."

@@ -537,15 +537,27 @@ class Findings(Directive):
         return [_findings()]
 
 
+#: The verdict whose finding the box states as the one that matters most: claim (iii), which turns on how rank is
+#: counted.
+HEADLINE_VERDICT = "temp"
+
+
 def findings_text(table) -> tuple[str, str]:
-    """The counts sentence and the regime of :func:`attnrank.book.published_verdicts`'s ``table``."""
+    """The counts sentence, each status's claims by name and the headline verdict's finding (:data:`HEADLINE_VERDICT`),
+    and the regime, of :func:`attnrank.book.published_verdicts`'s ``table``."""
     claims = table[(table.verdict != "regime") & ~table.verdict.isin(CHECKS)]
     count = {s: int((claims.status == s).sum()) for s in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)}
-    open_ = [VERDICT_LABELS.get(v, v) for v in claims.verdict[claims.status == INCONCLUSIVE]]
+    named = {s: [VERDICT_LABELS.get(v, v) for v in claims.verdict[claims.status == s]] for s in count}
     text = (
         f"Of the {len(claims)} claims tested: {count[SUPPORTED]} supported, {count[NOT_SUPPORTED]} not supported, "
-        f"{count[INCONCLUSIVE]} inconclusive at this scale" + (f" (open: {'; '.join(open_)})." if open_ else ".")
+        f"{count[INCONCLUSIVE]} inconclusive at this scale."
     )
+    for status, head in ((SUPPORTED, "Supported"), (NOT_SUPPORTED, "Not supported"), (INCONCLUSIVE, "Open")):
+        if named[status]:
+            text += f" {head}: {'; '.join(named[status])}."
+    headline = claims[claims.verdict == HEADLINE_VERDICT].finding
+    if len(headline) and headline.iloc[0]:
+        text += f" The finding that matters most, {VERDICT_LABELS.get(HEADLINE_VERDICT)}: {headline.iloc[0]}"
     regime = table[table.verdict == "regime"].finding
     return text, (regime.iloc[0] if len(regime) else "")
 

@@ -332,10 +332,10 @@ def _fine_peak_text(r) -> str:
     """Where a row of :func:`fine_peaks` puts the largest mean, in words."""
     if not math.isnan(r.flat_to):
         end = " (the grid's hot end)" if r.edge else ""
-        return f"flat at its largest from τ = {fmt_setting(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
+        return f"on a plateau from τ = {fmt_setting(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
     if r.edge:
         return f"at the grid's {'cold' if math.isnan(r.low) else 'hot'} end, τ = {fmt_setting(r.peak_tau)}"
-    return f"τ = {fmt_setting(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
+    return f"at τ = {fmt_setting(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
 
 
 def fine_peaks(fine: pd.DataFrame) -> pd.DataFrame:
@@ -515,7 +515,7 @@ def section(
                 measure=peaks.measure.map(MEASURE_LABELS),
                 where=[_fine_peak_text(r) for r in peaks.itertuples()],
             )[["model", "measure", "where", "peak"]].rename(
-                columns={"where": "largest mean initial rank", "peak": "mean rank there"}
+                columns={"where": "where the mean initial rank is largest", "peak": "mean rank there"}
             ),
             digits=2,
         )

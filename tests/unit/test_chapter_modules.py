@@ -348,7 +348,7 @@ def test_a_table_writes_each_float_column_in_one_format():
     html = book.table_html(Table("t", frame))
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
     worth, loss = cells[0::3], cells[1::3]
-    assert worth == ["\u22123.3e\u221204", "2.4e\u221205", "0", "2.0e\u221205"]
+    assert worth == ["\u22123.3×10⁻⁴", "2.4×10⁻⁵", "0", "2.0×10⁻⁵"]  # powers of ten, as the prose writes them
     assert loss == ["1.90", "1.25", "1.00", "2.00"] and cells[2::3] == ["1", "2", "3", "4"]
 
 

@@ -26,16 +26,17 @@ def test_fmt_column_writes_a_column_in_one_format():
     assert fmt_column([0.4321, 1.5, float("nan")]) == ["0.43", "1.50", "n/a"]
     # one small value: every value gets the decimals it needs, when few enough
     assert fmt_column([0.0033, 0.2, 1.25]) == ["0.003", "0.200", "1.250"]
-    # smaller still (the learned chapter's attention worth): scientific notation for every value, zero as 0
+    # smaller still (the learned chapter's attention worth): powers of ten for every value (as the prose writes
+    # them), zero as 0
     assert fmt_column([-0.00033, 2.4e-05, 0.0, 2e-05, 0.0002]) == [
-        f"{m}3.3e{m}04",
-        f"2.4e{m}05",
+        f"{m}3.3×10⁻⁴",
+        "2.4×10⁻⁵",
         "0",
-        f"2.0e{m}05",
-        f"2.0e{m}04",
+        "2.0×10⁻⁵",
+        "2.0×10⁻⁴",
     ]
-    assert fmt_column([0.09, 1e-16, 8.31e-07], 3) == [f"9.00e{m}02", "0", f"8.31e{m}07"]  # rounding noise is zero
-    assert fmt_column([3.7e11, 1.4e11]) == ["3.7e+11", "1.4e+11"]
+    assert fmt_column([0.09, 1e-16, 8.31e-07], 3) == ["9.00×10⁻²", "0", "8.31×10⁻⁷"]  # rounding noise is zero
+    assert fmt_column([3.7e11, 1.4e11]) == ["3.7×10¹¹", "1.4×10¹¹"]
     assert fmt_column([0.197, 0.224], 1, percent=True) == ["19.7%", "22.4%"]  # the one way of writing a percentage
     assert fmt_column([]) == []
 

@@ -135,6 +135,9 @@ def test_a_typical_row_of_the_intro_table_is_short():
     assert set_early_effect(early).endswith(
         "ModernBERT 0.85 [0.69, 0.93] (step 4); GPT-2 \u22120.33 [\u22120.55, \u22120.06] (step 8)"
     )
+    # no learned run to correlate: said, not an empty cell after a colon
+    early.shown = {"modernbert": None, "gpt2": None}
+    assert set_early_effect(early) == "ρ with the final rank: not estimable (too few learned runs)"
     # a verdict at initialisation shows the short clause, the chapter the long one
     temp = Verdict(
         "temp",

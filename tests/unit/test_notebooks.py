@@ -127,3 +127,11 @@ def test_a_chapters_parameters_cell_agrees_with_its_section_function(path):
         if name in signature and value is not None and same(signature[name].default) not in (same(value), None)
     }
     assert wrong == {}, f"{path.name}: parameters cell against {function.__qualname__}: {wrong}"
+
+
+def test_no_directive_argument_holds_a_backtick():
+    """A backtick in a directive's argument (```{table} the `scale` profile) ends CommonMark's fence: the directive
+    silently becomes a code block and its label is undefined."""
+    fence = re.compile(r"^(?:# )?```\{[\w:-]+\}[^\n]*`", re.MULTILINE)
+    texts = [*CHAPTERS.glob("*.py"), *CHAPTERS.glob("*.md")]
+    assert [p.name for p in texts if fence.search(p.read_text(encoding="utf-8"))] == []

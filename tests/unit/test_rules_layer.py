@@ -204,7 +204,12 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
     assert "τ = 1 minus τ = 0.001 [95% Welch-t CI]" in t.columns and set(t["sign"]) == {"the study's sign"}
     assert temp.temperature_loss_table(sv).set_index("model").loc["ModernBERT (MLM)", "seed sd (nats)"] == "0.1000"
     lever = headdim.lever_table({"effective_rank": sv}).set_index(["measure", "model"])
-    assert lever.loc[("effective rank", "ModernBERT (MLM)"), "verdict"] == "supported"
+    assert "verdict" not in lever.columns  # the whole grid is reported, not judged
+    assert lever.loc[("effective rank", "ModernBERT (MLM)"), "runs"] == sv.arch["modernbert"].verdict.estimate.n
+    windows = {"stock": (1.0, (0.0625, 1.0), (8, 128)), "cold": (0.001, (0.001, 0.016), (8, 128))}
+    rule = headdim.window_table({"stock": {"effective_rank": sv}, "cold": {"effective_rank": sv}}, windows)
+    assert list(rule["end"].unique()) == ["stock (dₕ at τ = 1)", "cold (dₕ at τ = 0.001)"]
+    assert set(rule.verdict) == {"supported"} and len(rule) == 4
     eff = headdim.lever_effects({"rank": sv})
     assert len(eff) == 6 and set(eff.lever) == set(headdim.LEVERS.values()) and (eff.estimate == 1.0).all()
 
