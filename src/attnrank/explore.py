@@ -475,7 +475,7 @@ def _figures(uid: str, n: int) -> dict:
         "curve",
         height=260,
         y_label="mean rank",
-        title="through training (mean over layers, heads and sequences)",
+        title="mean through training",
         common=common,
     )
     curves.add_layout(ColorBar(color_mapper=tau_mapper, width=8, title="τ"), "right")
@@ -845,7 +845,7 @@ GLUE_JS = r"""
     const step = run.attention.steps[state.t];
     model("curve-marker").location = step;
     model("loss-marker").location = step;
-    model("curves").title.text = "through training (mean over layers, heads and sequences)";
+    model("curves").title.text = "mean through training";
     model("curves-yaxis").axis_label = measureLabel[m];
   }
 

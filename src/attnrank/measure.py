@@ -395,7 +395,8 @@ def section(
             .drop(columns="k")
             .drop_duplicates(["arch", "state", "tau", "i", "j"]),
             f"Attention of layer 1, head 1 of ModernBERT and GPT-2 on the first {len(labels['modernbert'])} tokens of a held-out "
-            f"sequence (query down, key across; darker is more weight), for the model a run started from and the "
+            f"sequence (query down, key across; one colour scale for every panel, from the lightest at weight 0 to the darkest "
+            f"at weight 1), for the model a run started from and the "
             f"trained one, each evaluated at $\\tau = 10^{{-3}}$, $1$ and $10^{{3}}$ with its weights fixed; right: "
             f"the singular values of the row's three matrices (log axis; dotted: the study's threshold $10^{{-8}}$). "
             f"The {S.runs_text}; one run each shown.",
