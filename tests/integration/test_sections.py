@@ -54,7 +54,8 @@ def test_a_section_publishes_every_value_its_chapter_pastes(module, kwargs, stor
         if v.name in ("dynamics", "loss", "temp_loss"):  # on trained models: the learned gate is stated and applied
             assert "only where its models have learned" in v.summary and "bigram" in v.regime
             if "not learned" in v.regime:
-                assert v.status != "supported" and "counts as inconclusive at this scale" in v.summary
+                said = re.search(r"\bcounts? as inconclusive at this scale", v.summary)  # one model counts, two count
+                assert v.status != "supported" and said
     for f in sec.figures:
         assert len(f.data) and f.caption and f.alt and f.fig.get_figwidth() <= COLUMN_WIDTH + 1e-9
     for t in sec.tables:
