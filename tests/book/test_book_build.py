@@ -226,7 +226,7 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     intro = (
         "# Intro\n\nQuick trains {attnrank-setting}`quick.max_steps` steps and masks "
         "{attnrank-setting}`quick.mlm_probability:.0%` of the tokens.\n\n"
-        "```{attnrank-profiles}\n```\n\n```{attnrank-build-log}\n```\n"
+        "```{attnrank-profiles}\nThe profiles.\n```\n\n```{attnrank-build-log}\nThe builds.\n```\n"
     )
     env = make_book(tmp_path, execute="off", intro=intro, notebook=_notebook("x = 1", "# Notebook"))
     result = build(tmp_path, env)
@@ -234,6 +234,7 @@ def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path)
     page = lambda: re.sub(r"<[^>]+>", " ", (tmp_path / "book" / "_build" / "html" / "intro.html").read_text())
     quick = resolve_config("modernbert", "quick")
     text = " ".join(page().split())
+    assert "Table 1 The profiles." in text  # numbered, with its caption
     assert f"Quick trains {quick.max_steps} steps and masks {quick.mlm_probability:.0%} of the tokens" in text
     for p in PROFILES:
         c = resolve_config("gpt2", p)
