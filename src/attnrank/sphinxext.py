@@ -513,7 +513,7 @@ class BuildLog(Directive):
                 )
             ]
         header = [BUILD_LOG_LABELS.get(c, c.replace("_", " ")) for c in rows[0]]
-        return [_table(header, rows[1:][-self.options.get("rows", 10) :], self, "tab-build-log")]
+        return [_numbered(self, [_table(header, rows[1:][-self.options.get("rows", 10) :])], "build-log")]
 
 
 class _findings(nodes.General, nodes.Element):
@@ -616,7 +616,7 @@ class ProfileTable(Directive):
     option_spec = {"name": directives.unchanged}
 
     def run(self):
-        return [_table(*profile_rows(), self, "tab-profiles")]
+        return [_numbered(self, [_table(*profile_rows())], "profiles")]
 
 
 def setting_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -650,16 +650,8 @@ BUILD_LOG_LABELS = {
 }
 
 
-def _table(header, rows, directive: Directive | None = None, name: str = ""):
-    """A docutils table of ``header`` and ``rows`` (strings); with ``directive``, numbered: its content is the
-    caption and its ``:name:`` (default ``name``) the label."""
+def _table(header, rows):
     table = nodes.table()
-    if directive is not None:
-        if not directive.content:
-            raise directive.error("a table needs a caption: one line of content")
-        table += nodes.title("", " ".join(directive.content).strip())
-        directive.options.setdefault("name", name)
-        directive.add_name(table)
     group = nodes.tgroup(cols=len(header))
     table += group
     for _ in header:
@@ -728,6 +720,12 @@ def _write_pasted_image(app, refdoc: str, key: str) -> None:
     (folder / f"{hashlib.sha256(data).hexdigest()}.png").write_bytes(data)
 
 
+def _glued_alt(glued: dict | None, figure: str) -> str:
+    """The alt text a page glued for ``figure`` (``<figure>__alt``, plain text without its quotes), or ``""``."""
+    alt = (glued or {}).get(f"{figure}__alt", {}).get("data", {}).get("text/plain") or ""
+    return ("".join(alt) if isinstance(alt, list) else alt).strip("'\"")
+
+
 def _set_figure_alt(app, doctree, docname) -> None:
     """Give each glued figure's image the alt text its section wrote (``<figure>__alt``).
 
@@ -739,10 +737,7 @@ def _set_figure_alt(app, doctree, docname) -> None:
         if fig.get("attnrank_ref"):  # another page's figure ({attnrank-figure})
             refdoc, key = fig["attnrank_ref"]
             _write_pasted_image(app, refdoc, key)
-            alt = fig["attnrank_alt"] or _glue_data(app, refdoc).get(f"{key}__alt", {}).get("data", {}).get(
-                "text/plain"
-            )
-            alt = ("".join(alt) if isinstance(alt, list) else alt or "").strip("'\"")
+            alt = fig["attnrank_alt"] or _glued_alt(_glue_data(app, refdoc), key)
             for image in fig.findall(nodes.image):
                 image["alt"] = image.get("alt") or alt
                 image["width"] = f"{COLUMN_PX}px"
@@ -751,12 +746,11 @@ def _set_figure_alt(app, doctree, docname) -> None:
             if not name.startswith("fig-"):
                 continue
             glued = _glue_data(app, docname) if glued is None else glued
-            alt = glued.get(f"{name[4:]}__alt", {}).get("data", {}).get("text/plain")
+            alt = _glued_alt(glued, name[4:])
             if alt:
-                alt = "".join(alt) if isinstance(alt, list) else alt
                 for image in fig.findall(nodes.image):
                     if not image.get("alt"):
-                        image["alt"] = alt.strip("'\"")
+                        image["alt"] = alt
 
 
 #: TeX commands a meta description writes as the character they stand for (:func:`plain_maths`).
