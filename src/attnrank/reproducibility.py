@@ -1,7 +1,7 @@
 """Re-running the book, the reproducibility chapter: what built this book and how to build it again.
 
 :func:`section` returns the chapter's :class:`~attnrank.section.Section`: the environment of the
-build (Python, the platform, each package of :data:`attnrank.book.ENVIRONMENT_PACKAGES` beside the
+build (Python, the platform, each package of :data:`attnrank.provenance.ENVIRONMENT_PACKAGES` beside the
 version the lock file pins), the runs of the shared sweep with their keys, the scale each verdict was
 computed at, the settings of every profile and preset, and the size of the ``paper`` profile. The
 build's times are rendered by the book's Sphinx extension when the page is read (the chapters'
@@ -17,7 +17,6 @@ from importlib.metadata import version
 import pandas as pd
 
 from . import experiments, presets, runs
-from .book import ENVIRONMENT_PACKAGES
 from .errors import ConfigError
 from .glossary import (
     ARCH_LABELS,
@@ -31,7 +30,7 @@ from .glossary import (
     per_arch,
 )
 from .profiles import PROFILES, profile_defaults, resolve_config, resolve_profile
-from .provenance import RECORD_FOLDERS, lock_state
+from .provenance import ENVIRONMENT_PACKAGES, RECORD_FOLDERS, lock_state
 from .section import Section, Table
 from .store import code_hash
 from .train import device_name
@@ -60,7 +59,7 @@ PARAMETERS = ("profile", "dataset")
 
 def environment() -> tuple[pd.DataFrame, str]:
     """The environment of this build: one row per package (Python, the platform and each of
-    :data:`attnrank.book.ENVIRONMENT_PACKAGES`) with its installed and its locked version, and the lock
+    :data:`attnrank.provenance.ENVIRONMENT_PACKAGES`) with its installed and its locked version, and the lock
     file in words (its hash, and whether every listed package is at its locked version)."""
     lock_hash, locked = lock_state(ENVIRONMENT_PACKAGES)
     env = pd.DataFrame(

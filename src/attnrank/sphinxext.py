@@ -49,13 +49,13 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 from . import grid, upfront
-from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, ENVIRONMENT_PACKAGES, published_verdicts
+from .book import COLUMN_PX, CSV_MIME, DATA_FOLDER, published_verdicts
 from .data import absolute_path_settings, data_dir
 from .errors import ConfigError, check_choice
 from .experiments import CHAPTERS, SWEEP_DEFAULTS, book_runs
 from .glossary import VERDICT_LABELS, per_arch
 from .profiles import ARCHS, PROFILES, resolve_config, resolve_profile
-from .provenance import RESULT_ROOTS, code_hash, imported_modules, lock_state, records_hash
+from .provenance import ENVIRONMENT_PACKAGES, RESULT_ROOTS, code_hash, imported_modules, lock_state, records_hash
 from .store import runs_dir
 from .verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
@@ -154,7 +154,7 @@ def execution_context(srcdir=None) -> tuple[str, dict[str, str]]:
 
     * ``library``: :func:`library_hash` of the chapters under ``srcdir`` (default: this checkout);
     * ``python``, ``platform`` and ``package:NAME`` for every package of
-      :data:`attnrank.book.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
+      :data:`attnrank.provenance.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
     * ``lock``: the SHA-256 of the checkout's ``requirements.lock`` (``-`` without one);
     * ``records``: :func:`attnrank.provenance.records_hash` of the measurements recorded in the repository;
     * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` (except the
