@@ -25,13 +25,13 @@ lock:             ## re-lock requirements.lock from pyproject.toml (uv; torch pi
 	  --custom-compile-command "make lock" -o requirements.lock
 
 lint:             ## ruff: lint and format check; import-linter: the import contracts (CI runs this before the tests)
-	$(BIN)/ruff check src tests chapters
-	$(BIN)/ruff format --check src tests chapters
+	$(BIN)/ruff check src tests chapters benchmarks
+	$(BIN)/ruff format --check src tests chapters benchmarks
 	$(BIN)/lint-imports
 
 format:           ## ruff: fix what can be fixed and format
-	$(BIN)/ruff check --fix src tests chapters
-	$(BIN)/ruff format src tests chapters
+	$(BIN)/ruff check --fix src tests chapters benchmarks
+	$(BIN)/ruff format src tests chapters benchmarks
 
 book:             ## build the site into _build/html (profile "auto": quick on CPU, paper on CUDA)
 	$(BIN)/jupyter-book build .
@@ -55,10 +55,10 @@ test-all:         ## every tier
 	$(PY) -m pytest -q -n auto
 
 bench:            ## performance benchmark (about 5 minutes on 2 cores)
-	$(PY) -m attnrank.bench
+	$(PY) benchmarks/bench.py
 
 bench-quick:
-	$(PY) -m attnrank.bench --quick
+	$(PY) benchmarks/bench.py --quick
 
 sync:             ## re-pair every chapter notebook with its py:percent twin
 	$(BIN)/jupytext --sync chapters/*.ipynb

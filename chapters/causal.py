@@ -27,7 +27,7 @@
 # weights, no clipping). A seed fixes the data order, the masks and every other initial weight:
 # the five runs of a seed are paired.
 #
-# **The rule, fixed before looking** (version 1, unchanged; `attnrank.rules.causal_rule`, final validation loss, per
+# **The rule, fixed before looking** (version 1, unchanged; `attnrank.analysis.rules.causal_rule`, final validation loss, per
 # architecture; every difference is a mean of per-seed differences with a Student-t 95% interval).
 # First the temperature's own loss effect, “τ” minus “τ = 1”: if its interval contains 0 there is
 # nothing to attribute (*inconclusive at this scale*). Otherwise, oriented by its sign, the
@@ -45,7 +45,8 @@ eval_taus: list = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]  # evaluation temperat
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, causal
+from attnrank import book
+from attnrank.chapters import causal
 
 params = book.check_parameters(globals(), causal.PARAMETERS)
 
@@ -56,7 +57,7 @@ book.publish(causal.section(**params))
 # ## The runs
 #
 # The design needs many runs, so the chapter trains the sizes of a smaller profile (`ci`
-# sizes at `ci` and `quick`, `quick` sizes at `paper`; `attnrank.experiments.PRESETS`): {glue:text}`causal_runs_text`.
+# sizes at `ci` and `quick`, `quick` sizes at `paper`; `attnrank.runs.experiments.PRESETS`): {glue:text}`causal_runs_text`.
 
 # %% [markdown]
 # ```{glue:figure} causal_cells

@@ -34,7 +34,8 @@ stable_tolerance: float = 0.1  # a run is "stable" if its relative change of mea
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, dynamics
+from attnrank import book
+from attnrank.chapters import dynamics
 
 params = book.check_parameters(globals(), dynamics.PARAMETERS)
 

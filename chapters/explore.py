@@ -27,9 +27,10 @@ seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, explore
-from attnrank.profiles import resolve_profile
-from attnrank.section import Section, Table
+from attnrank import book
+from attnrank.chapters import explore
+from attnrank.chapters.section import Section, Table
+from attnrank.core.profiles import resolve_profile
 
 book.check_parameters(globals(), explore.PARAMETERS)
 profile = resolve_profile(profile)

@@ -62,7 +62,8 @@ mc_samples: int = 256  # random matrices per Monte Carlo estimate; None: 256
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, headdim
+from attnrank import book
+from attnrank.chapters import headdim
 
 params = book.check_parameters(globals(), headdim.PARAMETERS)
 
@@ -86,7 +87,7 @@ book.publish(headdim.section(**params))
 #
 # Both predictions need the logits at initialisation. We rebuild each model from its seed (exactly the weights its
 # training started from) and read the logits $S = QK^\top/(\tau\sqrt{d_\mathrm{head}})$ of every head on the runs'
-# probe sequences through the attention function's hook point (`attnrank.probe.attention_logits`). From $S$ we record,
+# probe sequences through the attention function's hook point (`attnrank.core.probe.attention_logits`). From $S$ we record,
 # per head and sequence, the logit scale (within-row standard deviation), the half-range $M$ of P1 and the P1 bound
 # for the two relative tolerances; the softmax of the hooked logits reproduces the model's own attention probabilities
 # (checked below).

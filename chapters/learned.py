@@ -23,7 +23,7 @@
 # carries little by itself leaves more of the prediction to the context, and so to attention.
 #
 # **Four count models that need no attention**, fitted on the training blocks and scored on exactly the validation
-# targets of the runs (`attnrank.baselines`):
+# targets of the runs (`attnrank.analysis.baselines`):
 #
 # * *unigram*: how often each token occurs (Laplace smoothing);
 # * *bigram*: the token given the visible token before it (Witten-Bell interpolation with the unigram); for a masked
@@ -53,7 +53,8 @@ seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, learned
+from attnrank import book
+from attnrank.chapters import learned
 
 params = book.check_parameters(globals(), learned.PARAMETERS)
 
@@ -87,7 +88,7 @@ book.publish(learned.section(**params))
 # Ending below a count model does not show that a model uses its attention. So every trained run is evaluated a
 # second time, with the same final weights and its attention made content-free: every attention matrix uniform over
 # the positions its query may see (causal for GPT-2), the limit $\tau \to \infty$ of the softmax taken exactly
-# (`attnrank.ablation`). The *attention ablation gain* is that loss minus the run's validation loss, in nats per
+# (`attnrank.analysis.ablation`). The *attention ablation gain* is that loss minus the run's validation loss, in nats per
 # token on the run's own validation targets: what the choice of positions, rather than the mean of the context, is
 # worth. At $\tau = 1$, GPT-2: {glue:text}`learned_attention_gpt2`; ModernBERT:
 # {glue:text}`learned_attention_modernbert`; the study's BERT: {glue:text}`learned_attention_bert`. Every verdict on

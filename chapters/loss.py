@@ -46,7 +46,8 @@ smooth: int = 3  # logged training-loss points averaged before testing the level
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, loss
+from attnrank import book
+from attnrank.chapters import loss
 
 params = book.check_parameters(globals(), loss.PARAMETERS)
 

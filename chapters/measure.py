@@ -31,7 +31,8 @@ tau_grid_extreme: list = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]  # tempera
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, measure
+from attnrank import book
+from attnrank.chapters import measure
 
 params = book.check_parameters(globals(), measure.PARAMETERS)
 
@@ -75,7 +76,7 @@ book.publish(measure.section(**params))
 #
 # Let $A$ be an $n \times n$ attention matrix with singular values $\sigma_1 \ge \dots \ge \sigma_n \ge 0$. Its
 # rows are probability vectors, so $A\mathbf 1 = \mathbf 1$ and $\sigma_1 = \|A\|_2 \ge 1$. The measures
-# compared here (all in `attnrank.rank`) are
+# compared here (all in `attnrank.core.rank`) are
 #
 # * the study's rule, $\operatorname{rank}_{\text{abs}}(A) = \#\{i : \sigma_i > 10^{-8}\}$;
 # * relative tolerances, $\operatorname{rank}_{\varepsilon}(A) = \#\{i : \sigma_i > \varepsilon\,\sigma_1\}$
@@ -99,13 +100,13 @@ book.publish(measure.section(**params))
 
 # %% [markdown]
 # From one SVD per matrix we read every measure (the same definitions as
-# `attnrank.rank.rank_measures`; the tests check that they agree). A *pipeline* is the
+# `attnrank.core.rank.rank_measures`; the tests check that they agree). A *pipeline* is the
 # precision of the probabilities and the precision of the SVD; float64 for both is the reference.
 
 # %% [markdown]
-# The probe loop (`attnrank.spectra.probe_tables`, its tables cached): each trained model over the temperature grid
+# The probe loop (`attnrank.analysis.spectra.probe_tables`, its tables cached): each trained model over the temperature grid
 # (set with
-# `attnrank.models.set_tau`, weights unchanged) and each initial model at $\tau = 1$,
+# `attnrank.core.models.set_tau`, weights unchanged) and each initial model at $\tau = 1$,
 # every pipeline, every measure, per sequence (averaged over layers and heads). Spectra are kept at $\tau = 1$
 # and at the two ends of the grid.
 
@@ -305,7 +306,7 @@ book.publish(measure.section(**params))
 #    the head dimension (the verdict below).
 #
 # The book therefore reports the **effective rank** as its primary measure
-# (`attnrank.rules.PRIMARY_MEASURE`): it has no threshold at all (it weighs every singular value by its
+# (`attnrank.analysis.rules.PRIMARY_MEASURE`): it has no threshold at all (it weighs every singular value by its
 # share), so it is scale-free, insensitive to precision, continuous, and it goes to 1 when attention becomes
 # uniform; and unlike the rank at rtol $10^{-2}$, under which the content-free uniform causal matrix already
 # scores {glue:text}`measure_causal_frac_rank_rtol_1e-2:.2f` of the largest possible value, it leaves GPT-2's
@@ -324,9 +325,9 @@ book.publish(measure.section(**params))
 # **Rule** (version 2, changed after looking on 2026-11-30: see {doc}`changes`). At the largest temperature of the grid, measure ModernBERT
 # (whose limit is the rank-one uniform matrix) with the float64 reference pipeline and express each measure as
 # excess rank $e = (\text{rank} - 1)/(n - 1)$: 0 at rank one, 1 at full rank, averaged over each run's probe
-# sequences, with a Student-t 95% interval over runs (`attnrank.stats.mean_ci` with the runs as clusters). A
+# sequences, with a Student-t 95% interval over runs (`attnrank.analysis.stats.mean_ci` with the runs as clusters). A
 # measure *detects* the rank-one limit if the whole interval of $e$ lies below {glue:text}`measure_e_max`, and
-# *misses* it if the whole interval lies above (`attnrank.verdicts.classify`). The critique
+# *misses* it if the whole interval lies above (`attnrank.analysis.verdicts.classify`). The critique
 # is **supported** if the study's rule misses the limit while the rank at rtol $10^{-2}$ and the effective rank
 # both detect it; **not supported** if the study's rule detects it too, or if the rank at rtol $10^{-2}$ or the
 # effective rank misses it as well; **inconclusive at this scale** otherwise, or if the grid stops below $\tau$

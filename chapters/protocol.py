@@ -26,7 +26,8 @@ n_draws: int = 1000  # random draws of the study's 4 + 4 examples and its one ru
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, protocol
+from attnrank import book
+from attnrank.chapters import protocol
 
 params = book.check_parameters(globals(), protocol.PARAMETERS)
 

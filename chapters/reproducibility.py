@@ -20,7 +20,8 @@ profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU),
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, reproducibility
+from attnrank import book
+from attnrank.chapters import reproducibility
 
 params = book.check_parameters(globals(), reproducibility.PARAMETERS)
 
@@ -93,7 +94,7 @@ book.publish(reproducibility.section(**params))
 # ## The scale of each verdict
 #
 # Each verdict of this build ({glue:text}`repro_profile` profile) and the runs its chapter reads: their
-# profile (`scale`), model and training steps (`attnrank.experiments.verdict_scales`). A verdict may rest on fewer of
+# profile (`scale`), model and training steps (`attnrank.runs.experiments.verdict_scales`). A verdict may rest on fewer of
 # them (those at initialisation, or those that learned): its own count is the intro's *n*. A `scale`
 # or `paper` build computes the same verdicts on longer-trained or larger models.
 
@@ -169,7 +170,7 @@ book.publish(reproducibility.section(**params))
 # %% [markdown]
 # ## Settings of each profile
 #
-# A run is a profile plus plain overrides (`attnrank.profiles.resolve_config`). The defaults of each profile, and the
+# A run is a profile plus plain overrides (`attnrank.core.profiles.resolve_config`). The defaults of each profile, and the
 # sweep grids the chapters use:
 
 # %% [markdown]
@@ -184,8 +185,8 @@ book.publish(reproducibility.section(**params))
 
 # %% [markdown]
 # The sizes of the work that is not a run of the profile's sweep (the theory chapter's propositions, the target
-# chapter's toy task; `attnrank.presets.PRESETS`), and the runs that chapters train at other sizes than the
-# build's profile (`attnrank.presets.RUN_PRESETS`):
+# chapter's toy task; `attnrank.runs.presets.PRESETS`), and the runs that chapters train at other sizes than the
+# build's profile (`attnrank.runs.presets.RUN_PRESETS`):
 
 # %% [markdown]
 # ```{attnrank-table} repro_presets
@@ -212,5 +213,5 @@ book.publish(reproducibility.section(**params))
 #
 # To train on a larger corpus, override the dataset of a run
 # (`attnrank train --arch modernbert --profile paper --dataset hf:Salesforce/wikitext:wikitext-103-raw-v1`) or pass
-# `dataset=` to `attnrank.profiles.resolve_config`. The chapters read whatever runs their parameters ask for, so
+# `dataset=` to `attnrank.core.profiles.resolve_config`. The chapters read whatever runs their parameters ask for, so
 # `papermill chapters/loss.ipynb out.ipynb -p profile paper` re-runs one chapter on the GPU sweep.

@@ -26,7 +26,7 @@
 # * **normalised** $q$ and $k$, $A = \operatorname{softmax}\big(\cos(q_i, k_j)/\tau\big)$, where
 #   $|S_{ij}| \le 1/\tau$: the temperature caps the logits.
 #
-# Three targets (`attnrank.synthetic.make_target`, a new one per seed): a random
+# Three targets (`attnrank.analysis.synthetic.make_target`, a new one per seed): a random
 # **permutation** matrix (rank $n$, the hardest), a **sharp** random matrix
 # $\operatorname{softmax}(sG)$ with Gaussian $G$ and sharpness $s$ = {glue:text}`target_sharpness` (high
 # numerical rank, peaked rows), and a **low-rank** control $UV$ with $U, V$ row-stochastic of rank
@@ -45,7 +45,8 @@ steps: int = None  # training steps of the toy task; None: the profile's
 n_seeds: int = None  # seeds per cell of the toy task; None: the profile's
 
 # %% tags=["remove-cell"]
-from attnrank import book, target
+from attnrank import book
+from attnrank.chapters import target
 
 params = book.check_parameters(globals(), target.PARAMETERS)
 
@@ -244,7 +245,7 @@ book.publish(target.section(**params))
 # attention of ModernBERT and GPT-2) on the permutation target. For each head dimension below the largest
 # ($d_h$ = {glue:text}`target_dmax`), at $\tau = 1$: per seed, the final KL at that head dimension minus the KL of
 # the largest head (paired: one target and one initialisation per seed); mean with a Student-t interval over seeds
-# (`attnrank.stats.mean_ci`), Bonferroni-corrected so that the intervals of all the head dimensions tested cover
+# (`attnrank.analysis.stats.mean_ci`), Bonferroni-corrected so that the intervals of all the head dimensions tested cover
 # together at 95%. The claim is *supported* if some head dimension's interval lies wholly above
 # {glue:text}`target_material` nats (that instance falls short), *not supported* if every interval lies wholly
 # below it, and *inconclusive at this scale* otherwise.

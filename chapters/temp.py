@@ -70,7 +70,8 @@ tau: float = 0.25  # temperature ratio shown in detail beside the stock ratio 1;
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["remove-cell"]
-from attnrank import book, temp
+from attnrank import book
+from attnrank.chapters import temp
 
 params = book.check_parameters(globals(), temp.PARAMETERS)
 

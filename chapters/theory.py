@@ -30,8 +30,8 @@
 # $\sigma_1 \ge 1$. The relative numerical rank is $\operatorname{rank}_\varepsilon(A) = \#\{k : \sigma_k >
 # \varepsilon\,\sigma_1\}$ and the study's rule is the absolute count $\#\{k : \sigma_k > 10^{-8}\}$. Finally
 # $r_m = \binom{d_h + m}{m}$ is the number of monomials of degree at most $m$ in $d_h$ variables. All functions
-# used here live in `attnrank.theory`, the checks below in
-# `attnrank.theory.experiments` (tested in
+# used here live in `attnrank.analysis.theory`, the checks below in
+# `attnrank.chapters.theory` (tested in
 # `tests/unit/test_theory.py`).
 
 # %% tags=["parameters", "hide-input"]
@@ -43,12 +43,12 @@ dataset: str = None  # training corpus of the sequence-length runs; None: ATTNRA
 
 # %% tags=["remove-cell"]
 from attnrank import book
-from attnrank.theory import experiments
+from attnrank.chapters import theory
 
-params = book.check_parameters(globals(), experiments.PARAMETERS)
+params = book.check_parameters(globals(), theory.PARAMETERS)
 
 # %% tags=["hide-input"]
-book.publish(experiments.section(**params))
+book.publish(theory.section(**params))
 
 # %% [markdown]
 # ## P0. The exact rank is always full

@@ -76,7 +76,7 @@ def one_thread():
 @pytest.fixture
 def corpus(tmp_path) -> Path:
     """A local dataset folder: three plays to train on, a fourth to validate on."""
-    from attnrank.data import shakespeare_plays
+    from attnrank.core.data import shakespeare_plays
 
     plays = shakespeare_plays()
     names = sorted(plays)
@@ -95,13 +95,13 @@ def private_store(tmp_path, monkeypatch) -> Path:
 
 
 def fake_train(final_val_loss: float = 3.0, sequences: pd.DataFrame | None = None):
-    """A stand-in for :func:`attnrank.train.train` whose result is recognisable by its final loss.
+    """A stand-in for :func:`attnrank.core.train.train` whose result is recognisable by its final loss.
 
     ``sequences`` is the per-sequence probe table of the result (empty when None). Patch it in with
-    ``monkeypatch.setattr("attnrank.train.train", fake_train(2.0))``; a child process imports it from
+    ``monkeypatch.setattr("attnrank.core.train.train", fake_train(2.0))``; a child process imports it from
     this file (``sys.path`` holding ``tests/``).
     """
-    from attnrank.train import TrainResult
+    from attnrank.core.train import TrainResult
 
     def train(cfg, progress=False):
         log = pd.DataFrame({"step": [0, cfg.max_steps], "loss": [7.0, final_val_loss]})

@@ -11,18 +11,7 @@ with _warnings.catch_warnings():
     _warnings.filterwarnings("ignore", message="IProgress not found")
     import tqdm.auto as _tqdm_auto  # noqa: F401
 
-from .errors import ConfigError, DatasetUnavailable, RunFailed
+from .core.errors import ConfigError, DatasetUnavailable, RunFailed
 
 __version__ = "0.1.0"
-__all__ = ["ConfigError", "DatasetUnavailable", "RunFailed", "attention"]
-
-
-def __getattr__(name: str):
-    """``attnrank.attention`` (which imports torch and registers the tempered attention with transformers) is
-    loaded when first asked for, so ``import attnrank`` and the modules that only word results load no torch;
-    every module that builds a model imports it itself (:mod:`attnrank.models`)."""
-    if name == "attention":
-        import importlib
-
-        return importlib.import_module(f"{__name__}.attention")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["ConfigError", "DatasetUnavailable", "RunFailed"]

@@ -16,15 +16,14 @@ import sys
 
 import pandas as pd
 
-from . import causal, dynamics, headdim, learned, loss, measure, protocol, recipe, target, temp
 from .book import published_verdicts
-from .data import absolute_path_settings
-from .errors import ConfigError, SweepFailed, check_choice, check_positive_int
-from .experiments import book_runs
-from .grid import EXECUTORS, default_workers, plan, sweep
-from .profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
-from .store import load_runs, run, runs_dir
-from .theory import experiments as theory
+from .chapters import causal, dynamics, headdim, learned, loss, measure, protocol, recipe, target, temp, theory
+from .core.data import absolute_path_settings
+from .core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
+from .core.profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
+from .runs.experiments import book_runs
+from .runs.grid import EXECUTORS, default_workers, plan, sweep
+from .runs.store import load_runs, run, runs_dir
 
 __all__ = ["main"]
 
@@ -221,7 +220,7 @@ def _gpu_check(args) -> int:
 def verdict_rows(profile: str = "auto", dataset: str | None = None):
     """Every chapter's verdicts at ``profile`` (training what the store lacks), one row per verdict: ``verdict``,
     ``status``, ``effect``, ``n``, ``regime`` (the intro's brief clause) and ``finding``; and a row ``regime``
-    whose ``finding`` is the regime the models reached (:mod:`attnrank.learned`). What ``attnrank verdicts``
+    whose ``finding`` is the regime the models reached (:mod:`attnrank.chapters.learned`). What ``attnrank verdicts``
     writes; a background build's verdicts are recorded with it (``data/scale/``).
 
     Raises:

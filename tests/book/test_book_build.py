@@ -74,8 +74,8 @@ def _notebook(code: str, markdown: str) -> str:
 
 NB_CODE = (
     "import os\n"
-    "from attnrank import book, glossary\n"
-    "from attnrank.profiles import resolve_profile\n"
+    "from attnrank import book; from attnrank.words import glossary\n"
+    "from attnrank.core.profiles import resolve_profile\n"
     "book.glue('value', f\"{resolve_profile('auto')} {glossary.fmt(1 / 3)}\")"
 )
 NB_MD = "# Notebook\n\nShown: {glue:text}`value:s`."
@@ -136,7 +136,7 @@ def test_a_library_change_re_executes_and_refreshes_every_page(tmp_path):
     assert not executed(build(tmp_path, env))  # nothing changed
     assert shown(tmp_path) == ("ci 0.33", "ci 0.33")
 
-    book_py = tmp_path / "lib" / "attnrank" / "glossary.py"
+    book_py = tmp_path / "lib" / "attnrank" / "words" / "glossary.py"
     original = book_py.read_text()
     assert "def fmt(x, digits: int = 2," in original
     book_py.write_text(original.replace("def fmt(x, digits: int = 2,", "def fmt(x, digits: int = 3,"))
@@ -215,13 +215,13 @@ def test_formulas_are_rendered_by_a_local_mathjax(tmp_path):
 
 
 def test_profile_table_settings_and_build_log_come_from_code_and_files(tmp_path):
-    """``{attnrank-profiles}`` and ``{attnrank-setting}`` render attnrank.profiles (the quick
+    """``{attnrank-profiles}`` and ``{attnrank-setting}`` render attnrank.core.profiles (the quick
     profile's steps, not a typed number); ``{attnrank-build-log}`` shows the previous builds and is
     refreshed by the next build without executing any notebook.
 
     Guarantee (docs/guarantees.md): "No blank numbers." (settings quoted in the prose are rendered from code)
     """
-    from attnrank.profiles import PROFILES, resolve_config
+    from attnrank.core.profiles import PROFILES, resolve_config
 
     intro = (
         "# Intro\n\nQuick trains {attnrank-setting}`quick.max_steps` steps and masks "
@@ -337,7 +337,7 @@ def test_the_findings_box_counts_the_verdicts_every_page_published(tmp_path):
     code = (
         "import os\n"
         "from attnrank import book\n"
-        "from attnrank.section import Section, Verdict\n"
+        "from attnrank.chapters.section import Section, Verdict\n"
         "s = os.environ.get('ATTNRANK_FIXTURE_STATUS', 'supported')\n"
         "v = [Verdict('loss', s, 'f', 'e', '6 runs', 'r', 's'), Verdict('temp', 'inconclusive at this scale', 'f', 'e',"
         " '6 runs', 'r', 's'), Verdict('seq_len', 'supported', 'f', 'e', '3 runs', 'r', 's')]\n"
@@ -360,7 +360,7 @@ def test_a_glued_table_is_numbered_with_its_caption_and_can_be_referenced(tmp_pa
     code = (
         "import pandas as pd\n"
         "from attnrank import book\n"
-        "from attnrank.section import Section, Table\n"
+        "from attnrank.chapters.section import Section, Table\n"
         "book.publish(Section('nb', {'value': 'x'}, [], [Table('nb_runs', pd.DataFrame({'model': ['GPT-2'], 'runs': [4]}))]))"
     )
     markdown = (
@@ -398,7 +398,7 @@ def test_a_full_build_folder_is_one_line_before_and_during_the_build(tmp_path):
         assert before.returncode == 2 and "Traceback" not in before.stderr + before.stdout
         assert before.stderr.strip().splitlines()[-1].startswith("attnrank: error: build folder: ")
         assert "MB free and a build writes about" in before.stderr and not list(out.rglob("*.html"))
-        ext = tmp_path / "lib" / "attnrank" / "sphinxext.py"
+        ext = tmp_path / "lib" / "attnrank" / "book" / "sphinxext.py"
         ext.write_text(ext.read_text().replace("BUILD_SPACE_MB = 100", "BUILD_SPACE_MB = 0"))
         during = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert during.returncode == 1 and "Traceback" not in during.stderr + during.stdout

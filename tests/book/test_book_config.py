@@ -56,7 +56,7 @@ def test_no_chapter_is_forced_to_re_execute_on_every_build():
 
 
 def test_intro_has_no_hand_typed_profile_settings():
-    """The profile table (on the conventions page, read first) is rendered from attnrank.profiles; neither
+    """The profile table (on the conventions page, read first) is rendered from attnrank.core.profiles; neither
     it nor the intro types a size by hand."""
     intro = (ROOT / "chapters" / "intro.md").read_text()
     conventions = (ROOT / "chapters" / "conventions.md").read_text()
@@ -112,7 +112,7 @@ def test_the_confidence_level_the_prose_quotes_is_the_code_default():
     """The prose quotes 95% intervals everywhere; that is the default of every interval function."""
     import inspect
 
-    from attnrank import stats
+    from attnrank.analysis import stats
 
     assert inspect.signature(stats.resample_ci).parameters["confidence"].default == 0.95
     assert inspect.signature(stats.mean_ci).parameters["confidence"].default == 0.95
@@ -124,12 +124,12 @@ def test_the_confidence_level_the_prose_quotes_is_the_code_default():
 
 def test_every_library_module_a_chapter_loads_is_in_the_execution_context():
     """The execution context hashes the import closure of the result modules and of the chapters'
-    imports (attnrank.provenance); every attnrank module a chapter loads when run is in it, and
-    the tools no chapter loads (bench, cli, sphinxext) are not."""
+    imports (attnrank.runs.provenance); every attnrank module a chapter loads when run is in it, and
+    the tools no chapter loads (cli, the Sphinx extension, the site check) are not."""
     import sys
 
-    from attnrank import provenance
-    from attnrank.sphinxext import chapter_roots
+    from attnrank.book.sphinxext import chapter_roots
+    from attnrank.runs import provenance
 
     modules = chapter_roots(ROOT)
     code = (
@@ -143,5 +143,7 @@ def test_every_library_module_a_chapter_loads_is_in_the_execution_context():
     assert "attnrank.book" in loaded
     assert {provenance.module_file(m) for m in loaded} <= hashed
     assert str(ROOT / "src" / "attnrank" / "plots" / "theory.py") in {str(p) for p in hashed}
-    tools = {ROOT / "src" / "attnrank" / name for name in ("bench.py", "cli.py", "__main__.py", "sphinxext.py")}
+    tools = {
+        ROOT / "src" / "attnrank" / name for name in ("cli.py", "__main__.py", "book/sphinxext.py", "book/sitecheck.py")
+    }
     assert not tools & hashed

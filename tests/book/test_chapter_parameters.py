@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attnrank import book
-from attnrank.errors import ConfigError
+from attnrank.core.errors import ConfigError
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))

@@ -27,9 +27,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from attnrank import experiments, store
-from attnrank.explore import BUDGET_BYTES
-from attnrank.rank import MEASURES, rank_measures, singular_values
+from attnrank.chapters.explore import BUDGET_BYTES
+from attnrank.core.rank import MEASURES, rank_measures, singular_values
+from attnrank.runs import experiments, store
 
 ROOT = Path(__file__).resolve().parents[2]
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
@@ -65,7 +65,7 @@ def _book(folder: Path, env: dict) -> Path:
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """``(page, runs)``: the built explore page and the stored runs it shows (``attnrank.runs.Run`` by key)."""
+    """``(page, runs)``: the built explore page and the stored runs it shows (``attnrank.chapters.tables.Run`` by key)."""
     given = os.environ.get("ATTNRANK_EXPLORER_SITE")
     if given:
         page = Path(given).resolve() / "chapters" / "explore.html"  # a file URI needs an absolute path

@@ -14,8 +14,8 @@ from test_book_build import JUPYTER_BOOK, _notebook, build, make_book, shown
 SLOW = (
     "import os, time\n"
     "from attnrank import book\n"
-    "from attnrank.glossary import fmt\n"
-    "from attnrank.profiles import resolve_profile\n"
+    "from attnrank.words.glossary import fmt\n"
+    "from attnrank.core.profiles import resolve_profile\n"
     "open(os.environ['STARTED'], 'w').write(str(os.getpid()))\n"
     "time.sleep(float(os.environ.get('SLEEP', '0')))\n"
     "book.glue('value', f\"{resolve_profile('auto')} {fmt(1 / 3)}\")"

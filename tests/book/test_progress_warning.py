@@ -12,7 +12,7 @@ import ipykernel.zmqshell            # what tqdm.autonotebook takes as "running 
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import attnrank
-    from attnrank import store       # the run store's progress bar
+    from attnrank.runs import store       # the run store's progress bar
     import tqdm.auto                 # and transformers' Trainer, which imports the same module
 print([str(w.message)[:40] for w in caught if "IProgress" in str(w.message)])
 """

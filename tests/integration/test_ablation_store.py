@@ -7,9 +7,11 @@ import json
 import pytest
 import torch
 
-from attnrank import ablation, cache, learned, store
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
+from attnrank.analysis import ablation
+from attnrank.chapters import learned
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import cache, store
 
 
 @pytest.fixture

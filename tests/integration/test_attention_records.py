@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnrank import store
-from attnrank.data import get_tokenizer
-from attnrank.errors import ConfigError
-from attnrank.probe import attention_probabilities
-from attnrank.profiles import resolve_config
-from attnrank.rank import MEASURES, rank_measures
-from attnrank.train import ATTENTION_SEQUENCES, attention_steps
+from attnrank.core.data import get_tokenizer
+from attnrank.core.errors import ConfigError
+from attnrank.core.probe import attention_probabilities
+from attnrank.core.profiles import resolve_config
+from attnrank.core.rank import MEASURES, rank_measures
+from attnrank.core.train import ATTENTION_SEQUENCES, attention_steps
+from attnrank.runs import store
 
 
 @pytest.mark.parametrize("arch", ["modernbert", "gpt2"])

@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attnrank import causal, models, probe, train
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
-from attnrank.store import run_key
+from attnrank.chapters import causal
+from attnrank.core import models, probe, train
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.runs.store import run_key
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SIZES = dict(hidden_size=32, num_layers=2, num_heads=2, max_len=16, vocab_size=64, dropout=0.0, seed=3)
@@ -167,7 +168,7 @@ def test_causal_runs_and_cells():
     assert list(cells[:10]) == [c for c in causal.CELLS for _ in (0, 1)]
     twin = df[cells == "twin"].iloc[0]
     assert twin.tau == 1.0 and twin.qk_init_scale == pytest.approx(10.0) and twin.qk_lr_scale == pytest.approx(10.0)
-    from attnrank import experiments
+    from attnrank.runs import experiments
 
     assert experiments.book_runs("ci", "causal") == causal.causal_runs("ci")  # `attnrank sweep` trains them up front
     assert len(experiments.book_runs("ci", "causal")) == 50
@@ -179,7 +180,7 @@ def test_eval_temperatures_moves_rank_not_weights(tmp_path, monkeypatch):
     """The intervention: a stored model evaluated at other temperatures. At its own tau it reproduces
     the run's final probe (rank and validation loss); at a colder tau the effective rank and the loss
     change; the weights and the model's tau are untouched."""
-    from attnrank import store
+    from attnrank.runs import store
 
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path))
     r = store.run(resolve_config("modernbert", "ci", max_steps=10))

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnrank import data, profiles
-from attnrank.errors import ConfigError, DatasetUnavailable
+from attnrank.core import data, profiles
+from attnrank.core.errors import ConfigError, DatasetUnavailable
 
 
 def test_markdown_is_stripped_to_speakers_and_verse():
@@ -134,8 +134,8 @@ def test_gpt2_targets_include_end_of_text(tmp_path, private_data):
     """docs/guarantees.md, "GPT-2 learns to predict end-of-text": no causal-LM label is ignored."""
     import torch
 
-    from attnrank.profiles import resolve_config
-    from attnrank.train import prepare_data
+    from attnrank.core.profiles import resolve_config
+    from attnrank.core.train import prepare_data
 
     corpus = _write_corpus(tmp_path / "lines")
     cfg = resolve_config("gpt2", "ci", dataset=f"hf:{corpus}")
@@ -148,7 +148,7 @@ def test_gpt2_targets_include_end_of_text(tmp_path, private_data):
         assert (batch["labels"][:, 1:] == eos).sum() > cfg.batch_size  # many document ends, all of them targets
     assert tok.pad_token_id is None  # <|endoftext|> has one role only
     # the model's loss counts every next token, end-of-text included
-    from attnrank.models import build_model
+    from attnrank.core.models import build_model
 
     model = build_model(
         "gpt2",
@@ -174,7 +174,7 @@ def test_changed_folder_content_retrains_the_run_and_rebuilds_caches(tmp_path, p
     """docs/guarantees.md, "Caches are keyed by content": same size and modification time, other text."""
     import os
 
-    from attnrank import store
+    from attnrank.runs import store
 
     corpus = _write_corpus(tmp_path / "corpus")
     dataset = f"hf:{corpus}"
@@ -198,8 +198,8 @@ def test_changed_folder_content_retrains_the_run_and_rebuilds_caches(tmp_path, p
 
 def test_relative_paths_name_the_folder_they_reach(tmp_path, monkeypatch):
     """docs/guarantees.md, "Caches are keyed by content": a local dataset is its resolved folder."""
-    from attnrank.profiles import resolve_config
-    from attnrank.store import run_key
+    from attnrank.core.profiles import resolve_config
+    from attnrank.runs.store import run_key
 
     a = _write_corpus(tmp_path / "a" / "corpus")
     _write_corpus(tmp_path / "b" / "corpus")  # the same text in another folder
@@ -403,7 +403,7 @@ def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, mo
             path.write_text("not a folder")
         monkeypatch.setenv("ATTNRANK_DATA", str(path))
         monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
-        monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+        monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
         code, err = main(argv), capsys.readouterr().err.strip()
     assert code == 2, err[-2000:]
     assert err.startswith("attnrank: error: ATTNRANK_DATA:") and str(path) in err and "\n" not in err
@@ -412,12 +412,12 @@ def test_unusable_data_folder_is_one_line_naming_the_variable(tmp_path, kind, mo
 
 def test_data_dir_checks_before_any_work(tmp_path, monkeypatch):
     """docs/guarantees.md, "Dataset and data-folder errors are named": the data folder is checked before anything is trained."""
-    from attnrank import store
+    from attnrank.runs import store
 
     monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "file"))
     monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
     (tmp_path / "file").write_text("x")
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(ConfigError) as e:
         store.run(arch="gpt2", profile="ci")
     assert e.value.param == "ATTNRANK_DATA"
@@ -435,8 +435,8 @@ def test_read_only_data_folder_serves_what_it_holds(tmp_path, monkeypatch):
     np.save(tmp_path / "expected.npy", expected)
     code = f"""
 import numpy as np
-from attnrank import data
-from attnrank.errors import ConfigError
+from attnrank.core import data
+from attnrank.core.errors import ConfigError
 train = data.token_blocks("gpt2", "hf:{corpus}", 300, 16)[0]
 assert np.array_equal(train, np.load("{tmp_path / "expected.npy"}"))
 try:
@@ -457,7 +457,7 @@ def test_runs_from_two_empty_data_folders_are_bit_identical(tmp_path, monkeypatc
     import pandas as pd
     from safetensors.torch import load_file
 
-    from attnrank import store
+    from attnrank.runs import store
 
     monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
     runs = {}

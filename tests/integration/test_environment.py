@@ -13,10 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import grid, store, train
 from attnrank.cli import main
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
+from attnrank.core import train
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import grid, store
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -105,8 +106,8 @@ def test_a_callers_matmul_precision_is_pinned_and_restored(one_thread):
 
 _TRAIN = """
 import json, sys
-from attnrank import store, train
-from attnrank.profiles import resolve_config
+from attnrank.runs import store; from attnrank.core import train
+from attnrank.core.profiles import resolve_config
 cfg = resolve_config("modernbert", "ci", max_steps=6, rank_every=3)
 r = train.train(cfg, progress=False, keep_model=False)
 r.train_log.to_csv(sys.argv[1] + "-train.csv", index=False)
@@ -137,8 +138,8 @@ def test_thread_variables_are_pinned_by_training(tmp_path):
 
 _KEY = """
 import json
-from attnrank import store, train
-from attnrank.profiles import resolve_config
+from attnrank.runs import store; from attnrank.core import train
+from attnrank.core.profiles import resolve_config
 print(json.dumps({"key": store.run_key(resolve_config("gpt2", "ci")), "env": train.run_environment()}))
 """
 

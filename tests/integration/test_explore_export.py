@@ -8,8 +8,9 @@ import zlib
 import numpy as np
 import pytest
 
-from attnrank import experiments, explore, store
-from attnrank.rank import MEASURES
+from attnrank.chapters import explore
+from attnrank.core.rank import MEASURES
+from attnrank.runs import experiments, store
 
 GRID = dict(taus=[1.0], head_dims=[16], seeds=1)
 

@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from attnrank.models import build_model
-from attnrank.probe import attention_probabilities
-from attnrank.profiles import resolve_config
-from attnrank.train import train
+from attnrank.core.models import build_model
+from attnrank.core.probe import attention_probabilities
+from attnrank.core.profiles import resolve_config
+from attnrank.core.train import train
 
 
 @pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
@@ -29,7 +29,7 @@ def test_training_at_extreme_tau_stays_finite(arch, tau):
 
 
 def test_probe_rejects_sequences_longer_than_the_positions():
-    from attnrank.errors import ConfigError
+    from attnrank.core.errors import ConfigError
 
     model = build_model("gpt2", hidden_size=32, num_layers=1, num_heads=2, max_len=16, vocab_size=50)
     with pytest.raises(ConfigError) as e:

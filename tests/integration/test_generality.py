@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from attnrank import book, experiments
+from attnrank import book
 from attnrank.cli import main
-from attnrank.errors import ConfigError
-from attnrank.profiles import PROFILES, base_profile, profile_defaults, resolve_config, resolve_profile
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import PROFILES, base_profile, profile_defaults, resolve_config, resolve_profile
+from attnrank.runs import experiments
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 
@@ -52,7 +53,7 @@ def test_every_sweep_takes_a_dataset(corpus, clean_env):
 
 
 def test_attnrank_dataset_switches_every_run_and_its_key(corpus, clean_env):
-    from attnrank.store import run_key
+    from attnrank.runs.store import run_key
 
     stock = resolve_config("gpt2", "ci")
     clean_env.setenv("ATTNRANK_DATASET", f"hf:{corpus}")
@@ -70,7 +71,7 @@ def test_attnrank_dataset_switches_every_run_and_its_key(corpus, clean_env):
 
 
 def test_attnrank_dataset_is_in_the_books_execution_context(corpus, clean_env):
-    from attnrank.sphinxext import execution_context
+    from attnrank.book.sphinxext import execution_context
 
     before, _ = execution_context()
     clean_env.setenv("ATTNRANK_DATASET", f"hf:{corpus}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnrank import learned
+from attnrank.chapters import learned
 from attnrank.cli import main
 
 

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import experiments, grid, store
 from attnrank.cli import main
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import experiments, grid, store
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 TABLES = ("train_log", "eval_log", "ranks", "rank_summary")
@@ -120,8 +120,8 @@ def test_a_run_that_raises_is_reported_after_the_others(private_store, monkeypat
 def test_killed_worker_is_retried_and_leaves_one_valid_run(private_store):
     """Guarantee "Grid workers are checked and retried": a killed worker's run is retried and leaves one valid run."""
     code = """
-        from attnrank import grid
-        from attnrank.profiles import resolve_config
+        from attnrank.runs import grid
+        from attnrank.core.profiles import resolve_config
         df = grid.sweep([resolve_config("gpt2", "ci", max_steps=500)], executor="process", workers=1)
         print("TRAINED", df.attrs["sweep"]["trained"], df.status.iloc[0])
     """
@@ -215,7 +215,7 @@ def test_thread_count_is_applied_restored_recorded_and_keyed(private_store, monk
         "cpu",
     )
     # another precision or device type is another run
-    monkeypatch.setattr("attnrank.train.precision", lambda: "bf16")
+    monkeypatch.setattr("attnrank.core.train.precision", lambda: "bf16")
     assert store.run_key(base) != r.key
     assert store.run(base).fresh
     monkeypatch.undo()
@@ -227,9 +227,9 @@ def test_probe_ignores_bf16_autocast():
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
 
-    from attnrank.models import build_model
-    from attnrank.probe import RankProbe, attention_probabilities
-    from attnrank.train import prepare_data
+    from attnrank.core.models import build_model
+    from attnrank.core.probe import RankProbe, attention_probabilities
+    from attnrank.core.train import prepare_data
 
     for arch, tau in (("gpt2", 1e-3), ("modernbert", 4e-3)):
         cfg = resolve_config(arch, "ci", tau=tau)
@@ -280,7 +280,7 @@ def test_probe_ignores_bf16_autocast():
 
 def test_one_gpu_per_run():
     """Guarantee "Probes in full precision" (one GPU per run): never DataParallel over several visible GPUs."""
-    from attnrank.train import _one_device
+    from attnrank.core.train import _one_device
 
     class Args:
         _n_gpu = 4
@@ -292,7 +292,7 @@ def test_one_gpu_per_run():
 def test_world_size_above_one_stops_before_the_lock(private_store, monkeypatch, capsys):
     """Guarantee "No deadlock under torchrun": WORLD_SIZE > 1 stops before the lock with one line (exit 2)."""
     monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["train", "--arch", "gpt2", "--profile", "ci"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("attnrank: error: WORLD_SIZE: got 2") and "--executor ray" in err and "\n" not in err
@@ -333,7 +333,7 @@ def test_torchrun_stops_at_once(private_store):
 
 def test_sweep_command_dry_run_and_errors(private_store, capsys, monkeypatch):
     """``attnrank sweep --dry-run`` lists the runs to train and how many are stored; bad flags exit 2."""
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("130 runs of the ci profile, 0 stored, 130 to train") and "process pool:" in out
@@ -361,7 +361,7 @@ def test_book_build_sweeps_up_front(monkeypatch, tmp_path):
     """The Sphinx extension trains the toc's runs up front (with the progress bar) before any chapter runs."""
     from types import SimpleNamespace
 
-    from attnrank import sphinxext
+    from attnrank.book import sphinxext
 
     seen = {}
     monkeypatch.setattr(grid, "sweep", lambda configs, **kw: seen.update(configs=configs, **kw))

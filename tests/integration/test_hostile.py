@@ -15,15 +15,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from attnrank import grid, store
 from attnrank.cli import main
-from attnrank.profiles import resolve_config
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import grid, store
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 SWEEP = """
 import json, sys
-from attnrank import grid
-from attnrank.profiles import resolve_config
+from attnrank.runs import grid
+from attnrank.core.profiles import resolve_config
 configs = [resolve_config(a, "ci", tau=t, max_steps=60) for a in ("modernbert", "gpt2") for t in (0.5, 1.0, 2.0)]
 df = grid.sweep(configs, executor="process", workers=2, progress=False)
 print(json.dumps({"trained": df.attrs["sweep"]["trained"], "keys": sorted(df.key)}))

@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 from conftest import fake_train
 
-from attnrank import protocol, store, study
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
-from attnrank.rank import MEASURES
-from attnrank.train import TRAIN_PROBE_SIZE, probe_steps
+from attnrank.chapters import protocol, study
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.core.rank import MEASURES
+from attnrank.core.train import TRAIN_PROBE_SIZE, probe_steps
+from attnrank.runs import store
 
 
 def test_probe_schedule_is_log_spaced_below_rank_every():
@@ -70,7 +71,7 @@ SEQ = pd.DataFrame(
 def test_sequences_table_round_trips_through_the_store(private_store, monkeypatch):
     """docs/guarantees.md, "Per-sequence probe records": the table comes back as written, and one of the wrong
     shape makes the run damaged (trained again)."""
-    monkeypatch.setattr("attnrank.train.train", fake_train(sequences=SEQ))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(sequences=SEQ))
     r = store.run(arch="gpt2", profile="ci", max_steps=7)
     assert (r.path / "sequences.parquet").exists()
     pd.testing.assert_frame_equal(r.sequences, SEQ, check_dtype=True)
@@ -86,7 +87,7 @@ def test_sequences_table_round_trips_through_the_store(private_store, monkeypatc
 
 
 def test_a_run_without_records_says_so(private_store, monkeypatch):
-    monkeypatch.setattr("attnrank.train.train", fake_train(sequences=pd.DataFrame()))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(sequences=pd.DataFrame()))
     r = store.run(arch="gpt2", profile="ci", max_steps=7)
     assert not (r.path / "sequences.parquet").exists()
     with pytest.raises(ConfigError, match="per-sequence"):
@@ -164,7 +165,7 @@ def test_rank_by_step_correlates_every_step_with_the_last():
 
 
 def test_agreement_names_each_protocols_side():
-    from attnrank.stats import Estimate
+    from attnrank.analysis.stats import Estimate
 
     up, down, open_ = (Estimate(v, lo, hi, 5, "t") for v, lo, hi in ((2, 1, 3), (-2, -3, -1), (1, -1, 3)))
     text = protocol.agreement(
@@ -184,8 +185,8 @@ def test_the_first_step_of_a_warm_up_leaves_the_weights_unchanged(arch):
     weights after step 1 are exactly the initial ones (and a run without warm-up does move them)."""
     import torch
 
-    from attnrank.models import model_from_config, tokenizer_pad_id
-    from attnrank.train import prepare_data, train
+    from attnrank.core.models import model_from_config, tokenizer_pad_id
+    from attnrank.core.train import prepare_data, train
 
     for warmup, same in ((4, True), (0, False)):
         cfg = resolve_config(arch, "ci", max_steps=1, warmup_steps=warmup, rank_every=1)

@@ -10,10 +10,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from attnrank import provenance, sphinxext, store
-from attnrank.errors import ConfigError
+from attnrank.book import sphinxext
+from attnrank.core.errors import ConfigError
+from attnrank.runs import provenance, store
 
-SRC = Path(provenance.__file__).parent
+SRC = Path(provenance.__file__).parents[1]
 
 
 @pytest.fixture
@@ -30,36 +31,38 @@ def _append(path: Path, text: str) -> None:
 
 
 def test_closure_follows_imports_and_leaves_out_tools():
-    """The closure holds the training path's modules (lazy imports included) and not bench/cli."""
+    """The closure holds the training path's modules (lazy imports included) and not the tools (cli, the site check)."""
     names = {str(p.relative_to(SRC)) for p in provenance.closure()}
     assert {
-        "train.py",
-        "probe.py",
-        "rank.py",
-        "models.py",
-        "attention.py",
-        "data.py",
-        "profiles.py",
-        "theory/__init__.py",
-        "theory/hardmax.py",
-        "synthetic.py",
-        "rules.py",
-        "stats.py",
+        "core/train.py",
+        "core/probe.py",
+        "core/rank.py",
+        "core/models.py",
+        "core/attention.py",
+        "core/data.py",
+        "core/profiles.py",
+        "analysis/theory/__init__.py",
+        "analysis/theory/hardmax.py",
+        "analysis/synthetic.py",
+        "analysis/rules.py",
+        "analysis/stats.py",
         "__init__.py",
     } <= names
-    assert not {"bench.py", "cli.py", "__main__.py", "sphinxext.py", "grid.py", "cache.py"} & names
+    assert (
+        not {"book/sitecheck.py", "cli.py", "__main__.py", "book/sphinxext.py", "runs/grid.py", "runs/cache.py"} & names
+    )
 
 
-def test_editing_a_module_in_the_closure_changes_the_hash_and_bench_does_not(package):
-    """Editing rank.py (imported by probe) changes the code hash; editing bench.py or cli.py does not.
+def test_editing_a_module_in_the_closure_changes_the_hash_and_a_tool_does_not(package):
+    """Editing rank.py (imported by probe) changes the code hash; editing the site check or cli.py does not.
 
     Guarantees (docs/guarantees.md): "The run key holds every input of a result", "The book never shows outputs
     made under other inputs." """
     before = provenance.code_hash()
-    _append(package / "bench.py", "\n# a comment\n")
+    _append(package / "book" / "sitecheck.py", "\n# a comment\n")
     _append(package / "cli.py", "\nX = 1\n")
     assert provenance.code_hash() == before
-    _append(package / "rank.py", "\n# a comment\n")
+    _append(package / "core" / "rank.py", "\n# a comment\n")
     assert provenance.code_hash() != before
 
 
@@ -67,19 +70,19 @@ def test_a_new_module_imported_by_train_enters_the_hash(package):
     """A module that train.py starts to import (inside a function) is hashed without editing a list.
 
     Guarantee (docs/guarantees.md): "The run key holds every input of a result" (a new module is included)."""
-    (package / "newmod.py").write_text("VALUE = 1\n")
+    (package / "core" / "newmod.py").write_text("VALUE = 1\n")
     before = provenance.code_hash()  # not imported yet: editing it changes nothing
-    (package / "newmod.py").write_text("VALUE = 2\n")
+    (package / "core" / "newmod.py").write_text("VALUE = 2\n")
     assert provenance.code_hash() == before
-    _append(package / "train.py", "\n\ndef _uses_newmod():\n    from .newmod import VALUE\n    return VALUE\n")
-    assert package / "newmod.py" in provenance.closure()
+    _append(package / "core" / "train.py", "\n\ndef _uses_newmod():\n    from .newmod import VALUE\n    return VALUE\n")
+    assert package / "core" / "newmod.py" in provenance.closure()
     with_new = provenance.code_hash()
-    (package / "newmod.py").write_text("VALUE = 3\n")
+    (package / "core" / "newmod.py").write_text("VALUE = 3\n")
     assert provenance.code_hash() != with_new
 
 
 def test_book_hash_covers_what_chapters_import(package, tmp_path):
-    """The book's context hashes the result closure plus the chapters' imports (plots), not bench."""
+    """The book's context hashes the result closure plus the chapters' imports (plots), not the site check."""
     book = tmp_path / "book"
     (book / "chapters").mkdir(parents=True)
     cell = {
@@ -89,7 +92,7 @@ def test_book_hash_covers_what_chapters_import(package, tmp_path):
     (book / "chapters" / "x.ipynb").write_text(__import__("json").dumps({"cells": [cell]}))
     assert {"attnrank.plots.theory", "attnrank.book"} <= set(sphinxext.chapter_roots(book))
     lib, runs = sphinxext.library_hash(book), provenance.code_hash()
-    _append(package / "bench.py", "\n# a comment\n")
+    _append(package / "book" / "sitecheck.py", "\n# a comment\n")
     assert (sphinxext.library_hash(book), provenance.code_hash()) == (lib, runs)
     _append(package / "plots" / "theory.py", "\n# a comment\n")
     assert sphinxext.library_hash(book) != lib and provenance.code_hash() == runs  # a figure, not a run
@@ -101,9 +104,9 @@ def test_a_verdict_rule_is_not_an_input_of_a_run_but_the_training_path_is(packag
 
     Guarantee (docs/guarantees.md): "The run key holds every input of a result"."""
     runs, results = store.code_hash(), provenance.code_hash()
-    _append(package / "rules.py", "\n# a comment\n")
+    _append(package / "analysis" / "rules.py", "\n# a comment\n")
     assert store.code_hash() == runs and provenance.code_hash() != results
-    _append(package / "attention.py", "\n# a comment\n")
+    _append(package / "core" / "attention.py", "\n# a comment\n")
     assert store.code_hash() != runs
 
 
@@ -133,7 +136,7 @@ def test_run_summary_records_the_git_commit(tmp_path, monkeypatch):
     """A stored run's summary holds the checkout's commit and dirty flag.
 
     Guarantee (docs/guarantees.md): "The run key holds every input of a result" (the git commit is recorded)."""
-    from attnrank.profiles import resolve_config
+    from attnrank.core.profiles import resolve_config
 
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
     monkeypatch.setattr(provenance, "git_state", lambda path=None: {"git_commit": "c0ffee", "git_dirty": True})
@@ -154,6 +157,6 @@ def test_run_summary_records_the_git_commit(tmp_path, monkeypatch):
     fake = SimpleNamespace(
         train_log=empty, eval_log=empty, ranks=empty, rank_summary=empty, summary=summary, model=None
     )
-    monkeypatch.setattr("attnrank.train.train", lambda cfg, progress=False: fake)
+    monkeypatch.setattr("attnrank.core.train.train", lambda cfg, progress=False: fake)
     r = store.run(resolve_config("gpt2", "ci"))
     assert r.summary["git_commit"] == "c0ffee" and r.summary["git_dirty"] is True

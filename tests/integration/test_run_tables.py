@@ -1,4 +1,4 @@
-"""The run tables (attnrank.runs), the initial-model statistics (attnrank.baselines) and the sections of the
+"""The run tables (attnrank.chapters.tables), the initial-model statistics (attnrank.analysis.baselines) and the sections of the
 chapters on trained models, computed from stored runs and freshly initialised models."""
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnrank import baselines, runs, store
-from attnrank.probe import attention_logits
-from attnrank.profiles import resolve_config
-from attnrank.train import probe_steps
+from attnrank.analysis import baselines
+from attnrank.chapters import tables
+from attnrank.core.probe import attention_logits
+from attnrank.core.profiles import resolve_config
+from attnrank.core.train import probe_steps
+from attnrank.runs import store
 
 
 def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(private_store):
@@ -37,32 +39,32 @@ def test_run_tables(private_store):
         for t in (1.0, 0.25)
         for s in (0, 1)
     ]
-    wide = runs.table(cfgs, long=False)
-    curves = runs.rank_curves(wide, ["rank_rtol_1e-2", "effective_rank"])
+    wide = tables.table(cfgs, long=False)
+    curves = tables.rank_curves(wide, ["rank_rtol_1e-2", "effective_rank"])
     assert list(curves.measure.unique()) == ["rank_rtol_1e-2", "effective_rank"]  # in the order given
     steps = probe_steps(4, 2, cfgs[0].warmup_steps)
     assert len(curves) == 2 * 4 * len(steps) and "value" in curves  # steps 0, 2, 4 (step 1 repeats step 0)
-    layers = runs.layer_ranks(wide, "effective_rank")
+    layers = tables.layer_ranks(wide, "effective_rank")
     assert set(layers.when) == {"initial", "final"} and len(layers) == 4 * 2 * cfgs[0].num_layers * cfgs[0].num_heads
     assert set(layers[layers.when == "initial"].step) == {0} and set(layers[layers.when == "final"].step) == {4}
-    heat = runs.layer_head_means(wide[wide.tau == 1.0], "effective_rank")
+    heat = tables.layer_head_means(wide[wide.tau == 1.0], "effective_rank")
     assert set(heat.when) == {"step 0", "last step"} and len(heat) == 2 * cfgs[0].num_layers * cfgs[0].num_heads
     one = layers[(layers.tau == 1.0) & (layers.when == "final") & (layers.layer == 0) & (layers["head"] == 0)]
     assert heat.query("step == 4 and layer == 0 and head == 0").value.iloc[0] == pytest.approx(one.value.mean())
-    loss = runs.loss_curves(wide)
+    loss = tables.loss_curves(wide)
     assert set(loss.curve) == {"validation loss", "training loss"}
     assert len(loss[loss.curve == "validation loss"]) == 4 * len(steps)
-    assert runs.divergence(wide, "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
+    assert tables.divergence(wide, "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
     bad = wide.assign(status=["failed", "complete", "complete", "complete"])
-    assert runs.divergence(bad, "x")["x_diverged"].startswith("1 diverged: ")
+    assert tables.divergence(bad, "x")["x_diverged"].startswith("1 diverged: ")
 
 
 def test_temperature_grid_adds_an_off_grid_setting(private_store, monkeypatch):
-    from attnrank import experiments
+    from attnrank.runs import experiments
 
     small = {"ci": dict(taus=(1.0,), head_dims=(16,), seeds=(0,))}
     monkeypatch.setattr(experiments, "SWEEP_DEFAULTS", small)
-    t = runs.temperature_grid("ci", extra=(0.5, 1.0))
+    t = tables.temperature_grid("ci", extra=(0.5, 1.0))
     assert t.attrs["missing"] == [0.5] and sorted(t.tau.unique()) == [0.5, 1.0]
     assert list(t.log10_tau.round(6)) == list(np.log10(t.tau).round(6))
     assert (t.groupby("arch").size() == 2).all()

@@ -1,4 +1,4 @@
-"""One model builder (`attnrank.models.model_from_config`), a stored run as an object (`attnrank.store.Run`), run tables (`attnrank.runs`)."""
+"""One model builder (`attnrank.core.models.model_from_config`), a stored run as an object (`attnrank.runs.store.Run`), run tables (`attnrank.chapters.tables`)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from transformers import (
     ModernBertForMaskedLM,
 )
 
-from attnrank import models, runs, store
-from attnrank.errors import ConfigError
-from attnrank.probe import RankProbe
-from attnrank.profiles import resolve_config
-from attnrank.rank import MEASURES
-from attnrank.train import probe_steps
+from attnrank.chapters import tables
+from attnrank.core import models
+from attnrank.core.errors import ConfigError
+from attnrank.core.probe import RankProbe
+from attnrank.core.profiles import resolve_config
+from attnrank.core.rank import MEASURES
+from attnrank.core.train import probe_steps
+from attnrank.runs import store
 
 
 @pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
@@ -138,8 +140,8 @@ def test_run_initial_model_and_probe_batch_reproduce_the_stored_initial_ranks(pr
 
 def test_table_long_has_the_numbers_of_the_wide_table(private_store):
     cfgs = [resolve_config("gpt2", "ci", max_steps=5, rank_every=5, tau=t) for t in (1.0, 0.1)]
-    wide = runs.table(cfgs, long=False)
-    long = runs.table(cfgs)
+    wide = tables.table(cfgs, long=False)
+    long = tables.table(cfgs)
     assert list(wide.tau) == [1.0, 0.1]
     measures = list(MEASURES)
     assert len(long) == 2 * 2 * len(measures)
@@ -166,7 +168,7 @@ def test_long_form_order_and_values_on_a_constructed_frame():
             "final_stable_rank": [1.3, 1.4],
         }
     )
-    long = runs.long_form(wide)
+    long = tables.long_form(wide)
     assert list(long.key) == ["b"] * 4 + ["a"] * 4
     assert list(long.when[:4]) == ["initial", "initial", "final", "final"]
     got = long.set_index(["key", "when", "measure"]).value
@@ -178,7 +180,7 @@ def test_the_model_builder_is_in_the_run_key_and_the_run_layer_is_not():
     """`model_from_config` (in `models.py`) builds every trained model, so its module is in the import
     closure that keys the run store; the run layer itself (`runs.py`, `store.py`, `grid.py`) is not, so
     editing how chapters read runs retrains nothing."""
-    from attnrank import provenance
+    from attnrank.runs import provenance
 
     closure = {p.name for p in provenance.closure(provenance.RUN_ROOTS)}
     assert {"models.py", "attention.py", "train.py", "probe.py", "rank.py"} <= closure

@@ -13,11 +13,12 @@ import re
 
 import pytest
 
-from attnrank import book, dynamics, headdim, loss, reproducibility, temp
+from attnrank import book
+from attnrank.analysis.verdicts import VERDICTS
+from attnrank.chapters import dynamics, headdim, loss, reproducibility, temp
+from attnrank.chapters.section import Section
+from attnrank.core.rank import MEASURES
 from attnrank.plots.style import COLUMN_WIDTH
-from attnrank.rank import MEASURES
-from attnrank.section import Section
-from attnrank.verdicts import VERDICTS
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 #: A small shared sweep: the temperature grid at the ci head dimension and a second head dimension.

@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 from conftest import fake_train
 
-from attnrank import data, grid, runs, sphinxext, store
+from attnrank.book import sphinxext
+from attnrank.chapters import tables
 from attnrank.cli import main
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
+from attnrank.core import data
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import grid, store
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -66,7 +69,7 @@ def test_a_read_only_data_folder_serves_its_runs(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "data"
     monkeypatch.setenv("ATTNRANK_DATA", str(folder))
     monkeypatch.delenv("ATTNRANK_RUNS", raising=False)
-    monkeypatch.setattr("attnrank.train.train", fake_train(2.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(2.0))
     stored = store.run(arch="gpt2", profile="ci", max_steps=7)
     real_open, real_mkdir = os.open, os.mkdir
 
@@ -85,11 +88,11 @@ def test_a_read_only_data_folder_serves_its_runs(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(os, "open", no_write_open)
     monkeypatch.setattr(os, "mkdir", no_mkdir)
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["runs"]) == 0 and stored.key in capsys.readouterr().out
     assert list(store.load_runs().key) == [stored.key]
     assert store.run(arch="gpt2", profile="ci", max_steps=7).key == stored.key
-    assert runs.table([resolve_config("gpt2", "ci", max_steps=7)], long=False).key.tolist() == [stored.key]
+    assert tables.table([resolve_config("gpt2", "ci", max_steps=7)], long=False).key.tolist() == [stored.key]
     assert main(["train", "--arch", "gpt2", "--profile", "ci", "--max-steps", "7", "--quiet"]) == 0
     assert "read from the store" in capsys.readouterr().out
 

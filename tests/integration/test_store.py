@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from attnrank import grid, store
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
-from attnrank.train import train
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.core.train import train
+from attnrank.runs import grid, store
 
 
 def _child(code: str, env: dict) -> subprocess.Popen:
@@ -54,7 +54,7 @@ def test_end_to_end_run_lowers_loss_and_is_cached(private_store, monkeypatch):
     assert sorted(set(ranks.step)) == [0, 2, 4, 8, 10, 20, 30, 40]  # log-spaced below rank_every
     assert len(ranks) == len(set(ranks.step)) * cfg.num_layers * cfg.num_heads * 6
     # a second call reads the store and never trains
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained again"))
     again = store.run(cfg)
     assert not again.fresh and again.path == r.path and again.summary == r.summary
     df = store.load_runs()
@@ -107,7 +107,7 @@ def test_damaged_results_are_retrained(private_store):
 
 def test_sigkill_during_training_leaves_the_store_clean(private_store):
     code = """
-        from attnrank import store
+        from attnrank.runs import store
         store.run(arch="gpt2", profile="ci", max_steps=100000)
     """
     child = _child(code, {"ATTNRANK_RUNS": str(private_store)})
@@ -126,7 +126,7 @@ def test_sigkill_during_training_leaves_the_store_clean(private_store):
 
 def test_two_processes_share_one_training(private_store):
     code = """
-        from attnrank import store
+        from attnrank.runs import store
         r = store.run(arch="modernbert", profile="ci", max_steps=30)
         print("FRESH" if r.fresh else "STORED", r.key)
     """
@@ -142,7 +142,7 @@ def test_two_processes_share_one_training(private_store):
 
 
 def test_invalid_config_fails_before_training(private_store, monkeypatch):
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(ConfigError) as e:
         store.run(arch="gpt2", profile="ci", tau=0.0)
     assert e.value.param == "tau"
@@ -162,8 +162,8 @@ def test_equal_weights_give_byte_identical_files(tmp_path):
     import torch
     from safetensors.torch import load_file
 
-    from attnrank.models import build_model
-    from attnrank.store import save_weights
+    from attnrank.core.models import build_model
+    from attnrank.runs.store import save_weights
 
     for arch in ("modernbert", "gpt2"):
         model = build_model(

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import fake_train
 
-from attnrank import store
 from attnrank.cli import main
-from attnrank.errors import ConfigError
+from attnrank.core.errors import ConfigError
+from attnrank.runs import store
 
 
 def _no_training(*args, **kwargs):
@@ -41,7 +41,7 @@ def test_a_temporary_or_misnamed_folder_is_never_a_result(private_store, monkeyp
     """docs/guarantees.md, "A killed run never shows up as a result": only folders named <arch>-<16 hex digits> whose
     marker names the same key are results (a `.tmp-KEY-PID` folder left by a kill after its marker was
     written is not listed)."""
-    monkeypatch.setattr("attnrank.train.train", fake_train(3.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(3.0))
     r = store.run(**CFG)
     shutil.copytree(r.path, private_store / f".tmp-{r.key}-12345")  # killed after the marker, before the rename
     other = "0123456789abcdef" if r.key != "0123456789abcdef" else "fedcba9876543210"
@@ -66,9 +66,9 @@ def test_forced_replacement_leaves_the_old_or_the_new_result(private_store, monk
     """docs/guarantees.md, "A killed run never shows up as a result": `force=True` replaces a stored run atomically: a
     process killed before any rename or delete of the replacement leaves the old or the new result,
     which `load_runs()` lists and `run()` serves without training; the next run cleans up what was left."""
-    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(1.0))
     old = store.run(**CFG)
-    monkeypatch.setattr("attnrank.train.train", fake_train(2.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(2.0))
     steps = []
 
     def counted(fn):
@@ -89,14 +89,14 @@ def test_forced_replacement_leaves_the_old_or_the_new_result(private_store, monk
         store.run(**CFG, force=True)
     monkeypatch.undo()
     monkeypatch.setenv("ATTNRANK_RUNS", str(private_store))
-    monkeypatch.setattr("attnrank.train.train", _no_training)
+    monkeypatch.setattr("attnrank.core.train.train", _no_training)
     listed = store.load_runs()
     assert len(listed) == 1 and listed.final_val_loss.iloc[0] in (1.0, 2.0)
     served = store.run(**CFG)
     assert not served.fresh and served.summary["final_val_loss"] in (1.0, 2.0)
     assert served.path == old.path  # an interrupted replacement is undone in place
     assert served.summary["final_val_loss"] == store.load_runs().final_val_loss.iloc[0]
-    monkeypatch.setattr("attnrank.train.train", fake_train(3.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(3.0))
     again = store.run(**CFG, force=True)
     assert again.fresh and again.summary["final_val_loss"] == 3.0
     assert _result_dirs(private_store) == [old.path.name] and not list(
@@ -108,17 +108,17 @@ def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_resul
     """docs/guarantees.md, "A killed run never shows up as a result": a process killed by SIGKILL after it
     renamed the old result aside and before it renamed the new one in leaves the old result, which
     `load_runs()` lists and `run()` serves without training, back under its own name."""
-    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(1.0))
     old = store.run(**CFG)
     code = f"""
         import os, signal, sys
         sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
-        import attnrank.train
-        from attnrank import store
+        import attnrank.core.train
+        from attnrank.runs import store
         from conftest import fake_train
         from test_store_faults import CFG
 
-        attnrank.train.train = fake_train(2.0)
+        attnrank.core.train.train = fake_train(2.0)
         real_replace = os.replace
 
         def replace(src, dst):
@@ -138,7 +138,7 @@ def test_sigkill_between_the_renames_of_a_forced_replacement_keeps_the_old_resul
     )
     assert child.returncode == -9, child.stderr[-2000:]
     assert not old.path.exists() and (private_store / f".old-{old.path.name}").is_dir()  # killed in the gap
-    monkeypatch.setattr("attnrank.train.train", _no_training)
+    monkeypatch.setattr("attnrank.core.train.train", _no_training)
     assert store.load_runs().final_val_loss.tolist() == [1.0]
     served = store.run(**CFG)
     assert not served.fresh and served.path == old.path and served.summary["final_val_loss"] == 1.0
@@ -224,17 +224,17 @@ def test_a_marker_or_summary_of_the_wrong_shape_is_ignored_and_retrained(
     """docs/guarantees.md, "A killed run never shows up as a result": a run whose marker, config or summary is valid JSON
     of the wrong shape is ignored with a warning by `load_runs()`, `attnrank runs` and `run()` (which
     trains it again); the other runs of the store are still served."""
-    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(1.0))
     good = store.run(**CFG, seed=1)
     bad = store.run(**CFG)
     _damage(bad.path, how)
-    with caplog.at_level(logging.WARNING, logger="attnrank.store"):
+    with caplog.at_level(logging.WARNING, logger="attnrank.runs.store"):
         assert list(store.load_runs().key) == [good.key]
     assert "damaged" in caplog.text and bad.path.name in caplog.text
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
     assert good.key in out and bad.key not in out
-    monkeypatch.setattr("attnrank.train.train", fake_train(2.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(2.0))
     again = store.run(**CFG)
     assert again.fresh and again.path == bad.path and again.summary["final_val_loss"] == 2.0
     assert sorted(store.load_runs().key) == sorted([good.key, bad.key])
@@ -283,20 +283,20 @@ def test_a_read_only_store_serves_its_runs_and_names_the_variable_when_asked_to_
     since tests run as root, for whom file modes do not stop writes."""
     if not shutil.which("unshare") or not _can_mount_readonly(tmp_path):
         pytest.skip("no unprivileged read-only bind mounts here (unshare -rm)")
-    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(1.0))
     stored = store.run(**CFG)
     code = """
         import json, sys
         import pytest
-        import attnrank.train
-        from attnrank import store
+        import attnrank.core.train
+        from attnrank.runs import store
         from attnrank.cli import main
-        from attnrank.errors import ConfigError
+        from attnrank.core.errors import ConfigError
 
         def no_training(*a, **k):
             raise SystemExit("trained")
 
-        attnrank.train.train = no_training
+        attnrank.core.train.train = no_training
         r = store.run(arch="gpt2", profile="ci", max_steps=7)
         listed = list(store.load_runs().key)
         listing = main(["runs"])
@@ -326,7 +326,7 @@ def test_a_store_that_refuses_writes_serves_its_runs(private_store, monkeypatch)
     serves it, and a run to train gives a ConfigError naming ATTNRANK_RUNS."""
     import errno
 
-    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(1.0))
     stored = store.run(**CFG)
     real_open, real_mkdir = os.open, os.mkdir
 
@@ -345,7 +345,7 @@ def test_a_store_that_refuses_writes_serves_its_runs(private_store, monkeypatch)
 
     monkeypatch.setattr(os, "open", no_write_open)
     monkeypatch.setattr(os, "mkdir", no_mkdir)
-    monkeypatch.setattr("attnrank.train.train", _no_training)
+    monkeypatch.setattr("attnrank.core.train.train", _no_training)
     r = store.run(**CFG)
     assert r.key == stored.key and not r.fresh
     assert list(store.load_runs().key) == [stored.key]
@@ -362,7 +362,7 @@ def test_a_store_path_that_is_a_file_is_named_in_one_line(tmp_path, monkeypatch,
     path = tmp_path / "a-file"
     path.write_text("not a folder")
     monkeypatch.setenv("ATTNRANK_RUNS", str(path))
-    monkeypatch.setattr("attnrank.train.train", _no_training)
+    monkeypatch.setattr("attnrank.core.train.train", _no_training)
     assert main(command) == 2
     err = capsys.readouterr().err
     assert err.startswith("attnrank: error: ATTNRANK_RUNS:") and err.count("\n") == 1 and str(path) in err
@@ -377,7 +377,7 @@ def test_a_store_path_that_cannot_be_created_is_named(tmp_path, monkeypatch, cap
     line naming ATTNRANK_RUNS and exit status 2 when a run must be trained."""
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "a-file" / "runs"))
-    monkeypatch.setattr("attnrank.train.train", _no_training)
+    monkeypatch.setattr("attnrank.core.train.train", _no_training)
     assert main(["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("attnrank: error: ATTNRANK_RUNS:") and err.count("\n") == 1
@@ -390,7 +390,7 @@ def test_load_runs_names_an_unknown_filter_column(private_store, monkeypatch):
         store.load_runs({"bogus": 1})
     assert e.value.param == "filter" and "bogus" in str(e.value) and "tau" in str(e.value)
     assert store.load_runs({"tau": 1.0}).empty
-    monkeypatch.setattr("attnrank.train.train", fake_train(1.0))
+    monkeypatch.setattr("attnrank.core.train.train", fake_train(1.0))
     r = store.run(**CFG, tau=0.5)
     assert list(store.load_runs({"tau": 0.5}).key) == [r.key] and store.load_runs({"tau": [2.0]}).empty
     with pytest.raises(ConfigError) as e:

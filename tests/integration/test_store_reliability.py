@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnrank import store
 from attnrank.cli import main
-from attnrank.errors import RunDamaged
-from attnrank.profiles import resolve_config
+from attnrank.core.errors import RunDamaged
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import store
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 CFG = dict(arch="gpt2", profile="ci", max_steps=3)
@@ -63,7 +63,7 @@ def test_a_stopped_lock_holder_is_named_while_waiting(runs, monkeypatch, capsys)
                 f"""
                 import sys, time
                 from pathlib import Path
-                from attnrank import store
+                from attnrank.runs import store
                 lock = store._acquire(Path({str(runs)!r}), {key!r}, "x")
                 print("HELD", flush=True)
                 time.sleep(600)
@@ -281,13 +281,13 @@ def test_a_real_full_data_folder(tmp_path, monkeypatch, capsys, size):
 
 
 def test_a_full_disk_while_caching_a_table_gives_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch):
-    """The table cache (attnrank.cache.cached) on a 64 KB tmpfs: a table too large to write is one ConfigError
+    """The table cache (attnrank.runs.cache.cached) on a 64 KB tmpfs: a table too large to write is one ConfigError
     naming ATTNRANK_DATA, and no partial Parquet file is left."""
     import numpy as np
     import pandas as pd
 
-    from attnrank import cache
-    from attnrank.errors import ConfigError
+    from attnrank.core.errors import ConfigError
+    from attnrank.runs import cache
 
     small = tmp_path / "small"
     if not shutil.which("mount") or not _tmpfs(small, "64k"):
@@ -298,7 +298,7 @@ def test_a_full_disk_while_caching_a_table_gives_one_line_and_leaves_no_temporar
         def big(n):
             return pd.DataFrame({"x": np.random.default_rng(0).random(n)})
 
-        big.__module__ = "attnrank.rank"  # a table the library computes (its module is part of the key)
+        big.__module__ = "attnrank.core.rank"  # a table the library computes (its module is part of the key)
         with pytest.raises(ConfigError) as e:
             cache.cached("big", big, n=100_000)
         assert e.value.param == "ATTNRANK_DATA" and "No space left on device" in str(e.value)

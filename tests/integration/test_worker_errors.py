@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from attnrank import grid
 from attnrank.cli import main
-from attnrank.errors import ConfigError, SweepFailed
-from attnrank.profiles import resolve_config
+from attnrank.core.errors import ConfigError, SweepFailed
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import grid
 
 EXECUTORS = [
     "serial",
@@ -80,7 +80,7 @@ def test_an_exception_that_cannot_cross_is_reported_once_not_retried(runs, tmp_p
     (site / "sitecustomize.py").write_text(
         textwrap.dedent(
             """
-            import attnrank.store
+            import attnrank.runs.store
 
             class TwoArguments(Exception):
                 def __init__(self, a, b):
@@ -89,7 +89,7 @@ def test_an_exception_that_cannot_cross_is_reported_once_not_retried(runs, tmp_p
             def run(cfg, **kw):
                 raise TwoArguments("odd", "even")
 
-            attnrank.store.run = run
+            attnrank.runs.store.run = run
             """
         )
     )

@@ -1,4 +1,4 @@
-"""Content-free evaluation (attnrank.ablation) on constructed models whose answer is known, and its equality
+"""Content-free evaluation (attnrank.analysis.ablation) on constructed models whose answer is known, and its equality
 with the stock HF models where the two must agree."""
 
 import math
@@ -8,13 +8,14 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from attnrank import ablation, baselines, learned
-from attnrank.attention import ATTN_IMPLEMENTATION
-from attnrank.baselines import DATA_FIELDS, uniform_attention
-from attnrank.errors import ConfigError
-from attnrank.models import build_model
-from attnrank.probe import RankProbe, attention_probabilities
-from attnrank.section import worth
+from attnrank.analysis import ablation, baselines
+from attnrank.analysis.baselines import DATA_FIELDS, uniform_attention
+from attnrank.chapters import learned
+from attnrank.chapters.section import worth
+from attnrank.core.attention import ATTN_IMPLEMENTATION
+from attnrank.core.errors import ConfigError
+from attnrank.core.models import build_model
+from attnrank.core.probe import RankProbe, attention_probabilities
 
 V, N, D = 8, 8, 32  # tokens, positions, width of the constructed copy model
 COPY = 16  # first dimension of the subspace the attention output writes to

@@ -14,9 +14,9 @@ import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
 
-from attnrank import attention
-from attnrank.attention import ATTN_IMPLEMENTATION, get_tau, probabilities_requested, tempered_attention
-from attnrank.models import build_model, set_tau
+from attnrank.core import attention
+from attnrank.core.attention import ATTN_IMPLEMENTATION, get_tau, probabilities_requested, tempered_attention
+from attnrank.core.models import build_model, set_tau
 
 HIDDEN, HEADS, LAYERS, VOCAB, N = 32, 4, 2, 64, 10
 HEAD_DIM = HIDDEN // HEADS
@@ -427,7 +427,7 @@ def test_head_dim_sets_number_of_heads_in_the_attention(arch, head_dim, heads):
 @pytest.mark.parametrize("arch", ["bert", "modernbert", "gpt2"])
 def test_logit_hook_point_reproduces_the_probabilities(arch):
     """probe.attention_logits reads S = QK^T/(tau sqrt d) through capture_logits; softmax(S + mask) = A."""
-    from attnrank.probe import attention_logits, attention_probabilities
+    from attnrank.core.probe import attention_logits, attention_probabilities
 
     model = build_model(arch, hidden_size=32, num_layers=2, num_heads=4, tau=0.3, max_len=16, vocab_size=50, seed=3)
     ids = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(0))

@@ -1,12 +1,12 @@
-"""Count-based unigram / bigram baselines (attnrank.baselines) against hand-computed values."""
+"""Count-based unigram / bigram baselines (attnrank.analysis.baselines) against hand-computed values."""
 
 import math
 
 import numpy as np
 import pytest
 
-from attnrank import baselines
-from attnrank.errors import ConfigError
+from attnrank.analysis import baselines
+from attnrank.core.errors import ConfigError
 
 
 def _tiny():

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import cache, provenance
-from attnrank.errors import ConfigError
+from attnrank.core.errors import ConfigError
+from attnrank.runs import cache, provenance
 
 CALLS = []
 
@@ -21,7 +21,7 @@ def _table(n: int, scale: float = 1.0, label: str = "a") -> pd.DataFrame:
     return pd.DataFrame({"i": np.arange(n), "x": scale * np.arange(n, dtype=float), "label": label})
 
 
-_table.__module__ = "attnrank.synthetic"  # stands for a library function (its module's code is in the key)
+_table.__module__ = "attnrank.analysis.synthetic"  # stands for a library function (its module's code is in the key)
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_the_module_of_compute_is_in_the_code_hash():
         cache.table_key("toy", _table, {"n": 1})
     finally:
         provenance.code_hash = orig
-    assert "attnrank.synthetic" in roots[0] and set(provenance.RESULT_ROOTS) <= set(roots[0])
+    assert "attnrank.analysis.synthetic" in roots[0] and set(provenance.RESULT_ROOTS) <= set(roots[0])
 
 
 def test_changing_the_thread_count_recomputes(data):
@@ -113,7 +113,7 @@ def test_bad_arguments_fail_before_computing(data):
     def not_a_frame(n):
         return [n]
 
-    not_a_frame.__module__ = "attnrank.synthetic"
+    not_a_frame.__module__ = "attnrank.analysis.synthetic"
     with pytest.raises(ConfigError, match="compute"):
         cache.cached("toy", not_a_frame, n=3)
     assert CALLS == [] and not list((data / "cache" / "tables").glob("*.parquet"))

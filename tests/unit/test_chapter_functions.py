@@ -13,15 +13,17 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from attnrank import causal, protocol, rank, rules, seqlen, spectra, study  # noqa: E402
-from attnrank import measure as ms  # noqa: E402
-from attnrank.errors import ConfigError  # noqa: E402
-from attnrank.plots import causal as cplots  # noqa: E402
-from attnrank.plots import measure as mplots  # noqa: E402
-from attnrank.plots import theory as tplots  # noqa: E402
-from attnrank.rank import MEASURES  # noqa: E402
-from attnrank.stats import Estimate  # noqa: E402
-from attnrank.theory import experiments as tx  # noqa: E402
+from attnrank.analysis import rules, spectra
+from attnrank.analysis.stats import Estimate
+from attnrank.chapters import causal, protocol, seqlen, study
+from attnrank.chapters import measure as ms
+from attnrank.chapters import theory as tx
+from attnrank.core import rank
+from attnrank.core.errors import ConfigError
+from attnrank.core.rank import MEASURES
+from attnrank.plots import causal as cplots
+from attnrank.plots import measure as mplots
+from attnrank.plots import theory as tplots
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The run tables (attnrank.runs), the reference losses and regime (attnrank.baselines), the tables and
+"""The run tables (attnrank.chapters.tables), the reference losses and regime (attnrank.analysis.baselines), the tables and
 texts of the chapter modules and the figure helpers the chapters on trained models call, on small
 constructed tables (no training: every run table here is written by hand)."""
 
@@ -17,28 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import (
-    baselines,
-    book,
-    experiments,
-    glossary,
-    headdim,
-    loss,
-    profiles,
-    rank,
-    reproducibility,
-    rules,
-    runs,
-    sphinxext,
-    stats,
-)
-from attnrank.errors import ConfigError
-from attnrank.glossary import ARCH_NAMES, fmt_estimate
-from attnrank.plots import sweeps
-from attnrank.plots import training as tp
-from attnrank.profiles import PROFILES, resolve_config
-from attnrank.rules import DynamicsResult
-from attnrank.section import (
+from attnrank import book
+from attnrank.analysis import baselines, rules, stats
+from attnrank.analysis.rules import DynamicsResult
+from attnrank.analysis.stats import Estimate
+from attnrank.book import sphinxext
+from attnrank.chapters import headdim, loss, reproducibility, tables
+from attnrank.chapters.section import (
     Figure,
     Section,
     Table,
@@ -48,7 +33,14 @@ from attnrank.section import (
     regime_brief,
     regime_text,
 )
-from attnrank.stats import Estimate
+from attnrank.core import profiles, rank
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import PROFILES, resolve_config
+from attnrank.plots import sweeps
+from attnrank.plots import training as tp
+from attnrank.runs import experiments
+from attnrank.words import glossary
+from attnrank.words.glossary import ARCH_NAMES, fmt_estimate
 
 
 @pytest.fixture(autouse=True)
@@ -88,23 +80,23 @@ def _runs() -> pd.DataFrame:
 
 def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
     wide = _runs()
-    monkeypatch.setattr(runs, "table", lambda configs, long: wide.copy())
-    monkeypatch.setattr(runs, "main_sweep", lambda *a, **k: [])
-    monkeypatch.setattr(runs, "resolve_config", lambda arch, profile: type("C", (), {"head_dim": 16})())
-    d = runs.main_runs("ci")
+    monkeypatch.setattr(tables, "table", lambda configs, long: wide.copy())
+    monkeypatch.setattr(tables, "main_sweep", lambda *a, **k: [])
+    monkeypatch.setattr(tables, "resolve_config", lambda arch, profile: type("C", (), {"head_dim": 16})())
+    d = tables.main_runs("ci")
     assert set(d[d.head_dim == 16].sweep) == {"temperature grid"}
     assert set(d[d.head_dim == 8].sweep) == {"head-dimension grid"}
     assert len(d) == len(wide)
 
 
 def test_sweep_facts_count_runs_seeds_and_failures():
-    facts = runs.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
+    facts = tables.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
     assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24}
 
 
 def test_caption_counts_runs_once_and_seeds():
     d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
-    assert runs.caption(d, "ci") == "The ci profile, 3 runs, 2 seeds per setting"
+    assert tables.caption(d, "ci") == "The ci profile, 3 runs, 2 seeds per setting"
 
 
 def test_grid_correlations_per_temperature_and_architecture():
@@ -128,27 +120,27 @@ def test_head_changes_is_the_largest_relative_change_of_one_head():
         for step, values in ((0, first), (20, last)):
             for head, v in enumerate(values):
                 rows.append(dict(arch=a, when=f"step {step}", step=step, layer=0, head=head, value=v))
-    out = runs.head_changes(pd.DataFrame(rows))
+    out = tables.head_changes(pd.DataFrame(rows))
     assert out == {"modernbert": pytest.approx(0.5), "gpt2": pytest.approx(0.4)}  # |3-2|/2 ; |6-10|/10
     # GPT-2 trained twice as long: each architecture between its own first and last step
     longer = pd.DataFrame(rows).assign(step=lambda d: np.where((d.arch == "gpt2") & (d.step == 20), 40, d.step))
-    assert runs.head_changes(longer) == out
+    assert tables.head_changes(longer) == out
 
 
 def test_means_at_names_each_setting_and_architecture():
     init = pd.DataFrame({"arch": ["modernbert", "gpt2"], "tau": [1.0, 1.0], "logit_sd": [0.1, 0.2]})
-    assert runs.means_at(init, "logit_sd", {"x": 1.0}, prefix="p_") == {"p_x_modernbert": 0.1, "p_x_gpt2": 0.2}
-    assert math.isnan(runs.means_at(init, "logit_sd", {"y": 0.5})["y_modernbert"])
+    assert tables.means_at(init, "logit_sd", {"x": 1.0}, prefix="p_") == {"p_x_modernbert": 0.1, "p_x_gpt2": 0.2}
+    assert math.isnan(tables.means_at(init, "logit_sd", {"y": 0.5})["y_modernbert"])
 
 
 def test_divergence_is_said_once_with_each_diverged_run():
     d = _runs()
-    assert runs.divergence(d, "x") == {
+    assert tables.divergence(d, "x") == {
         "x_n_failed": 1,
         "x_diverged": "1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is nan)",
     }
-    assert runs.divergence(d[d.status == "complete"], "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
-    assert runs.divergence(d, "x", listed=False)["x_diverged"] == "1 diverged"
+    assert tables.divergence(d[d.status == "complete"], "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
+    assert tables.divergence(d, "x", listed=False)["x_diverged"] == "1 diverged"
 
 
 def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram_model(monkeypatch):
@@ -266,7 +258,7 @@ def test_environment_and_profile_tables():
             assert steps[p] == str(own["gpt2"])
         else:
             assert steps[p] == ", ".join(f"{ARCH_NAMES[a]} {n}" for a, n in sorted(own.items(), key=lambda x: -x[1]))
-    from attnrank.experiments import SWEEP_DEFAULTS
+    from attnrank.runs.experiments import SWEEP_DEFAULTS
 
     seeds = grids.set_index("grid").loc["seeds", "ci"]
     assert seeds == ", ".join(map(str, SWEEP_DEFAULTS["ci"]["seeds"]))

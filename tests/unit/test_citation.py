@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnrank.errors import ConfigError
-from attnrank.sphinxext import citation
+from attnrank.book.sphinxext import citation
+from attnrank.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

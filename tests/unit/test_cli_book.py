@@ -7,7 +7,7 @@ import torch
 
 from attnrank import book
 from attnrank.cli import main
-from attnrank.errors import ConfigError
+from attnrank.core.errors import ConfigError
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ from attnrank.errors import ConfigError
     ],
 )
 def test_cli_errors_are_one_line_with_exit_status_2(argv, param, capsys, monkeypatch):
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"attnrank: error: {param}:") and "\n" not in err and "Traceback" not in err
@@ -85,7 +85,7 @@ def test_verdict_must_be_one_of_three_and_is_a_record():
 def test_verdict_glues_its_parts_and_every_measure_and_checks_names(monkeypatch):
     """A verdict glues its badge, line, effect, units, regime and summary, and its status under every rank
     measure as ``{name}_status__{measure}``."""
-    from attnrank.rank import MEASURES
+    from attnrank.core.rank import MEASURES
 
     glued = {}
     monkeypatch.setattr(book, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
@@ -108,7 +108,7 @@ def test_verdict_glues_its_parts_and_every_measure_and_checks_names(monkeypatch)
     "kw, text", [({"high": 1.0}, "(0, 1]"), ({"low": 2.0}, "[2, inf)"), ({"low": 2.0, "high": 3.0}, "[2, 3]")]
 )
 def test_range_errors_name_the_range(kw, text):
-    from attnrank.errors import check_positive_float
+    from attnrank.core.errors import check_positive_float
 
     with pytest.raises(ConfigError) as e:
         check_positive_float("x", 1.5 if "low" in kw else 4.0, **kw)
@@ -133,10 +133,9 @@ def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, m
     section takes one) and writes each verdict's status, effect, n and regime, then the regime the models reached."""
     import pandas as pd
 
-    from attnrank import causal, dynamics, headdim, learned, loss, measure, protocol, target, temp
+    from attnrank.chapters import causal, dynamics, headdim, learned, loss, measure, protocol, target, temp, theory
+    from attnrank.chapters.section import Section, Verdict
     from attnrank.cli import main
-    from attnrank.section import Section, Verdict
-    from attnrank.theory import experiments as theory
 
     asked = []
     for module in (measure, dynamics, protocol, loss, temp, headdim, causal, theory, target):
@@ -160,7 +159,7 @@ def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, m
         "temp",
         "headdim",
         "causal",
-        "experiments",
+        "theory",
         "target",
         "regime",
     ]

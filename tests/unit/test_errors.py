@@ -11,7 +11,7 @@ import pkgutil
 import pytest
 
 import attnrank
-from attnrank.errors import ConfigError, WorkerError, portable
+from attnrank.core.errors import ConfigError, WorkerError, portable
 
 
 def _exception_classes() -> list[type]:
@@ -83,14 +83,15 @@ def test_an_exception_that_cannot_be_unpickled_becomes_a_named_worker_error():
 
 
 def test_import_attnrank_loads_no_torch():
-    """`import attnrank` (the errors a caller catches) loads neither torch nor transformers; `attnrank.attention`
-    is loaded, and registered, when first asked for."""
+    """`import attnrank` (the errors a caller catches) loads neither torch nor transformers; importing
+    `attnrank.core.attention` loads torch and registers the tempered attention."""
     import subprocess
     import sys
 
     code = (
         "import sys, attnrank; assert 'torch' not in sys.modules and 'transformers' not in sys.modules; "
-        "attnrank.attention.ATTN_IMPLEMENTATION; assert 'torch' in sys.modules; print('ok')"
+        "import attnrank.core.attention as a, transformers; assert a.ATTN_IMPLEMENTATION in "
+        "transformers.AttentionInterface._global_mapping; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
@@ -103,7 +104,16 @@ def test_the_wording_modules_load_no_torch():
     import subprocess
     import sys
 
-    modules = ["glossary", "section", "verdicts", "typeset", "book", "plots.style", "measures", "sitecheck"]
+    modules = [
+        "words.glossary",
+        "chapters.section",
+        "analysis.verdicts",
+        "words.typeset",
+        "book",
+        "plots.style",
+        "core.measures",
+        "book.sitecheck",
+    ]
     code = (
         "import importlib, sys\n"
         f"for m in {modules!r}: importlib.import_module('attnrank.' + m)\n"

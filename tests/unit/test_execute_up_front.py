@@ -1,4 +1,4 @@
-"""The up-front executor (:mod:`attnrank.upfront`): which notebooks it caches, which it tries once
+"""The up-front executor (:mod:`attnrank.book.upfront`): which notebooks it caches, which it tries once
 more alone, and which it leaves to myst-nb. Executions are faked (no kernel) and the pool is a
 thread pool here; the real pool and kernels are in ``tests/integration/test_upfront.py``."""
 
@@ -11,7 +11,7 @@ import pytest
 from jupyter_cache import get_cache
 from jupyter_cache.cache.db import NbProjectRecord
 
-from attnrank import upfront
+from attnrank.book import upfront
 
 
 class FakeExecution:
@@ -73,7 +73,7 @@ def test_training_progress_goes_to_the_terminal_from_a_notebook_kernel(monkeypat
 
     from tqdm.std import tqdm as plain
 
-    from attnrank import grid
+    from attnrank.runs import grid
 
     fake = types.ModuleType("IPython")
     fake.get_ipython = lambda: types.SimpleNamespace(kernel=object())

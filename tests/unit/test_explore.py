@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import explore
-from attnrank.errors import ConfigError
-from attnrank.profiles import resolve_config
-from attnrank.rank import MEASURES, rank_measures, singular_values
-from attnrank.store import Attention
+from attnrank.chapters import explore
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import resolve_config
+from attnrank.core.rank import MEASURES, rank_measures, singular_values
+from attnrank.runs.store import Attention
 
 
 def _attention(arch: str, T=3, L=2, S=2, H=2, n=8, seed=0) -> Attention:
@@ -32,7 +32,7 @@ def _attention(arch: str, T=3, L=2, S=2, H=2, n=8, seed=0) -> Attention:
 
 @dataclass
 class FakeRun:
-    """What the export reads of a run (:class:`attnrank.runs.Run`'s interface)."""
+    """What the export reads of a run (:class:`attnrank.chapters.tables.Run`'s interface)."""
 
     run_config: object
     key: str

@@ -18,12 +18,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from attnrank import measure as ms  # noqa: E402
-from attnrank import protocol, seqlen  # noqa: E402
-from attnrank.plots import measure as pms  # noqa: E402
-from attnrank.rank import MEASURES  # noqa: E402
-from attnrank.stats import Estimate  # noqa: E402
-from attnrank.theory import experiments as tx  # noqa: E402
+from attnrank.analysis.stats import Estimate
+from attnrank.chapters import measure as ms
+from attnrank.chapters import protocol, seqlen
+from attnrank.chapters import theory as tx
+from attnrank.core.rank import MEASURES
+from attnrank.plots import measure as pms
 
 MODULES = ("causal", "measure", "protocol", "seqlen", "sweeps", "theory", "training")
 #: Public functions of the plot modules that draw no figure of their own.
@@ -237,7 +237,7 @@ def _matrices():
 
 
 def _attention_examples():
-    n = 10  # the book's (attnrank.spectra.attention_examples), so the token labels are as crowded as there
+    n = 10  # the book's (attnrank.analysis.spectra.attention_examples), so the token labels are as crowded as there
     rng = np.random.default_rng(0)
     rows, spectra = [], []
     for a in ARCHS:
@@ -546,7 +546,7 @@ def _samples() -> dict:
 
 
 def cells_args():
-    from attnrank.causal import CELL_LABELS, CELLS
+    from attnrank.chapters.causal import CELL_LABELS, CELLS
 
     outcomes = {"initial": "initial", "during": "during", "final_val_loss": "loss"}
     return (_causal_table(), outcomes, CELLS, dict(CELL_LABELS)), {}

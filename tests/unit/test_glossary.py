@@ -1,11 +1,14 @@
-"""The book's vocabulary and number formatter (attnrank.glossary): one rule for every printed number."""
+"""The book's vocabulary and number formatter (attnrank.words.glossary): one rule for every printed number."""
 
 import numpy as np
 import pytest
 
-from attnrank import glossary, provenance, rank, rules
-from attnrank.glossary import fmt, fmt_column, fmt_estimate, fmt_setting, per_arch
-from attnrank.stats import Estimate
+from attnrank.analysis import rules
+from attnrank.analysis.stats import Estimate
+from attnrank.core import rank
+from attnrank.runs import provenance
+from attnrank.words import glossary
+from attnrank.words.glossary import fmt, fmt_column, fmt_estimate, fmt_setting, per_arch
 
 
 def test_fmt_writes_one_number_by_one_rule():
@@ -52,7 +55,9 @@ def test_per_arch_names_a_setting_the_architectures_differ_in():
 def test_every_table_vocabulary_covers_its_names_in_words():
     import dataclasses
 
-    from attnrank import experiments, presets, profiles, synthetic
+    from attnrank.analysis import synthetic
+    from attnrank.core import profiles
+    from attnrank.runs import experiments, presets
 
     fields = {f.name for f in dataclasses.fields(profiles.RunConfig)} - {"arch", "profile"}
     assert set(glossary.SETTING_LABELS) == fields
@@ -108,7 +113,7 @@ def test_fmt_estimate_writes_value_interval_and_n():
 
 
 def test_the_vocabulary_is_the_run_configs_and_has_a_label_for_every_measure():
-    from attnrank import profiles
+    from attnrank.core import profiles
 
     assert glossary.ARCHS is profiles.ARCHS and glossary.TAU_RANGE is profiles.TAU_RANGE
     assert glossary.MEASURES is rank.MEASURES and rules.PRIMARY_MEASURE in glossary.RANK_MEASURES
@@ -127,6 +132,6 @@ def test_words_are_outside_every_result_hash(roots):
 
 
 def test_a_count_of_zero_is_written_in_words():
-    from attnrank.glossary import fmt_count
+    from attnrank.words.glossary import fmt_count
 
     assert [fmt_count(n, "run") for n in (0, 1, 3)] == ["no runs", "1 run", "3 runs"]

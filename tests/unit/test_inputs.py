@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from attnrank.cli import main
-from attnrank.errors import ConfigError
-from attnrank.profiles import RunConfig, profile_defaults, resolve_config
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import RunConfig, profile_defaults, resolve_config
 
 
 def _direct(**changes) -> RunConfig:
@@ -26,7 +26,7 @@ def test_every_field_of_a_run_config_has_a_check():
     """docs/guarantees.md, "Bad input fails first": every RunConfig field has a type and range check in one table
     (FIELD_CHECKS); the ends of the ranges are accepted (seed 0 and 2**32 - 1, weight_decay 0, dropout
     0)."""
-    from attnrank.profiles import FIELD_CHECKS
+    from attnrank.core.profiles import FIELD_CHECKS
 
     assert set(FIELD_CHECKS) == {f.name for f in dataclasses.fields(RunConfig)}
     assert FIELD_CHECKS["seed"]("seed", 2**32 - 1) == 2**32 - 1 and FIELD_CHECKS["seed"]("seed", 0) == 0
@@ -84,7 +84,7 @@ def test_every_field_is_checked_whichever_way_a_config_is_built(bad, param):
 def test_max_len_is_bounded_by_memory(monkeypatch):
     """docs/guarantees.md, "Bad input fails first": max_len is bounded by the machine's memory through the run's peak
     estimate (memory_estimate): the bound named in the message is accepted, one more is rejected."""
-    from attnrank import profiles
+    from attnrank.core import profiles
 
     monkeypatch.setattr(profiles, "_memory_limit", lambda: 2 * 10**9)
     with pytest.raises(ConfigError) as e:
@@ -102,7 +102,7 @@ def test_max_len_is_bounded_by_memory(monkeypatch):
 def test_numpy_numbers_become_plain_numbers_with_the_same_key():
     """docs/guarantees.md, "Bad input fails first": NumPy numbers are accepted and stored as plain int/float, so the run
     key is the same as for the plain value; integer-valued floats are accepted for integer fields."""
-    from attnrank.store import run_key
+    from attnrank.runs.store import run_key
 
     cfg = resolve_config("gpt2", "ci", tau=np.float32(0.25), seed=np.int64(3), hidden_size=np.float64(64.0))
     plain = resolve_config("gpt2", "ci", tau=0.25, seed=3, hidden_size=64)
@@ -115,7 +115,7 @@ def test_numpy_numbers_become_plain_numbers_with_the_same_key():
 def test_build_model_rejects_a_dropout_string():
     """docs/guarantees.md, "Bad input fails first": build_model checks dropout with the run config's check (a string is a
     ConfigError)."""
-    from attnrank.models import build_model
+    from attnrank.core.models import build_model
 
     with pytest.raises(ConfigError) as e:
         build_model("gpt2", hidden_size=32, num_layers=1, num_heads=2, max_len=16, vocab_size=64, dropout="0.1")
@@ -147,7 +147,7 @@ def test_command_line_errors_are_one_line_with_exit_status_2(argv, param, capsys
     """docs/guarantees.md, "Bad input fails first": every command-line input error (wrong type, missing or unknown option
     or command, invalid value) prints one line on stderr, starting with the parameter's name, no usage
     block, and exits with status 2; `--tau -inf` parses and is rejected by the tau check."""
-    monkeypatch.setattr("attnrank.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(argv) == 2
     captured = capsys.readouterr()
     err = captured.err

@@ -7,14 +7,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from attnrank import rules
-from attnrank.errors import ConfigError
-from attnrank.glossary import fmt_estimate
-from attnrank.protocol import set_early_effect
-from attnrank.rules import DynamicsResult, LossResult
-from attnrank.section import INITIAL_BRIEF, INITIAL_REGIME, Verdict, by_measure_table, regime_brief
-from attnrank.stats import Estimate
-from attnrank.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from attnrank.analysis import rules
+from attnrank.analysis.rules import DynamicsResult, LossResult
+from attnrank.analysis.stats import Estimate
+from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from attnrank.chapters.protocol import set_early_effect
+from attnrank.chapters.section import INITIAL_BRIEF, INITIAL_REGIME, Verdict, by_measure_table, regime_brief
+from attnrank.core.errors import ConfigError
+from attnrank.words.glossary import fmt_estimate
 
 TEXT = dict(finding="A short line.", effect="1 [0, 2]", n="4 runs", regime="r", summary="s")
 #: What a row of the intro's table pastes besides the claim: the badge, the effect, its n and the regime.
@@ -22,7 +22,7 @@ ROW_LIMIT = 25
 
 
 def _dynamics_verdict(results: dict, gaps: dict, primary: str) -> Verdict:
-    """The verdict as :func:`attnrank.dynamics.section` builds it: the gated status on every measure."""
+    """The verdict as :func:`attnrank.chapters.dynamics.section` builds it: the gated status on every measure."""
     gate = rules.learned_gate(results[primary].halves, gaps)
     by = {m: rules.learned_gate(r.halves, gaps).status for m, r in results.items()}
     return Verdict("dynamics", gate.status, by_measure=by, brief=regime_brief(gate, at_reference=True), **TEXT)

@@ -2,7 +2,7 @@
 cached table's key; a verdict rule and the training path are.
 
 Each test edits a copy of the library's source (the code hash reads the files of the package
-folder, ``attnrank.provenance._ROOT``) and compares the keys before and after the edit, with a
+folder, ``attnrank.runs.provenance._ROOT``) and compares the keys before and after the edit, with a
 control edit that must change them, so a test that cannot fail would show.
 """
 
@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from attnrank import cache, presets, provenance, store, synthetic
-from attnrank.profiles import resolve_config
-from attnrank.theory import tables
+from attnrank.analysis import synthetic
+from attnrank.analysis.theory import tables
+from attnrank.core.profiles import resolve_config
+from attnrank.runs import cache, presets, provenance, store
 
-PACKAGE = Path(provenance.__file__).resolve().parent
+PACKAGE = Path(provenance.__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -57,15 +58,15 @@ def _first_sentence(relative: str) -> str:
 @pytest.mark.parametrize(
     "relative",
     [
-        "dynamics.py",
-        "loss.py",
-        "temp.py",
-        "headdim.py",
-        "causal.py",
-        "measure.py",
-        "target.py",
-        "theory/experiments.py",
-        "learned.py",
+        "chapters/dynamics.py",
+        "chapters/loss.py",
+        "chapters/temp.py",
+        "chapters/headdim.py",
+        "chapters/causal.py",
+        "chapters/measure.py",
+        "chapters/target.py",
+        "chapters/theory.py",
+        "chapters/learned.py",
     ],
 )
 def test_rewording_a_sentence_of_a_chapter_module_re_keys_nothing(source, relative):
@@ -77,26 +78,26 @@ def test_rewording_a_sentence_of_a_chapter_module_re_keys_nothing(source, relati
 
 def test_renaming_a_label_or_changing_the_number_format_re_keys_nothing(source):
     before = _keys()
-    source("glossary.py", '"effective_rank": "effective rank"', '"effective_rank": "Roy-Vetterli rank"')
-    source("glossary.py", 'MINUS = "\\u2212"', 'MINUS = "-"')
+    source("words/glossary.py", '"effective_rank": "effective rank"', '"effective_rank": "Roy-Vetterli rank"')
+    source("words/glossary.py", 'MINUS = "\\u2212"', 'MINUS = "-"')
     assert _keys() == before
 
 
 def test_editing_a_chapter_size_re_keys_no_run(source):
     before = _keys()
     assert presets.PRESETS["theory"]["ci"]["mc_samples"] == 40
-    source("presets.py", "mc_samples=40,", "mc_samples=41,")
+    source("runs/presets.py", "mc_samples=40,", "mc_samples=41,")
     assert _keys()["run"] == before["run"]
 
 
 def test_a_rule_re_keys_the_tables_and_the_training_path_re_keys_the_runs(source):
     """The controls: the same comparison sees a change of a decision and of the training code."""
     before = _keys()
-    source("rules.py", "RHO_MIN = 0.5", "RHO_MIN = 0.6")
+    source("analysis/rules.py", "RHO_MIN = 0.5", "RHO_MIN = 0.6")
     after_rule = _keys()
     assert after_rule["run"] == before["run"] and after_rule["theory table"] != before["theory table"]
     source(
-        "train.py",
+        "core/train.py",
         '"""',
         '"""Edited. ',
     )

@@ -1,4 +1,4 @@
-"""The regime clause and the loss-against-baseline tables of attnrank.learned, on constructed runs."""
+"""The regime clause and the loss-against-baseline tables of attnrank.chapters.learned, on constructed runs."""
 
 import math
 
@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import baselines, learned, runs
-from attnrank.baselines import DATA_FIELDS
-from attnrank.errors import ConfigError
+from attnrank.analysis import baselines
+from attnrank.analysis.baselines import DATA_FIELDS
+from attnrank.chapters import learned
+from attnrank.chapters import tables as runs
+from attnrank.core.errors import ConfigError
 
 BASE = {
     "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "context_free": math.nan, "n_targets": 100},

@@ -1,4 +1,4 @@
-"""The learned gate (attnrank.rules.learned_gate): a verdict on trained models counts an architecture only
+"""The learned gate (attnrank.analysis.rules.learned_gate): a verdict on trained models counts an architecture only
 where every one of its reference runs meets the pre-registered target (at least LEARNED_MARGIN nats below the
 bigram count model, attention worth at least LEARNED_WORTH nats); constructed statuses, gaps and gains where the
 answer is known."""
@@ -9,9 +9,9 @@ import math
 
 import pytest
 
-from attnrank import rules
-from attnrank.errors import ConfigError
-from attnrank.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from attnrank.analysis import rules
+from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from attnrank.core.errors import ConfigError
 
 
 def test_a_model_that_has_not_learned_makes_its_case_inconclusive():
@@ -86,7 +86,7 @@ def test_learned_runs_holds_each_run_to_the_target(monkeypatch):
     and a run whose attention is worth too little have not learned; the gain is asked only of runs below."""
     import pandas as pd
 
-    from attnrank import baselines
+    from attnrank.analysis import baselines
 
     monkeypatch.setattr(baselines, "baseline_losses", lambda r: {"bigram": 3.0})
     runs = pd.DataFrame(

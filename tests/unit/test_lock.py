@@ -10,7 +10,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from attnrank import provenance, sphinxext
+from attnrank.book import sphinxext
+from attnrank.runs import provenance
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
@@ -103,7 +104,7 @@ def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, 
 def test_a_recorded_check_is_read_from_its_record(tmp_path):
     """The reproducibility chapter shows each recorded check (the scale check, the second corpus): each verdict's
     status by name, its regime and the build's facts; without a record, it says so."""
-    from attnrank import reproducibility as rp
+    from attnrank.chapters import reproducibility as rp
 
     assert set(rp.CHECK_FOLDERS) == {"scale", "stdlib"}
     folder = tmp_path / "scale"

@@ -8,10 +8,9 @@ import pytest
 import torch
 from transformers import BertForMaskedLM, GPT2LMHeadModel
 
-from attnrank import grid
-from attnrank.errors import ConfigError, check_choice, check_positive_float, check_positive_int
-from attnrank.models import build_model, set_tau
-from attnrank.profiles import (
+from attnrank.core.errors import ConfigError, check_choice, check_positive_float, check_positive_int
+from attnrank.core.models import build_model, set_tau
+from attnrank.core.profiles import (
     ARCH_DEFAULTS,
     ARCHS,
     PROFILES,
@@ -23,6 +22,7 @@ from attnrank.profiles import (
     resolve_heads,
     resolve_profile,
 )
+from attnrank.runs import grid
 
 KW = dict(hidden_size=32, num_layers=2, max_len=16, vocab_size=64)
 
@@ -246,8 +246,8 @@ def test_run_config_properties():
 
 
 def _resolve_config():
-    pytest.importorskip("attnrank.data")
-    from attnrank.profiles import resolve_config
+    pytest.importorskip("attnrank.core.data")
+    from attnrank.core.profiles import resolve_config
 
     return resolve_config
 

@@ -108,7 +108,7 @@ def test_rank_vs_tau_highlight_baselines_and_scales():
 
 def test_rank_vs_tau_requires_columns():
     """A missing column raises attnrank.ConfigError naming the data parameter and the column."""
-    from attnrank.errors import ConfigError
+    from attnrank.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="mean") as err:
         pm.rank_vs_tau(_tau_data().drop(columns="mean"))

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from attnrank import book, plots
-from attnrank.errors import ConfigError
+from attnrank.core.errors import ConfigError
 from attnrank.plots import measure, style, sweeps, theory, training
 
 
@@ -30,8 +30,8 @@ def test_check_columns_raises_config_error_naming_the_parameter_and_columns():
 
 def test_glossary_follows_the_book_notation():
     """tau is the temperature ratio with T = tau sqrt(d_h); the head dimension is d_h; measures use their labels."""
-    from attnrank.glossary import MEASURE_LABELS
-    from attnrank.rank import MEASURES
+    from attnrank.core.rank import MEASURES
+    from attnrank.words.glossary import MEASURE_LABELS
 
     assert style.axis_label("tau") == "temperature ratio $\\tau$\n(temperature $T = \\tau\\sqrt{d_h}$)"
     assert style.axis_label("head_dim", log=True) == r"head dimension $d_h$, log scale"

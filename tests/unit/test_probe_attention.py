@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnrank.errors import ConfigError
-from attnrank.models import build_model
-from attnrank.probe import RankProbe, attention_probabilities
-from attnrank.profiles import resolve_config
-from attnrank.train import attention_steps, probe_steps
+from attnrank.core.errors import ConfigError
+from attnrank.core.models import build_model
+from attnrank.core.probe import RankProbe, attention_probabilities
+from attnrank.core.profiles import resolve_config
+from attnrank.core.train import attention_steps, probe_steps
 
 
 def test_attention_steps_are_first_last_and_log_spaced_probe_steps():
@@ -52,8 +52,8 @@ def test_probe_keeps_the_first_sequences_at_the_chosen_steps_only(one_thread):
 @pytest.mark.parametrize("arch", ["modernbert", "gpt2"])
 def test_the_probe_reads_the_backbone_and_gets_the_whole_models_attention_and_logits(arch, one_thread):
     """The probes run ``model.base_model`` (no LM head); attention and logits are the whole model's, bit for bit."""
-    from attnrank.attention import capture_logits
-    from attnrank.probe import _backbone, attention_logits
+    from attnrank.core.attention import capture_logits
+    from attnrank.core.probe import _backbone, attention_logits
 
     model = build_model(
         arch, hidden_size=16, num_layers=2, num_heads=2, max_len=12, vocab_size=50, dropout=0.0, tau=0.5

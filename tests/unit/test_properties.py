@@ -16,7 +16,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from attnrank.rank import (
+from attnrank.core.rank import (
     DEFAULT_MEASURES,
     MEASURES,
     attention_entropy,

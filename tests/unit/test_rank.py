@@ -1,4 +1,4 @@
-"""Unit tests of attnrank.rank: numerical, study, effective and stable rank, entropy, rank_measures."""
+"""Unit tests of attnrank.core.rank: numerical, study, effective and stable rank, entropy, rank_measures."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnrank.errors import ConfigError
-from attnrank.rank import (
+from attnrank.core.errors import ConfigError
+from attnrank.core.rank import (
     DEFAULT_MEASURES,
     MEASURES,
     STUDY_ATOL,
@@ -447,7 +447,7 @@ def test_rank_measures_explicit_batch_dim_equals_default_for_probe_layout():
 
 
 def test_threaded_singular_values_equal_one_batched_call():
-    from attnrank.rank import singular_values
+    from attnrank.core.rank import singular_values
 
     A = torch.softmax(
         torch.randn(3, 50, 16, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3, -1

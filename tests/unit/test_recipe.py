@@ -1,13 +1,13 @@
-"""The recipe study's design (attnrank.recipe) and the budget arithmetic of attnrank.learned, without training."""
+"""The recipe study's design (attnrank.chapters.recipe) and the budget arithmetic of attnrank.chapters.learned, without training."""
 
 import math
 
 import pandas as pd
 import pytest
 
-from attnrank import learned, recipe
-from attnrank.errors import ConfigError
-from attnrank.profiles import profile_defaults, resolve_config
+from attnrank.chapters import learned, recipe
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import profile_defaults, resolve_config
 
 
 def test_every_variant_moves_one_lever_from_the_default():

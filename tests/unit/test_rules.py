@@ -1,10 +1,10 @@
-"""The training chapters' verdict rules (attnrank.rules) on constructed run tables with known answers."""
+"""The training chapters' verdict rules (attnrank.analysis.rules) on constructed run tables with known answers."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import rules
+from attnrank.analysis import rules
 
 TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
 

@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import causal, rules
-from attnrank.errors import ConfigError
+from attnrank.analysis import rules
+from attnrank.chapters import causal
+from attnrank.core.errors import ConfigError
 
 SEED = np.array([-0.05, -0.02, 0.0, 0.02, 0.05])  # a seed's effect, shared by its five runs
 #: each run's own noise: per cell, five values of mean 0 and sd 0.0016

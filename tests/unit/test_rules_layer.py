@@ -1,6 +1,6 @@
 """Library functions the chapters on trained models call for their tables, texts and references:
-`attnrank.rules` (text and tables of the verdicts, relative change, convergence speed) and
-`attnrank.baselines` (uniform attention, logit scale, the P1 staircase and its check, the i.i.d. limit)."""
+`attnrank.analysis.rules` (text and tables of the verdicts, relative change, convergence speed) and
+`attnrank.analysis.baselines` (uniform attention, logit scale, the P1 staircase and its check, the i.i.d. limit)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import baselines, dynamics, headdim, loss, rules, temp, theory
-from attnrank.errors import ConfigError
-from attnrank.rank import MEASURES, rank_measures
-from attnrank.stats import Estimate
-from attnrank.verdicts import Verdict
+from attnrank.analysis import baselines, rules, theory
+from attnrank.analysis.stats import Estimate
+from attnrank.analysis.verdicts import Verdict
+from attnrank.chapters import dynamics, headdim, loss, temp
+from attnrank.core.errors import ConfigError
+from attnrank.core.rank import MEASURES, rank_measures
 
 
 def test_uniform_attention_and_its_ranks():
@@ -248,7 +249,7 @@ def test_bound_holds_text_says_every_one_or_how_many_fail():
 
 def test_multiplicity_counts_from_the_number_of_verdicts():
     """12 verdicts at 95%: 0.6 expected decided by chance, Bonferroni level 0.05 / 12 = 0.0042."""
-    from attnrank import reproducibility
+    from attnrank.chapters import reproducibility
 
     m = reproducibility.multiplicity(12)
     assert m == {
@@ -264,7 +265,7 @@ def test_multiplicity_counts_from_the_number_of_verdicts():
 
 def test_causal_answer_text_by_status():
     """Each status in words; an unresolved temperature effect says there is nothing to split."""
-    from attnrank import causal
+    from attnrank.chapters import causal
 
     def arch(status, temp_effect):
         return rules.ArchResult(Verdict(status, _est(0.1, -0.1, 0.3), 0.0, "above"), parts={"temperature": temp_effect})
@@ -298,7 +299,7 @@ def test_causal_answer_text_by_status():
 def test_seq_len_content_free_text_says_uniform_attention_passes():
     """Uniform causal attention (effective rank 13.6 at n = 32) is below the bound 21.2: a content-free model
     passes, and the largest trained gap is found (GPT-2 at n = 64, 2.0 from 27.0, 7%)."""
-    from attnrank import seqlen
+    from attnrank.chapters import seqlen
 
     d = pd.DataFrame(
         {

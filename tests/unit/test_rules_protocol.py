@@ -7,10 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from attnrank import rules
-from attnrank.errors import ConfigError
-from attnrank.stats import Estimate
-from attnrank.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from attnrank.analysis import rules
+from attnrank.analysis.stats import Estimate
+from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from attnrank.core.errors import ConfigError
 
 
 def E(value, low, high, n=1000):

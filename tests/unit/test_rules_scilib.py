@@ -10,13 +10,14 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank import measure as ms
-from attnrank import rank, spectra
-from attnrank import target as tg
-from attnrank.errors import ConfigError
-from attnrank.presets import PRESETS, preset, preset_table
-from attnrank.rank import MEASURES, rank_measures, singular_values
-from attnrank.theory import experiments as tx
+from attnrank.analysis import spectra
+from attnrank.chapters import measure as ms
+from attnrank.chapters import target as tg
+from attnrank.chapters import theory as tx
+from attnrank.core import rank
+from attnrank.core.errors import ConfigError
+from attnrank.core.rank import MEASURES, rank_measures, singular_values
+from attnrank.runs.presets import PRESETS, preset, preset_table
 
 
 # --------------------------------------------------------------------------- measure
@@ -232,9 +233,10 @@ def test_presets_sit_beside_the_profiles_and_print():
 def test_run_presets_sit_beside_the_profiles_and_print():
     """The runs chapters train at other sizes than the build's profile (sequence lengths, the causal
     chapter) are set in one table beside the profiles, which the reproducibility chapter prints."""
-    from attnrank import causal, experiments
-    from attnrank.presets import RUN_PRESETS, run_preset_table
-    from attnrank.profiles import PROFILES
+    from attnrank.chapters import causal
+    from attnrank.core.profiles import PROFILES
+    from attnrank.runs import experiments
+    from attnrank.runs.presets import RUN_PRESETS, run_preset_table
 
     assert experiments.SEQ_LEN_PRESET is RUN_PRESETS["seq_len"]
     assert causal.PRESETS["quick"] == ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20})

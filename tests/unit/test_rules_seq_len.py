@@ -1,4 +1,4 @@
-"""The sequence-length verdict rule (attnrank.rules.seq_len_rule) on constructed run tables,
+"""The sequence-length verdict rule (attnrank.analysis.rules.seq_len_rule) on constructed run tables,
 at and around its threshold, the study's bound (1 - 1/e) n + 1, and the table behind it."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from attnrank import rules, seqlen
-from attnrank.errors import ConfigError
+from attnrank.analysis import rules
+from attnrank.chapters import seqlen
+from attnrank.core.errors import ConfigError
 
 BOUND = {n: (1 - math.exp(-1)) * n + 1 for n in (32, 64)}  # 21.227..., 41.455...
 

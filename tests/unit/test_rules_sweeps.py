@@ -1,4 +1,4 @@
-"""The temperature and head-dimension verdict rules (attnrank.rules) on constructed run tables with known answers."""
+"""The temperature and head-dimension verdict rules (attnrank.analysis.rules) on constructed run tables with known answers."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnrank import rules as sv
-from attnrank import stats, temp
-from attnrank.errors import ConfigError
-from attnrank.rank import RANK_MEASURES
+from attnrank.analysis import rules as sv
+from attnrank.analysis import stats
+from attnrank.chapters import temp
+from attnrank.core.errors import ConfigError
+from attnrank.core.rank import RANK_MEASURES
 
 TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
 HEAD_DIMS = (4, 8, 16, 32)
@@ -238,7 +239,7 @@ def test_fine_peaks_bracket_a_known_peak_between_its_grid_neighbours():
 
 
 def test_lever_windows_move_each_lever_over_the_same_factor():
-    from attnrank import headdim
+    from attnrank.chapters import headdim
 
     w = headdim.lever_windows("quick", 128, 32, 0.001)
     at, taus, dims = w["stock"]

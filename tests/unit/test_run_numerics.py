@@ -1,11 +1,12 @@
-"""The numerics of a run (attnrank.train.run_numerics): what training sets, and what it restores; the attention
+"""The numerics of a run (attnrank.core.train.run_numerics): what training sets, and what it restores; the attention
 ablation evaluates stored runs under the same context."""
 
 from __future__ import annotations
 
 import torch
 
-from attnrank import ablation, train
+from attnrank.analysis import ablation
+from attnrank.core import train
 
 
 def _subnormal_survives() -> bool:

@@ -1,4 +1,4 @@
-"""The book rules of the site checker (attnrank.sitecheck.BOOK_RULES: a page reads as a book), each on a page that
+"""The book rules of the site checker (attnrank.book.sitecheck.BOOK_RULES: a page reads as a book), each on a page that
 breaks it and on one that does not."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from attnrank import sitecheck
-from attnrank.sitecheck import Page
+from attnrank.book import sitecheck
+from attnrank.book.sitecheck import Page
 
 
 def _findings(name: str, html: str, page: str = "chapters/x.html", site=None) -> list[str]:
@@ -136,7 +136,7 @@ def test_a_data_link_must_reach_a_file_and_the_command_reports_and_fails(tmp_pat
 
 
 def test_typeset_turns_ascii_maths_into_symbols_outside_code_and_tex():
-    from attnrank.typeset import typeset
+    from attnrank.words.typeset import typeset
 
     assert typeset("s = 10 = 1/sqrt(tau), tau = 0.01; +-1 sd at d_h + 1") == "s = 10 = 1/√τ, τ = 0.01; ±1 sd at dₕ + 1"
     assert typeset("init x s, evaluation tau, each tau run") == "init × s, evaluation τ, each τ run"

@@ -1,4 +1,4 @@
-"""Checks of attnrank.stats against scipy.stats, exact enumeration and hand-computed values."""
+"""Checks of attnrank.analysis.stats against scipy.stats, exact enumeration and hand-computed values."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from attnrank import stats as S
-from attnrank.errors import ConfigError
-from attnrank.verdicts import classify
+from attnrank.analysis import stats as S
+from attnrank.analysis.verdicts import classify
+from attnrank.core.errors import ConfigError
 
 TAUS7 = np.geomspace(1e-3, 1.0, 7)
 
@@ -23,7 +23,7 @@ def test_estimate_tuple_compatibility():
     v, lo, hi = e
     assert (v, lo, hi) == (0.391, -0.0512, 0.7149) and e[1] == -0.0512
     assert e.as_dict()["n"] == 14 and e.has_interval
-    assert not hasattr(e, "text")  # numbers are written by attnrank.glossary, outside the result hash
+    assert not hasattr(e, "text")  # numbers are written by attnrank.words.glossary, outside the result hash
 
 
 def test_estimate_rejects_bad_fields():

@@ -1,4 +1,4 @@
-"""Checks of the high-rank-target toy (attnrank.synthetic) and of P3, P4, P5 on it."""
+"""Checks of the high-rank-target toy (attnrank.analysis.synthetic) and of P3, P4, P5 on it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from attnrank import synthetic as Y
-from attnrank import theory as T
-from attnrank.errors import ConfigError
-from attnrank.rank import numerical_rank
+from attnrank.analysis import synthetic as Y
+from attnrank.analysis import theory as T
+from attnrank.core.errors import ConfigError
+from attnrank.core.rank import numerical_rank
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

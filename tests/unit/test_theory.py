@@ -1,4 +1,4 @@
-"""Checks of the propositions in attnrank.theory on random instances with fixed seeds.
+"""Checks of the propositions in attnrank.analysis.theory on random instances with fixed seeds.
 
 Each proposition is a bound or an identity; a violated bound fails the test.
 """
@@ -10,9 +10,9 @@ import math
 import pytest
 import torch
 
-from attnrank import theory as T
-from attnrank.errors import ConfigError
-from attnrank.rank import numerical_rank, singular_values, study_rank
+from attnrank.analysis import theory as T
+from attnrank.core.errors import ConfigError
+from attnrank.core.rank import numerical_rank, singular_values, study_rank
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -212,11 +212,11 @@ def test_temperature_is_applied_once():
     assert torch.allclose(T.logit_halfrange(S, 0.5), ((S.amax(-1) - S.amin(-1)) / 1.0).amax(-1))
     res = T.monte_carlo_rank(16, 4, 3, tau=0.5, measures=("stable_rank",), seed=5)["stable_rank"][1]
     S5 = T.sample_logits(16, 4, 3, generator=torch.Generator().manual_seed(5))
-    from attnrank.rank import rank_measures
+    from attnrank.core.rank import rank_measures
 
     ref = rank_measures(torch.softmax(S5 / 0.5, -1), measures=("stable_rank",))["stable_rank"]
     assert torch.allclose(res, ref)
-    assert not hasattr(T, "mean_ci") and not hasattr(T, "MCResult")  # one mean_ci: attnrank.stats
+    assert not hasattr(T, "mean_ci") and not hasattr(T, "MCResult")  # one mean_ci: attnrank.analysis.stats
 
 
 # ------------------------------------------------------------------------------- P0

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from attnrank import stats as S
+from attnrank.analysis import stats as S
+from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict, classify, combine, judge
 from attnrank.book import VERDICTS
-from attnrank.errors import ConfigError
-from attnrank.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict, classify, combine, judge
+from attnrank.core.errors import ConfigError
 
 NAN = float("nan")
 

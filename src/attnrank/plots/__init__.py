@@ -22,7 +22,7 @@ matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-from .style import COLUMN_WIDTH, FONT_SIZE, MIN_FONT_SIZE, PALETTE  # the plot grammar
+from .style import COLUMN_WIDTH, FONT_SIZE, MIN_FONT_SIZE, PALETTE
 
 __all__ = [
     "cell_labels_fit",
@@ -74,7 +74,7 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.0, height: fl
 
 #: What each figure of the measure, theory, protocol, causal and target chapters looks like, for a reader
 #: who cannot see it (the image's alt text; the chapter modules of the other chapters give theirs with
-#: each :class:`attnrank.section.Figure`). Keyed by the figure's glue name.
+#: each :class:`attnrank.chapters.section.Figure`). Keyed by the figure's glue name.
 ALT_TEXT = {
     "measure_spectra_tau1": "Line charts of the singular values of real attention matrices against their index on a "
     "log scale, ModernBERT and GPT-2, trained and at initialisation, with horizontal threshold lines.",

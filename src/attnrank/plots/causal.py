@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..experiments import CELLS, PRESETS, twin_scale
-from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
+from ..runs.experiments import CELLS, PRESETS, twin_scale
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
 from . import figure, figure_legend, new_figure
 from .style import MIN_FONT_SIZE, SYMBOLS, fmt_tau
 
@@ -80,7 +80,7 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
     coloured by its training temperature; a circle at the training temperature itself.
 
     Args:
-        df: rows of :func:`attnrank.causal.eval_temperatures` with ``arch``, ``seed``, ``train_tau``.
+        df: rows of :func:`attnrank.chapters.causal.eval_temperatures` with ``arch``, ``seed``, ``train_tau``.
     """
     archs = sorted(df.arch.unique())
     fig, axes = new_figure(len(archs), 2, width=width, height=height, squeeze=False, sharex=True)
@@ -114,9 +114,9 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
 def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str, n_seeds: int, n_runs: int):
     """:func:`cells` for the causal chapter, as ``(figure, data, name, caption)`` for :func:`attnrank.book.show`.
 
-    ``table``: :func:`attnrank.causal.outcomes` for ``measure`` at temperature ``tau``; the panels
+    ``table``: :func:`attnrank.chapters.causal.outcomes` for ``measure`` at temperature ``tau``; the panels
     are the initial rank, the mean rank through training and the final loss, the cells in
-    :data:`attnrank.causal.CELLS` order (the ``tau`` cell named with its value).
+    :data:`attnrank.chapters.causal.CELLS` order (the ``tau`` cell named with its value).
     """
     label = MEASURE_LABELS[measure]
     labels = {
@@ -144,7 +144,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
 def intervention_figure(inter: pd.DataFrame, *, measure: str, tau: float, seeds, profile: str):
     """:func:`intervention` for the causal chapter, as ``(figure, data, name, caption)``.
 
-    ``inter``: :func:`attnrank.causal.intervention` of the runs at ``tau = 1`` and ``tau`` of ``seeds``.
+    ``inter``: :func:`attnrank.chapters.causal.intervention` of the runs at ``tau = 1`` and ``tau`` of ``seeds``.
     """
     label = MEASURE_LABELS[measure]
     n_runs = inter.groupby(["arch", "train_tau", "seed"]).ngroups

@@ -8,8 +8,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
-from ..glossary import ARCH_LABELS
-from ..profiles import ARCH_ORDER
+from ..core.profiles import ARCH_ORDER
+from ..words.glossary import ARCH_LABELS
 from . import figure_legend, new_figure
 from .style import BASELINE_COLOR, check_columns, fmt_tau
 
@@ -48,7 +48,7 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
     coloured by its temperature, and the count baselines as black lines.
 
     Args:
-        curves: rows of :func:`attnrank.learned.curves` (``arch, tau, seed, flop, val_loss`` and the
+        curves: rows of :func:`attnrank.chapters.learned.curves` (``arch, tau, seed, flop, val_loss`` and the
             baseline columns).
     """
     check_columns(curves, ["arch", "tau", "seed", "flop", "val_loss", *BASELINE_STYLES], "curves")
@@ -96,7 +96,7 @@ def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: 
     recipe joined by a line; the bigram at 0 (dashed) and the two-sided model (dash-dot, BERT).
 
     Args:
-        table: :func:`attnrank.recipe.results` (``arch, variant, lever, flop, cpu_seconds, gap_bigram,
+        table: :func:`attnrank.chapters.recipe.results` (``arch, variant, lever, flop, cpu_seconds, gap_bigram,
             gap_two_sided``).
         x: ``"flop"`` or ``"cpu_seconds"``.
     """

@@ -15,9 +15,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from .. import rank
-from ..glossary import ARCH_LABELS, ARCHS
-from ..spectra import EPS32, EPS64, REFERENCE
+from ..analysis.spectra import EPS32, EPS64, REFERENCE
+from ..core import rank
+from ..words.glossary import ARCH_LABELS, ARCHS
 from . import figure, figure_legend, new_figure, shared_xlabel
 from .style import (
     FONT_SIZE,
@@ -450,7 +450,7 @@ def measure_points(
 
 # ---------------------------------------------------------------- the chapter's figures with data and caption
 # Each returns ``(figure, data, name, caption)``, the arguments of :func:`attnrank.book.show`; ``setting``
-# is :class:`attnrank.measure.Setting`.
+# is :class:`attnrank.chapters.measure.Setting`.
 
 
 @figure
@@ -475,7 +475,7 @@ def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, set
 
 @figure
 def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
-    """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.measure.summarise`),
+    """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.chapters.measure.summarise`),
     beside the uniform causal matrix and ``n`` (:func:`baselines`)."""
     fig = measure_points(at1, baselines(causal, setting.n), col="arch", hue="state")
     return (
@@ -493,7 +493,7 @@ def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
 @figure
 def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str):
     """The rank measures of trained models against the temperature (``ref``: the reference pipeline's
-    :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
+    :func:`attnrank.chapters.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
     fig = rank_vs_tau(
         ref, baselines(causal, setting.n, temperature=True), col="arch", hue="measure", highlight=highlight
     )
@@ -534,7 +534,7 @@ def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame,
 @figure
 def precision_figure(by_tau: pd.DataFrame, setting):
     """Each rank measure against the temperature for the three precision pipelines (the float64
-    reference bold; ``by_tau``: :func:`attnrank.measure.summarise` by ``arch, tau, pipeline, measure``)."""
+    reference bold; ``by_tau``: :func:`attnrank.chapters.measure.summarise` by ``arch, tau, pipeline, measure``)."""
     fig = precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=REFERENCE)
     return (
         fig,
@@ -556,7 +556,7 @@ def attention_patterns(matrices: pd.DataFrame, spectra_table: pd.DataFrame, labe
     row's matrices on a log axis (the study's absolute threshold ``eps`` dotted).
 
     Args:
-        matrices: :func:`attnrank.spectra.attention_examples` matrices with an ``arch`` column.
+        matrices: :func:`attnrank.analysis.spectra.attention_examples` matrices with an ``arch`` column.
         spectra_table: its spectra, with ``arch``.
         labels: ``{arch: token strings}``.
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
-from ..glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS
-from ..rules import PRIMARY_MEASURE
+from ..analysis.rules import PRIMARY_MEASURE
+from ..runs.experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS
 from . import figure
 from .sweeps import effect_forest
 from .training import change_distribution, trajectories
@@ -27,7 +27,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
     validation loss through training, one run (the first seed) per temperature.
 
     Args:
-        records: :class:`attnrank.study.Records` (:func:`attnrank.study.load`).
+        records: :class:`attnrank.chapters.study.Records` (:func:`attnrank.chapters.study.load`).
         eval_log: the ``eval_log`` table of the first seed's runs (columns ``arch``, ``tau``,
             ``seed``, ``step``, ``val_loss``).
         profile: named in the caption.
@@ -73,7 +73,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
 
 @figure
 def draws_figure(draws: pd.DataFrame, records, n_draws: int, profile: str):
-    """The study's statistic over random draws (:func:`attnrank.study.study_draws`) at step 0
+    """The study's statistic over random draws (:func:`attnrank.chapters.study.study_draws`) at step 0
     and at the last probe step, one dot per draw; the data is those draws with a ``when`` column."""
     n_train, n_test = STUDY_EXAMPLES
     ends = pd.concat([draws[draws.step == 0], records.at_final_step(draws)])
@@ -130,7 +130,7 @@ def our_view(records, profile: str):
 
 @figure
 def set_early_figure(by_step: pd.DataFrame, profile: str, rho_min: float, *, learned: bool = True):
-    """Spearman's rho (:func:`attnrank.study.rank_by_step`) at each probe step against the last,
+    """Spearman's rho (:func:`attnrank.chapters.study.rank_by_step`) at each probe step against the last,
     per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without
     its ``estimate`` objects. ``learned``: whether ``by_step`` reads the runs that learned (else every
     complete run, as the caption then says)."""

@@ -1,4 +1,4 @@
-"""The figure of rank against sequence length (theory chapter), from :func:`attnrank.seqlen.seq_len_table`."""
+"""The figure of rank against sequence length (theory chapter), from :func:`attnrank.chapters.seqlen.seq_len_table`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import NullLocator
 
-from ..errors import ConfigError
-from ..glossary import ARCH_LABELS, MEASURE_LABELS
+from ..core.errors import ConfigError
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS
 from . import PALETTE, figure, new_figure
 from .style import MIN_FONT_SIZE
 

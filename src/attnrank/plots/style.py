@@ -4,9 +4,9 @@ and input checks, shared by every figure module.
 The labels follow the book's notation (theory chapter): the temperature *ratio* ``tau``
 (the softmax divides the logits ``QK^T / sqrt(d_h)`` by it, so the temperature is
 ``T = tau sqrt(d_h)``), the head dimension ``d_h``, the rank measures and the architectures by
-their names in :mod:`attnrank.glossary`. A figure module takes its words from :data:`SYMBOLS`
+their names in :mod:`attnrank.words.glossary`. A figure module takes its words from :data:`SYMBOLS`
 (inside a sentence or a legend title), :data:`LABELS` / :func:`axis_label` (axis and colour-bar
-labels), :func:`measure_label` and :data:`attnrank.glossary.ARCH_LABELS`; its colours from :data:`PALETTE`, :data:`MEASURE_COLORS`,
+labels), :func:`measure_label` and :data:`attnrank.words.glossary.ARCH_LABELS`; its colours from :data:`PALETTE`, :data:`MEASURE_COLORS`,
 :data:`TAU_CMAP` / :data:`HEAD_DIM_CMAP`; failed (diverged) runs are drawn with
 :data:`FAILED_COLOR` and :data:`FAILED_MARKER`. :func:`check_columns` checks a figure's data
 and raises :class:`attnrank.ConfigError`, like every other input check of the project.
@@ -20,9 +20,9 @@ import seaborn as sns
 from matplotlib import colors as mcolors
 from matplotlib.ticker import NullFormatter
 
-from ..errors import ConfigError
-from ..glossary import MEASURE_LABELS, fmt_setting
-from ..measures import MEASURES
+from ..core.errors import ConfigError
+from ..core.measures import MEASURES
+from ..words.glossary import MEASURE_LABELS, fmt_setting
 
 __all__ = [
     "COLUMN_WIDTH",
@@ -93,12 +93,12 @@ def _measure_colors() -> dict:
     return {name: colors[i % len(colors)] for i, name in enumerate(MEASURES)}
 
 
-#: One colour per rank measure (order of :data:`attnrank.rank.MEASURES`), shared by every figure.
+#: One colour per rank measure (order of :data:`attnrank.core.rank.MEASURES`), shared by every figure.
 MEASURE_COLORS = _measure_colors()
 
 
 def measure_label(name: str) -> str:
-    """Label of a rank measure (:data:`attnrank.glossary.MEASURE_LABELS`), of a loss column
+    """Label of a rank measure (:data:`attnrank.words.glossary.MEASURE_LABELS`), of a loss column
     (:data:`LABELS`), or the name itself."""
     return MEASURE_LABELS.get(name) or LABELS.get(name, str(name))
 

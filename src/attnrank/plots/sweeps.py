@@ -24,7 +24,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from ..glossary import ARCH_LABELS, fmt_setting
+from ..words.glossary import ARCH_LABELS, fmt_setting
 from . import PALETTE, figure, figure_legend, new_figure
 from .style import (
     BASELINE_COLOR,
@@ -430,7 +430,7 @@ def reference_lines(values: dict, label: str) -> pd.DataFrame:
     """Horizontal reference lines for :func:`by_setting`: one row per architecture and measure.
 
     Args:
-        values: ``{arch: {measure: value}}`` (for example :func:`attnrank.baselines.uniform_ranks`).
+        values: ``{arch: {measure: value}}`` (for example :func:`attnrank.analysis.baselines.uniform_ranks`).
         label: the legend entry of the lines.
 
     Returns the ``refs`` frame (``measure, label, x, hue, value``; ``x`` NaN: horizontal; ``hue``
@@ -450,7 +450,7 @@ def limit_lines(limits: pd.DataFrame, tau: float, label: str) -> pd.DataFrame:
     """:func:`reference_lines` of the rows of ``limits`` at temperature ratio ``tau`` (``numpy.isclose``).
 
     ``limits``: one row per ``arch, tau, measure`` with ``value`` (for example
-    :func:`attnrank.baselines.iid_limits`); the lines are labelled ``label``.
+    :func:`attnrank.analysis.baselines.iid_limits`); the lines are labelled ``label``.
     """
     at = limits[np.isclose(limits.tau, tau)]
     return reference_lines({a: g.set_index("measure").value.to_dict() for a, g in at.groupby("arch")}, label)

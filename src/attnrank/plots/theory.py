@@ -15,8 +15,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.colors import LogNorm
 
-from ..errors import ConfigError
-from ..glossary import fmt_setting
+from ..core.errors import ConfigError
+from ..words.glossary import fmt_setting
 from . import cell_labels_fit, figure, new_figure
 from .style import MIN_FONT_SIZE, PALETTE, SYMBOLS, axis_label, check_columns, decade_labels
 
@@ -525,10 +525,10 @@ def section_figure(name: str, section, sizes: dict, profile: str):
 
     Args:
         name: the check, one of ``p0``, ``p1_staircase``, ``p1_taylor``, ``p1p``, ``p2``, ``thm``.
-        section: the :class:`attnrank.theory.experiments.Check` that check returned (its
+        section: the :class:`attnrank.chapters.theory.Check` that check returned (its
             ``tables`` are drawn: ``spectrum``; ``sv`` and ``slopes``; ``bound``; ``sat`` and
             ``limit``; ``curves`` and ``thresholds``; ``mc`` and ``refs``).
-        sizes: the chapter's sizes (``attnrank.presets.preset("theory", profile)``), quoted in
+        sizes: the chapter's sizes (``attnrank.runs.presets.preset("theory", profile)``), quoted in
             the caption.
         profile: the profile named in the caption.
 

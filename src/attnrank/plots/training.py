@@ -18,7 +18,7 @@ from matplotlib import cm
 from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
-from ..glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
 from . import PALETTE, cell_labels_fit, figure, figure_legend, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
 from .style import FAILED_MARKER, FONT_SIZE, HEAD_DIM_CMAP, LABELS, MIN_FONT_SIZE, SYMBOLS, TAU_CMAP
@@ -598,7 +598,7 @@ def measure_trajectories(
 
     Args:
         data: tidy rows with ``measure, arch, tau, seed, status, step`` and ``y`` (the mean rank).
-        uniform: ``{arch: {measure: rank of uniform attention}}`` (:func:`attnrank.baselines.uniform_ranks`),
+        uniform: ``{arch: {measure: rank of uniform attention}}`` (:func:`attnrank.analysis.baselines.uniform_ranks`),
             drawn as the dotted baseline in the panels of ``archs``, labelled ``label``.
         highlight: the temperature ratio drawn bold.
 
@@ -629,7 +629,7 @@ def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
     one curve per temperature ratio (``tau = 1`` bold).
 
     Args:
-        curves: :func:`attnrank.runs.loss_curves` (``curve, arch, tau, seed, status, step, value``; nats).
+        curves: :func:`attnrank.chapters.tables.loss_curves` (``curve, arch, tau, seed, status, step, value``; nats).
         levels: ``{arch: loss level}`` drawn dotted in the training-loss panels (the convergence level).
         references: ``{arch: {label: nats}}`` drawn in the validation-loss panels (unigram and bigram models).
 
@@ -691,7 +691,7 @@ def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, reference
 
     Args:
         data: one row per run with ``arch, tau, head_dim, seed, status``, ``x`` and ``y``.
-        rho: ``{tau: {arch: Estimate}}`` (e.g. :func:`attnrank.loss.grid_correlations`), written in each
+        rho: ``{tau: {arch: Estimate}}`` (e.g. :func:`attnrank.chapters.loss.grid_correlations`), written in each
             panel's corner as ``ρ = value [low, high]`` and the number of runs; its keys are the rows, in order.
         references: ``{arch: {label: y}}``, drawn in every panel of that architecture (e.g. unigram and bigram
             losses).

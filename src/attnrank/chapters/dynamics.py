@@ -1,0 +1,336 @@
+"""Rank through training, the dynamics chapter: claim (i), the rank at initialisation predicts the final rank.
+
+:func:`section` selects the runs of the book's shared sweep, applies the pre-registered rule
+(:func:`attnrank.analysis.rules.dynamics_rule`) with every rank measure and returns the chapter's
+:class:`~attnrank.chapters.section.Section`: its numbers, five figures (rank through training for every
+measure, for every head dimension, final against initial rank, the relative change, the layer x
+head heat maps), its tables and its verdict. The correlation table and panel notes serve the loss
+chapter too (:func:`correlation_table`, :func:`correlation_notes`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import baselines, rules
+from ..analysis.rules import PRIMARY_MEASURE, RHO_MIN, DynamicsResult
+from ..analysis.verdicts import INCONCLUSIVE
+from ..core.errors import ConfigError
+from ..core.profiles import ARCH_ORDER, resolve_config, resolve_profile
+from ..plots import training as tplots
+from ..runs import experiments
+from ..runs.store import load_table
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, RANK_MEASURES, fmt, fmt_estimate, fmt_setting
+from . import tables
+from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
+
+__all__ = [
+    "PARAMETERS",
+    "section",
+    "correlation_table",
+    "correlation_notes",
+    "stability_rows",
+    "needed_runs",
+    "dynamics_summary",
+    "finding",
+]
+
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance", "dataset")
+
+
+def correlation_table(results: dict, outcome: str | None = None) -> pd.DataFrame:
+    """The correlations of :func:`attnrank.analysis.rules.dynamics_rule` or :func:`attnrank.analysis.rules.loss_rule`
+    with every measure, one row per measure and architecture: Spearman's rho across runs and within
+    temperatures (95% intervals), the stratified-permutation p within temperatures and the runs;
+    ``outcome``: a label for an ``outcome`` column (left out when None)."""
+    return pd.DataFrame(
+        [
+            {
+                "measure": MEASURE_LABELS[m],
+                **({"outcome": outcome} if outcome else {}),
+                "model": ARCH_LABELS[a],
+                "Spearman ρ [95% CI]": fmt_estimate(r.rho[a], n=False),
+                "within τ: ρ [95% CI]": fmt_estimate(r.within[a], n=False),
+                "p (within τ)": fmt(r.within[a].p, 3),
+                "runs": r.rho[a].n,
+            }
+            for m, r in results.items()
+            for a in r.rho
+        ]
+    )
+
+
+def correlation_notes(res) -> dict:
+    """Per architecture, the text drawn in a scatter panel for :func:`attnrank.analysis.rules.dynamics_rule` or
+    :func:`attnrank.analysis.rules.loss_rule`: Spearman's rho across runs, within temperatures and the number
+    of runs, on three lines."""
+    return {
+        a: f"ρ = {fmt_estimate(res.rho[a], n=False)}\nwithin τ: ρ = {fmt_estimate(res.within[a], n=False)}\n"
+        f"n = {res.rho[a].n} runs"
+        for a in res.rho
+    }
+
+
+def stability_rows(results: dict, shares: pd.DataFrame, tolerance: float) -> pd.DataFrame:
+    """The stability half of :func:`attnrank.analysis.rules.dynamics_rule` with every measure, for reading: per
+    measure and architecture the median relative change (95% order-statistic interval), the shares of
+    :func:`attnrank.analysis.rules.stability_table` and the runs."""
+    return pd.DataFrame(
+        [
+            {
+                "measure": MEASURE_LABELS[m],
+                "model": ARCH_LABELS[a],
+                "median Δrel [95% CI]": fmt_estimate(r.change[a], 0, n=False, percent=True),
+                f"stable (Δrel ≤ {fmt(tolerance, 0, percent=True)})": fmt(
+                    shares.loc[(m, a), "share_stable"], 0, percent=True
+                ),
+                "rank went up": fmt(shares.loc[(m, a), "share_increased"], 0, percent=True),
+                "largest Δrel": fmt(shares.loc[(m, a), "largest"], 0, percent=True),
+                "runs": r.change[a].n,
+            }
+            for m, r in results.items()
+            for a in r.change
+        ]
+    )
+
+
+def needed_runs(judged: dict, statuses: dict, *, prefix: str = "") -> list[str]:
+    """``["BERT (MLM) <prefix>12", ...]``: the runs each unresolved part of a verdict needs (``judged``:
+    ``{arch: Verdict}``, ``statuses``: ``{arch: status}``); a resolved part (supported or not supported)
+    needs none, as the conventions page says."""
+    return [
+        f"{ARCH_LABELS[a]} {prefix}{v.needed}" for a, v in judged.items() if statuses[a] == INCONCLUSIVE and v.needed
+    ]
+
+
+def dynamics_summary(res: DynamicsResult, *, n_seeds: int, tolerance: float) -> str:
+    """The summary of the dynamics verdict (:func:`attnrank.analysis.rules.dynamics_rule` on the primary
+    measure): the correlation and the median relative change per architecture, each half's status,
+    the within-temperature correlation and the runs a not-supported predictive half needs."""
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
+    needed = [
+        f"{ARCH_LABELS[a]} {v.needed}"
+        for (h, a), v in res.judged.items()
+        if h == "predictive" and v.status == INCONCLUSIVE and v.needed
+    ]
+    return (
+        f"On the {label}, across {', '.join(f'{res.rho[a].n} {ARCH_LABELS[a]}' for a in res.rho)} runs "
+        f"({n_seeds} seeds per setting), initial and final mean rank have Spearman ρ "
+        f"{fmt_estimate(res.rho['modernbert'], n=False)} (ModernBERT) and {fmt_estimate(res.rho['gpt2'], n=False)} (GPT-2), "
+        f"and the median relative change is {fmt_estimate(res.change['modernbert'], 0, n=False, percent=True)} (ModernBERT) "
+        f"and {fmt_estimate(res.change['gpt2'], 0, n=False, percent=True)} (GPT-2) against a "
+        f"{fmt(tolerance, 0, percent=True)} tolerance: "
+        + "; ".join(f"{h} half for {ARCH_NAMES[a]}: {v}" for (h, a), v in res.halves.items())
+        + ". "
+        f"Within temperatures the correlation is {fmt_estimate(res.within['modernbert'], n=False)} "
+        f"(ModernBERT, p = {fmt(res.within['modernbert'].p)}) and {fmt_estimate(res.within['gpt2'], n=False)} "
+        f"(GPT-2, p = {fmt(res.within['gpt2'].p)})."
+        + (f" Runs needed to resolve a correlation of {fmt(RHO_MIN, 1)}: {', '.join(needed)}." if needed else "")
+    )
+
+
+def finding(res: DynamicsResult, tolerance: float) -> str:
+    """The verdict in one line for the intro's table: each half in a few words with its number."""
+    rho = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.rho[a].value)}" for a in res.rho)
+    change = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.change[a].value, 0, percent=True)}" for a in res.change)
+    return f"Initial predicts final rank (ρ {rho}); median change {change} against {fmt(tolerance, 0, percent=True)}."
+
+
+def n_learned_text(learned: pd.DataFrame, ok: pd.DataFrame, archs) -> str:
+    """How many runs learned, per architecture: ``"9 of 18 GPT-2, 3 of 18 ModernBERT"``."""
+    return ", ".join(f"{int((learned.arch == a).sum())} of {int((ok.arch == a).sum())} {ARCH_NAMES[a]}" for a in archs)
+
+
+def section(
+    profile: str = "auto",
+    *,
+    seeds=None,
+    taus=None,
+    head_dims=None,
+    heatmap_tau: float = 1.0,
+    stable_tolerance: float = rules.STABLE_TOLERANCE,
+    dataset: str | None = None,
+) -> Section:
+    """The dynamics chapter: the runs of the shared sweep (trained where missing), the rule with every
+    rank measure, five figures, three tables and the ``dynamics`` verdict.
+
+    Args:
+        profile: the book's profile (``auto``: ``ATTNRANK_PROFILE``, else ``paper`` on CUDA and ``quick``).
+        seeds, taus, head_dims: the sweep's grids (None: the profile's).
+        heatmap_tau: the temperature ratio of the layer x head heat maps; one of the sweep's.
+        stable_tolerance: the largest relative change of a stable run (the rule's tolerance).
+        dataset: the training corpus (None: ``ATTNRANK_DATASET`` or Shakespeare).
+
+    Raises:
+        ConfigError: naming ``heatmap_tau`` when it is not a temperature of the sweep, or any
+        parameter the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    if not any(np.isclose(heatmap_tau, t) for t in grid["taus"]):
+        raise ConfigError(
+            "heatmap_tau",
+            f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): {', '.join(map(fmt_setting, grid['taus']))}",
+        )
+    m = PRIMARY_MEASURE
+    label = MEASURE_LABELS[m]
+    sweep = tables.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    ok = sweep[sweep.status == "complete"]
+    head_dim0 = resolve_config("modernbert", profile).head_dim
+    max_len, n_seeds = int(sweep.max_len.iloc[0]), int(sweep.seed.nunique())
+    tau_runs = sweep[sweep.sweep == "temperature grid"]
+    uniform = baselines.uniform_ranks(max_len)
+    summary = load_table(sweep, "rank_summary")
+    glue = {
+        **tables.sweep_facts("dynamics", sweep, grid),
+        "dynamics_rho_min": fmt(RHO_MIN, 1),
+        "dynamics_default_head_dim": head_dim0,
+        "dynamics_n": max_len,
+        "dynamics_steps": tables.steps_text(ok, "steps") if len(ok) else "no",
+        "dynamics_tolerance_pct": fmt(stable_tolerance, 0, percent=True),
+        "dynamics_heatmap_tau": fmt_setting(heatmap_tau),
+        "dynamics_primary_label": label,
+        "dynamics_uniform_causal": fmt(uniform["gpt2"][m], 1),
+    }
+    g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
+    glue["dynamics_gpt2_tau1_init"] = fmt(g1[f"initial_{m}"].mean(), 1)
+    glue["dynamics_gpt2_tau1_final"] = fmt(g1[f"final_{m}"].mean(), 1)
+    figures = []
+    glue.update(tables.divergence(sweep, "dynamics"))
+    section_tables = []
+
+    # rank through training, every measure (temperature grid)
+    d = summary[summary.key.isin(tau_runs.key)]
+    figures.append(
+        Figure(
+            "dynamics_rank_trajectories",
+            tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)"),
+            d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
+            f"Mean rank through training for every measure (rows), ModernBERT and GPT-2 (columns), one curve per "
+            f"temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ bold), head dimension {head_dim0}. Line: mean "
+            f"over seeds; band: range over seeds. Dotted: uniform attention (causal for GPT-2). "
+            f"{tables.caption(tau_runs, profile)}.",
+            "Grid of line charts, one row per rank measure and one column per model: mean attention rank against "
+            "training step, one coloured line per temperature, with a dotted line for uniform attention.",
+        )
+    )
+    # rank through training, every head dimension (primary measure)
+    hd_taus = sorted({1.0, min(grid["taus"])})
+    hd_runs = sweep[sweep.tau.isin(hd_taus)]
+    d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
+    figures.append(
+        Figure(
+            "dynamics_rank_trajectories_head_dim",
+            tplots.head_dim_trajectories(d, highlight=head_dim0, ylabel=label),
+            d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
+            f"Mean {label} through training for each head dimension $d_h$ (colour, log scale; $d_h$ = {head_dim0} "
+            f"bold) at fixed width, at $\\tau$ = {', '.join(map(fmt_setting, hd_taus))} (columns). Line: mean over "
+            f"seeds; band: range over seeds. {tables.caption(hd_runs, profile)}.",
+            "Line charts of the mean effective rank against training step, one line per head dimension, one panel "
+            "per model and temperature.",
+        )
+    )
+    # the rule with every measure, on the runs that learned (each held to the pre-registered target)
+    learned = ok[baselines.learned_runs(ok)]
+    archs = [a for a in ARCH_ORDER if a in set(ok.arch)]
+    glue["dynamics_n_learned"] = n_learned_text(learned, ok, archs)
+    results = {mm: rules.dynamics_rule(learned, mm, tolerance=stable_tolerance, archs=archs) for mm in RANK_MEASURES}
+    res = results[m]
+    for a in res.rho:
+        glue[f"dynamics_rho_{a}"] = fmt_estimate(res.rho[a])
+        glue[f"dynamics_within_{a}"] = fmt_estimate(res.within[a])
+        glue[f"dynamics_n_ok_{a}"] = res.rho[a].n
+    d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
+    figures.append(
+        Figure(
+            "dynamics_initial_vs_final",
+            tplots.run_scatter(
+                d,
+                x=f"initial_{m}",
+                y=f"final_{m}",
+                hue="tau",
+                identity=True,
+                annotations=correlation_notes(res),
+                xlabel=f"initial mean rank ({label})",
+                ylabel="final mean rank",
+            ),
+            d,
+            f"Final against initial mean {label}, one point per run of the shared sweep (temperature and "
+            f"head-dimension grids), colour: $\\tau$ (log scale). Dashed: final = initial. Text: Spearman's ρ "
+            f"(95% percentile bootstrap over runs) and the rank correlation within temperatures ($\\tau$ as a fixed "
+            f"effect). {tables.caption(sweep, profile)}.",
+            "Two scatter plots, ModernBERT and GPT-2, of final against initial mean effective rank per run, coloured by "
+            "temperature, with the identity line and the correlations written above each panel.",
+        )
+    )
+    section_tables.append(Table("dynamics_correlations", correlation_table(results)))
+    # how much a run's rank changes
+    change = rules.relative_change(ok, RANK_MEASURES)  # drawn for every complete run; the rule reads the learned
+    figures.append(
+        Figure(
+            "dynamics_relative_change",
+            tplots.change_distribution(
+                change,
+                x="rel_change",
+                y="measure",
+                y_labels=MEASURE_LABELS,
+                reference=stable_tolerance,
+                xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$",
+            ),
+            change,
+            f"Relative change of the mean rank from the first to the last probe, one dot per complete run, per "
+            f"rank measure and model (box: quartiles). Dotted: the stability tolerance "
+            f"{fmt(stable_tolerance, 0, percent=True)}. {tables.caption(sweep, profile)}.",
+            "Horizontal box plots with dots, one row per rank measure, of each run's relative change of mean rank "
+            "for ModernBERT and GPT-2, beside a dotted tolerance line.",
+        )
+    )
+    shares = rules.stability_table(change, stable_tolerance)
+    for a in res.change:
+        glue[f"dynamics_median_change_{a}"] = fmt_estimate(res.change[a], 0, percent=True)
+        for key, col in (
+            ("share_stable", "share_stable"),
+            ("share_increased", "share_increased"),
+            ("max_change", "largest"),
+        ):
+            glue[f"dynamics_{key}_{a}"] = fmt(shares.loc[(m, a), col], 0, percent=True)
+    section_tables.append(Table("dynamics_stability", stability_rows(results, shares, stable_tolerance)))
+    # layer by layer, head by head
+    heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == head_dim0)]
+    heat_ok = heat_runs[heat_runs.status == "complete"]
+    heat = tables.layer_head_means(heat_ok, m)
+    figures.append(
+        Figure(
+            "dynamics_layer_head",
+            tplots.layer_head_heatmaps(heat, value="value", cbar_label=label),
+            heat,
+            f"{label.capitalize()} of each layer (rows) and head (columns) at the first and the last probe, and "
+            f"their difference, $\\tau$ = {fmt_setting(heatmap_tau)}, head dimension {head_dim0}, mean over probe "
+            f"sequences and {heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of "
+            f"{len(heat_runs)}).",
+            "Heat maps, one row per model, of the effective rank of every layer and head at the first and the last "
+            "probe step and of their difference.",
+        )
+    )
+    for a, v in tables.head_changes(heat).items():
+        glue[f"dynamics_head_max_change_{a}"] = fmt(v, 0, percent=True)
+    # the verdict
+    gaps = baselines.bigram_gaps(ok)
+    gains = baselines.reference_gains(ok, worst=True)
+    gate = rules.learned_gate(res.halves, gaps, gains)
+    inp = baselines.regime_inputs(ok)
+    verdict = Verdict(
+        "dynamics",
+        gate.status,
+        finding(res, stable_tolerance),
+        "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)}" for a in res.rho),
+        f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
+        regime_text(gate, **inp),
+        dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(gate),
+        {mm: rules.learned_gate(r.halves, gaps, gains).status for mm, r in results.items()},
+        brief=regime_brief(gate, **inp),
+    )
+    section_tables.append(by_measure_table("dynamics_by_measure", verdict, m, results))
+    return Section("dynamics", glue, figures, section_tables, [verdict])

@@ -1,0 +1,286 @@
+"""Rank and loss, the loss chapter: claim (ii), a higher attention rank goes with a lower loss.
+
+:func:`section` reads the book's shared sweep, measures convergence speed against a level set from
+the data (:func:`attnrank.analysis.rules.convergence_speed`), applies the pre-registered rule
+(:func:`attnrank.analysis.rules.loss_rule`) with every rank measure and returns the chapter's
+:class:`~attnrank.chapters.section.Section`: four figures (loss curves beside count models, final loss and
+convergence speed against the initial rank, the head-dimension grid), the correlation table and the
+``loss`` verdict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import baselines, rules
+from ..analysis.rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
+from ..analysis.stats import spearman
+from ..core.profiles import ARCH_ORDER, resolve_config, resolve_profile
+from ..plots import training as tplots
+from ..runs import experiments
+from ..runs.store import load_table
+from ..words.glossary import (
+    ARCH_NAMES,
+    MEASURE_LABELS,
+    RANK_MEASURES,
+    fmt,
+    fmt_count,
+    fmt_estimate,
+    fmt_setting,
+    largest_first,
+)
+from . import tables
+from .dynamics import correlation_notes, correlation_table, n_learned_text, needed_runs
+from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
+
+__all__ = ["PARAMETERS", "section", "loss_summary", "finding", "grid_correlations", "cens_text"]
+
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth", "dataset")
+#: The outcomes the chapter correlates with the initial rank, with their labels.
+OUTCOMES = {"final_val_loss": "final validation loss (nats)", "steps_plot": "steps to reach the level"}
+
+
+def grid_correlations(runs_: pd.DataFrame, x: str, y: str, taus) -> dict:
+    """Spearman's rho (:func:`attnrank.analysis.stats.spearman`) of columns ``x`` and ``y`` over the runs at each
+    temperature ratio of ``taus`` and architecture: ``{tau: {arch: Estimate}}``."""
+    archs = sorted(runs_.arch.unique())
+    return {
+        t: {a: spearman(d[x], d[y]) for a in archs for d in [runs_[(runs_.arch == a) & np.isclose(runs_.tau, t)]]}
+        for t in taus
+    }
+
+
+def loss_summary(res: LossResult, *, n_seeds: int) -> str:
+    """The summary of the loss verdict (:func:`attnrank.analysis.rules.loss_rule` on the primary measure): the
+    correlation across runs and within temperatures per architecture, their statuses and the runs a
+    not-supported architecture needs."""
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
+    archs = list(res.rho)
+    needed = needed_runs(res.judged, res.per_arch, prefix="about ")
+    within = " and ".join(
+        f"{fmt_estimate(res.within[a], n=False)} ({ARCH_NAMES[a]}, {fmt_count(res.within[a].n, 'run')}"
+        + (f", p = {fmt(res.within[a].p)})" if res.within[a].n else ")")
+        for a in archs
+    )
+    across = " and ".join(f"{fmt_estimate(res.rho[a], n=False)} ({ARCH_NAMES[a]})" for a in archs)
+    return (
+        f"On the {label}, over the runs that learned ({n_seeds} seeds per setting), the rank correlation of initial "
+        f"mean rank and final validation loss within temperatures ($\\tau$ as a fixed effect), which decides, is "
+        f"{within}: " + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs) + ". Across runs, where "
+        f"the temperature moves both, Spearman ρ is {across}. The rule reads the 95% bootstrap intervals; the "
+        "stratified permutation p-values are shown beside them and, with this few runs in a temperature, need not "
+        "agree with them."
+        + (
+            f" Runs needed to resolve a within-temperature ρ of {fmt(LOSS_EFFECT, 1)}: {', '.join(needed)}."
+            if needed
+            else ""
+        )
+    )
+
+
+def cens_text(censored_at: dict) -> str:
+    """The step censored runs are drawn at (:func:`attnrank.analysis.rules.convergence_speed`), in words: ``"1025"``, or
+    per architecture when they differ (``"1025 for GPT-2, 525 for ModernBERT"``, latest first)."""
+    if len(set(censored_at.values())) <= 1:
+        return str(next(iter(censored_at.values()), ""))
+    order = largest_first(censored_at)
+    return ", ".join(f"{censored_at[a]} for {ARCH_NAMES.get(a, a)}" for a in order)
+
+
+def finding(res: LossResult) -> str:
+    """The verdict in one line for the intro's table."""
+    within = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.within[a].value)} (p = {fmt(res.within[a].p)})" for a in res.within)
+    across = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.rho[a].value)}" for a in res.rho)
+    return f"Initial rank against final loss within a temperature (decides): {within}; across runs ρ {across}."
+
+
+def section(
+    profile: str = "auto",
+    *,
+    seeds=None,
+    taus=None,
+    head_dims=None,
+    level_quantile: float = 0.75,
+    smooth: int = 3,
+    dataset: str | None = None,
+) -> Section:
+    """The loss chapter: the shared sweep's runs (trained where missing), convergence speed, the rule
+    with every rank measure, four figures, the correlation table and the ``loss`` verdict.
+
+    Args:
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.chapters.dynamics.section`).
+        level_quantile: the quantile of the runs' final training losses (per architecture) that sets
+            the convergence level.
+        smooth: logged training-loss points averaged before a run is tested against the level.
+
+    Raises:
+        ConfigError: for a parameter the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    m = PRIMARY_MEASURE
+    label = MEASURE_LABELS[m]
+    rank_label = f"initial mean rank ({label})"
+    sweep = tables.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    head_dim0, n_seeds = resolve_config("modernbert", profile).head_dim, int(sweep.seed.nunique())
+    train_log = load_table(sweep, "train_log")
+    sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
+    ok = sweep[sweep.status == "complete"]
+    glue = {
+        **tables.sweep_facts("loss", sweep, grid),
+        "loss_rho_effect": fmt(LOSS_EFFECT, 1),
+        "loss_primary_label": label,
+        **{f"loss_level_{a}": fmt(lv, 3) for a, lv in levels.items()},
+        "loss_level_quantile": fmt(level_quantile, 0, percent=True),
+        "loss_smooth": smooth,
+        "loss_n_censored": int(sweep.censored.sum()),
+        "loss_n_complete": len(ok),
+        "loss_cens_value": cens_text(cens_value),
+    }
+    losses = baselines.reference_losses(profile, sorted(sweep.arch.unique()), dataset)
+    refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in losses.items()}
+    tau_runs = sweep[sweep.sweep == "temperature grid"]
+    curves = tables.loss_curves(tau_runs)
+    glue.update(tables.divergence(sweep, "loss"))
+    figures = [
+        Figure(
+            "loss_curves",
+            tplots.loss_trajectories(curves, levels, refs),
+            curves,
+            f"Validation loss (top) and training loss (bottom) through training for each temperature ratio "
+            f"$\\tau$ (colour, log scale; $\\tau = 1$ bold), head dimension {head_dim0}. Line: mean over seeds; "
+            f"band: range over seeds. Dotted: the convergence level ({fmt(level_quantile, 0, percent=True)} "
+            f"quantile of the final training losses). Dashed and fine-dotted (validation panels): unigram and "
+            f"bigram count models on the same validation targets (written in a panel's corner when far off its "
+            f"range). Each panel has its own axis. {tables.caption(tau_runs, profile)}.",
+            "Four line charts: validation and training loss against training step for ModernBERT and GPT-2, one line "
+            "per temperature, with horizontal lines for the count models and the convergence level.",
+        )
+    ]
+    # the rule on the runs that learned (each held to the pre-registered target)
+    learned = ok[baselines.learned_runs(ok)]
+    archs = [a for a in ARCH_ORDER if a in set(ok.arch)]
+    glue["loss_n_learned"] = n_learned_text(learned, ok, archs)
+    results = {mm: rules.loss_rule(learned, mm, archs=archs) for mm in RANK_MEASURES}
+    res = results[m]
+    speed = {mm: rules.loss_rule(learned, mm, outcome="steps_plot", archs=archs) for mm in RANK_MEASURES}
+    hd_taus = sorted(sweep.tau[sweep.sweep == "head-dimension grid"].unique())
+    tau_min = min(grid["taus"])
+    hd_rho = grid_correlations(ok, f"initial_{m}", "final_val_loss", hd_taus)
+    for name, by_arch in {
+        "val_rho": res.rho,
+        "val_within": res.within,
+        "speed_rho": speed[m].rho,
+        "speed_within": speed[m].within,
+        "val_hdmin": hd_rho[tau_min],
+        **{f"val_hd{fmt_setting(t)}".replace(".", "p"): hd_rho[t] for t in hd_taus},
+    }.items():
+        for a, e in by_arch.items():
+            glue[f"loss_{name}_{a}"] = fmt_estimate(e)
+    glue["loss_tau_min"] = fmt_setting(tau_min)
+    cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss"]
+    cols += ["final_train_loss", "steps_to_level", "censored", "steps_plot"]
+    figures.append(
+        Figure(
+            "loss_final_vs_rank",
+            tplots.run_scatter(
+                sweep[cols],
+                x=f"initial_{m}",
+                y="final_val_loss",
+                hue="tau",
+                annotations=correlation_notes(res),
+                references=refs,
+                xlabel=rank_label,
+                ylabel="final validation loss (nats)",
+            ),
+            sweep[cols],
+            f"Final validation loss against the initial mean rank, one point per run of the shared sweep, colour: "
+            f"$\\tau$ (log scale); each model on its own axis. Text: Spearman's ρ (95% percentile bootstrap over runs) "
+            f"and the rank correlation within temperatures. Lines or corner notes: unigram and bigram count models. "
+            f"{tables.caption(sweep, profile)}.",
+            "Two scatter plots, ModernBERT and GPT-2, of each run's final validation loss against its initial effective "
+            "rank, coloured by temperature, with the correlations above each panel.",
+        )
+    )
+    figures.append(
+        Figure(
+            "loss_speed_vs_rank",
+            tplots.run_scatter(
+                sweep[cols],
+                x=f"initial_{m}",
+                y="steps_plot",
+                hue="tau",
+                censored="censored",
+                annotations=correlation_notes(speed[m]),
+                xlabel=rank_label,
+                ylabel="steps to reach the loss level",
+            ),
+            sweep[cols],
+            "Training steps until the smoothed training loss first reaches the level ("
+            + ", ".join(f"{ARCH_NAMES[a]} {fmt(lv, 3)} nats" for a, lv in levels.items())
+            + f"; the {fmt(level_quantile, 0, percent=True)} quantile of final training losses) against the initial "
+            f"mean rank; hollow triangles: never reached (censored, drawn at step {cens_text(cens_value)}). Colour: $\\tau$ "
+            f"(log scale). {tables.caption(sweep, profile)}.",
+            "Two scatter plots of the steps each run needed to reach a fixed training loss against its initial "
+            "effective rank; hollow triangles mark runs that never reached it.",
+        )
+    )
+    hd = sweep[sweep.tau.isin(hd_taus)]
+    figures.append(
+        Figure(
+            "loss_head_dim",
+            tplots.head_dim_scatter(
+                hd[cols],
+                x=f"initial_{m}",
+                y="final_val_loss",
+                rho=hd_rho,
+                references=refs,
+                xlabel=rank_label,
+                ylabel="final validation loss (nats)",
+            ),
+            hd[cols],
+            f"Final validation loss against the initial mean rank in the head-dimension grid (colour: head "
+            f"dimension, log scale; fixed width) at $\\tau$ = {', '.join(map(fmt_setting, hd_taus))} (rows); each "
+            f"panel on its own axis. Lines join the runs of one seed. Text: Spearman's ρ with its 95% percentile bootstrap "
+            f"interval over runs. Lines or corner notes: unigram and bigram count models. {tables.caption(hd, profile)}.",
+            "Scatter plots, one per model and temperature, of final validation loss against initial effective rank "
+            "for each head dimension, the runs of one seed joined by lines.",
+        )
+    )
+    section_tables = [
+        Table(
+            "loss_correlations",
+            pd.concat(
+                [
+                    correlation_table({mm: r}, outcome=OUTCOMES[y])
+                    for mm in RANK_MEASURES
+                    for y, r in (("final_val_loss", results[mm]), ("steps_plot", speed[mm]))
+                ],
+                ignore_index=True,
+            ),
+        ),
+    ]
+    gaps = baselines.bigram_gaps(ok)
+    gains = baselines.reference_gains(ok, worst=True)
+    gate = rules.learned_gate(res.per_arch, gaps, gains)
+    inp = baselines.regime_inputs(ok)
+    verdict = Verdict(
+        "loss",
+        gate.status,
+        finding(res),
+        # the within-τ correlation decides; the one across runs (confounded by τ) is shown beside it
+        "ρ within τ (decides), across runs: "
+        + "; ".join(
+            f"{ARCH_NAMES[a]} {fmt_estimate(res.within[a], n=False)}, {fmt_estimate(res.rho[a], n=False)}"
+            for a in res.within
+        ),
+        f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
+        regime_text(gate, **inp),
+        loss_summary(res, n_seeds=n_seeds) + " " + gate_text(gate),
+        {mm: rules.learned_gate(r.per_arch, gaps, gains).status for mm, r in results.items()},
+        brief=regime_brief(gate, **inp),
+    )
+    section_tables.append(by_measure_table("loss_by_measure", verdict, m, results))
+    return Section("loss", glue, figures, section_tables, [verdict])

@@ -1,0 +1,403 @@
+"""The one record every chapter module returns: a chapter's numbers, figures, tables and verdicts.
+
+A chapter module (:mod:`attnrank.chapters.dynamics`, :mod:`attnrank.chapters.temp`, ...) selects its runs, computes
+its facts and returns a :class:`Section`; the chapter's notebook hands it to
+:func:`attnrank.book.publish`, which glues every part under its name, so the chapter's prose pastes
+them (``{glue:text}`` for a number, ``{glue:figure}`` for a numbered figure with its caption,
+``{glue}`` for a table) and its code cells hold one call each.
+
+* :class:`Figure` - a matplotlib figure, the data it draws (published as a CSV file with a stable
+  address, ``data/<chapter>/<name>.csv`` in the site), its caption and its alt text;
+* :class:`Table` - a table for reading: labelled columns, one number format, no index;
+* :class:`Verdict` - a verdict record: its status, the one-line finding the intro's table shows
+  (effect with its interval, ``n``, the regime) and the full summary the chapter shows.
+
+Nothing here computes: the records hold what the chapter modules computed and wrote.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..analysis.verdicts import INCONCLUSIVE, VERDICTS
+from ..analysis.verdicts import Verdict as JudgedVerdict
+from ..core.errors import ConfigError
+from ..core.profiles import ARCH_ORDER
+from ..words.glossary import ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting
+
+__all__ = [
+    "Figure",
+    "Table",
+    "Verdict",
+    "Section",
+    "WORD_LIMIT",
+    "by_measure_table",
+    "have_units",
+    "needed_text",
+    "INITIAL_REGIME",
+    "INITIAL_BRIEF",
+    "gap_text",
+    "worth",
+    "regime_text",
+    "regime_brief",
+    "gate_text",
+]
+
+#: The most words of a verdict's one-line finding (the intro's table reads in one screen).
+WORD_LIMIT = 30
+
+
+def _check_name(name: str, what: str) -> str:
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c == "_" for c in name):
+        raise ConfigError(what, f"got {name!r}; expected a non-empty name of letters, digits and underscores")
+    return name
+
+
+@dataclass
+class Figure:
+    """One figure of a chapter.
+
+    Attributes:
+        name: its glue key and file name (letters, digits, underscores).
+        fig: the matplotlib figure (drawn at the column's width, see :mod:`attnrank.plots.style`).
+        data: the numbers the figure draws, one row per drawn point, line or cell.
+        caption: what the figure shows, in words (Markdown; MyST maths allowed), with the setting
+            and the number of runs.
+        alt: what the figure looks like, for a reader who cannot see it (plain text).
+    """
+
+    name: str
+    fig: object
+    data: pd.DataFrame
+    caption: str
+    alt: str
+
+    def __post_init__(self):
+        _check_name(self.name, "name")
+        if not self.caption or not self.alt:
+            raise ConfigError("caption", f"figure {self.name!r} needs a caption and alt text")
+
+
+@dataclass
+class Table:
+    """One table of a chapter, ready for a reader.
+
+    Attributes:
+        name: its glue key.
+        frame: the rows, with the column names a reader sees (units in brackets); shown without
+            its index.
+        digits: decimals of every float column not in ``formats`` (one number format per table).
+        formats: per column, a function writing one value (e.g. :func:`attnrank.words.glossary.fmt_setting`).
+    """
+
+    name: str
+    frame: pd.DataFrame
+    digits: int = 2
+    formats: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        _check_name(self.name, "name")
+
+
+@dataclass
+class Verdict:
+    """A chapter's verdict on one claim.
+
+    Attributes:
+        name: its glue prefix (``{name}_status``, ``{name}_summary``, ...).
+        status: one of :data:`attnrank.analysis.verdicts.VERDICTS`, on the primary measure.
+        finding: the one-line finding the intro's verdict table shows (at most :data:`WORD_LIMIT`
+            words, numbers included).
+        effect: the effect with its 95% interval, for the intro's table.
+        n: the independent units the verdict rests on, in words (``"28 runs"``).
+        regime: one short computed clause saying where the verdict was computed (the models'
+            loss against count models; the setting of a verdict without trained models).
+        summary: the full sentences the chapter shows under its verdict.
+        by_measure: the same rule with every rank measure, ``{measure: status}`` (empty when the
+            rule does not read a rank).
+        brief: the regime as the intro's table shows it (:func:`regime_brief` for trained models: whether
+            each model has learned, no more; :data:`INITIAL_BRIEF`); empty when ``regime`` is short enough itself.
+    """
+
+    name: str
+    status: str
+    finding: str
+    effect: str
+    n: str
+    regime: str
+    summary: str
+    by_measure: dict = field(default_factory=dict)
+    brief: str = ""
+
+    def __post_init__(self):
+        _check_name(self.name, "name")
+        if self.status not in VERDICTS:
+            raise ConfigError("status", f"got {self.status!r}; allowed values: {', '.join(VERDICTS)}")
+        if not isinstance(self.regime, str) or not self.regime.strip():
+            raise ConfigError("regime", f"got {self.regime!r}; expected one computed clause")
+        words = len(self.finding.split())
+        if not words or words > WORD_LIMIT:
+            raise ConfigError("finding", f"got {words} words; expected 1 to {WORD_LIMIT}: {self.finding!r}")
+
+    def parts(self) -> dict:
+        """What :func:`attnrank.book.publish_verdict` glues, by suffix: ``status``, ``finding``, ``effect``,
+        ``units`` (the ``n`` it rests on), ``regime``, ``regime_brief`` (``brief``, else ``regime``),
+        ``summary``."""
+        return {
+            "status": self.status,
+            "finding": self.finding,
+            "effect": self.effect,
+            "units": self.n,
+            "regime": self.regime,
+            "regime_brief": self.brief or self.regime,
+            "summary": self.summary,
+        }
+
+
+@dataclass
+class Section:
+    """What one chapter shows: ``glue`` (name -> value for ``{glue:text}``), its figures, tables and
+    verdicts, each published under its own name by :func:`attnrank.book.publish`.
+
+    Raises:
+        ConfigError: naming ``glue`` when two parts share a name.
+    """
+
+    chapter: str
+    glue: dict = field(default_factory=dict)
+    figures: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    verdicts: list = field(default_factory=list)
+
+    def __post_init__(self):
+        names = list(self.glue) + [f.name for f in self.figures] + [t.name for t in self.tables]
+        names += [f"{v.name}_{p}" for v in self.verdicts for p in [*v.parts(), "badge"]]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ConfigError("glue", f"names used twice in chapter {self.chapter!r}: {dup}")
+
+    def figure(self, name: str) -> Figure:
+        """The figure named ``name``.
+
+        Raises:
+            ConfigError: naming ``name``, with the figures there are.
+        """
+        for f in self.figures:
+            if f.name == name:
+                return f
+        raise ConfigError("name", f"got {name!r}; figures: {', '.join(f.name for f in self.figures)}")
+
+    def verdict(self, name: str) -> Verdict:
+        """The verdict named ``name`` (raises :class:`ConfigError` naming ``name``)."""
+        for v in self.verdicts:
+            if v.name == name:
+                return v
+        raise ConfigError("name", f"got {name!r}; verdicts: {', '.join(v.name for v in self.verdicts)}")
+
+    def merge(self, other: Section) -> Section:
+        """This section with the parts of ``other`` added (a chapter made of several computations)."""
+        return Section(
+            self.chapter,
+            {**self.glue, **other.glue},
+            self.figures + other.figures,
+            self.tables + other.tables,
+            self.verdicts + other.verdicts,
+        )
+
+
+def have_units(v: JudgedVerdict) -> int:
+    """The units a verdict already rests on, in its ``needed_unit``: seeds per arm for a two-arm
+    comparison (half the runs), otherwise the estimate's ``n`` (runs, or paired seeds)."""
+    return v.estimate.n // 2 if v.needed_unit == "seeds per arm" else v.estimate.n
+
+
+def needed_text(v: JudgedVerdict, what: str = "the pre-registered effect") -> str:
+    """The runs an unresolved verdict needs, for prose: ``"about 12 seeds per arm would resolve <what>"``;
+    when that is no more than it already has, ``"the 5 seeds per arm here would resolve <what>, so the
+    effect is smaller than that"``; ``""`` for a resolved verdict (supported or not supported)."""
+    if v.status != INCONCLUSIVE or v.needed is None:
+        return ""
+    have = have_units(v)
+    if v.needed <= have:
+        return f"the {have} {v.needed_unit} here would already resolve {what}, so the effect is smaller than that"
+    return f"about {v.needed} {v.needed_unit} would resolve {what}"
+
+
+def by_measure_table(name: str, verdict: Verdict, primary: str, results: dict | None = None) -> Table:
+    """The verdict of one pre-registered rule under every rank measure, for reading: one row per measure of
+    ``verdict.by_measure`` (the primary one marked) with the status the chapter's headline and the conventions
+    page state (after the learned gate, for a verdict on trained models).
+
+    Args:
+        name: the table's glue key.
+        verdict: the chapter's :class:`Verdict`; its ``by_measure`` holds each measure's status.
+        primary: the measure the headline verdict reads.
+        results: ``{measure: result with a status}``, the rule's outcome before the learned gate; where the gate
+            changed it for some measure, a column ``"rule outcome before the learned gate"`` shows it.
+
+    Raises:
+        ConfigError: naming ``by_measure`` when the primary measure's status is not the headline's
+            ``verdict.status`` (the table and the headline would disagree) or ``results`` lacks a measure.
+    """
+    gated = dict(verdict.by_measure)
+    if gated.get(primary) != verdict.status:
+        raise ConfigError(
+            "by_measure",
+            f"got {gated.get(primary)!r} for the primary measure {primary!r}; the headline verdict is {verdict.status!r}",
+        )
+    frame = {
+        "measure": [MEASURE_LABELS[m] + (" (primary)" if m == primary else "") for m in gated],
+        "verdict under this measure": list(gated.values()),
+    }
+    if results is not None:
+        missing = sorted(set(gated) - set(results))
+        if missing:
+            raise ConfigError("by_measure", f"got no rule outcome for {missing}")
+        before = [results[m].status for m in gated]
+        if before != frame["verdict under this measure"]:
+            frame["rule outcome before the learned gate"] = before
+    return Table(name, pd.DataFrame(frame))
+
+
+# --------------------------------------------------------------------------- the regime of a verdict, in words
+#: The regime of a verdict that reads the initial rank of a sweep's runs, never a trained model.
+INITIAL_REGIME = "at initialisation: the rank before any training"
+#: :data:`INITIAL_REGIME` as the intro's table shows it (its note says what it means).
+INITIAL_BRIEF = "at initialisation"
+
+
+def gap_text(gap: float) -> str:
+    """A loss minus a count model's loss (nats per token) in words before the model's name: ``"0.31 nats
+    below"``, ``"0.45 nats above"``, ``"level with"`` (within 0.005) or ``"n/a"`` (missing)."""
+    if gap is None or not math.isfinite(float(gap)):
+        return "n/a"
+    d = round(-float(gap), 2)
+    if d == 0:
+        return "level with"
+    return f"{abs(d):.2f} nats {'below' if d > 0 else 'above'}"
+
+
+def worth(gain: float) -> str:
+    """An attention ablation gain (nats per token, :func:`attnrank.analysis.ablation.attention_gain`) in words, as every
+    regime clause states it: ``"attention worth 0.45 nats"``, ``"attention worth under 0.01 nats"`` (below
+    0.005), ``"content-free attention 0.02 nats better"`` (a negative gain), ``"attention's worth n/a"``."""
+    if gain is None or not math.isfinite(float(gain)):
+        return "attention's worth n/a"
+    gain = float(gain)
+    if abs(gain) < 0.005:
+        return "attention worth under 0.01 nats"
+    if gain < 0:
+        return f"content-free attention {-gain:.2f} nats better"
+    return f"attention worth {gain:.2f} nats"
+
+
+def regime_text(
+    gate, gains: dict, *, at_reference: bool, reference_tau: float = 1.0, reference_runs: dict | None = None
+) -> str:
+    """The regime of a verdict on trained models, in one short clause for the intro's table.
+
+    Args:
+        gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps`` and ``not_learned``).
+        gains: ``{arch: nats}``, what attention is worth in the reference runs
+            (:func:`attnrank.analysis.baselines.reference_gains`).
+        at_reference: whether the clause must say it reads the ``reference_tau`` runs
+            (:func:`attnrank.analysis.baselines.at_reference`).
+        reference_runs: ``{arch: count}`` of those runs (:func:`attnrank.analysis.baselines.reference_runs`); the
+            clause states them, once when every architecture has as many, else after each name.
+
+    Per architecture (in the gate's order): its worst run's gap to the bigram count model and, when it has learned, what
+    attention is worth (:func:`worth`); an architecture that has not learned is marked so. For example
+    ``"τ = 1, 4 runs a model: GPT-2 at worst 0.31 nats below bigram, attention worth 0.45 nats; ModernBERT at
+    worst 0.45 nats above bigram, not learned"``.
+    """
+    order = _gate_order(gate)
+    counts = {a: (reference_runs or {}).get(a) for a in order}
+    same = len({c for c in counts.values()}) == 1 and None not in counts.values()
+    parts = []
+    for a in order:
+        each = "" if same or counts[a] is None else f" ({_runs(counts[a])})"
+        text = f"{ARCH_NAMES.get(a, a)}{each} at worst {gap_text(gate.gaps[a])} bigram"
+        text += ", not learned" if a in gate.not_learned else f", {worth(gains.get(a, math.nan))}"
+        parts.append(text)
+    if not parts:
+        return "no complete run"
+    where = [f"τ = {fmt_setting(reference_tau)}"] if at_reference else []
+    if same:
+        where.append(f"{_runs(counts[order[0]])} a model")
+    prefix = (", ".join(where) if same else f"τ = {fmt_setting(reference_tau)} runs") + ": " if where else ""
+    return prefix + "; ".join(parts)
+
+
+def regime_brief(
+    gate,
+    gains: dict | None = None,
+    *,
+    at_reference: bool,
+    reference_tau: float = 1.0,
+    reference_runs: dict | None = None,
+) -> str:
+    """The regime of a verdict on trained models as the intro's table shows it: a short marker saying whether
+    each model has learned (the learned gate's verdict), nothing else. The chapter's :func:`regime_text` adds
+    each model's gap to its bigram count model, what attention is worth and how many runs; the intro states the
+    grid's models against their count models once, in a note under its table.
+
+    Args:
+        gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps`` and ``not_learned``).
+        gains, at_reference, reference_tau, reference_runs: accepted and not shown, so that both clauses take
+            ``**attnrank.analysis.baselines.regime_inputs(runs)``.
+
+    For example ``"trained, neither learned"``, ``"trained, both learned"``, ``"trained, GPT-2 learned, BERT not"``,
+    ``"trained, BERT not learned"`` (one architecture); ``"no complete run"`` when the gate has no architecture.
+    """
+    order = _gate_order(gate)
+    if not order:
+        return "no complete run"
+    yes = [ARCH_NAMES.get(a, a) for a in order if a not in gate.not_learned]
+    no = [ARCH_NAMES.get(a, a) for a in order if a in gate.not_learned]
+    if len(order) == 1:
+        return f"trained, {(yes or no)[0]} {'learned' if yes else 'not learned'}"
+    if not no:
+        return "trained, both learned" if len(order) == 2 else "trained, all learned"
+    if not yes:
+        return "trained, neither learned" if len(order) == 2 else "trained, none learned"
+    return f"trained, {', '.join(yes)} learned, {', '.join(no)} not"
+
+
+def _gate_order(gate) -> list:
+    """The architectures of a learned gate in the order every regime clause names them: GPT-2, BERT, then others."""
+    order = ARCH_ORDER
+    return [a for a in order if a in gate.gaps] + [a for a in gate.gaps if a not in order]
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def gate_text(gate, *, reference_tau: float = 1.0) -> str:
+    """The learned gate of a verdict (:func:`attnrank.analysis.rules.learned_gate`) in one or two sentences for its
+    chapter: the rule, each architecture's gap to its bigram count model and what the gate changed. The rule
+    is stated even when every model has learned."""
+    rule = (
+        "The verdict counts an architecture only where its models have learned, the pre-registered target: every "
+        f"one of its τ = {fmt_setting(reference_tau)} runs ends "
+        + (f"at least {gate.margin:g} nats " if gate.margin else "")
+        + "below its bigram count model"
+        + (f", with attention worth at least {gate.worth:g} nats" if gate.gains else "")
+        + " (a model that does no better has not started to use its context)."
+    )
+    gaps = ", ".join(
+        f"{ARCH_NAMES.get(a, a)}'s worst run {gap_text(g)} it"
+        + (f" with attention worth {fmt(gate.gains[a], 2)} nats" if gate.gains and math.isfinite(gate.gains[a]) else "")
+        for a, g in gate.gaps.items()
+    )
+    if not gate.not_learned:
+        return f"{rule} Every architecture here has ({gaps})."
+    names = " and ".join(ARCH_NAMES.get(a, a) for a in gate.not_learned)
+    count = "count" if len(gate.not_learned) > 1 else "counts"
+    text = f"{rule} Here {gaps}, so {names} {count} as inconclusive at this scale"
+    if gate.changed:
+        text += f"; on its statistics alone the verdict would be {gate.ungated}"
+    return text + "."

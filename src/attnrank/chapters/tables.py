@@ -1,0 +1,261 @@
+"""The runs of the book as tables: what the chapter modules read instead of the store's internals.
+
+* :func:`table` trains where missing and returns the runs of a list of configs (one row per
+  run, ``initial_<m>``/``final_<m>`` columns; ``long=True``: one row per run x measure x
+  ``when``, :func:`long_form`);
+* :func:`main_runs` and :func:`temperature_grid`: the book's shared sweep, and its
+  temperature grid at the standard head dimension with off-grid temperatures added;
+* what the chapters say about a set of runs: :func:`caption` (profile, runs, seeds),
+  :func:`sweep_facts`, :func:`divergence` (the diverged runs, said once);
+* the tables of a set of runs (:func:`attnrank.runs.store.load_table` reads one stored table over
+  them): :func:`rank_curves`, :func:`layer_ranks`, :func:`layer_head_means`, :func:`head_changes`,
+  :func:`loss_curves`, :func:`means_at`.
+
+A run itself is :class:`attnrank.runs.store.Run` (:func:`attnrank.runs.store.run` trains or reads one).
+This module is outside the training path, so a change here never re-keys a stored run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..core.measures import MEASURES
+from ..core.profiles import resolve_config
+from ..runs.experiments import main_sweep, sweep_defaults, tau_sweep
+from ..runs.grid import sweep
+from ..runs.store import load_table
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, fmt_setting, largest_first
+
+__all__ = [
+    "WHEN",
+    "RANK_COLUMN",
+    "table",
+    "long_form",
+    "main_runs",
+    "temperature_grid",
+    "caption",
+    "sweep_facts",
+    "divergence",
+    "steps_text",
+    "rank_curves",
+    "layer_ranks",
+    "layer_head_means",
+    "head_changes",
+    "loss_curves",
+    "means_at",
+]
+
+#: The two moments of a run that the summary records, in order.
+WHEN = ("initial", "final")
+#: Name of the value column of the long tables.
+RANK_COLUMN = "value"
+
+
+def long_form(wide: pd.DataFrame) -> pd.DataFrame:
+    """A wide run frame (:func:`attnrank.runs.store.load_runs`) in long form.
+
+    One row per run x rank measure x ``when``: the run's other columns, then ``measure``,
+    ``when`` (``"initial"``/``"final"``) and ``value`` (the mean over layers, heads and
+    probe sequences at the first or last probe). Rows keep the order of ``wide``, then
+    ``when``, then the measures in the order of :data:`attnrank.core.rank.MEASURES`.
+    """
+    cols = [f"{w}_{m}" for w in WHEN for m in MEASURES if f"{w}_{m}" in wide]
+    ids = [c for c in wide.columns if c not in cols]
+    out = (
+        wide.reset_index(drop=True)
+        .assign(_row=lambda x: range(len(x)))
+        .melt(id_vars=ids + ["_row"], value_vars=cols, var_name="_col", value_name=RANK_COLUMN)
+    )
+    split = out["_col"].str.split("_", n=1, expand=True)
+    out["when"], out["measure"] = split[0], split[1]
+    order = {c: i for i, c in enumerate(cols)}
+    out = out.assign(_o=out["_col"].map(order)).sort_values(["_row", "_o"], kind="stable")
+    return out[ids + ["measure", "when", RANK_COLUMN]].reset_index(drop=True)
+
+
+def table(configs, *, long: bool = True, progress: bool = False) -> pd.DataFrame:
+    """The runs of ``configs`` (trained where missing), in order.
+
+    Args:
+        configs: resolved :class:`~attnrank.core.profiles.RunConfig` s.
+        long: one row per run x measure x ``when`` (:func:`long_form`); ``False``: one row
+            per run with ``initial_<m>``/``final_<m>`` columns (:func:`attnrank.runs.store.load_runs`).
+        progress: show a progress bar while training.
+
+    A failed (diverged) run is kept with ``status == "failed"``.
+
+    Raises:
+        ConfigError: for something that is not a RunConfig, before anything is trained.
+    """
+    wide = sweep(list(configs), executor="serial", progress=progress)
+    return long_form(wide) if long else wide
+
+
+# --------------------------------------------------------------------------- the shared sweep
+def main_runs(profile: str, *, taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
+    """The runs of the shared sweep (:func:`attnrank.runs.experiments.main_sweep`; trained where missing), one row
+    per run, with a ``sweep`` column: ``"temperature grid"`` for the runs at the profile's standard head
+    dimension, ``"head-dimension grid"`` for the others."""
+    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
+    wide["sweep"] = np.where(
+        wide.head_dim == resolve_config("modernbert", profile).head_dim, "temperature grid", "head-dimension grid"
+    )
+    return wide
+
+
+def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
+    """The runs of the temperature grid at the profile's standard head dimension, plus ``extra`` temperatures.
+
+    The grid comes from the shared sweep (:func:`attnrank.runs.experiments.main_sweep`); an ``extra`` value
+    off the grid trains its own runs (both architectures, the grid's seeds), on ``dataset``. Returns
+    the wide run frame sorted by ``arch, tau, seed``, with ``log10_tau``; ``attrs["missing"]`` lists
+    the extra values that were off the grid.
+    """
+    grid = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
+    head_dim0 = resolve_config("modernbert", profile).head_dim
+    missing = [t for t in sorted(set(extra)) if not any(math.isclose(t, g, rel_tol=1e-9) for g in grid["taus"])]
+    more = (
+        table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), long=False)
+        if missing
+        else wide.iloc[:0]
+    )
+    on_grid = wide[(wide.head_dim == head_dim0) & wide.tau.isin(grid["taus"])]
+    out = pd.concat([on_grid, more]).drop_duplicates("key").sort_values(["arch", "tau", "seed"]).reset_index(drop=True)
+    out["log10_tau"] = np.log10(out.tau)
+    out.attrs.update(missing=missing)
+    return out
+
+
+def caption(runs: pd.DataFrame, profile: str) -> str:
+    """The tail of a figure caption: ``"<profile> profile, N runs, S seeds per setting"`` for the runs
+    (one row per run, with ``seed``) behind it."""
+    d = runs.drop_duplicates("key") if "key" in runs else runs
+    return f"The {profile} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
+
+
+def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
+    """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grid,
+    comma-separated), ``n_seeds`` and ``n_runs`` (the diverged ones: :func:`divergence`)."""
+    return {
+        f"{prefix}_taus": ", ".join(fmt_setting(t) for t in grid["taus"]),
+        f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
+        f"{prefix}_n_seeds": int(runs.seed.nunique()),
+        f"{prefix}_n_runs": len(runs),
+    }
+
+
+def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
+    """The training steps of ``runs`` (columns ``arch`` and ``column``) in words: ``"1000"`` when every run
+    trains as long, else per architecture, e.g. ``"1000 (GPT-2) and 500 (BERT)"``, longest first.
+
+    Raises:
+        ValueError: when ``runs`` is empty.
+    """
+    if runs.empty:
+        raise ValueError("runs: empty; expected at least one run")
+    steps = runs.groupby("arch")[column].agg(lambda s: "/".join(str(v) for v in sorted(set(s), reverse=True)))
+    if steps.nunique() == 1:
+        return str(steps.iloc[0])
+    order = largest_first({a: int(v.split("/")[0]) for a, v in steps.items()})
+    return " and ".join(f"{steps[a]} ({ARCH_NAMES.get(a, a)})" for a in order)
+
+
+def divergence(runs: pd.DataFrame, prefix: str, *, listed: bool = True) -> dict:
+    """The diverged runs of ``runs`` (status not ``"complete"``), said once, as glue for a sentence.
+
+    ``{prefix}_n_failed`` is the count and ``{prefix}_diverged`` the words: ``"none diverged"``, or each
+    diverged run, e.g. ``"1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is
+    nan)"``; with ``listed=False`` only the count (``"1 diverged"``).
+    """
+    bad = runs[runs.status != "complete"]
+    words = (
+        []
+        if not listed
+        else [
+            f"{ARCH_LABELS.get(r.arch, r.arch)} at τ = {fmt_setting(r.tau)}"
+            + (f", head dimension {r.head_dim}" if "head_dim" in bad else "")
+            + f", seed {r.seed}"
+            + (f", at step {int(r.failure_step)}" if pd.notna(getattr(r, "failure_step", None)) else "")
+            + (f" ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str) else "")
+            for r in bad.itertuples()
+        ]
+    )
+    said = f"{len(bad)} diverged" + (": " + "; ".join(words) if listed else "") if len(bad) else "none diverged"
+    return {f"{prefix}_n_failed": len(bad), f"{prefix}_diverged": said}
+
+
+# --------------------------------------------------------------------------- tables of a set of runs
+def rank_curves(runs: pd.DataFrame, measures) -> pd.DataFrame:
+    """Mean rank through training (``rank_summary``) of the runs for ``measures``, in their order.
+
+    Columns: the run's identity columns, ``step``, ``measure`` and ``value`` (the mean over layers,
+    heads and probe sequences), sorted by measure (in the order given), arch, tau, seed and step.
+    """
+    measures = list(measures)
+    d = load_table(runs, "rank_summary")
+    d = d[d.measure.isin(measures)].rename(columns={"mean": RANK_COLUMN})
+    d = d.assign(_m=d.measure.map({m: i for i, m in enumerate(measures)}))
+    return d.sort_values(["_m", "arch", "tau", "seed", "step"]).drop(columns="_m").reset_index(drop=True)
+
+
+def layer_ranks(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Per-layer and per-head rank of ``measure`` at each run's first probe (``when = "initial"``) and last
+    probe (``"final"``): the rows of the ``ranks`` tables (mean over probe sequences)."""
+    t = load_table(runs, "ranks")
+    t = t[t.measure == measure]
+    first, last = t.groupby("key").step.transform("min"), t.groupby("key").step.transform("max")
+    return pd.concat(
+        [t[t.step == first].assign(when="initial"), t[t.step == last].assign(when="final")], ignore_index=True
+    )
+
+
+def layer_head_means(runs: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Rank of ``measure`` per layer and head at the first and the last probe, averaged over the runs
+    (seeds): one row per ``arch, when, step, layer, head`` with ``value``; ``when`` is ``"step <n>"`` at the
+    first probe and ``"last step"`` at the last, so that architectures trained for different steps share
+    the columns of a figure."""
+    t = layer_ranks(runs, measure)
+    t = t.assign(when=np.where(t.when == "initial", "step " + t.step.astype(str), "last step"))
+    t = t.groupby(["arch", "when", "step", "layer", "head"], as_index=False)[RANK_COLUMN].mean()
+    return t.sort_values(["arch", "step", "layer", "head"]).reset_index(drop=True)
+
+
+def head_changes(heat: pd.DataFrame) -> dict:
+    """Largest relative change of one head's rank between the first and the last probe step, per architecture.
+
+    ``heat``: :func:`layer_head_means`. Returns ``{arch: max over (layer, head) of |last - first| / first}``.
+    """
+    out = {}
+    for a in heat.arch.unique():  # each architecture between its own first and last probe step
+        d = heat[heat.arch == a]
+        wide = d.pivot_table(index=["layer", "head"], columns="step", values="value")
+        first, last = d.step.min(), d.step.max()
+        out[a] = float(((wide[last] - wide[first]).abs() / wide[first]).max())
+    return out
+
+
+def loss_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Validation and training loss through training of the runs, stacked: one row per run, ``curve``
+    (``"validation loss"``, ``"training loss"``) and ``step``, with ``arch, tau, head_dim, seed, status, value``."""
+    ev, tr = load_table(runs, "eval_log"), load_table(runs, "train_log")
+    return pd.concat(
+        [ev.assign(curve="validation loss", value=ev.val_loss), tr.assign(curve="training loss", value=tr.loss)],
+        ignore_index=True,
+    )[["curve", "arch", "tau", "head_dim", "seed", "status", "step", "value"]]
+
+
+def means_at(runs: pd.DataFrame, column: str, settings: dict, *, by: str = "tau", prefix: str = "") -> dict:
+    """Mean of ``column`` over the rows at each named setting, per architecture.
+
+    ``settings``: ``{name: value of by}``; returns ``{f"{prefix}{name}_{arch}": mean}`` (NaN where no row
+    matches; values are compared with ``numpy.isclose``).
+    """
+    return {
+        f"{prefix}{name}_{a}": float(runs[(runs.arch == a) & np.isclose(runs[by], v)][column].mean())
+        for a in ARCHS
+        for name, v in settings.items()
+    }

@@ -1,0 +1,720 @@
+"""Temperature and rank, the temperature chapter: claim (iii) as the study made it, a higher temperature
+gives a higher attention rank (and, with claim (ii), a lower loss).
+
+:func:`section` reads the temperature grid of the shared sweep (plus a detailed ``tau`` and
+``tau = 1`` when off it), measures the logit scale of the freshly initialised models, applies the
+two pre-registered rules (:func:`attnrank.analysis.rules.temperature_rank`, the study's two-point comparison
+with the peak located on the grid; :func:`attnrank.analysis.rules.temperature_loss`) with every rank measure
+and returns the chapter's :class:`~attnrank.chapters.section.Section`: six figures, their tables and the
+``temp`` and ``temp_loss`` verdicts. :func:`sign_finding` says, from the data, on which rank
+measures the study's sign holds and on which it reverses. :func:`peak_shape`, :func:`grid_interval`
+and :func:`verdict_text` write a location on a grid and an estimate for the other chapters too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import baselines, rules, stats
+from ..analysis.rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
+from ..analysis.stats import Estimate
+from ..analysis.verdicts import INCONCLUSIVE
+from ..core.profiles import resolve_config, resolve_profile
+from ..plots import sweeps
+from ..plots import training as tplots
+from ..runs import experiments
+from ..runs.store import load_table
+from ..words.glossary import (
+    ARCH_LABELS,
+    ARCH_NAMES,
+    ARCHS,
+    MEASURE_LABELS,
+    RANK_MEASURES,
+    fmt,
+    fmt_estimate,
+    fmt_setting,
+)
+from . import tables
+from .section import (
+    INITIAL_BRIEF,
+    INITIAL_REGIME,
+    Figure,
+    Section,
+    Table,
+    Verdict,
+    by_measure_table,
+    gate_text,
+    have_units,
+    needed_text,
+    regime_brief,
+    regime_text,
+)
+
+__all__ = [
+    "PARAMETERS",
+    "STOCK",
+    "section",
+    "peak_shape",
+    "shape_text",
+    "grid_text",
+    "grid_interval",
+    "needed_text",
+    "needed_clause",
+    "have_units",
+    "MEASURE_KINDS",
+    "sign_of",
+    "sign_finding",
+    "verdict_text",
+    "temperature_table",
+    "temperature_loss_table",
+    "temperature_summary",
+    "temperature_loss_summary",
+    "rank_finding",
+    "loss_finding",
+    "FINE_TAUS",
+    "FINE_SEEDS",
+    "fine_peaks",
+]
+
+
+def peak_shape(peak: Estimate, levels) -> str:
+    """Where a peak lies on a grid, in words, from :func:`attnrank.analysis.stats.peak_location`.
+
+    ``"interior peak at v: the maximum lies between the grid values a' and b' (bootstrap interval of the grid
+    argmax a to b)"`` when the interval excludes both grid ends (``a'`` and ``b'`` the grid values next to the
+    interval: a grid locates a maximum only to within its neighbours, however stable the argmax);
+    ``"peak at the low end"`` / ``"peak at the high end"`` when the whole interval is that end;
+    otherwise ``"peak location unresolved (interval a to b)"``. The word ``tau`` is the caller's
+    (this function names no setting): the text starts with the shape.
+    """
+    levels = np.sort(np.unique(np.asarray(levels, float)))
+    if len(levels) < 2 or not peak.has_interval:
+        return "peak location unresolved"
+    lo, hi = levels[0], levels[-1]
+    span = f"{fmt_setting(peak.low)} to {fmt_setting(peak.high)}"
+    if peak.low > lo and peak.high < hi:
+        below, above = levels[levels < peak.low].max(), levels[levels > peak.high].min()
+        return (
+            f"interior peak at {fmt_setting(peak.value)}: the maximum lies between the grid values "
+            f"{fmt_setting(below)} and {fmt_setting(above)} (bootstrap interval of the grid argmax {span})"
+        )
+    if peak.low == peak.high == lo:
+        return "peak at the low end of the grid"
+    if peak.low == peak.high == hi:
+        return "peak at the high end of the grid"
+    return f"peak location unresolved (estimate {fmt_setting(peak.value)}, interval {span})"
+
+
+def grid_text(values) -> str:
+    """A grid in words: ``"7 values from 0.001 to 4, a factor of about 4 apart"`` (a geometric grid),
+    ``"4 values from 0.001 to 1, a factor of 4 to 16 apart"`` (steps that differ by more than 10%), or
+    ``"one value"``."""
+    g = sorted(float(v) for v in values)
+    if len(g) < 2:
+        return "one value"
+    steps = [b / a for a, b in zip(g, g[1:], strict=False)]
+    span = f"{len(g)} values from {fmt_setting(g[0])} to {fmt_setting(g[-1])}"
+    if max(steps) > 1.1 * min(steps):
+        return f"{span}, a factor of {min(steps):.0f} to {max(steps):.0f} apart"
+    return f"{span}, a factor of about {(g[-1] / g[0]) ** (1 / (len(g) - 1)):.0f} apart"
+
+
+def grid_interval(e: Estimate, *, words: bool = False, note: str = "") -> str:
+    """A grid location with its interval on the grid (:func:`attnrank.analysis.stats.peak_location`):
+    ``"0.01 [0.001, 0.1]"``, or with ``words=True`` ``"0.01 (95% bootstrap interval of the grid argmax 0.001 to
+    0.1)"``
+    (``note`` is added inside the parentheses after a semicolon). When every resample gives the same grid value
+    the interval has no width and is written as such: ``"0.25 in every resample"``."""
+    if e.low == e.high == e.value:
+        return f"{fmt_setting(e.value)} in every resample" + (f" ({note})" if words and note else "")
+    if words:
+        return (
+            f"{fmt_setting(e.value)} ({e.confidence:.0%} bootstrap interval of the grid argmax {fmt_setting(e.low)} to "
+            f"{fmt_setting(e.high)}{'; ' + note if note else ''})"
+        )
+    return f"{fmt_setting(e.value)} [{fmt_setting(e.low)}, {fmt_setting(e.high)}]"
+
+
+def needed_clause(results: dict, what: str) -> str:
+    """One sentence on the runs the unresolved architectures of a verdict need (``results`` is
+    ``{arch: ArchResult}``): ``"For GPT-2, about 12 seeds per arm would resolve <what>."``, or a sentence
+    saying the verdict is resolved when no architecture is unresolved."""
+    parts = [
+        f"for {ARCH_NAMES[a]}, {needed_text(r.verdict, what)}" for a, r in results.items() if needed_text(r.verdict)
+    ]
+    if not parts:
+        return "The verdict is resolved for both architectures at this number of seeds; no more runs are needed."
+    text = "; ".join(parts)
+    return f"At the observed seed spread, {text}."
+
+
+def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | None = None) -> str:
+    """One architecture's estimate for a verdict summary: ``"<what> <estimate> runs"``, and, when the
+    verdict is unresolved (inconclusive), ``" (<needed_text>)"``: the runs that would resolve the
+    pre-registered effect (``effect`` given: ``"a difference of <effect>"``)."""
+    v = r.verdict
+    s = f"{what} {fmt_estimate(v.estimate, digits)} runs"
+    target = "the pre-registered effect" if effect is None else f"a difference of {effect:g}"
+    if needed_text(v, target):
+        s += f" ({needed_text(v, target)})"
+    return s
+
+
+#: How each rank measure counts, for the sentence that says where the study's sign holds.
+MEASURE_KINDS = {
+    "rank_atol_1e-8": "absolute threshold",
+    "rank_rtol_1e-2": "relative threshold",
+    "rank_rtol_1e-4": "relative threshold",
+    "effective_rank": "threshold-free",
+    "stable_rank": "threshold-free",
+}
+#: The study's sign in words, by the status of :func:`attnrank.analysis.rules.temperature_rank` on one architecture.
+SIGNS = {"supported": "the study's sign", "not supported": "reversed", INCONCLUSIVE: "undecided"}
+
+
+def sign_of(status: str) -> str:
+    """The study's sign as a verdict's status reads it: ``"the study's sign"`` (supported),
+    ``"reversed"`` (not supported, the interval wholly on the other side), ``"undecided"``."""
+    return SIGNS[status]
+
+
+def sign_finding(rank_v: dict, *, short: bool = False) -> str:
+    """On which rank measures the study's sign (a higher temperature, a higher initial rank) holds, on
+    which it reverses and on which the data do not decide, from the per-architecture statuses of
+    :func:`attnrank.analysis.rules.temperature_rank` (``rank_v`` is ``{measure: SweepVerdict}``).
+
+    A measure on which both architectures agree is named once; otherwise each architecture's part is
+    named with it (``"rank, rtol 1e-2 (GPT-2)"``). ``short=True`` names the measures without their kind
+    (for the intro's one line). Example: ``"The study's sign holds on the study's atol 1e-8 rank (absolute
+    threshold) and reverses on effective rank and stable rank (threshold-free)."``
+    """
+    if short:
+        return _sign_by_arch(rank_v)
+    groups: dict[str, list[str]] = {"supported": [], "not supported": [], INCONCLUSIVE: []}
+    for m, v in rank_v.items():
+        by_status: dict[str, list[str]] = {}
+        for a, r in v.arch.items():
+            by_status.setdefault(r.verdict.status, []).append(ARCH_NAMES[a])
+        name = f"{SENTENCE_LABELS.get(m, MEASURE_LABELS[m])} ({MEASURE_KINDS.get(m, 'rank')})"
+        for st, names in by_status.items():
+            groups[st].append(name if len(by_status) == 1 else f"{name} for {' and '.join(names)}")
+
+    def _and(items):
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    clauses = [
+        f"{verb} on {_and(groups[st])}"
+        for st, verb in (("supported", "holds"), ("not supported", "reverses"), (INCONCLUSIVE, "is undecided"))
+        if groups[st]
+    ]
+    if not clauses:
+        return "No rank measure was tested."
+    return "The study's sign " + "; it ".join([clauses[0]] + [c for c in clauses[1:]]) + "."
+
+
+#: Short names of the rank measures for the intro's one line.
+SHORT_LABELS = {
+    "rank_atol_1e-8": "atol-1e-8",
+    "rank_rtol_1e-2": "rtol-1e-2",
+    "rank_rtol_1e-4": "rtol-1e-4",
+    "effective_rank": "effective",
+    "stable_rank": "stable",
+}
+#: The rank measures in a sentence of the chapter (with their kind after each).
+SENTENCE_LABELS = {
+    "rank_atol_1e-8": "the study's atol 1e-8 rank",
+    "rank_rtol_1e-2": "rtol 1e-2 rank",
+    "rank_rtol_1e-4": "rtol 1e-4 rank",
+    "effective_rank": "effective rank",
+    "stable_rank": "stable rank",
+}
+
+
+def _sign_by_arch(rank_v: dict) -> str:
+    """:func:`sign_finding` per architecture, short (at most 30 words for five measures, the limit of a verdict's
+    finding): ``"The study's sign, by measure. BERT: holds on atol-1e-8; reverses on effective, stable. GPT-2: ..."``."""
+    verbs = (("supported", "holds on"), ("not supported", "reverses on"), (INCONCLUSIVE, "undecided on"))
+    archs = list(next(iter(rank_v.values())).arch) if rank_v else []
+    out = []
+    for a in archs:
+        parts = []
+        for st, verb in verbs:
+            ms = [SHORT_LABELS.get(m, MEASURE_LABELS[m]) for m, v in rank_v.items() if v.arch[a].verdict.status == st]
+            if ms:
+                parts.append(f"{verb} {', '.join(ms)}")
+        out.append(f"{ARCH_NAMES[a]}: {'; '.join(parts)}")
+    return "The study's sign, by measure. " + ". ".join(out) + "."
+
+
+def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
+    """The rank rule of :func:`attnrank.analysis.rules.temperature_rank` with every measure, for reading: one row
+    per measure and architecture with the stock-minus-cold difference (Welch-t interval, the rule's
+    test), its exact permutation p (beside it), the runs, the sign it gives, the peak on the grid and
+    the status."""
+    return pd.DataFrame(
+        [
+            {
+                "measure": MEASURE_LABELS[m],
+                "model": ARCH_LABELS[a],
+                f"τ = 1 minus τ = {fmt_setting(cold)} [95% Welch-t CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
+                "exact p (beside it)": fmt(r.verdict.estimate.p, 3),
+                "runs": r.verdict.estimate.n,
+                "sign": sign_of(r.verdict.status),
+                "peak on the grid at τ [95% bootstrap]": grid_interval(r.shape),
+                "verdict": r.verdict.status,
+            }
+            for m, v in rank_v.items()
+            for a, r in v.arch.items()
+        ]
+    )
+
+
+def temperature_loss_table(loss_v: SweepVerdict) -> pd.DataFrame:
+    """The loss rule of :func:`attnrank.analysis.rules.temperature_loss`, one row per architecture, for reading."""
+    return pd.DataFrame(
+        [
+            {
+                "model": ARCH_LABELS[a],
+                "ρ(log τ, final loss) [95% CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
+                "runs": r.verdict.estimate.n,
+                "lowest mean loss on the grid at τ [95% bootstrap]": grid_interval(r.shape),
+                "seed sd (nats)": fmt(r.spread, 4),
+                "verdict": r.verdict.status,
+            }
+            for a, r in loss_v.arch.items()
+        ]
+    )
+
+
+def shape_text(r: ArchResult, *, minimum: bool = False) -> str:
+    """Where one architecture's response peaks on its grid, in words (:func:`peak_shape` of ``r.shape``
+    on ``r.grid``); ``minimum=True`` for a location of the lowest mean (a loss)."""
+    text = peak_shape(r.shape, r.grid) if r.shape is not None else ""
+    return text.replace("peak", "minimum") if minimum else text
+
+
+def _shape(r: ArchResult) -> str:
+    return shape_text(r).split(" (")[0]
+
+
+def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds: int, rank_v: dict) -> str:
+    """The summary of the rank verdict of :func:`attnrank.analysis.rules.temperature_rank` on the primary measure,
+    with :func:`sign_finding` over every measure (``rank_v``)."""
+    label = MEASURE_LABELS[PRIMARY_MEASURE]
+    return (
+        f"{sign_finding(rank_v)} On the primary measure, the initial {label}, the mean at τ = 1 minus the "
+        f"mean at τ = {fmt_setting(cold)} (the study's sign is a positive difference; the Welch-t 95% "
+        f"interval decides) is {verdict_text(rv['modernbert'], 'for ModernBERT')} and "
+        f"{verdict_text(rv['gpt2'], 'for GPT-2')}; the "
+        f"mean initial rank peaks at τ = {fmt_setting(rv['modernbert'].shape.value)} for ModernBERT ({_shape(rv['modernbert'])}) "
+        f"and at τ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). The {profile} "
+        f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
+    )
+
+
+def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int) -> str:
+    """The summary of the loss verdict of :func:`attnrank.analysis.rules.temperature_loss`."""
+    return (
+        f"Spearman's ρ of log τ and the final validation loss (percentile bootstrap over runs) is "
+        f"{verdict_text(loss_v['modernbert'], 'for ModernBERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; the study's "
+        f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
+        f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "
+        f"{fmt_setting(loss_v['modernbert'].shape.value)} (ModernBERT) and τ = {fmt_setting(loss_v['gpt2'].shape.value)} "
+        f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
+    )
+
+
+# --------------------------------------------------------------------------- the chapter
+#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
+PARAMETERS = ("profile", "seeds", "taus", "head_dims", "tau", "dataset")
+#: The stock temperature ratio, the study's baseline.
+STOCK = 1.0
+#: The fine temperature grid at initialisation (no training): 25 ratios a factor of sqrt(2) apart, from 1e-3 to 4.1,
+#: so a peak of the initial rank is located between grid values at most a factor of 1.5 apart.
+FINE_TAUS = tuple(float(f"{1e-3 * 2 ** (k / 2):.3g}") for k in range(25))
+#: Seeds of the fine grid (freshly initialised models; the initial rank varies little between seeds).
+FINE_SEEDS = 2
+
+
+def _fine_peak_text(r) -> str:
+    """Where a row of :func:`fine_peaks` puts the largest mean, in words."""
+    if not math.isnan(r.flat_to):
+        end = " (the grid's hot end)" if r.edge else ""
+        return f"on a plateau from τ = {fmt_setting(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
+    if r.edge:
+        return f"at the grid's {'cold' if math.isnan(r.low) else 'hot'} end, τ = {fmt_setting(r.peak_tau)}"
+    return f"at τ = {fmt_setting(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
+
+
+def fine_peaks(fine: pd.DataFrame) -> pd.DataFrame:
+    """Where each rank measure peaks on the fine temperature grid at initialisation, per architecture.
+
+    Args:
+        fine: one row per ``arch, tau, seed`` with a column per measure of :data:`RANK_MEASURES` (the rows of
+            :func:`attnrank.analysis.baselines.init_means`).
+
+    Returns one row per ``arch, measure``: ``peak_tau`` (the grid value with the largest mean over seeds),
+    ``low`` and ``high`` (its neighbours on the grid, between which the peak lies; NaN at the grid's edge),
+    ``factor`` (``high / low``, the width of the bracket), ``peak`` (the mean there), ``edge`` (the largest
+    mean lies at an end of the grid: the grid does not locate a peak) and ``flat_to``: where several grid values
+    share the largest mean (a measure saturated at its maximum, such as a count that reaches ``n``), the last of
+    them (``peak_tau`` is the first), else NaN.
+    """
+    rows = []
+    for (arch, measure), d in fine.melt(
+        id_vars=["arch", "tau", "seed"], value_vars=list(RANK_MEASURES), var_name="measure"
+    ).groupby(["arch", "measure"], sort=False):
+        means = d.groupby("tau").value.mean().sort_index()
+        taus = means.index.to_numpy(float)
+        values = means.to_numpy()
+        i = int(np.argmax(values))
+        top = np.nonzero(values >= values[i] - 1e-9 * max(1.0, abs(values[i])))[0]
+        low = taus[i - 1] if i > 0 else math.nan
+        high = taus[top[-1] + 1] if top[-1] < len(taus) - 1 else math.nan
+        rows.append(
+            dict(
+                arch=arch,
+                measure=measure,
+                peak_tau=float(taus[i]),
+                low=float(low),
+                high=float(high),
+                factor=float(high / low) if i not in (0, len(taus) - 1) else math.nan,
+                peak=float(means.iloc[i]),
+                edge=i in (0, len(taus) - 1) or top[-1] == len(taus) - 1,
+                flat_to=float(taus[top[-1]]) if len(top) > 1 else math.nan,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def rank_finding(rank_v: dict) -> str:
+    """The rank verdict in one line for the intro: where the study's sign holds and where it reverses."""
+    return sign_finding(rank_v, short=True)
+
+
+def _loss_signs(loss_v: SweepVerdict) -> str:
+    """Per architecture, whether the loss correlation has the study's sign, reverses it or leaves it open."""
+    words = {
+        "the study's sign": "the interval has the study's sign",
+        "reversed": "the interval reverses the study's sign",
+        "undecided": "the interval does not decide the sign",
+    }
+    by = {}
+    for a, r in loss_v.arch.items():
+        by.setdefault(sign_of(r.verdict.status), []).append(ARCH_NAMES[a])
+    text = "; ".join(f"for {' and '.join(n)} {words[k]}" for k, n in by.items())
+    return text[0].upper() + text[1:] + "."
+
+
+def loss_finding(loss_v: SweepVerdict) -> str:
+    """The loss verdict in one line for the intro's table."""
+    rho = ", ".join(f"{ARCH_NAMES[a]} {fmt(r.verdict.estimate.value)}" for a, r in loss_v.arch.items())
+    best = ", ".join(f"{ARCH_NAMES[a]} {fmt_setting(r.shape.value)}" for a, r in loss_v.arch.items())
+    return f"ρ(log τ, final loss): {rho} (negative: hotter trains lower, the study's sign); lowest loss at τ = {best}."
+
+
+def section(
+    profile: str = "auto", *, seeds=None, taus=None, head_dims=None, tau: float = 0.25, dataset=None
+) -> Section:
+    """The temperature chapter: the temperature grid (plus ``tau`` and ``tau = 1`` when off it, trained
+    where missing), the logit scale at initialisation, the two rules with every measure, six figures, their
+    tables and the ``temp`` and ``temp_loss`` verdicts.
+
+    Args:
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.chapters.dynamics.section`).
+        tau: the temperature ratio shown in detail against ``tau = 1`` (a value off the grid trains its
+            own runs, both architectures, the grid's seeds).
+
+    Raises:
+        ConfigError: for a parameter the sweep does not allow.
+    """
+    profile = resolve_profile(profile)
+    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    m = PRIMARY_MEASURE
+    label = MEASURE_LABELS[m]
+    tsweep = tables.temperature_grid(
+        profile, extra=(tau, STOCK), taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset
+    )
+    n_seeds, head_dim0 = int(tsweep.seed.nunique()), int(tsweep.head_dim.iloc[0])
+    tau_min = float(min(grid["taus"]))
+    added = ", ".join(map(fmt_setting, tsweep.attrs["missing"])) or "none"
+    glue = {
+        "temp_grid_text": grid_text(grid["taus"]),
+        "temp_init_std": fmt(baselines.init_std()),
+        "temp_n_runs": len(tsweep),
+        "temp_n_seeds": n_seeds,
+        "temp_n_taus": int(tsweep.tau.nunique()),
+        "temp_head_dim": head_dim0,
+        "temp_tau": fmt_setting(tau),
+        "temp_tau_min": fmt_setting(tau_min),
+        "temp_tau_max": fmt_setting(max(grid["taus"])),
+        "temp_added": added,
+    }
+    glue.update(tables.divergence(tsweep, "temp"))
+    section_tables = []
+    # the logit scale at initialisation
+    init = baselines.init_means(
+        [resolve_config(a, profile, tau=t, seed=0, dataset=dataset) for a in ARCHS for t in sorted({tau, STOCK})]
+    )
+    n_tok = int(init.n.iloc[0])
+    uniform = baselines.uniform_ranks(n_tok)
+    at = {"tau": tau, "base": STOCK}
+    for k, v in {
+        **tables.means_at(init, "logit_sd", at, prefix="temp_logit_sd_"),
+        **tables.means_at(init, "attention_entropy", at, prefix="temp_entropy_"),
+    }.items():
+        glue[k] = fmt(v, 3) if "logit_sd" in k else fmt(v, 4)
+    glue.update(
+        {
+            **{f"temp_uniform_{a}": fmt(u[m]) for a, u in uniform.items()},
+            "temp_log_n": fmt(math.log(n_tok), 4),
+            "temp_uniform_causal_rank_rtol": fmt(uniform["gpt2"]["rank_rtol_1e-2"], 0),
+            "temp_n": n_tok,
+        }
+    )
+    section_tables.append(
+        Table(
+            "temp_init",
+            init.assign(arch=init.arch.map(ARCH_LABELS))[
+                ["arch", "tau", "logit_sd", "n", m, "attention_entropy"]
+            ].rename(
+                columns={
+                    "arch": "model",
+                    "tau": "τ",
+                    "logit_sd": "logit sd (within a row)",
+                    "n": "tokens",
+                    m: label,
+                    "attention_entropy": "attention entropy (nats)",
+                }
+            ),
+            digits=4,
+            formats={"τ": fmt_setting},
+        )
+    )
+    # rank at initialisation against temperature, every measure
+    ranks_long = tables.long_form(tsweep)
+    refs = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
+    # the fine grid at initialisation: no training, every rank measure
+    fine = baselines.init_means(
+        [
+            resolve_config(a, profile, tau=t, seed=s, dataset=dataset)
+            for a in ARCHS
+            for t in FINE_TAUS
+            for s in range(FINE_SEEDS)
+        ],
+        measures=RANK_MEASURES,
+    )
+    peaks = fine_peaks(fine)
+    glue.update(
+        {
+            "temp_fine_n": len(FINE_TAUS),
+            "temp_fine_min": fmt_setting(min(FINE_TAUS)),
+            "temp_fine_max": fmt_setting(max(FINE_TAUS)),
+            "temp_fine_factor": fmt(FINE_TAUS[1] / FINE_TAUS[0], 2),
+            "temp_fine_seeds": FINE_SEEDS,
+            **{f"temp_fine_peak_{r.arch}_{r.measure}": _fine_peak_text(r) for r in peaks.itertuples()},
+        }
+    )
+    section_tables.append(
+        Table(
+            "temp_fine_peaks",
+            peaks.assign(
+                model=peaks.arch.map(ARCH_LABELS),
+                measure=peaks.measure.map(MEASURE_LABELS),
+                where=[_fine_peak_text(r) for r in peaks.itertuples()],
+            )[["model", "measure", "where", "peak"]].rename(
+                columns={"where": "where the mean initial rank is largest", "peak": "mean rank there"}
+            ),
+            digits=2,
+        )
+    )
+    fine_long = fine.melt(
+        id_vars=["arch", "tau", "seed"], value_vars=list(RANK_MEASURES), var_name="measure", value_name="value"
+    )
+    fine_figure = Figure(
+        "temp_fine",
+        sweeps.by_setting(fine_long, "tau", facet="measure", baseline=STOCK, refs=refs),
+        fine_long,
+        f"Mean initial attention rank against the temperature ratio $\\tau$ on a fine grid ({len(FINE_TAUS)} values a "
+        f"factor of {fmt(FINE_TAUS[1] / FINE_TAUS[0], 2)} apart, log axis), one panel per rank measure; freshly "
+        f"initialised ModernBERT and GPT-2, {FINE_SEEDS} seeds a setting (mean with ±1 sd bars), no training. "
+        f"Dotted: uniform attention over $n$ = {n_tok} tokens (causal for GPT-2). Dashed black: $\\tau = 1$.",
+        "One panel per rank measure: mean initial attention rank against temperature on a fine log grid, for "
+        "ModernBERT and GPT-2, with dotted lines for uniform attention.",
+    )
+    figures = [
+        Figure(
+            "temp_rank_vs_tau",
+            sweeps.by_setting(
+                ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=STOCK, refs=refs
+            ),
+            pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
+            f"Attention rank against the temperature ratio $\\tau$ (log axis), one panel per rank measure, at "
+            f"initialisation (solid) and after training (dashed); ModernBERT and GPT-2; mean over seeds with ±1 sd bars, "
+            f"faint dots: single runs. Dotted: the same measure for uniform attention (ModernBERT) and uniform causal "
+            f"attention (GPT-2) over $n$ = {n_tok} tokens, the content-free baseline. Red: the detailed "
+            f"$\\tau$ = {fmt_setting(tau)}; dashed black: $\\tau = 1$; red crosses: diverged runs. "
+            f"{tables.caption(tsweep, profile)}, head dimension {head_dim0}.",
+            "One panel per rank measure: mean attention rank against temperature on a log axis, at "
+            "initialisation and after training, for ModernBERT and GPT-2, with dotted lines for uniform attention.",
+        )
+    ]
+    # the headline: the book's central finding, how the answer to (iii) turns on how rank is counted
+    shown = (m, experiments.STUDY_MEASURE)
+    headline = pd.concat([ranks_long[ranks_long.measure == mm] for mm in shown], ignore_index=True)
+    figures.insert(
+        0,
+        Figure(
+            "temp_headline",
+            sweeps.by_setting(
+                headline,
+                "tau",
+                facet="measure",
+                style="when",
+                baseline=STOCK,
+                refs=refs[refs.measure.isin(shown)] if "measure" in refs else refs,
+                ncols=2,
+                width=3.6,
+                height=3.0,
+            ),
+            headline,
+            f"Two ways of counting the rank of the attention matrices of ModernBERT and GPT-2, against the temperature "
+            f"ratio $\\tau$ (log axis), at initialisation (solid) and after training (dashed): the {label} (left) and "
+            f"the study's count of singular values above $10^{{-8}}$ (right); mean over seeds with ±1 sd bars. Dotted: "
+            f"uniform attention, the content-free baseline. {tables.caption(tsweep, profile)}.",
+            "Two line charts side by side, the effective rank and the study's 1e-8 rank of ModernBERT and GPT-2 against "
+            "temperature on a log axis, before and after training, beside dotted lines for uniform attention.",
+        ),
+    )
+    figures.append(fine_figure)
+    grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
+    rank_v = {mm: rules.temperature_rank(grid_runs, f"initial_{mm}", stock=STOCK, cold=tau_min) for mm in RANK_MEASURES}
+    rv = rank_v[m]
+    section_tables.append(Table("temp_rank_rule", temperature_table(rank_v, tau_min)))
+    for a, r in rv.arch.items():
+        e = r.verdict.estimate
+        glue.update(
+            {
+                f"temp_cold_diff_{a}": fmt_estimate(e),
+                f"temp_cold_p_{a}": fmt(e.p),
+                f"temp_rank_spread_{a}": fmt(r.spread, 3),
+                f"temp_peak_{a}": grid_interval(r.shape, words=True, note=shape_text(r).split(" (")[0]),
+            }
+        )
+    for k, v in tables.means_at(tsweep, f"initial_{m}", {**at, "min": tau_min}, prefix="temp_rank0_").items():
+        glue[k] = fmt(v)
+    glue["temp_rank_needed"] = needed_clause(rv.arch, f"one unit of {label}")
+    glue["temp_sign"] = sign_finding(rank_v)
+    glue["temp_n_resamples"] = f"{stats.N_RESAMPLES:,}"
+    glue["temp_min_p"] = fmt(2 / math.comb(2 * n_seeds, n_seeds))
+    # the detailed setting against tau = 1: rank through training and per layer
+    pair = tsweep[np.isclose(tsweep.tau, tau) | np.isclose(tsweep.tau, STOCK)]
+    summ = tables.rank_curves(pair, [m, "rank_atol_1e-8", "rank_rtol_1e-2"])
+    figures.append(
+        Figure(
+            "temp_rank_curves",
+            tplots.measure_trajectories(
+                summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau, archs=("gpt2",)
+            ),
+            summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
+            f"Mean attention rank through training for $\\tau$ = {fmt_setting(tau)} (bold) and $\\tau = 1$, three "
+            f"measures (rows) for ModernBERT and GPT-2 (columns); line: mean over seeds, band: range over seeds; dotted: "
+            f"uniform causal attention (GPT-2). {tables.caption(pair, profile)}.",
+            "Line charts of three rank measures through training, one row per measure and one column per model, "
+            "for the detailed temperature and the stock one.",
+        )
+    )
+    layer_df = tables.layer_ranks(pair, m)
+    figures.append(
+        Figure(
+            "temp_rank_per_layer",
+            sweeps.per_layer(layer_df, highlight=tau, baseline=STOCK, ylabel=label),
+            layer_df,
+            f"The {label} per layer at initialisation (filled) and after training (open), $\\tau$ = "
+            f"{fmt_setting(tau)} (red) and $\\tau = 1$ (black); ±1 sd over heads and seeds. "
+            f"{tables.caption(pair, profile)}.",
+            "Dot plots of the effective rank of each layer, before and after training, for the detailed and the "
+            "stock temperature, one panel per model.",
+        )
+    )
+    # the loss
+    evals = load_table(tsweep, "eval_log")
+    figures.append(
+        Figure(
+            "temp_loss_curves",
+            tplots.val_loss_trajectories(evals, highlight=STOCK),
+            evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
+            f"Validation loss through training for every temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ "
+            f"bold); line: mean over seeds, band: range over seeds; dashed ending in a cross: diverged runs. "
+            f"{tables.caption(tsweep, profile)}.",
+            "Line charts of validation loss against training step, one line per temperature, one panel per model.",
+        )
+    )
+    loss_df = tsweep[["key", "arch", "tau", "seed", "status", "final_val_loss", "initial_val_loss"]]
+    figures.append(
+        Figure(
+            "temp_final_loss_vs_tau",
+            sweeps.by_setting(
+                loss_df,
+                "tau",
+                "final_val_loss",
+                facet="arch",
+                highlight=tau,
+                baseline=STOCK,
+                ncols=2,
+                ylabel="final validation loss (nats/token)",
+            ),
+            loss_df,
+            f"Final validation loss against $\\tau$ (log axis), one panel per model with its own axis (masked-token "
+            f"loss for ModernBERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; "
+            f"red: $\\tau$ = {fmt_setting(tau)}; dashed: $\\tau = 1$; crosses at the top: diverged runs. "
+            f"{tables.caption(tsweep, profile)}.",
+            "Two panels of final validation loss against temperature on a log axis, ModernBERT and GPT-2.",
+        )
+    )
+    loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")
+    for a, r in loss_v.arch.items():
+        glue.update(
+            {
+                f"temp_loss_rho_{a}": fmt_estimate(r.verdict.estimate),
+                f"temp_loss_spread_{a}": fmt(r.spread, 4),
+                f"temp_loss_best_{a}": grid_interval(r.shape, words=True),
+            }
+        )
+    done = tsweep[tsweep.status == "complete"]
+    for k, v in tables.means_at(done, "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_").items():
+        glue[k] = fmt(v, 3)
+    section_tables.append(Table("temp_loss_rule", temperature_loss_table(loss_v)))
+    gaps = baselines.bigram_gaps(done)
+    gains = baselines.reference_gains(done, worst=True)
+    loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps, gains)
+    inp = baselines.regime_inputs(done)
+    verdicts = [
+        Verdict(
+            "temp",
+            rv.status,
+            rank_finding(rank_v),
+            f"{label}, τ = 1 minus τ = {fmt_setting(tau_min)}: "
+            + "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in rv.arch.items()),
+            f"{rv.n_runs} runs",
+            INITIAL_REGIME,
+            temperature_summary(rv, cold=tau_min, profile=profile, n_seeds=n_seeds, rank_v=rank_v),
+            {mm: v.status for mm, v in rank_v.items()},
+            brief=INITIAL_BRIEF,
+        ),
+        Verdict(
+            "temp_loss",
+            loss_gate.status,
+            loss_finding(loss_v),
+            "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
+            f"{loss_v.n_runs} runs",
+            regime_text(loss_gate, **inp),
+            temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(loss_gate),
+            brief=regime_brief(loss_gate, **inp),
+        ),
+    ]
+    section_tables.append(by_measure_table("temp_by_measure", verdicts[0], m))
+    return Section("temp", glue, figures, section_tables, verdicts)

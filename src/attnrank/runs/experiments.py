@@ -1,0 +1,380 @@
+"""The sweeps behind the chapters: one temperature grid and one head-dimension grid per profile.
+
+The chapters on dynamics, loss, temperature and head dimension share these runs through
+the run store, so a cold build trains each configuration once. Grids are defaults: each
+chapter's ``parameters`` cell can override them (``None`` means "the profile's default").
+Every sweep takes a ``dataset`` (``shakespeare`` or ``hf:NAME[:CONFIG]``); its default is the
+profile's, ``ATTNRANK_DATASET`` when set (:func:`attnrank.core.profiles.default_dataset`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..core.errors import ConfigError, check_positive_int
+from ..core.measures import MEASURES, STUDY_ATOL
+from ..core.profiles import (
+    ALL_ARCHS,
+    ARCHS,
+    RunConfig,
+    base_profile,
+    check_dataset,
+    check_tau,
+    default_dataset,
+    resolve_config,
+    resolve_profile,
+)
+from .presets import RUN_PRESETS
+
+__all__ = [
+    "STUDY_MEASURE",
+    "STUDY_TAUS",
+    "STUDY_EXAMPLES",
+    "TAU_GRID",
+    "QUICK_TAU_GRID",
+    "SWEEP_DEFAULTS",
+    "sweep_defaults",
+    "tau_sweep",
+    "head_dim_sweep",
+    "main_sweep",
+    "study_bert_sweep",
+    "SEQ_LENS",
+    "SEQ_LEN_PRESET",
+    "seq_len_sweep",
+    "P3_CONDITIONS",
+    "CELLS",
+    "PRESETS",
+    "twin_scale",
+    "causal_runs",
+    "CHAPTERS",
+    "book_runs",
+    "VERDICT_RUNS",
+    "verdict_scales",
+]
+
+# ------------------------------------------------------------------ the study's own protocol
+#: The study's rank: singular values above the absolute threshold 1e-8.
+STUDY_MEASURE = next(m.name for m in MEASURES.values() if m.atol == STUDY_ATOL and m.rtol is None)
+#: The study's two temperatures as ratios ``tau = T / sqrt(d_head)``: stock and cold.
+STUDY_TAUS = (1.0, 1e-3)
+#: Examples the study averaged over: (training, test).
+STUDY_EXAMPLES = (4, 4)
+
+#: Temperature ratios of the main sweep: 7 values, a factor of about 4 apart, from 1e-3 to 4.
+TAU_GRID = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
+
+#: The temperature ratios the ``quick`` grid trains: every fourth value of a grid a factor of 2 apart, so
+#: a factor of 16 apart from 1e-3 to 1 (the study's cold setting and the stock transformer).
+QUICK_TAU_GRID = (0.001, 0.016, 0.25, 1.0)
+
+#: Per profile: temperature grid, head-dimension grid (at fixed hidden size) and seeds. ``ci``
+#: runs take about a second, so it has five seeds and the full grid. A ``quick`` run trains 1000
+#: steps (about a minute on one core) so that its models learn (the recipe study): a cold CPU build of
+#: the book affords 36 of them beside the chapters' small runs, so ``quick`` trains four temperatures
+#: and two head dimensions with three seeds (each verdict states how many seeds would resolve it; the
+#: "Have the models learned?" chapter costs the grid and what more seeds would add).
+SWEEP_DEFAULTS = {
+    "ci": dict(taus=TAU_GRID, head_dims=(4, 8, 16, 32), seeds=(0, 1, 2, 3, 4)),
+    "quick": dict(taus=QUICK_TAU_GRID, head_dims=(8, 32), seeds=(0, 1, 2)),
+    "paper": dict(taus=TAU_GRID, head_dims=(16, 32, 64, 128), seeds=(0, 1, 2)),
+}
+SWEEP_DEFAULTS["scale"] = dict(SWEEP_DEFAULTS["quick"])  # the quick grid, trained SCALE_FACTOR times longer
+
+
+def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> dict:
+    """The profile's grids with any of ``taus``, ``head_dims``, ``seeds``, ``dataset`` overridden (validated).
+
+    ``seeds`` may be an int (that many seeds, 0..n-1) or a list of seeds. ``dataset`` (key
+    ``"dataset"``, normalised by :func:`attnrank.core.profiles.check_dataset`) defaults to the
+    profile's, ``ATTNRANK_DATASET`` or ``shakespeare``.
+
+    Raises:
+        ConfigError: naming ``profile``, ``taus``, ``head_dims``, ``seeds`` or ``dataset``.
+    """
+    d = dict(SWEEP_DEFAULTS[resolve_profile(profile)])
+    if dataset is None:
+        d["dataset"] = default_dataset()
+    else:
+        d["dataset"] = check_dataset(dataset)
+    if taus is not None:
+        d["taus"] = tuple(check_tau(t) for t in (taus if isinstance(taus, (list, tuple)) else [taus]))
+    if head_dims is not None:
+        d["head_dims"] = tuple(
+            check_positive_int("head_dims", h)
+            for h in (head_dims if isinstance(head_dims, (list, tuple)) else [head_dims])
+        )
+    if seeds is not None:
+        if isinstance(seeds, int) and not isinstance(seeds, bool):
+            seeds = list(range(check_positive_int("seeds", seeds)))
+        if not isinstance(seeds, (list, tuple)) or not seeds:
+            raise ConfigError("seeds", f"got {seeds!r}; expected a positive int or a non-empty list of ints")
+        d["seeds"] = tuple(check_positive_int("seeds", s, low=0) for s in seeds)
+    return d
+
+
+def _archs(archs) -> tuple[str, ...]:
+    archs = (archs,) if isinstance(archs, str) else tuple(archs)
+    for a in archs:
+        if a not in ALL_ARCHS:
+            raise ConfigError("archs", f"got {a!r}; allowed values: {', '.join(ALL_ARCHS)}")
+    return archs
+
+
+def tau_sweep(profile: str = "auto", archs=ARCHS, taus=None, seeds=None, dataset=None, **overrides) -> list[RunConfig]:
+    """Configs over the temperature grid at the profile's head dimension, trained on ``dataset``."""
+    d = sweep_defaults(profile, taus=taus, seeds=seeds, dataset=dataset)
+    return [
+        resolve_config(a, profile, tau=t, seed=s, dataset=d["dataset"], **overrides)
+        for a in _archs(archs)
+        for t in d["taus"]
+        for s in d["seeds"]
+    ]
+
+
+def head_dim_sweep(
+    profile: str = "auto", archs=ARCHS, head_dims=None, seeds=None, tau: float = 1.0, dataset=None, **overrides
+) -> list[RunConfig]:
+    """Configs over the head-dimension grid at fixed ``hidden_size`` (``num_heads = hidden_size / head_dim``)."""
+    d = sweep_defaults(profile, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    return [
+        resolve_config(a, profile, tau=tau, head_dim=h, seed=s, dataset=d["dataset"], **overrides)
+        for a in _archs(archs)
+        for h in d["head_dims"]
+        for s in d["seeds"]
+    ]
+
+
+def main_sweep(
+    profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, seeds=None, dataset=None
+) -> list[RunConfig]:
+    """Temperature sweep plus head-dimension sweep (at tau = 1 and at the smallest tau), without duplicates."""
+    d = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    configs = tau_sweep(profile, archs, d["taus"], d["seeds"], dataset=d["dataset"])
+    for t in sorted({1.0, min(d["taus"])}):
+        configs += head_dim_sweep(profile, archs, d["head_dims"], d["seeds"], tau=t, dataset=d["dataset"])
+    unique = {}
+    for c in configs:
+        unique.setdefault(c, c)
+    return list(unique)
+
+
+def study_bert_sweep(profile: str = "auto", seeds=None, dataset=None) -> list[RunConfig]:
+    """The study's BERT at ``tau = 1`` with the grid's seeds: the chapter "Have the models learned?" trains it beside
+    ModernBERT to show that it does not leave the context-free plateau at this scale."""
+    return tau_sweep(profile, ("bert",), [1.0], seeds, dataset=dataset)
+
+
+def _learned_runs(profile: str) -> list[RunConfig]:
+    return main_sweep(profile) + study_bert_sweep(profile)
+
+
+#: Sequence lengths of the theory chapter's sequence-length runs.
+SEQ_LENS = (32, 64, 128, 256)
+
+#: Per profile: the profile whose sizes the sequence-length runs have (at ``tau = 1``, with
+#: ``max_len`` varied), further overrides and the seeds (:data:`attnrank.runs.presets.RUN_PRESETS`).
+SEQ_LEN_PRESET = RUN_PRESETS["seq_len"]
+
+
+def seq_len_sweep(profile: str = "auto", archs=ARCHS, seq_lens=None, seeds=None, dataset=None) -> list[RunConfig]:
+    """Configs at ``tau = 1`` over the sequence lengths ``seq_lens`` (default :data:`SEQ_LENS`).
+
+    The runs have the sizes of ``SEQ_LEN_PRESET[profile]["sizes"]`` (their config's
+    ``profile`` field names it) and its ``overrides``, with ``max_len`` set to each sequence length; a longer
+    sequence also makes every training batch and probe longer.
+
+    Raises:
+        ConfigError: naming ``seq_lens`` (an integer >= 8, within memory), ``seeds``,
+        ``dataset`` or ``profile``.
+    """
+    preset = SEQ_LEN_PRESET[resolve_profile(profile)]
+    d = sweep_defaults(preset["sizes"], seeds=preset["seeds"] if seeds is None else seeds, dataset=dataset)
+    lens = SEQ_LENS if seq_lens is None else seq_lens if isinstance(seq_lens, (list, tuple)) else [seq_lens]
+    if not lens:
+        raise ConfigError("seq_lens", "got an empty list; expected sequence lengths >= 8")
+    lens = tuple(check_positive_int("seq_lens", n, low=8) for n in lens)
+    return [
+        resolve_config(a, preset["sizes"], max_len=n, seed=s, dataset=d["dataset"], **preset["overrides"])
+        for a in _archs(archs)
+        for n in lens
+        for s in d["seeds"]
+    ]
+
+
+def _temp_runs(profile: str) -> list[RunConfig]:
+    # the temperature chapter adds its detailed tau (default 0.25) and the baseline tau = 1
+    # when they are off the grid (with the defaults both are on it)
+    return main_sweep(profile) + tau_sweep(profile, taus=[0.25, 1.0])
+
+
+# ------------------------------------------------------------------ the causal chapter's runs (P3)
+#: The training conditions under which P3 makes twins exact: Adam's epsilon far below every
+#: gradient's scale, no weight decay on the query/key weights, no gradient clipping (the global
+#: norm mixes the query/key gradients, which differ between twins by the factor ``s``).
+P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 0.0}
+
+#: The five runs of one seed, in display order.
+CELLS = ("stock", "init", "lr", "twin", "tau")
+#: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
+#: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
+#: steps, at ``paper`` and ``scale`` the ``quick`` sizes (where the models learn), so that the 50 runs of the chapter fit the
+#: build's time budget.
+PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
+
+
+def twin_scale(tau: float) -> float:
+    """``1 / sqrt(tau)``: the query/key scale whose logits at ``tau = 1`` equal those at ``tau``.
+
+    Raises:
+        ConfigError: naming ``tau`` outside [1e-3, 1e3].
+    """
+    return 1.0 / math.sqrt(check_tau(tau))
+
+
+def causal_runs(
+    profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=ARCHS, dataset: str | None = None
+) -> list[RunConfig]:
+    """The configs of the chapter: :data:`CELLS` x ``seeds`` (None: the preset's) x ``archs`` at the profile's preset,
+    trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
+
+    Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
+    ``qk_init_scale`` and ``qk_lr_scale`` (``s = twin_scale(tau)``).
+
+    Raises:
+        ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds`` or ``dataset`` for invalid values.
+    """
+    profile = resolve_profile(profile)
+    sizes, overrides = PRESETS[profile]
+    seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
+    s = twin_scale(tau)
+    settings = {
+        "stock": dict(),
+        "init": dict(qk_init_scale=s),
+        "lr": dict(qk_lr_scale=s),
+        "twin": dict(qk_init_scale=s, qk_lr_scale=s),
+        "tau": dict(tau=tau),
+    }
+    archs = (archs,) if isinstance(archs, str) else tuple(archs)
+    if not seeds:
+        raise ConfigError("seeds", "got an empty list; expected at least one seed")
+    return [
+        resolve_config(a, sizes, seed=seed, dataset=dataset, **overrides, **P3_CONDITIONS, **settings[c])
+        for a in archs
+        for c in CELLS
+        for seed in seeds
+    ]
+
+
+def _causal_runs(profile: str) -> list[RunConfig]:
+    return causal_runs(profile)
+
+
+#: Chapters of the book (``chapters/<name>``) and the trained runs each asks the run store
+#: for at its default parameters (``None``: none; a chapter's papermill parameters can
+#: change its grid, and it then trains the difference itself).
+CHAPTERS = {
+    "intro": None,
+    "learned": _learned_runs,
+    "measure": main_sweep,
+    "theory": seq_len_sweep,
+    "dynamics": main_sweep,
+    "protocol": main_sweep,
+    "loss": main_sweep,
+    "temp": _temp_runs,
+    "headdim": main_sweep,
+    "causal": _causal_runs,
+    "target": None,
+    "explore": main_sweep,
+    "reproducibility": main_sweep,
+    "bibliography": None,
+}
+
+
+def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunConfig]:
+    """Every run the given chapters (default: all) train or read, without duplicates, in order.
+
+    ``chapters`` are names of :data:`CHAPTERS` (``"temp"`` or ``"chapters/temp"``).
+    ``dataset`` (default: the profile's, ``ATTNRANK_DATASET`` or ``shakespeare``) replaces
+    the dataset of every run, as a chapter's ``dataset`` parameter does.
+
+    Raises:
+        ConfigError: naming ``chapters`` for an unknown chapter, ``dataset`` for an invalid one.
+    """
+    if dataset is not None:
+        dataset = check_dataset(dataset)
+    names = list(CHAPTERS) if chapters is None else [chapters] if isinstance(chapters, str) else list(chapters)
+    unique: dict[RunConfig, RunConfig] = {}
+    for name in names:
+        short = str(name).removeprefix("chapters/").removesuffix(".ipynb")
+        if short not in CHAPTERS:
+            raise ConfigError("chapters", f"got {name!r}; allowed values: {', '.join(CHAPTERS)}")
+        for c in (CHAPTERS[short] or (lambda p: []))(profile):
+            if dataset is not None:
+                c = dataclasses.replace(c, dataset=dataset)
+            unique.setdefault(c, c)
+    return list(unique)
+
+
+#: Each verdict of the book (its glue prefix, ``<name>_status``) and the runs it is computed
+#: from at a profile's defaults; ``None``: no trained language model (random matrices or the
+#: toy task, sized by the profile's model sizes).
+VERDICT_RUNS = {
+    "measure": main_sweep,
+    "dynamics": main_sweep,
+    "loss": main_sweep,
+    "temp": _temp_runs,
+    "temp_loss": _temp_runs,
+    "headdim": main_sweep,
+    "theory": None,
+    "target": None,
+    "seq_len": seq_len_sweep,
+    "protocol": main_sweep,
+    "set_early": main_sweep,
+    "causal": _causal_runs,
+}
+
+
+def verdict_scales(profile: str = "auto", dataset=None):
+    """The scale each verdict of a build at ``profile`` is computed at, one row per :data:`VERDICT_RUNS` entry.
+
+    Columns: ``verdict``; ``scale`` (the profile named by its runs' configs, ``+`` joined when
+    several, or the words for a verdict without trained models); ``model`` (width x layers,
+    sequence lengths); ``steps`` (training steps); ``runs`` (count; 0 without trained models).
+
+    Raises:
+        ConfigError: naming ``profile`` or ``dataset``.
+    """
+    import pandas as pd
+
+    profile = resolve_profile(profile)
+    rows = []
+    for name, fn in VERDICT_RUNS.items():
+        configs = fn(profile) if fn is not None else []
+        if dataset is not None:
+            configs = [dataclasses.replace(c, dataset=dataset) for c in configs]
+        if not configs:
+            rows.append(
+                dict(
+                    verdict=name,
+                    scale=f"no trained models (sized for {base_profile(profile)})",
+                    model="",
+                    steps="",
+                    runs=0,
+                )
+            )
+            continue
+
+        def values(field):
+            return "/".join(str(v) for v in sorted({getattr(c, field) for c in configs}))  # noqa: B023
+
+        rows.append(
+            dict(
+                verdict=name,
+                scale="+".join(sorted({c.profile for c in configs})),
+                model=f"width {values('hidden_size')} x {values('num_layers')} layers, n = {values('max_len')}",
+                steps=values("max_steps"),
+                runs=len(set(configs)),
+            )
+        )
+    return pd.DataFrame(rows, columns=["verdict", "scale", "model", "steps", "runs"])
