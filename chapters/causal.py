@@ -48,7 +48,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import causal
 
-params = book.check_parameters(globals(), causal.PARAMETERS)
+params = book.check_parameters(globals(), causal.section)
 
 # %% tags=["hide-input"]
 book.publish(causal.section(**params))

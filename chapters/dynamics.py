@@ -37,7 +37,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import dynamics
 
-params = book.check_parameters(globals(), dynamics.PARAMETERS)
+params = book.check_parameters(globals(), dynamics.section)
 
 # %% tags=["hide-input"]
 book.publish(dynamics.section(**params))

@@ -32,7 +32,7 @@ from attnrank.chapters import explore
 from attnrank.chapters.section import Section, Table
 from attnrank.core.profiles import resolve_profile
 
-book.check_parameters(globals(), explore.PARAMETERS)
+book.check_parameters(globals(), explore.export)
 profile = resolve_profile(profile)
 data = explore.export(profile, dataset=dataset, taus=taus, head_dims=head_dims, seeds=seeds)
 view = explore.view(data)

@@ -65,7 +65,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import headdim
 
-params = book.check_parameters(globals(), headdim.PARAMETERS)
+params = book.check_parameters(globals(), headdim.section)
 
 # %% tags=["hide-input"]
 book.publish(headdim.section(**params))

@@ -56,7 +56,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import learned
 
-params = book.check_parameters(globals(), learned.PARAMETERS)
+params = book.check_parameters(globals(), learned.section)
 
 # %% tags=["hide-input"]
 book.publish(learned.section(**params))

@@ -49,7 +49,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import loss
 
-params = book.check_parameters(globals(), loss.PARAMETERS)
+params = book.check_parameters(globals(), loss.section)
 
 # %% tags=["hide-input"]
 book.publish(loss.section(**params))

@@ -34,7 +34,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import measure
 
-params = book.check_parameters(globals(), measure.PARAMETERS)
+params = book.check_parameters(globals(), measure.section)
 
 # %% tags=["hide-input"]
 book.publish(measure.section(**params))

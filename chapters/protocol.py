@@ -29,7 +29,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import protocol
 
-params = book.check_parameters(globals(), protocol.PARAMETERS)
+params = book.check_parameters(globals(), protocol.section)
 
 # %% tags=["hide-input"]
 book.publish(protocol.section(**params))

@@ -18,12 +18,15 @@
 # %% tags=["parameters", "hide-input"]
 profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU), ci, quick, paper or scale
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
+seeds: list = None  # seeds of the shared sweep: a list, or n for seeds 0..n-1; None: the profile's
+taus: list = None  # temperature ratios τ of the shared sweep; None: the profile's
+head_dims: list = None  # head dimensions of the shared sweep; None: the profile's
 
 # %% tags=["remove-cell"]
 from attnrank import book
 from attnrank.chapters import reproducibility
 
-params = book.check_parameters(globals(), reproducibility.PARAMETERS)
+params = book.check_parameters(globals(), reproducibility.section)
 
 # %% tags=["hide-input"]
 book.publish(reproducibility.section(**params))

@@ -48,7 +48,7 @@ n_seeds: int = None  # seeds per cell of the toy task; None: the profile's
 from attnrank import book
 from attnrank.chapters import target
 
-params = book.check_parameters(globals(), target.PARAMETERS)
+params = book.check_parameters(globals(), target.section)
 
 # %% tags=["hide-input"]
 book.publish(target.section(**params))

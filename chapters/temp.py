@@ -73,7 +73,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 from attnrank import book
 from attnrank.chapters import temp
 
-params = book.check_parameters(globals(), temp.PARAMETERS)
+params = book.check_parameters(globals(), temp.section)
 
 # %% tags=["hide-input"]
 book.publish(temp.section(**params))

@@ -45,7 +45,7 @@ dataset: str = None  # training corpus of the sequence-length runs; None: ATTNRA
 from attnrank import book
 from attnrank.chapters import theory
 
-params = book.check_parameters(globals(), theory.PARAMETERS)
+params = book.check_parameters(globals(), theory.section)
 
 # %% tags=["hide-input"]
 book.publish(theory.section(**params))

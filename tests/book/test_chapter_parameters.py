@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import json
 import math
 from pathlib import Path
@@ -35,7 +36,7 @@ def _declared(path) -> dict:
 
 
 def _checked(path) -> tuple[str, ...]:
-    """The names the chapter passes to ``book.check_parameters`` (a literal, or its module's ``PARAMETERS``)."""
+    """The names ``book.check_parameters`` checks for the chapter (a literal, or those of its section's signature)."""
     imported = {}  # the chapter's name of a module -> the module's full name
     for cell in _cells(path):
         if cell["cell_type"] != "code":
@@ -49,9 +50,9 @@ def _checked(path) -> tuple[str, ...]:
                 and node.func.attr == "check_parameters"
             ):
                 names = node.args[1]
-                if isinstance(names, ast.Attribute):  # <chapter module>.PARAMETERS
-                    module = importlib.import_module(imported[ast.unparse(names.value)])
-                    return tuple(getattr(module, names.attr))
+                if isinstance(names, ast.Attribute):  # <chapter module>.section
+                    function = getattr(importlib.import_module(imported[ast.unparse(names.value)]), names.attr)
+                    return tuple(n for n in inspect.signature(function).parameters if n in book.PARAMETERS)
                 return tuple(ast.literal_eval(names))
     raise AssertionError(f"{path.name} does not call book.check_parameters")
 

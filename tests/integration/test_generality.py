@@ -104,7 +104,7 @@ def test_every_chapter_that_trains_passes_its_dataset_to_its_sweep():
         if "dataset=dataset" in source:
             continue
         # the one chapter pattern: the checked parameters go to the chapter module's section in one call
-        call = re.search(r"params = book\.check_parameters\(globals\(\), (\w+)\.PARAMETERS\)", source)
+        call = re.search(r"params = book\.check_parameters\(globals\(\), (\w+)\.section\)", source)
         assert call and f"{call.group(1)}.section(**params)" in source, name
         imported = {  # the names the chapter imports from the library, and their modules
             name.strip(): f"{package}.{name.strip()}"
@@ -112,7 +112,6 @@ def test_every_chapter_that_trains_passes_its_dataset_to_its_sweep():
             for name in names.split(",")
         }
         module = importlib.import_module(imported[call.group(1)])
-        assert "dataset" in module.PARAMETERS, name
         assert "dataset" in inspect.signature(module.section).parameters, name
 
 

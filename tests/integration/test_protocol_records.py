@@ -108,6 +108,7 @@ def _records(stock_train, stock_val, cold_value, steps=(0, 10), n_runs=1):
                                 "key": f"{key0}{k}",
                                 "arch": "modernbert",
                                 "tau": tau,
+                                "seed": k,
                                 "step": step,
                                 "split": split,
                                 "sequence": i,
@@ -115,6 +116,17 @@ def _records(stock_train, stock_val, cold_value, steps=(0, 10), n_runs=1):
                             }
                         )
     return pd.DataFrame(rows)
+
+
+def test_study_draws_pick_runs_by_seed_not_by_their_keys():
+    """The same runs under other keys (the training code changed, the runs did not) give the same draws: a
+    draw picks a run by its seed. With the runs in key order the renamed keys would reorder them."""
+    seq = _records([1.0, 0.0, 0.5, 0.25] * 2, [0.0] * 8, 0.1, n_runs=3)
+    seq["rank_atol_1e-8"] += seq.seed  # each seed's run its own values
+    draws = study.study_draws(seq, n_draws=50, seed=0, examples=(4, 4))
+    renamed = seq.assign(key=seq.key.map(lambda k: f"{9 - int(k[-1])}{k}"))  # key order now the seeds' reverse
+    again = study.study_draws(renamed, n_draws=50, seed=0, examples=(4, 4))
+    assert again.stat.tolist() == draws.stat.tolist() and draws.stat.nunique() > 3
 
 
 def test_study_draws_flip_as_often_as_the_one_outlier_sequence_is_drawn():

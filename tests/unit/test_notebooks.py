@@ -105,21 +105,24 @@ def _parameters_cell(path: Path) -> dict:
 
 @pytest.mark.parametrize("path", sorted(CHAPTERS.glob("*.py")), ids=lambda p: p.stem)
 def test_a_chapters_parameters_cell_agrees_with_its_section_function(path):
-    """Every parameter a chapter declares has the default its section() function gives it when called without it
-    (None in the cell: the function's own default decides), and is one of the module's PARAMETERS."""
+    """A chapter's parameters cell names exactly the parameters of the function it passes them to (its section(),
+    the one declaration) that the shared schema defines, each with the default the function gives it when called
+    without it (None in the cell: the function's own default decides)."""
     import importlib
     import inspect
 
-    match = re.search(r"book\.check_parameters\(globals\(\), (\w+)\.PARAMETERS\)", path.read_text(encoding="utf-8"))
+    from attnrank import book
+
+    text = path.read_text(encoding="utf-8")
+    match = re.search(r"book\.check_parameters\(globals\(\), (\w+)\.(\w+)\)", text)
     if match is None:
         pytest.skip("no parameters")
     alias = match.group(1)
-    imported = re.search(rf"from attnrank(?:\.(\w+))? import [^\n]*\b{alias}\b", path.read_text(encoding="utf-8"))
-    module = importlib.import_module(f"attnrank.{imported.group(1) + '.' if imported.group(1) else ''}{alias}")
-    cell = _parameters_cell(path)
-    assert set(cell) == set(module.PARAMETERS), set(cell) ^ set(module.PARAMETERS)
-    function = getattr(module, "section", None) or module.export
+    imported = re.search(rf"from (attnrank[\w.]*) import [^\n]*\b{alias}\b", text)
+    function = getattr(importlib.import_module(f"{imported.group(1)}.{alias}"), match.group(2))
     signature = inspect.signature(function).parameters
+    cell = _parameters_cell(path)
+    assert set(cell) == set(signature) & set(book.PARAMETERS), set(cell) ^ (set(signature) & set(book.PARAMETERS))
     same = lambda v: tuple(v) if isinstance(v, list) else v  # noqa: E731 - a list in the cell, a tuple in Python
     wrong = {
         name: (value, signature[name].default)

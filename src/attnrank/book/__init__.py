@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import html
+import inspect
 import math
 import numbers
 import re
@@ -207,12 +208,14 @@ def _check_dataset(name: str, value: str) -> str:
         raise ConfigError(name, str(exc).split(": ", 1)[-1]) from None
 
 
-def check_parameters(namespace: dict, names) -> dict:
+def check_parameters(namespace: dict, chapter) -> dict:
     """Check a chapter's parameters (after papermill injection) against :data:`PARAMETERS`.
 
-    ``names`` are the parameters the chapter declares in its ``parameters`` cell. Each value
-    is checked and normalised (see :class:`Param`) and written back into ``namespace``, so
-    the chapter goes on with clean values; the normalised values are also returned.
+    ``chapter`` is the function the chapter passes them to (its module's ``section``): its parameters that
+    :data:`PARAMETERS` defines are the chapter's, so the function's signature is their one declaration (a
+    keyword the schema does not define, such as the explorer's ``budget``, is the library's, not the page's).
+    A sequence of names also works. Each value is checked and normalised (see :class:`Param`) and written back
+    into ``namespace``, so the chapter goes on with clean values; the normalised values are also returned.
 
     Every chapter calls it first, so it also sets the torch threads of the chapter's analyses to
     :func:`attnrank.core.profiles.default_threads` (``ATTNRANK_THREADS``, default 1, as a run's): a chapter computes
@@ -226,12 +229,15 @@ def check_parameters(namespace: dict, names) -> dict:
             papermill ``-p`` typo; the message lists the chapter's parameters), a declared
             name missing from ``namespace``, or a value outside :meth:`Param.describe`;
             naming ``ATTNRANK_THREADS`` for an invalid value.
-        KeyError: for a declared name that :data:`PARAMETERS` does not define (a chapter bug).
+        KeyError: for a listed name that :data:`PARAMETERS` does not define (a chapter bug).
     """
     import torch  # here, not at the top: the book's words load without torch
 
     torch.set_num_threads(default_threads())
-    names = tuple(names)
+    if callable(chapter):
+        names = tuple(name for name in inspect.signature(chapter).parameters if name in PARAMETERS)
+    else:
+        names = tuple(chapter)
     for name in names:
         if name not in PARAMETERS:
             raise KeyError(f"chapter parameter {name!r} is not in attnrank.book.PARAMETERS")

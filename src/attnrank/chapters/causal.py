@@ -348,8 +348,6 @@ def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
 
 
 # --------------------------------------------------------------------------- the chapter
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "tau", "eval_taus", "dataset")
 
 
 def finding(result: SweepVerdict) -> str:

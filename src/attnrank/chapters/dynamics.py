@@ -26,7 +26,6 @@ from . import tables
 from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
 
 __all__ = [
-    "PARAMETERS",
     "section",
     "correlation_table",
     "correlation_notes",
@@ -35,9 +34,6 @@ __all__ = [
     "dynamics_summary",
     "finding",
 ]
-
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "taus", "head_dims", "heatmap_tau", "stable_tolerance", "dataset")
 
 
 def correlation_table(results: dict, outcome: str | None = None) -> pd.DataFrame:

@@ -51,7 +51,6 @@ from ..runs.experiments import main_sweep
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt
 
 __all__ = [
-    "PARAMETERS",
     "PLANS",
     "Plan",
     "BUDGET_BYTES",
@@ -67,7 +66,6 @@ __all__ = [
 ]
 
 #: The chapter's parameters (:func:`attnrank.book.check_parameters` checks them).
-PARAMETERS = ("profile", "taus", "head_dims", "seeds", "dataset")
 
 #: The most bytes the explorer page (its HTML with the data and the plotting library inline) may take.
 BUDGET_BYTES = 8_000_000

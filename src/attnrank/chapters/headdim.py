@@ -35,7 +35,6 @@ from . import tables
 from .section import INITIAL_BRIEF, INITIAL_REGIME, Figure, Section, Table, Verdict, by_measure_table
 
 __all__ = [
-    "PARAMETERS",
     "section",
     "lever_table",
     "LEVERS",
@@ -293,8 +292,6 @@ def bound_holds_text(violations: int, matrices: int) -> str:
 
 
 # --------------------------------------------------------------------------- the chapter
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "taus", "head_dims", "mc_samples", "dataset")
 
 
 def section(

@@ -43,7 +43,6 @@ from . import tables as run_tables
 from .section import Figure, Section, Table, gap_text, worth
 
 __all__ = [
-    "PARAMETERS",
     "section",
     "BASELINES",
     "TARGETS",
@@ -64,9 +63,6 @@ __all__ = [
     "measured_rate",
     "split",
 ]
-
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "dataset")
 
 
 #: The regime the default profile is planned to reach at ``tau = 1``, fixed before the runs were

@@ -34,10 +34,8 @@ from . import tables
 from .dynamics import correlation_notes, correlation_table, n_learned_text, needed_runs
 from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
 
-__all__ = ["PARAMETERS", "section", "loss_summary", "finding", "grid_correlations", "cens_text"]
+__all__ = ["section", "loss_summary", "finding", "grid_correlations", "cens_text"]
 
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "taus", "head_dims", "level_quantile", "smooth", "dataset")
 #: The outcomes the chapter correlates with the initial rank, with their labels.
 OUTCOMES = {"final_val_loss": "final validation loss (nats)", "steps_plot": "steps to reach the level"}
 

@@ -339,8 +339,6 @@ def trained_facts(at1: pd.DataFrame) -> dict:
 
 
 # --------------------------------------------------------------------------- the chapter
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "taus", "head_dims", "probe_size", "tau_grid_extreme", "dataset")
 
 
 def _figure(spec) -> Figure:

@@ -25,7 +25,6 @@ from .section import Figure, Section, Table, Verdict, gate_text, regime_brief, r
 from .study import Records
 
 __all__ = [
-    "PARAMETERS",
     "section",
     "agreement",
     "flip_table",
@@ -36,9 +35,6 @@ __all__ = [
     "agreement_words",
     "protocol_finding",
 ]
-
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "n_draws", "dataset")
 
 
 def agreement(

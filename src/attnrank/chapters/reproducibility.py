@@ -37,7 +37,6 @@ from . import tables
 from .section import Section, Table
 
 __all__ = [
-    "PARAMETERS",
     "section",
     "environment",
     "profile_tables",
@@ -53,9 +52,6 @@ __all__ = [
 #: ``attnrank verdicts data/<name>/verdicts.csv --from-build _build`` beside its ``build.json`` (commit, date,
 #: runs, build minutes on two cores).
 CHECK_FOLDERS = {"scale": RECORD_FOLDERS[1], "stdlib": RECORD_FOLDERS[2]}
-
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "dataset")
 
 
 def environment() -> tuple[pd.DataFrame, str]:

@@ -59,10 +59,16 @@ def _need(df: pd.DataFrame, cols, name: str = "sequences") -> None:
         raise ConfigError(name, f"missing columns {missing}; got {list(df.columns)}")
 
 
+def _run_order(seq: pd.DataFrame) -> np.ndarray:
+    """The keys of the runs in ``seq`` in seed order: a draw picks a run by its settings, not by its key, which
+    changes with the training code."""
+    return seq.sort_values(["seed", "key"]).key.unique()
+
+
 def _cube(seq: pd.DataFrame, measure: str, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(keys [R], steps [S], values [R, S, B])`` of one split, runs in key order."""
+    """``(keys [R], steps [S], values [R, S, B])`` of one split, runs in seed order."""
     d = seq[seq.split == split]
-    keys, steps, seqs = (np.sort(d[c].unique()) for c in ("key", "step", "sequence"))
+    keys, steps, seqs = _run_order(d), np.sort(d.step.unique()), np.sort(d.sequence.unique())
     full = pd.MultiIndex.from_product([keys, steps, seqs], names=["key", "step", "sequence"])
     v = d.set_index(["key", "step", "sequence"])[measure].astype(float).reindex(full)
     return keys, steps, v.to_numpy().reshape(len(keys), len(steps), len(seqs))
@@ -88,7 +94,7 @@ def _arms(seq: pd.DataFrame, arch: str, stock: float, cold: float, measure: str)
 
 
 def _check(seq, measure, examples):
-    _need(seq, ["key", "arch", "tau", "step", "split", "sequence", measure])
+    _need(seq, ["key", "arch", "tau", "seed", "step", "split", "sequence", measure])
     if measure not in MEASURES:
         raise ConfigError("measure", f"got {measure!r}; allowed values: {', '.join(MEASURES)}")
     n_train, n_test = (check_int("examples", e, low=1) for e in examples)
@@ -134,9 +140,7 @@ def study_draws(
     for arch in sorted(sequences.arch.unique()):
         arms, steps = _arms(sequences, arch, stock, cold, measure)
         keys = {
-            t: np.sort(
-                sequences[(sequences.arch == arch) & np.isclose(sequences.tau.astype(float), t, rtol=1e-9)].key.unique()
-            )
+            t: _run_order(sequences[(sequences.arch == arch) & np.isclose(sequences.tau.astype(float), t, rtol=1e-9)])
             for t in (stock, cold)
         }
         bt, bv = arms[stock][0].shape[2], arms[stock][1].shape[2]

@@ -519,8 +519,6 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
 
 
 # --------------------------------------------------------------------------- the chapter
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seed", "taus", "head_dims", "n", "steps", "n_seeds")
 
 
 def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, n=None, steps=None, n_seeds=None):

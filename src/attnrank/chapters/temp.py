@@ -54,7 +54,6 @@ from .section import (
 )
 
 __all__ = [
-    "PARAMETERS",
     "STOCK",
     "section",
     "peak_shape",
@@ -328,8 +327,6 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
 
 
 # --------------------------------------------------------------------------- the chapter
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seeds", "taus", "head_dims", "tau", "dataset")
 #: The stock temperature ratio, the study's baseline.
 STOCK = 1.0
 #: The fine temperature grid at initialisation (no training): 25 ratios a factor of sqrt(2) apart, from 1e-3 to 4.1,

@@ -494,8 +494,6 @@ def verdict(sections: dict, *, mc_samples: int, profile: str) -> tuple[str, str]
 
 
 # --------------------------------------------------------------------------- the chapter
-#: The chapter's parameters (:data:`attnrank.book.PARAMETERS` checks them).
-PARAMETERS = ("profile", "seed", "head_dims", "mc_samples", "dataset")
 #: The checks of the chapter in its order, and their figures' names (a name of :func:`section_figure`).
 CHECKS = ("p0", "p1_staircase", "p1_taylor", "p1p", "p2", "thm")
 
