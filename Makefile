@@ -24,10 +24,11 @@ lock:             ## re-lock requirements.lock from pyproject.toml (uv; torch pi
 	  --override requirements-torch-cpu.txt $(TORCH_CPU) --no-emit-find-links --no-emit-index-url \
 	  --custom-compile-command "make lock" -o requirements.lock
 
-lint:             ## ruff: lint and format check; import-linter: the import contracts (CI runs this before the tests)
+lint:             ## ruff: lint and format check; import-linter: the import contracts; ESLint: the book's scripts (CI runs this before the tests)
 	$(BIN)/ruff check src tests chapters benchmarks
 	$(BIN)/ruff format --check src tests chapters benchmarks
 	$(BIN)/lint-imports
+	npm ci --no-audit --no-fund --silent && npx eslint chapters/_static
 
 format:           ## ruff: fix what can be fixed and format
 	$(BIN)/ruff check --fix src tests chapters benchmarks

@@ -125,7 +125,7 @@ def test_the_confidence_level_the_prose_quotes_is_the_code_default():
 def test_every_library_module_a_chapter_loads_is_in_the_execution_context():
     """The execution context hashes the import closure of the result modules and of the chapters'
     imports (attnrank.runs.provenance); every attnrank module a chapter loads when run is in it, and
-    the tools no chapter loads (cli, the Sphinx extension, the site check) are not."""
+    the tools no chapter loads (cli, the Sphinx extension and its executor) are not."""
     import sys
 
     from attnrank.book.sphinxext import chapter_roots
@@ -144,6 +144,6 @@ def test_every_library_module_a_chapter_loads_is_in_the_execution_context():
     assert {provenance.module_file(m) for m in loaded} <= hashed
     assert str(ROOT / "src" / "attnrank" / "plots" / "theory.py") in {str(p) for p in hashed}
     tools = {
-        ROOT / "src" / "attnrank" / name for name in ("cli.py", "__main__.py", "book/sphinxext.py", "book/sitecheck.py")
+        ROOT / "src" / "attnrank" / name for name in ("cli.py", "__main__.py", "book/sphinxext.py", "book/upfront.py")
     }
     assert not tools & hashed

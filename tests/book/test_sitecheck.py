@@ -1,4 +1,4 @@
-"""The checker of the built site (``python -m attnrank.book.sitecheck``) on a constructed HTML folder:
+"""The checker of the built site (``python tests/sitecheck.py``) on a constructed HTML folder:
 one line per finding (page, rule, what), exit status 1 on any, 0 on a clean site, 2 without one."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from attnrank.book import sitecheck
+import sitecheck
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 CLEAN = """<html><body><section><h1>Temperature</h1><p>The rank falls as tau falls (tau = 0.001 to 1000),
@@ -87,7 +86,7 @@ def test_each_rule_finds_its_fault_and_nothing_else(site):
 def test_the_command_exits_1_with_one_line_per_finding_0_when_clean_2_without_a_site(site, tmp_path):
     def run(folder):
         return subprocess.run(
-            [sys.executable, "-m", "attnrank.book.sitecheck", str(folder), "--rules", "printed"],
+            [sys.executable, sitecheck.__file__, str(folder), "--rules", "printed"],
             capture_output=True,
             text=True,
             cwd=tmp_path,

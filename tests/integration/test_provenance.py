@@ -31,7 +31,7 @@ def _append(path: Path, text: str) -> None:
 
 
 def test_closure_follows_imports_and_leaves_out_tools():
-    """The closure holds the training path's modules (lazy imports included) and not the tools (cli, the site check)."""
+    """The closure holds the training path's modules (lazy imports included) and not the tools (cli, the book's executor)."""
     names = {str(p.relative_to(SRC)) for p in provenance.closure()}
     assert {
         "core/train.py",
@@ -49,17 +49,17 @@ def test_closure_follows_imports_and_leaves_out_tools():
         "__init__.py",
     } <= names
     assert (
-        not {"book/sitecheck.py", "cli.py", "__main__.py", "book/sphinxext.py", "runs/grid.py", "runs/cache.py"} & names
+        not {"book/upfront.py", "cli.py", "__main__.py", "book/sphinxext.py", "runs/grid.py", "runs/cache.py"} & names
     )
 
 
 def test_editing_a_module_in_the_closure_changes_the_hash_and_a_tool_does_not(package):
-    """Editing rank.py (imported by probe) changes the code hash; editing the site check or cli.py does not.
+    """Editing rank.py (imported by probe) changes the code hash; editing the book's executor or cli.py does not.
 
     Guarantees (docs/guarantees.md): "The run key holds every input of a result", "The book never shows outputs
     made under other inputs." """
     before = provenance.code_hash()
-    _append(package / "book" / "sitecheck.py", "\n# a comment\n")
+    _append(package / "book" / "upfront.py", "\n# a comment\n")
     _append(package / "cli.py", "\nX = 1\n")
     assert provenance.code_hash() == before
     _append(package / "core" / "rank.py", "\n# a comment\n")
@@ -82,7 +82,7 @@ def test_a_new_module_imported_by_train_enters_the_hash(package):
 
 
 def test_book_hash_covers_what_chapters_import(package, tmp_path):
-    """The book's context hashes the result closure plus the chapters' imports (plots), not the site check."""
+    """The book's context hashes the result closure plus the chapters' imports (plots), not the book's executor."""
     book = tmp_path / "book"
     (book / "chapters").mkdir(parents=True)
     cell = {
@@ -92,7 +92,7 @@ def test_book_hash_covers_what_chapters_import(package, tmp_path):
     (book / "chapters" / "x.ipynb").write_text(__import__("json").dumps({"cells": [cell]}))
     assert {"attnrank.plots.theory", "attnrank.book"} <= set(sphinxext.chapter_roots(book))
     lib, runs = sphinxext.library_hash(book), provenance.code_hash()
-    _append(package / "book" / "sitecheck.py", "\n# a comment\n")
+    _append(package / "book" / "upfront.py", "\n# a comment\n")
     assert (sphinxext.library_hash(book), provenance.code_hash()) == (lib, runs)
     _append(package / "plots" / "theory.py", "\n# a comment\n")
     assert sphinxext.library_hash(book) != lib and provenance.code_hash() == runs  # a figure, not a run

@@ -112,7 +112,6 @@ def test_the_wording_modules_load_no_torch():
         "book",
         "plots.style",
         "core.measures",
-        "book.sitecheck",
     ]
     code = (
         "import importlib, sys\n"

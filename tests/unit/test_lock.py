@@ -101,6 +101,19 @@ def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, 
     assert provenance.records_hash((tmp_path / "none",)) == "-"
 
 
+def test_the_explorers_script_and_style_are_in_the_books_execution_context(tmp_path, monkeypatch):
+    """The explorer page inlines its script and style, files of the book's static folder: editing one executes
+    the page again."""
+    from attnrank.chapters import explore
+
+    monkeypatch.setattr(explore, "STATIC", tmp_path)
+    (tmp_path / "explorer.js").write_text("(function () {})();\n")
+    before, items = sphinxext.execution_context()
+    (tmp_path / "explorer.js").write_text("(function () { 'use strict'; })();\n")
+    after, _ = sphinxext.execution_context()
+    assert items["static"] != "-" and before != after
+
+
 def test_a_recorded_check_is_read_from_its_record(tmp_path):
     """The reproducibility chapter shows each recorded check (the scale check, the second corpus): each verdict's
     status by name, its regime and the build's facts; without a record, it says so."""

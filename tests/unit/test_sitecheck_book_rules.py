@@ -1,4 +1,4 @@
-"""The book rules of the site checker (attnrank.book.sitecheck.BOOK_RULES: a page reads as a book), each on a page that
+"""The book rules of the site checker (tests/sitecheck.py.BOOK_RULES: a page reads as a book), each on a page that
 breaks it and on one that does not."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import struct
 import zlib
 
 import pytest
-
-from attnrank.book import sitecheck
-from attnrank.book.sitecheck import Page
+import sitecheck
+from sitecheck import Page
 
 
 def _findings(name: str, html: str, page: str = "chapters/x.html", site=None) -> list[str]:

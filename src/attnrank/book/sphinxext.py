@@ -49,6 +49,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 from ..analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from ..chapters import explore
 from ..core.data import absolute_path_settings, data_dir
 from ..core.errors import ConfigError, check_choice
 from ..core.profiles import ARCHS, PROFILES, resolve_config, resolve_profile
@@ -141,6 +142,7 @@ def _context_items(srcdir=None) -> dict[str, str]:
             items[f"env:{name}"] = value
     items["lock"] = lock_state(())[0] or "-"  # the reproducibility chapter shows the lock file's hash
     items["records"] = records_hash()  # the recorded recipe study and scale-check build that chapters read
+    items["static"] = records_hash((explore.STATIC,))  # the explorer's script and style, inlined into its page
     items["profile"] = resolve_profile("auto")
     items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
     items["torch_threads"] = str(torch.get_num_threads())
@@ -157,6 +159,7 @@ def execution_context(srcdir=None) -> tuple[str, dict[str, str]]:
       :data:`attnrank.runs.provenance.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
     * ``lock``: the SHA-256 of the checkout's ``requirements.lock`` (``-`` without one);
     * ``records``: :func:`attnrank.runs.provenance.records_hash` of the measurements recorded in the repository;
+    * ``static``: the same hash of the book's static folder (the explorer page inlines its script and style);
     * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` (except the
       executor choice, :data:`CONTEXT_ENV_EXCLUDED`) and the hub switches of
       :data:`CONTEXT_ENV_VARIABLES`;

@@ -15,7 +15,7 @@ works from ``file://`` and from a static host): the attention matrix with the to
 its singular-value spectrum with the study's absolute threshold and the relative ones, the
 rank through training with the validation loss, and the run among the other temperatures;
 the controls are plain HTML selects wired to the Bokeh data sources by the small script
-:data:`GLUE_JS`. The chapter ``chapters/explore`` calls :func:`export` once, inside its execution,
+``chapters/_static/explorer.js`` (its style: ``explorer.css``; both linted there and inlined into the page). The chapter ``chapters/explore`` calls :func:`export` once, inside its execution,
 so the page is in the book's execution cache like every other page, keyed by the library code,
 the settings and the environment (a changed run or setting exports again).
 """
@@ -30,6 +30,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -62,10 +63,13 @@ __all__ = [
     "view",
     "glue_values",
     "run_table",
-    "GLUE_JS",
+    "STATIC",
 ]
 
-#: The chapter's parameters (:func:`attnrank.book.check_parameters` checks them).
+#: The book's static folder, which holds the page's script (``explorer.js``: it fills the controls, decodes the
+#: selected run and sets the Bokeh data sources, reading its settings from its own ``data-config`` attribute and
+#: the payload from the ``<uid>-data`` element) and its style (``explorer.css``).
+STATIC = Path(__file__).resolve().parents[3] / "chapters" / "_static"
 
 #: The most bytes the explorer page (its HTML with the data and the plotting library inline) may take.
 BUDGET_BYTES = 8_000_000
@@ -558,26 +562,6 @@ def _figures(uid: str, n: int) -> dict:
     return {"heat": heat, "spectrum": spectrum, "curves": curves, "loss": loss, "sweep": sweep}
 
 
-_CSS = """
-.attnrank-explorer { --ax-gap: 0.75rem; text-align: left; }
-.attnrank-explorer .ax-controls { display: flex; flex-wrap: wrap; gap: 0.4rem var(--ax-gap); margin: 0 0 0.5rem 0; }
-.attnrank-explorer .ax-controls label { display: flex; flex-direction: column; font-size: 0.8rem; min-width: 6.5rem;
-  flex: 1 0 auto; max-width: 16rem; }
-.attnrank-explorer .ax-controls select { font-size: 0.9rem; padding: 0.15rem; }
-.attnrank-explorer .ax-run { font-size: 0.85rem; margin: 0.25rem 0 0.5rem 0; overflow-wrap: anywhere; }
-.attnrank-explorer .ax-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr));
-  gap: var(--ax-gap); align-items: start; }
-.attnrank-explorer .ax-panel { min-width: 0; margin: 0; }
-.attnrank-explorer .ax-measures { font-size: 0.8rem; border-collapse: collapse; width: 100%; }
-.attnrank-explorer .ax-measures td, .attnrank-explorer .ax-measures th { padding: 0.1rem 0.4rem;
-  border-bottom: 1px solid #ddd; text-align: right; }
-.attnrank-explorer .ax-measures td:first-child, .attnrank-explorer .ax-measures th:first-child { text-align: left; }
-.attnrank-explorer .ax-text { font-size: 0.8rem; max-height: 6rem; overflow-y: auto; white-space: pre-wrap;
-  border-left: 3px solid #ddd; padding-left: 0.5rem; }
-.attnrank-explorer .ax-error { color: #b00020; }
-"""
-
-
 def _json_for_html(payload: dict) -> str:
     """``payload`` as JSON that is safe inside a ``<script type="application/json">`` element."""
     text = json.dumps(payload, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
@@ -627,14 +611,14 @@ def page(data: Export, *, uid: str = "attnrank-explorer") -> str:
         f'<div class="ax-panel">{divs["sweep"]}</div>'
     )
     return (
-        f"<style>{_CSS}</style>"
+        f"<style>{(STATIC / 'explorer.css').read_text(encoding='utf-8')}</style>"
         f'<div class="attnrank-explorer" id="{uid}">'
         f'<form class="ax-controls" id="{uid}-controls" onsubmit="return false">{controls}</form>'
         f'<p class="ax-run" id="{uid}-run" aria-live="polite">Loading the runs…</p>'
         f'<div class="ax-grid">{panels}</div></div>'
         f'<script type="application/json" id="{uid}-data">{_json_for_html(data.payload)}</script>'
         f"{bokeh_js}{script}"
-        f'<script data-config="{html.escape(json.dumps(config))}">{GLUE_JS}</script>'
+        f'<script data-config="{html.escape(json.dumps(config))}">{(STATIC / "explorer.js").read_text(encoding="utf-8")}</script>'
     )
 
 
@@ -694,240 +678,3 @@ def run_table(data: Export) -> pd.DataFrame:
             "run": [f"{a}-{k}" for a, k in zip(t.arch, t.key)],
         }
     )
-
-
-#: The page's script: fills the controls, decodes the selected run and sets the Bokeh data sources.
-#: It reads its settings from its own ``data-config`` attribute and the payload from the
-#: ``<uid>-data`` element; the Bokeh models are found by name (``<uid>-<part>``).
-GLUE_JS = r"""
-(function () {
-  "use strict";
-  performance.mark("explorer-script");
-  const config = JSON.parse(document.currentScript.dataset.config);
-  const uid = config.uid;
-  const $ = (part) => document.getElementById(uid + "-" + part);
-  const payload = JSON.parse($("data").textContent);
-  performance.mark("explorer-data");
-  const runs = payload.runs;
-  const RUN_FIELDS = ["arch", "tau", "head_dim", "seed"];
-  const decoded = new Map();
-  const state = { run: runs[0], t: 0, layer: 0, head: 0, sequence: 0, measure: payload.primary, sweep: "tau" };
-  const measureLabel = Object.fromEntries(payload.measures);
-  let models = null;
-  let pending = 0;
-
-  function fail(error) {
-    const line = $("run");
-    line.textContent = "The explorer could not draw this run: " + error;
-    line.classList.add("ax-error");
-    console.error(error);
-  }
-
-  function bytes(b64) {
-    const s = atob(b64);
-    const out = new Uint8Array(s.length);
-    for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
-    return out;
-  }
-  const floats = (b64) => new Float32Array(bytes(b64).buffer);
-  async function inflate(b64) {
-    const stream = new Blob([bytes(b64)]).stream().pipeThrough(new DecompressionStream("deflate"));
-    return new Uint8Array(await new Response(stream).arrayBuffer());
-  }
-  function decode(run) {
-    if (!decoded.has(run.key)) {
-      const a = run.attention;
-      decoded.set(run.key, inflate(a.matrices).then((matrices) => ({
-        matrices, scale: floats(a.scale), sv: floats(a.singular_values), measures: floats(a.measures),
-      })));
-    }
-    return decoded.get(run.key);
-  }
-
-  const unique = (values) => [...new Set(values)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  function fill(name, options, value) {
-    const select = $(name);
-    select.replaceChildren(...options.map(([v, label]) => new Option(label, String(v))));
-    select.value = String(value);
-  }
-  const valueOf = (name) => $(name).value;
-
-  function fillRunControls() {
-    const run = state.run;
-    fill("arch", unique(runs.map((r) => r.arch)).map((a) => [a, payload.archs[a] || a]), run.arch);
-    fill("tau", unique(runs.map((r) => r.tau)).map((t) => [t, String(t)]), run.tau);
-    fill("head_dim", unique(runs.map((r) => r.head_dim)).map((d) => [d, String(d)]), run.head_dim);
-    fill("seed", unique(runs.map((r) => r.seed)).map((s) => [s, String(s)]), run.seed);
-    const steps = run.attention.steps;
-    state.t = Math.min(state.t, steps.length - 1);
-    fill("step", steps.map((s, i) => [i, s + (i === 0 ? " (initial)" : i === steps.length - 1 ? " (final)" : "")]), state.t);
-    state.layer = Math.min(state.layer, run.num_layers - 1);
-    fill("layer", Array.from({ length: run.num_layers }, (_, i) => [i, String(i + 1)]), state.layer);
-    state.head = Math.min(state.head, run.num_heads - 1);
-    fill("head", Array.from({ length: run.num_heads }, (_, i) => [i, String(i + 1)]), state.head);
-    state.sequence = Math.min(state.sequence, run.attention.sequences - 1);
-    fill("sequence", Array.from({ length: run.attention.sequences }, (_, i) => [i, String(i + 1)]), state.sequence);
-  }
-
-  function pick(changed) {
-    // the run with the changed setting that shares most of the others, in the order of RUN_FIELDS
-    let candidates = runs;
-    for (const field of [changed, ...RUN_FIELDS.filter((f) => f !== changed)]) {
-      const match = candidates.filter((r) => String(r[field]) === valueOf(field));
-      if (match.length) candidates = match;
-    }
-    return candidates[0];
-  }
-
-  const model = (part) => models.get_model_by_name(uid + "-" + part);
-  const quote = (token) => JSON.stringify(token);
-
-  function drawMatrix(run, d, idx) {
-    const a = run.attention, n = a.n;
-    const cells = a.causal ? (n * (n + 1)) / 2 : n * n;
-    const q = d.matrices.subarray(idx * cells, (idx + 1) * cells);
-    const scale = d.scale[idx] / a.levels;
-    const tokens = a.tokens[state.sequence];
-    const x = [], y = [], p = [], query = [], key = [];
-    let c = 0;
-    for (let i = 0; i < n; i++) {
-      for (let j = 0; j < n; j++) {
-        const v = a.causal ? (j <= i ? q[c++] * scale : 0) : q[i * n + j] * scale;
-        x.push(j); y.push(i); p.push(v); query.push(quote(tokens[i])); key.push(quote(tokens[j]));
-      }
-    }
-    model("heat-source").data = { x, y, p, query, key };
-    model("heat-mapper").high = d.scale[idx] > 0 ? d.scale[idx] : 1;
-    model("heat").title.text = "attention, layer " + (state.layer + 1) + ", head " + (state.head + 1) + ", step " + a.steps[state.t];
-    const text = run.arch === "gpt2" ? tokens.join("") : tokens.join(" ").replace(/ ##/g, "");
-    $("text").textContent = "Probe sequence " + (state.sequence + 1) + " (" + n + " tokens): " + text;
-  }
-
-  function drawSpectrum(run, d, idx) {
-    const n = run.attention.n;
-    const sv = Array.from(d.sv.subarray(idx * n, (idx + 1) * n));
-    const floor = n * 2.220446049250313e-16 * sv[0]; // float64 round-off: below it a singular value is noise
-    model("spectrum-source").data = { i: sv.map((_, i) => i + 1), sigma: sv.map((s) => (s > floor ? s : NaN)) };
-    const colors = ["#d62728", "#2ca02c", "#9467bd", "#8c564b"];
-    const xs = [], ys = [], label = [], color = [];
-    payload.thresholds.forEach((t, k) => {
-      const level = t.atol != null ? t.atol : t.rtol * sv[0];
-      xs.push([1, n]); ys.push([level, level]); color.push(colors[k % colors.length]);
-      label.push(t.label + (t.atol != null ? "" : " × σ₁"));
-    });
-    model("threshold-source").data = { xs, ys, label, color };
-    const M = payload.measures.length;
-    const rows = payload.measures.map(([name, text], k) => {
-      const value = d.measures[idx * M + k];
-      const at = run.rank_steps.indexOf(run.attention.steps[state.t]);
-      const mean = run.rank[name] && at >= 0 ? run.rank[name][at] : null;
-      const fmt = (v) => (v == null || Number.isNaN(v) ? "–" : Number(v).toPrecision(4));
-      return "<tr><td>" + text + "</td><td data-measure=\"" + name + "\">" + fmt(value) + "</td><td>" + fmt(mean) + "</td></tr>";
-    });
-    $("measures").innerHTML =
-      "<thead><tr><th>measure</th><th>this matrix</th><th>run mean at this step</th></tr></thead><tbody>" +
-      rows.join("") + "</tbody>";
-  }
-
-  function drawCurves(run) {
-    const m = state.measure;
-    const same = runs.filter((r) => r.arch === run.arch && r.head_dim === run.head_dim && r !== run && r.rank[m]);
-    model("curve-context").data = {
-      xs: same.map((r) => r.rank_steps), ys: same.map((r) => r.rank[m]), color: same.map((r) => r.color),
-    };
-    model("curve-source").data = { step: run.rank_steps, value: run.rank[m] || [] };
-    model("loss-context").data = {
-      xs: same.map((r) => r.loss_steps), ys: same.map((r) => r.val_loss), color: same.map((r) => r.color),
-    };
-    model("loss-source").data = { step: run.loss_steps, value: run.val_loss };
-    const step = run.attention.steps[state.t];
-    model("curve-marker").location = step;
-    model("loss-marker").location = step;
-    model("curves").title.text = "mean through training";
-    model("curves-yaxis").axis_label = measureLabel[m];
-  }
-
-  function drawSweep(run) {
-    const m = state.measure, byTau = state.sweep === "tau";
-    const group = runs.filter((r) => r.arch === run.arch && (byTau ? r.head_dim === run.head_dim : r.tau === run.tau));
-    const at = (r) => (byTau ? r.tau : r.head_dim);
-    model("sweep-source").data = {
-      x: group.map(at), initial: group.map((r) => r.initial[m]), final: group.map((r) => r.final[m]),
-      seed: group.map((r) => r.seed), key: group.map((r) => r.arch + "-" + r.key),
-    };
-    model("sweep-selected").data = { x: [at(run)], initial: [run.initial[m]], final: [run.final[m]] };
-    model("sweep-xaxis").axis_label = byTau ? "temperature ratio τ (log scale)" : "head dimension dₕ (log scale)";
-    model("sweep-yaxis").axis_label = measureLabel[m];
-    model("sweep").title.text = byTau
-      ? "initial and final, against τ (dₕ = " + run.head_dim + ")"
-      : "initial and final, against dₕ (τ = " + run.tau + ")";
-  }
-
-  function describe(run) {
-    const loss = (v) => (v == null ? "n/a" : v.toFixed(3));
-    return (payload.archs[run.arch] || run.arch) + ", τ = " + run.tau + ", dₕ = " + run.head_dim + " (" +
-      run.num_heads + " heads), seed " + run.seed + ": run " + run.arch + "-" + run.key + ", " + run.status +
-      (run.failure ? " (" + run.failure + ")" : "") + "; validation loss " + loss(run.initial_val_loss) + " → " +
-      loss(run.final_val_loss) + " nats/token (" + payload.profile + " profile, " + payload.dataset + ")";
-  }
-
-  async function draw() {
-    const ticket = ++pending;
-    const run = state.run;
-    try {
-      const d = await decode(run);
-      if (ticket !== pending) return;
-      const a = run.attention;
-      const idx = ((state.t * run.num_layers + state.layer) * a.sequences + state.sequence) * run.num_heads + state.head;
-      drawMatrix(run, d, idx);
-      drawSpectrum(run, d, idx);
-      drawCurves(run);
-      drawSweep(run);
-      const line = $("run");
-      line.classList.remove("ax-error");
-      line.textContent = describe(run);
-      const root = $("controls").parentElement;
-      root.dataset.run = run.arch + "-" + run.key;
-      root.dataset.drawn = String(ticket);
-      performance.mark("explorer-drawn");
-      root.dataset.drawnMs = String(Math.round(performance.now()));  // since navigation started
-    } catch (error) {
-      fail(error);
-    }
-  }
-
-  function onChange(event) {
-    const name = event.target.name;
-    if (RUN_FIELDS.includes(name)) {
-      state.run = pick(name);
-      fillRunControls();
-    } else if (name === "step") state.t = Number(valueOf("step"));
-    else if (name === "layer") state.layer = Number(valueOf("layer"));
-    else if (name === "head") state.head = Number(valueOf("head"));
-    else if (name === "sequence") state.sequence = Number(valueOf("sequence"));
-    else if (name === "measure") state.measure = valueOf("measure");
-    else if (name === "sweep") state.sweep = valueOf("sweep");
-    draw();
-  }
-
-  function start() {
-    fill("measure", payload.measures, state.measure);
-    fill("sweep", [["tau", "temperature ratio τ"], ["head_dim", "head dimension dₕ"]], state.sweep);
-    fillRunControls();
-    $("controls").addEventListener("change", onChange);
-    draw();
-  }
-
-  let tries = 0;
-  (function wait() {
-    const docs = (window.Bokeh && window.Bokeh.documents) || [];
-    models = docs.find((doc) => doc.get_model_by_name(uid + "-heat-source")) || null;
-    if (models) {
-      performance.mark("explorer-bokeh");
-      return start();
-    }
-    if (++tries > 800) return fail("the plotting library did not start");
-    setTimeout(wait, 25);
-  })();
-})();
-"""

@@ -1,7 +1,7 @@
 """The page's typography: ASCII maths written as symbols where the book pastes a value.
 
 A floor of its own (no import): the book (:mod:`attnrank.book`) applies :func:`typeset` to what it pastes, and the
-site check (:mod:`attnrank.book.sitecheck`) reports what is left with :data:`ASCII_MATHS`. Words only, never an input
+site check (``tests/sitecheck.py``) reports what is left with :data:`ASCII_MATHS`. Words only, never an input
 of a result.
 """
 

@@ -1,6 +1,6 @@
 """Checks of the built site: every page reads as a book, and none shows what the build printed for its author.
 
-``python -m attnrank.book.sitecheck _build/html`` reads every HTML page of a built book and applies each
+``python tests/sitecheck.py _build/html`` reads every HTML page of a built book and applies each
 rule to it; it prints one line per finding (``page: rule: what``) and exits with status 1 when there
 is any, 0 otherwise (2 for a folder that is not a built site). CI runs it after ``jupyter-book build``.
 ``--rules printed`` or ``--rules book`` runs one of the two lists only.
@@ -50,8 +50,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import ConfigError
-from ..words.typeset import ASCII_MATHS
+from attnrank.core.errors import ConfigError
+from attnrank.words.typeset import ASCII_MATHS
 
 __all__ = [
     "Page",
@@ -499,11 +499,11 @@ def check(site_dir: Path | str, rules: Iterable[Rule] | None = None, roots: tupl
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m attnrank.book.sitecheck [SITE_DIR] [--rules all|printed|book]``: print the findings;
+    """``python tests/sitecheck.py [SITE_DIR] [--rules all|printed|book]``: print the findings;
     exit status 1 when there are any, 2 for a folder that is not a built site."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m attnrank.book.sitecheck", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python tests/sitecheck.py", description=__doc__.splitlines()[0])
     parser.add_argument("site_dir", nargs="?", default="_build/html", help="the built site (default _build/html)")
     parser.add_argument("--rules", choices=tuple(RULE_LISTS), default="all", help="the rules to run (default all)")
     args = parser.parse_args(argv)
