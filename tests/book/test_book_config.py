@@ -128,7 +128,7 @@ def test_every_library_module_a_chapter_loads_is_in_the_execution_context():
     the tools no chapter loads (cli, the Sphinx extension and its executor) are not."""
     import sys
 
-    from attnrank.book.sphinxext import chapter_roots
+    from attnrank.book.context import chapter_roots
     from attnrank.runs import provenance
 
     modules = chapter_roots(ROOT)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from attnrank.book import sphinxext
+from attnrank.book import context
 from attnrank.core.errors import ConfigError
 from attnrank.runs import provenance, store
 
@@ -90,12 +90,12 @@ def test_book_hash_covers_what_chapters_import(package, tmp_path):
         "source": ["from attnrank.plots import theory as tplots\n", "from attnrank import book"],
     }
     (book / "chapters" / "x.ipynb").write_text(__import__("json").dumps({"cells": [cell]}))
-    assert {"attnrank.plots.theory", "attnrank.book"} <= set(sphinxext.chapter_roots(book))
-    lib, runs = sphinxext.library_hash(book), provenance.code_hash()
+    assert {"attnrank.plots.theory", "attnrank.book"} <= set(context.chapter_roots(book))
+    lib, runs = context.library_hash(book), provenance.code_hash()
     _append(package / "book" / "upfront.py", "\n# a comment\n")
-    assert (sphinxext.library_hash(book), provenance.code_hash()) == (lib, runs)
+    assert (context.library_hash(book), provenance.code_hash()) == (lib, runs)
     _append(package / "plots" / "theory.py", "\n# a comment\n")
-    assert sphinxext.library_hash(book) != lib and provenance.code_hash() == runs  # a figure, not a run
+    assert context.library_hash(book) != lib and provenance.code_hash() == runs  # a figure, not a run
 
 
 def test_a_verdict_rule_is_not_an_input_of_a_run_but_the_training_path_is(package):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import fake_train
 
-from attnrank.book import sphinxext
+from attnrank.book import prepare, sphinxext
 from attnrank.chapters import tables
 from attnrank.cli import main
 from attnrank.core import data
@@ -134,7 +134,7 @@ def test_a_bad_sweep_executor_stops_the_book_build_in_one_line(tmp_path, monkeyp
         config = type("C", (), {"attnrank_sweep": "process"})()
 
     with pytest.raises(SystemExit) as stop:
-        sphinxext._one_line_errors(sphinxext._sweep_up_front_app)(App())
+        prepare.one_line_errors(prepare._sweep_up_front_app)(App())
     assert stop.value.code == 2
     assert capsys.readouterr().err == f"attnrank: error: ATTNRANK_SWEEP: {message}\n"
 
@@ -143,7 +143,7 @@ def test_a_bad_execute_up_front_switch_is_named(monkeypatch):
     monkeypatch.setenv("ATTNRANK_EXECUTE_UP_FRONT", "maybe")
     config = type("C", (), {"attnrank_execute_up_front": True, "nb_execution_mode": "cache"})()
     with pytest.raises(ConfigError, match="^ATTNRANK_EXECUTE_UP_FRONT: got 'maybe'"):
-        sphinxext._execute_up_front(type("A", (), {"srcdir": "."})(), config)
+        prepare._execute_up_front(type("A", (), {"srcdir": "."})(), config)
 
 
 def _closed_port() -> int:

@@ -21,7 +21,7 @@ from attnrank import book
 from attnrank.analysis import baselines, rules, stats
 from attnrank.analysis.rules import DynamicsResult
 from attnrank.analysis.stats import Estimate
-from attnrank.book import sphinxext
+from attnrank.book import directives
 from attnrank.chapters import headdim, loss, reproducibility, tables
 from attnrank.chapters.section import (
     Figure,
@@ -267,7 +267,7 @@ def test_environment_and_profile_tables():
 
 def test_profile_directive_names_each_architectures_steps(monkeypatch):
     """The conventions page's profile table: each architecture's own resolved steps, never GPT-2's for both."""
-    header, rows = sphinxext.profile_rows()
+    header, rows = directives.profile_rows()
     training = dict(zip([r[0] for r in rows], [r[header.index("training")] for r in rows]))
     assert set(training) == set(PROFILES)
     for p in PROFILES:
@@ -280,7 +280,7 @@ def test_profile_directive_names_each_architectures_steps(monkeypatch):
     assert training["quick"] == f"{q.max_steps} steps of {q.batch_size} sequences"
     # the case the table must tell apart: the book's two models trained for different steps
     monkeypatch.setitem(profiles.ARCH_DEFAULTS["quick"], "modernbert", dict(max_steps=500))
-    header, rows = sphinxext.profile_rows()
+    header, rows = directives.profile_rows()
     quick = dict(zip([r[0] for r in rows], [r[header.index("training")] for r in rows]))["quick"]
     assert quick == f"GPT-2 1000 steps, ModernBERT 500 steps of {q.batch_size} sequences"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnrank.book.sphinxext import citation
+from attnrank.book.directives import citation
 from attnrank.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from attnrank.book import sphinxext
+from attnrank.book import context
 from attnrank.runs import provenance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,13 +63,13 @@ def test_the_lock_file_is_in_the_books_execution_context(tmp_path, monkeypatch):
     lock = tmp_path / "requirements.lock"
     lock.write_text("numpy==2.1.0\n")
     monkeypatch.setattr(provenance, "LOCK_FILE", lock)
-    before, items = sphinxext.execution_context()
+    before, items = context.execution_context()
     assert items["lock"] == provenance.lock_state(())[0]
     lock.write_text("numpy==2.1.1\n")
-    after, _ = sphinxext.execution_context()
+    after, _ = context.execution_context()
     assert after != before
     lock.unlink()
-    assert sphinxext.execution_context()[1]["lock"] == "-"
+    assert context.execution_context()[1]["lock"] == "-"
 
 
 @pytest.mark.parametrize("package", ["torch", "numpy", "jupyter-book"])
@@ -90,13 +90,13 @@ def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, 
     recipe.mkdir()
     (recipe / "quick.csv").write_text("a\n1\n")
     monkeypatch.setattr(provenance, "RECORD_FOLDERS", (recipe, scale, tmp_path / "stdlib"))
-    before, items = sphinxext.execution_context()
+    before, items = context.execution_context()
     assert items["records"] == provenance.records_hash() != "-"
     scale.mkdir()
     (scale / "verdicts.csv").write_text("verdict,status\n")
-    after, _ = sphinxext.execution_context()
+    after, _ = context.execution_context()
     (scale / "verdicts.csv").write_text("verdict,status\nloss,supported\n")
-    again, _ = sphinxext.execution_context()
+    again, _ = context.execution_context()
     assert len({before, after, again}) == 3
     assert provenance.records_hash((tmp_path / "none",)) == "-"
 
@@ -108,9 +108,9 @@ def test_the_explorers_script_and_style_are_in_the_books_execution_context(tmp_p
 
     monkeypatch.setattr(explore, "STATIC", tmp_path)
     (tmp_path / "explorer.js").write_text("(function () {})();\n")
-    before, items = sphinxext.execution_context()
+    before, items = context.execution_context()
     (tmp_path / "explorer.js").write_text("(function () { 'use strict'; })();\n")
-    after, _ = sphinxext.execution_context()
+    after, _ = context.execution_context()
     assert items["static"] != "-" and before != after
 
 

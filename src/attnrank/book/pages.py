@@ -1,0 +1,369 @@
+"""What the build writes beside the pages: the build log, the figures' data as files, alt text, meta descriptions
+(TeX written as plain characters), and the site's scripts deduplicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import time
+from pathlib import Path
+
+from docutils import nodes
+
+from ..core.data import data_dir
+from ..core.profiles import resolve_profile
+from ..runs.store import runs_dir
+from . import COLUMN_PX, CSV_MIME, DATA_FOLDER
+
+
+def build_log_path() -> Path:
+    """CSV of past builds: start, seconds, profile, runs trained, the split of the build's time (the up-front
+    sweep's and the up-front chapter execution's wall seconds; the trained runs' wall seconds and, of them, their
+    rank probes' and validation's; the trained runs' process CPU seconds and, of them, their probes'), status."""
+    return data_dir() / "build_log.csv"
+
+
+def _start_clock(app, config) -> None:
+    app.attnrank_start = time.time()
+
+
+#: Columns of the build log summed over the runs a build trained: ``{column: summary field}``.
+_RUN_SUMS = {
+    "training_seconds": "wall_seconds",
+    "probe_seconds": "probe_seconds",
+    "validation_seconds": "validation_seconds",
+    "run_cpu_seconds": "cpu_seconds",
+    "probe_cpu_seconds": "probe_cpu_seconds",
+}
+
+
+def _log_build(app, exception) -> None:
+    import csv
+
+    start = getattr(app, "attnrank_start", None)
+    if start is None:
+        return
+    app.attnrank_start = None  # one row per build: a failing build emits build-finished twice
+    trained = 0
+    sums = dict.fromkeys(_RUN_SUMS, 0.0)
+    if runs_dir().is_dir():
+        for marker in runs_dir().glob("*/COMPLETE"):
+            if marker.stat().st_mtime >= start:
+                trained += 1
+                try:
+                    summary = json.loads((marker.parent / "summary.json").read_text())
+                    for column, field in _RUN_SUMS.items():
+                        sums[column] += float(summary.get(field) or 0)
+                except (OSError, ValueError, AttributeError, TypeError, RecursionError):
+                    pass
+    problems = getattr(app, "attnrank_glue_problems", [])
+    path = build_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = [
+        "started",
+        "seconds",
+        "profile",
+        "runs_trained",
+        "sweep_seconds",
+        "execution_seconds",
+        *_RUN_SUMS,
+        "status",
+    ]
+    if path.exists() and path.read_text().splitlines()[:1] != [",".join(header)]:
+        path.rename(path.with_suffix(".old.csv"))  # an older format
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(header)
+        w.writerow(
+            [
+                time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)),
+                round(time.time() - start, 1),
+                resolve_profile("auto"),
+                trained,
+                round(getattr(app, "attnrank_sweep_seconds", 0.0), 1),
+                round(getattr(app, "attnrank_execution_seconds", 0.0), 1),
+                *(round(v, 1) for v in sums.values()),
+                "error" if exception or problems else "ok",
+            ]
+        )
+
+
+def _glue_data(app, docname: str) -> dict:
+    """The glued outputs of page ``docname`` (myst-nb's ``<docname>.glue.json``), or ``{}``."""
+    folder = Path(app.env.mystnb_config.output_folder)
+    path = folder.joinpath(*docname.split("/")[:-1], docname.split("/")[-1] + ".glue.json")
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def write_figure_data(app, exception) -> None:
+    """Write every glued figure's data (MIME :data:`attnrank.book.CSV_MIME`, glued by
+    :func:`attnrank.book.publish` as ``<figure>__data``) to ``<site>/data/<figure>.csv``: one
+    stable address per figure, linked from its caption. Pages served from the execution cache
+    keep their glue, so every build writes every figure's data."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir) / DATA_FOLDER
+    for docname in sorted(app.env.found_docs):
+        for key, output in _glue_data(app, docname).items():
+            data = output.get("data", {}) if isinstance(output, dict) else {}
+            if key.endswith("__data") and CSV_MIME in data:
+                out.mkdir(parents=True, exist_ok=True)
+                text = data[CSV_MIME]
+                (out / f"{key[: -len('__data')]}.csv").write_text("".join(text) if isinstance(text, list) else text)
+
+
+def _write_pasted_image(app, refdoc: str, key: str) -> None:
+    """Write the PNG glued as ``key`` on page ``refdoc`` where myst-nb's cross-page paste links it
+    (``<site>/_images/<sha256 of the bytes>.png``): the paste makes the link but not the file."""
+    import base64
+
+    if app.builder.format != "html":
+        return
+    png = _glue_data(app, refdoc).get(key, {}).get("data", {}).get("image/png")
+    if not png:
+        return
+    data = base64.b64decode("".join(png) if isinstance(png, list) else png)
+    folder = Path(app.builder.outdir) / app.builder.imagedir
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{hashlib.sha256(data).hexdigest()}.png").write_bytes(data)
+
+
+def _glued_alt(glued: dict | None, figure: str) -> str:
+    """The alt text a page glued for ``figure`` (``<figure>__alt``, plain text without its quotes), or ``""``."""
+    alt = (glued or {}).get(f"{figure}__alt", {}).get("data", {}).get("text/plain") or ""
+    return ("".join(alt) if isinstance(alt, list) else alt).strip("'\"")
+
+
+def _set_figure_alt(app, doctree, docname) -> None:
+    """Give each glued figure's image the alt text its section wrote (``<figure>__alt``).
+
+    A glued figure is pasted with ``{glue:figure}`` and named ``fig-<figure>``; its image has no
+    alt text of its own (Sphinx would write the image's file path).
+    """
+    glued = None
+    for fig in doctree.findall(nodes.figure):
+        if fig.get("attnrank_ref"):  # another page's figure ({attnrank-figure})
+            refdoc, key = fig["attnrank_ref"]
+            _write_pasted_image(app, refdoc, key)
+            alt = fig["attnrank_alt"] or _glued_alt(_glue_data(app, refdoc), key)
+            for image in fig.findall(nodes.image):
+                image["alt"] = image.get("alt") or alt
+                image["width"] = f"{COLUMN_PX}px"
+            continue
+        for name in fig.get("names", []):
+            if not name.startswith("fig-"):
+                continue
+            glued = _glue_data(app, docname) if glued is None else glued
+            alt = _glued_alt(glued, name[4:])
+            if alt:
+                for image in fig.findall(nodes.image):
+                    if not image.get("alt"):
+                        image["alt"] = alt
+
+
+#: TeX commands a meta description writes as the character they stand for (:func:`plain_maths`).
+_TEX_SYMBOLS = {
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ε",
+    "eta": "η",
+    "theta": "θ",
+    "lambda": "λ",
+    "mu": "μ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "phi": "φ",
+    "Sigma": "Σ",
+    "times": "×",
+    "cdot": "·",
+    "le": "≤",
+    "leq": "≤",
+    "ge": "≥",
+    "geq": "≥",
+    "to": "→",
+    "approx": "≈",
+    "infty": "∞",
+    "ne": "≠",
+    "pm": "±",
+    "top": "ᵀ",
+    "lVert": "‖",
+    "rVert": "‖",
+    "Vert": "‖",
+    "dots": "…",
+    "ldots": "…",
+}
+
+
+_SUPERSCRIPTS = str.maketrans("0123456789-+()niT", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿⁱᵀ")
+
+
+_SUBSCRIPTS = str.maketrans("0123456789hnik", "₀₁₂₃₄₅₆₇₈₉ₕₙᵢₖ")
+
+
+_SCRIPT = re.compile(r"([_^])(?:\{([^{}]*)\}|([0-9A-Za-z]))")
+
+
+_SQRT = re.compile(r"\\sqrt\s*(?:\{([^{}]*)\}|(\\?[A-Za-z0-9]+))")
+
+
+_COMMAND = re.compile(r"\\([A-Za-z]+)")
+
+
+_WRAPPER = re.compile(r"\\(?:operatorname|mathrm|mathbf|mathit|mathcal|text|textrm)\s*\{([^{}]*)\}")
+
+
+_SCRIPT_CHARS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿⁱᵀ₀₁₂₃₄₅₆₇₈₉ₕₙᵢₖ"
+
+
+def _script(match) -> str:
+    body = match.group(2) if match.group(2) is not None else match.group(3)
+    table = _SUPERSCRIPTS if match.group(1) == "^" else _SUBSCRIPTS
+    out = body.translate(table)
+    if all(c in _SCRIPT_CHARS for c in out):
+        return out
+    return ("^" if match.group(1) == "^" else "_") + (body if len(body) == 1 else f"({body})")
+
+
+def plain_maths(text: str) -> str:
+    """``text`` with its TeX maths written in Unicode, for a place where no maths is rendered (a page's meta
+    description): ``\\tau = 10^{-3}`` as ``τ = 10⁻³``, ``T = \\sqrt{d_h}`` as ``T = √dₕ``,
+    ``\\operatorname{softmax}(QK^\\top)`` as ``softmax(QKᵀ)``; spacing commands dropped, other commands as
+    their name, braces removed."""
+    if "\\" not in text and "^" not in text and "_" not in text:
+        return text
+    text = re.sub(r"\\[,;:! ]", " ", text).replace("\\|", "‖").replace("^\\top", "ᵀ")
+    text = _WRAPPER.sub(r"\1", text)
+    text = _SQRT.sub(lambda m: "√" + _sqrt_body(m.group(1) if m.group(1) is not None else m.group(2)), text)
+    text = _COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), text)
+    for _ in range(2):  # nested braces, innermost first
+        text = _SCRIPT.sub(_script, text)
+    text = text.replace("{", "").replace("}", "")
+    return " ".join(text.split())
+
+
+def _sqrt_body(body: str) -> str:
+    body = _COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), body)
+    body = _SCRIPT.sub(_script, body)
+    return body if len(body.rstrip(_SCRIPT_CHARS)) <= 1 else f"({body})"
+
+
+def _paragraph_text(para) -> str:
+    """A paragraph's text with its maths (``nodes.math``) in Unicode (:func:`plain_maths`), its prose as written."""
+    parts = []
+    for node in para.findall(lambda n: isinstance(n, (nodes.math, nodes.Text))):
+        if isinstance(node, nodes.math):
+            parts.append(plain_maths(node.astext()))
+        elif not isinstance(node.parent, nodes.math):
+            parts.append(str(node))
+    return "".join(parts)
+
+
+def _page_meta(app, pagename, templatename, context, doctree) -> None:
+    """A meta description on every page: the page's first paragraph (at most 160 characters), or
+    the book's description (``attnrank_description``) where the page has none; the same text and the page's
+    title as Open Graph tags (``og:title``, ``og:description``, ``og:type``), which link previews read."""
+    text = ""
+    if doctree is not None:
+        for para in doctree.findall(nodes.paragraph):
+            text = " ".join(_paragraph_text(para).split())
+            if len(text) > 40:
+                break
+    text = text if len(text) > 40 else app.config.attnrank_description
+    if len(text) > 160:
+        text = text[:157].rsplit(" ", 1)[0] + "..."
+    if text:
+        tags = [f'<meta name="description" content="{html.escape(text)}" />']
+        title = " ".join(re.sub(r"<[^>]+>", "", str(context.get("title", ""))).split())
+        if title:
+            tags.append(f'<meta property="og:title" content="{html.escape(html.unescape(title))}" />')
+        tags += [
+            f'<meta property="og:description" content="{html.escape(text)}" />',
+            '<meta property="og:type" content="website" />',
+        ]
+        context["metatags"] = context.get("metatags", "") + "".join(f"\n    {t}" for t in tags)
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Each script once per page: an extension that registers its inline configuration at every read
+    (sphinx-thebe's ``const THEBE_JS_URL = ...``) would declare the same constant twice, a syntax error
+    in the browser."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for js in scripts:
+        key = (str(js), repr(getattr(js, "attributes", {})))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    context["script_files"] = kept
+
+
+def _dedupe_inline_scripts(app, exception) -> None:
+    """Each inline script once per written page. Extensions that register their inline configuration
+    at every read of the sources (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
+    selector) reach a page twice when the sources are read twice in one build, a "has already been
+    declared" error in the browser; the page-context hook (:func:`_dedupe_scripts`) does not see the
+    copies the theme's templates add, so the written pages are fixed here."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for path in Path(app.outdir).rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        seen, out, changed = set(), [], False
+        for line in text.splitlines(keepends=True):
+            key = line.strip()
+            if key.startswith("<script>") and key.endswith("</script>"):
+                if key in seen:
+                    changed = True
+                    continue
+                seen.add(key)
+            out.append(line)
+        if changed:
+            path.write_text("".join(out), encoding="utf-8")
+
+
+def _prune_mathjax(app, exception) -> None:
+    """Keep only the MathJax files a page loads (``sphinx-mathjax-offline`` copies the whole
+    distribution): the combined component the pages load, the fonts it uses and the TeX extensions
+    it loads on demand (a macro outside the component autoloads its extension); drop the theme's
+    JavaScript source maps (``*.map``, about 3 MB no reader loads)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for path in (Path(app.outdir) / "_static").rglob("*.map"):  # the theme's source maps: for its developers only
+        path.unlink()
+    root = Path(app.outdir) / "_static" / "mathjax"
+    if not root.is_dir():
+        return
+    keep = {"tex-chtml.js"}
+    for path in sorted(root.rglob("*"), reverse=True):
+        rel = path.relative_to(root).as_posix()
+        needed = path.name in keep or "/fonts/" in f"/{rel}" or rel.startswith("input/tex/extensions/")
+        if path.is_file() and not needed:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def setup(app) -> None:
+    """Connect what the build writes beside the pages (the build log after the build, figure data, alt text, meta
+    descriptions, the scripts deduplicated, MathJax pruned)."""
+    app.add_config_value("attnrank_description", "", "html")
+    app.connect("config-inited", _start_clock, priority=101)
+    app.connect("build-finished", _log_build, priority=400)
+    app.connect("build-finished", write_figure_data, priority=450)
+    app.connect("build-finished", _dedupe_inline_scripts, priority=470)
+    app.connect("build-finished", _prune_mathjax, priority=850)  # after sphinx-mathjax-offline copies the distribution
+    app.connect("doctree-resolved", _set_figure_alt)
+    app.connect("html-page-context", _page_meta)
+    app.connect("html-page-context", _dedupe_scripts)
