@@ -38,11 +38,12 @@ import platform
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from .errors import ConfigError, DatasetUnavailable, check_choice
 from .profiles import ALL_ARCHS, BERT_SPECIALS, OFFLINE_CORPORA, OFFLINE_DEFAULT, check_dataset, dataset_spec
@@ -51,6 +52,8 @@ __all__ = [
     "PATH_SETTINGS",
     "TOKENIZER_FAMILY",
     "absolute_path_settings",
+    "acquire",
+    "writing",
     "data_dir",
     "dataset_fingerprint",
     "shakespeare_plays",
@@ -167,8 +170,30 @@ def _check_writable(root: Path, needed: str | None = None) -> None:
         ) from None
 
 
+def acquire(path: Path, *, waiting=None, first: float = 2.0, every: float = 30.0) -> FileLock:
+    """Take the file lock ``path`` (its folder created first) and return it held; the caller releases it.
+
+    The one lock of the data folder's writers: the tokenizers, the token blocks, the table cache and the run
+    store. While another process holds it, ``waiting(seconds waited)`` is called after ``first`` seconds and then
+    every ``every`` seconds (without ``waiting`` the wait is silent).
+
+    Raises:
+        OSError: the folder or the lock file cannot be created or opened (the caller names its setting).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    start, timeout = time.time(), (first if waiting else -1)
+    while True:
+        try:
+            lock.acquire(timeout=timeout)
+            return lock
+        except Timeout:
+            waiting(time.time() - start)
+            timeout = every
+
+
 @contextlib.contextmanager
-def _writing(tmp: Path, what: str):
+def writing(tmp: Path, what: str):
     """Write ``what`` through the temporary file ``tmp``: a failed write (a full disk) removes it and
     raises a one-line :class:`ConfigError` naming ``ATTNRANK_DATA`` (``tokenizers`` and ``pyarrow`` report
     their I/O errors with the OS error's number in the text; numpy's short write is an OSError without a
@@ -655,14 +680,17 @@ def _tokenizer(arch: str, source: _Source, vocab_size: int):
     if not path.exists():  # files are renamed into place complete, so a present one is read without a lock
         folder = _cache_folder("tokenizers", f"the tokenizer {name}")
         path = folder / name
-        with FileLock(str(path) + ".lock"):
+        lock = acquire(path.with_name(name + ".lock"))
+        try:
             if not path.exists():
                 train, _ = _load_source(source)
                 tok = _train_tokenizer(arch, train, vocab_size)
                 tmp = path.with_suffix(f".tmp{os.getpid()}")
-                with _writing(tmp, f"the tokenizer {name}"):
+                with writing(tmp, f"the tokenizer {name}"):
                     tok.save(str(tmp))
                     os.replace(tmp, path)
+        finally:
+            lock.release()
     return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(path)), **_SPECIALS[arch])
 
 
@@ -752,15 +780,18 @@ def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_
     if not all(p.exists() for p in paths.values()):
         cache = _cache_folder("cache", f"the token blocks {key}")
         paths = {s: cache / f"{key}-{s}.npy" for s in ("train", "val")}
-        with FileLock(str(cache / f"{key}.lock")):
+        lock = acquire(cache / f"{key}.lock")
+        try:
             if not all(p.exists() for p in paths.values()):
                 texts = dict(zip(("train", "val"), _load_source(source)))
                 for split, p in paths.items():
                     arr = _blocks(_stream(tokenizer, texts[split], arch), tokenizer, arch, max_len)
                     tmp = p.with_suffix(f".tmp{os.getpid()}.npy")
-                    with _writing(tmp, f"the token blocks {p.name}"):
+                    with writing(tmp, f"the token blocks {p.name}"):
                         np.save(tmp, arr)
                         os.replace(tmp, p)
+        finally:
+            lock.release()
     train, val = (np.load(paths[s], allow_pickle=False).astype(np.int64) for s in ("train", "val"))
     if len(train) < min_train or len(val) < min_val:
         raise ConfigError(

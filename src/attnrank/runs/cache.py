@@ -27,9 +27,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from filelock import FileLock
 
-from ..core.data import _writing, data_dir
+from ..core.data import acquire, data_dir, writing
 from ..core.errors import ConfigError
 from . import provenance
 
@@ -120,25 +119,6 @@ def _read(path: Path) -> pd.DataFrame | None:
         return None
 
 
-def _lock(path: Path) -> FileLock:
-    """Create the cache folder and take the lock file ``path``.
-
-    Raises:
-        ConfigError: naming ``ATTNRANK_DATA`` when the folder cannot be written.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(path))
-        lock.acquire()
-    except OSError as exc:
-        raise ConfigError(
-            "ATTNRANK_DATA",
-            f"cannot write the table cache {path.parent} ({exc.strerror or exc}); "
-            "set ATTNRANK_DATA to a writable folder",
-        ) from None
-    return lock
-
-
 def cached(name: str, compute, **inputs) -> pd.DataFrame:
     """The table ``compute(**inputs)``, computed once per key and then read from the cache.
 
@@ -165,7 +145,13 @@ def cached(name: str, compute, **inputs) -> pd.DataFrame:
     table = _read(path)
     if table is not None:
         return table
-    lock = _lock(root / f".{name}-{key}.lock")
+    try:
+        lock = acquire(root / f".{name}-{key}.lock")
+    except OSError as exc:
+        raise ConfigError(
+            "ATTNRANK_DATA",
+            f"cannot write the table cache {root} ({exc.strerror or exc}); set ATTNRANK_DATA to a writable folder",
+        ) from None
     try:
         table = _read(path)  # another process may have computed it while we waited
         if table is not None:
@@ -174,7 +160,7 @@ def cached(name: str, compute, **inputs) -> pd.DataFrame:
         if not isinstance(result, pd.DataFrame):
             raise ConfigError("compute", f"returned a {type(result).__name__}; expected a pandas DataFrame")
         tmp = root / f".tmp-{name}-{key}-{os.getpid()}.parquet"
-        with _writing(tmp, f"the table {name}"):  # a full disk: one line naming ATTNRANK_DATA, no partial file
+        with writing(tmp, f"the table {name}"):  # a full disk: one line naming ATTNRANK_DATA, no partial file
             result.reset_index(drop=True).to_parquet(tmp, index=False)
             os.replace(tmp, path)
     finally:

@@ -52,7 +52,7 @@ import torch
 from filelock import FileLock
 
 from ..core import train
-from ..core.data import data_dir, dataset_fingerprint
+from ..core.data import acquire, data_dir, dataset_fingerprint
 from ..core.errors import ConfigError, RunDamaged
 from ..core.measures import MEASURES
 from ..core.models import model_from_config
@@ -712,8 +712,9 @@ def _holder_file(root: Path, key: str) -> Path:
 
 
 def _acquire(root: Path, key: str, name: str) -> FileLock:
-    """Take run ``key``'s lock; while another process holds it, say who (pid, host, since when) on
-    stderr after :data:`LOCK_REPORT_FIRST` seconds and again every :data:`LOCK_REPORT_EVERY` seconds.
+    """Take run ``key``'s lock (:func:`attnrank.core.data.acquire`); while another process holds it, say who (pid,
+    host, since when) on stderr after :data:`LOCK_REPORT_FIRST` seconds and again every :data:`LOCK_REPORT_EVERY`
+    seconds.
 
     Raises:
         OSError: the lock file cannot be opened (the caller names it).
@@ -721,22 +722,14 @@ def _acquire(root: Path, key: str, name: str) -> FileLock:
     import socket
     import sys
 
-    from filelock import Timeout
+    def waiting(seconds):
+        print(
+            f"waiting for run {name}: {_describe_holder(_holder_file(root, key))}; waited {seconds:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    lock = FileLock(str(root / f".{key}.lock"))
-    start, timeout = time.time(), LOCK_REPORT_FIRST
-    while True:
-        try:
-            lock.acquire(timeout=timeout)
-            break
-        except Timeout:
-            print(
-                f"waiting for run {name}: {_describe_holder(_holder_file(root, key))}; "
-                f"waited {time.time() - start:.0f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-            timeout = LOCK_REPORT_EVERY
+    lock = acquire(root / f".{key}.lock", waiting=waiting, first=LOCK_REPORT_FIRST, every=LOCK_REPORT_EVERY)
     try:  # who holds it, for the next process that waits (best effort: a read-only store has none)
         holder = {
             "pid": os.getpid(),
