@@ -186,7 +186,7 @@ def test_protocol_flip_table_and_judge():
     # architectures trained for different steps: each is judged at its own last probe step
     uneven = _records()
     uneven.final_steps = {"modernbert": 20, "gpt2": 40}
-    assert uneven.steps_text() == "40 steps for GPT-2 and 20 for ModernBERT" and _records().steps_text() == "20 steps"
+    assert uneven.steps_text() == "40 (GPT-2) and 20 (ModernBERT) steps" and _records().steps_text() == "20 steps"
     flips40 = pd.concat(
         [
             _flips(good, good).replace({"step": {20: 40}}).query("arch == 'gpt2'"),

@@ -8,8 +8,7 @@ import pytest
 
 from attnrank.analysis import baselines
 from attnrank.analysis.baselines import DATA_FIELDS
-from attnrank.chapters import learned
-from attnrank.chapters import tables as runs
+from attnrank.chapters import learned, tables
 from attnrank.core.errors import ConfigError
 
 BASE = {
@@ -123,8 +122,8 @@ def test_flops_per_token_count_the_layers_and_the_tied_output_layer():
 
 def test_steps_text_names_each_architecture_when_they_differ():
     same = pd.DataFrame({"arch": ["modernbert", "gpt2"], "max_steps": [1000, 1000]})
-    assert runs.steps_text(same) == "1000"
+    assert tables.steps_text(same) == "1000"
     differ = pd.DataFrame({"arch": ["modernbert", "modernbert", "gpt2"], "max_steps": [500, 500, 1000]})
-    assert runs.steps_text(differ) == "1000 (GPT-2) and 500 (ModernBERT)"
+    assert tables.steps_text(differ) == "1000 (GPT-2) and 500 (ModernBERT)"
     with pytest.raises(ValueError, match="runs"):
-        runs.steps_text(differ.iloc[:0])
+        tables.steps_text(differ.iloc[:0])

@@ -39,7 +39,7 @@ from ..plots import learned as lplots
 from ..runs import experiments, store
 from ..runs.grid import sweep
 from ..words.glossary import ARCH_NAMES, fmt, fmt_setting
-from . import tables as run_tables
+from . import tables
 from .section import Figure, Section, Table, gap_text, worth
 
 __all__ = [
@@ -474,8 +474,8 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
     """
     profile = resolve_profile(profile)
-    grid = run_tables.main_runs(profile, seeds=seeds, dataset=dataset)
-    bert = run_tables.table(experiments.study_bert_sweep(profile, seeds=seeds, dataset=dataset), long=False).assign(
+    grid = tables.main_runs(profile, seeds=seeds, dataset=dataset)
+    bert = tables.table(experiments.study_bert_sweep(profile, seeds=seeds, dataset=dataset), long=False).assign(
         sweep="temperature grid"
     )
     runs = pd.concat([grid, bert], ignore_index=True)
@@ -499,7 +499,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         "learned_worth": f"{rules.LEARNED_WORTH:g}",
         **{f"learned_vocab_{a}": f"{int(d.vocab_size.iloc[0]):,}" for a, d in runs.groupby("arch")},
         "learned_n_runs": len(runs),
-        "learned_steps": run_tables.steps_text(runs),
+        "learned_steps": tables.steps_text(runs),
         "learned_profile": profile,
         "learned_regime": regime(runs),
         "learned_regime_shown": regime(shown),
@@ -611,7 +611,7 @@ def gpu_check(out, profile: str = "paper", *, seeds: int = 3, max_steps: int | N
     except OSError as exc:
         raise ConfigError("out", f"{str(folder)!r} cannot be made a folder: {exc.strerror or exc}") from None
     sweep(configs, executor=executor, desc="gpu-check runs")
-    runs = run_tables.table(configs, long=False)
+    runs = tables.table(configs, long=False)
     g = gaps(runs).merge(runs[["key", "max_steps", "device", "wall_seconds"]], on="key", how="left")
     tgt = targets(runs)
     lines = [f"# GPU check: {profile} profile, {len(configs)} runs", "", targets_text(tgt), "", regime(runs), ""]

@@ -36,7 +36,7 @@ from ..core.measures import MEASURES
 from ..core.profiles import resolve_config
 from ..runs import experiments, store
 from ..runs.experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
-from ..words.glossary import ARCH_NAMES, largest_first
+from .tables import steps_text
 from .tables import table as runs_table
 
 __all__ = [
@@ -287,15 +287,10 @@ class Records:
         return table[table.step.to_numpy() == table.arch.map(self.final_steps).to_numpy()]
 
     def steps_text(self) -> str:
-        """The last probe steps in words: ``"1000 steps"`` when every architecture trains as long, else
-        ``"1000 steps for GPT-2 and 500 for BERT"`` (longest first)."""
-        steps = self.final_steps
-        if len(set(steps.values())) <= 1:
-            return f"{next(iter(steps.values()), 0)} steps"
-        first, *rest = largest_first(steps)
-        return f"{steps[first]} steps for {ARCH_NAMES.get(first, first)}" + "".join(
-            f" and {steps[a]} for {ARCH_NAMES.get(a, a)}" for a in rest
-        )
+        """The last probe steps in words (:func:`attnrank.chapters.tables.steps_text`): ``"1000 steps"`` when every
+        architecture trains as long, else ``"1000 (GPT-2) and 500 (BERT) steps"`` (longest first)."""
+        final = pd.DataFrame({"arch": list(self.final_steps), "step": list(self.final_steps.values())})
+        return f"{steps_text(final, 'step') if len(final) else 0} steps"
 
 
 def select(runs: pd.DataFrame, head_dim: int, *, stock: float = STUDY_TAUS[0], cold: float = STUDY_TAUS[1]):
