@@ -65,7 +65,7 @@ def _book(folder: Path, env: dict) -> Path:
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """``(page, runs)``: the built explore page and the stored runs it shows (``attnrank.chapters.tables.Run`` by key)."""
+    """``(page, runs)``: the built explore page and the stored runs it shows (``attnrank.runs.store.Run`` by key)."""
     given = os.environ.get("ATTNRANK_EXPLORER_SITE")
     if given:
         page = Path(given).resolve() / "chapters" / "explore.html"  # a file URI needs an absolute path

@@ -1,4 +1,4 @@
-"""The run tables (attnrank.chapters.tables), the initial-model statistics (attnrank.analysis.baselines) and the sections of the
+"""The run tables (attnrank.runs.tables), the initial-model statistics (attnrank.analysis.baselines) and the sections of the
 chapters on trained models, computed from stored runs and freshly initialised models."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from attnrank.analysis import baselines
-from attnrank.chapters import tables
+from attnrank.chapters import section
 from attnrank.core.probe import attention_logits
 from attnrank.core.profiles import resolve_config
 from attnrank.core.train import probe_steps
-from attnrank.runs import store
+from attnrank.runs import store, tables
 
 
 def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(private_store):
@@ -54,9 +54,9 @@ def test_run_tables(private_store):
     loss = tables.loss_curves(wide)
     assert set(loss.curve) == {"validation loss", "training loss"}
     assert len(loss[loss.curve == "validation loss"]) == 4 * len(steps)
-    assert tables.divergence(wide, "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
+    assert section.divergence(wide, "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
     bad = wide.assign(status=["failed", "complete", "complete", "complete"])
-    assert tables.divergence(bad, "x")["x_diverged"].startswith("1 diverged: ")
+    assert section.divergence(bad, "x")["x_diverged"].startswith("1 diverged: ")
 
 
 def test_temperature_grid_adds_an_off_grid_setting(private_store, monkeypatch):

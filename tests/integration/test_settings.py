@@ -15,12 +15,11 @@ import pytest
 from conftest import fake_train
 
 from attnrank.book import prepare, sphinxext
-from attnrank.chapters import tables
 from attnrank.cli import main
 from attnrank.core import data
 from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import resolve_config
-from attnrank.runs import grid, store
+from attnrank.runs import grid, store, tables
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

@@ -1,4 +1,4 @@
-"""The run tables (attnrank.chapters.tables), the reference losses and regime (attnrank.analysis.baselines), the tables and
+"""The run tables (attnrank.runs.tables), the reference losses and regime (attnrank.analysis.baselines), the tables and
 texts of the chapter modules and the figure helpers the chapters on trained models call, on small
 constructed tables (no training: every run table here is written by hand)."""
 
@@ -22,7 +22,7 @@ from attnrank.analysis import baselines, rules, stats
 from attnrank.analysis.rules import DynamicsResult
 from attnrank.analysis.stats import Estimate
 from attnrank.book import directives
-from attnrank.chapters import headdim, loss, reproducibility, tables
+from attnrank.chapters import headdim, loss, reproducibility, section
 from attnrank.chapters.section import (
     Figure,
     Section,
@@ -38,7 +38,7 @@ from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import PROFILES, resolve_config
 from attnrank.plots import sweeps
 from attnrank.plots import training as tp
-from attnrank.runs import experiments
+from attnrank.runs import experiments, tables
 from attnrank.words import glossary
 from attnrank.words.glossary import ARCH_NAMES, fmt_estimate
 
@@ -90,13 +90,13 @@ def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
 
 
 def test_sweep_facts_count_runs_seeds_and_failures():
-    facts = tables.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
+    facts = section.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
     assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24}
 
 
 def test_caption_counts_runs_once_and_seeds():
     d = pd.DataFrame({"key": ["a", "a", "b", "c"], "seed": [0, 0, 1, 0]})
-    assert tables.caption(d, "ci") == "The ci profile, 3 runs, 2 seeds per setting"
+    assert section.runs_caption(d, "ci") == "The ci profile, 3 runs, 2 seeds per setting"
 
 
 def test_grid_correlations_per_temperature_and_architecture():
@@ -135,12 +135,12 @@ def test_means_at_names_each_setting_and_architecture():
 
 def test_divergence_is_said_once_with_each_diverged_run():
     d = _runs()
-    assert tables.divergence(d, "x") == {
+    assert section.divergence(d, "x") == {
         "x_n_failed": 1,
         "x_diverged": "1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is nan)",
     }
-    assert tables.divergence(d[d.status == "complete"], "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
-    assert tables.divergence(d, "x", listed=False)["x_diverged"] == "1 diverged"
+    assert section.divergence(d[d.status == "complete"], "x") == {"x_n_failed": 0, "x_diverged": "none diverged"}
+    assert section.divergence(d, "x", listed=False)["x_diverged"] == "1 diverged"
 
 
 def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram_model(monkeypatch):
@@ -157,51 +157,51 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     assert gaps["modernbert"] > 0 > gaps["gpt2"]  # ModernBERT above its bigram: not learned
     gate = rules.learned_gate({"modernbert": "supported", "gpt2": "supported"}, gaps)
     gains = {"gpt2": 0.4549, "modernbert": 0.01}
-    assert regime_text(gate, gains, at_reference=baselines.at_reference(d)) == (
+    assert regime_text(baselines.Regime(gate, gains, at_reference=baselines.at_reference(d))) == (
         f"τ = 1 runs: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram, attention worth 0.45 nats; "
         f"ModernBERT at worst {bert - 3.0:.2f} nats above bigram, not learned"
     )
     # the clause counts the reference runs: per model when they differ, once when they do not
     n = baselines.reference_runs(d)
     assert n == {"gpt2": 5, "modernbert": 6}
-    assert regime_text(gate, gains, at_reference=True, reference_runs=n).startswith(
+    assert regime_text(baselines.Regime(gate, gains, at_reference=True, reference_runs=n)).startswith(
         f"τ = 1 runs: GPT-2 (5 runs) at worst {5.5 - gpt2:.2f} nats below bigram"
     )
-    assert regime_text(gate, gains, at_reference=True, reference_runs={"gpt2": 4, "modernbert": 4}).startswith(
+    assert regime_text(baselines.Regime(gate, gains, reference_runs={"gpt2": 4, "modernbert": 4})).startswith(
         f"τ = 1, 4 runs a model: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram"
     )
-    assert regime_text(gate, gains, at_reference=False, reference_runs={"gpt2": 1, "modernbert": 1}).startswith(
-        "1 run a model: GPT-2"
-    )
-    assert baselines.regime_inputs(d)["reference_runs"] == n
+    assert regime_text(
+        baselines.Regime(gate, gains, at_reference=False, reference_runs={"gpt2": 1, "modernbert": 1})
+    ).startswith("1 run a model: GPT-2")
+    assert baselines.regime(d, gate).reference_runs == n
     assert baselines.at_reference(d) and not baselines.at_reference(d[d.tau == 1.0])
     # the intro's table: whether each model has learned, nothing more, from the same inputs
-    inp = baselines.regime_inputs(d)
-    assert regime_brief(gate, **inp) == "trained, GPT-2 learned, ModernBERT not"
-    assert regime_brief(rules.learned_gate({"gpt2": "supported"}, {"gpt2": 0.2}), at_reference=False) == (
+    reg = baselines.regime(d, gate)
+    assert regime_brief(reg) == "trained, GPT-2 learned, ModernBERT not"
+    assert regime_brief(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": 0.2}))) == (
         "trained, GPT-2 not learned"
     )
-    assert regime_brief(SimpleNamespace(gaps={}, not_learned=()), at_reference=True) == "no complete run"
+    assert regime_brief(baselines.Regime(SimpleNamespace(gaps={}, not_learned=()))) == "no complete run"
     v = Verdict(
         "x",
         "supported",
         "It holds.",
         "1",
         "2 runs",
-        regime_text(gate, **inp),
+        regime_text(reg),
         "S.",
     )
     assert v.parts()["regime_brief"] == v.regime  # no brief: the intro shows the clause itself
-    v.brief = regime_brief(gate, **inp)
+    v.brief = regime_brief(reg)
     assert v.parts()["regime_brief"] == "trained, GPT-2 learned, ModernBERT not"
-    text = gate_text(gate)
+    text = gate_text(reg)
     assert "ModernBERT counts as inconclusive at this scale" in text and "would be supported" in text
     # every model has learned: the rule is still stated, and nothing changed
-    assert gate_text(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.3})).endswith(
+    assert gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.3}))).endswith(
         "Every architecture here has (GPT-2's worst run 0.30 nats below it)."
     )
     # with the attention gains read, the rule names the attention target and each model's smallest gain
-    text = gate_text(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.4}, {"gpt2": 0.71}))
+    text = gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.4}, {"gpt2": 0.71})))
     assert "with attention worth at least 0.3 nats" in text
     assert text.endswith("(GPT-2's worst run 0.40 nats below it with attention worth 0.71 nats).")
     with pytest.raises(ConfigError) as e:

@@ -32,7 +32,7 @@ def _attention(arch: str, T=3, L=2, S=2, H=2, n=8, seed=0) -> Attention:
 
 @dataclass
 class FakeRun:
-    """What the export reads of a run (:class:`attnrank.chapters.tables.Run`'s interface)."""
+    """What the export reads of a run (:class:`attnrank.runs.store.Run`'s interface)."""
 
     run_config: object
     key: str

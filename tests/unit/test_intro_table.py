@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from attnrank.analysis import rules
+from attnrank.analysis.baselines import Regime
 from attnrank.analysis.rules import DynamicsResult, LossResult
 from attnrank.analysis.stats import Estimate
 from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
@@ -25,7 +26,7 @@ def _dynamics_verdict(results: dict, gaps: dict, primary: str) -> Verdict:
     """The verdict as :func:`attnrank.chapters.dynamics.section` builds it: the gated status on every measure."""
     gate = rules.learned_gate(results[primary].halves, gaps)
     by = {m: rules.learned_gate(r.halves, gaps).status for m, r in results.items()}
-    return Verdict("dynamics", gate.status, by_measure=by, brief=regime_brief(gate, at_reference=True), **TEXT)
+    return Verdict("dynamics", gate.status, by_measure=by, brief=regime_brief(Regime(gate)), **TEXT)
 
 
 def _halves(status: str) -> dict:
@@ -83,19 +84,19 @@ def _gate(**gaps):
 
 
 def test_the_regime_marker_says_only_whether_each_model_learned():
-    assert regime_brief(_gate(gpt2=0.4, modernbert=1.2), at_reference=True) == "trained, neither learned"
-    assert regime_brief(_gate(gpt2=-0.4, modernbert=-0.35), at_reference=False) == "trained, both learned"
-    assert regime_brief(_gate(gpt2=-0.4, modernbert=0.2), at_reference=True) == "trained, GPT-2 learned, ModernBERT not"
-    assert regime_brief(_gate(modernbert=-0.4, gpt2=0.2), at_reference=True) == "trained, ModernBERT learned, GPT-2 not"
-    assert regime_brief(_gate(modernbert=0.4), at_reference=True) == "trained, ModernBERT not learned"
-    assert regime_brief(_gate(modernbert=-0.4), at_reference=True) == "trained, ModernBERT learned"
+    assert regime_brief(Regime(_gate(gpt2=0.4, modernbert=1.2))) == "trained, neither learned"
+    assert regime_brief(Regime(_gate(gpt2=-0.4, modernbert=-0.35), at_reference=False)) == "trained, both learned"
+    assert regime_brief(Regime(_gate(gpt2=-0.4, modernbert=0.2))) == "trained, GPT-2 learned, ModernBERT not"
+    assert regime_brief(Regime(_gate(modernbert=-0.4, gpt2=0.2))) == "trained, ModernBERT learned, GPT-2 not"
+    assert regime_brief(Regime(_gate(modernbert=0.4))) == "trained, ModernBERT not learned"
+    assert regime_brief(Regime(_gate(modernbert=-0.4))) == "trained, ModernBERT learned"
     # the margin counts: 0.01 nats below the bigram is not learned at a 0.05 margin
     gate = rules.learned_gate({"gpt2": SUPPORTED}, {"gpt2": -0.2}, margin=0.25)
-    assert regime_brief(gate, at_reference=True) == "trained, GPT-2 not learned"
-    assert regime_brief(SimpleNamespace(gaps={}, not_learned=()), at_reference=True) == "no complete run"
+    assert regime_brief(Regime(gate)) == "trained, GPT-2 not learned"
+    assert regime_brief(Regime(SimpleNamespace(gaps={}, not_learned=()))) == "no complete run"
     # the marker is the same whichever numbers the gaps hold: rows that differ only there read alike
-    assert regime_brief(_gate(gpt2=0.1, modernbert=3.0), at_reference=True) == regime_brief(
-        _gate(gpt2=2.0, modernbert=0.01), at_reference=True
+    assert regime_brief(Regime(_gate(gpt2=0.1, modernbert=3.0))) == regime_brief(
+        Regime(_gate(gpt2=2.0, modernbert=0.01))
     )
 
 
@@ -110,7 +111,7 @@ def _est(value, low, high, n=65):
 
 def test_a_typical_row_of_the_intro_table_is_short():
     gate = _gate(gpt2=1.9, modernbert=1.2)
-    brief = regime_brief(gate, at_reference=True)
+    brief = regime_brief(Regime(gate))
     rho = {"modernbert": _est(0.83, 0.67, 0.92), "gpt2": _est(-0.44, -0.64, -0.17)}
     dynamics = Verdict(
         "dynamics",

@@ -8,7 +8,7 @@ import pytest
 
 from attnrank.analysis import baselines
 from attnrank.analysis.baselines import DATA_FIELDS
-from attnrank.chapters import learned, tables
+from attnrank.chapters import learned, section
 from attnrank.core.errors import ConfigError
 
 BASE = {
@@ -76,13 +76,10 @@ def test_regime_of_runs_at_one_setting_and_of_a_model_worse_than_bigram(fixed_ba
     )
 
 
-def test_regime_needs_runs_and_no_training_regimes_are_named():
+def test_regime_needs_runs():
     with pytest.raises(ConfigError) as e:
         learned.regime(pd.DataFrame())
     assert e.value.param == "runs"
-    assert "no trained language model" in learned.no_training_regime("random")
-    with pytest.raises(ConfigError):
-        learned.no_training_regime("other")
 
 
 def test_targets_are_met_only_when_every_seed_is_below_by_the_margin(fixed_baselines):
@@ -122,8 +119,8 @@ def test_flops_per_token_count_the_layers_and_the_tied_output_layer():
 
 def test_steps_text_names_each_architecture_when_they_differ():
     same = pd.DataFrame({"arch": ["modernbert", "gpt2"], "max_steps": [1000, 1000]})
-    assert tables.steps_text(same) == "1000"
+    assert section.steps_text(same) == "1000"
     differ = pd.DataFrame({"arch": ["modernbert", "modernbert", "gpt2"], "max_steps": [500, 500, 1000]})
-    assert tables.steps_text(differ) == "1000 (GPT-2) and 500 (ModernBERT)"
+    assert section.steps_text(differ) == "1000 (GPT-2) and 500 (ModernBERT)"
     with pytest.raises(ValueError, match="runs"):
-        tables.steps_text(differ.iloc[:0])
+        section.steps_text(differ.iloc[:0])

@@ -250,7 +250,7 @@ def attention_gain(run) -> dict:
 
     Args:
         run: a :class:`attnrank.runs.store.Run`, or a row (dict or named tuple) of a run table with ``path``
-            (:func:`attnrank.runs.store.load_runs`, :func:`attnrank.chapters.tables.table` with ``long=False``).
+            (:func:`attnrank.runs.store.load_runs`, :func:`attnrank.runs.tables.table` with ``long=False``).
 
     Returns :func:`run_losses`'s dict. The cache key holds the run's key (its config, the training code,
     the dataset and the environment it trained in), the SHA-256 of its weights, the dataset's content and,

@@ -43,6 +43,7 @@ validation loss. No parameter is tuned on the validation targets.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -91,7 +92,8 @@ __all__ = [
     "DATA_FIELDS",
     "baseline_losses",
     "bigram_gaps",
-    "regime_inputs",
+    "Regime",
+    "regime",
     "reference_gains",
     "reference_runs",
     "at_reference",
@@ -534,13 +536,13 @@ def staircase(head_dims, n: int):
 def small_logits(init, n: int) -> dict:
     """``{tau: bool}``: whether the P1 bound at relative tolerance 1e-2, from the measured half-range ``M``,
     is below ``n`` for the median ModernBERT matrix at some head dimension (the small-logit regime where the
-    staircase bounds anything). ``init`` holds the rows of :func:`attnrank.chapters.tables.init_statistics` with bounds."""
+    staircase bounds anything). ``init`` holds the rows of :func:`init_statistics` with bounds."""
     b = init[init.arch == "modernbert"]
     return {t: bool(g.groupby("head_dim")["bound_rtol_1e-2"].median().lt(n).any()) for t, g in b.groupby("tau")}
 
 
 def bound_check(init, n: int):
-    """How close the P1 bound is, on the rows of :func:`attnrank.chapters.tables.init_statistics` (with bounds) of ModernBERT.
+    """How close the P1 bound is, on the rows of :func:`init_statistics` (with bounds) of ModernBERT.
 
     Returns ``(table, facts)``: the table has one row per ``tau, head_dim`` with the median ``M``, ``r_1``,
     ``r_2`` (capped at ``n``) and the mean measured ranks and bounds at relative tolerances 1e-2 and 1e-4;
@@ -596,7 +598,7 @@ def baseline_losses(run) -> dict:
 
     Args:
         run: a :class:`~attnrank.core.profiles.RunConfig`, a row of a wide run table
-            (:func:`attnrank.chapters.tables.table` with ``long=False``) or a dict with the :data:`DATA_FIELDS`.
+            (:func:`attnrank.runs.tables.table` with ``long=False``) or a dict with the :data:`DATA_FIELDS`.
 
     Returns ``{"unigram", "bigram", "two_sided", "context_free", "n_targets"}`` (``two_sided`` and
     ``context_free`` NaN for GPT-2), as
@@ -633,7 +635,7 @@ def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
     """Per architecture, how far its worst model is below the bigram count model: the learned gate's input.
 
     Args:
-        runs: a wide run table (:func:`attnrank.chapters.tables.table` with ``long=False``: ``arch``, ``tau``, ``status``,
+        runs: a wide run table (:func:`attnrank.runs.tables.table` with ``long=False``: ``arch``, ``tau``, ``status``,
             ``final_val_loss`` and the :data:`DATA_FIELDS`; ``path`` is not needed).
         reference_tau: the temperature ratio of the reference runs (the stock softmax); an architecture
             without a complete run there is judged on all its complete runs.
@@ -655,16 +657,36 @@ def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
     return out
 
 
-def regime_inputs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
-    """What :func:`attnrank.chapters.section.regime_text` needs beside the gate, from the runs a verdict rests on:
-    ``{"gains": reference_gains(runs), "at_reference": at_reference(runs), "reference_tau": reference_tau,
-    "reference_runs": reference_runs(runs)}``."""
-    return {
-        "gains": reference_gains(runs, reference_tau=reference_tau),
-        "reference_runs": reference_runs(runs, reference_tau=reference_tau),
-        "at_reference": at_reference(runs, reference_tau=reference_tau),
-        "reference_tau": reference_tau,
-    }
+@dataclass(frozen=True)
+class Regime:
+    """Where a verdict on trained models was measured: the one record its clauses are worded from
+    (:func:`attnrank.chapters.section.regime_text`, :func:`~attnrank.chapters.section.regime_brief`,
+    :func:`~attnrank.chapters.section.gate_text`).
+
+    Attributes:
+        gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps``, ``not_learned``, ...).
+        gains: ``{arch: nats}``, what attention is worth in the reference runs (:func:`reference_gains`).
+        at_reference: whether the clause says it reads the ``reference_tau`` runs (:func:`at_reference`).
+        reference_tau: the temperature ratio of the reference runs (the stock softmax).
+        reference_runs: ``{arch: count}`` of those runs (:func:`reference_runs`).
+    """
+
+    gate: object
+    gains: dict = field(default_factory=dict)
+    at_reference: bool = True
+    reference_tau: float = 1.0
+    reference_runs: dict = field(default_factory=dict)
+
+
+def regime(runs: pd.DataFrame, gate, *, reference_tau: float = 1.0) -> Regime:
+    """The :class:`Regime` of a verdict with learned gate ``gate`` that rests on ``runs`` (a wide run table)."""
+    return Regime(
+        gate,
+        reference_gains(runs, reference_tau=reference_tau),
+        at_reference(runs, reference_tau=reference_tau),
+        reference_tau,
+        reference_runs(runs, reference_tau=reference_tau),
+    )
 
 
 def reference_runs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
@@ -706,7 +728,7 @@ def learned_runs(runs: pd.DataFrame, *, margin: float = LEARNED_MARGIN, worth: f
     only for runs that pass the first test).
 
     Args:
-        runs: a wide run table (:func:`attnrank.chapters.tables.table` with ``long=False``).
+        runs: a wide run table (:func:`attnrank.runs.tables.table` with ``long=False``).
 
     Returns a boolean Series on ``runs``'s index (False for a failed run).
     """

@@ -63,8 +63,7 @@ def library_hash(srcdir: Path | str | None = None) -> str:
     """:func:`attnrank.runs.provenance.code_hash` of the result modules and the chapters' imports.
 
     The closure of :data:`attnrank.runs.provenance.RESULT_ROOTS` grown by :func:`chapter_roots`:
-    every module a chapter's results or figures import, and nothing else (``bench``,
-    ``cli``, this extension).
+    every module a chapter's results or figures import, and nothing else (``cli``, this extension).
     """
     return code_hash(tuple(RESULT_ROOTS) + chapter_roots(srcdir))
 
@@ -87,7 +86,7 @@ def _context_items(srcdir=None) -> dict[str, str]:
             items[f"env:{name}"] = value
     items["lock"] = lock_state(())[0] or "-"  # the reproducibility chapter shows the lock file's hash
     items["records"] = records_hash()  # the recorded recipe study and scale-check build that chapters read
-    items["static"] = records_hash((explore.STATIC,))  # the explorer's script and style, inlined into its page
+    items["static"] = records_hash((explore.STATIC,))  # the book's static folder: the explorer page inlines its script
     items["profile"] = resolve_profile("auto")
     items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
     items["torch_threads"] = str(torch.get_num_threads())

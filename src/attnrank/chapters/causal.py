@@ -38,10 +38,9 @@ from ..plots import ALT_TEXT
 from ..plots.causal import CELL_LABELS, cells_figure, intervention_figure
 from ..runs.experiments import CELLS, P3_CONDITIONS, PRESETS, causal_runs, twin_scale
 from ..runs.store import Run, load_table, read
+from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_sci, fmt_setting
-from .section import Figure, Section, Table, Verdict, gate_text, needed_text, regime_brief, regime_text
-from .tables import divergence
-from .tables import table as runs_table
+from .section import Figure, Section, Table, Verdict, divergence, gate_text, needed_text, regime_brief, regime_text
 
 __all__ = [
     "label_cells",
@@ -410,16 +409,16 @@ def section(
         baselines.bigram_gaps(stock),
         baselines.reference_gains(stock, worst=True),
     )
-    inp = baselines.regime_inputs(done) if len(done) else {}
+    reg = baselines.regime(done, gate) if len(done) else baselines.Regime(gate)
     verdict = Verdict(
         "causal",
         gate.status,
         finding(v),
         "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, 3, n=False)} nats" for a, r in v.arch.items()),
         f"{len(seeds)} seeds, {len(runs)} runs",
-        regime_text(gate, **inp) if len(done) else "no complete run",
-        verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)) + " " + gate_text(gate),
-        brief=regime_brief(gate, **inp) if len(done) else "",
+        regime_text(reg) if len(done) else "no complete run",
+        verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)) + " " + gate_text(reg),
+        brief=regime_brief(reg) if len(done) else "",
     )
     tables = [
         Table("causal_twins", twins.drop(columns="_loss"), digits=3),

@@ -19,11 +19,23 @@ from ..analysis.verdicts import INCONCLUSIVE
 from ..core.errors import ConfigError
 from ..core.profiles import ARCH_ORDER, resolve_config, resolve_profile
 from ..plots import training as tplots
-from ..runs import experiments
+from ..runs import experiments, tables
 from ..runs.store import load_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, RANK_MEASURES, fmt, fmt_estimate, fmt_setting
-from . import tables
-from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
+from .section import (
+    Figure,
+    Section,
+    Table,
+    Verdict,
+    by_measure_table,
+    divergence,
+    gate_text,
+    regime_brief,
+    regime_text,
+    runs_caption,
+    steps_text,
+    sweep_facts,
+)
 
 __all__ = [
     "section",
@@ -180,11 +192,11 @@ def section(
     uniform = baselines.uniform_ranks(max_len)
     summary = load_table(sweep, "rank_summary")
     glue = {
-        **tables.sweep_facts("dynamics", sweep, grid),
+        **sweep_facts("dynamics", sweep, grid),
         "dynamics_rho_min": fmt(RHO_MIN, 1),
         "dynamics_default_head_dim": head_dim0,
         "dynamics_n": max_len,
-        "dynamics_steps": tables.steps_text(ok, "steps") if len(ok) else "no",
+        "dynamics_steps": steps_text(ok, "steps") if len(ok) else "no",
         "dynamics_tolerance_pct": fmt(stable_tolerance, 0, percent=True),
         "dynamics_heatmap_tau": fmt_setting(heatmap_tau),
         "dynamics_primary_label": label,
@@ -194,7 +206,7 @@ def section(
     glue["dynamics_gpt2_tau1_init"] = fmt(g1[f"initial_{m}"].mean(), 1)
     glue["dynamics_gpt2_tau1_final"] = fmt(g1[f"final_{m}"].mean(), 1)
     figures = []
-    glue.update(tables.divergence(sweep, "dynamics"))
+    glue.update(divergence(sweep, "dynamics"))
     section_tables = []
 
     # rank through training, every measure (temperature grid)
@@ -207,7 +219,7 @@ def section(
             f"Mean rank through training for every measure (rows), ModernBERT and GPT-2 (columns), one curve per "
             f"temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ bold), head dimension {head_dim0}. Line: mean "
             f"over seeds; band: range over seeds. Dotted: uniform attention (causal for GPT-2). "
-            f"{tables.caption(tau_runs, profile)}.",
+            f"{runs_caption(tau_runs, profile)}.",
             "Grid of line charts, one row per rank measure and one column per model: mean attention rank against "
             "training step, one coloured line per temperature, with a dotted line for uniform attention.",
         )
@@ -223,7 +235,7 @@ def section(
             d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
             f"Mean {label} through training for each head dimension $d_h$ (colour, log scale; $d_h$ = {head_dim0} "
             f"bold) at fixed width, at $\\tau$ = {', '.join(map(fmt_setting, hd_taus))} (columns). Line: mean over "
-            f"seeds; band: range over seeds. {tables.caption(hd_runs, profile)}.",
+            f"seeds; band: range over seeds. {runs_caption(hd_runs, profile)}.",
             "Line charts of the mean effective rank against training step, one line per head dimension, one panel "
             "per model and temperature.",
         )
@@ -256,7 +268,7 @@ def section(
             f"Final against initial mean {label}, one point per run of the shared sweep (temperature and "
             f"head-dimension grids), colour: $\\tau$ (log scale). Dashed: final = initial. Text: Spearman's ρ "
             f"(95% percentile bootstrap over runs) and the rank correlation within temperatures ($\\tau$ as a fixed "
-            f"effect). {tables.caption(sweep, profile)}.",
+            f"effect). {runs_caption(sweep, profile)}.",
             "Two scatter plots, ModernBERT and GPT-2, of final against initial mean effective rank per run, coloured by "
             "temperature, with the identity line and the correlations written above each panel.",
         )
@@ -278,7 +290,7 @@ def section(
             change,
             f"Relative change of the mean rank from the first to the last probe, one dot per complete run, per "
             f"rank measure and model (box: quartiles). Dotted: the stability tolerance "
-            f"{fmt(stable_tolerance, 0, percent=True)}. {tables.caption(sweep, profile)}.",
+            f"{fmt(stable_tolerance, 0, percent=True)}. {runs_caption(sweep, profile)}.",
             "Horizontal box plots with dots, one row per rank measure, of each run's relative change of mean rank "
             "for ModernBERT and GPT-2, beside a dotted tolerance line.",
         )
@@ -316,17 +328,17 @@ def section(
     gaps = baselines.bigram_gaps(ok)
     gains = baselines.reference_gains(ok, worst=True)
     gate = rules.learned_gate(res.halves, gaps, gains)
-    inp = baselines.regime_inputs(ok)
+    reg = baselines.regime(ok, gate)
     verdict = Verdict(
         "dynamics",
         gate.status,
         finding(res, stable_tolerance),
         "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)}" for a in res.rho),
         f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
-        regime_text(gate, **inp),
-        dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(gate),
+        regime_text(reg),
+        dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(reg),
         {mm: rules.learned_gate(r.halves, gaps, gains).status for mm, r in results.items()},
-        brief=regime_brief(gate, **inp),
+        brief=regime_brief(reg),
     )
     section_tables.append(by_measure_table("dynamics_by_measure", verdict, m, results))
     return Section("dynamics", glue, figures, section_tables, [verdict])

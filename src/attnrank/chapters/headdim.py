@@ -20,7 +20,7 @@ from ..analysis.rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from ..analysis.stats import Estimate
 from ..core.profiles import resolve_config, resolve_profile
 from ..plots import sweeps
-from ..runs import experiments
+from ..runs import experiments, tables
 from ..words.glossary import (
     ARCH_LABELS,
     ARCH_NAMES,
@@ -31,8 +31,17 @@ from ..words.glossary import (
     fmt_estimate,
     fmt_setting,
 )
-from . import tables
-from .section import INITIAL_BRIEF, INITIAL_REGIME, Figure, Section, Table, Verdict, by_measure_table
+from .section import (
+    INITIAL_BRIEF,
+    INITIAL_REGIME,
+    Figure,
+    Section,
+    Table,
+    Verdict,
+    by_measure_table,
+    divergence,
+    runs_caption,
+)
 
 __all__ = [
     "section",
@@ -336,7 +345,7 @@ def section(
         "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
         "headdim_mc_samples": mc_samples,
     }
-    glue.update(tables.divergence(sweep, "headdim"))
+    glue.update(divergence(sweep, "headdim"))
     section_tables = []
     # the theory on the freshly initialised models (seed 0)
     init = pd.concat(
@@ -404,7 +413,7 @@ def section(
                 )
                 + f"coloured horizontal lines: the P1' limit for i.i.d. Gaussian logits of the same scale ({mc_samples} "
                 f"Monte Carlo matrices) and uniform attention (causal for GPT-2), the content-free baseline. "
-                f"{tables.caption(d, profile)}.",
+                f"{runs_caption(d, profile)}.",
                 f"One panel per rank measure: mean attention rank against head dimension at temperature "
                 f"{fmt_setting(t)}, before and after training, for ModernBERT and GPT-2, beside reference lines.",
             )
@@ -442,7 +451,7 @@ def section(
             f"{', '.join(map(fmt_setting, grid['head_dims']))} at hidden size {hidden} and $\\tau = 1$, and their "
             f"difference; each range bias-corrected with a 95% basic stratified-bootstrap interval over runs (a range "
             f"of noisy means is biased upward), the difference as the rule computes it (percentile interval). "
-            f"{tables.caption(pd.concat([t_runs, hd1]), profile)}.",
+            f"{runs_caption(pd.concat([t_runs, hd1]), profile)}.",
             "Forest plot: for each model, the range of the initial effective rank and of the final loss over the "
             "temperature grid, over the head-dimension grid, and their difference, with intervals.",
         )

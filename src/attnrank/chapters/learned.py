@@ -16,7 +16,6 @@ stored runs:
   :mod:`attnrank.analysis.ablation` (the loss with content-free attention minus the loss);
 * :func:`attention_table`: the mean loss against the bigram and the attention ablation gain per model
   and temperature;
-* :func:`no_training_regime`: the clause of a verdict computed without trained language models;
 * :func:`curves`: validation loss through training, against compute, beside the baselines
   (the figure of the "Have the models learned?" chapter) and :func:`targets`, the pre-registered
   targets of the default profile and whether every seed meets them.
@@ -36,11 +35,10 @@ from ..analysis.baselines import BASELINES, baseline_losses, flops_per_token, ga
 from ..core.errors import ConfigError, check_positive_int
 from ..core.profiles import ARCH_ORDER, MLM_ARCHS, resolve_config, resolve_profile
 from ..plots import learned as lplots
-from ..runs import experiments, store
+from ..runs import experiments, store, tables
 from ..runs.grid import sweep
 from ..words.glossary import ARCH_NAMES, fmt, fmt_setting
-from . import tables
-from .section import Figure, Section, Table, gap_text, worth
+from .section import Figure, Section, Table, gap_text, steps_text, worth
 
 __all__ = [
     "section",
@@ -49,7 +47,6 @@ __all__ = [
     "gaps",
     "regime",
     "attention_table",
-    "no_training_regime",
     "curves",
     "flops_per_token",
     "targets",
@@ -146,24 +143,6 @@ def attention_table(runs: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["arch", "tau"], key=lambda c: c.map(order) if c.name == "arch" else c).reset_index(drop=True)
 
 
-def no_training_regime(what: str) -> str:
-    """The regime clause of a verdict computed without trained language models.
-
-    Args:
-        what: ``"random"`` (random matrices and freshly initialised models) or ``"toy"`` (the toy task).
-
-    Raises:
-        ConfigError: naming ``what`` for another value.
-    """
-    texts = {
-        "random": "no trained language model (random matrices and initial models)",
-        "toy": "no language model (a toy model trained on the high-rank target)",
-    }
-    if what not in texts:
-        raise ConfigError("what", f"got {what!r}; allowed values: {', '.join(texts)}")
-    return texts[what]
-
-
 def curves(runs: pd.DataFrame) -> pd.DataFrame:
     """Validation loss through training for each run, against compute, beside its baselines.
 
@@ -172,7 +151,7 @@ def curves(runs: pd.DataFrame) -> pd.DataFrame:
 
     Returns one row per run and probe step: ``key, arch, tau, seed, step, tokens, flop, val_loss`` and
     the baselines of :data:`BASELINES`; ``tokens`` are training tokens seen (``step x batch_size x
-    max_len``) and ``flop`` their training FLOP (``model_flops_per_token`` of ``benchmarks/bench.py``, ``6 N +
+    max_len``) and ``flop`` their training FLOP (:func:`attnrank.analysis.baselines.flops_per_token`, ``6 N +
     12 L n d`` per token).
     """
     frames = []
@@ -499,7 +478,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         "learned_worth": f"{rules.LEARNED_WORTH:g}",
         **{f"learned_vocab_{a}": f"{int(d.vocab_size.iloc[0]):,}" for a, d in runs.groupby("arch")},
         "learned_n_runs": len(runs),
-        "learned_steps": tables.steps_text(runs),
+        "learned_steps": steps_text(runs),
         "learned_profile": profile,
         "learned_regime": regime(runs),
         "learned_regime_shown": regime(shown),

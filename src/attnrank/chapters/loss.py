@@ -18,7 +18,7 @@ from ..analysis.rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
 from ..analysis.stats import spearman
 from ..core.profiles import ARCH_ORDER, resolve_config, resolve_profile
 from ..plots import training as tplots
-from ..runs import experiments
+from ..runs import experiments, tables
 from ..runs.store import load_table
 from ..words.glossary import (
     ARCH_NAMES,
@@ -30,9 +30,20 @@ from ..words.glossary import (
     fmt_setting,
     largest_first,
 )
-from . import tables
 from .dynamics import correlation_notes, correlation_table, n_learned_text, needed_runs
-from .section import Figure, Section, Table, Verdict, by_measure_table, gate_text, regime_brief, regime_text
+from .section import (
+    Figure,
+    Section,
+    Table,
+    Verdict,
+    by_measure_table,
+    divergence,
+    gate_text,
+    regime_brief,
+    regime_text,
+    runs_caption,
+    sweep_facts,
+)
 
 __all__ = ["section", "loss_summary", "finding", "grid_correlations", "cens_text"]
 
@@ -127,7 +138,7 @@ def section(
     sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
     ok = sweep[sweep.status == "complete"]
     glue = {
-        **tables.sweep_facts("loss", sweep, grid),
+        **sweep_facts("loss", sweep, grid),
         "loss_rho_effect": fmt(LOSS_EFFECT, 1),
         "loss_primary_label": label,
         **{f"loss_level_{a}": fmt(lv, 3) for a, lv in levels.items()},
@@ -141,7 +152,7 @@ def section(
     refs = {a: {"unigram": b["unigram"], "bigram": b["bigram"]} for a, b in losses.items()}
     tau_runs = sweep[sweep.sweep == "temperature grid"]
     curves = tables.loss_curves(tau_runs)
-    glue.update(tables.divergence(sweep, "loss"))
+    glue.update(divergence(sweep, "loss"))
     figures = [
         Figure(
             "loss_curves",
@@ -152,7 +163,7 @@ def section(
             f"band: range over seeds. Dotted: the convergence level ({fmt(level_quantile, 0, percent=True)} "
             f"quantile of the final training losses). Dashed and fine-dotted (validation panels): unigram and "
             f"bigram count models on the same validation targets (written in a panel's corner when far off its "
-            f"range). Each panel has its own axis. {tables.caption(tau_runs, profile)}.",
+            f"range). Each panel has its own axis. {runs_caption(tau_runs, profile)}.",
             "Four line charts: validation and training loss against training step for ModernBERT and GPT-2, one line "
             "per temperature, with horizontal lines for the count models and the convergence level.",
         )
@@ -197,7 +208,7 @@ def section(
             f"Final validation loss against the initial mean rank, one point per run of the shared sweep, colour: "
             f"$\\tau$ (log scale); each model on its own axis. Text: Spearman's ρ (95% percentile bootstrap over runs) "
             f"and the rank correlation within temperatures. Lines or corner notes: unigram and bigram count models. "
-            f"{tables.caption(sweep, profile)}.",
+            f"{runs_caption(sweep, profile)}.",
             "Two scatter plots, ModernBERT and GPT-2, of each run's final validation loss against its initial effective "
             "rank, coloured by temperature, with the correlations above each panel.",
         )
@@ -220,7 +231,7 @@ def section(
             + ", ".join(f"{ARCH_NAMES[a]} {fmt(lv, 3)} nats" for a, lv in levels.items())
             + f"; the {fmt(level_quantile, 0, percent=True)} quantile of final training losses) against the initial "
             f"mean rank; hollow triangles: never reached (censored, drawn at step {cens_text(cens_value)}). Colour: $\\tau$ "
-            f"(log scale). {tables.caption(sweep, profile)}.",
+            f"(log scale). {runs_caption(sweep, profile)}.",
             "Two scatter plots of the steps each run needed to reach a fixed training loss against its initial "
             "effective rank; hollow triangles mark runs that never reached it.",
         )
@@ -242,7 +253,7 @@ def section(
             f"Final validation loss against the initial mean rank in the head-dimension grid (colour: head "
             f"dimension, log scale; fixed width) at $\\tau$ = {', '.join(map(fmt_setting, hd_taus))} (rows); each "
             f"panel on its own axis. Lines join the runs of one seed. Text: Spearman's ρ with its 95% percentile bootstrap "
-            f"interval over runs. Lines or corner notes: unigram and bigram count models. {tables.caption(hd, profile)}.",
+            f"interval over runs. Lines or corner notes: unigram and bigram count models. {runs_caption(hd, profile)}.",
             "Scatter plots, one per model and temperature, of final validation loss against initial effective rank "
             "for each head dimension, the runs of one seed joined by lines.",
         )
@@ -263,7 +274,7 @@ def section(
     gaps = baselines.bigram_gaps(ok)
     gains = baselines.reference_gains(ok, worst=True)
     gate = rules.learned_gate(res.per_arch, gaps, gains)
-    inp = baselines.regime_inputs(ok)
+    reg = baselines.regime(ok, gate)
     verdict = Verdict(
         "loss",
         gate.status,
@@ -275,10 +286,10 @@ def section(
             for a in res.within
         ),
         f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
-        regime_text(gate, **inp),
-        loss_summary(res, n_seeds=n_seeds) + " " + gate_text(gate),
+        regime_text(reg),
+        loss_summary(res, n_seeds=n_seeds) + " " + gate_text(reg),
         {mm: rules.learned_gate(r.per_arch, gaps, gains).status for mm, r in results.items()},
-        brief=regime_brief(gate, **inp),
+        brief=regime_brief(reg),
     )
     section_tables.append(by_measure_table("loss_by_measure", verdict, m, results))
     return Section("loss", glue, figures, section_tables, [verdict])

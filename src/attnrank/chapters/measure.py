@@ -27,10 +27,9 @@ from ..plots import measure as mplots
 from ..runs import experiments
 from ..runs.cache import cached
 from ..runs.store import read
+from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting
-from .section import Figure, Section, Table, Verdict, regime_brief, regime_text
-from .tables import divergence
-from .tables import table as runs_table
+from .section import Figure, Section, Table, Verdict, divergence, regime_brief, regime_text
 
 __all__ = [
     "RULE_MEASURES",
@@ -454,7 +453,7 @@ def section(
     gate = rules.learned_gate(
         {a: status for a in ARCHS}, baselines.bigram_gaps(used), baselines.reference_gains(used, worst=True)
     )
-    inp = baselines.regime_inputs(used)
+    reg = baselines.regime(used, gate)
     record = Verdict(
         "measure",
         status,
@@ -463,10 +462,10 @@ def section(
         "excess rank: "
         + "; ".join(f"{MEASURE_LABELS[m].removeprefix('rank, ')} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
         f"{S.n_runs} runs",
-        regime_text(gate, **inp),
+        regime_text(reg),
         summary + " The rule is about the measures (how each counts a matrix near rank one, which attention at this "
         "temperature is whether or not the model has learned), so the learned gate of the verdicts on trained "
         "models is not applied to it.",
-        brief=regime_brief(gate, **inp),
+        brief=regime_brief(reg),
     )
     return Section("measure", glue, figures, reader_tables, [record])

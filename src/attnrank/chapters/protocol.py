@@ -271,7 +271,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     gains = baselines.reference_gains(d.ok, worst=True)
     gate = rules.learned_gate(res.parts, gaps, gains)
     early_gate = rules.learned_gate(early.per_arch, gaps, gains)
-    inp = baselines.regime_inputs(d.ok)
+    reg, early_reg = baselines.regime(d.ok, gate), baselines.regime(d.ok, early_gate)
     verdicts = [
         Verdict(
             "protocol",
@@ -281,9 +281,9 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
                 f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items()
             ),
             f"{n_draws} draws, {len(d.pair)} runs",
-            regime_text(gate, **inp),
-            summary + " " + gate_text(gate),
-            brief=regime_brief(gate, **inp),
+            regime_text(reg),
+            summary + " " + gate_text(reg),
+            brief=regime_brief(reg),
         ),
         Verdict(
             "set_early",
@@ -297,9 +297,9 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
             + f" (threshold {fmt(rules.SET_EARLY_RHO, 1)}).",
             set_early_effect(early),
             f"{len(learned)} learned runs of {len(d.ok)}",
-            regime_text(early_gate, **inp),
-            set_early_summary(early, d.steps_text()) + " " + gate_text(early_gate),
-            brief=regime_brief(early_gate, **inp),
+            regime_text(early_reg),
+            set_early_summary(early, d.steps_text()) + " " + gate_text(early_reg),
+            brief=regime_brief(early_reg),
         ),
     ]
     return Section("protocol", glue, figures, [Table("protocol_flips", flip_table(flips))], verdicts)

@@ -19,7 +19,7 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.profiles import PROFILES, profile_defaults, resolve_config, resolve_profile
 from ..core.train import device_name
-from ..runs import experiments, presets
+from ..runs import experiments, presets, tables
 from ..runs.provenance import ENVIRONMENT_PACKAGES, RECORD_FOLDERS, lock_state
 from ..runs.store import code_hash
 from ..words.glossary import (
@@ -33,7 +33,6 @@ from ..words.glossary import (
     fmt_setting,
     per_arch,
 )
-from . import tables
 from .section import Section, Table
 
 __all__ = [
@@ -118,7 +117,7 @@ def preset_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def runs_shown(sweep: pd.DataFrame) -> pd.DataFrame:
-    """The runs of the sweep (:func:`attnrank.chapters.tables.table`) as the chapter lists them, narrow enough for the
+    """The runs of the sweep (:func:`attnrank.runs.tables.table`) as the chapter lists them, narrow enough for the
     page's column: key, model, τ, head dimension by heads, seed, status, steps, final validation loss and
     the device with its torch threads."""
     return pd.DataFrame(

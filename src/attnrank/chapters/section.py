@@ -26,7 +26,7 @@ from ..analysis.verdicts import INCONCLUSIVE, VERDICTS
 from ..analysis.verdicts import Verdict as JudgedVerdict
 from ..core.errors import ConfigError
 from ..core.profiles import ARCH_ORDER
-from ..words.glossary import ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting, largest_first
 
 __all__ = [
     "Figure",
@@ -44,6 +44,10 @@ __all__ = [
     "regime_text",
     "regime_brief",
     "gate_text",
+    "runs_caption",
+    "sweep_facts",
+    "steps_text",
+    "divergence",
 ]
 
 #: The most words of a verdict's one-line finding (the intro's table reads in one screen).
@@ -294,27 +298,19 @@ def worth(gain: float) -> str:
     return f"attention worth {gain:.2f} nats"
 
 
-def regime_text(
-    gate, gains: dict, *, at_reference: bool, reference_tau: float = 1.0, reference_runs: dict | None = None
-) -> str:
-    """The regime of a verdict on trained models, in one short clause for the intro's table.
-
-    Args:
-        gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps`` and ``not_learned``).
-        gains: ``{arch: nats}``, what attention is worth in the reference runs
-            (:func:`attnrank.analysis.baselines.reference_gains`).
-        at_reference: whether the clause must say it reads the ``reference_tau`` runs
-            (:func:`attnrank.analysis.baselines.at_reference`).
-        reference_runs: ``{arch: count}`` of those runs (:func:`attnrank.analysis.baselines.reference_runs`); the
-            clause states them, once when every architecture has as many, else after each name.
+def regime_text(regime) -> str:
+    """The regime of a verdict on trained models (an :class:`attnrank.analysis.baselines.Regime`), in one short
+    clause for the chapter. The reference runs are counted once when every architecture has as many, else after
+    each name.
 
     Per architecture (in the gate's order): its worst run's gap to the bigram count model and, when it has learned, what
     attention is worth (:func:`worth`); an architecture that has not learned is marked so. For example
     ``"τ = 1, 4 runs a model: GPT-2 at worst 0.31 nats below bigram, attention worth 0.45 nats; ModernBERT at
     worst 0.45 nats above bigram, not learned"``.
     """
+    gate, gains, reference_tau = regime.gate, regime.gains, regime.reference_tau
     order = _gate_order(gate)
-    counts = {a: (reference_runs or {}).get(a) for a in order}
+    counts = {a: regime.reference_runs.get(a) for a in order}
     same = len({c for c in counts.values()}) == 1 and None not in counts.values()
     parts = []
     for a in order:
@@ -324,34 +320,24 @@ def regime_text(
         parts.append(text)
     if not parts:
         return "no complete run"
-    where = [f"τ = {fmt_setting(reference_tau)}"] if at_reference else []
+    where = [f"τ = {fmt_setting(reference_tau)}"] if regime.at_reference else []
     if same:
         where.append(f"{_runs(counts[order[0]])} a model")
     prefix = (", ".join(where) if same else f"τ = {fmt_setting(reference_tau)} runs") + ": " if where else ""
     return prefix + "; ".join(parts)
 
 
-def regime_brief(
-    gate,
-    gains: dict | None = None,
-    *,
-    at_reference: bool,
-    reference_tau: float = 1.0,
-    reference_runs: dict | None = None,
-) -> str:
-    """The regime of a verdict on trained models as the intro's table shows it: a short marker saying whether
-    each model has learned (the learned gate's verdict), nothing else. The chapter's :func:`regime_text` adds
-    each model's gap to its bigram count model, what attention is worth and how many runs; the intro states the
-    grid's models against their count models once, in a note under its table.
-
-    Args:
-        gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps`` and ``not_learned``).
-        gains, at_reference, reference_tau, reference_runs: accepted and not shown, so that both clauses take
-            ``**attnrank.analysis.baselines.regime_inputs(runs)``.
+def regime_brief(regime) -> str:
+    """The regime of a verdict on trained models (an :class:`attnrank.analysis.baselines.Regime`) as the intro's
+    table shows it: a short marker saying whether each model has learned (the learned gate's verdict), nothing
+    else. The chapter's :func:`regime_text` adds each model's gap to its bigram count model, what attention is
+    worth and how many runs; the intro states the grid's models against their count models once, in a note under
+    its table.
 
     For example ``"trained, neither learned"``, ``"trained, both learned"``, ``"trained, GPT-2 learned, BERT not"``,
     ``"trained, BERT not learned"`` (one architecture); ``"no complete run"`` when the gate has no architecture.
     """
+    gate = regime.gate
     order = _gate_order(gate)
     if not order:
         return "no complete run"
@@ -376,10 +362,11 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-def gate_text(gate, *, reference_tau: float = 1.0) -> str:
-    """The learned gate of a verdict (:func:`attnrank.analysis.rules.learned_gate`) in one or two sentences for its
-    chapter: the rule, each architecture's gap to its bigram count model and what the gate changed. The rule
-    is stated even when every model has learned."""
+def gate_text(regime) -> str:
+    """The learned gate of a verdict (the ``gate`` of an :class:`attnrank.analysis.baselines.Regime`) in one or two
+    sentences for its chapter: the rule, each architecture's gap to its bigram count model and what the gate
+    changed. The rule is stated even when every model has learned."""
+    gate, reference_tau = regime.gate, regime.reference_tau
     rule = (
         "The verdict counts an architecture only where its models have learned, the pre-registered target: every "
         f"one of its τ = {fmt_setting(reference_tau)} runs ends "
@@ -401,3 +388,62 @@ def gate_text(gate, *, reference_tau: float = 1.0) -> str:
     if gate.changed:
         text += f"; on its statistics alone the verdict would be {gate.ungated}"
     return text + "."
+
+
+# --------------------------------------------------------------------------- what chapters say about a set of runs
+def runs_caption(runs: pd.DataFrame, profile: str) -> str:
+    """The tail of a figure caption: ``"<profile> profile, N runs, S seeds per setting"`` for the runs
+    (one row per run, with ``seed``) behind it."""
+    d = runs.drop_duplicates("key") if "key" in runs else runs
+    return f"The {profile} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
+
+
+def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
+    """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grid,
+    comma-separated), ``n_seeds`` and ``n_runs`` (the diverged ones: :func:`divergence`)."""
+    return {
+        f"{prefix}_taus": ", ".join(fmt_setting(t) for t in grid["taus"]),
+        f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
+        f"{prefix}_n_seeds": int(runs.seed.nunique()),
+        f"{prefix}_n_runs": len(runs),
+    }
+
+
+def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
+    """The training steps of ``runs`` (columns ``arch`` and ``column``) in words: ``"1000"`` when every run
+    trains as long, else per architecture, e.g. ``"1000 (GPT-2) and 500 (BERT)"``, longest first.
+
+    Raises:
+        ValueError: when ``runs`` is empty.
+    """
+    if runs.empty:
+        raise ValueError("runs: empty; expected at least one run")
+    steps = runs.groupby("arch")[column].agg(lambda s: "/".join(str(v) for v in sorted(set(s), reverse=True)))
+    if steps.nunique() == 1:
+        return str(steps.iloc[0])
+    order = largest_first({a: int(v.split("/")[0]) for a, v in steps.items()})
+    return " and ".join(f"{steps[a]} ({ARCH_NAMES.get(a, a)})" for a in order)
+
+
+def divergence(runs: pd.DataFrame, prefix: str, *, listed: bool = True) -> dict:
+    """The diverged runs of ``runs`` (status not ``"complete"``), said once, as glue for a sentence.
+
+    ``{prefix}_n_failed`` is the count and ``{prefix}_diverged`` the words: ``"none diverged"``, or each
+    diverged run, e.g. ``"1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is
+    nan)"``; with ``listed=False`` only the count (``"1 diverged"``).
+    """
+    bad = runs[runs.status != "complete"]
+    words = (
+        []
+        if not listed
+        else [
+            f"{ARCH_LABELS.get(r.arch, r.arch)} at τ = {fmt_setting(r.tau)}"
+            + (f", head dimension {r.head_dim}" if "head_dim" in bad else "")
+            + f", seed {r.seed}"
+            + (f", at step {int(r.failure_step)}" if pd.notna(getattr(r, "failure_step", None)) else "")
+            + (f" ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str) else "")
+            for r in bad.itertuples()
+        ]
+    )
+    said = f"{len(bad)} diverged" + (": " + "; ".join(words) if listed else "") if len(bad) else "none diverged"
+    return {f"{prefix}_n_failed": len(bad), f"{prefix}_diverged": said}

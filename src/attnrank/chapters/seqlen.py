@@ -28,9 +28,9 @@ from ..core.rank import MEASURES, check_measures, rank_measures
 from ..plots import ALT_TEXT
 from ..plots.seqlen import rank_vs_seq_len
 from ..runs import experiments
+from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate
 from .section import Figure, Section, Verdict, gate_text, regime_brief, regime_text
-from .tables import table as runs_table
 
 __all__ = ["uniform_ranks", "seq_len_table", "summary", "content_free_text", "Report", "report_from_runs", "section"]
 
@@ -243,7 +243,7 @@ def section(profile: str = "auto", dataset=None) -> Section:
 
     gate = gated(result)
     arch, n = result.worst()
-    inp = baselines.regime_inputs(done)
+    reg = baselines.regime(done, gate)
     verdict = Verdict(
         "seq_len",
         gate.status,
@@ -251,9 +251,9 @@ def section(profile: str = "auto", dataset=None) -> Section:
         f"effective rank of {ARCH_NAMES[arch]} at n = {n}: {fmt_estimate(result.cases[(arch, n)].estimate, 1, n=False)}"
         f" against the bound {fmt(result.cases[(arch, n)].threshold, 1)}",
         f"{len(runs)} runs",
-        regime_text(gate, **inp),
-        report.summary + " " + gate_text(gate),
+        regime_text(reg),
+        report.summary + " " + gate_text(reg),
         {m: gated(seq_len_rule(runs, m)).status for m in report.by_measure},
-        brief=regime_brief(gate, **inp),
+        brief=regime_brief(reg),
     )
     return Section("seq_len", report.glue, [Figure(name, fig, data, caption, ALT_TEXT[name])], [], [verdict])

@@ -36,8 +36,8 @@ from ..core.measures import MEASURES
 from ..core.profiles import resolve_config
 from ..runs import experiments, store
 from ..runs.experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
-from .tables import steps_text
-from .tables import table as runs_table
+from ..runs.tables import table as runs_table
+from .section import steps_text
 
 __all__ = [
     "STUDY_MEASURE",
@@ -287,7 +287,7 @@ class Records:
         return table[table.step.to_numpy() == table.arch.map(self.final_steps).to_numpy()]
 
     def steps_text(self) -> str:
-        """The last probe steps in words (:func:`attnrank.chapters.tables.steps_text`): ``"1000 steps"`` when every
+        """The last probe steps in words (:func:`attnrank.chapters.section.steps_text`): ``"1000 steps"`` when every
         architecture trains as long, else ``"1000 (GPT-2) and 500 (BERT) steps"`` (longest first)."""
         final = pd.DataFrame({"arch": list(self.final_steps), "step": list(self.final_steps.values())})
         return f"{steps_text(final, 'step') if len(final) else 0} steps"

@@ -25,7 +25,7 @@ from ..analysis.verdicts import INCONCLUSIVE
 from ..core.profiles import resolve_config, resolve_profile
 from ..plots import sweeps
 from ..plots import training as tplots
-from ..runs import experiments
+from ..runs import experiments, tables
 from ..runs.store import load_table
 from ..words.glossary import (
     ARCH_LABELS,
@@ -37,7 +37,6 @@ from ..words.glossary import (
     fmt_estimate,
     fmt_setting,
 )
-from . import tables
 from .section import (
     INITIAL_BRIEF,
     INITIAL_REGIME,
@@ -46,11 +45,13 @@ from .section import (
     Table,
     Verdict,
     by_measure_table,
+    divergence,
     gate_text,
     have_units,
     needed_text,
     regime_brief,
     regime_text,
+    runs_caption,
 )
 
 __all__ = [
@@ -450,7 +451,7 @@ def section(
         "temp_tau_max": fmt_setting(max(grid["taus"])),
         "temp_added": added,
     }
-    glue.update(tables.divergence(tsweep, "temp"))
+    glue.update(divergence(tsweep, "temp"))
     section_tables = []
     # the logit scale at initialisation
     init = baselines.init_means(
@@ -554,7 +555,7 @@ def section(
             f"faint dots: single runs. Dotted: the same measure for uniform attention (ModernBERT) and uniform causal "
             f"attention (GPT-2) over $n$ = {n_tok} tokens, the content-free baseline. Red: the detailed "
             f"$\\tau$ = {fmt_setting(tau)}; dashed black: $\\tau = 1$; red crosses: diverged runs. "
-            f"{tables.caption(tsweep, profile)}, head dimension {head_dim0}.",
+            f"{runs_caption(tsweep, profile)}, head dimension {head_dim0}.",
             "One panel per rank measure: mean attention rank against temperature on a log axis, at "
             "initialisation and after training, for ModernBERT and GPT-2, with dotted lines for uniform attention.",
         )
@@ -581,7 +582,7 @@ def section(
             f"Two ways of counting the rank of the attention matrices of ModernBERT and GPT-2, against the temperature "
             f"ratio $\\tau$ (log axis), at initialisation (solid) and after training (dashed): the {label} (left) and "
             f"the study's count of singular values above $10^{{-8}}$ (right); mean over seeds with ±1 sd bars. Dotted: "
-            f"uniform attention, the content-free baseline. {tables.caption(tsweep, profile)}.",
+            f"uniform attention, the content-free baseline. {runs_caption(tsweep, profile)}.",
             "Two line charts side by side, the effective rank and the study's 1e-8 rank of ModernBERT and GPT-2 against "
             "temperature on a log axis, before and after training, beside dotted lines for uniform attention.",
         ),
@@ -619,7 +620,7 @@ def section(
             summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
             f"Mean attention rank through training for $\\tau$ = {fmt_setting(tau)} (bold) and $\\tau = 1$, three "
             f"measures (rows) for ModernBERT and GPT-2 (columns); line: mean over seeds, band: range over seeds; dotted: "
-            f"uniform causal attention (GPT-2). {tables.caption(pair, profile)}.",
+            f"uniform causal attention (GPT-2). {runs_caption(pair, profile)}.",
             "Line charts of three rank measures through training, one row per measure and one column per model, "
             "for the detailed temperature and the stock one.",
         )
@@ -632,7 +633,7 @@ def section(
             layer_df,
             f"The {label} per layer at initialisation (filled) and after training (open), $\\tau$ = "
             f"{fmt_setting(tau)} (red) and $\\tau = 1$ (black); ±1 sd over heads and seeds. "
-            f"{tables.caption(pair, profile)}.",
+            f"{runs_caption(pair, profile)}.",
             "Dot plots of the effective rank of each layer, before and after training, for the detailed and the "
             "stock temperature, one panel per model.",
         )
@@ -646,7 +647,7 @@ def section(
             evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
             f"Validation loss through training for every temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ "
             f"bold); line: mean over seeds, band: range over seeds; dashed ending in a cross: diverged runs. "
-            f"{tables.caption(tsweep, profile)}.",
+            f"{runs_caption(tsweep, profile)}.",
             "Line charts of validation loss against training step, one line per temperature, one panel per model.",
         )
     )
@@ -668,7 +669,7 @@ def section(
             f"Final validation loss against $\\tau$ (log axis), one panel per model with its own axis (masked-token "
             f"loss for ModernBERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; "
             f"red: $\\tau$ = {fmt_setting(tau)}; dashed: $\\tau = 1$; crosses at the top: diverged runs. "
-            f"{tables.caption(tsweep, profile)}.",
+            f"{runs_caption(tsweep, profile)}.",
             "Two panels of final validation loss against temperature on a log axis, ModernBERT and GPT-2.",
         )
     )
@@ -688,7 +689,7 @@ def section(
     gaps = baselines.bigram_gaps(done)
     gains = baselines.reference_gains(done, worst=True)
     loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps, gains)
-    inp = baselines.regime_inputs(done)
+    reg = baselines.regime(done, loss_gate)
     verdicts = [
         Verdict(
             "temp",
@@ -708,9 +709,9 @@ def section(
             loss_finding(loss_v),
             "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
             f"{loss_v.n_runs} runs",
-            regime_text(loss_gate, **inp),
-            temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(loss_gate),
-            brief=regime_brief(loss_gate, **inp),
+            regime_text(reg),
+            temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(reg),
+            brief=regime_brief(reg),
         ),
     ]
     section_tables.append(by_measure_table("temp_by_measure", verdicts[0], m))

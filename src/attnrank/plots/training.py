@@ -629,7 +629,7 @@ def loss_trajectories(curves: pd.DataFrame, levels: dict, references: dict):
     one curve per temperature ratio (``tau = 1`` bold).
 
     Args:
-        curves: :func:`attnrank.chapters.tables.loss_curves` (``curve, arch, tau, seed, status, step, value``; nats).
+        curves: :func:`attnrank.runs.tables.loss_curves` (``curve, arch, tau, seed, status, step, value``; nats).
         levels: ``{arch: loss level}`` drawn dotted in the training-loss panels (the convergence level).
         references: ``{arch: {label: nats}}`` drawn in the validation-loss panels (unigram and bigram models).
 

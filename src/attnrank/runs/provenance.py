@@ -6,7 +6,7 @@ propositions and toy tasks (:mod:`attnrank.analysis.theory`, :mod:`attnrank.anal
 verdict rules (:mod:`attnrank.analysis.rules`), listed in :data:`RESULT_ROOTS`. The closure is found
 by reading each module's source (``ast``) and following every ``attnrank`` import in it,
 at module level or inside a function, so a new module that any of them imports enters the
-hash without a list to edit, and a module that none of them imports (``bench``, ``cli``)
+hash without a list to edit, and a module that none of them imports (``cli``, the Sphinx extension)
 does not. The run store keys runs on the closure of the training path
 (:data:`RUN_ROOTS`, :func:`attnrank.runs.store.run_key`), so that editing a verdict rule does not
 retrain a run; the table cache

@@ -1,6 +1,6 @@
 """The page's typography: ASCII maths written as symbols where the book pastes a value.
 
-A floor of its own (no import): the book (:mod:`attnrank.book`) applies :func:`typeset` to what it pastes, and the
+A module of its own (no import): the book (:mod:`attnrank.book`) applies :func:`typeset` to what it pastes, and the
 site check (``tests/sitecheck.py``) reports what is left with :data:`ASCII_MATHS`. Words only, never an input
 of a result.
 """

@@ -1,12 +1,11 @@
-"""The runs of the book as tables: what the chapter modules read instead of the store's internals.
+"""The runs of the book as tables: what the chapter modules read instead of the store's internals (numbers only;
+what the chapters say about a set of runs is in :mod:`attnrank.chapters.section`).
 
 * :func:`table` trains where missing and returns the runs of a list of configs (one row per
   run, ``initial_<m>``/``final_<m>`` columns; ``long=True``: one row per run x measure x
   ``when``, :func:`long_form`);
 * :func:`main_runs` and :func:`temperature_grid`: the book's shared sweep, and its
   temperature grid at the standard head dimension with off-grid temperatures added;
-* what the chapters say about a set of runs: :func:`caption` (profile, runs, seeds),
-  :func:`sweep_facts`, :func:`divergence` (the diverged runs, said once);
 * the tables of a set of runs (:func:`attnrank.runs.store.load_table` reads one stored table over
   them): :func:`rank_curves`, :func:`layer_ranks`, :func:`layer_head_means`, :func:`head_changes`,
   :func:`loss_curves`, :func:`means_at`.
@@ -23,11 +22,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.measures import MEASURES
-from ..core.profiles import resolve_config
-from ..runs.experiments import main_sweep, sweep_defaults, tau_sweep
-from ..runs.grid import sweep
-from ..runs.store import load_table
-from ..words.glossary import ARCH_LABELS, ARCH_NAMES, ARCHS, fmt_setting, largest_first
+from ..core.profiles import ARCHS, resolve_config
+from .experiments import main_sweep, sweep_defaults, tau_sweep
+from .grid import sweep
+from .store import load_table
 
 __all__ = [
     "WHEN",
@@ -36,10 +34,6 @@ __all__ = [
     "long_form",
     "main_runs",
     "temperature_grid",
-    "caption",
-    "sweep_facts",
-    "divergence",
-    "steps_text",
     "rank_curves",
     "layer_ranks",
     "layer_head_means",
@@ -128,64 +122,6 @@ def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds
     out["log10_tau"] = np.log10(out.tau)
     out.attrs.update(missing=missing)
     return out
-
-
-def caption(runs: pd.DataFrame, profile: str) -> str:
-    """The tail of a figure caption: ``"<profile> profile, N runs, S seeds per setting"`` for the runs
-    (one row per run, with ``seed``) behind it."""
-    d = runs.drop_duplicates("key") if "key" in runs else runs
-    return f"The {profile} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
-
-
-def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
-    """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grid,
-    comma-separated), ``n_seeds`` and ``n_runs`` (the diverged ones: :func:`divergence`)."""
-    return {
-        f"{prefix}_taus": ", ".join(fmt_setting(t) for t in grid["taus"]),
-        f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
-        f"{prefix}_n_seeds": int(runs.seed.nunique()),
-        f"{prefix}_n_runs": len(runs),
-    }
-
-
-def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
-    """The training steps of ``runs`` (columns ``arch`` and ``column``) in words: ``"1000"`` when every run
-    trains as long, else per architecture, e.g. ``"1000 (GPT-2) and 500 (BERT)"``, longest first.
-
-    Raises:
-        ValueError: when ``runs`` is empty.
-    """
-    if runs.empty:
-        raise ValueError("runs: empty; expected at least one run")
-    steps = runs.groupby("arch")[column].agg(lambda s: "/".join(str(v) for v in sorted(set(s), reverse=True)))
-    if steps.nunique() == 1:
-        return str(steps.iloc[0])
-    order = largest_first({a: int(v.split("/")[0]) for a, v in steps.items()})
-    return " and ".join(f"{steps[a]} ({ARCH_NAMES.get(a, a)})" for a in order)
-
-
-def divergence(runs: pd.DataFrame, prefix: str, *, listed: bool = True) -> dict:
-    """The diverged runs of ``runs`` (status not ``"complete"``), said once, as glue for a sentence.
-
-    ``{prefix}_n_failed`` is the count and ``{prefix}_diverged`` the words: ``"none diverged"``, or each
-    diverged run, e.g. ``"1 diverged: GPT-2 (CLM) at τ = 1, head dimension 16, seed 2, at step 7 (loss is
-    nan)"``; with ``listed=False`` only the count (``"1 diverged"``).
-    """
-    bad = runs[runs.status != "complete"]
-    words = (
-        []
-        if not listed
-        else [
-            f"{ARCH_LABELS.get(r.arch, r.arch)} at τ = {fmt_setting(r.tau)}"
-            + (f", head dimension {r.head_dim}" if "head_dim" in bad else "")
-            + f", seed {r.seed}"
-            + (f", at step {int(r.failure_step)}" if pd.notna(getattr(r, "failure_step", None)) else "")
-            + (f" ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str) else "")
-            for r in bad.itertuples()
-        ]
-    )
-    said = f"{len(bad)} diverged" + (": " + "; ".join(words) if listed else "") if len(bad) else "none diverged"
-    return {f"{prefix}_n_failed": len(bad), f"{prefix}_diverged": said}
 
 
 # --------------------------------------------------------------------------- tables of a set of runs
