@@ -13,7 +13,7 @@ import torch
 
 from attnrank.analysis import baselines, rules, theory
 from attnrank.analysis.stats import Estimate
-from attnrank.analysis.verdicts import Verdict
+from attnrank.analysis.verdicts import Judgement
 from attnrank.chapters import dynamics, headdim, loss, temp
 from attnrank.core.errors import ConfigError
 from attnrank.core.rank import MEASURES, rank_measures
@@ -111,16 +111,16 @@ def test_text_helpers():
     )
     # every resample at one grid value: an interval of no width is said in words, never [0.25, 0.25]
     assert temp.grid_interval(_est(0.25, 0.25, 0.25)) == "0.25 in every resample"
-    v = Verdict("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
+    v = Judgement("inconclusive at this scale", _est(1.0, -0.5, 2.5), 0.0, "above", 1.0, 12, "seeds per arm")
     assert temp.needed_text(v) == "about 12 seeds per arm would resolve the pre-registered effect"
-    assert temp.needed_text(Verdict("supported", _est(1, 0.5, 2), 0.0, "above")) == ""
-    resolved = Verdict("not supported", _est(-1, -2, -0.5), 0.0, "above", 1.0, 12, "seeds per arm")
+    assert temp.needed_text(Judgement("supported", _est(1, 0.5, 2), 0.0, "above")) == ""
+    resolved = Judgement("not supported", _est(-1, -2, -0.5), 0.0, "above", 1.0, 12, "seeds per arm")
     assert temp.needed_text(resolved) == ""  # resolved the other way: nothing to print
     assert temp.needed_clause({"gpt2": rules.ArchResult(v)}, "one unit") == (
         "At the observed seed spread, for GPT-2, about 12 seeds per arm would resolve one unit."
     )
     # no more than the runs already there (10 runs = 5 seeds per arm): the effect is smaller than that
-    few = Verdict("inconclusive at this scale", _est(0.1, -0.5, 0.7), 0.0, "above", 1.0, 3, "seeds per arm")
+    few = Judgement("inconclusive at this scale", _est(0.1, -0.5, 0.7), 0.0, "above", 1.0, 3, "seeds per arm")
     assert temp.needed_text(few, "one unit") == (
         "the 5 seeds per arm here would already resolve one unit, so the effect is smaller than that"
     )
@@ -135,7 +135,7 @@ def test_text_helpers():
         "falls from 3.10 at head dimension 4 to 2.50 at head dimension 32"
     )
     assert headdim.direction_text(_est(0.6, -0.1, 0.9), means).startswith("changes (direction not resolved)")
-    judged = {"modernbert": v, "gpt2": Verdict("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
+    judged = {"modernbert": v, "gpt2": Judgement("supported", _est(1, 0.5, 2), 0.0, "above", 1.0, 3)}
     inconclusive = "inconclusive at this scale"
     assert dynamics.needed_runs(judged, {"modernbert": inconclusive, "gpt2": "supported"}, prefix="about ") == [
         "ModernBERT (MLM) about 12"
@@ -188,7 +188,7 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
     est = _est(1.0, 0.5, 1.5)
     arch = {
         a: rules.ArchResult(
-            Verdict("supported", est, 0.0, "above"),
+            Judgement("supported", est, 0.0, "above"),
             shape=_est(0.016, 0.004, 0.064),
             spread=0.1,
             parts={"tau_range": est, "head_dim_range": est, "head_dim_change": est},
@@ -218,7 +218,7 @@ def test_tables_of_the_sweep_rules_have_one_row_per_measure_and_arch():
 def test_lever_texts_and_direction_note():
     def arch(change):
         return rules.ArchResult(
-            Verdict("supported", _est(2.0, 1.0, 3.0), 0.0, "above"),
+            Judgement("supported", _est(2.0, 1.0, 3.0), 0.0, "above"),
             spread=0.25,
             parts={"tau_range": _est(3.0, 2.0, 4.0), "head_dim_range": _est(1.0, 0.5, 1.5), "head_dim_change": change},
         )
@@ -268,7 +268,9 @@ def test_causal_answer_text_by_status():
     from attnrank.chapters import causal
 
     def arch(status, temp_effect):
-        return rules.ArchResult(Verdict(status, _est(0.1, -0.1, 0.3), 0.0, "above"), parts={"temperature": temp_effect})
+        return rules.ArchResult(
+            Judgement(status, _est(0.1, -0.1, 0.3), 0.0, "above"), parts={"temperature": temp_effect}
+        )
 
     v = rules.SweepVerdict(
         "inconclusive at this scale",

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from attnrank.analysis import stats as S
-from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict, classify, combine, judge
+from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Judgement, classify, combine, judge
 from attnrank.book import VERDICTS
 from attnrank.core.errors import ConfigError
 
@@ -79,7 +79,7 @@ def test_judge_states_the_runs_needed_when_not_supported():
     # two seeds per arm, seed spread 0.0036 nats, pre-registered effect 0.005 nats (lower loss predicted)
     d = S.compare_means([5.001, 5.006], [5.000, 5.004])
     v = judge(d, 0.0, "below", effect=0.005, spread=0.0036)
-    assert isinstance(v, Verdict) and v.status == INCONCLUSIVE and v.needed == 9 and v.needed_unit == "seeds per arm"
+    assert isinstance(v, Judgement) and v.status == INCONCLUSIVE and v.needed == 9 and v.needed_unit == "seeds per arm"
     assert v.estimate.value == pytest.approx(0.0015) and v.effect == 0.005
     c = judge(est(-0.1, 0.8, 0.4), 0.0, "above", effect=0.5)  # correlation: runs in total, from its interval
     assert c.needed == S.runs_needed_observed(c.estimate, 0.5) and c.needed_unit == "runs"

@@ -61,7 +61,7 @@ from ..core.rank import check_measures
 from . import stats, verdicts
 from .stats import Estimate
 from .theory import study_bound
-from .verdicts import INCONCLUSIVE, Verdict, combine, judge
+from .verdicts import INCONCLUSIVE, Judgement, combine, judge
 
 __all__ = [
     "PRIMARY_MEASURE",
@@ -217,7 +217,7 @@ def dynamics_rule(
 class LossResult:
     """The loss rule on one measure: ``status``; per architecture ``rho`` (across runs), ``within``
     (given tau, fixed effect), ``per_arch`` (status per architecture) and ``judged`` (the
-    :class:`attnrank.analysis.verdicts.Verdict` of the within-tau correlation, with the runs needed)."""
+    :class:`attnrank.analysis.verdicts.Judgement` of the within-tau correlation, with the runs needed)."""
 
     status: str
     rho: dict = field(default_factory=dict)
@@ -277,7 +277,7 @@ class ArchResult:
         parts: further named estimates shown beside the verdict (e.g. the span of each lever).
     """
 
-    verdict: Verdict
+    verdict: Judgement
     shape: Estimate | None = None
     spread: float = float("nan")
     parts: dict = field(default_factory=dict)
@@ -296,7 +296,7 @@ class SweepVerdict:
         return self.arch[arch]
 
 
-def _judge_t(est: Estimate, effect: float, spread: float, unit: str = "seeds per arm") -> Verdict:
+def _judge_t(est: Estimate, effect: float, spread: float, unit: str = "seeds per arm") -> Judgement:
     """:func:`attnrank.analysis.verdicts.judge` against 0 ("above"), with the runs needed from the exact t-test
     power (:func:`attnrank.analysis.stats.seeds_needed_t`) rather than the normal approximation."""
     v = judge(est, 0.0, "above", effect=effect, spread=spread)
@@ -672,7 +672,7 @@ class SeqLenResult:
     """The sequence-length rule on one measure.
 
     ``status`` combines the cases (:func:`attnrank.analysis.verdicts.combine`); ``cases`` maps
-    ``(arch, n)`` to the classified :class:`~attnrank.analysis.verdicts.Verdict` of the trained rank
+    ``(arch, n)`` to the classified :class:`~attnrank.analysis.verdicts.Judgement` of the trained rank
     against the study's bound at that ``n``; ``n_runs`` counts the complete runs.
     """
 

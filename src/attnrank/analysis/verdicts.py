@@ -10,7 +10,7 @@ claim predicts the statistic to lie. Then:
   a missing interval (NaN) and a missing estimate. Too few runs to resolve the effect gives this
   verdict, never "not supported".
 
-The strings are :data:`VERDICTS`. A :class:`Verdict` also carries, when it is unresolved
+The strings are :data:`VERDICTS`. A :class:`Judgement` also carries, when it is unresolved
 (inconclusive at this scale), how many independent runs would resolve the pre-registered effect at
 the observed spread (:func:`attnrank.analysis.stats.seeds_needed` from the seed spread of a difference of
 means, :func:`attnrank.analysis.stats.runs_needed_observed` from the interval of a correlation). A resolved
@@ -34,7 +34,7 @@ __all__ = [
     "DIRECTIONS",
     "classify",
     "combine",
-    "Verdict",
+    "Judgement",
     "judge",
 ]
 
@@ -86,7 +86,7 @@ def classify(estimate: Estimate, threshold: float, direction: str) -> str:
 
 
 def combine(statuses: Iterable[str]) -> str:
-    """Verdict of a claim made for several cases (e.g. both architectures), from each case's verdict.
+    """Judgement of a claim made for several cases (e.g. both architectures), from each case's verdict.
 
     Supported if every case is supported; not supported if any case is not supported (the claim was
     made for each); otherwise inconclusive at this scale. An empty list is inconclusive.
@@ -105,7 +105,7 @@ def combine(statuses: Iterable[str]) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Judgement:
     """A classified estimate: ``status`` (one of :data:`VERDICTS`) and its grounds.
 
     ``needed`` is the number of independent runs (per arm for a difference of means, in total for a
@@ -131,7 +131,7 @@ def judge(
     spread: float | None = None,
     alpha: float = 0.05,
     power: float = 0.8,
-) -> Verdict:
+) -> Judgement:
     """:func:`classify`, plus the runs that would resolve the pre-registered effect when unresolved.
 
     Args:
@@ -155,6 +155,6 @@ def judge(
                 needed, unit = seeds_needed(spread, effect, alpha=alpha, power=power), "seeds per arm"
         else:
             needed = runs_needed_observed(estimate, effect, alpha=alpha, power=power)
-    return Verdict(
+    return Judgement(
         status, estimate, float(threshold), direction, None if effect is None else float(effect), needed, unit
     )

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..analysis.verdicts import INCONCLUSIVE, VERDICTS
-from ..analysis.verdicts import Verdict as JudgedVerdict
+from ..analysis.verdicts import INCONCLUSIVE, VERDICTS, Judgement
 from ..core.errors import ConfigError
 from ..core.profiles import ARCH_ORDER
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting, largest_first
@@ -212,13 +211,13 @@ class Section:
         )
 
 
-def have_units(v: JudgedVerdict) -> int:
+def have_units(v: Judgement) -> int:
     """The units a verdict already rests on, in its ``needed_unit``: seeds per arm for a two-arm
     comparison (half the runs), otherwise the estimate's ``n`` (runs, or paired seeds)."""
     return v.estimate.n // 2 if v.needed_unit == "seeds per arm" else v.estimate.n
 
 
-def needed_text(v: JudgedVerdict, what: str = "the pre-registered effect") -> str:
+def needed_text(v: Judgement, what: str = "the pre-registered effect") -> str:
     """The runs an unresolved verdict needs, for prose: ``"about 12 seeds per arm would resolve <what>"``;
     when that is no more than it already has, ``"the 5 seeds per arm here would resolve <what>, so the
     effect is smaller than that"``; ``""`` for a resolved verdict (supported or not supported)."""

@@ -364,7 +364,7 @@ def rank_and_fit(s: Settings, final: pd.DataFrame) -> Check:
     return Check({"rho": rho, "full_bad": full_bad}, glue)
 
 
-def judged(diff: pd.Series, material: float = MATERIAL, *, confidence: float = 0.95) -> verdicts.Verdict:
+def judged(diff: pd.Series, material: float = MATERIAL, *, confidence: float = 0.95) -> verdicts.Judgement:
     """The pre-registered rule on per-seed KL differences (nats): the Student-t interval of their
     mean (:func:`attnrank.analysis.stats.mean_ci`, at ``confidence``) against ``material`` (:func:`attnrank.analysis.verdicts.judge`,
     ``"above"``): supported when the whole interval is above it."""
@@ -376,7 +376,7 @@ def instances(s: Settings, final: pd.DataFrame) -> dict:
     """The study's reading of claim (v), that *some* standard setting falls short: per head dimension below the
     largest, plain attention at ``tau = 1`` against the largest head on the permutation target (per seed, KL at
     ``d`` minus KL at ``d_max``), each judged by :func:`judged` at a Bonferroni-corrected level (95% over all the
-    head dimensions tested). Returns ``{d: Verdict}``."""
+    head dimensions tested). Returns ``{d: Judgement}``."""
     dims = [d for d in s.head_dims if d < s.d_max]
     confidence = 1 - 0.05 / max(1, len(dims))
     return {
