@@ -579,10 +579,8 @@ def section(
                 height=3.0,
             ),
             headline,
-            f"Two ways of counting the rank of the attention matrices of ModernBERT and GPT-2, against the temperature "
-            f"ratio $\\tau$ (log axis), at initialisation (solid) and after training (dashed): the {label} (left) and "
-            f"the study's count of singular values above $10^{{-8}}$ (right); mean over seeds with ±1 sd bars. Dotted: "
-            f"uniform attention, the content-free baseline. {runs_caption(tsweep, profile)}.",
+            # the intro shows this figure and writes its caption; the glued caption is only the runs behind it
+            f"{runs_caption(tsweep, profile)}.",
             "Two line charts side by side, the effective rank and the study's 1e-8 rank of ModernBERT and GPT-2 against "
             "temperature on a log axis, before and after training, beside dotted lines for uniform attention.",
         ),
