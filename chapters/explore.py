@@ -29,16 +29,9 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 # %% tags=["remove-cell"]
 from attnrank import book
 from attnrank.chapters import explore
-from attnrank.chapters.section import Section, Table
-from attnrank.core.profiles import resolve_profile
 
-book.check_parameters(globals(), explore.export)
-profile = resolve_profile(profile)
-data = explore.export(profile, dataset=dataset, taus=taus, head_dims=head_dims, seeds=seeds)
-view = explore.view(data)
-book.glue_all(explore.glue_values(data, view))
-book.glue("explorer", view, display=False)
-book.publish(Section("explore", {}, [], [Table("explore_run_table", explore.run_table(data))], []))
+params = book.check_parameters(globals(), explore.section)
+book.publish(explore.section(**params))
 
 # %% [markdown]
 # ```{glue:figure} explorer

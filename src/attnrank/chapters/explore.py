@@ -50,6 +50,7 @@ from ..core.train import ATTENTION_SEQUENCES
 from ..runs import store
 from ..runs.experiments import main_sweep
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt
+from .section import Section, Table
 
 __all__ = [
     "PLANS",
@@ -58,6 +59,7 @@ __all__ = [
     "Export",
     "quantise",
     "dequantise",
+    "section",
     "export",
     "page",
     "view",
@@ -677,4 +679,31 @@ def run_table(data: Export) -> pd.DataFrame:
             ],
             "run": [f"{a}-{k}" for a, k in zip(t.arch, t.key)],
         }
+    )
+
+
+def section(
+    profile: str = "auto",
+    *,
+    taus=None,
+    head_dims=None,
+    seeds=None,
+    dataset: str | None = None,
+    budget: int = BUDGET_BYTES,
+) -> Section:
+    """The explorer chapter: the page (glued as ``explorer``), the numbers its prose pastes (:func:`glue_values`)
+    and the table of its runs (``explore_run_table``), from :func:`export` of the main grid of ``profile`` on
+    ``dataset`` at most ``budget`` bytes.
+
+    Raises:
+        ConfigError: for a parameter the sweep does not allow, or a grid without runs.
+    """
+    data = export(resolve_profile(profile), dataset, taus=taus, head_dims=head_dims, seeds=seeds, budget=budget)
+    shown = view(data)
+    return Section(
+        "explore",
+        {**glue_values(data, shown), "explorer": shown},
+        [],
+        [Table("explore_run_table", run_table(data))],
+        [],
     )
