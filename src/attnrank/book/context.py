@@ -17,7 +17,7 @@ from pathlib import Path
 from ..chapters import explore
 from ..core.profiles import resolve_profile
 from ..runs.provenance import ENVIRONMENT_PACKAGES, RESULT_ROOTS, code_hash, imported_modules, lock_state, records_hash
-from .prepare import _toc_chapters, one_line_errors
+from .prepare import one_line_errors, toc_chapters
 
 #: Environment variables whose name starts with one of these prefixes are part of the context.
 CONTEXT_ENV_PREFIXES = ("ATTNRANK_",)
@@ -46,7 +46,7 @@ def chapter_roots(srcdir: Path | str | None = None) -> tuple[str, ...]:
     package); empty when there are none.
     """
     srcdir = Path(srcdir) if srcdir is not None else Path(__file__).resolve().parents[3]
-    toc = [srcdir / f"{name}.ipynb" for name in _toc_chapters(srcdir)] if (srcdir / "_toc.yml").is_file() else []
+    toc = [srcdir / f"{name}.ipynb" for name in toc_chapters(srcdir)] if (srcdir / "_toc.yml").is_file() else []
     modules: set[str] = set()
     for path in sorted({p for p in toc if p.is_file()} | set((srcdir / "chapters").glob("*.ipynb"))):
         for cell in json.loads(path.read_text()).get("cells", []):

@@ -8,7 +8,7 @@ import logging
 
 from docutils import nodes
 
-from .pages import _glue_data
+from .pages import glue_data
 
 
 class BuildFailed(Exception):
@@ -71,7 +71,7 @@ def _note_glue_refs(app, doctree) -> None:
 
 
 def _glue_keys(app, docname: str) -> set[str] | None:
-    data = _glue_data(app, docname)
+    data = glue_data(app, docname)
     return None if data is None else set(data)
 
 
@@ -104,7 +104,7 @@ def _missing_glue(app) -> list[str]:
     for doc, refs in sorted(env.attnrank_glue_refs.items()):
         for refdoc, key, line, *kind in refs:
             gtype, fmt_spec = (kind + [None, None])[:2]
-            why = _paste_problem(_glue_data(app, refdoc), key, gtype, fmt_spec)
+            why = _paste_problem(glue_data(app, refdoc), key, gtype, fmt_spec)
             if why == _NOT_GLUED:
                 problems.append(f"{doc}:{line}: glued value {key!r} {why} of {refdoc!r}")
             elif why is not None:
@@ -123,7 +123,7 @@ def _make_marker_transform():
 
             app = self.app
             for node in list(self.document.findall(PendingGlueReference)):
-                why = _paste_problem(_glue_data(app, node.refdoc), node.key, node.gtype, node.get("fmt_spec"))
+                why = _paste_problem(glue_data(app, node.refdoc), node.key, node.gtype, node.get("fmt_spec"))
                 if why is not None:
                     text = _marker(node.refdoc, node.key)
                     node.replace_self(nodes.strong(text, text, classes=["attnrank-missing"]))

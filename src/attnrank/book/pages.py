@@ -93,7 +93,7 @@ def _log_build(app, exception) -> None:
         )
 
 
-def _glue_data(app, docname: str) -> dict:
+def glue_data(app, docname: str) -> dict:
     """The glued outputs of page ``docname`` (myst-nb's ``<docname>.glue.json``), or ``{}``."""
     folder = Path(app.env.mystnb_config.output_folder)
     path = folder.joinpath(*docname.split("/")[:-1], docname.split("/")[-1] + ".glue.json")
@@ -111,7 +111,7 @@ def write_figure_data(app, exception) -> None:
         return
     out = Path(app.outdir) / DATA_FOLDER
     for docname in sorted(app.env.found_docs):
-        for key, output in _glue_data(app, docname).items():
+        for key, output in glue_data(app, docname).items():
             data = output.get("data", {}) if isinstance(output, dict) else {}
             if key.endswith("__data") and CSV_MIME in data:
                 out.mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,7 @@ def _write_pasted_image(app, refdoc: str, key: str) -> None:
 
     if app.builder.format != "html":
         return
-    png = _glue_data(app, refdoc).get(key, {}).get("data", {}).get("image/png")
+    png = glue_data(app, refdoc).get(key, {}).get("data", {}).get("image/png")
     if not png:
         return
     data = base64.b64decode("".join(png) if isinstance(png, list) else png)
@@ -152,7 +152,7 @@ def _set_figure_alt(app, doctree, docname) -> None:
         if fig.get("attnrank_ref"):  # another page's figure ({attnrank-figure})
             refdoc, key = fig["attnrank_ref"]
             _write_pasted_image(app, refdoc, key)
-            alt = fig["attnrank_alt"] or _glued_alt(_glue_data(app, refdoc), key)
+            alt = fig["attnrank_alt"] or _glued_alt(glue_data(app, refdoc), key)
             for image in fig.findall(nodes.image):
                 image["alt"] = image.get("alt") or alt
                 image["width"] = f"{COLUMN_PX}px"
@@ -160,7 +160,7 @@ def _set_figure_alt(app, doctree, docname) -> None:
         for name in fig.get("names", []):
             if not name.startswith("fig-"):
                 continue
-            glued = _glue_data(app, docname) if glued is None else glued
+            glued = glue_data(app, docname) if glued is None else glued
             alt = _glued_alt(glued, name[4:])
             if alt:
                 for image in fig.findall(nodes.image):

@@ -22,7 +22,7 @@ from ..runs.experiments import CHAPTERS, book_runs
 from . import upfront
 
 
-def _toc_chapters(srcdir) -> list[str]:
+def toc_chapters(srcdir) -> list[str]:
     """The ``file:`` entries of the book's ``_toc.yml`` (``root`` first)."""
     import yaml
 
@@ -56,7 +56,7 @@ def _sweep_up_front(app, config) -> None:
     check_choice("ATTNRANK_SWEEP", executor, (*grid.EXECUTORS, "off"))
     if executor == "off":
         return
-    names = [c.removeprefix("chapters/") for c in _toc_chapters(app.srcdir)]
+    names = [c.removeprefix("chapters/") for c in toc_chapters(app.srcdir)]
     profile = resolve_profile("auto")
     configs = book_runs(profile, [n for n in names if n in CHAPTERS])
     grid.sweep(configs, executor=executor, progress=True, desc=f"{profile} runs")
@@ -137,7 +137,7 @@ def _execute_up_front(app, config) -> list[str]:
         return []
     cache = get_cache(config.nb_execution_cache_path)
     stale = []
-    for name in _toc_chapters(app.srcdir):
+    for name in toc_chapters(app.srcdir):
         path = Path(app.srcdir) / f"{name}.ipynb"
         if not path.is_file() or any(fnmatch.fnmatch(f"{name}.ipynb", p) for p in config.nb_execution_excludepatterns):
             continue
