@@ -93,20 +93,21 @@ SETTING_LABELS = {
     "log_every": "steps between logs",
     "dropout": "dropout",
 }
-#: Each verdict of :data:`attnrank.runs.experiments.VERDICT_RUNS` by the claim it decides, for tables.
+#: Each verdict of :data:`attnrank.runs.experiments.VERDICT_RUNS` by the claim it decides, worded as the claim, for
+#: tables and the findings box.
 VERDICT_LABELS = {
-    "measure": "the study's rank measure",
+    "measure": "the study's 10⁻⁸ rule misses near-rank-one attention",
     "dynamics": "(i) the rank is stable",
     "set_early": "(i) the rank is set early",
-    "protocol": "the 4 + 4 protocol",
+    "protocol": "the 4 + 4 protocol gives a stable sign",
     "loss": "(ii) higher rank, lower loss",
     "temp": "(iii) temperature raises the rank",
     "temp_loss": "(ii + iii) loss against temperature",
-    "headdim": "(iii) head dimension",
+    "headdim": "(iii) temperature moves the rank more than head dimension",
     "seq_len": "check: the bound at every sequence length",
-    "theory": "the propositions",
-    "target": "a high-rank target",
-    "causal": "temperature as a cause",
+    "theory": "(iv) the propositions hold",
+    "target": "(v) standard settings fall short on a high-rank target",
+    "causal": "temperature acts through the initial rank",
 }
 #: The chapters sized by :mod:`attnrank.runs.presets`, by name.
 CHAPTER_LABELS = {"theory": "theory", "target": "target", "seq_len": "sequence length", "causal": "causal"}
