@@ -106,11 +106,13 @@ def test_the_explorers_script_and_style_are_in_the_books_execution_context(tmp_p
     the page again."""
     from attnrank.chapters import explore
 
-    monkeypatch.setattr(explore, "STATIC", tmp_path)
-    (tmp_path / "explorer.js").write_text("(function () {})();\n")
-    before, items = context.execution_context()
-    (tmp_path / "explorer.js").write_text("(function () { 'use strict'; })();\n")
-    after, _ = context.execution_context()
+    assert explore.STATIC == context.CHECKOUT / "chapters" / "_static"  # the folder the page reads
+    static = tmp_path / "chapters" / "_static"
+    static.mkdir(parents=True)
+    (static / "explorer.js").write_text("(function () {})();\n")
+    before, items = context.execution_context(tmp_path)
+    (static / "explorer.js").write_text("(function () { 'use strict'; })();\n")
+    after, _ = context.execution_context(tmp_path)
     assert items["static"] != "-" and before != after
 
 

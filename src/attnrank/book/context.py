@@ -14,7 +14,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..chapters import explore
 from ..core.profiles import resolve_profile
 from ..runs.provenance import ENVIRONMENT_PACKAGES, RESULT_ROOTS, code_hash, imported_modules, lock_state, records_hash
 from .prepare import one_line_errors, toc_chapters
@@ -34,6 +33,10 @@ CONTEXT_ENV_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_
 CONTEXT_ENV_EXCLUDED = ("ATTNRANK_SWEEP", "ATTNRANK_EXECUTE_UP_FRONT")
 
 
+#: The checkout holding this package: the book's source folder unless a caller names another.
+CHECKOUT = Path(__file__).resolve().parents[3]
+
+
 #: jupyter-cache folders kept (one per context, the most recently used).
 KEEP_CONTEXTS = 8
 
@@ -45,7 +48,7 @@ def chapter_roots(srcdir: Path | str | None = None) -> tuple[str, ...]:
     notebook in ``<srcdir>/chapters`` (``srcdir`` defaults to the checkout holding this
     package); empty when there are none.
     """
-    srcdir = Path(srcdir) if srcdir is not None else Path(__file__).resolve().parents[3]
+    srcdir = Path(srcdir) if srcdir is not None else CHECKOUT
     toc = [srcdir / f"{name}.ipynb" for name in toc_chapters(srcdir)] if (srcdir / "_toc.yml").is_file() else []
     modules: set[str] = set()
     for path in sorted({p for p in toc if p.is_file()} | set((srcdir / "chapters").glob("*.ipynb"))):
@@ -86,7 +89,8 @@ def _context_items(srcdir=None) -> dict[str, str]:
             items[f"env:{name}"] = value
     items["lock"] = lock_state(())[0] or "-"  # the reproducibility chapter shows the lock file's hash
     items["records"] = records_hash()  # the recorded recipe study and scale-check build that chapters read
-    items["static"] = records_hash((explore.STATIC,))  # the book's static folder: the explorer page inlines its script
+    # the book's static folder: the explorer page inlines its script and style
+    items["static"] = records_hash((Path(srcdir if srcdir is not None else CHECKOUT) / "chapters" / "_static",))
     items["profile"] = resolve_profile("auto")
     items["device"] = f"cuda:{torch.cuda.get_device_name()}" if torch.cuda.is_available() else "cpu"
     items["torch_threads"] = str(torch.get_num_threads())
@@ -103,7 +107,8 @@ def execution_context(srcdir=None) -> tuple[str, dict[str, str]]:
       :data:`attnrank.runs.provenance.ENVIRONMENT_PACKAGES` (the versions the reproducibility chapter shows);
     * ``lock``: the SHA-256 of the checkout's ``requirements.lock`` (``-`` without one);
     * ``records``: :func:`attnrank.runs.provenance.records_hash` of the measurements recorded in the repository;
-    * ``static``: the same hash of the book's static folder (the explorer page inlines its script and style);
+    * ``static``: the same hash of the book's static folder ``<srcdir>/chapters/_static`` (the explorer page
+      inlines its script and style);
     * ``env:NAME`` for every environment variable starting with ``ATTNRANK_`` (except the
       executor choice, :data:`CONTEXT_ENV_EXCLUDED`) and the hub switches of
       :data:`CONTEXT_ENV_VARIABLES`;
