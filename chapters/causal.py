@@ -62,8 +62,12 @@ book.publish(causal.section(**params))
 # %% [markdown]
 # ```{glue:figure} causal_cells
 # :name: fig-causal_cells
+# :alt: Dot plots of the five runs of each seed, for ModernBERT and GPT-2: initial rank, mean rank through training and final validation loss, with the seed means as bars.
 #
-# {glue:md}`causal_cells__caption`
+# The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over
+# {glue:text}`causal_n_seeds` seeds) for ModernBERT and GPT-2: initial rank, mean rank over the later probe steps, final
+# validation loss. s = {glue:text}`causal_scale` = 1/√τ, τ = {glue:text}`causal_tau`;
+# {glue:md}`causal_cells__source`
 # ```
 
 # %% [markdown]
@@ -119,8 +123,11 @@ book.publish(causal.section(**params))
 # %% [markdown]
 # ```{glue:figure} causal_intervention
 # :name: fig-causal_intervention
+# :alt: Line charts of the rank and the validation loss of trained models evaluated at other temperatures on a log axis, one line per run.
 #
-# {glue:md}`causal_intervention__caption`
+# Trained models evaluated at other temperatures, weights fixed: effective rank (top) and validation loss (bottom); one
+# line per run ({glue:text}`causal_intervention_runs` runs: τ = 1 and τ = {glue:text}`causal_tau`, seeds
+# {glue:text}`causal_intervention_seeds`); circles: the training temperature. {glue:md}`causal_intervention__source`
 # ```
 
 # %% [markdown]

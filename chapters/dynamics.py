@@ -97,8 +97,12 @@ book.publish(dynamics.section(**params))
 # %% [markdown]
 # ```{glue:figure} dynamics_rank_trajectories
 # :name: fig-dynamics_rank_trajectories
+# :alt: Grid of line charts, one row per rank measure and one column per model: mean attention rank against training step, one coloured line per temperature, with a dotted line for uniform attention.
 #
-# {glue:md}`dynamics_rank_trajectories__caption`
+# Mean rank through training for every measure (rows), ModernBERT and GPT-2 (columns), one curve per temperature
+# ratio $\tau$ (colour, log scale; $\tau = 1$ bold), head dimension {glue:text}`dynamics_default_head_dim`. Line: mean
+# over seeds; band: range over seeds. Dotted: uniform attention (causal for GPT-2).
+# {glue:md}`dynamics_rank_trajectories__source`
 # ```
 
 # %% [markdown]
@@ -114,8 +118,11 @@ book.publish(dynamics.section(**params))
 # %% [markdown]
 # ```{glue:figure} dynamics_rank_trajectories_head_dim
 # :name: fig-dynamics_rank_trajectories_head_dim
+# :alt: Line charts of the mean effective rank against training step, one line per head dimension, one panel per model and temperature.
 #
-# {glue:md}`dynamics_rank_trajectories_head_dim__caption`
+# Mean effective rank through training for each head dimension $d_h$ (colour, log scale; $d_h$ =
+# {glue:text}`dynamics_default_head_dim` bold) at fixed width, at $\tau$ = {glue:text}`dynamics_hd_taus` (columns).
+# Line: mean over seeds; band: range over seeds. {glue:md}`dynamics_rank_trajectories_head_dim__source`
 # ```
 
 # %% [markdown]
@@ -134,8 +141,11 @@ book.publish(dynamics.section(**params))
 # %% [markdown]
 # ```{glue:figure} dynamics_initial_vs_final
 # :name: fig-dynamics_initial_vs_final
+# :alt: Two scatter plots, ModernBERT and GPT-2, of final against initial mean effective rank per run, coloured by temperature, with the identity line and the correlations written above each panel.
 #
-# {glue:md}`dynamics_initial_vs_final__caption`
+# Final against initial mean effective rank, one point per run of the shared sweep (temperature and head-dimension
+# grids), colour: $\tau$ (log scale). Dashed: final = initial. Text: Spearman's ρ (95% percentile bootstrap over runs)
+# and the rank correlation within temperatures ($\tau$ as a fixed effect). {glue:md}`dynamics_initial_vs_final__source`
 # ```
 
 # %% [markdown]
@@ -167,8 +177,11 @@ book.publish(dynamics.section(**params))
 # %% [markdown]
 # ```{glue:figure} dynamics_relative_change
 # :name: fig-dynamics_relative_change
+# :alt: Horizontal box plots with dots, one row per rank measure, of each run's relative change of mean rank for ModernBERT and GPT-2, beside a dotted tolerance line.
 #
-# {glue:md}`dynamics_relative_change__caption`
+# Relative change of the mean rank from the first to the last probe, one dot per complete run, per rank measure and
+# model (box: quartiles). Dotted: the stability tolerance {glue:text}`dynamics_tolerance_pct`.
+# {glue:md}`dynamics_relative_change__source`
 # ```
 
 # %% [markdown]
@@ -197,8 +210,11 @@ book.publish(dynamics.section(**params))
 # %% [markdown]
 # ```{glue:figure} dynamics_layer_head
 # :name: fig-dynamics_layer_head
+# :alt: Heat maps, one row per model, of the effective rank of every layer and head at the first and the last probe step and of their difference.
 #
-# {glue:md}`dynamics_layer_head__caption`
+# Effective rank of each layer (rows) and head (columns) at the first and the last probe, and their difference,
+# $\tau$ = {glue:text}`dynamics_heatmap_tau`, head dimension {glue:text}`dynamics_default_head_dim`, mean over probe
+# sequences and {glue:md}`dynamics_layer_head__source`
 # ```
 
 # %% [markdown]

@@ -136,14 +136,20 @@ book.publish(headdim.section(**params))
 # %% [markdown]
 # ```{glue:figure} headdim_rank_vs_head_dim_stock
 # :name: fig-headdim_rank_vs_head_dim_stock
+# :alt: One panel per rank measure: mean attention rank against head dimension at temperature 1, before and after training, for ModernBERT and GPT-2, beside reference lines.
 #
-# {glue:md}`headdim_rank_vs_head_dim_stock__caption`
+# Attention rank against head dimension at fixed hidden size {glue:text}`headdim_hidden` and $\tau$ = 1, one panel
+# per measure: initialisation (solid) and after training (dashed), mean over seeds with ±1 sd bars;
+# {glue:md}`headdim_rank_vs_head_dim_stock__source`
 # ```
 #
 # ```{glue:figure} headdim_rank_vs_head_dim_cold
 # :name: fig-headdim_rank_vs_head_dim_cold
+# :alt: One panel per rank measure: mean attention rank against head dimension at the coldest temperature of the grid, before and after training, for ModernBERT and GPT-2, beside reference lines.
 #
-# {glue:md}`headdim_rank_vs_head_dim_cold__caption`
+# Attention rank against head dimension at fixed hidden size {glue:text}`headdim_hidden` and $\tau$ =
+# {glue:text}`headdim_tau_min`, one panel per measure: initialisation (solid) and after training (dashed), mean over
+# seeds with ±1 sd bars; {glue:md}`headdim_rank_vs_head_dim_cold__source`
 # ```
 
 # %% [markdown]
@@ -182,8 +188,14 @@ book.publish(headdim.section(**params))
 # %% [markdown]
 # ```{glue:figure} headdim_effect_sizes
 # :name: fig-headdim_effect_sizes
+# :alt: Forest plot: for each model, the range of the initial effective rank and of the final loss over the temperature grid, over the head-dimension grid, and their difference, with intervals.
 #
-# {glue:md}`headdim_effect_sizes__caption`
+# How far each lever moves the mean over its whole grid (range of the seed means, a magnitude): the initial effective
+# rank (left) and the final validation loss (right); $\tau$ over its grid of {glue:text}`headdim_n_taus` values at head
+# dimension {glue:text}`headdim_head_dim0`, $d_h$ over {glue:text}`headdim_head_dims` at hidden size
+# {glue:text}`headdim_hidden` and $\tau = 1$, and their difference; each range bias-corrected with a 95% basic
+# stratified-bootstrap interval over runs (a range of noisy means is biased upward), the difference as the rule computes
+# it (percentile interval). {glue:md}`headdim_effect_sizes__source`
 # ```
 #
 # The same comparison with every rank measure, reported beside the rule and not judged:

@@ -70,8 +70,14 @@ book.publish(learned.section(**params))
 #
 # ```{glue:figure} learned_loss
 # :name: fig-learned_loss
+# :alt: Line charts of validation loss against training FLOP on a log axis, one panel per model, one line per run at the stock and the coldest temperature, beside horizontal lines for the unigram, bigram, two-sided and context-free count models.
 #
-# {glue:md}`learned_loss__caption`
+# Validation loss through training against training FLOP (6 N + 12 L n d per token), {glue:text}`learned_profile`
+# profile, {glue:text}`learned_n_shown` runs ({glue:text}`learned_shown_seeds` seeds per temperature), beside the count
+# models fitted on the training blocks and scored on the same validation targets: unigram (dotted), bigram (dashed),
+# and for the masked LMs the two-sided model of both neighbours (dash-dot) and the context-free model (long and short
+# dashes: the unigram at [MASK], and the chance a shown token was kept; a masked LM at that loss uses no context).
+# {glue:md}`learned_loss__source`
 # ```
 #
 # Over the whole grid: {glue:text}`learned_regime`. Over the runs drawn: {glue:text}`learned_regime_shown`.

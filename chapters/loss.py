@@ -112,8 +112,13 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ```{glue:figure} loss_curves
 # :name: fig-loss_curves
+# :alt: Four line charts: validation and training loss against training step for ModernBERT and GPT-2, one line per temperature, with horizontal lines for the count models and the convergence level.
 #
-# {glue:md}`loss_curves__caption`
+# Validation loss (top) and training loss (bottom) through training for each temperature ratio $\tau$ (colour, log
+# scale; $\tau = 1$ bold), head dimension {glue:text}`loss_default_head_dim`. Line: mean over seeds; band: range over
+# seeds. Dotted: the convergence level ({glue:text}`loss_level_quantile` quantile of the final training losses). Dashed
+# and fine-dotted (validation panels): unigram and bigram count models on the same validation targets (written in a
+# panel's corner when far off its range). Each panel has its own axis. {glue:md}`loss_curves__source`
 # ```
 
 # %% [markdown]
@@ -133,8 +138,11 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ```{glue:figure} loss_final_vs_rank
 # :name: fig-loss_final_vs_rank
+# :alt: Two scatter plots, ModernBERT and GPT-2, of each run's final validation loss against its initial effective rank, coloured by temperature, with the correlations above each panel.
 #
-# {glue:md}`loss_final_vs_rank__caption`
+# Final validation loss against the initial mean rank, one point per run of the shared sweep, colour: $\tau$ (log
+# scale); each model on its own axis. Text: Spearman's ρ (95% percentile bootstrap over runs) and the rank correlation
+# within temperatures. Lines or corner notes: unigram and bigram count models. {glue:md}`loss_final_vs_rank__source`
 # ```
 
 # %% [markdown]
@@ -146,8 +154,12 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ```{glue:figure} loss_speed_vs_rank
 # :name: fig-loss_speed_vs_rank
+# :alt: Two scatter plots of the steps each run needed to reach a fixed training loss against its initial effective rank; hollow triangles mark runs that never reached it.
 #
-# {glue:md}`loss_speed_vs_rank__caption`
+# Training steps until the smoothed training loss first reaches the level (GPT-2 {glue:text}`loss_level_gpt2` nats,
+# ModernBERT {glue:text}`loss_level_modernbert` nats; the {glue:text}`loss_level_quantile` quantile of final training
+# losses) against the initial mean rank; hollow triangles: never reached (censored, drawn at step
+# {glue:text}`loss_cens_value`). Colour: $\tau$ (log scale). {glue:md}`loss_speed_vs_rank__source`
 # ```
 
 # %% [markdown]
@@ -169,8 +181,12 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ```{glue:figure} loss_head_dim
 # :name: fig-loss_head_dim
+# :alt: Scatter plots, one per model and temperature, of final validation loss against initial effective rank for each head dimension, the runs of one seed joined by lines.
 #
-# {glue:md}`loss_head_dim__caption`
+# Final validation loss against the initial mean rank in the head-dimension grid (colour: head dimension, log scale;
+# fixed width) at $\tau$ = {glue:text}`loss_hd_taus` (rows); each panel on its own axis. Lines join the runs of one
+# seed. Text: Spearman's ρ with its 95% percentile bootstrap interval over runs. Lines or corner notes: unigram and
+# bigram count models. {glue:md}`loss_head_dim__source`
 # ```
 
 # %% [markdown]

@@ -67,8 +67,13 @@ book.publish(measure.section(**params))
 #
 # ```{glue:figure} measure_attention_patterns
 # :name: fig-measure_attention_patterns
+# :alt: Grid of small heat maps of attention weights with the tokens on both axes, one row per model and state, one column per temperature, and a line chart of singular values at the end of each row.
 #
-# {glue:md}`measure_attention_patterns__caption`
+# Attention of layer 1, head 1 of ModernBERT and GPT-2 on the first {glue:text}`measure_example_tokens` tokens of a
+# held-out sequence (query down, key across; one colour scale for every panel, from the lightest at weight 0 to the
+# darkest at weight 1), for the model a run started from and the trained one, each evaluated at $\tau = 10^{-3}$, $1$
+# and $10^{3}$ with its weights fixed; right: the singular values of the row's three matrices (log axis; dotted: the
+# study's threshold $10^{-8}$). {glue:md}`measure_attention_patterns__source`
 # ```
 
 # %% [markdown]
@@ -142,8 +147,12 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ```{glue:figure} measure_spectra_tau1
 # :name: fig-measure_spectra_tau1
+# :alt: Line charts of the singular values of real attention matrices against their index on a log scale, ModernBERT and GPT-2, trained and at initialisation, with horizontal threshold lines.
 #
-# {glue:md}`measure_spectra_tau1__caption`
+# Singular values of attention matrices at τ = 1 (median over layers, heads, {glue:text}`measure_probe_size` validation
+# sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {glue:text}`measure_n`. Grey lines:
+# where each measure cuts (relative thresholds at the panel's median σ₁) and the round-off levels of float32 and float64
+# {glue:md}`measure_spectra_tau1__source`
 # ```
 
 # %% [markdown]
@@ -193,8 +202,11 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ```{glue:figure} measure_ranks_tau1
 # :name: fig-measure_ranks_tau1
+# :alt: Bar charts of every rank measure for trained and initial ModernBERT and GPT-2 at temperature 1, beside the uniform causal matrix.
 #
-# {glue:md}`measure_ranks_tau1__caption`
+# Every rank measure at τ = 1, at initialisation and trained (per run: mean over {glue:text}`measure_probe_size`
+# validation sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 throughout. Black
+# bars: the uniform causal matrix Uₙ; dotted: n = {glue:text}`measure_n` {glue:md}`measure_ranks_tau1__source`
 # ```
 #
 # ```{attnrank-table} measure_ranks_tau1_table
@@ -241,8 +253,12 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ```{glue:figure} measure_ranks_vs_tau
 # :name: fig-measure_ranks_vs_tau
+# :alt: Line charts of every rank measure against the evaluation temperature on a log axis, one panel per model.
 #
-# {glue:md}`measure_ranks_vs_tau__caption`
+# Rank measures of trained models (trained at τ = 1, dash-dotted line) when only the temperature is changed, $\tau$ from
+# {glue:text}`measure_tau_min` to {glue:text}`measure_tau_max`; float64 probabilities and SVD; per run the mean over
+# {glue:text}`measure_probe_size` validation sequences, then the mean over runs, band: 95% CI over runs. Dashed: each
+# measure's value for the uniform causal matrix Uₙ (GPT-2) {glue:md}`measure_ranks_vs_tau__source`
 # ```
 
 # %% [markdown]
@@ -258,8 +274,11 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ```{glue:figure} measure_spectra_extremes
 # :name: fig-measure_spectra_extremes
+# :alt: Line charts of the singular values of attention at the lowest and highest temperature, on a log scale, for ModernBERT and GPT-2.
 #
-# {glue:md}`measure_spectra_extremes__caption`
+# Singular values of trained attention at the ends of the temperature grid and at τ = 1 (median and 10-90% band over
+# matrices), for each precision pipeline; n = {glue:text}`measure_n`. Grey lines as in the first figure
+# {glue:md}`measure_spectra_extremes__source`
 # ```
 
 # %% [markdown]
@@ -281,8 +300,11 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ```{glue:figure} measure_precision
 # :name: fig-measure_precision
+# :alt: Line charts of how much each rank measure moves when the probabilities or the SVD are computed in float32 instead of float64, against temperature.
 #
-# {glue:md}`measure_precision__caption`
+# Each rank measure of trained models against $\tau$ for three precision pipelines (bold: float64 reference; solid
+# ModernBERT, dashed GPT-2); mean over runs of each run's mean over {glue:text}`measure_probe_size` validation sequences
+# {glue:md}`measure_precision__source`
 # ```
 #
 # ```{attnrank-table} measure_precision_deviation

@@ -67,8 +67,11 @@ book.publish(protocol.section(**params))
 # %% [markdown]
 # ```{glue:figure} protocol_study_view
 # :name: fig-protocol_study_view
+# :alt: The study's figures replayed: rank through training at two temperatures for one run each, and the validation loss below, for ModernBERT and GPT-2.
 #
-# {glue:md}`protocol_study_view__caption`
+# The study's view: rank (absolute threshold $10^{-8}$, mean over 4 training + 4 held-out sequences, layers and
+# heads) and validation loss through training at $\tau = 1$ (bold) and $\tau = 0.001$, one run each
+# {glue:md}`protocol_study_view__source`
 # ```
 
 # %% [markdown]
@@ -82,8 +85,10 @@ book.publish(protocol.section(**params))
 # %% [markdown]
 # ```{glue:figure} protocol_draws
 # :name: fig-protocol_draws
+# :alt: Histograms of the study's statistic over random draws of four plus four examples, at initialisation and at the last step, with zero marked.
 #
-# {glue:md}`protocol_draws__caption`
+# The study's statistic over {glue:text}`protocol_n_draws` draws of one run per temperature and 4 + 4 sequences, one
+# dot per draw (box: quartiles). {glue:md}`protocol_draws__source`
 # ```
 #
 # ```{attnrank-table} protocol_flips
@@ -100,8 +105,10 @@ book.publish(protocol.section(**params))
 # %% [markdown]
 # ```{glue:figure} protocol_our_view
 # :name: fig-protocol_our_view
+# :alt: Rank through training at two temperatures over every seed and sequence, under the study's rank and the effective rank, for ModernBERT and GPT-2.
 #
-# {glue:md}`protocol_our_view__caption`
+# Our view: mean rank over all {glue:text}`protocol_n_val` held-out probe sequences, layers and heads, at τ = 1
+# (bold) and 0.001, mean and min-max over {glue:text}`protocol_n_seeds` seeds {glue:md}`protocol_our_view__source`
 # ```
 
 # %% [markdown]
@@ -127,8 +134,11 @@ book.publish(protocol.section(**params))
 # %% [markdown]
 # ```{glue:figure} protocol_set_early
 # :name: fig-protocol_set_early
+# :alt: Spearman's ρ between the rank at each probe step and the final rank, against the step, with intervals and the threshold line.
 #
-# {glue:md}`protocol_set_early__caption`
+# Spearman ρ (95% percentile bootstrap over runs) of the mean effective rank at each probe step against the last
+# step, per architecture; dotted: the pre-registered {glue:text}`protocol_rho_min`.
+# {glue:md}`protocol_set_early__source`
 # ```
 
 # %% [markdown]

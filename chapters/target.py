@@ -81,14 +81,18 @@ book.publish(target.section(**params))
 # %% [markdown]
 # ```{glue:figure} target_kl_heatmap
 # :name: fig-target_kl_heatmap
+# :alt: Heat maps of the final KL to the target over temperature and head dimension, one per variant and target, the temperature 1 row outlined.
 #
-# {glue:md}`target_kl_heatmap__caption`
+# Final KL to the target over temperature ratio and head dimension; n = {glue:text}`target_n`,
+# {glue:text}`target_steps` Adam steps {glue:md}`target_kl_heatmap__source`
 # ```
 #
 # ```{glue:figure} target_rank_heatmap
 # :name: fig-target_rank_heatmap
+# :alt: Heat maps of the achieved numerical rank over temperature and head dimension, one per variant and target.
 #
-# {glue:md}`target_rank_heatmap__caption`
+# Achieved numerical rank (rtol 1e-2) of the trained attention matrix; n = {glue:text}`target_n`,
+# {glue:text}`target_steps` Adam steps {glue:md}`target_rank_heatmap__source`
 # ```
 
 # %% [markdown]
@@ -101,8 +105,11 @@ book.publish(target.section(**params))
 # %% [markdown]
 # ```{glue:figure} target_perm_kl
 # :name: fig-target_perm_kl
+# :alt: Line charts of the final KL on the permutation target against temperature on a log axis, one line per head dimension, with the two limits drawn.
 #
-# {glue:md}`target_perm_kl__caption`
+# Permutation target: final KL against $\tau$ per head dimension (mean and ±2 standard errors over seeds), plain
+# (left) and normalised (right) attention, with the P5 floor and the simplex value (KL below $10^{-6}$ drawn at
+# $10^{-6}$); n = {glue:text}`target_n`, {glue:text}`target_steps` Adam steps {glue:md}`target_perm_kl__source`
 # ```
 
 # %% [markdown]
@@ -201,8 +208,10 @@ book.publish(target.section(**params))
 # %% [markdown]
 # ```{glue:figure} target_curves
 # :name: fig-target_curves
+# :alt: Line charts of the KL against the training step for a few cells of the permutation target, coloured by temperature.
 #
-# {glue:md}`target_curves__caption`
+# Permutation target: KL against Adam step for selected (variant, head dimension) cells, coloured by $\tau$;
+# n = {glue:text}`target_n`, {glue:text}`target_steps` Adam steps {glue:md}`target_curves__source`
 # ```
 
 # %% [markdown]
@@ -221,8 +230,10 @@ book.publish(target.section(**params))
 # %% [markdown]
 # ```{glue:figure} target_rank_vs_kl
 # :name: fig-target_rank_vs_kl
+# :alt: Scatter plot of each toy run's achieved rank against its final KL.
 #
-# {glue:md}`target_rank_vs_kl__caption`
+# Achieved rank (rtol 1e-2) against final KL, one point per run; n = {glue:text}`target_n`,
+# {glue:text}`target_steps` Adam steps {glue:md}`target_rank_vs_kl__source`
 # ```
 
 # %% [markdown]

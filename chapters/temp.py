@@ -151,8 +151,13 @@ book.publish(temp.section(**params))
 # %% [markdown]
 # ```{glue:figure} temp_rank_vs_tau
 # :name: fig-temp_rank_vs_tau
+# :alt: One panel per rank measure: mean attention rank against temperature on a log axis, at initialisation and after training, for ModernBERT and GPT-2, with dotted lines for uniform attention.
 #
-# {glue:md}`temp_rank_vs_tau__caption`
+# Attention rank against the temperature ratio $\tau$ (log axis), one panel per rank measure, at initialisation
+# (solid) and after training (dashed); ModernBERT and GPT-2; mean over seeds with ±1 sd bars, faint dots: single runs.
+# Dotted: the same measure for uniform attention (ModernBERT) and uniform causal attention (GPT-2) over $n$ =
+# {glue:text}`temp_n` tokens, the content-free baseline. Red: the detailed $\tau$ = {glue:text}`temp_tau`; dashed
+# black: $\tau = 1$; red crosses: diverged runs. {glue:md}`temp_rank_vs_tau__source`
 # ```
 
 # %% [markdown]
@@ -212,8 +217,13 @@ book.publish(temp.section(**params))
 #
 # ```{glue:figure} temp_fine
 # :name: fig-temp_fine
+# :alt: One panel per rank measure: mean initial attention rank against temperature on a fine log grid, for ModernBERT and GPT-2, with dotted lines for uniform attention.
 #
-# {glue:md}`temp_fine__caption`
+# Mean initial attention rank against the temperature ratio $\tau$ on a fine grid ({glue:text}`temp_fine_n` values a
+# factor of {glue:text}`temp_fine_factor` apart, log axis), one panel per rank measure; freshly initialised ModernBERT
+# and GPT-2, {glue:text}`temp_fine_seeds` seeds a setting (mean with ±1 sd bars), no training. Dotted: uniform
+# attention over $n$ = {glue:text}`temp_n` tokens (causal for GPT-2). Dashed black: $\tau = 1$.
+# {glue:md}`temp_fine__source`
 # ```
 #
 # ```{attnrank-table} temp_fine_peaks
@@ -231,8 +241,11 @@ book.publish(temp.section(**params))
 # %% [markdown]
 # ```{glue:figure} temp_rank_curves
 # :name: fig-temp_rank_curves
+# :alt: Line charts of three rank measures through training, one row per measure and one column per model, for the detailed temperature and the stock one.
 #
-# {glue:md}`temp_rank_curves__caption`
+# Mean attention rank through training for $\tau$ = {glue:text}`temp_tau` (bold) and $\tau = 1$, three measures (rows)
+# for ModernBERT and GPT-2 (columns); line: mean over seeds, band: range over seeds; dotted: uniform causal attention
+# (GPT-2). {glue:md}`temp_rank_curves__source`
 # ```
 
 # %% [markdown]
@@ -244,8 +257,10 @@ book.publish(temp.section(**params))
 # %% [markdown]
 # ```{glue:figure} temp_rank_per_layer
 # :name: fig-temp_rank_per_layer
+# :alt: Dot plots of the effective rank of each layer, before and after training, for the detailed and the stock temperature, one panel per model.
 #
-# {glue:md}`temp_rank_per_layer__caption`
+# The effective rank per layer at initialisation (filled) and after training (open), $\tau$ = {glue:text}`temp_tau`
+# (red) and $\tau = 1$ (black); ±1 sd over heads and seeds. {glue:md}`temp_rank_per_layer__source`
 # ```
 
 # %% [markdown]
@@ -258,15 +273,21 @@ book.publish(temp.section(**params))
 # %% [markdown]
 # ```{glue:figure} temp_loss_curves
 # :name: fig-temp_loss_curves
+# :alt: Line charts of validation loss against training step, one line per temperature, one panel per model.
 #
-# {glue:md}`temp_loss_curves__caption`
+# Validation loss through training for every temperature ratio $\tau$ (colour, log scale; $\tau = 1$ bold); line: mean
+# over seeds, band: range over seeds; dashed ending in a cross: diverged runs. {glue:md}`temp_loss_curves__source`
 # ```
 
 # %% [markdown]
 # ```{glue:figure} temp_final_loss_vs_tau
 # :name: fig-temp_final_loss_vs_tau
+# :alt: Two panels of final validation loss against temperature on a log axis, ModernBERT and GPT-2.
 #
-# {glue:md}`temp_final_loss_vs_tau__caption`
+# Final validation loss against $\tau$ (log axis), one panel per model with its own axis (masked-token loss for
+# ModernBERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; red: $\tau$ =
+# {glue:text}`temp_tau`; dashed: $\tau = 1$; crosses at the top: diverged runs.
+# {glue:md}`temp_final_loss_vs_tau__source`
 # ```
 
 # %% [markdown]

@@ -77,8 +77,12 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} theory_p0_spectrum
 # :name: fig-theory_p0_spectrum
+# :alt: Singular values of one random softmax matrix against their index, computed exactly and in float64, on a log scale.
 #
-# {glue:md}`theory_p0_spectrum__caption`
+# P0: singular values of $\operatorname{softmax}(S)$ for head dimension {glue:text}`theory_p0_d`, $n$ =
+# {glue:text}`theory_p0_n`, $\tau = 1$, in float64 and in {glue:text}`theory_p0_digits`-digit arithmetic
+# ({glue:text}`theory_profile` profile, {glue:text}`theory_p0_inst` random instances).
+# {glue:md}`theory_p0_spectrum__source`
 # ```
 
 # %% [markdown]
@@ -134,8 +138,12 @@ book.publish(theory.section(**params))
 #
 # ```{glue:figure} theory_p1_staircase
 # :name: fig-theory_p1_staircase
+# :alt: Singular values of softmax matrices against the logit scale on log axes, grouped in the blocks of the Taylor staircase, and their slopes.
 #
-# {glue:md}`theory_p1_staircase__caption`
+# P1 staircase: singular values of $\operatorname{softmax}(\beta S_0)$ against $\beta$ (left, coloured by predicted
+# block $m$) and fitted exponents (right) for one random $S_0$ with head dimension {glue:text}`theory_stair_d`, $n$ =
+# {glue:text}`theory_stair_n` ({glue:text}`theory_profile` profile, 1 instance, {glue:text}`theory_stair_nbetas` values
+# of $\beta$). {glue:md}`theory_p1_staircase__source`
 # ```
 
 # %% [markdown]
@@ -153,8 +161,11 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} theory_p1_bound
 # :name: fig-theory_p1_bound
+# :alt: Scatter plot of the measured numerical rank against the Taylor bound for random logits, with the equality line.
 #
-# {glue:md}`theory_p1_bound__caption`
+# P1 bound: measured numerical rank against the Taylor bound, n = {glue:text}`theory_ty_n`, head dimensions 1-8, logit
+# multipliers 0.03-3 ({glue:text}`theory_profile` profile, {glue:text}`theory_ty_inst` instances per setting,
+# {glue:text}`theory_ty_points` points); dashed: equality. {glue:md}`theory_p1_bound__source`
 # ```
 
 # %% [markdown]
@@ -192,8 +203,11 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} theory_p1p_saturation
 # :name: fig-theory_p1p_saturation
+# :alt: Line chart of rank measures of random softmax matrices against the head dimension on a log axis, approaching the i.i.d. limit drawn dashed.
 #
-# {glue:md}`theory_p1p_saturation__caption`
+# P1': rank measures of $\operatorname{softmax}(QK^\top / \sqrt{d_h})$ at $\tau = 1$, $n$ = {glue:text}`theory_sat_n`,
+# against head dimension; dashed lines and bands: the i.i.d. Gaussian limit ({glue:text}`theory_profile` profile,
+# {glue:text}`theory_sat_samples` random matrices per point). {glue:md}`theory_p1p_saturation__source`
 # ```
 
 # %% [markdown]
@@ -246,8 +260,12 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} theory_p2_hardmax
 # :name: fig-theory_p2_hardmax
+# :alt: Rank of a softmax matrix against the temperature on a log axis, falling to the number of distinct argmax columns, with the predicted thresholds marked.
 #
-# {glue:md}`theory_p2_hardmax__caption`
+# P2: numerical rank (rtol $10^{-2}$) over the hardmax rank against $\tau$ (left) and the predicted and measured
+# thresholds against the smallest logit gap (right), n = {glue:text}`theory_p2_n`, head dimension
+# {glue:text}`theory_p2_d` ({glue:text}`theory_profile` profile, {glue:text}`theory_p2_inst` random instances,
+# {glue:text}`theory_p2_grid` temperatures). {glue:md}`theory_p2_hardmax__source`
 # ```
 
 # %% [markdown]
@@ -303,8 +321,11 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} theory_thm_montecarlo
 # :name: fig-theory_thm_montecarlo
+# :alt: Monte Carlo mean hardmax rank against the head dimension on a log axis for two sequence lengths, below the bound drawn as a line.
 #
-# {glue:md}`theory_thm_montecarlo__caption`
+# The study's theorem: mean hardmax rank over $n$ against head dimension, $n$ = {glue:text}`theory_thm_ns`, with the
+# i.i.d. value $n(1-(1-1/n)^n)$ (dashed) and the study's bound $(1-1/e)n+1$ (dotted) ({glue:text}`theory_profile`
+# profile, {glue:text}`theory_thm_samples` draws of $(W_Q, W_K)$ per point). {glue:md}`theory_thm_montecarlo__source`
 # ```
 
 # %% [markdown]
@@ -340,8 +361,11 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} seq_len
 # :name: fig-seq_len
+# :alt: Log-log line charts of the mean rank against the sequence length, at initialisation and trained, for ModernBERT and GPT-2, beside uniform attention and the study's bound.
 #
-# {glue:md}`seq_len__caption`
+# Mean rank against sequence length, {glue:text}`seq_len_setting`, {glue:text}`seq_len_n_seeds` seeds per setting
+# ({glue:text}`seq_len_profile` build). Dashed: initialisation; solid with 95% intervals: trained; dotted: uniform
+# attention (causal for GPT-2); black: the study's bound (1 - 1/e) n + 1. {glue:md}`seq_len__source`
 # ```
 #
 # **Verdict on the bound at every sequence length:** {glue:md}`seq_len_badge` {glue:md}`seq_len_summary` Regime: {glue:md}`seq_len_regime`.

@@ -57,20 +57,19 @@ def test_theory_totals_count_only_checks():
     assert tx.totals(sections) == {"theory_total_tested": 15, "theory_total_violations": 1}
 
 
-def test_theory_section_figure_names_data_and_caption():
+def test_theory_section_figure_names_data_and_source():
     z = {"taylor_n": 8, "taylor_inst": 1, "p0_n": 6, "p0_inst": 2, "p0_digits": 30}
     ty = tx.p1_taylor(**z)
-    fig, data, name, caption = tplots.section_figure("p1_taylor", ty, z, "ci")
+    fig, data, name, source = tplots.section_figure("p1_taylor", ty, z, "ci")
     assert name == "theory_p1_bound" and data is ty.tables["bound"] and len(data) == 40
-    assert caption.startswith("P1 bound: measured numerical rank against the Taylor bound, n = 8,")
-    assert "(ci profile, 1 instances per setting, 40 points); dashed: equality." in caption
+    assert source == ""  # the chapter writes the caption, its sizes pasted from the check's glue
+    assert (ty.glue["theory_ty_n"], ty.glue["theory_ty_inst"], ty.glue["theory_ty_points"]) == (8, 1, 40)
     assert (data.bound >= data.measured).all()
     p0 = tx.p0(**z)
-    fig, data, name, caption = tplots.section_figure("p0", p0, z, "paper")
+    fig, data, name, source = tplots.section_figure("p0", p0, z, "paper")
     assert name == "theory_p0_spectrum" and len(data) == 2 * 6 * 2  # instances x n x {float64, exact}
-    assert caption.endswith(
-        "$n$ = 6, $\\tau = 1$, in float64 and in 30-digit arithmetic (paper profile, 2 random instances)."
-    )
+    assert source == ""
+    assert (p0.glue["theory_p0_n"], p0.glue["theory_p0_digits"], p0.glue["theory_p0_inst"]) == (6, 30, 2)
     with pytest.raises(ConfigError, match="name"):
         tplots.section_figure("p9", p0, z, "ci")
 
@@ -96,10 +95,16 @@ def test_seq_len_report_glue_figure_and_verdict():
         }
     )
     r = seqlen.report_from_runs(runs, "ci sizes, 40 steps", "ci", (32, 64))
-    assert r.glue == {"seq_len_ns": "32, 64", "seq_len_setting": "ci sizes, 40 steps", "seq_len_n_runs": 12}
-    fig, data, name, caption = r.figure
+    assert r.glue == {
+        "seq_len_ns": "32, 64",
+        "seq_len_setting": "ci sizes, 40 steps",
+        "seq_len_n_runs": 12,
+        "seq_len_n_seeds": 3,
+        "seq_len_profile": "ci",
+    }
+    fig, data, name, source = r.figure
     assert name == "seq_len" and set(data.measure) == {"effective_rank", "rank_rtol_1e-2"} and len(data) == 16
-    assert caption.startswith("Mean rank against sequence length, ci sizes, 40 steps, 3 seeds per setting (ci build).")
+    assert source == ""  # the chapter writes the caption, its sizes pasted from the glue
     assert r.status == "not supported"  # GPT-2 at n = 64 lies wholly above the bound
     assert set(r.by_measure) == set(MEASURES) and set(r.by_measure.values()) == {"not supported"}
     assert "GPT-2 (CLM) at n = 64, 46.6 [46.3, 46.8], n = 3 against 41.5" in r.summary
@@ -315,13 +320,11 @@ def test_causal_runs_text_spans_and_summary():
     assert causal.causal_text(v, "gpt2") in text
 
 
-def test_causal_figures_name_data_and_caption():
+def test_causal_figures_name_data_and_source():
     table = _outcomes()
-    fig, data, name, caption = cplots.cells_figure(
-        table, tau=0.01, measure="effective_rank", profile="paper", n_seeds=3, n_runs=30
-    )
+    fig, data, name, source = cplots.cells_figure(table, tau=0.01, measure="effective_rank", profile="paper", n_runs=30)
     assert name == "causal_cells" and data is table
-    assert caption.endswith("s = 10 = 1/sqrt(tau), tau = 0.01; paper profile at quick sizes, 30 runs.")
+    assert source == "paper profile at quick sizes, 30 runs."
     labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
     assert "τ = 0.01" in labels and "q/k lr × s" in labels
     inter = pd.DataFrame(
@@ -334,10 +337,8 @@ def test_causal_figures_name_data_and_caption():
             "val_loss": [5.0, 5.1, 5.2, 5.3],
         }
     )
-    fig, data, name, caption = cplots.intervention_figure(
-        inter, measure="effective_rank", tau=0.01, seeds=[0, 1], profile="ci"
-    )
-    assert name == "causal_intervention" and "(2 runs: tau = 1 and tau = 0.01, seeds 0, 1)" in caption
+    fig, data, name, source = cplots.intervention_figure(inter, measure="effective_rank", profile="ci")
+    assert name == "causal_intervention" and source == "ci profile at ci sizes."
     assert np.isclose(data.effective_rank.sum(), 10.0)
 
 
@@ -389,7 +390,7 @@ def test_measure_baselines_and_trained_facts():
     assert facts[f"measure_gpt2_trained_{rank.RANK_MEASURES[2]}"] == 12.0
 
 
-def test_measure_figures_name_data_and_caption():
+def test_measure_figures_name_data_and_source():
     S = _setting()
     rows = [
         dict(arch=a, tau=t, pipeline=p, measure=m, mean=5.0, low=4.0, high=6.0, n=2)
@@ -399,12 +400,13 @@ def test_measure_figures_name_data_and_caption():
         for m in rank.RANK_MEASURES
     ]
     by_tau = pd.DataFrame(rows)
-    fig, data, name, caption = mplots.precision_figure(by_tau, S)
+    fig, data, name, source = mplots.precision_figure(by_tau, S)
     assert name == "measure_precision" and data is by_tau
-    assert caption.endswith("mean over 16 validation sequences (ci profile, 5 runs, 2 seeds per architecture).")
+    assert source == "(ci profile, 5 runs, 2 seeds per architecture)."
     ref = by_tau[by_tau.pipeline == spectra.REFERENCE]
-    fig, data, name, caption = mplots.ranks_vs_tau_figure(ref, ms.uniform_causal(8), S, highlight="effective_rank")
-    assert name == "measure_ranks_vs_tau" and "$\\tau$ from 0.1 to 10; float64" in caption
+    fig, data, name, source = mplots.ranks_vs_tau_figure(ref, ms.uniform_causal(8), S, highlight="effective_rank")
+    assert name == "measure_ranks_vs_tau" and source == "(ci profile, 5 runs, 2 seeds per architecture)."
+    assert (S.glue()["measure_tau_min"], S.glue()["measure_tau_max"]) == ("0.1", "10")  # the caption's tau range
 
 
 def test_matrix_facts_print_a_tiny_smallest_singular_value_as_it_is_not_as_zero():

@@ -230,8 +230,8 @@ def test_the_section_record_checks_its_parts():
         Verdict("x", **{**v, "regime": " "})
     with pytest.raises(ConfigError, match="finding"):
         Verdict("x", **{**v, "finding": " ".join(["word"] * 31)})
-    with pytest.raises(ConfigError, match="caption"):
-        Figure("f", None, pd.DataFrame(), "", "alt")
+    with pytest.raises(ConfigError, match="name"):
+        Figure("f-1", None, pd.DataFrame())
     with pytest.raises(ConfigError, match="name"):
         Table("bad name", pd.DataFrame())
     with pytest.raises(ConfigError, match="twice"):

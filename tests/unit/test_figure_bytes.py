@@ -470,11 +470,11 @@ def _samples() -> dict:
         "causal.intervention": lambda: ((_intervention(), "effective_rank", "effective rank"), {}),
         "causal.cells_figure": lambda: (
             (_causal_table(),),
-            dict(tau=0.01, measure="effective_rank", profile="ci", n_seeds=3, n_runs=30),
+            dict(tau=0.01, measure="effective_rank", profile="ci", n_runs=30),
         ),
         "causal.intervention_figure": lambda: (
             (_intervention(),),
-            dict(measure="effective_rank", tau=0.01, seeds=[0, 1], profile="ci"),
+            dict(measure="effective_rank", profile="ci"),
         ),
         "measure.spectra": lambda: ((_spectra(),), {}),
         "measure.attention_patterns": lambda: (_attention_examples(), {}),
@@ -493,7 +493,7 @@ def _samples() -> dict:
         "measure.spectra_extremes_figure": lambda: ((_spectra_table(), _matrices(), _setting()), {}),
         "measure.precision_figure": lambda: ((_by_tau(), _setting()), {}),
         "protocol.study_view": lambda: ((_records(), _eval_log(), "ci"), {}),
-        "protocol.draws_figure": lambda: ((_draws(), _records(), 20, "ci"), {}),
+        "protocol.draws_figure": lambda: ((_draws(), _records(), "ci"), {}),
         "protocol.our_view": lambda: ((_records(), "ci"), {}),
         "protocol.set_early_figure": lambda: ((_by_step(), "ci", 0.9), {}),
         "seqlen.rank_vs_seq_len": lambda: ((_seq_len_table(), ["effective_rank", "rank_rtol_1e-2"]), {}),

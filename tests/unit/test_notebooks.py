@@ -138,3 +138,27 @@ def test_no_directive_argument_holds_a_backtick():
     fence = re.compile(r"^(?:# )?```\{[\w:-]+\}[^\n]*`", re.MULTILINE)
     texts = [*CHAPTERS.glob("*.py"), *CHAPTERS.glob("*.md")]
     assert [p.name for p in texts if fence.search(p.read_text(encoding="utf-8"))] == []
+
+
+#: A figure a chapter pastes: ``{glue:figure} name`` (or another page's, ``{attnrank-figure}``), its options and
+#: its caption, up to the closing fence (in a twin every line starts with ``# ``).
+FIGURE = re.compile(r"```\{(glue:figure|attnrank-figure)\} (\S+)\n((?::[a-z]+:.*\n)*)\n((?:.*\n)*?)```")
+#: Figures that are pages, not images: the explorer (Bokeh panels; its caption pastes its own numbers).
+INTERACTIVE = {"explorer"}
+
+
+@pytest.mark.parametrize("path", [*sorted(CHAPTERS.glob("*.py")), CHAPTERS / "intro.md"], ids=lambda p: p.name)
+def test_every_figure_has_its_caption_and_alt_text_in_the_chapter(path):
+    """The chapter writes each figure's caption and alt text; a figure of its own ends its caption with the words
+    that depend on the result and the link to its data (``{glue:md}`<name>__source```)."""
+    text = re.sub(r"^# ?", "", path.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    figures = FIGURE.findall(text)
+    assert figures or "glue:figure" not in text
+    for kind, name, options, caption in figures:
+        if name in INTERACTIVE:
+            continue
+        alt = re.search(r"^:alt: (.+)$", options, re.MULTILINE)
+        assert alt and len(alt.group(1).split()) >= 8, f"{path.name}: {name} needs :alt: text in words"
+        assert len(caption.split()) >= 12, f"{path.name}: {name} needs a caption in the chapter"
+        if kind == "glue:figure":
+            assert caption.rstrip().endswith(f"{{glue:md}}`{name}__source`"), f"{path.name}: {name}"

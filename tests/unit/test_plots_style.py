@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from attnrank import book, plots
+from attnrank import book
 from attnrank.core.errors import ConfigError
 from attnrank.plots import measure, style, sweeps, theory, training
 
@@ -60,19 +60,20 @@ def test_theory_figures_check_columns_with_config_error():
     assert err.value.param == "data"
 
 
-def test_show_publishes_the_figure_with_its_caption_alt_text_and_data(monkeypatch):
-    """book.show glues the figure (a PNG at the column's width) under its name, its caption with a link
-    to its data file, its alt text and its data as CSV; the cell displays nothing."""
+def test_show_publishes_the_figure_with_its_source_and_data(monkeypatch):
+    """book.show glues the figure (a PNG at the column's width) under its name, the caption's last words with a
+    link to its data file, and its data as CSV; the cell displays nothing (the chapter writes caption and alt)."""
     glued = {}
     monkeypatch.setattr(book, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
     fig, _ = plt.subplots(figsize=(6.0, 3.0))
-    book.show(fig, pd.DataFrame({"x": [1, 2]}), "theory_p0_spectrum", "A caption.")
-    assert set(glued) == {f"theory_p0_spectrum{s}" for s in ("", "__caption", "__alt", "__data")}
+    book.show(fig, pd.DataFrame({"x": [1, 2]}), "theory_p0_spectrum", "The ci profile, 4 runs.")
+    assert set(glued) == {f"theory_p0_spectrum{s}" for s in ("", "__source", "__data")}
     image = glued["theory_p0_spectrum"]
     assert image._repr_mimebundle_()[1] == {"image/png": {"width": 688}} and image.format == "png"
-    assert glued["theory_p0_spectrum__caption"].startswith("A caption.")
-    assert 'href="../data/theory_p0_spectrum.csv"' in glued["theory_p0_spectrum__caption"]
-    assert glued["theory_p0_spectrum__alt"] == plots.ALT_TEXT["theory_p0_spectrum"]
+    assert glued["theory_p0_spectrum__source"].startswith("The ci profile, 4 runs. <a")
+    assert 'href="../data/theory_p0_spectrum.csv"' in glued["theory_p0_spectrum__source"]
     assert glued["theory_p0_spectrum__data"].csv == "x\n1\n2\n"
-    with pytest.raises(ConfigError, match="alt"):
-        book.show(fig, pd.DataFrame({"x": [1]}), "no_such_figure", "A caption.")
+    book.show(fig, pd.DataFrame({"x": [1]}), "no_source", "")
+    assert glued["no_source__source"].startswith('<a class="figure-data"')
+    with pytest.raises(ConfigError, match="name"):
+        book.show(fig, pd.DataFrame({"x": [1]}), "bad name")

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .. import plots
 from ..analysis.verdicts import VERDICTS
 from ..chapters.section import Figure, Section, Table, Verdict
 from ..core.errors import ConfigError
@@ -303,18 +302,10 @@ def glue_all(values: dict) -> None:
         glue(name, value)
 
 
-def show(fig, data: pd.DataFrame, name: str, caption: str, alt: str | None = None) -> None:
-    """Publish one figure (:class:`attnrank.chapters.section.Figure`: ``fig``, its ``data``, ``caption`` and ``alt``
-    text, by default :data:`attnrank.plots.ALT_TEXT` ``[name]``) under ``name`` for a ``{glue:figure}`` of
-    the prose; nothing is displayed by the cell.
-
-    Raises:
-        ConfigError: naming ``alt`` for a figure without alt text.
-    """
-    alt = plots.ALT_TEXT.get(name) if alt is None else alt
-    if not alt:
-        raise ConfigError("alt", f"figure {name!r} has no alt text (attnrank.plots.ALT_TEXT)")
-    publish(Section(name, figures=[Figure(name, fig, data, caption, alt)]))
+def show(fig, data: pd.DataFrame, name: str, source: str = "") -> None:
+    """Publish one figure (:class:`attnrank.chapters.section.Figure`: ``fig``, its ``data`` and the caption's
+    ``source`` words) under ``name`` for a ``{glue:figure}`` of the prose; nothing is displayed by the cell."""
+    publish(Section(name, figures=[Figure(name, fig, data, source)]))
 
 
 def table(frame: pd.DataFrame, *, digits: int = 2, formats: dict | None = None):
@@ -393,7 +384,7 @@ class _Data:
 
 
 class _Markdown(str):
-    """Markdown pasted with ``{glue:md}`` (a caption with a link)."""
+    """Markdown pasted with ``{glue:md}`` (a caption's last words with a link)."""
 
     def _repr_markdown_(self) -> str:
         return str(self)
@@ -529,7 +520,7 @@ def published_names(section) -> set[str]:
     """Every name :func:`publish` glues for ``section`` (what the chapter's prose may paste)."""
     names = set(section.glue) | {t.name for t in section.tables}
     for f in section.figures:
-        names |= {f.name, f"{f.name}__caption", f"{f.name}__alt", f"{f.name}__data"}
+        names |= {f.name, f"{f.name}__source", f"{f.name}__data"}
     for v in section.verdicts:
         names |= {f"{v.name}_{p}" for p in v.parts()} | {f"{v.name}_badge"}
         if v.by_measure:
@@ -554,9 +545,9 @@ def publish(section) -> None:
 
     * each ``glue`` value under its name (``{glue:text}``);
     * each figure under its name as a PNG shown at the column's width (:func:`figure_png`;
-      ``{glue:figure}`` numbers it), its caption with a link to its data under
-      ``{name}__caption`` (``{glue:md}`` inside the figure), its alt text under ``{name}__alt``
-      (set on the image by the book's Sphinx extension) and its data as CSV under
+      ``{glue:figure}`` numbers it; the chapter writes its caption and ``:alt:``), the caption's words that
+      depend on the result with a link to its data under ``{name}__source`` (``{glue:md}`` at the end
+      of the caption) and its data as CSV under
       ``{name}__data`` (written by the extension to ``data/{name}.csv`` in the site);
     * each table under its name as HTML (:func:`table_html`; ``{glue}`` pastes it);
     * each verdict (:func:`publish_verdict`).
@@ -573,8 +564,7 @@ def publish(section) -> None:
         glue(f.name, Image(data=png, format="png", width=width))
         rows = len(f.data)
         link = f'<a class="figure-data" href="{data_url(f.name)}" download>data ({rows} rows, CSV)</a>'
-        glue(f"{f.name}__caption", _Markdown(f"{f.caption} {link}"))  # glue typesets it
-        glue(f"{f.name}__alt", Text(f.alt))
+        glue(f"{f.name}__source", _Markdown(f"{f.source} {link}".lstrip()))  # glue typesets it
         glue(f"{f.name}__data", _Data(f.data))
     for t in section.tables:
         glue(t.name, HTML(table_html(t)))

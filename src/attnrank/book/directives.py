@@ -261,13 +261,13 @@ class GluedFigure(Directive):
     myst-nb's ``{glue:figure}`` pastes only the page's own figures; this directive pastes another
     page's (the intro's headline figure) as a figure: the image is a pending glue reference (resolved
     once every page is read), the directive's content is its caption, ``:name:`` its label and
-    ``:alt:`` its alt text (default: the alt text the other page glued, ``<figure>__alt``); the image is shown at :data:`attnrank.book.COLUMN_PX` pixels, the column's
-    width (:func:`_set_figure_alt` sets both once the image is pasted).
+    ``:alt:`` (required) its alt text; the image is shown at :data:`attnrank.book.COLUMN_PX` pixels, the
+    column's width (:func:`attnrank.book.pages._paste_other_figures` sets both once the image is pasted).
     """
 
     required_arguments = 1
     has_content = True
-    option_spec = {"name": directives.unchanged, "alt": directives.unchanged}
+    option_spec = {"name": directives.unchanged, "alt": directives.unchanged_required}
 
     def run(self):
         from myst_nb.ext.glue.utils import create_pending_glue_ref
@@ -275,9 +275,11 @@ class GluedFigure(Directive):
         doc, sep, key = self.arguments[0].partition("::")
         if not sep or not key:
             raise self.error(f"expected <page>.ipynb::<figure>, got {self.arguments[0]!r}")
+        if not self.options.get("alt"):
+            raise self.error(f"{self.arguments[0]}: the figure needs :alt: text (what it looks like, in words)")
         ref = create_pending_glue_ref(self.state.document, self.state.document["source"], self.lineno, doc, key)
         figure = nodes.figure("", ref)
-        figure["attnrank_alt"] = self.options.get("alt", "")
+        figure["attnrank_alt"] = self.options["alt"]
         figure["attnrank_ref"] = (ref["refdoc"], key)
         if self.content:
             holder = nodes.Element()

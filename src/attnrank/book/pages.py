@@ -135,37 +135,16 @@ def _write_pasted_image(app, refdoc: str, key: str) -> None:
     (folder / f"{hashlib.sha256(data).hexdigest()}.png").write_bytes(data)
 
 
-def _glued_alt(glued: dict | None, figure: str) -> str:
-    """The alt text a page glued for ``figure`` (``<figure>__alt``, plain text without its quotes), or ``""``."""
-    alt = (glued or {}).get(f"{figure}__alt", {}).get("data", {}).get("text/plain") or ""
-    return ("".join(alt) if isinstance(alt, list) else alt).strip("'\"")
-
-
-def _set_figure_alt(app, doctree, docname) -> None:
-    """Give each glued figure's image the alt text its section wrote (``<figure>__alt``).
-
-    A glued figure is pasted with ``{glue:figure}`` and named ``fig-<figure>``; its image has no
-    alt text of its own (Sphinx would write the image's file path).
-    """
-    glued = None
+def _paste_other_figures(app, doctree, docname) -> None:
+    """Show each figure another page glued (``{attnrank-figure}``): write its PNG where the paste links it and
+    give the image the directive's ``:alt:`` text and the column's width (:data:`attnrank.book.COLUMN_PX`)."""
     for fig in doctree.findall(nodes.figure):
-        if fig.get("attnrank_ref"):  # another page's figure ({attnrank-figure})
+        if fig.get("attnrank_ref"):
             refdoc, key = fig["attnrank_ref"]
             _write_pasted_image(app, refdoc, key)
-            alt = fig["attnrank_alt"] or _glued_alt(glue_data(app, refdoc), key)
             for image in fig.findall(nodes.image):
-                image["alt"] = image.get("alt") or alt
+                image["alt"] = image.get("alt") or fig["attnrank_alt"]
                 image["width"] = f"{COLUMN_PX}px"
-            continue
-        for name in fig.get("names", []):
-            if not name.startswith("fig-"):
-                continue
-            glued = glue_data(app, docname) if glued is None else glued
-            alt = _glued_alt(glued, name[4:])
-            if alt:
-                for image in fig.findall(nodes.image):
-                    if not image.get("alt"):
-                        image["alt"] = alt
 
 
 #: TeX commands a meta description writes as the character they stand for (:func:`plain_maths`).
@@ -364,6 +343,6 @@ def setup(app) -> None:
     app.connect("build-finished", write_figure_data, priority=450)
     app.connect("build-finished", _dedupe_inline_scripts, priority=470)
     app.connect("build-finished", _prune_mathjax, priority=850)  # after sphinx-mathjax-offline copies the distribution
-    app.connect("doctree-resolved", _set_figure_alt)
+    app.connect("doctree-resolved", _paste_other_figures)
     app.connect("html-page-context", _page_meta)
     app.connect("html-page-context", _dedupe_scripts)

@@ -34,7 +34,6 @@ from ..core.probe import RankProbe
 from ..core.profiles import TAU_RANGE, RunConfig, resolve_profile
 from ..core.rank import check_measures
 from ..core.train import prepare_data
-from ..plots import ALT_TEXT
 from ..plots.causal import CELL_LABELS, cells_figure, intervention_figure
 from ..runs.experiments import CELLS, P3_CONDITIONS, PRESETS, causal_runs, twin_scale
 from ..runs.store import Run, load_table, read
@@ -384,21 +383,23 @@ def section(
     glue = {
         "causal_tau": fmt_setting(tau),
         "causal_s": fmt(twin_scale(tau), 3),
+        "causal_scale": f"{twin_scale(tau):.3g}",  # as a caption writes it: 10, not 10.000
         "causal_eps": fmt_sci(P3_CONDITIONS["adam_epsilon"]),  # 1×10⁻¹⁶, not Python's 1e-16
         "causal_runs_text": runs_text(runs, profile, len(seeds)),
+        "causal_n_seeds": len(seeds),
     }
-    fig, data, name, caption = cells_figure(
-        table, tau=tau, measure=m, profile=profile, n_seeds=len(seeds), n_runs=len(runs)
-    )
-    figures = [Figure(name, fig, data, caption, ALT_TEXT[name])]
+    fig, data, name, source = cells_figure(table, tau=tau, measure=m, profile=profile, n_runs=len(runs))
+    figures = [Figure(name, fig, data, source)]
     eff = effects(table)
     twins = twins_table(table)
     glue.update(twin_gaps(twins))
     eff_tab, eff_glue = effects_table(eff)
     glue.update(eff_glue)
     inter = intervention(runs, seeds[:2], eval_taus, m)
-    fig, data, name, caption = intervention_figure(inter, measure=m, tau=tau, seeds=seeds[:2], profile=profile)
-    figures.append(Figure(name, fig, data, caption, ALT_TEXT[name]))
+    fig, data, name, source = intervention_figure(inter, measure=m, profile=profile)
+    figures.append(Figure(name, fig, data, source))
+    glue["causal_intervention_runs"] = inter.groupby(["arch", "train_tau", "seed"]).ngroups
+    glue["causal_intervention_seeds"] = ", ".join(map(str, seeds[:2]))
     glue.update(intervention_spans(inter, m))
     v = rules.causal_rule(table)
     # the learned gate reads the stock runs: the other cells at tau = 1 are the interventions themselves

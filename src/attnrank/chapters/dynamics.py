@@ -216,28 +216,20 @@ def section(
             "dynamics_rank_trajectories",
             tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)"),
             d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
-            f"Mean rank through training for every measure (rows), ModernBERT and GPT-2 (columns), one curve per "
-            f"temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ bold), head dimension {head_dim0}. Line: mean "
-            f"over seeds; band: range over seeds. Dotted: uniform attention (causal for GPT-2). "
             f"{runs_caption(tau_runs, profile)}.",
-            "Grid of line charts, one row per rank measure and one column per model: mean attention rank against "
-            "training step, one coloured line per temperature, with a dotted line for uniform attention.",
         )
     )
     # rank through training, every head dimension (primary measure)
     hd_taus = sorted({1.0, min(grid["taus"])})
     hd_runs = sweep[sweep.tau.isin(hd_taus)]
+    glue["dynamics_hd_taus"] = ", ".join(map(fmt_setting, hd_taus))
     d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
     figures.append(
         Figure(
             "dynamics_rank_trajectories_head_dim",
             tplots.head_dim_trajectories(d, highlight=head_dim0, ylabel=label),
             d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
-            f"Mean {label} through training for each head dimension $d_h$ (colour, log scale; $d_h$ = {head_dim0} "
-            f"bold) at fixed width, at $\\tau$ = {', '.join(map(fmt_setting, hd_taus))} (columns). Line: mean over "
-            f"seeds; band: range over seeds. {runs_caption(hd_runs, profile)}.",
-            "Line charts of the mean effective rank against training step, one line per head dimension, one panel "
-            "per model and temperature.",
+            f"{runs_caption(hd_runs, profile)}.",
         )
     )
     # the rule with every measure, on the runs that learned (each held to the pre-registered target)
@@ -265,12 +257,7 @@ def section(
                 ylabel="final mean rank",
             ),
             d,
-            f"Final against initial mean {label}, one point per run of the shared sweep (temperature and "
-            f"head-dimension grids), colour: $\\tau$ (log scale). Dashed: final = initial. Text: Spearman's ρ "
-            f"(95% percentile bootstrap over runs) and the rank correlation within temperatures ($\\tau$ as a fixed "
-            f"effect). {runs_caption(sweep, profile)}.",
-            "Two scatter plots, ModernBERT and GPT-2, of final against initial mean effective rank per run, coloured by "
-            "temperature, with the identity line and the correlations written above each panel.",
+            f"{runs_caption(sweep, profile)}.",
         )
     )
     section_tables.append(Table("dynamics_correlations", correlation_table(results)))
@@ -288,11 +275,7 @@ def section(
                 xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$",
             ),
             change,
-            f"Relative change of the mean rank from the first to the last probe, one dot per complete run, per "
-            f"rank measure and model (box: quartiles). Dotted: the stability tolerance "
-            f"{fmt(stable_tolerance, 0, percent=True)}. {runs_caption(sweep, profile)}.",
-            "Horizontal box plots with dots, one row per rank measure, of each run's relative change of mean rank "
-            "for ModernBERT and GPT-2, beside a dotted tolerance line.",
+            f"{runs_caption(sweep, profile)}.",
         )
     )
     shares = rules.stability_table(change, stable_tolerance)
@@ -314,12 +297,8 @@ def section(
             "dynamics_layer_head",
             tplots.layer_head_heatmaps(heat, value="value", cbar_label=label),
             heat,
-            f"{label.capitalize()} of each layer (rows) and head (columns) at the first and the last probe, and "
-            f"their difference, $\\tau$ = {fmt_setting(heatmap_tau)}, head dimension {head_dim0}, mean over probe "
-            f"sequences and {heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of "
-            f"{len(heat_runs)}).",
-            "Heat maps, one row per model, of the effective rank of every layer and head at the first and the last "
-            "probe step and of their difference.",
+            # the seeds and runs behind the maps depend on which runs completed
+            f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).",
         )
     )
     for a, v in tables.head_changes(heat).items():

@@ -339,6 +339,7 @@ def section(
         "headdim_hidden": hidden,
         "headdim_tau_min": fmt_setting(tau_min),
         "headdim_head_dims": ", ".join(map(str, grid["head_dims"])),
+        "headdim_n_taus": len(grid["taus"]),
         "headdim_heads": ", ".join(str(hidden // h) for h in grid["head_dims"]),
         "headdim_taus": ", ".join(map(fmt_setting, hd_taus)),
         "headdim_head_dim0": head_dim0,
@@ -403,10 +404,9 @@ def section(
                     d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_setting(t)}"
                 ),
                 pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
-                f"Attention rank against head dimension at fixed hidden size {hidden} and $\\tau$ = {fmt_setting(t)}, "
-                f"one panel per measure: initialisation (solid) and after training (dashed), mean over seeds with ±1 "
-                f"sd bars; "
-                + (
+                # the source starts where the words depend on the result: whether the logits are small enough
+                # for the P1 bound to fall below n (the staircase is drawn); the chapter writes what comes before
+                (
                     "grey: the P1 staircase $r_1, r_2$ (capped at $n$); "
                     if small[t]
                     else "no staircase: at this temperature the P1 bound computed from the logits is $n$; "
@@ -414,8 +414,6 @@ def section(
                 + f"coloured horizontal lines: the P1' limit for i.i.d. Gaussian logits of the same scale ({mc_samples} "
                 f"Monte Carlo matrices) and uniform attention (causal for GPT-2), the content-free baseline. "
                 f"{runs_caption(d, profile)}.",
-                f"One panel per rank measure: mean attention rank against head dimension at temperature "
-                f"{fmt_setting(t)}, before and after training, for ModernBERT and GPT-2, beside reference lines.",
             )
         )
     check, facts = baselines.bound_check(init[init.arch == "modernbert"], n_tok)
@@ -445,15 +443,7 @@ def section(
                 },
             ),
             eff,
-            f"How far each lever moves the mean over its whole grid (range of the seed means, a magnitude): the "
-            f"initial {label} (left) and the final validation loss (right); $\\tau$ over its grid of "
-            f"{len(grid['taus'])} values at head dimension {head_dim0}, $d_h$ over "
-            f"{', '.join(map(fmt_setting, grid['head_dims']))} at hidden size {hidden} and $\\tau = 1$, and their "
-            f"difference; each range bias-corrected with a 95% basic stratified-bootstrap interval over runs (a range "
-            f"of noisy means is biased upward), the difference as the rule computes it (percentile interval). "
             f"{runs_caption(pd.concat([t_runs, hd1]), profile)}.",
-            "Forest plot: for each model, the range of the initial effective rank and of the final loss over the "
-            "temperature grid, over the head-dimension grid, and their difference, with intervals.",
         )
     )
     section_tables.append(Table("headdim_grid_ranges", lever_table(lever_v)))

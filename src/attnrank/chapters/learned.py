@@ -424,13 +424,6 @@ def split(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: What the chapter's loss figure looks like, for a reader who cannot see it.
-LOSS_ALT = (
-    "Line charts of validation loss against training FLOP on a log axis, one panel per model, one line per run at "
-    "the stock and the coldest temperature, beside horizontal lines for the unigram, bigram, two-sided and context-free count models."
-)
-
-
 def _budget_table(name: str, t: pd.DataFrame) -> Table:
     frame = t.rename(
         columns={
@@ -478,6 +471,8 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         "learned_worth": f"{rules.LEARNED_WORTH:g}",
         **{f"learned_vocab_{a}": f"{int(d.vocab_size.iloc[0]):,}" for a, d in runs.groupby("arch")},
         "learned_n_runs": len(runs),
+        "learned_n_shown": len(shown),  # the runs the loss figure draws
+        "learned_shown_seeds": int(curve.seed.nunique()),
         "learned_steps": steps_text(runs),
         "learned_profile": profile,
         "learned_regime": regime(runs),
@@ -485,7 +480,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         "learned_targets_text": targets_text(tgt),
         **{f"learned_rate_{a}": fmt(r, 3) for a, r in rate.items()},
     }
-    fig, data, name, caption = lplots.loss_figure(curve, profile=profile, n_runs=len(shown))
+    fig, data, name, source = lplots.loss_figure(curve)
     targets_frame = pd.DataFrame(
         {
             "model": [_LABELS[a] for a in tgt.arch],
@@ -526,7 +521,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
     return Section(
         "learned",
         glue=glue,
-        figures=[Figure(name, fig, data, caption, LOSS_ALT)],
+        figures=[Figure(name, fig, data, source)],
         tables=[
             Table("learned_targets", targets_frame),
             Table("learned_attention", attention_frame, formats={"τ": fmt_setting}),

@@ -141,6 +141,7 @@ def section(
         **sweep_facts("loss", sweep, grid),
         "loss_rho_effect": fmt(LOSS_EFFECT, 1),
         "loss_primary_label": label,
+        "loss_default_head_dim": head_dim0,
         **{f"loss_level_{a}": fmt(lv, 3) for a, lv in levels.items()},
         "loss_level_quantile": fmt(level_quantile, 0, percent=True),
         "loss_smooth": smooth,
@@ -158,14 +159,7 @@ def section(
             "loss_curves",
             tplots.loss_trajectories(curves, levels, refs),
             curves,
-            f"Validation loss (top) and training loss (bottom) through training for each temperature ratio "
-            f"$\\tau$ (colour, log scale; $\\tau = 1$ bold), head dimension {head_dim0}. Line: mean over seeds; "
-            f"band: range over seeds. Dotted: the convergence level ({fmt(level_quantile, 0, percent=True)} "
-            f"quantile of the final training losses). Dashed and fine-dotted (validation panels): unigram and "
-            f"bigram count models on the same validation targets (written in a panel's corner when far off its "
-            f"range). Each panel has its own axis. {runs_caption(tau_runs, profile)}.",
-            "Four line charts: validation and training loss against training step for ModernBERT and GPT-2, one line "
-            "per temperature, with horizontal lines for the count models and the convergence level.",
+            f"{runs_caption(tau_runs, profile)}.",
         )
     ]
     # the rule on the runs that learned (each held to the pre-registered target)
@@ -189,6 +183,7 @@ def section(
         for a, e in by_arch.items():
             glue[f"loss_{name}_{a}"] = fmt_estimate(e)
     glue["loss_tau_min"] = fmt_setting(tau_min)
+    glue["loss_hd_taus"] = ", ".join(map(fmt_setting, hd_taus))
     cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss"]
     cols += ["final_train_loss", "steps_to_level", "censored", "steps_plot"]
     figures.append(
@@ -205,12 +200,7 @@ def section(
                 ylabel="final validation loss (nats)",
             ),
             sweep[cols],
-            f"Final validation loss against the initial mean rank, one point per run of the shared sweep, colour: "
-            f"$\\tau$ (log scale); each model on its own axis. Text: Spearman's ρ (95% percentile bootstrap over runs) "
-            f"and the rank correlation within temperatures. Lines or corner notes: unigram and bigram count models. "
             f"{runs_caption(sweep, profile)}.",
-            "Two scatter plots, ModernBERT and GPT-2, of each run's final validation loss against its initial effective "
-            "rank, coloured by temperature, with the correlations above each panel.",
         )
     )
     figures.append(
@@ -227,13 +217,7 @@ def section(
                 ylabel="steps to reach the loss level",
             ),
             sweep[cols],
-            "Training steps until the smoothed training loss first reaches the level ("
-            + ", ".join(f"{ARCH_NAMES[a]} {fmt(lv, 3)} nats" for a, lv in levels.items())
-            + f"; the {fmt(level_quantile, 0, percent=True)} quantile of final training losses) against the initial "
-            f"mean rank; hollow triangles: never reached (censored, drawn at step {cens_text(cens_value)}). Colour: $\\tau$ "
-            f"(log scale). {runs_caption(sweep, profile)}.",
-            "Two scatter plots of the steps each run needed to reach a fixed training loss against its initial "
-            "effective rank; hollow triangles mark runs that never reached it.",
+            f"{runs_caption(sweep, profile)}.",
         )
     )
     hd = sweep[sweep.tau.isin(hd_taus)]
@@ -250,12 +234,7 @@ def section(
                 ylabel="final validation loss (nats)",
             ),
             hd[cols],
-            f"Final validation loss against the initial mean rank in the head-dimension grid (colour: head "
-            f"dimension, log scale; fixed width) at $\\tau$ = {', '.join(map(fmt_setting, hd_taus))} (rows); each "
-            f"panel on its own axis. Lines join the runs of one seed. Text: Spearman's ρ with its 95% percentile bootstrap "
-            f"interval over runs. Lines or corner notes: unigram and bigram count models. {runs_caption(hd, profile)}.",
-            "Scatter plots, one per model and temperature, of final validation loss against initial effective rank "
-            "for each head dimension, the runs of one seed joined by lines.",
+            f"{runs_caption(hd, profile)}.",
         )
     )
     section_tables = [

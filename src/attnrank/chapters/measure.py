@@ -22,7 +22,6 @@ from ..core import rank
 from ..core.errors import ConfigError
 from ..core.measures import RANK_MEASURES
 from ..core.profiles import ARCHS, resolve_config, resolve_profile
-from ..plots import ALT_TEXT
 from ..plots import measure as mplots
 from ..runs import experiments
 from ..runs.cache import cached
@@ -341,8 +340,8 @@ def trained_facts(at1: pd.DataFrame) -> dict:
 
 
 def _figure(spec) -> Figure:
-    fig, data, name, caption = spec
-    return Figure(name, fig, data, caption, ALT_TEXT[name])
+    fig, data, name, source = spec
+    return Figure(name, fig, data, source)
 
 
 def section(
@@ -393,16 +392,10 @@ def section(
             mats.merge(svs, on=["arch", "state", "tau"], how="left")
             .drop(columns="k")
             .drop_duplicates(["arch", "state", "tau", "i", "j"]),
-            f"Attention of layer 1, head 1 of ModernBERT and GPT-2 on the first {len(labels['modernbert'])} tokens of a held-out "
-            f"sequence (query down, key across; one colour scale for every panel, from the lightest at weight 0 to the darkest "
-            f"at weight 1), for the model a run started from and the "
-            f"trained one, each evaluated at $\\tau = 10^{{-3}}$, $1$ and $10^{{3}}$ with its weights fixed; right: "
-            f"the singular values of the row's three matrices (log axis; dotted: the study's threshold $10^{{-8}}$). "
             f"The {S.runs_text}; one run each shown.",
-            "Grid of small heat maps of attention weights with the tokens on both axes, one row per model and state, "
-            "one column per temperature, and a line chart of singular values at the end of each row.",
         )
     ]
+    glue["measure_example_tokens"] = len(labels["modernbert"])  # the tokens the attention patterns show
     glue.update(matrix_facts(matrices, n))
     figures.append(_figure(mplots.spectra_tau1_figure(quantiles, matrices, S)))
     causal = uniform_causal(n)

@@ -15,7 +15,6 @@ import pandas as pd
 from ..analysis import baselines, rules
 from ..analysis.rules import PRIMARY_MEASURE
 from ..core.profiles import ARCH_ORDER, resolve_profile
-from ..plots import ALT_TEXT
 from ..plots import protocol as pplots
 from ..runs.experiments import STUDY_EXAMPLES, STUDY_TAUS
 from ..runs.store import load_table
@@ -245,13 +244,13 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     first = d.pair[d.pair.seed == d.pair.seed.min()]
 
     def figure(spec):
-        fig, data, name, caption = spec
-        return Figure(name, fig, data, caption, ALT_TEXT[name])
+        fig, data, name, source = spec
+        return Figure(name, fig, data, source)
 
     figures = [figure(pplots.study_view(d, load_table(first, "eval_log"), profile))]
     draws = study.study_draws(seq, n_draws=n_draws, seed=0)
     flips = study.flip_rate(draws, study.study_reference(seq))
-    figures.append(figure(pplots.draws_figure(draws, d, n_draws, profile)))
+    figures.append(figure(pplots.draws_figure(draws, d, profile)))
     figures.append(figure(pplots.our_view(d, profile)))
     res, judged, summary = judge(d, flips, n_draws, m)
     glue.update(judged)

@@ -7,7 +7,7 @@ them (``{glue:text}`` for a number, ``{glue:figure}`` for a numbered figure with
 ``{glue}`` for a table) and its code cells hold one call each.
 
 * :class:`Figure` - a matplotlib figure, the data it draws (published as a CSV file with a stable
-  address, ``data/<chapter>/<name>.csv`` in the site), its caption and its alt text;
+  address, ``data/<chapter>/<name>.csv`` in the site) and the caption's words that depend on the result;
 * :class:`Table` - a table for reading: labelled columns, one number format, no index;
 * :class:`Verdict` - a verdict record: its status, the one-line finding the intro's table shows
   (effect with its interval, ``n``, the regime) and the full summary the chapter shows.
@@ -63,25 +63,24 @@ def _check_name(name: str, what: str) -> str:
 class Figure:
     """One figure of a chapter.
 
+    Its caption and alt text are the chapter's Markdown (``{glue:figure} name`` with ``:alt:``), with the
+    numbers pasted in; only the words that depend on the result travel here.
+
     Attributes:
         name: its glue key and file name (letters, digits, underscores).
         fig: the matplotlib figure (drawn at the column's width, see :mod:`attnrank.plots.style`).
         data: the numbers the figure draws, one row per drawn point, line or cell.
-        caption: what the figure shows, in words (Markdown; MyST maths allowed), with the setting
-            and the number of runs.
-        alt: what the figure looks like, for a reader who cannot see it (plain text).
+        source: the caption's last words, worded from the result: which runs the numbers come from
+            (:func:`runs_caption`), or ``""``; published with the link to ``data`` as ``<name>__source``.
     """
 
     name: str
     fig: object
     data: pd.DataFrame
-    caption: str
-    alt: str
+    source: str = ""
 
     def __post_init__(self):
         _check_name(self.name, "name")
-        if not self.caption or not self.alt:
-            raise ConfigError("caption", f"figure {self.name!r} needs a caption and alt text")
 
 
 @dataclass

@@ -25,7 +25,6 @@ from ..analysis.theory import study_bound
 from ..core.errors import ConfigError, check_positive_int
 from ..core.profiles import resolve_profile
 from ..core.rank import MEASURES, check_measures, rank_measures
-from ..plots import ALT_TEXT
 from ..plots.seqlen import rank_vs_seq_len
 from ..runs import experiments
 from ..runs.tables import table as runs_table
@@ -174,7 +173,7 @@ def report_from_runs(runs: pd.DataFrame, setting: str, profile: str, ns) -> Repo
         runs: one row per run, as for :func:`seq_len_table` (plus ``seed`` and every
             ``final_<measure>`` of :data:`attnrank.core.rank.MEASURES`).
         setting: the runs' sizes in words, quoted in the glue, caption and summary.
-        profile: the build's profile, named in the caption.
+        profile: the build's profile, named in the caption (glued as ``seq_len_profile``).
         ns: the sequence lengths of the sweep (glued as ``seq_len_ns``).
 
     The verdict is :func:`attnrank.analysis.rules.seq_len_rule` on the effective rank, its sentence
@@ -184,16 +183,15 @@ def report_from_runs(runs: pd.DataFrame, setting: str, profile: str, ns) -> Repo
         ConfigError: naming ``runs`` for missing columns or no complete run.
     """
     table = seq_len_table(runs)
-    glue = {"seq_len_ns": ", ".join(map(str, ns)), "seq_len_setting": setting, "seq_len_n_runs": len(runs)}
+    glue = {
+        "seq_len_ns": ", ".join(map(str, ns)),
+        "seq_len_setting": setting,
+        "seq_len_n_runs": len(runs),
+        "seq_len_n_seeds": int(runs.seed.nunique()),
+        "seq_len_profile": profile,
+    }
     shown = table[table.measure.isin(FIGURE_MEASURES)]
-    figure = (
-        rank_vs_seq_len(table, list(FIGURE_MEASURES)),
-        shown,
-        "seq_len",
-        f"Mean rank against sequence length, {setting}, {runs.seed.nunique()} seeds per setting "
-        f"({profile} build). Dashed: initialisation; solid with 95% intervals: trained; dotted: uniform "
-        f"attention (causal for GPT-2); black: the study's bound (1 - 1/e) n + 1.",
-    )
+    figure = (rank_vs_seq_len(table, list(FIGURE_MEASURES)), shown, "seq_len", "")
     results = {m: seq_len_rule(runs, m) for m in MEASURES}
     main = results[FIGURE_MEASURES[0]]
     return Report(
@@ -232,7 +230,7 @@ def section(profile: str = "auto", dataset=None) -> Section:
     )
     runs = runs_table(configs, long=False)
     report = report_from_runs(runs, setting, profile, experiments.SEQ_LENS)
-    fig, data, name, caption = report.figure
+    fig, data, name, source = report.figure
     result = seq_len_rule(runs, FIGURE_MEASURES[0])
     done = runs[runs.status == "complete"]
     gaps = baselines.bigram_gaps(runs)
@@ -256,4 +254,4 @@ def section(profile: str = "auto", dataset=None) -> Section:
         {m: gated(seq_len_rule(runs, m)).status for m in report.by_measure},
         brief=regime_brief(reg),
     )
-    return Section("seq_len", report.glue, [Figure(name, fig, data, caption, ALT_TEXT[name])], [], [verdict])
+    return Section("seq_len", report.glue, [Figure(name, fig, data, source)], [], [verdict])

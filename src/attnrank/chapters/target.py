@@ -25,7 +25,6 @@ from ..analysis.theory.tables import Check
 from ..core.errors import ConfigError
 from ..core.profiles import resolve_profile
 from ..core.rank import numerical_rank
-from ..plots import ALT_TEXT
 from ..plots import theory as tplots
 from ..runs.cache import cached
 from ..runs.presets import preset
@@ -118,13 +117,11 @@ class Settings:
             target_tau_min=float(min(self.taus)),
         )
 
-    def caption(self, extra: str, d: pd.DataFrame, cells: bool = False) -> str:
-        """A figure caption: ``extra`` then the size, profile, runs and seeds of ``d``."""
+    def source(self, d: pd.DataFrame, cells: bool = False) -> str:
+        """A figure caption's last words: the profile, runs and seeds of ``d``, ``"(ci profile, 384 runs, 4 seeds)."``
+        (the chapter writes the rest, with the size and steps)."""
         what = "; cells show seed means" if cells else ""
-        return (
-            f"{extra} n = {self.n}, {self.steps} Adam steps ({self.profile} profile, {len(d)} runs, "
-            f"{d.seed.nunique()} seeds{what})."
-        )
+        return f"({self.profile} profile, {len(d)} runs, {d.seed.nunique()} seeds{what})."
 
 
 def settings(profile: str, *, seed: int = 0, taus=None, head_dims=None, n=None, steps=None, n_seeds=None) -> Settings:
@@ -536,21 +533,21 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
     final, curves = grid(S)
     glue["target_n_runs"] = int(len(final))
 
-    def figure(fig, data, name, caption):
-        return Figure(name, fig, data, caption, ALT_TEXT[name])
+    def figure(fig, data, name, source):
+        return Figure(name, fig, data, source)
 
     figures = [
         figure(
             tplots.toy_heatmaps(final, "kl", log=True, fmt=".2g", label="final KL (nats)"),
             final,
             "target_kl_heatmap",
-            S.caption("Final KL to the target over temperature ratio and head dimension;", final, cells=True),
+            S.source(final, cells=True),
         ),
         figure(
             tplots.toy_heatmaps(final, "rank", fmt=".0f", label="achieved rank (rtol 1e-2), count"),
             final,
             "target_rank_heatmap",
-            S.caption("Achieved numerical rank (rtol 1e-2) of the trained attention matrix;", final, cells=True),
+            S.source(final, cells=True),
         ),
     ]
     perm, floor = final[final.target == "permutation"], floor_table(S)
@@ -559,12 +556,7 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
             tplots.toy_kl_vs_tau(perm, floor=floor),
             pd.concat([perm.assign(curve="run"), floor], ignore_index=True),
             "target_perm_kl",
-            S.caption(
-                "Permutation target: final KL against $\\tau$ per head dimension (mean and ±2 standard errors over "
-                "seeds), plain (left) and normalised (right) attention, with the P5 floor and the simplex value "
-                "(KL below $10^{-6}$ drawn at $10^{-6}$);",
-                perm,
-            ),
+            S.source(perm),
         )
     )
     glue.update(kl_cells(S, final))
@@ -577,11 +569,7 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
             tplots.toy_curves(sp.tables["all_curves"], sp.tables["cells"]),
             sp.tables["curves"],
             "target_curves",
-            S.caption(
-                "Permutation target: KL against Adam step for selected (variant, head dimension) cells, coloured by "
-                "$\\tau$;",
-                sp.tables["runs"],
-            ),
+            S.source(sp.tables["runs"]),
         )
     )
     glue.update(sp.glue)
@@ -591,7 +579,7 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
             tplots.rank_vs_kl(final, n=S.n),
             final,
             "target_rank_vs_kl",
-            S.caption("Achieved rank (rtol 1e-2) against final KL, one point per run;", final),
+            S.source(final),
         )
     )
     glue.update(fit.glue)

@@ -536,12 +536,6 @@ def section(
         "temp_fine",
         sweeps.by_setting(fine_long, "tau", facet="measure", baseline=STOCK, refs=refs),
         fine_long,
-        f"Mean initial attention rank against the temperature ratio $\\tau$ on a fine grid ({len(FINE_TAUS)} values a "
-        f"factor of {fmt(FINE_TAUS[1] / FINE_TAUS[0], 2)} apart, log axis), one panel per rank measure; freshly "
-        f"initialised ModernBERT and GPT-2, {FINE_SEEDS} seeds a setting (mean with ±1 sd bars), no training. "
-        f"Dotted: uniform attention over $n$ = {n_tok} tokens (causal for GPT-2). Dashed black: $\\tau = 1$.",
-        "One panel per rank measure: mean initial attention rank against temperature on a fine log grid, for "
-        "ModernBERT and GPT-2, with dotted lines for uniform attention.",
     )
     figures = [
         Figure(
@@ -550,14 +544,7 @@ def section(
                 ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=STOCK, refs=refs
             ),
             pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
-            f"Attention rank against the temperature ratio $\\tau$ (log axis), one panel per rank measure, at "
-            f"initialisation (solid) and after training (dashed); ModernBERT and GPT-2; mean over seeds with ±1 sd bars, "
-            f"faint dots: single runs. Dotted: the same measure for uniform attention (ModernBERT) and uniform causal "
-            f"attention (GPT-2) over $n$ = {n_tok} tokens, the content-free baseline. Red: the detailed "
-            f"$\\tau$ = {fmt_setting(tau)}; dashed black: $\\tau = 1$; red crosses: diverged runs. "
             f"{runs_caption(tsweep, profile)}, head dimension {head_dim0}.",
-            "One panel per rank measure: mean attention rank against temperature on a log axis, at "
-            "initialisation and after training, for ModernBERT and GPT-2, with dotted lines for uniform attention.",
         )
     ]
     # the headline: the book's central finding, how the answer to (iii) turns on how rank is counted
@@ -579,10 +566,7 @@ def section(
                 height=3.0,
             ),
             headline,
-            # the intro shows this figure and writes its caption; the glued caption is only the runs behind it
-            f"{runs_caption(tsweep, profile)}.",
-            "Two line charts side by side, the effective rank and the study's 1e-8 rank of ModernBERT and GPT-2 against "
-            "temperature on a log axis, before and after training, beside dotted lines for uniform attention.",
+            # the intro shows this figure and writes its caption
         ),
     )
     figures.append(fine_figure)
@@ -616,11 +600,7 @@ def section(
                 summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau, archs=("gpt2",)
             ),
             summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
-            f"Mean attention rank through training for $\\tau$ = {fmt_setting(tau)} (bold) and $\\tau = 1$, three "
-            f"measures (rows) for ModernBERT and GPT-2 (columns); line: mean over seeds, band: range over seeds; dotted: "
-            f"uniform causal attention (GPT-2). {runs_caption(pair, profile)}.",
-            "Line charts of three rank measures through training, one row per measure and one column per model, "
-            "for the detailed temperature and the stock one.",
+            f"{runs_caption(pair, profile)}.",
         )
     )
     layer_df = tables.layer_ranks(pair, m)
@@ -629,11 +609,7 @@ def section(
             "temp_rank_per_layer",
             sweeps.per_layer(layer_df, highlight=tau, baseline=STOCK, ylabel=label),
             layer_df,
-            f"The {label} per layer at initialisation (filled) and after training (open), $\\tau$ = "
-            f"{fmt_setting(tau)} (red) and $\\tau = 1$ (black); ±1 sd over heads and seeds. "
             f"{runs_caption(pair, profile)}.",
-            "Dot plots of the effective rank of each layer, before and after training, for the detailed and the "
-            "stock temperature, one panel per model.",
         )
     )
     # the loss
@@ -643,10 +619,7 @@ def section(
             "temp_loss_curves",
             tplots.val_loss_trajectories(evals, highlight=STOCK),
             evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
-            f"Validation loss through training for every temperature ratio $\\tau$ (colour, log scale; $\\tau = 1$ "
-            f"bold); line: mean over seeds, band: range over seeds; dashed ending in a cross: diverged runs. "
             f"{runs_caption(tsweep, profile)}.",
-            "Line charts of validation loss against training step, one line per temperature, one panel per model.",
         )
     )
     loss_df = tsweep[["key", "arch", "tau", "seed", "status", "final_val_loss", "initial_val_loss"]]
@@ -664,11 +637,7 @@ def section(
                 ylabel="final validation loss (nats/token)",
             ),
             loss_df,
-            f"Final validation loss against $\\tau$ (log axis), one panel per model with its own axis (masked-token "
-            f"loss for ModernBERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; "
-            f"red: $\\tau$ = {fmt_setting(tau)}; dashed: $\\tau = 1$; crosses at the top: diverged runs. "
             f"{runs_caption(tsweep, profile)}.",
-            "Two panels of final validation loss against temperature on a log axis, ModernBERT and GPT-2.",
         )
     )
     loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")

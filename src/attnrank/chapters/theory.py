@@ -30,7 +30,6 @@ from ..analysis.theory.taylor import (
 )
 from ..core.profiles import resolve_profile
 from ..core.rank import numerical_rank, singular_values, study_rank
-from ..plots import ALT_TEXT
 from ..plots.theory import section_figure
 from ..runs.cache import cached
 from ..runs.presets import preset
@@ -251,6 +250,7 @@ def p1_taylor(
         theory_ty_ex_d=example[0],
         theory_ty_ex_scale=example[1],
         theory_ty_n=n,
+        theory_ty_inst=taylor_inst,
         theory_ty_points=int(len(ty)),
         theory_ty_informative=int(len(informative)),
         theory_ty_tight=int((informative["bound"] == informative["measured"]).sum()),
@@ -389,6 +389,7 @@ def p2_hardmax(*, p2_n: int, p2_d: int, p2_inst: int, p2_grid: int, seed: int = 
         theory_p2_n=n,
         theory_p2_d=p2_d,
         theory_p2_inst=int(len(S2)),
+        theory_p2_grid=p2_grid,
         theory_p2_rH_mean=float(hr.rank.double().mean()),
         theory_p2_ratio_med=float(np.median(ratio)),
         theory_p2_ratio_max=float(ratio.max()),
@@ -444,8 +445,12 @@ def theorem(*, n_values, mc_head_dims, mc_samples: int, seed: int = 0, reach: fl
     for _, d in mc.groupby("n"):
         d = d.sort_values("head_dim")
         viol += int((d["ci_high"].to_numpy()[1:] < d["ci_low"].to_numpy()[:-1]).sum())
+    ns = [str(n) for n in n_values]
     glue = dict(
-        theory_thm_samples=mc_samples, theory_thm_dmax=int(max(mc_head_dims)), theory_thm_reach_pct=f"{reach:.0%}"
+        theory_thm_ns=", ".join(ns[:-1]) + " and " + ns[-1] if len(ns) > 1 else "".join(ns),  # "64 and 256"
+        theory_thm_samples=mc_samples,
+        theory_thm_dmax=int(max(mc_head_dims)),
+        theory_thm_reach_pct=f"{reach:.0%}",
     )
     for r in refs.itertuples():
         d = mc[mc.n == r.n].sort_values("head_dim")
@@ -541,8 +546,8 @@ def section(profile: str = "auto", *, seed: int = 0, head_dims=None, mc_samples=
     glue.update(totals(checks))
     figures = []
     for name in CHECKS:
-        fig, data, key, caption = section_figure(name, checks[name], sz, profile)
-        figures.append(Figure(key, fig, data, caption, ALT_TEXT[key]))
+        fig, data, key, source = section_figure(name, checks[name], sz, profile)
+        figures.append(Figure(key, fig, data, source))
     status, summary = verdict(checks, mc_samples=sz["mc_samples"], profile=profile)
     t = totals(checks)
     theory = Verdict(

@@ -34,7 +34,6 @@ __all__ = [
     "figure",
     "FIGURE_SEED",
     "style",
-    "ALT_TEXT",
 ]
 
 #: Seed of NumPy's global random state while a figure is drawn (:func:`figure`).
@@ -70,58 +69,6 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.0, height: fl
     set_theme()  # every figure of the book in one theme, whoever draws it
     total = min(width * ncols, COLUMN_WIDTH)
     return plt.subplots(nrows, ncols, figsize=(total, height * nrows), constrained_layout=True, **kw)
-
-
-#: What each figure of the measure, theory, protocol, causal and target chapters looks like, for a reader
-#: who cannot see it (the image's alt text; the chapter modules of the other chapters give theirs with
-#: each :class:`attnrank.chapters.section.Figure`). Keyed by the figure's glue name.
-ALT_TEXT = {
-    "measure_spectra_tau1": "Line charts of the singular values of real attention matrices against their index on a "
-    "log scale, ModernBERT and GPT-2, trained and at initialisation, with horizontal threshold lines.",
-    "measure_ranks_tau1": "Bar charts of every rank measure for trained and initial ModernBERT and GPT-2 at temperature 1, "
-    "beside the uniform causal matrix.",
-    "measure_ranks_vs_tau": "Line charts of every rank measure against the evaluation temperature on a log axis, "
-    "one panel per model.",
-    "measure_spectra_extremes": "Line charts of the singular values of attention at the lowest and highest "
-    "temperature, on a log scale, for ModernBERT and GPT-2.",
-    "measure_precision": "Line charts of how much each rank measure moves when the probabilities or the SVD are "
-    "computed in float32 instead of float64, against temperature.",
-    "theory_p0_spectrum": "Singular values of one random softmax matrix against their index, computed exactly and in "
-    "float64, on a log scale.",
-    "theory_p1_staircase": "Singular values of softmax matrices against the logit scale on log axes, grouped in the "
-    "blocks of the Taylor staircase, and their slopes.",
-    "theory_p1_bound": "Scatter plot of the measured numerical rank against the Taylor bound for random logits, with "
-    "the equality line.",
-    "theory_p1p_saturation": "Line chart of rank measures of random softmax matrices against the head dimension on a "
-    "log axis, approaching the i.i.d. limit drawn dashed.",
-    "theory_p2_hardmax": "Rank of a softmax matrix against the temperature on a log axis, falling to the number of "
-    "distinct argmax columns, with the predicted thresholds marked.",
-    "theory_thm_montecarlo": "Monte Carlo mean hardmax rank against the head dimension on a log axis for two sequence "
-    "lengths, below the bound drawn as a line.",
-    "seq_len": "Log-log line charts of the mean rank against the sequence length, at initialisation and trained, for "
-    "ModernBERT and GPT-2, beside uniform attention and the study's bound.",
-    "protocol_study_view": "The study's figures replayed: rank through training at two temperatures for one run each, "
-    "and the validation loss below, for ModernBERT and GPT-2.",
-    "protocol_draws": "Histograms of the study's statistic over random draws of four plus four examples, at "
-    "initialisation and at the last step, with zero marked.",
-    "protocol_our_view": "Rank through training at two temperatures over every seed and sequence, under the study's "
-    "rank and the effective rank, for ModernBERT and GPT-2.",
-    "protocol_set_early": "Spearman's rho between the rank at each probe step and the final rank, against the step, "
-    "with intervals and the threshold line.",
-    "causal_cells": "Dot plots of the five runs of each seed, for ModernBERT and GPT-2: initial rank, mean rank through "
-    "training and final validation loss, with the seed means as bars.",
-    "causal_intervention": "Line charts of the rank and the validation loss of trained models evaluated at other "
-    "temperatures on a log axis, one line per run.",
-    "target_kl_heatmap": "Heat maps of the final KL to the target over temperature and head dimension, one per "
-    "variant and target, the temperature 1 row outlined.",
-    "target_rank_heatmap": "Heat maps of the achieved numerical rank over temperature and head dimension, one per "
-    "variant and target.",
-    "target_perm_kl": "Line charts of the final KL on the permutation target against temperature on a log axis, one "
-    "line per head dimension, with the two limits drawn.",
-    "target_curves": "Line charts of the KL against the training step for a few cells of the permutation target, "
-    "coloured by temperature.",
-    "target_rank_vs_kl": "Scatter plot of each toy run's achieved rank against its final KL.",
-}
 
 
 def cell_labels_fit(ax, n_columns: int, labels) -> bool:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..runs.experiments import CELLS, PRESETS, twin_scale
+from ..runs.experiments import CELLS, PRESETS
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
 from . import figure, figure_legend, new_figure
 from .style import MIN_FONT_SIZE, SYMBOLS, fmt_tau
@@ -111,12 +111,13 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
 
 
 @figure
-def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str, n_seeds: int, n_runs: int):
-    """:func:`cells` for the causal chapter, as ``(figure, data, name, caption)`` for :func:`attnrank.book.show`.
+def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str, n_runs: int):
+    """:func:`cells` for the causal chapter, as ``(figure, data, name, source)`` for :func:`attnrank.book.show`.
 
     ``table``: :func:`attnrank.chapters.causal.outcomes` for ``measure`` at temperature ``tau``; the panels
     are the initial rank, the mean rank through training and the final loss, the cells in
-    :data:`attnrank.chapters.causal.CELLS` order (the ``tau`` cell named with its value).
+    :data:`attnrank.chapters.causal.CELLS` order (the ``tau`` cell named with its value). ``source``: the
+    caption's last words, the profile, its sizes and the ``n_runs`` runs (the chapter writes the rest).
     """
     label = MEASURE_LABELS[measure]
     labels = {
@@ -131,30 +132,20 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
         cells(table, ylab, CELLS, labels),
         table,
         "causal_cells",
-        (
-            f"The five runs of each seed (dots; grey lines join the runs of one seed; bars: means over {n_seeds} seeds) "
-            f"for ModernBERT and GPT-2: initial rank, mean rank over the later probe steps, final validation loss. "
-            f"s = {twin_scale(tau):.3g} = 1/sqrt(tau), tau = {fmt_setting(tau)}; {profile} profile at "
-            f"{PRESETS[profile][0]} sizes, {n_runs} runs."
-        ),
+        f"{profile} profile at {PRESETS[profile][0]} sizes, {n_runs} runs.",
     )
 
 
 @figure
-def intervention_figure(inter: pd.DataFrame, *, measure: str, tau: float, seeds, profile: str):
-    """:func:`intervention` for the causal chapter, as ``(figure, data, name, caption)``.
+def intervention_figure(inter: pd.DataFrame, *, measure: str, profile: str):
+    """:func:`intervention` for the causal chapter, as ``(figure, data, name, source)``.
 
-    ``inter``: :func:`attnrank.chapters.causal.intervention` of the runs at ``tau = 1`` and ``tau`` of ``seeds``.
+    ``inter``: :func:`attnrank.chapters.causal.intervention` of the runs at ``tau = 1`` and the chapter's
+    ``tau``; ``source``: the caption's last words, the profile and its sizes (the chapter writes the rest).
     """
-    label = MEASURE_LABELS[measure]
-    n_runs = inter.groupby(["arch", "train_tau", "seed"]).ngroups
     return (
-        intervention(inter, measure, label),
+        intervention(inter, measure, MEASURE_LABELS[measure]),
         inter,
         "causal_intervention",
-        (
-            f"Trained models evaluated at other temperatures, weights fixed: {label} (top) and validation loss (bottom); "
-            f"one line per run ({n_runs} runs: tau = 1 and tau = {fmt_setting(tau)}, seeds {', '.join(map(str, seeds))}); "
-            f"circles: the training temperature. {profile} profile at {PRESETS[profile][0]} sizes."
-        ),
+        f"{profile} profile at {PRESETS[profile][0]} sizes.",
     )

@@ -75,19 +75,10 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
     return fig
 
 
-def loss_figure(curves: pd.DataFrame, *, profile: str, n_runs: int):
-    """:func:`loss_vs_compute` with its data, name and caption, for :func:`attnrank.book.show`."""
-    seeds = curves.seed.nunique()
-    return (
-        loss_vs_compute(curves),
-        curves,
-        "learned_loss",
-        f"Validation loss through training against training FLOP (6 N + 12 L n d per token), {profile} profile, "
-        f"{n_runs} runs ({seeds} seeds per temperature), beside the count models fitted on the training blocks "
-        "and scored on the same validation targets: unigram (dotted), bigram (dashed), and for the masked LMs the "
-        "two-sided model of both neighbours (dash-dot) and the context-free model (long and short dashes: the unigram "
-        "at [MASK], and the chance a shown token was kept; a masked LM at that loss uses no context).",
-    )
+def loss_figure(curves: pd.DataFrame):
+    """:func:`loss_vs_compute` with its data, name and source (``""``: every word of the caption is the
+    chapter's, its numbers glued), for :func:`attnrank.book.show`."""
+    return loss_vs_compute(curves), curves, "learned_loss", ""
 
 
 def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: float = 3.4):
@@ -130,15 +121,19 @@ def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: 
 
 
 def recipe_figure(table: pd.DataFrame, *, x: str = "flop"):
-    """:func:`recipe` with its data, name and caption, for :func:`attnrank.book.show`."""
+    """:func:`recipe` with its data, name and source, for :func:`attnrank.book.show`.
+
+    ``source``: the caption's last words, which runs were recorded where (``Recorded by `attnrank recipe` (N runs,
+    commit C, CPU).``). A page that pastes the figure writes the rest: "The recipe study: each variant moves one
+    lever of the default recipe (τ = 1, seed 0); final validation loss minus the bigram baseline against training
+    FLOP (or CPU seconds) (grey line: the default at 1/4, 1/2, 1 and 2 times its steps; dashed: the bigram;
+    dash-dot: the two-sided model)."
+    """
     commit = ", ".join(sorted({str(c)[:10] for c in table.get("git_commit", pd.Series(dtype=str)).dropna()})) or "n/a"
     cpu = ", ".join(sorted(set(table.get("cpu_model", pd.Series(["n/a"])).astype(str))))
     return (
         recipe(table, x=x),
         table,
         f"learned_recipe_{x}",
-        f"The recipe study: each variant moves one lever of the default recipe (tau = 1, seed 0); final "
-        f"validation loss minus the bigram baseline against {'training FLOP' if x == 'flop' else 'CPU seconds'} "
-        f"(grey line: the default at 1/4, 1/2, 1 and 2 times its steps; dashed: the bigram; dash-dot: the two-sided "
-        f"model). Recorded by `attnrank recipe` ({len(table)} runs, commit {commit}, {cpu}).",
+        f"Recorded by `attnrank recipe` ({len(table)} runs, commit {commit}, {cpu}).",
     )

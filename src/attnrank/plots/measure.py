@@ -448,9 +448,15 @@ def measure_points(
     return fig
 
 
-# ---------------------------------------------------------------- the chapter's figures with data and caption
-# Each returns ``(figure, data, name, caption)``, the arguments of :func:`attnrank.book.show`; ``setting``
+# ---------------------------------------------------------------- the chapter's figures with data and source
+# Each returns ``(figure, data, name, source)``, the arguments of :func:`attnrank.book.show`: ``source`` is the
+# caption's last words, the runs behind it (the chapter writes the rest of the caption); ``setting``
 # is :class:`attnrank.chapters.measure.Setting`.
+
+
+def _source(setting) -> str:
+    """The caption's last words: ``"(ci profile, 4 runs, 2 seeds per architecture)."``."""
+    return f"({setting.runs_text})."
 
 
 @figure
@@ -464,12 +470,7 @@ def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, set
         fig,
         spec,
         "measure_spectra_tau1",
-        (
-            f"Singular values of attention matrices at tau = 1 (median over layers, heads, {setting.probe_size} validation "
-            f"sequences and seeds; band: 10-90% of matrices), float64 probabilities and SVD, n = {setting.n}. "
-            f"Grey lines: where each measure cuts (relative thresholds at the panel's median sigma_1) and the "
-            f"round-off levels of float32 and float64 ({setting.runs_text})."
-        ),
+        _source(setting),
     )
 
 
@@ -482,11 +483,7 @@ def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
         fig,
         at1,
         "measure_ranks_tau1",
-        (
-            f"Every rank measure at tau = 1, at initialisation and trained (per run: mean over {setting.probe_size} "
-            f"validation sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 "
-            f"throughout. Black bars: the uniform causal matrix U_n; dotted: n = {setting.n} ({setting.runs_text})."
-        ),
+        _source(setting),
     )
 
 
@@ -501,12 +498,7 @@ def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str
         fig,
         ref,
         "measure_ranks_vs_tau",
-        (
-            f"Rank measures of trained models (trained at tau = 1, dash-dotted line) when only the temperature is "
-            f"changed, $\\tau$ from {min(setting.taus):g} to {max(setting.taus):g}; float64 probabilities and SVD; per run "
-            f"the mean over {setting.probe_size} validation sequences, then the mean over runs, band: 95% CI over runs. "
-            f"Dashed: each measure's value for the uniform causal matrix U_n (GPT-2) ({setting.runs_text})."
-        ),
+        _source(setting),
     )
 
 
@@ -523,11 +515,7 @@ def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame,
         fig,
         spec,
         "measure_spectra_extremes",
-        (
-            f"Singular values of trained attention at the ends of the temperature grid and at tau = 1 (median and 10-90% "
-            f"band over matrices), for each precision pipeline; n = {setting.n}. Grey lines as in the first figure "
-            f"({setting.runs_text})."
-        ),
+        _source(setting),
     )
 
 
@@ -540,11 +528,7 @@ def precision_figure(by_tau: pd.DataFrame, setting):
         fig,
         by_tau,
         "measure_precision",
-        (
-            f"Each rank measure of trained models against $\\tau$ for three precision pipelines (bold: float64 reference; "
-            f"solid ModernBERT, dashed GPT-2); mean over runs of each run's mean over {setting.probe_size} validation sequences "
-            f"({setting.runs_text})."
-        ),
+        _source(setting),
     )
 
 

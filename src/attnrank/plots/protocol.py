@@ -1,7 +1,7 @@
-"""Figures of the ``protocol`` chapter, each returned with its data, glue name and caption.
+"""Figures of the ``protocol`` chapter, each returned with its data, glue name and the caption's source words.
 
-Every function returns ``(figure, data, name, caption)``, the arguments of
-:func:`attnrank.book.show`; the figures are drawn with :func:`attnrank.plots.training.trajectories`,
+Every function returns ``(figure, data, name, source)``, the arguments of :func:`attnrank.book.show`
+(``source``: the caption's last words, which depend on the runs; the chapter writes the caption); the figures are drawn with :func:`attnrank.plots.training.trajectories`,
 :func:`~attnrank.plots.training.change_distribution` and
 :func:`attnrank.plots.sweeps.effect_forest`.
 """
@@ -30,7 +30,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
         records: :class:`attnrank.chapters.study.Records` (:func:`attnrank.chapters.study.load`).
         eval_log: the ``eval_log`` table of the first seed's runs (columns ``arch``, ``tau``,
             ``seed``, ``step``, ``val_loss``).
-        profile: named in the caption.
+        profile: named in the caption's source words.
 
     The data has one row per ``(arch, tau, seed, panel, step)``, ``panel`` in {rank, loss}.
     """
@@ -63,19 +63,14 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
         fig,
         view[["arch", "tau", "seed", "panel", "step", "value"]],
         "protocol_study_view",
-        (
-            f"The study's view: rank (absolute threshold $10^{{-8}}$, mean over {n_train} training + {n_test} held-out "
-            f"sequences, layers and heads) and validation loss through training at $\\tau = 1$ (bold) and $\\tau = 0.001$, "
-            f"one run each ({profile} profile, seed {int(first.seed.min())}, head dimension {records.head_dim})."
-        ),
+        f"({profile} profile, seed {int(first.seed.min())}, head dimension {records.head_dim}).",
     )
 
 
 @figure
-def draws_figure(draws: pd.DataFrame, records, n_draws: int, profile: str):
+def draws_figure(draws: pd.DataFrame, records, profile: str):
     """The study's statistic over random draws (:func:`attnrank.chapters.study.study_draws`) at step 0
     and at the last probe step, one dot per draw; the data is those draws with a ``when`` column."""
-    n_train, n_test = STUDY_EXAMPLES
     ends = pd.concat([draws[draws.step == 0], records.at_final_step(draws)])
     ends = ends.assign(when=np.where(ends.step == 0, "step 0", "last step"))
     fig = change_distribution(
@@ -89,10 +84,7 @@ def draws_figure(draws: pd.DataFrame, records, n_draws: int, profile: str):
         fig,
         ends,
         "protocol_draws",
-        (
-            f"The study's statistic over {n_draws} draws of one run per temperature and {n_train} + {n_test} sequences, "
-            f"one dot per draw (box: quartiles). {profile} profile, {records.pair.seed.nunique()} seeds per temperature."
-        ),
+        f"{profile} profile, {records.pair.seed.nunique()} seeds per temperature.",
     )
 
 
@@ -115,16 +107,11 @@ def our_view(records, profile: str):
         width=4.3,
         height=2.6,
     )
-    seq, seeds = records.seq, records.pair.seed.nunique()
     return (
         fig,
         view[["arch", "tau", "seed", "measure", "step", "mean", "sem"]],
         "protocol_our_view",
-        (
-            f"Our view: mean rank over all {seq[seq.split == 'val'].sequence.nunique()} held-out probe sequences, "
-            f"layers and heads, at tau = 1 (bold) and 0.001, mean and min-max over {seeds} seeds "
-            f"({profile} profile, head dimension {records.head_dim})."
-        ),
+        f"({profile} profile, head dimension {records.head_dim}).",
     )
 
 
@@ -133,7 +120,7 @@ def set_early_figure(by_step: pd.DataFrame, profile: str, rho_min: float, *, lea
     """Spearman's rho (:func:`attnrank.chapters.study.rank_by_step`) at each probe step against the last,
     per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without
     its ``estimate`` objects. ``learned``: whether ``by_step`` reads the runs that learned (else every
-    complete run, as the caption then says)."""
+    complete run, as the caption's source words then say)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     forest = by_step.assign(panel=label, lever=by_step.step.map(lambda s: f"step {s}"))
     fig = effect_forest(
@@ -150,8 +137,7 @@ def set_early_figure(by_step: pd.DataFrame, profile: str, rho_min: float, *, lea
         by_step.drop(columns="estimate"),
         "protocol_set_early",
         (
-            f"Spearman rho (95% percentile bootstrap over runs) of the mean {label} at each probe step against the last step, "
-            f"per architecture; dotted: the pre-registered {rho_min:g}. {profile} profile; "
+            f"{profile} profile; "
             + (
                 "the runs of the main grid that learned ("
                 if learned

@@ -418,95 +418,38 @@ def rank_vs_kl(df: pd.DataFrame, *, n: int | None = None):
     return fig
 
 
-def _p0_figure(sec, z, profile):
+def _p0_figure(sec, z):
     p0 = sec.tables["spectrum"]
     fig = exact_spectrum(p0, {"float64 resolution, log10(n eps)": math.log10(z["p0_n"] * 2.0**-52)})
-    return (
-        fig,
-        p0,
-        "theory_p0_spectrum",
-        (
-            f"P0: singular values of $\\operatorname{{softmax}}(S)$ for head dimension 1, $n$ = {z['p0_n']}, $\\tau = 1$, in "
-            f"float64 and in "
-            f"{z['p0_digits']}-digit arithmetic ({profile} profile, {z['p0_inst']} random instances)."
-        ),
-    )
+    return fig, p0, "theory_p0_spectrum"
 
 
-def _staircase_figure(sec, z, profile):
+def _staircase_figure(sec, z):
     sv, slopes = sec.tables["sv"], sec.tables["slopes"]
     data = pd.concat([sv.assign(kind="sigma"), slopes.assign(kind="slope")], ignore_index=True)
-    return (
-        staircase(sv, slopes),
-        data,
-        "theory_p1_staircase",
-        (
-            f"P1 staircase: singular values of $\\operatorname{{softmax}}(\\beta S_0)$ against $\\beta$ (left, coloured by "
-            f"predicted block $m$) and fitted exponents (right) for one random $S_0$ with head dimension 4, $n$ = "
-            f"{z['stair_n']} ({profile} profile, 1 instance, 9 values of $\\beta$)."
-        ),
-    )
+    return staircase(sv, slopes), data, "theory_p1_staircase"
 
 
-def _taylor_figure(sec, z, profile):
+def _taylor_figure(sec, z):
     bound = sec.tables["bound"]
-    return (
-        taylor_bound(bound),
-        bound,
-        "theory_p1_bound",
-        (
-            f"P1 bound: measured numerical rank against the Taylor bound, n = {z['taylor_n']}, head dimensions 1-8, logit "
-            f"multipliers 0.03-3 ({profile} profile, {z['taylor_inst']} instances per setting, {len(bound)} points); "
-            f"dashed: equality."
-        ),
-    )
+    return taylor_bound(bound), bound, "theory_p1_bound"
 
 
-def _saturation_figure(sec, z, profile):
+def _saturation_figure(sec, z):
     sat, limit = sec.tables["sat"], sec.tables["limit"]
     data = pd.concat([sat, limit.assign(head_dim=float("inf"))], ignore_index=True)
-    return (
-        saturation(sat, limit),
-        data,
-        "theory_p1p_saturation",
-        (
-            f"P1': rank measures of $\\operatorname{{softmax}}(QK^\\top / \\sqrt{{d_h}})$ at $\\tau = 1$, $n$ = {z['sat_n']}, "
-            f"against head dimension; "
-            f"dashed lines and bands: the i.i.d. Gaussian limit ({profile} profile, {z['sat_samples']} random matrices "
-            f"per point)."
-        ),
-    )
+    return saturation(sat, limit), data, "theory_p1p_saturation"
 
 
-def _hardmax_figure(sec, z, profile):
+def _hardmax_figure(sec, z):
     curves, thr = sec.tables["curves"], sec.tables["thresholds"]
     fig = hardmax_convergence(curves, thr, eps=1e-2)
-    return (
-        fig,
-        curves.merge(thr, on=["instance", "r_H"]),
-        "theory_p2_hardmax",
-        (
-            f"P2: numerical rank (rtol $10^{{-2}}$) over the hardmax rank against $\\tau$ (left) and the predicted and measured "
-            f"thresholds against the smallest logit gap (right), n = {z['p2_n']}, head dimension {z['p2_d']} "
-            f"({profile} profile, {z['p2_inst']} random instances, {z['p2_grid']} temperatures)."
-        ),
-    )
+    return fig, curves.merge(thr, on=["instance", "r_H"]), "theory_p2_hardmax"
 
 
-def _theorem_figure(sec, z, profile):
+def _theorem_figure(sec, z):
     mc, refs = sec.tables["mc"], sec.tables["refs"]
-    ns = [str(n) for n in z["n_values"]]
-    n_text = ", ".join(ns[:-1]) + " and " + ns[-1] if len(ns) > 1 else "".join(ns)
-    return (
-        hardmax_monte_carlo(mc, refs),
-        mc.merge(refs, on="n"),
-        "theory_thm_montecarlo",
-        (
-            f"The study's theorem: mean hardmax rank over $n$ against head dimension, $n$ = {n_text}, with the "
-            f"i.i.d. value $n(1-(1-1/n)^n)$ (dashed) and the study's bound $(1-1/e)n+1$ (dotted) ({profile} profile, "
-            f"{z['mc_samples']} draws of $(W_Q, W_K)$ per point)."
-        ),
-    )
+    return hardmax_monte_carlo(mc, refs), mc.merge(refs, on="n"), "theory_thm_montecarlo"
 
 
 _SECTION_FIGURES = {
@@ -521,22 +464,23 @@ _SECTION_FIGURES = {
 
 @figure
 def section_figure(name: str, section, sizes: dict, profile: str):
-    """The theory chapter's figure of one check: ``(figure, data, glue name, caption)`` for :func:`attnrank.book.show`.
+    """The theory chapter's figure of one check: ``(figure, data, glue name, source)`` for :func:`attnrank.book.show`.
 
     Args:
         name: the check, one of ``p0``, ``p1_staircase``, ``p1_taylor``, ``p1p``, ``p2``, ``thm``.
         section: the :class:`attnrank.chapters.theory.Check` that check returned (its
             ``tables`` are drawn: ``spectrum``; ``sv`` and ``slopes``; ``bound``; ``sat`` and
             ``limit``; ``curves`` and ``thresholds``; ``mc`` and ``refs``).
-        sizes: the chapter's sizes (``attnrank.runs.presets.preset("theory", profile)``), quoted in
-            the caption.
-        profile: the profile named in the caption.
+        sizes: the chapter's sizes (``attnrank.runs.presets.preset("theory", profile)``).
+        profile: the build's profile (the chapter's caption names it, pasted from the check's glue).
 
-    The data is the table the figure draws (two tables concatenated or merged where it draws two).
+    The data is the table the figure draws (two tables concatenated or merged where it draws two). The caption
+    is the chapter's (its sizes pasted from the checks' glue); no word of it depends on the result, so
+    ``source`` is ``""``.
 
     Raises:
         ConfigError: naming ``name`` for an unknown check.
     """
     if name not in _SECTION_FIGURES:
         raise ConfigError("name", f"got {name!r}; allowed values: {', '.join(_SECTION_FIGURES)}")
-    return _SECTION_FIGURES[name](section, sizes, profile)
+    return (*_SECTION_FIGURES[name](section, sizes), "")
