@@ -71,7 +71,7 @@ def site(tmp_path_factory):
         page = Path(given).resolve() / "chapters" / "explore.html"  # a file URI needs an absolute path
         if not page.is_file():
             pytest.fail(f"ATTNRANK_EXPLORER_SITE={given!r} holds no chapters/explore.html (build the book first)")
-        configs = experiments.main_sweep("auto")
+        configs = experiments.main_sweep(experiments.sweep_plan("auto"))
         return page, {r.key: r for r in (store.run(c) for c in configs)}
     tmp = tmp_path_factory.mktemp("explorer")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNRANK_")}
@@ -85,7 +85,9 @@ def site(tmp_path_factory):
     if "ATTNRANK_DATA" in os.environ:
         env["ATTNRANK_DATA"] = os.environ["ATTNRANK_DATA"]
     # the runs the chapter shows, trained here (the book's up-front sweep would train the whole ci grid)
-    configs = experiments.main_sweep(GRID["profile"], taus=GRID["taus"], head_dims=GRID["head_dims"], seeds=2)
+    configs = experiments.main_sweep(
+        experiments.sweep_plan(GRID["profile"], taus=GRID["taus"], head_dims=GRID["head_dims"], seeds=2)
+    )
     old = os.environ.get("ATTNRANK_RUNS")
     os.environ["ATTNRANK_RUNS"] = env["ATTNRANK_RUNS"]
     try:

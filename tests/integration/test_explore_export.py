@@ -17,7 +17,7 @@ GRID = dict(taus=[1.0], head_dims=[16], seeds=1)
 
 @pytest.fixture
 def stored(private_store):
-    return {r.key: r for r in (store.run(c) for c in experiments.main_sweep("ci", **GRID))}
+    return {r.key: r for r in (store.run(c) for c in experiments.main_sweep(experiments.sweep_plan("ci", **GRID)))}
 
 
 def _floats(text):

@@ -31,21 +31,22 @@ def clean_env(monkeypatch):
 # ----------------------------------------------------------------------------- dataset
 def test_every_sweep_takes_a_dataset(corpus, clean_env):
     name = f"hf:{corpus}"
-    assert experiments.sweep_defaults("ci", dataset=name)["dataset"] == name
-    assert experiments.sweep_defaults("ci")["dataset"] == "shakespeare"
+    assert experiments.sweep_plan("ci", dataset=name).dataset == name
+    assert experiments.sweep_plan("ci").dataset == "shakespeare"
+    one = experiments.sweep_plan("ci", taus=[1.0], head_dims=[8], seeds=1, dataset=name)
     sweeps = {
-        "tau": experiments.tau_sweep("ci", taus=[1.0], seeds=1, dataset=name),
-        "head_dim": experiments.head_dim_sweep("ci", head_dims=[8], seeds=1, dataset=name),
-        "main": experiments.main_sweep("ci", dataset=name),
+        "tau": experiments.tau_sweep(one),
+        "head_dim": experiments.head_dim_sweep(one),
+        "main": experiments.main_sweep(experiments.sweep_plan("ci", dataset=name)),
         "seq_len": experiments.seq_len_sweep("ci", dataset=name),
         "book": experiments.book_runs("ci", dataset=name),
     }
     for kind, configs in sweeps.items():
         assert configs and {c.dataset for c in configs} == {name}, kind
-    assert len(sweeps["main"]) == len(experiments.main_sweep("ci")) == 130
+    assert len(sweeps["main"]) == len(experiments.main_sweep(experiments.sweep_plan("ci"))) == 130
     assert len(sweeps["book"]) == len(experiments.book_runs("ci"))
     with pytest.raises(ConfigError) as e:
-        experiments.main_sweep("ci", dataset="wikitext")
+        experiments.sweep_plan("ci", dataset="wikitext")
     assert e.value.param == "dataset"
     with pytest.raises(ConfigError) as e:
         experiments.book_runs("ci", dataset=f"hf:{corpus / 'missing'}")
@@ -143,7 +144,10 @@ def test_scale_profile_is_quick_trained_three_times_longer(clean_env):
     clean_env.setenv("ATTNRANK_PROFILE", "scale")
     assert resolve_profile("auto") == "scale"
     assert book.check_parameters({"profile": "scale"}, ("profile",)) == {"profile": "scale"}
-    assert {(c.arch, c.max_steps) for c in experiments.main_sweep("auto")} == {("modernbert", 3_000), ("gpt2", 3_000)}
+    assert {(c.arch, c.max_steps) for c in experiments.main_sweep(experiments.sweep_plan("auto"))} == {
+        ("modernbert", 3_000),
+        ("gpt2", 3_000),
+    }
     # the causal chapter's 2 x 2 at the quick sizes and steps (where both models learn), three seeds
     causal = experiments.causal_runs("scale")
     assert {(c.profile, c.max_steps, c.hidden_size) for c in causal} == {("quick", 1000, 128)}

@@ -64,7 +64,7 @@ def test_temperature_grid_adds_an_off_grid_setting(private_store, monkeypatch):
 
     small = {"ci": dict(taus=(1.0,), head_dims=(16,), seeds=(0,))}
     monkeypatch.setattr(experiments, "SWEEP_DEFAULTS", small)
-    t = tables.temperature_grid("ci", extra=(0.5, 1.0))
+    t = tables.temperature_grid(experiments.sweep_plan("ci"), extra=(0.5, 1.0))
     assert t.attrs["missing"] == [0.5] and sorted(t.tau.unique()) == [0.5, 1.0]
     assert list(t.log10_tau.round(6)) == list(np.log10(t.tau).round(6))
     assert (t.groupby("arch").size() == 2).all()

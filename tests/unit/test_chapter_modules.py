@@ -82,15 +82,18 @@ def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
     wide = _runs()
     monkeypatch.setattr(tables, "table", lambda configs, long: wide.copy())
     monkeypatch.setattr(tables, "main_sweep", lambda *a, **k: [])
-    monkeypatch.setattr(tables, "resolve_config", lambda arch, profile: type("C", (), {"head_dim": 16})())
-    d = tables.main_runs("ci")
+    plan = experiments.SweepPlan(
+        "ci", taus=(0.01, 1.0), head_dims=(8, 16), seeds=(0, 1, 2), dataset="shakespeare", head_dim=16
+    )
+    d = tables.main_runs(plan)
     assert set(d[d.head_dim == 16].sweep) == {"temperature grid"}
     assert set(d[d.head_dim == 8].sweep) == {"head-dimension grid"}
     assert len(d) == len(wide)
 
 
 def test_sweep_facts_count_runs_seeds_and_failures():
-    facts = section.sweep_facts("x", _runs(), {"taus": [0.01, 0.25, 1.0], "head_dims": [8, 16]})
+    plan = experiments.sweep_plan("ci", taus=[0.01, 0.25, 1.0], head_dims=[8, 16])
+    facts = section.sweep_facts("x", _runs(), plan)
     assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24}
 
 

@@ -17,7 +17,7 @@ from ..analysis import baselines, rules
 from ..analysis.rules import PRIMARY_MEASURE, RHO_MIN, DynamicsResult
 from ..analysis.verdicts import INCONCLUSIVE
 from ..core.errors import ConfigError
-from ..core.profiles import ARCH_ORDER, resolve_config, resolve_profile
+from ..core.profiles import ARCH_ORDER
 from ..plots import training as tplots
 from ..runs import experiments, tables
 from ..runs.store import load_table
@@ -175,24 +175,24 @@ def section(
         ConfigError: naming ``heatmap_tau`` when it is not a temperature of the sweep, or any
         parameter the sweep does not allow.
     """
-    profile = resolve_profile(profile)
-    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-    if not any(np.isclose(heatmap_tau, t) for t in grid["taus"]):
+    plan = experiments.sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    profile = plan.profile
+    if not any(np.isclose(heatmap_tau, t) for t in plan.taus):
         raise ConfigError(
             "heatmap_tau",
-            f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): {', '.join(map(fmt_setting, grid['taus']))}",
+            f"got {heatmap_tau!r}; allowed values (the sweep's temperatures): {', '.join(map(fmt_setting, plan.taus))}",
         )
     m = PRIMARY_MEASURE
     label = MEASURE_LABELS[m]
-    sweep = tables.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    sweep = tables.main_runs(plan)
     ok = sweep[sweep.status == "complete"]
-    head_dim0 = resolve_config("modernbert", profile).head_dim
+    head_dim0 = plan.head_dim
     max_len, n_seeds = int(sweep.max_len.iloc[0]), int(sweep.seed.nunique())
     tau_runs = sweep[sweep.sweep == "temperature grid"]
     uniform = baselines.uniform_ranks(max_len)
     summary = load_table(sweep, "rank_summary")
     glue = {
-        **sweep_facts("dynamics", sweep, grid),
+        **sweep_facts("dynamics", sweep, plan),
         "dynamics_rho_min": fmt(RHO_MIN, 1),
         "dynamics_default_head_dim": head_dim0,
         "dynamics_n": max_len,
@@ -220,7 +220,7 @@ def section(
         )
     )
     # rank through training, every head dimension (primary measure)
-    hd_taus = sorted({1.0, min(grid["taus"])})
+    hd_taus = sorted({1.0, min(plan.taus)})
     hd_runs = sweep[sweep.tau.isin(hd_taus)]
     glue["dynamics_hd_taus"] = ", ".join(map(fmt_setting, hd_taus))
     d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]

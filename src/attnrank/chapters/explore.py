@@ -48,7 +48,7 @@ from ..core.profiles import resolve_profile
 from ..core.rank import MEASURES, rank_measures, singular_values
 from ..core.train import ATTENTION_SEQUENCES
 from ..runs import store
-from ..runs.experiments import main_sweep
+from ..runs.experiments import main_sweep, sweep_plan
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt
 from .section import Section, Table
 
@@ -305,7 +305,7 @@ def export(
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ConfigError("budget", f"got {budget!r}; expected a positive number of bytes")
     profile = resolve_profile(profile)
-    configs = main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    configs = main_sweep(sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset))
     stored = [store.run(c) for c in configs]
     arrays = [_Arrays.of(r, max(p.sequences for p in PLANS)) for r in stored]
     dataset_name = configs[0].dataset if configs else (dataset or "")

@@ -18,7 +18,7 @@ import pandas as pd
 from ..analysis import baselines, rules, stats, verdicts
 from ..analysis.rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from ..analysis.stats import Estimate
-from ..core.profiles import resolve_config, resolve_profile
+from ..core.profiles import resolve_config
 from ..plots import sweeps
 from ..runs import experiments, tables
 from ..words.glossary import (
@@ -318,29 +318,29 @@ def section(
     Raises:
         ConfigError: for a parameter the sweep does not allow.
     """
-    profile = resolve_profile(profile)
+    plan = experiments.sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    profile = plan.profile
     mc_samples = 256 if mc_samples is None else mc_samples
-    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
     m = PRIMARY_MEASURE
     label = MEASURE_LABELS[m]
-    sweep = tables.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-    tau_min = float(min(grid["taus"]))
+    sweep = tables.main_runs(plan)
+    tau_min = float(min(plan.taus))
     hd_taus = sorted({1.0, tau_min}, reverse=True)
     cfg0 = resolve_config("modernbert", profile)
     head_dim0, hidden = cfg0.head_dim, cfg0.hidden_size
-    hd_runs = sweep[sweep.head_dim.isin(grid["head_dims"]) & sweep.tau.isin(hd_taus)].sort_values(
+    hd_runs = sweep[sweep.head_dim.isin(plan.head_dims) & sweep.tau.isin(hd_taus)].sort_values(
         ["arch", "tau", "head_dim", "seed"]
     )
-    t_runs = sweep[(sweep.head_dim == head_dim0) & sweep.tau.isin(grid["taus"])]
+    t_runs = sweep[(sweep.head_dim == head_dim0) & sweep.tau.isin(plan.taus)]
     n_seeds = int(sweep.seed.nunique())
     glue = {
         "headdim_n_runs": len(hd_runs),
         "headdim_n_seeds": n_seeds,
         "headdim_hidden": hidden,
         "headdim_tau_min": fmt_setting(tau_min),
-        "headdim_head_dims": ", ".join(map(str, grid["head_dims"])),
-        "headdim_n_taus": len(grid["taus"]),
-        "headdim_heads": ", ".join(str(hidden // h) for h in grid["head_dims"]),
+        "headdim_head_dims": ", ".join(map(str, plan.head_dims)),
+        "headdim_n_taus": len(plan.taus),
+        "headdim_heads": ", ".join(str(hidden // h) for h in plan.head_dims),
         "headdim_taus": ", ".join(map(fmt_setting, hd_taus)),
         "headdim_head_dim0": head_dim0,
         "headdim_n_resamples": f"{stats.N_RESAMPLES:,}",
@@ -357,7 +357,7 @@ def section(
                 measures=("rank_rtol_1e-2", "rank_rtol_1e-4"),
             )
             for a in ARCHS
-            for h in grid["head_dims"]
+            for h in plan.head_dims
             for t in hd_taus
         ],
         ignore_index=True,
@@ -390,7 +390,7 @@ def section(
     glue.update({f"headdim_uniform_{a}": fmt(u[m]) for a, u in uniform.items()})
     # rank against head dimension, one figure per temperature
     hd_long = tables.long_form(hd_runs)
-    stair, small = baselines.staircase(grid["head_dims"], n_tok), baselines.small_logits(init, n_tok)
+    stair, small = baselines.staircase(plan.head_dims, n_tok), baselines.small_logits(init, n_tok)
     uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
     figures = []
     for t in hd_taus:
@@ -471,7 +471,7 @@ def section(
         window_summary(win, windows, hidden)
         + " On the trained grid (reported, not judged): "
         + lever_summary(
-            lv, effect=rules.LEVER_EFFECT, profile=profile, n_seeds=n_seeds, head_dims=grid["head_dims"], hidden=hidden
+            lv, effect=rules.LEVER_EFFECT, profile=profile, n_seeds=n_seeds, head_dims=plan.head_dims, hidden=hidden
         ),
         status_of,
         brief=INITIAL_BRIEF,

@@ -313,10 +313,12 @@ def plan_parts(profile: str = "auto") -> dict:
     where the models learn; the shared grid again on a second corpus (the same configs, so the same cost). A fine
     temperature grid at initialisation needs no training and is not listed.
     """
-    profile = resolve_profile(profile)
-    main = experiments.main_sweep(profile)
-    seeds = experiments.sweep_defaults(profile)["seeds"]
-    more = [c for c in experiments.main_sweep(profile, seeds=len(seeds) + 1) if c not in set(main)]
+    plan = experiments.sweep_plan(profile)
+    profile, seeds = plan.profile, plan.seeds
+    main = experiments.main_sweep(plan)
+    more = [
+        c for c in experiments.main_sweep(experiments.sweep_plan(profile, seeds=len(seeds) + 1)) if c not in set(main)
+    ]
     s = experiments.twin_scale(0.01)
     cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
     causal_default = [
@@ -328,7 +330,7 @@ def plan_parts(profile: str = "auto") -> dict:
     return {
         "build": {
             "shared grid": main,
-            "the study's BERT": experiments.study_bert_sweep(profile),
+            "the study's BERT": experiments.study_bert_sweep(plan),
             "sequence lengths": experiments.seq_len_sweep(profile),
             "causal chapter": experiments.causal_runs(profile),
         },
@@ -445,11 +447,10 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
     Raises:
         ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
     """
-    profile = resolve_profile(profile)
-    grid = tables.main_runs(profile, seeds=seeds, dataset=dataset)
-    bert = tables.table(experiments.study_bert_sweep(profile, seeds=seeds, dataset=dataset), long=False).assign(
-        sweep="temperature grid"
-    )
+    plan = experiments.sweep_plan(profile, seeds=seeds, dataset=dataset)
+    profile = plan.profile
+    grid = tables.main_runs(plan)
+    bert = tables.table(experiments.study_bert_sweep(plan), long=False).assign(sweep="temperature grid")
     runs = pd.concat([grid, bert], ignore_index=True)
     shown = shown_runs(runs)
     curve = curves(shown)

@@ -16,7 +16,7 @@ import pandas as pd
 from ..analysis import baselines, rules
 from ..analysis.rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
 from ..analysis.stats import spearman
-from ..core.profiles import ARCH_ORDER, resolve_config, resolve_profile
+from ..core.profiles import ARCH_ORDER
 from ..plots import training as tplots
 from ..runs import experiments, tables
 from ..runs.store import load_table
@@ -127,18 +127,18 @@ def section(
     Raises:
         ConfigError: for a parameter the sweep does not allow.
     """
-    profile = resolve_profile(profile)
-    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    plan = experiments.sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    profile = plan.profile
     m = PRIMARY_MEASURE
     label = MEASURE_LABELS[m]
     rank_label = f"initial mean rank ({label})"
-    sweep = tables.main_runs(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-    head_dim0, n_seeds = resolve_config("modernbert", profile).head_dim, int(sweep.seed.nunique())
+    sweep = tables.main_runs(plan)
+    head_dim0, n_seeds = plan.head_dim, int(sweep.seed.nunique())
     train_log = load_table(sweep, "train_log")
     sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
     ok = sweep[sweep.status == "complete"]
     glue = {
-        **sweep_facts("loss", sweep, grid),
+        **sweep_facts("loss", sweep, plan),
         "loss_rho_effect": fmt(LOSS_EFFECT, 1),
         "loss_primary_label": label,
         "loss_default_head_dim": head_dim0,
@@ -170,7 +170,7 @@ def section(
     res = results[m]
     speed = {mm: rules.loss_rule(learned, mm, outcome="steps_plot", archs=archs) for mm in RANK_MEASURES}
     hd_taus = sorted(sweep.tau[sweep.sweep == "head-dimension grid"].unique())
-    tau_min = min(grid["taus"])
+    tau_min = min(plan.taus)
     hd_rho = grid_correlations(ok, f"initial_{m}", "final_val_loss", hd_taus)
     for name, by_arch in {
         "val_rho": res.rho,

@@ -365,7 +365,9 @@ def section(
     """
     profile = resolve_profile(profile)
     grid_taus = sorted(set(tau_grid_extreme) | {1.0})  # tau = 1 (the trained model) is always probed
-    configs = experiments.main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    configs = experiments.main_sweep(
+        experiments.sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    )
     sweep = runs_table(configs, long=False)
     used, not_probed = probed_runs(sweep, profile)
     S = Setting.of(used, profile, probe_size, grid_taus)

@@ -201,7 +201,10 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
     profile = resolve_profile(profile)
     env, lock = environment()
     sweep = tables.table(
-        experiments.main_sweep(profile, dataset=dataset, seeds=seeds, taus=taus, head_dims=head_dims), long=False
+        experiments.main_sweep(
+            experiments.sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+        ),
+        long=False,
     )
     paper, here = profile_defaults("paper"), resolve_config("modernbert", profile, dataset=dataset)
     done = sweep[sweep.cpu_seconds.notna()] if "cpu_seconds" in sweep else sweep.iloc[:0]

@@ -396,12 +396,13 @@ def runs_caption(runs: pd.DataFrame, profile: str) -> str:
     return f"The {profile} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
 
 
-def sweep_facts(prefix: str, runs: pd.DataFrame, grid: dict) -> dict:
-    """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grid,
-    comma-separated), ``n_seeds`` and ``n_runs`` (the diverged ones: :func:`divergence`)."""
+def sweep_facts(prefix: str, runs: pd.DataFrame, plan) -> dict:
+    """The sweep's numbers a chapter glues, named ``{prefix}_<fact>``: ``taus`` and ``head_dims`` (the grids of
+    ``plan``, a :class:`attnrank.runs.experiments.SweepPlan`, comma-separated), ``n_seeds`` and ``n_runs`` (the
+    diverged ones: :func:`divergence`)."""
     return {
-        f"{prefix}_taus": ", ".join(fmt_setting(t) for t in grid["taus"]),
-        f"{prefix}_head_dims": ", ".join(str(h) for h in grid["head_dims"]),
+        f"{prefix}_taus": ", ".join(fmt_setting(t) for t in plan.taus),
+        f"{prefix}_head_dims": ", ".join(str(h) for h in plan.head_dims),
         f"{prefix}_n_seeds": int(runs.seed.nunique()),
         f"{prefix}_n_runs": len(runs),
     }

@@ -33,7 +33,6 @@ from ..analysis import stats
 from ..analysis.stats import Estimate
 from ..core.errors import ConfigError, check_int
 from ..core.measures import MEASURES
-from ..core.profiles import resolve_config
 from ..runs import experiments, store
 from ..runs.experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
 from ..runs.tables import table as runs_table
@@ -310,8 +309,9 @@ def load(profile: str, *, seeds=None, dataset=None) -> Records:
     Raises:
         ConfigError: naming ``profile``, ``seeds`` or ``dataset`` for a value the sweep does not allow.
     """
-    runs = runs_table(experiments.main_sweep(profile, seeds=seeds, dataset=dataset), long=False)
-    head_dim = resolve_config("modernbert", profile).head_dim
+    plan = experiments.sweep_plan(profile, seeds=seeds, dataset=dataset)
+    runs = runs_table(experiments.main_sweep(plan), long=False)
+    head_dim = plan.head_dim
     ok, pair = select(runs, head_dim)
     seq = store.load_table(pair, "sequences")
     final_steps = {a: int(v) for a, v in seq.groupby("arch").step.max().items()}

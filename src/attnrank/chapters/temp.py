@@ -22,7 +22,7 @@ from ..analysis import baselines, rules, stats
 from ..analysis.rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from ..analysis.stats import Estimate
 from ..analysis.verdicts import INCONCLUSIVE
-from ..core.profiles import resolve_config, resolve_profile
+from ..core.profiles import resolve_config
 from ..plots import sweeps
 from ..plots import training as tplots
 from ..runs import experiments, tables
@@ -429,18 +429,16 @@ def section(
     Raises:
         ConfigError: for a parameter the sweep does not allow.
     """
-    profile = resolve_profile(profile)
-    grid = experiments.sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
+    plan = experiments.sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
+    profile = plan.profile
     m = PRIMARY_MEASURE
     label = MEASURE_LABELS[m]
-    tsweep = tables.temperature_grid(
-        profile, extra=(tau, STOCK), taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset
-    )
+    tsweep = tables.temperature_grid(plan, extra=(tau, STOCK))
     n_seeds, head_dim0 = int(tsweep.seed.nunique()), int(tsweep.head_dim.iloc[0])
-    tau_min = float(min(grid["taus"]))
+    tau_min = float(min(plan.taus))
     added = ", ".join(map(fmt_setting, tsweep.attrs["missing"])) or "none"
     glue = {
-        "temp_grid_text": grid_text(grid["taus"]),
+        "temp_grid_text": grid_text(plan.taus),
         "temp_init_std": fmt(baselines.init_std()),
         "temp_n_runs": len(tsweep),
         "temp_n_seeds": n_seeds,
@@ -448,7 +446,7 @@ def section(
         "temp_head_dim": head_dim0,
         "temp_tau": fmt_setting(tau),
         "temp_tau_min": fmt_setting(tau_min),
-        "temp_tau_max": fmt_setting(max(grid["taus"])),
+        "temp_tau_max": fmt_setting(max(plan.taus)),
         "temp_added": added,
     }
     glue.update(divergence(tsweep, "temp"))
@@ -570,7 +568,7 @@ def section(
         ),
     )
     figures.append(fine_figure)
-    grid_runs = tsweep[tsweep.tau.isin(grid["taus"])]
+    grid_runs = tsweep[tsweep.tau.isin(plan.taus)]
     rank_v = {mm: rules.temperature_rank(grid_runs, f"initial_{mm}", stock=STOCK, cold=tau_min) for mm in RANK_MEASURES}
     rv = rank_v[m]
     section_tables.append(Table("temp_rank_rule", temperature_table(rank_v, tau_min)))

@@ -34,7 +34,8 @@ __all__ = [
     "TAU_GRID",
     "QUICK_TAU_GRID",
     "SWEEP_DEFAULTS",
-    "sweep_defaults",
+    "SweepPlan",
+    "sweep_plan",
     "tau_sweep",
     "head_dim_sweep",
     "main_sweep",
@@ -82,21 +83,41 @@ SWEEP_DEFAULTS = {
 SWEEP_DEFAULTS["scale"] = dict(SWEEP_DEFAULTS["quick"])  # the quick grid, trained SCALE_FACTOR times longer
 
 
-def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> dict:
-    """The profile's grids with any of ``taus``, ``head_dims``, ``seeds``, ``dataset`` overridden (validated).
+@dataclasses.dataclass(frozen=True)
+class SweepPlan:
+    """The shared sweep as a chapter asked for it, resolved once (:func:`sweep_plan`) and handed down to the sweeps,
+    the run tables and the analysis, which read it and resolve nothing again.
 
-    ``seeds`` may be an int (that many seeds, 0..n-1) or a list of seeds. ``dataset`` (key
-    ``"dataset"``, normalised by :func:`attnrank.core.profiles.check_dataset`) defaults to the
-    profile's, ``ATTNRANK_DATASET`` or ``shakespeare``.
+    Attributes:
+        profile: the resolved profile (``ci``, ``quick``, ``paper`` or ``scale``; never ``auto``).
+        taus: the temperature ratios of the temperature grid.
+        head_dims: the head dimensions of the head-dimension grid (at the profile's ``hidden_size``).
+        seeds: the seeds of every setting.
+        dataset: the training corpus (normalised by :func:`attnrank.core.profiles.check_dataset`).
+        head_dim: the profile's standard head dimension, the temperature grid's.
+    """
+
+    profile: str
+    taus: tuple
+    head_dims: tuple
+    seeds: tuple
+    dataset: str
+    head_dim: int
+
+
+def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> SweepPlan:
+    """The profile's grids (:data:`SWEEP_DEFAULTS`) with any of ``taus``, ``head_dims``, ``seeds``, ``dataset``
+    overridden, validated and resolved into one :class:`SweepPlan`.
+
+    ``seeds`` may be an int (that many seeds, 0..n-1) or a list of seeds. ``dataset`` defaults to
+    ``ATTNRANK_DATASET`` or ``shakespeare``.
 
     Raises:
         ConfigError: naming ``profile``, ``taus``, ``head_dims``, ``seeds`` or ``dataset``.
     """
-    d = dict(SWEEP_DEFAULTS[resolve_profile(profile)])
-    if dataset is None:
-        d["dataset"] = default_dataset()
-    else:
-        d["dataset"] = check_dataset(dataset)
+    profile = resolve_profile(profile)
+    d = dict(SWEEP_DEFAULTS[profile])
+    d["dataset"] = default_dataset() if dataset is None else check_dataset(dataset)
     if taus is not None:
         d["taus"] = tuple(check_tau(t) for t in (taus if isinstance(taus, (list, tuple)) else [taus]))
     if head_dims is not None:
@@ -110,7 +131,7 @@ def sweep_defaults(profile: str = "auto", *, taus=None, head_dims=None, seeds=No
         if not isinstance(seeds, (list, tuple)) or not seeds:
             raise ConfigError("seeds", f"got {seeds!r}; expected a positive int or a non-empty list of ints")
         d["seeds"] = tuple(check_positive_int("seeds", s, low=0) for s in seeds)
-    return d
+    return SweepPlan(profile=profile, head_dim=resolve_config("modernbert", profile).head_dim, **d)
 
 
 def _archs(archs) -> tuple[str, ...]:
@@ -121,52 +142,54 @@ def _archs(archs) -> tuple[str, ...]:
     return archs
 
 
-def tau_sweep(profile: str = "auto", archs=ARCHS, taus=None, seeds=None, dataset=None, **overrides) -> list[RunConfig]:
-    """Configs over the temperature grid at the profile's head dimension, trained on ``dataset``."""
-    d = sweep_defaults(profile, taus=taus, seeds=seeds, dataset=dataset)
+def tau_sweep(plan: SweepPlan, archs=ARCHS, taus=None, **overrides) -> list[RunConfig]:
+    """Configs over the temperature grid of ``plan`` (or over ``taus``, validated) at the profile's head dimension,
+    with the plan's seeds and corpus.
+
+    Raises:
+        ConfigError: naming ``taus`` or ``archs``.
+    """
+    taus = plan.taus if taus is None else tuple(check_tau(t) for t in taus)
     return [
-        resolve_config(a, profile, tau=t, seed=s, dataset=d["dataset"], **overrides)
+        resolve_config(a, plan.profile, tau=t, seed=s, dataset=plan.dataset, **overrides)
         for a in _archs(archs)
-        for t in d["taus"]
-        for s in d["seeds"]
+        for t in taus
+        for s in plan.seeds
     ]
 
 
-def head_dim_sweep(
-    profile: str = "auto", archs=ARCHS, head_dims=None, seeds=None, tau: float = 1.0, dataset=None, **overrides
-) -> list[RunConfig]:
-    """Configs over the head-dimension grid at fixed ``hidden_size`` (``num_heads = hidden_size / head_dim``)."""
-    d = sweep_defaults(profile, head_dims=head_dims, seeds=seeds, dataset=dataset)
+def head_dim_sweep(plan: SweepPlan, archs=ARCHS, tau: float = 1.0, **overrides) -> list[RunConfig]:
+    """Configs over the head-dimension grid of ``plan`` at fixed ``hidden_size`` (``num_heads = hidden_size /
+    head_dim``), at temperature ratio ``tau``."""
     return [
-        resolve_config(a, profile, tau=tau, head_dim=h, seed=s, dataset=d["dataset"], **overrides)
+        resolve_config(a, plan.profile, tau=tau, head_dim=h, seed=s, dataset=plan.dataset, **overrides)
         for a in _archs(archs)
-        for h in d["head_dims"]
-        for s in d["seeds"]
+        for h in plan.head_dims
+        for s in plan.seeds
     ]
 
 
-def main_sweep(
-    profile: str = "auto", archs=ARCHS, taus=None, head_dims=None, seeds=None, dataset=None
-) -> list[RunConfig]:
+def main_sweep(plan: SweepPlan, archs=ARCHS) -> list[RunConfig]:
     """Temperature sweep plus head-dimension sweep (at tau = 1 and at the smallest tau), without duplicates."""
-    d = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset)
-    configs = tau_sweep(profile, archs, d["taus"], d["seeds"], dataset=d["dataset"])
-    for t in sorted({1.0, min(d["taus"])}):
-        configs += head_dim_sweep(profile, archs, d["head_dims"], d["seeds"], tau=t, dataset=d["dataset"])
-    unique = {}
-    for c in configs:
-        unique.setdefault(c, c)
-    return list(unique)
+    configs = tau_sweep(plan, archs)
+    for t in sorted({1.0, min(plan.taus)}):
+        configs += head_dim_sweep(plan, archs, tau=t)
+    return list(dict.fromkeys(configs))
 
 
-def study_bert_sweep(profile: str = "auto", seeds=None, dataset=None) -> list[RunConfig]:
+def study_bert_sweep(plan: SweepPlan) -> list[RunConfig]:
     """The study's BERT at ``tau = 1`` with the grid's seeds: the chapter "Have the models learned?" trains it beside
     ModernBERT to show that it does not leave the context-free plateau at this scale."""
-    return tau_sweep(profile, ("bert",), [1.0], seeds, dataset=dataset)
+    return tau_sweep(plan, ("bert",), [1.0])
+
+
+def _main_runs(profile: str) -> list[RunConfig]:
+    return main_sweep(sweep_plan(profile))
 
 
 def _learned_runs(profile: str) -> list[RunConfig]:
-    return main_sweep(profile) + study_bert_sweep(profile)
+    p = sweep_plan(profile)
+    return main_sweep(p) + study_bert_sweep(p)
 
 
 #: Sequence lengths of the theory chapter's sequence-length runs.
@@ -189,23 +212,24 @@ def seq_len_sweep(profile: str = "auto", archs=ARCHS, seq_lens=None, seeds=None,
         ``dataset`` or ``profile``.
     """
     preset = SEQ_LEN_PRESET[resolve_profile(profile)]
-    d = sweep_defaults(preset["sizes"], seeds=preset["seeds"] if seeds is None else seeds, dataset=dataset)
+    d = sweep_plan(preset["sizes"], seeds=preset["seeds"] if seeds is None else seeds, dataset=dataset)
     lens = SEQ_LENS if seq_lens is None else seq_lens if isinstance(seq_lens, (list, tuple)) else [seq_lens]
     if not lens:
         raise ConfigError("seq_lens", "got an empty list; expected sequence lengths >= 8")
     lens = tuple(check_positive_int("seq_lens", n, low=8) for n in lens)
     return [
-        resolve_config(a, preset["sizes"], max_len=n, seed=s, dataset=d["dataset"], **preset["overrides"])
+        resolve_config(a, preset["sizes"], max_len=n, seed=s, dataset=d.dataset, **preset["overrides"])
         for a in _archs(archs)
         for n in lens
-        for s in d["seeds"]
+        for s in d.seeds
     ]
 
 
 def _temp_runs(profile: str) -> list[RunConfig]:
     # the temperature chapter adds its detailed tau (default 0.25) and the baseline tau = 1
     # when they are off the grid (with the defaults both are on it)
-    return main_sweep(profile) + tau_sweep(profile, taus=[0.25, 1.0])
+    p = sweep_plan(profile)
+    return main_sweep(p) + tau_sweep(p, taus=[0.25, 1.0])
 
 
 # ------------------------------------------------------------------ the causal chapter's runs (P3)
@@ -276,17 +300,17 @@ def _causal_runs(profile: str) -> list[RunConfig]:
 CHAPTERS = {
     "intro": None,
     "learned": _learned_runs,
-    "measure": main_sweep,
+    "measure": _main_runs,
     "theory": seq_len_sweep,
-    "dynamics": main_sweep,
-    "protocol": main_sweep,
-    "loss": main_sweep,
+    "dynamics": _main_runs,
+    "protocol": _main_runs,
+    "loss": _main_runs,
     "temp": _temp_runs,
-    "headdim": main_sweep,
+    "headdim": _main_runs,
     "causal": _causal_runs,
     "target": None,
-    "explore": main_sweep,
-    "reproducibility": main_sweep,
+    "explore": _main_runs,
+    "reproducibility": _main_runs,
     "bibliography": None,
 }
 
@@ -320,17 +344,17 @@ def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunCon
 #: from at a profile's defaults; ``None``: no trained language model (random matrices or the
 #: toy task, sized by the profile's model sizes).
 VERDICT_RUNS = {
-    "measure": main_sweep,
-    "dynamics": main_sweep,
-    "loss": main_sweep,
+    "measure": _main_runs,
+    "dynamics": _main_runs,
+    "loss": _main_runs,
     "temp": _temp_runs,
     "temp_loss": _temp_runs,
-    "headdim": main_sweep,
+    "headdim": _main_runs,
     "theory": None,
     "target": None,
     "seq_len": seq_len_sweep,
-    "protocol": main_sweep,
-    "set_early": main_sweep,
+    "protocol": _main_runs,
+    "set_early": _main_runs,
     "causal": _causal_runs,
 }
 

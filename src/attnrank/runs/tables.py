@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.measures import MEASURES
-from ..core.profiles import ARCHS, resolve_config
-from .experiments import main_sweep, sweep_defaults, tau_sweep
+from ..core.profiles import ARCHS
+from .experiments import SweepPlan, main_sweep, tau_sweep
 from .grid import sweep
 from .store import load_table
 
@@ -89,35 +89,28 @@ def table(configs, *, long: bool = True, progress: bool = False) -> pd.DataFrame
 
 
 # --------------------------------------------------------------------------- the shared sweep
-def main_runs(profile: str, *, taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
-    """The runs of the shared sweep (:func:`attnrank.runs.experiments.main_sweep`; trained where missing), one row
-    per run, with a ``sweep`` column: ``"temperature grid"`` for the runs at the profile's standard head
-    dimension, ``"head-dimension grid"`` for the others."""
-    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
-    wide["sweep"] = np.where(
-        wide.head_dim == resolve_config("modernbert", profile).head_dim, "temperature grid", "head-dimension grid"
-    )
+def main_runs(plan: SweepPlan) -> pd.DataFrame:
+    """The runs of the shared sweep of ``plan`` (:func:`attnrank.runs.experiments.main_sweep`; trained where
+    missing), one row per run, with a ``sweep`` column: ``"temperature grid"`` for the runs at the profile's
+    standard head dimension, ``"head-dimension grid"`` for the others."""
+    wide = table(main_sweep(plan), long=False)
+    wide["sweep"] = np.where(wide.head_dim == plan.head_dim, "temperature grid", "head-dimension grid")
     return wide
 
 
-def temperature_grid(profile: str, *, extra=(), taus=None, head_dims=None, seeds=None, dataset=None) -> pd.DataFrame:
-    """The runs of the temperature grid at the profile's standard head dimension, plus ``extra`` temperatures.
+def temperature_grid(plan: SweepPlan, *, extra=()) -> pd.DataFrame:
+    """The runs of the temperature grid of ``plan`` at the profile's standard head dimension, plus ``extra``
+    temperatures.
 
     The grid comes from the shared sweep (:func:`attnrank.runs.experiments.main_sweep`); an ``extra`` value
-    off the grid trains its own runs (both architectures, the grid's seeds), on ``dataset``. Returns
+    off the grid trains its own runs (both architectures, the plan's seeds and corpus). Returns
     the wide run frame sorted by ``arch, tau, seed``, with ``log10_tau``; ``attrs["missing"]`` lists
     the extra values that were off the grid.
     """
-    grid = sweep_defaults(profile, taus=taus, head_dims=head_dims, seeds=seeds)
-    wide = table(main_sweep(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset), long=False)
-    head_dim0 = resolve_config("modernbert", profile).head_dim
-    missing = [t for t in sorted(set(extra)) if not any(math.isclose(t, g, rel_tol=1e-9) for g in grid["taus"])]
-    more = (
-        table(tau_sweep(profile, taus=missing, seeds=list(grid["seeds"]), dataset=dataset), long=False)
-        if missing
-        else wide.iloc[:0]
-    )
-    on_grid = wide[(wide.head_dim == head_dim0) & wide.tau.isin(grid["taus"])]
+    wide = table(main_sweep(plan), long=False)
+    missing = [t for t in sorted(set(extra)) if not any(math.isclose(t, g, rel_tol=1e-9) for g in plan.taus)]
+    more = table(tau_sweep(plan, taus=missing), long=False) if missing else wide.iloc[:0]
+    on_grid = wide[(wide.head_dim == plan.head_dim) & wide.tau.isin(plan.taus)]
     out = pd.concat([on_grid, more]).drop_duplicates("key").sort_values(["arch", "tau", "seed"]).reset_index(drop=True)
     out["log10_tau"] = np.log10(out.tau)
     out.attrs.update(missing=missing)
