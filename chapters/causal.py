@@ -44,13 +44,11 @@ tau: float = 0.01  # temperature ratio of the intervention, beside the stock rat
 eval_taus: list = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]  # evaluation temperature ratios of the trained models
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import causal
 
 params = book.check_parameters(globals(), causal.section)
-
-# %% tags=["hide-input"]
 book.publish(causal.section(**params))
 
 # %% [markdown]

@@ -33,13 +33,11 @@ heatmap_tau: float = 1.0  # temperature ratio of the layer x head heat maps (mus
 stable_tolerance: float = 0.1  # a run is "stable" if its relative change of mean rank is at most this
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import dynamics
 
 params = book.check_parameters(globals(), dynamics.section)
-
-# %% tags=["hide-input"]
 book.publish(dynamics.section(**params))
 
 # %% [markdown]

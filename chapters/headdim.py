@@ -61,13 +61,11 @@ head_dims: list = None  # head dimensions of the grid; None: the profile's
 mc_samples: int = 256  # random matrices per Monte Carlo estimate; None: 256
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import headdim
 
 params = book.check_parameters(globals(), headdim.section)
-
-# %% tags=["hide-input"]
 book.publish(headdim.section(**params))
 
 # %% [markdown]

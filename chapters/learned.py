@@ -52,13 +52,11 @@ profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU),
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import learned
 
 params = book.check_parameters(globals(), learned.section)
-
-# %% tags=["hide-input"]
 book.publish(learned.section(**params))
 
 # %% [markdown]

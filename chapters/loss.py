@@ -45,13 +45,11 @@ level_quantile: float = 0.75  # the convergence level is this quantile of the ru
 smooth: int = 3  # logged training-loss points averaged before testing the level
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import loss
 
 params = book.check_parameters(globals(), loss.section)
-
-# %% tags=["hide-input"]
 book.publish(loss.section(**params))
 
 # %% [markdown]

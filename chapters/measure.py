@@ -30,13 +30,11 @@ probe_size: int = 64  # probe sequences; confidence intervals need two
 tau_grid_extreme: list = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]  # temperature ratios probed on trained models
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import measure
 
 params = book.check_parameters(globals(), measure.section)
-
-# %% tags=["hide-input"]
 book.publish(measure.section(**params))
 
 # %% [markdown]

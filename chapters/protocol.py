@@ -25,13 +25,11 @@ seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 n_draws: int = 1000  # random draws of the study's 4 + 4 examples and its one run per temperature
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import protocol
 
 params = book.check_parameters(globals(), protocol.section)
-
-# %% tags=["hide-input"]
 book.publish(protocol.section(**params))
 
 # %% [markdown]

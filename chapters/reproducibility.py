@@ -22,13 +22,11 @@ seeds: list = None  # seeds of the shared sweep: a list, or n for seeds 0..n-1; 
 taus: list = None  # temperature ratios τ of the shared sweep; None: the profile's
 head_dims: list = None  # head dimensions of the shared sweep; None: the profile's
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import reproducibility
 
 params = book.check_parameters(globals(), reproducibility.section)
-
-# %% tags=["hide-input"]
 book.publish(reproducibility.section(**params))
 
 # %% [markdown]

@@ -44,13 +44,11 @@ n: int = None  # tokens of the toy task; None: the profile's
 steps: int = None  # training steps of the toy task; None: the profile's
 n_seeds: int = None  # seeds per cell of the toy task; None: the profile's
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import target
 
 params = book.check_parameters(globals(), target.section)
-
-# %% tags=["hide-input"]
 book.publish(target.section(**params))
 
 # %% [markdown]

@@ -69,13 +69,11 @@ head_dims: list = None  # head dimensions of the grid; None: the profile's
 tau: float = 0.25  # temperature ratio shown in detail beside the stock ratio 1; off the grid, its runs are trained
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import temp
 
 params = book.check_parameters(globals(), temp.section)
-
-# %% tags=["hide-input"]
 book.publish(temp.section(**params))
 
 # %% [markdown]

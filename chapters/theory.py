@@ -41,13 +41,11 @@ head_dims: list = None  # head dimensions of the grid; None: the profile's
 mc_samples: int = None  # random matrices per Monte Carlo estimate; None: the profile's
 dataset: str = None  # training corpus of the sequence-length runs; None: ATTNRANK_DATASET or shakespeare
 
-# %% tags=["remove-cell"]
+# %% tags=["hide-input"]
 from attnrank import book
 from attnrank.chapters import theory
 
 params = book.check_parameters(globals(), theory.section)
-
-# %% tags=["hide-input"]
 book.publish(theory.section(**params))
 
 # %% [markdown]

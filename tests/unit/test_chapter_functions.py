@@ -60,18 +60,18 @@ def test_theory_totals_count_only_checks():
 def test_theory_section_figure_names_data_and_source():
     z = {"taylor_n": 8, "taylor_inst": 1, "p0_n": 6, "p0_inst": 2, "p0_digits": 30}
     ty = tx.p1_taylor(**z)
-    fig, data, name, source = tplots.section_figure("p1_taylor", ty, z, "ci")
+    fig, data, name, source = tplots.section_figure("p1_taylor", ty, z)
     assert name == "theory_p1_bound" and data is ty.tables["bound"] and len(data) == 40
     assert source == ""  # the chapter writes the caption, its sizes pasted from the check's glue
     assert (ty.glue["theory_ty_n"], ty.glue["theory_ty_inst"], ty.glue["theory_ty_points"]) == (8, 1, 40)
     assert (data.bound >= data.measured).all()
     p0 = tx.p0(**z)
-    fig, data, name, source = tplots.section_figure("p0", p0, z, "paper")
+    fig, data, name, source = tplots.section_figure("p0", p0, z)
     assert name == "theory_p0_spectrum" and len(data) == 2 * 6 * 2  # instances x n x {float64, exact}
     assert source == ""
     assert (p0.glue["theory_p0_n"], p0.glue["theory_p0_digits"], p0.glue["theory_p0_inst"]) == (6, 30, 2)
     with pytest.raises(ConfigError, match="name"):
-        tplots.section_figure("p9", p0, z, "ci")
+        tplots.section_figure("p9", p0, z)
 
 
 def _seq_runs(values: dict) -> pd.DataFrame:

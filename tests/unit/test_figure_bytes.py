@@ -510,7 +510,7 @@ def _samples() -> dict:
         "theory.toy_kl_vs_tau": lambda: ((_toy(),), {}),
         "theory.toy_curves": lambda: ((_toy_curves(), [("standard", 2), ("standard", 4)]), {}),
         "theory.rank_vs_kl": lambda: ((_toy(),), {"n": 4}),
-        "theory.section_figure": lambda: (("p1_taylor", sec("p1_taylor"), z(), "ci"), {}),
+        "theory.section_figure": lambda: (("p1_taylor", sec("p1_taylor"), z()), {}),
         "training.trajectories": lambda: (
             (_curves(),),
             {"y": "mean", "row": "arch", "col": "measure", "highlight": 1.0},

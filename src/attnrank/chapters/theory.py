@@ -20,7 +20,7 @@ from ..analysis.theory._common import softmax_attention
 from ..analysis.theory.exact import causal_log10_det
 from ..analysis.theory.hardmax import hardmax_rank, hardmax_threshold, measured_threshold, new_column_gap, top_gap
 from ..analysis.theory.sampling import expected_distinct, sample_logits, study_bound
-from ..analysis.theory.tables import SAT_MEASURES, Check, _gen, exact_spectra, hardmax_mc_table, saturation_table
+from ..analysis.theory.tables import SAT_MEASURES, Check, exact_spectra, generator, hardmax_mc_table, saturation_table
 from ..analysis.theory.taylor import (
     logit_halfrange,
     staircase_blocks,
@@ -115,7 +115,7 @@ def p0(
     exact = p0[p0.method.str.startswith("mpmath")]
     minlog = exact.groupby("instance")["log10_sigma"].min()
     float_rank = exact.groupby("instance")["float_rank"].first()
-    S_c = sample_logits(p0_n, head_dim, causal_instances, generator=_gen(seed, 2))
+    S_c = sample_logits(p0_n, head_dim, causal_instances, generator=generator(seed, 2))
     A_c = softmax_attention(S_c, 1.0, causal=True)
     logdet = causal_log10_det(S_c)
     smin_c = singular_values(A_c)[..., -1]
@@ -144,7 +144,7 @@ def p1_staircase(
     ``blocks``; a violation is a block (at least ``clean_share`` of it above the float64 floor)
     whose median exponent is more than ``tol`` from its ``m``."""
     n = stair_n
-    S0 = sample_logits(n, head_dim, 1, generator=_gen(seed, 3))[0]
+    S0 = sample_logits(n, head_dim, 1, generator=generator(seed, 3))[0]
     betas = torch.logspace(-2, -1, 9, dtype=torch.float64)
     sv, slopes = staircase_slopes(S0, betas)
     blocks = staircase_blocks(head_dim, n)
@@ -211,7 +211,7 @@ def p1_taylor(
     n, tested, viol, rows = taylor_n, 0, 0, []
     for d in head_dims:
         for scale in scales:
-            S = sample_logits(n, d, taylor_inst, generator=_gen(seed, 100 + 10 * d + int(100 * scale))) * scale
+            S = sample_logits(n, d, taylor_inst, generator=generator(seed, 100 + 10 * d + int(100 * scale))) * scale
             A = torch.softmax(S, -1)
             M = logit_halfrange(S)
             svs = singular_values(A)
@@ -344,7 +344,7 @@ def p2_hardmax(*, p2_n: int, p2_d: int, p2_inst: int, p2_grid: int, seed: int = 
     a grid point below ``tau*_pred`` whose rank is not ``r_H``, a tied row, or a rank at
     ``tau = 1e-5`` (relative or the study's rule) that is not ``r_H``."""
     n = p2_n
-    S2 = sample_logits(n, p2_d, p2_inst, generator=_gen(seed, 4))
+    S2 = sample_logits(n, p2_d, p2_inst, generator=generator(seed, 4))
     hr = hardmax_rank(S2)
     taus = torch.logspace(-6, 1, p2_grid, dtype=torch.float64)
     ranks = torch.stack([numerical_rank(softmax_attention(S2, float(t)), rtol=eps) for t in taus], -1)
@@ -546,7 +546,7 @@ def section(profile: str = "auto", *, seed: int = 0, head_dims=None, mc_samples=
     glue.update(totals(checks))
     figures = []
     for name in CHECKS:
-        fig, data, key, source = section_figure(name, checks[name], sz, profile)
+        fig, data, key, source = section_figure(name, checks[name], sz)
         figures.append(Figure(key, fig, data, source))
     status, summary = verdict(checks, mc_samples=sz["mc_samples"], profile=profile)
     t = totals(checks)

@@ -463,7 +463,7 @@ _SECTION_FIGURES = {
 
 
 @figure
-def section_figure(name: str, section, sizes: dict, profile: str):
+def section_figure(name: str, section, sizes: dict):
     """The theory chapter's figure of one check: ``(figure, data, glue name, source)`` for :func:`attnrank.book.show`.
 
     Args:
@@ -472,7 +472,6 @@ def section_figure(name: str, section, sizes: dict, profile: str):
             ``tables`` are drawn: ``spectrum``; ``sv`` and ``slopes``; ``bound``; ``sat`` and
             ``limit``; ``curves`` and ``thresholds``; ``mc`` and ``refs``).
         sizes: the chapter's sizes (``attnrank.runs.presets.preset("theory", profile)``).
-        profile: the build's profile (the chapter's caption names it, pasted from the check's glue).
 
     The data is the table the figure draws (two tables concatenated or merged where it draws two). The caption
     is the chapter's (its sizes pasted from the checks' glue); no word of it depends on the result, so

@@ -19,7 +19,7 @@ from ...core.rank import numerical_rank, singular_values
 from .exact import exact_singular_values
 from .sampling import monte_carlo_hardmax_rank, monte_carlo_rank, sample_logits
 
-__all__ = ["Check", "SAT_MEASURES", "exact_spectra", "saturation_table", "hardmax_mc_table"]
+__all__ = ["Check", "SAT_MEASURES", "generator", "exact_spectra", "saturation_table", "hardmax_mc_table"]
 
 #: The measures of the P1' saturation check (the first is the one its figure and verdict read).
 SAT_MEASURES = ("rank_rtol_1e-2", "rank_rtol_1e-4", "effective_rank")
@@ -44,7 +44,9 @@ class Check:
             self.glue[f"{self.prefix}_{self.check}_violations"] = int(self.violations)
 
 
-def _gen(seed: int, offset: int) -> torch.Generator:
+def generator(seed: int, offset: int) -> torch.Generator:
+    """The CPU random generator of one draw of a check: seeded ``1000 * seed + offset``, so that each check (its
+    ``offset``) draws its own logits for every ``seed``."""
     return torch.Generator().manual_seed(1000 * seed + offset)
 
 
@@ -54,7 +56,7 @@ def exact_spectra(n: int, instances: int, digits: int, head_dim: int, seed: int)
     Columns ``instance``, ``k`` (1..n), ``log10_sigma``, ``method``, ``float_rank`` (the
     float64 rank with NumPy's default tolerance). Slow (mpmath): cache it.
     """
-    S = sample_logits(n, head_dim, instances, generator=_gen(seed, 1))
+    S = sample_logits(n, head_dim, instances, generator=generator(seed, 1))
     rows = []
     for i in range(instances):
         exact = exact_singular_values(S[i], digits=digits)
