@@ -173,4 +173,4 @@ def test_export_checks_its_arguments_before_reading_the_store():
     assert e.value.param == "profile"
     with pytest.raises(ConfigError) as e:
         explore.export("ci", taus=[0.0])
-    assert e.value.param == "tau"
+    assert e.value.param == "taus"

@@ -14,10 +14,8 @@ import ast
 import html
 import inspect
 import math
-import numbers
 import re
 import types
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -27,6 +25,7 @@ from ..core.errors import ConfigError
 from ..core.measures import MEASURES
 from ..core.profiles import PROFILES, TAU_RANGE, check_dataset, default_threads
 from ..plots.style import COLUMN_WIDTH
+from ..runs.parameters import SWEEP_PARAMETERS, Param
 from ..words.glossary import fmt_column
 from ..words.typeset import typeset
 
@@ -56,122 +55,10 @@ __all__ = [
 _IPY_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 
 
-@dataclass(frozen=True)
-class Param:
-    """One chapter parameter: its type, range, list-ness and allowed values.
-
-    Attributes:
-        kind: ``int``, ``float`` or ``str``. An ``int`` parameter accepts integer-valued
-            floats (``1e3``); a ``float`` parameter accepts integers; ``bool`` is neither.
-        low, high: inclusive bounds (``open_low``: the lower bound is excluded).
-        many: a non-empty list of values; a single value is accepted as a one-element list.
-        count: with ``many``, a single integer ``n`` means the list ``0, ..., n - 1``.
-        optional: ``None`` is accepted (it means the profile's default).
-        choices: the allowed values, if they are a fixed set.
-        help: what the parameter means (shown in error messages).
-        validate: for values no fixed set or range describes (a dataset name), a check
-            ``validate(name, value) -> value`` applied last; it raises :class:`ConfigError`
-            naming ``name``.
-    """
-
-    kind: type
-    low: float | None = None
-    high: float | None = None
-    many: bool = False
-    count: bool = False
-    optional: bool = False
-    choices: tuple | None = None
-    open_low: bool = False
-    help: str = ""
-    validate: object = None
-
-    def _one(self) -> str:
-        """One allowed value, in words (``"an integer in [0, 10]"``)."""
-        if self.choices:
-            return "one of " + ", ".join(map(repr, self.choices))
-        one = {int: "an integer", float: "a number", str: "a string"}[self.kind]
-        if self.low is not None or self.high is not None:
-            lo = "(" if self.open_low else "["
-            one += f" in {lo}{_bound(self.low, '-inf')}, {_bound(self.high, 'inf')}]"
-        return one
-
-    def describe(self) -> str:
-        """The allowed values, in words."""
-        one = self._one()
-        text = f"{one}, or a non-empty list of them" if self.many else one
-        if self.count:
-            text += f" (a single integer n means the {self.help or 'values'} 0..n-1)"
-        elif self.help:
-            text += f" ({self.help})"
-        if self.optional:
-            text += ", or None for the profile's default"
-        return text
-
-    def check(self, name: str, value):
-        """Return ``value`` normalised (a list for ``many``), or raise :class:`ConfigError` naming ``name``."""
-        if value is None:
-            if self.optional:
-                return None
-            raise ConfigError(name, f"got None; expected {self.describe()}")
-        if self.many:
-            if isinstance(value, (list, tuple)):
-                if not value:
-                    raise ConfigError(name, f"got an empty list; expected {self.describe()}")
-                return [self._scalar(name, v) for v in value]
-            if self.count:
-                n = self._number(name, value, int)
-                if n < 1:  # a count, not a value: the range of one value does not apply
-                    raise ConfigError(
-                        name,
-                        f"got {value!r}; a single integer n means the {self.help or 'values'} 0..n-1, so n must be"
-                        f" at least 1; or give a non-empty list of values, each {self._one()}",
-                    )
-                return list(range(n))
-            return [self._scalar(name, value)]
-        return self._scalar(name, value)
-
-    def _number(self, name: str, value, kind: type):
-        bad = ConfigError(name, f"got {value!r} of type {type(value).__name__}; expected {self.describe()}")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise bad
-        if kind is int:
-            if isinstance(value, numbers.Integral):
-                return int(value)
-            f = float(value)
-            if math.isfinite(f) and f.is_integer():
-                return int(f)
-            raise bad
-        f = float(value)
-        if not math.isfinite(f):
-            raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
-        return f
-
-    def _scalar(self, name: str, value):
-        if self.kind is str:
-            if not isinstance(value, str):
-                raise ConfigError(name, f"got {value!r} of type {type(value).__name__}; expected {self.describe()}")
-        else:
-            value = self._number(name, value, self.kind)
-        if self.choices is not None and value not in self.choices:
-            raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
-        too_low = self.low is not None and (value <= self.low if self.open_low else value < self.low)
-        if too_low or (self.high is not None and value > self.high):
-            raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
-        return self.validate(name, value) if self.validate is not None else value
-
-
-def _bound(x, infinite: str) -> str:
-    if x is None:
-        return infinite
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
-
-
 #: Every chapter parameter, with one meaning and one check across all chapters.
 PARAMETERS: dict[str, Param] = {
     "profile": Param(str, choices=("auto",) + PROFILES, help="the compute profile"),
-    "seeds": Param(int, 0, 2**32 - 1, many=True, count=True, optional=True, help="seeds"),
-    "taus": Param(float, *TAU_RANGE, many=True, optional=True, help="temperature ratios"),
-    "head_dims": Param(int, 1, 4096, many=True, optional=True, help="head dimensions"),
+    **SWEEP_PARAMETERS,  # seeds, taus, head_dims: the shared sweep's, checked again by nothing else
     "tau": Param(float, *TAU_RANGE, help="the temperature ratio tau = T / sqrt(d_head); 1 is the stock transformer"),
     "heatmap_tau": Param(float, *TAU_RANGE, help="temperature ratio of the heat maps; must be in the sweep"),
     "stable_tolerance": Param(

@@ -25,6 +25,7 @@ from ..core.profiles import (
     resolve_config,
     resolve_profile,
 )
+from .parameters import SWEEP_PARAMETERS
 from .presets import RUN_PRESETS
 
 __all__ = [
@@ -109,8 +110,8 @@ def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, 
     """The profile's grids (:data:`SWEEP_DEFAULTS`) with any of ``taus``, ``head_dims``, ``seeds``, ``dataset``
     overridden, validated and resolved into one :class:`SweepPlan`.
 
-    ``seeds`` may be an int (that many seeds, 0..n-1) or a list of seeds. ``dataset`` defaults to
-    ``ATTNRANK_DATASET`` or ``shakespeare``.
+    Each of ``taus``, ``head_dims`` and ``seeds`` is checked by its :data:`attnrank.runs.parameters.SWEEP_PARAMETERS` entry: a list, or one
+    value; ``seeds`` may be an int n (seeds 0..n-1). ``dataset`` defaults to ``ATTNRANK_DATASET`` or ``shakespeare``.
 
     Raises:
         ConfigError: naming ``profile``, ``taus``, ``head_dims``, ``seeds`` or ``dataset``.
@@ -118,19 +119,9 @@ def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, 
     profile = resolve_profile(profile)
     d = dict(SWEEP_DEFAULTS[profile])
     d["dataset"] = default_dataset() if dataset is None else check_dataset(dataset)
-    if taus is not None:
-        d["taus"] = tuple(check_tau(t) for t in (taus if isinstance(taus, (list, tuple)) else [taus]))
-    if head_dims is not None:
-        d["head_dims"] = tuple(
-            check_positive_int("head_dims", h)
-            for h in (head_dims if isinstance(head_dims, (list, tuple)) else [head_dims])
-        )
-    if seeds is not None:
-        if isinstance(seeds, int) and not isinstance(seeds, bool):
-            seeds = list(range(check_positive_int("seeds", seeds)))
-        if not isinstance(seeds, (list, tuple)) or not seeds:
-            raise ConfigError("seeds", f"got {seeds!r}; expected a positive int or a non-empty list of ints")
-        d["seeds"] = tuple(check_positive_int("seeds", s, low=0) for s in seeds)
+    for name, value in (("taus", taus), ("head_dims", head_dims), ("seeds", seeds)):
+        if value is not None:
+            d[name] = tuple(SWEEP_PARAMETERS[name].check(name, value))
     return SweepPlan(profile=profile, head_dim=resolve_config("modernbert", profile).head_dim, **d)
 
 
