@@ -138,7 +138,9 @@ book.publish(headdim.section(**params))
 #
 # Attention rank against head dimension at fixed hidden size {glue:text}`headdim_hidden` and $\tau$ = 1, one panel
 # per measure: initialisation (solid) and after training (dashed), mean over seeds with ±1 sd bars;
-# {glue:md}`headdim_rank_vs_head_dim_stock__source`
+# {glue:md}`headdim_staircase_stock` coloured horizontal lines: the P1' limit for i.i.d. Gaussian logits of the same scale
+# ({glue:text}`headdim_mc_samples` Monte Carlo matrices) and uniform attention (causal for GPT-2), the content-free
+# baseline. {glue:md}`headdim_rank_vs_head_dim_stock__source`
 # ```
 #
 # ```{glue:figure} headdim_rank_vs_head_dim_cold
@@ -147,7 +149,10 @@ book.publish(headdim.section(**params))
 #
 # Attention rank against head dimension at fixed hidden size {glue:text}`headdim_hidden` and $\tau$ =
 # {glue:text}`headdim_tau_min`, one panel per measure: initialisation (solid) and after training (dashed), mean over
-# seeds with ±1 sd bars; {glue:md}`headdim_rank_vs_head_dim_cold__source`
+# seeds with ±1 sd bars;
+# {glue:md}`headdim_staircase_cold` coloured horizontal lines: the P1' limit for i.i.d. Gaussian logits of the same scale
+# ({glue:text}`headdim_mc_samples` Monte Carlo matrices) and uniform attention (causal for GPT-2), the content-free
+# baseline. {glue:md}`headdim_rank_vs_head_dim_cold__source`
 # ```
 
 # %% [markdown]

@@ -83,7 +83,7 @@ book.publish(protocol.section(**params))
 # %% [markdown]
 # ```{glue:figure} protocol_draws
 # :name: fig-protocol_draws
-# :alt: Histograms of the study's statistic over random draws of four plus four examples, at initialisation and at the last step, with zero marked.
+# :alt: Dot plots with quartile boxes of the study's statistic over random draws of four plus four examples, at initialisation and at the last step, with zero marked.
 #
 # The study's statistic over {glue:text}`protocol_n_draws` draws of one run per temperature and 4 + 4 sequences, one
 # dot per draw (box: quartiles). {glue:md}`protocol_draws__source`

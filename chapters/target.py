@@ -79,7 +79,7 @@ book.publish(target.section(**params))
 # %% [markdown]
 # ```{glue:figure} target_kl_heatmap
 # :name: fig-target_kl_heatmap
-# :alt: Heat maps of the final KL to the target over temperature and head dimension, one per variant and target, the temperature 1 row outlined.
+# :alt: Heat maps of the final KL to the target over temperature and head dimension, one per variant and target, the temperature 1 column outlined where the grid has it.
 #
 # Final KL to the target over temperature ratio and head dimension; n = {glue:text}`target_n`,
 # {glue:text}`target_steps` Adam steps {glue:md}`target_kl_heatmap__source`

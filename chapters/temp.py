@@ -155,7 +155,8 @@ book.publish(temp.section(**params))
 # (solid) and after training (dashed); ModernBERT and GPT-2; mean over seeds with ±1 sd bars, faint dots: single runs.
 # Dotted: the same measure for uniform attention (ModernBERT) and uniform causal attention (GPT-2) over $n$ =
 # {glue:text}`temp_n` tokens, the content-free baseline. Red: the detailed $\tau$ = {glue:text}`temp_tau`; dashed
-# black: $\tau = 1$; red crosses: diverged runs. {glue:md}`temp_rank_vs_tau__source`
+# black: $\tau = 1$; red crosses: diverged runs. Head dimension {glue:text}`temp_head_dim`.
+# {glue:md}`temp_rank_vs_tau__source`
 # ```
 
 # %% [markdown]

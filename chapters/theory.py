@@ -75,7 +75,7 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} theory_p0_spectrum
 # :name: fig-theory_p0_spectrum
-# :alt: Singular values of one random softmax matrix against their index, computed exactly and in float64, on a log scale.
+# :alt: Singular values of a few random softmax matrices against their index, computed exactly and in float64, on a log scale.
 #
 # P0: singular values of $\operatorname{softmax}(S)$ for head dimension {glue:text}`theory_p0_d`, $n$ =
 # {glue:text}`theory_p0_n`, $\tau = 1$, in float64 and in {glue:text}`theory_p0_digits`-digit arithmetic
@@ -319,7 +319,7 @@ book.publish(theory.section(**params))
 # %% [markdown]
 # ```{glue:figure} theory_thm_montecarlo
 # :name: fig-theory_thm_montecarlo
-# :alt: Monte Carlo mean hardmax rank against the head dimension on a log axis for two sequence lengths, below the bound drawn as a line.
+# :alt: Monte Carlo mean hardmax rank against the head dimension on a log axis for each sequence length, below the bound drawn as a line.
 #
 # The study's theorem: mean hardmax rank over $n$ against head dimension, $n$ = {glue:text}`theory_thm_ns`, with the
 # i.i.d. value $n(1-(1-1/n)^n)$ (dashed) and the study's bound $(1-1/e)n+1$ (dotted) ({glue:text}`theory_profile`

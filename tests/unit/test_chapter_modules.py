@@ -83,7 +83,7 @@ def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
     monkeypatch.setattr(tables, "table", lambda configs, long: wide.copy())
     monkeypatch.setattr(tables, "main_sweep", lambda *a, **k: [])
     plan = experiments.SweepPlan(
-        "ci", taus=(0.01, 1.0), head_dims=(8, 16), seeds=(0, 1, 2), dataset="shakespeare", head_dim=16
+        "ci", taus=(0.01, 1.0), head_dims=(8, 16), seeds=(0, 1, 2), dataset="shakespeare", head_dim=16, hidden_size=32
     )
     d = tables.main_runs(plan)
     assert set(d[d.head_dim == 16].sweep) == {"temperature grid"}
@@ -484,3 +484,24 @@ def test_limit_lines_and_by_setting_title():
     fig = sweeps.by_setting(d, "head_dim", facet="measure", title="τ = 1")
     assert fig._suptitle is not None and fig._suptitle.get_text() == "τ = 1"
     assert sweeps.by_setting(d, "head_dim", facet="measure")._suptitle is None
+
+
+def test_a_sweep_plan_is_resolved_once_with_the_chapters_checks():
+    """sweep_plan resolves the profile and applies the chapters' own checks of seeds, taus and head_dims (one
+    declaration each, book.PARAMETERS); tau_sweep's extra temperatures get the same check."""
+    from attnrank.runs import parameters
+
+    plan = experiments.sweep_plan("ci", taus=0.5, head_dims=[8], seeds=2)
+    stock = resolve_config("modernbert", "ci")
+    assert (plan.profile, plan.taus, plan.head_dims, plan.seeds) == ("ci", (0.5,), (8,), (0, 1))
+    assert (plan.head_dim, plan.hidden_size, plan.dataset) == (stock.head_dim, stock.hidden_size, "shakespeare")
+    for name in ("seeds", "taus", "head_dims"):
+        assert book.PARAMETERS[name] is parameters.SWEEP_PARAMETERS[name]
+    for name, bad in (("taus", [0.0]), ("head_dims", [4097]), ("seeds", [-1]), ("seeds", 0), ("taus", [])):
+        with pytest.raises(ConfigError) as e:
+            experiments.sweep_plan("ci", **{name: bad})
+        assert e.value.param == name
+    assert {(c.tau, c.seed) for c in experiments.tau_sweep(plan, archs="gpt2", taus=0.25)} == {(0.25, 0), (0.25, 1)}
+    with pytest.raises(ConfigError) as e:
+        experiments.tau_sweep(plan, taus=[2000.0])
+    assert e.value.param == "taus"

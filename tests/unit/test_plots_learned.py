@@ -51,24 +51,8 @@ def test_a_log_compute_axis_has_labels_to_read_it_by(lo, hi, at_least, decades_o
         assert all("\\times" not in s for s in labels) == decades_only, labels  # mathtext: 2\\times10^{8}
 
 
-def test_the_figures_return_only_the_words_that_depend_on_the_result():
-    """The chapter writes the captions; ``loss_figure``'s are all its own (its numbers glued), ``recipe_figure``
-    ends with the runs it was recorded from."""
+def test_the_loss_figure_leaves_every_word_of_its_caption_to_the_chapter():
+    """The chapter writes the caption, its numbers glued: ``loss_figure``'s source is empty."""
     curves = _curves(1e6, 1e8)
     fig, data, name, source = lp.loss_figure(curves)
     assert (name, source) == ("learned_loss", "") and data is curves
-    table = pd.DataFrame(
-        {
-            "arch": ["gpt2"] * 3,
-            "variant": ["default", "steps x2", "lr x2"],
-            "lever": ["default", "steps", "lr"],
-            "flop": [1e8, 2e8, 1e8],
-            "gap_bigram": [0.3, 0.1, 0.2],
-            "gap_two_sided": [np.nan] * 3,
-            "git_commit": ["0123456789abcdef"] * 3,
-            "cpu_model": ["CPU A"] * 3,
-        }
-    )
-    fig, data, name, source = lp.recipe_figure(table)
-    assert name == "learned_recipe_flop"
-    assert source == "Recorded by `attnrank recipe` (3 runs, commit 0123456789, CPU A)."

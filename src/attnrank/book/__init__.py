@@ -1,11 +1,11 @@
 """What a chapter's notebook calls: its parameters checked, its section published for the prose.
 
-A chapter's notebook has a ``parameters`` cell, a hidden cell that checks them
-(:func:`check_parameters`) and one call, ``book.publish(<chapter module>.section(**params))``:
+A chapter's notebook has a ``parameters`` cell and one code cell, its input folded on the page, that checks them
+(:func:`check_parameters`) and makes one call, ``book.publish(<chapter module>.section(**params))``:
 :func:`publish` glues every part of the :class:`attnrank.chapters.section.Section` under its name (numbers and
-sentences for ``{glue:text}`` / ``{glue:md}``, figures for a numbered ``{glue:figure}`` with their
-caption, alt text and data, tables for ``{glue}``, each verdict with its badge and its line for the
-intro's table), so that no number in the text is typed by hand and no code cell is on the page.
+sentences for ``{glue:text}`` / ``{glue:md}``, figures for a numbered ``{glue:figure}`` whose caption and alt text
+the chapter writes, with the caption's result-dependent words and the figure's data, tables for ``{glue}``, each
+verdict with its badge and its line for the intro's table), so that no number in the text is typed by hand.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ _IPY_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 #: Every chapter parameter, with one meaning and one check across all chapters.
 PARAMETERS: dict[str, Param] = {
     "profile": Param(str, choices=("auto",) + PROFILES, help="the compute profile"),
-    **SWEEP_PARAMETERS,  # seeds, taus, head_dims: the shared sweep's, checked again by nothing else
+    **SWEEP_PARAMETERS,  # seeds, taus, head_dims: the shared sweep's, declared once (sweep_plan applies the same)
     "tau": Param(float, *TAU_RANGE, help="the temperature ratio tau = T / sqrt(d_head); 1 is the stock transformer"),
     "heatmap_tau": Param(float, *TAU_RANGE, help="temperature ratio of the heat maps; must be in the sweep"),
     "stable_tolerance": Param(

@@ -326,8 +326,7 @@ def section(
     sweep = tables.main_runs(plan)
     tau_min = float(min(plan.taus))
     hd_taus = sorted({1.0, tau_min}, reverse=True)
-    cfg0 = resolve_config("modernbert", profile)
-    head_dim0, hidden = cfg0.head_dim, cfg0.hidden_size
+    head_dim0, hidden = plan.head_dim, plan.hidden_size
     hd_runs = sweep[sweep.head_dim.isin(plan.head_dims) & sweep.tau.isin(hd_taus)].sort_values(
         ["arch", "tau", "head_dim", "seed"]
     )
@@ -352,7 +351,7 @@ def section(
     init = pd.concat(
         [
             baselines.init_statistics(
-                resolve_config(a, profile, tau=t, head_dim=h, seed=0, dataset=dataset),
+                resolve_config(a, profile, tau=t, head_dim=h, seed=0, dataset=plan.dataset),
                 bounds=True,
                 measures=("rank_rtol_1e-2", "rank_rtol_1e-4"),
             )
@@ -394,25 +393,23 @@ def section(
     uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
     figures = []
     for t in hd_taus:
+        which = "stock" if t == 1.0 else "cold"
+        # whether the logits are small enough for the P1 bound to fall below n (the staircase is drawn)
+        glue[f"headdim_staircase_{which}"] = (
+            "grey: the P1 staircase $r_1, r_2$ (capped at $n$);"
+            if small[t]
+            else "no staircase: at this temperature the P1 bound computed from the logits is $n$;"
+        )
         d = hd_long[np.isclose(hd_long.tau, t)]
         limit = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
         refs = pd.concat(([stair] if small[t] else []) + [limit, uni], ignore_index=True)
         figures.append(
             Figure(
-                f"headdim_rank_vs_head_dim_{'stock' if t == 1.0 else 'cold'}",
+                f"headdim_rank_vs_head_dim_{which}",
                 sweeps.by_setting(
                     d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_setting(t)}"
                 ),
                 pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
-                # the source starts where the words depend on the result: whether the logits are small enough
-                # for the P1 bound to fall below n (the staircase is drawn); the chapter writes what comes before
-                (
-                    "grey: the P1 staircase $r_1, r_2$ (capped at $n$); "
-                    if small[t]
-                    else "no staircase: at this temperature the P1 bound computed from the logits is $n$; "
-                )
-                + f"coloured horizontal lines: the P1' limit for i.i.d. Gaussian logits of the same scale ({mc_samples} "
-                f"Monte Carlo matrices) and uniform attention (causal for GPT-2), the content-free baseline. "
                 f"{runs_caption(d, profile)}.",
             )
         )
@@ -452,7 +449,7 @@ def section(
     glue["headdim_direction_note"] = direction_note(lv)
     # the rule (since 2026-12-05): equal factors of each setting, at the stock and the cold temperature
     windows = lever_windows(profile, hidden, head_dim0, tau_min)
-    win, _ = window_rule(profile, hidden, head_dim0, tau_min, dataset)
+    win, _ = window_rule(profile, hidden, head_dim0, tau_min, plan.dataset)
     status_of = {mm: verdicts.combine([win[r][mm].status for r in windows]) for mm in RANK_MEASURES}
     verdict = Verdict(
         "headdim",

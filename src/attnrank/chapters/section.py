@@ -3,11 +3,11 @@
 A chapter module (:mod:`attnrank.chapters.dynamics`, :mod:`attnrank.chapters.temp`, ...) selects its runs, computes
 its facts and returns a :class:`Section`; the chapter's notebook hands it to
 :func:`attnrank.book.publish`, which glues every part under its name, so the chapter's prose pastes
-them (``{glue:text}`` for a number, ``{glue:figure}`` for a numbered figure with its caption,
-``{glue}`` for a table) and its code cells hold one call each.
+them (``{glue:text}`` for a number, ``{glue:figure}`` for a numbered figure whose caption and alt text the
+chapter writes, ``{glue}`` for a table); one code cell checks the parameters and makes that call.
 
 * :class:`Figure` - a matplotlib figure, the data it draws (published as a CSV file with a stable
-  address, ``data/<chapter>/<name>.csv`` in the site) and the caption's words that depend on the result;
+  address, ``data/<name>.csv`` in the site) and the caption's words that depend on the result;
 * :class:`Table` - a table for reading: labelled columns, one number format, no index;
 * :class:`Verdict` - a verdict record: its status, the one-line finding the intro's table shows
   (effect with its interval, ``n``, the regime) and the full summary the chapter shows.

@@ -453,7 +453,7 @@ def section(
     section_tables = []
     # the logit scale at initialisation
     init = baselines.init_means(
-        [resolve_config(a, profile, tau=t, seed=0, dataset=dataset) for a in ARCHS for t in sorted({tau, STOCK})]
+        [resolve_config(a, profile, tau=t, seed=0, dataset=plan.dataset) for a in ARCHS for t in sorted({tau, STOCK})]
     )
     n_tok = int(init.n.iloc[0])
     uniform = baselines.uniform_ranks(n_tok)
@@ -496,7 +496,7 @@ def section(
     # the fine grid at initialisation: no training, every rank measure
     fine = baselines.init_means(
         [
-            resolve_config(a, profile, tau=t, seed=s, dataset=dataset)
+            resolve_config(a, profile, tau=t, seed=s, dataset=plan.dataset)
             for a in ARCHS
             for t in FINE_TAUS
             for s in range(FINE_SEEDS)
@@ -542,7 +542,7 @@ def section(
                 ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=STOCK, refs=refs
             ),
             pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
-            f"{runs_caption(tsweep, profile)}, head dimension {head_dim0}.",
+            f"{runs_caption(tsweep, profile)}.",
         )
     ]
     # the headline: the book's central finding, how the answer to (iii) turns on how rank is counted

@@ -1,5 +1,5 @@
-"""Figures of the "Have the models learned?" chapter: validation loss against compute beside the count
-baselines, and the recipe study."""
+"""The figure of the "Have the models learned?" chapter: validation loss against compute beside the count
+baselines."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..words.glossary import ARCH_LABELS
 from . import figure_legend, new_figure
 from .style import BASELINE_COLOR, check_columns, fmt_tau
 
-__all__ = ["BASELINE_STYLES", "loss_vs_compute", "loss_figure", "recipe", "recipe_figure"]
+__all__ = ["BASELINE_STYLES", "loss_vs_compute", "loss_figure"]
 
 #: Line style and label of each count baseline.
 BASELINE_STYLES = {
@@ -79,61 +79,3 @@ def loss_figure(curves: pd.DataFrame):
     """:func:`loss_vs_compute` with its data, name and source (``""``: every word of the caption is the
     chapter's, its numbers glued), for :func:`attnrank.book.show`."""
     return loss_vs_compute(curves), curves, "learned_loss", ""
-
-
-def recipe(table: pd.DataFrame, *, x: str = "flop", width: float = 4.6, height: float = 3.4):
-    """The recipe study: final validation loss minus the bigram baseline against compute, one panel per
-    architecture; one marker per variant, coloured by the lever it moves, the steps ladder of the default
-    recipe joined by a line; the bigram at 0 (dashed) and the two-sided model (dash-dot, BERT).
-
-    Args:
-        table: :func:`attnrank.chapters.recipe.results` (``arch, variant, lever, flop, cpu_seconds, gap_bigram,
-            gap_two_sided``).
-        x: ``"flop"`` or ``"cpu_seconds"``.
-    """
-    check_columns(table, ["arch", "variant", "lever", x, "gap_bigram", "gap_two_sided"], "table")
-    archs = [a for a in ARCH_ORDER if a in set(table.arch)]
-    fig, axes = new_figure(len(archs), 1, width=width, height=height, squeeze=False)
-    levers = list(dict.fromkeys(table.lever))
-    palette = dict(zip(levers, sns.color_palette("colorblind", len(levers))))
-    for j, a in enumerate(archs):
-        ax, d = axes[0, j], table[table.arch == a]
-        ladder = d[d.lever.isin(["default", "steps"])].sort_values(x)
-        ax.plot(ladder[x], ladder.gap_bigram, color="0.6", lw=1, zorder=1)
-        for lever, g in d.groupby("lever", sort=False):
-            ax.scatter(g[x], g.gap_bigram, color=palette[lever], s=28, label=lever, zorder=2)
-        for r in d.itertuples():
-            if r.lever not in ("default", "steps"):
-                ax.annotate(
-                    r.variant, (getattr(r, x), r.gap_bigram), fontsize=6, xytext=(3, 2), textcoords="offset points"
-                )
-        ax.axhline(0.0, ls="--", color=BASELINE_COLOR, lw=1)
-        two = d.gap_two_sided - d.gap_bigram  # the two-sided model, measured from the bigram
-        if two.notna().any():
-            ax.axhline(-float(two.mean()), ls="-.", color=BASELINE_COLOR, lw=1)
-        _log_x(ax)
-        ax.set_xlabel("training FLOP" if x == "flop" else "CPU seconds of the run")
-        ax.set_ylabel("final loss - bigram (nats/token)" if j == 0 else "")
-        ax.set_title(ARCH_LABELS.get(a, a))
-        if j == len(archs) - 1:
-            ax.legend(fontsize=7, loc="best")
-    return fig
-
-
-def recipe_figure(table: pd.DataFrame, *, x: str = "flop"):
-    """:func:`recipe` with its data, name and source, for :func:`attnrank.book.show`.
-
-    ``source``: the caption's last words, which runs were recorded where (``Recorded by `attnrank recipe` (N runs,
-    commit C, CPU).``). A page that pastes the figure writes the rest: "The recipe study: each variant moves one
-    lever of the default recipe (τ = 1, seed 0); final validation loss minus the bigram baseline against training
-    FLOP (or CPU seconds) (grey line: the default at 1/4, 1/2, 1 and 2 times its steps; dashed: the bigram;
-    dash-dot: the two-sided model)."
-    """
-    commit = ", ".join(sorted({str(c)[:10] for c in table.get("git_commit", pd.Series(dtype=str)).dropna()})) or "n/a"
-    cpu = ", ".join(sorted(set(table.get("cpu_model", pd.Series(["n/a"])).astype(str))))
-    return (
-        recipe(table, x=x),
-        table,
-        f"learned_recipe_{x}",
-        f"Recorded by `attnrank recipe` ({len(table)} runs, commit {commit}, {cpu}).",
-    )

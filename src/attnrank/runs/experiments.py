@@ -2,9 +2,10 @@
 
 The chapters on dynamics, loss, temperature and head dimension share these runs through
 the run store, so a cold build trains each configuration once. Grids are defaults: each
-chapter's ``parameters`` cell can override them (``None`` means "the profile's default").
-Every sweep takes a ``dataset`` (``shakespeare`` or ``hf:NAME[:CONFIG]``); its default is the
-profile's, ``ATTNRANK_DATASET`` when set (:func:`attnrank.core.profiles.default_dataset`).
+chapter's ``parameters`` cell can override them (``None`` means "the profile's default"), and
+:func:`sweep_plan` resolves a profile, its overrides and the ``dataset`` (``shakespeare``, ``stdlib`` or
+``hf:NAME[:CONFIG]``; default ``ATTNRANK_DATASET`` or ``shakespeare``, :func:`attnrank.core.profiles.default_dataset`)
+once into the :class:`SweepPlan` the sweeps receive.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class SweepPlan:
         seeds: the seeds of every setting.
         dataset: the training corpus (normalised by :func:`attnrank.core.profiles.check_dataset`).
         head_dim: the profile's standard head dimension, the temperature grid's.
+        hidden_size: the profile's model width, which every head dimension of the grid divides into heads.
     """
 
     profile: str
@@ -104,6 +106,7 @@ class SweepPlan:
     seeds: tuple
     dataset: str
     head_dim: int
+    hidden_size: int
 
 
 def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> SweepPlan:
@@ -122,7 +125,8 @@ def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, 
     for name, value in (("taus", taus), ("head_dims", head_dims), ("seeds", seeds)):
         if value is not None:
             d[name] = tuple(SWEEP_PARAMETERS[name].check(name, value))
-    return SweepPlan(profile=profile, head_dim=resolve_config("modernbert", profile).head_dim, **d)
+    stock = resolve_config("modernbert", profile)
+    return SweepPlan(profile=profile, head_dim=stock.head_dim, hidden_size=stock.hidden_size, **d)
 
 
 def _archs(archs) -> tuple[str, ...]:
@@ -140,7 +144,7 @@ def tau_sweep(plan: SweepPlan, archs=ARCHS, taus=None, **overrides) -> list[RunC
     Raises:
         ConfigError: naming ``taus`` or ``archs``.
     """
-    taus = plan.taus if taus is None else tuple(check_tau(t) for t in taus)
+    taus = plan.taus if taus is None else tuple(SWEEP_PARAMETERS["taus"].check("taus", taus))
     return [
         resolve_config(a, plan.profile, tau=t, seed=s, dataset=plan.dataset, **overrides)
         for a in _archs(archs)
