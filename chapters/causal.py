@@ -121,9 +121,10 @@ book.publish(causal.section(**params))
 # %% [markdown]
 # ```{glue:figure} causal_intervention
 # :name: fig-causal_intervention
-# :alt: Line charts of the rank and the validation loss of trained models evaluated at other temperatures on a log axis, one line per run.
+# :alt: Line charts of the rank and the change of validation loss of trained models evaluated at other temperatures on a log axis, one line per run.
 #
-# Trained models evaluated at other temperatures, weights fixed: effective rank (top) and validation loss (bottom); one
+# Trained models evaluated at other temperatures, weights fixed: effective rank (top) and the change of validation loss
+# from its value at the training temperature (bottom); one
 # line per run ({glue:text}`causal_intervention_runs` runs: τ = 1 and τ = {glue:text}`causal_tau`, seeds
 # {glue:text}`causal_intervention_seeds`); circles: the training temperature. {glue:md}`causal_intervention__source`
 # ```

@@ -200,7 +200,7 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ```{glue:figure} measure_ranks_tau1
 # :name: fig-measure_ranks_tau1
-# :alt: Bar charts of every rank measure for trained and initial ModernBERT and GPT-2 at temperature 1, beside the uniform causal matrix.
+# :alt: Points with interval bars for every rank measure of trained and initial ModernBERT and GPT-2 at temperature 1, beside the uniform causal matrix.
 #
 # Every rank measure at τ = 1, at initialisation and trained (per run: mean over {glue:text}`measure_probe_size`
 # validation sequences, layers and heads; points: mean over runs, bars: 95% CI over runs), float64 throughout. Black
@@ -275,7 +275,8 @@ book.publish(measure.section(**params))
 # :alt: Line charts of the singular values of attention at the lowest and highest temperature, on a log scale, for ModernBERT and GPT-2.
 #
 # Singular values of trained attention at the ends of the temperature grid and at τ = 1 (median and 10-90% band over
-# matrices), for each precision pipeline; n = {glue:text}`measure_n`. Grey lines as in the first figure
+# matrices), for each precision pipeline; n = {glue:text}`measure_n`. Grey lines as in
+# {numref}`fig-measure_spectra_tau1`
 # {glue:md}`measure_spectra_extremes__source`
 # ```
 
@@ -298,7 +299,7 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # ```{glue:figure} measure_precision
 # :name: fig-measure_precision
-# :alt: Line charts of how much each rank measure moves when the probabilities or the SVD are computed in float32 instead of float64, against temperature.
+# :alt: Line charts of each rank measure against temperature when the probabilities or the SVD are computed in float32 or float64, the float64 reference in bold.
 #
 # Each rank measure of trained models against $\tau$ for three precision pipelines (bold: float64 reference; solid
 # ModernBERT, dashed GPT-2); mean over runs of each run's mean over {glue:text}`measure_probe_size` validation sequences
