@@ -1,5 +1,5 @@
-"""What the build writes beside the pages: the build log, the figures' data as files, alt text, meta descriptions
-(TeX written as plain characters), and the site's scripts deduplicated.
+"""What the build writes beside the pages: the build log, the figures' data as files, the images of figures another
+page pastes, meta descriptions (TeX written as plain characters), and the site's scripts deduplicated.
 """
 
 from __future__ import annotations
@@ -335,8 +335,8 @@ def _prune_mathjax(app, exception) -> None:
 
 
 def setup(app) -> None:
-    """Connect what the build writes beside the pages (the build log after the build, figure data, alt text, meta
-    descriptions, the scripts deduplicated, MathJax pruned)."""
+    """Connect what the build writes beside the pages (the build log after the build, figure data, figures pasted from
+    another page, meta descriptions, the scripts deduplicated, MathJax pruned)."""
     app.add_config_value("attnrank_description", "", "html")
     app.connect("config-inited", _start_clock, priority=101)
     app.connect("build-finished", _log_build, priority=400)
