@@ -505,3 +505,15 @@ def test_a_sweep_plan_is_resolved_once_with_the_chapters_checks():
     with pytest.raises(ConfigError) as e:
         experiments.tau_sweep(plan, taus=[2000.0])
     assert e.value.param == "taus"
+
+
+def test_a_list_parameter_given_as_papermill_text_is_read_as_the_list():
+    """``papermill -p taus '[0.25, 1]'`` hands the list over as its text: it is read as the list and checked as one."""
+    assert book.check_parameters({"taus": "[0.25, 1]", "head_dims": "[8, 16]"}, ("taus", "head_dims")) == {
+        "taus": [0.25, 1.0],
+        "head_dims": [8, 16],
+    }
+    for name, text in (("taus", "[0.0]"), ("head_dims", "[5000]"), ("taus", "abc")):
+        with pytest.raises(ConfigError) as e:
+            book.check_parameters({name: text}, (name,))
+        assert e.value.param == name

@@ -191,7 +191,7 @@ def lever_summary(lv: SweepVerdict, *, effect: float, profile: str, n_seeds: int
         return s + ")"
 
     return (
-        f"Over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for ModernBERT "
+        f"over the ranges a user can set (range of the seed means, 95% stratified-bootstrap intervals), for ModernBERT "
         f"{arch_text(lv['modernbert'])}, and for GPT-2 {arch_text(lv['gpt2'])}. The {profile} profile, {n_seeds} "
         f"seeds per setting, head dimensions {', '.join(map(fmt_setting, head_dims))} at hidden size {hidden}."
     )
@@ -466,7 +466,7 @@ def section(
         f"{sum(win[r][m].n_runs for r in windows)} initialisations",
         INITIAL_REGIME,
         window_summary(win, windows, hidden)
-        + " On the trained grid (reported, not judged): "
+        + " On the trained grid (reported, not judged), "
         + lever_summary(
             lv, effect=rules.LEVER_EFFECT, profile=profile, n_seeds=n_seeds, head_dims=plan.head_dims, hidden=hidden
         ),

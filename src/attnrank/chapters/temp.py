@@ -632,7 +632,7 @@ def section(
                 highlight=tau,
                 baseline=STOCK,
                 ncols=2,
-                ylabel="final validation loss (nats/token)",
+                ylabel="final validation loss\n(nats/token)",
             ),
             loss_df,
             f"{runs_caption(tsweep, profile)}.",

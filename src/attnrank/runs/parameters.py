@@ -74,6 +74,8 @@ class Param:
             if self.optional:
                 return None
             raise ConfigError(name, f"got None; expected {self.describe()}")
+        if self.many and self.kind is not str and isinstance(value, str):
+            value = _literal(value)  # papermill's -p hands a list over as its text, "[0.25, 1]"
         if self.many:
             if isinstance(value, (list, tuple)):
                 if not value:
@@ -113,6 +115,16 @@ class Param:
         if too_low or (self.high is not None and value > self.high):
             raise ConfigError(name, f"got {value!r}; expected {self.describe()}")
         return self.validate(name, value) if self.validate is not None else value
+
+
+def _literal(text: str):
+    """The Python literal ``text`` writes (``"[8, 16]"`` is ``[8, 16]``), or ``text`` itself when it writes none."""
+    import ast
+
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
 
 
 def _bound(x, infinite: str) -> str:
