@@ -34,7 +34,7 @@ HELPERS = {
     "measure_label",
     "axis_label",
     "fmt_value",
-    "fmt_tau",
+    "tau_label",
     "check_columns",
     "arch_color",
     "setting_label",

@@ -35,7 +35,7 @@ def test_glossary_follows_the_book_notation():
 
     assert style.axis_label("tau") == "temperature ratio $\\tau$\n(temperature $T = \\tau\\sqrt{d_h}$)"
     assert style.axis_label("head_dim", log=True) == r"head dimension $d_h$, log scale"
-    assert style.SYMBOLS["head_dim"] == r"$d_h$" and style.fmt_tau(0.03) == r"$\tau$ = 0.03"
+    assert style.SYMBOLS["head_dim"] == r"$d_h$" and style.tau_label(0.03) == r"$\tau$ = 0.03"
     assert all(style.measure_label(m) == MEASURE_LABELS[m] for m in MEASURES)
     assert style.measure_label("final_val_loss") == "final validation loss (nats/token)"
     assert set(style.MEASURE_COLORS) == set(MEASURES) and len(set(style.MEASURE_COLORS.values())) == len(MEASURES)

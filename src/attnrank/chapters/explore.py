@@ -49,7 +49,7 @@ from ..core.rank import MEASURES, rank_measures, singular_values
 from ..core.train import ATTENTION_SEQUENCES
 from ..runs import store
 from ..runs.experiments import main_sweep, sweep_plan
-from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_setting
 from .section import Section, Table
 
 __all__ = [
@@ -666,7 +666,7 @@ def run_table(data: Export) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "architecture": t.arch.map(ARCH_LABELS),
-            "τ": t.tau.map(lambda v: f"{v:g}"),
+            "τ": t.tau.map(fmt_setting),
             "head dimension": t.head_dim,
             "heads": t.num_heads,
             "seed": t.seed,

@@ -30,6 +30,7 @@ from ..words.glossary import (
     fmt,
     fmt_estimate,
     fmt_setting,
+    fmt_tau,
 )
 from .section import (
     INITIAL_BRIEF,
@@ -82,7 +83,7 @@ def window_table(res: dict, windows: dict) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "end": f"{regime} (dₕ at τ = {fmt_setting(at)})",
+                "end": f"{regime} (dₕ at {fmt_tau(at)})",
                 "measure": MEASURE_LABELS[m],
                 "model": ARCH_LABELS[a],
                 "τ range": fmt_estimate(r.parts["tau_range"], 2, n=False),
@@ -257,7 +258,7 @@ def window_summary(res: dict, windows: dict, hidden: int) -> str:
         )
         parts.append(
             f"{'At the stock end' if regime == 'stock' else 'At the cold end'}, τ from {fmt_setting(min(taus))} to "
-            f"{fmt_setting(max(taus))} against d_h from {min(dims)} to {max(dims)} at τ = {fmt_setting(at)}: {each}, "
+            f"{fmt_setting(max(taus))} against d_h from {min(dims)} to {max(dims)} at {fmt_tau(at)}: {each}, "
             f"{v.status}"
         )
     return (

@@ -37,7 +37,7 @@ from ..core.profiles import ARCH_ORDER, MLM_ARCHS, resolve_config, resolve_profi
 from ..plots import learned as lplots
 from ..runs import experiments, store, tables
 from ..runs.grid import sweep
-from ..words.glossary import ARCH_NAMES, fmt, fmt_setting
+from ..words.glossary import ARCH_NAMES, fmt, fmt_setting, fmt_tau
 from .section import Figure, Section, Table, gap_text, steps_text, worth
 
 __all__ = [
@@ -98,7 +98,7 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     for arch in [a for a in ARCH_ORDER if a in set(g.arch)]:
         a = g[g.arch == arch]
         ref = a[np.isclose(a.tau, reference_tau)]
-        at = f" at τ = {fmt_setting(reference_tau)}" if len(ref) and len(ref) < len(a) else ""
+        at = f" at {fmt_tau(reference_tau)}" if len(ref) and len(ref) < len(a) else ""
         ref = ref if len(ref) else a
         text = f"{_LABELS[arch]} {gap_text(ref.gap_bigram.mean())} bigram{at}"
         if arch in MLM_ARCHS:
@@ -240,8 +240,8 @@ def targets_text(table: pd.DataFrame) -> str:
         two = f"; two-sided: mean {gap_text(r.two_sided_gap)}" if math.isfinite(r.two_sided_gap) else ""
         two += f"; context-free: mean {gap_text(r.context_free_gap)}" if math.isfinite(r.context_free_gap) else ""
         parts.append(
-            f"{label}: target {r.target:g} nats below {r.baseline}, with attention worth at least "
-            f"{rules.LEARNED_WORTH:g} nats, in every one of its {r.runs} runs at τ = 1; worst run {worst}, mean "
+            f"{label}: target {fmt_setting(r.target)} nats below {r.baseline}, with attention worth at least "
+            f"{fmt_setting(rules.LEARNED_WORTH)} nats, in every one of its {r.runs} runs at τ = 1; worst run {worst}, mean "
             f"{gap_text(r.mean_gap)}{two}, attention worth {fmt(r.worst_gain, 2)} nats in its worst run: "
             f"{'met' if r.met else 'not met'}"
         )
@@ -459,7 +459,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
     plan = plan_parts(profile)
     attn = attention_table(runs)
     glue = {
-        **{f"learned_target_{a}": f"{n:g}" for a, (_, n) in TARGETS.items()},
+        **{f"learned_target_{a}": f"{fmt_setting(n)}" for a, (_, n) in TARGETS.items()},
         **{
             f"learned_attention_{a}": f"{worth(float(tgt[tgt.arch == a].attention_gain.mean()))} "
             f"(mean of {int(tgt[tgt.arch == a].runs.sum())} runs)"
@@ -469,7 +469,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
             f"learned_context_free_{a}": gap_text(float(tgt[tgt.arch == a].context_free_gap.mean()))
             for a in ("modernbert", "bert")
         },
-        "learned_worth": f"{rules.LEARNED_WORTH:g}",
+        "learned_worth": f"{fmt_setting(rules.LEARNED_WORTH)}",
         **{f"learned_vocab_{a}": f"{int(d.vocab_size.iloc[0]):,}" for a, d in runs.groupby("arch")},
         "learned_n_runs": len(runs),
         "learned_n_shown": len(shown),  # the runs the loss figure draws
@@ -595,7 +595,7 @@ def gpu_check(out, profile: str = "paper", *, seeds: int = 3, max_steps: int | N
         diff = hot.mean() - cold.mean()
         t = scistats.ttest_ind(hot, cold, equal_var=False).statistic if min(len(hot), len(cold)) > 1 else math.nan
         lines.append(
-            f"{_LABELS[arch]}: final loss at τ = 1 minus at τ = {fmt_setting(CHECK_TAUS[1])}: {fmt(diff, 3)} nats "
+            f"{_LABELS[arch]}: final loss at τ = 1 minus at {fmt_tau(CHECK_TAUS[1])}: {fmt(diff, 3)} nats "
             f"({len(hot)} and {len(cold)} runs, Welch t = {fmt(t, 2)})"
         )
     paths = {"runs": folder / "runs.csv", "targets": folder / "targets.csv", "verdicts": folder / "verdicts.md"}

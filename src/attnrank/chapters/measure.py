@@ -27,7 +27,7 @@ from ..runs import experiments
 from ..runs.cache import cached
 from ..runs.store import read
 from ..runs.tables import table as runs_table
-from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting, fmt_tau
 from .section import Figure, Section, Table, Verdict, divergence, regime_brief, regime_text
 
 __all__ = [
@@ -176,10 +176,10 @@ def verdict(
         if counts:
             needed = (
                 f" About {max(counts)} runs per architecture would place every undecided interval on one side of "
-                f"{e_max:g} at the observed spread."
+                f"{fmt_setting(e_max)} at the observed spread."
             )
     summary = (
-        f"At tau = {tau_max:g}, trained ModernBERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
+        f"At tau = {fmt_setting(tau_max)}, trained ModernBERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
         f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 10⁻⁸ rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
         f"{head_dim + 1}) but {fmt_estimate(rel_e, 3, n=False)} at rtol 1e-2 and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
         f"(n = {n} tokens, {len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
@@ -320,8 +320,8 @@ class Setting:
             measure_probe_size=self.probe_size,
             measure_n_runs=self.n_runs,
             measure_n_seeds=self.n_seeds,
-            measure_tau_max=f"{max(self.taus):g}",
-            measure_tau_min=f"{min(self.taus):g}",
+            measure_tau_max=f"{fmt_setting(max(self.taus))}",
+            measure_tau_min=f"{fmt_setting(min(self.taus))}",
         )
 
 
@@ -452,7 +452,7 @@ def section(
     record = Verdict(
         "measure",
         status,
-        f"At τ = {fmt_setting(tau_max)} trained ModernBERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
+        f"At {fmt_tau(tau_max)} trained ModernBERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
         f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
         "excess rank: "
         + "; ".join(f"{MEASURE_LABELS[m].removeprefix('rank, ')} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),

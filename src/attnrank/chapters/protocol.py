@@ -18,7 +18,7 @@ from ..core.profiles import ARCH_ORDER, resolve_profile
 from ..plots import protocol as pplots
 from ..runs.experiments import STUDY_EXAMPLES, STUDY_TAUS
 from ..runs.store import load_table
-from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate, fmt_setting
 from . import study
 from .section import Figure, Section, Table, Verdict, gate_text, regime_brief, regime_text
 from .study import Records
@@ -55,7 +55,7 @@ def agreement(
     reference's side; otherwise it names each protocol's side, ours with its interval (and
     "unresolved" when that includes 0).
     """
-    side = {1.0: f"tau = {stock:g}", -1.0: f"tau = {cold:g}", 0.0: "neither temperature"}
+    side = {1.0: f"tau = {fmt_setting(stock)}", -1.0: f"tau = {fmt_setting(cold)}", 0.0: "neither temperature"}
     out = []
     for a in sorted(reference):
         name, e = (labels or {}).get(a, a), ours[a]

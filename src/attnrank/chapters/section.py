@@ -25,7 +25,7 @@ import pandas as pd
 from ..analysis.verdicts import INCONCLUSIVE, VERDICTS, Judgement
 from ..core.errors import ConfigError
 from ..core.profiles import ARCH_ORDER
-from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting, largest_first
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting, fmt_tau, largest_first
 
 __all__ = [
     "Figure",
@@ -318,10 +318,10 @@ def regime_text(regime) -> str:
         parts.append(text)
     if not parts:
         return "no complete run"
-    where = [f"τ = {fmt_setting(reference_tau)}"] if regime.at_reference else []
+    where = [fmt_tau(reference_tau)] if regime.at_reference else []
     if same:
         where.append(f"{_runs(counts[order[0]])} a model")
-    prefix = (", ".join(where) if same else f"τ = {fmt_setting(reference_tau)} runs") + ": " if where else ""
+    prefix = (", ".join(where) if same else f"{fmt_tau(reference_tau)} runs") + ": " if where else ""
     return prefix + "; ".join(parts)
 
 
@@ -367,10 +367,10 @@ def gate_text(regime) -> str:
     gate, reference_tau = regime.gate, regime.reference_tau
     rule = (
         "The verdict counts an architecture only where its models have learned, the pre-registered target: every "
-        f"one of its τ = {fmt_setting(reference_tau)} runs ends "
-        + (f"at least {gate.margin:g} nats " if gate.margin else "")
+        f"one of its {fmt_tau(reference_tau)} runs ends "
+        + (f"at least {fmt_setting(gate.margin)} nats " if gate.margin else "")
         + "below its bigram count model"
-        + (f", with attention worth at least {gate.worth:g} nats" if gate.gains else "")
+        + (f", with attention worth at least {fmt_setting(gate.worth)} nats" if gate.gains else "")
         + " (a model that does no better has not started to use its context)."
     )
     gaps = ", ".join(
@@ -436,7 +436,7 @@ def divergence(runs: pd.DataFrame, prefix: str, *, listed: bool = True) -> dict:
         []
         if not listed
         else [
-            f"{ARCH_LABELS.get(r.arch, r.arch)} at τ = {fmt_setting(r.tau)}"
+            f"{ARCH_LABELS.get(r.arch, r.arch)} at {fmt_tau(r.tau)}"
             + (f", head dimension {r.head_dim}" if "head_dim" in bad else "")
             + f", seed {r.seed}"
             + (f", at step {int(r.failure_step)}" if pd.notna(getattr(r, "failure_step", None)) else "")

@@ -28,7 +28,7 @@ from ..core.rank import numerical_rank
 from ..plots import theory as tplots
 from ..runs.cache import cached
 from ..runs.presets import preset
-from ..words.glossary import TARGET_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting
+from ..words.glossary import TARGET_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting, fmt_tau
 from .section import Figure, Section, Table, Verdict
 
 __all__ = [
@@ -99,13 +99,13 @@ class Settings:
             target_steps=self.steps,
             target_n_seeds=len(self.seeds),
             target_lr=LR,
-            target_taus=", ".join(f"{t:g}" for t in self.taus),
+            target_taus=", ".join(f"{fmt_setting(t)}" for t in self.taus),
             target_head_dims=", ".join(map(str, self.head_dims)),
             target_real_dims=", ".join(map(str, self.d_real)),
             target_real_min=D_REAL_MIN,
             target_select_seeds=", ".join(map(str, self.select_seeds)),
             target_estimate_seeds=", ".join(map(str, self.estimate_seeds)),
-            target_p3_taus=", ".join(f"{t:g}" for t in P3_TAUS),
+            target_p3_taus=", ".join(f"{fmt_setting(t)}" for t in P3_TAUS),
             target_p3_d=P3_D,
             target_p3_steps=P3_STEPS,
             target_kl_good=KL_GOOD,
@@ -329,7 +329,7 @@ def speed(s: Settings, final: pd.DataFrame, curves: pd.DataFrame, thresh: float 
         target_reach_never=int(reach.isna().sum()),
         target_reach_total=int(len(reach)),
         target_reach_list=", ".join(
-            f"τ = {t:g}: {'not reached' if np.isnan(v) else f'{v:.0f}'}" for t, v in reach_tau.items()
+            f"{fmt_tau(t)}: {'not reached' if np.isnan(v) else f'{v:.0f}'}" for t, v in reach_tau.items()
         ),
         target_plain_fit_best_tau=float(kl_by_tau.idxmin()),
         target_plain_fit_kl_tau1=float(kl_by_tau.get(1.0, np.nan)),
@@ -442,14 +442,14 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
         gain = ps("plain", [d], 1.0, s.estimate_seeds) - ps("plain", [d], bt, s.estimate_seeds)
         gap = ps("plain", [d], 1.0, s.seeds) - ps("plain", [s.d_max], 1.0, s.seeds)
         per_dim.append(
-            f"at d_h = {d} the shortfall is {_nats(stats.mean_ci(gap))} and tau = {bt:g} lowers the KL by "
+            f"at d_h = {d} the shortfall is {_nats(stats.mean_ci(gap))} and tau = {fmt_setting(bt)} lowers the KL by "
             f"{_nats(stats.mean_ci(gain))}"
         )
     d1_gap = ps("plain", [min(s.head_dims)], 1.0, s.seeds) - ps("plain", [s.d_max], 1.0, s.seeds)
     reading_plain = (
         f"In plain dot-product attention (the attention of ModernBERT and GPT-2), realistic heads at tau = 1 end "
         f"{_nats(v_short.estimate)} of KL above the largest head (d_h = {s.d_max}), and the best lower "
-        f"temperature, chosen on seeds {_seeds(s.select_seeds)} ({best_plain:g}), lowers their KL by "
+        f"temperature, chosen on seeds {_seeds(s.select_seeds)} ({fmt_setting(best_plain)}), lowers their KL by "
         f"{_nats(v_rescue.estimate)} on the held-out seeds {_seeds(s.estimate_seeds)} ({'; '.join(per_dim)}). "
         f"A head far narrower than any in use, d_h = {min(s.head_dims)}, ends {_nats(stats.mean_ci(d1_gap))} "
         f"above the largest head at tau = 1; for d_h = 1 that is a limit of the head dimension that no "
@@ -464,33 +464,33 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
     if verdicts.classify(e_norm, MATERIAL, "above") == verdicts.SUPPORTED:
         reading_norm = (
             f"With normalised q and k the study's reading holds: the logits are capped at 1/τ, τ = 1 cannot "
-            f"fit the permutation at any head dimension (P5), and tau = {best_norm:g} (chosen on the selection "
+            f"fit the permutation at any head dimension (P5), and tau = {fmt_setting(best_norm)} (chosen on the selection "
             f"seeds) at d_h = {s.d_max} cuts the KL by {_nats(e_norm)} on the held-out seeds."
         )
     else:
         reading_norm = (
-            f"With normalised q and k, tau = {best_norm:g} (chosen on the selection seeds) at d_h = {s.d_max} "
+            f"With normalised q and k, tau = {fmt_setting(best_norm)} (chosen on the selection seeds) at d_h = {s.d_max} "
             f"changes the KL by {_nats(e_norm)} on the held-out seeds, not a material gain at this scale."
         )
     n_bad, rho = len(fit.tables["full_bad"]), fit.tables["rho"]
     if n_bad:
         reading_rank = (
             f"A full rank is necessary for a permutation but says little about the fit: {n_bad} runs reach "
-            f"full rank and still end above {KL_BAD:g} nat of KL (across permutation runs, Spearman's rho "
+            f"full rank and still end above {fmt_setting(KL_BAD)} nat of KL (across permutation runs, Spearman's rho "
             f"between achieved rank and final KL is {fmt_estimate(rho, 2)} seeds)."
         )
     else:
         reading_rank = (
-            f"No run combines full rank with a KL above {KL_BAD:g} nat here; across permutation runs Spearman's "
+            f"No run combines full rank with a KL above {fmt_setting(KL_BAD)} nat here; across permutation runs Spearman's "
             f"rho between achieved rank and final KL is {fmt_estimate(rho, 2)} seeds."
         )
     n_checks, n_viol = sum(c.tested for c in checks), sum(c.violations for c in checks)
     which = (
-        f"plain attention at tau = 1 falls short of the largest head by more than {MATERIAL:g} nats at d_h = "
+        f"plain attention at tau = 1 falls short of the largest head by more than {fmt_setting(MATERIAL)} nats at d_h = "
         + ", ".join(f"{d} ({fmt_estimate(found[d].estimate, 2, n=False)})" for d in short)
         + (f", all narrower than any head in use (at least {D_REAL_MIN} wide)" if max(short) < D_REAL_MIN else "")
         if short
-        else f"no head dimension below {s.d_max} falls short of it by more than {MATERIAL:g} nats at tau = 1"
+        else f"no head dimension below {s.d_max} falls short of it by more than {fmt_setting(MATERIAL)} nats at tau = 1"
     )
     summary = (
         f"The study's reading, that some standard setting falls short (each head dimension below {s.d_max} against "
@@ -498,7 +498,7 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
         f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
         f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
         f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short.estimate, 2)}; "
-        f"gain of tau = {best_plain:g}, chosen on seeds {_seeds(s.select_seeds)}, on held-out seeds {_seeds(s.estimate_seeds)} "
+        f"gain of tau = {fmt_setting(best_plain)}, chosen on seeds {_seeds(s.select_seeds)}, on held-out seeds {_seeds(s.estimate_seeds)} "
         f"(nats): {fmt_estimate(v_rescue.estimate, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
     )
     glue = dict(

@@ -36,6 +36,7 @@ from ..words.glossary import (
     fmt,
     fmt_estimate,
     fmt_setting,
+    fmt_tau,
 )
 from .section import (
     INITIAL_BRIEF,
@@ -157,7 +158,7 @@ def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | N
     pre-registered effect (``effect`` given: ``"a difference of <effect>"``)."""
     v = r.verdict
     s = f"{what} {fmt_estimate(v.estimate, digits)} runs"
-    target = "the pre-registered effect" if effect is None else f"a difference of {effect:g}"
+    target = "the pre-registered effect" if effect is None else f"a difference of {fmt_setting(effect)}"
     if needed_text(v, target):
         s += f" ({needed_text(v, target)})"
     return s
@@ -259,7 +260,7 @@ def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
             {
                 "measure": MEASURE_LABELS[m],
                 "model": ARCH_LABELS[a],
-                f"τ = 1 minus τ = {fmt_setting(cold)} [95% Welch-t CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
+                f"τ = 1 minus {fmt_tau(cold)} [95% Welch-t CI]": fmt_estimate(r.verdict.estimate, 2, n=False),
                 "exact p (beside it)": fmt(r.verdict.estimate.p, 3),
                 "runs": r.verdict.estimate.n,
                 "sign": sign_of(r.verdict.status),
@@ -306,11 +307,11 @@ def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds:
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     return (
         f"{sign_finding(rank_v)} On the primary measure, the initial {label}, the mean at τ = 1 minus the "
-        f"mean at τ = {fmt_setting(cold)} (the study's sign is a positive difference; the Welch-t 95% "
+        f"mean at {fmt_tau(cold)} (the study's sign is a positive difference; the Welch-t 95% "
         f"interval decides) is {verdict_text(rv['modernbert'], 'for ModernBERT')} and "
         f"{verdict_text(rv['gpt2'], 'for GPT-2')}; the "
-        f"mean initial rank peaks at τ = {fmt_setting(rv['modernbert'].shape.value)} for ModernBERT ({_shape(rv['modernbert'])}) "
-        f"and at τ = {fmt_setting(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). The {profile} "
+        f"mean initial rank peaks at {fmt_tau(rv['modernbert'].shape.value)} for ModernBERT ({_shape(rv['modernbert'])}) "
+        f"and at {fmt_tau(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). The {profile} "
         f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
     )
 
@@ -322,7 +323,7 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
         f"{verdict_text(loss_v['modernbert'], 'for ModernBERT')} and {verdict_text(loss_v['gpt2'], 'for GPT-2')}; the study's "
         f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
         f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "
-        f"{fmt_setting(loss_v['modernbert'].shape.value)} (ModernBERT) and τ = {fmt_setting(loss_v['gpt2'].shape.value)} "
+        f"{fmt_setting(loss_v['modernbert'].shape.value)} (ModernBERT) and {fmt_tau(loss_v['gpt2'].shape.value)} "
         f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
     )
 
@@ -341,10 +342,10 @@ def _fine_peak_text(r) -> str:
     """Where a row of :func:`fine_peaks` puts the largest mean, in words."""
     if not math.isnan(r.flat_to):
         end = " (the grid's hot end)" if r.edge else ""
-        return f"on a plateau from τ = {fmt_setting(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
+        return f"on a plateau from {fmt_tau(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
     if r.edge:
-        return f"at the grid's {'cold' if math.isnan(r.low) else 'hot'} end, τ = {fmt_setting(r.peak_tau)}"
-    return f"at τ = {fmt_setting(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
+        return f"at the grid's {'cold' if math.isnan(r.low) else 'hot'} end, {fmt_tau(r.peak_tau)}"
+    return f"at {fmt_tau(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
 
 
 def fine_peaks(fine: pd.DataFrame) -> pd.DataFrame:
@@ -660,7 +661,7 @@ def section(
             "temp",
             rv.status,
             rank_finding(rank_v),
-            f"{label}, τ = 1 minus τ = {fmt_setting(tau_min)}: "
+            f"{label}, τ = 1 minus {fmt_tau(tau_min)}: "
             + "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in rv.arch.items()),
             f"{rv.n_runs} runs",
             INITIAL_REGIME,

@@ -33,7 +33,7 @@ from ..core.rank import numerical_rank, singular_values, study_rank
 from ..plots.theory import section_figure
 from ..runs.cache import cached
 from ..runs.presets import preset
-from ..words.glossary import MEASURE_LABELS, fmt
+from ..words.glossary import MEASURE_LABELS, fmt, fmt_setting
 from .section import Figure, Section, Table, Verdict
 from .seqlen import section as seq_len_section
 
@@ -224,7 +224,7 @@ def p1_taylor(
                     dict(
                         head_dim=d,
                         scale=scale,
-                        eps=f"{e:g}",
+                        eps=fmt_setting(e),
                         n=n,
                         M=float(M[i]),
                         bound=int(bound[i]),
@@ -241,12 +241,12 @@ def p1_taylor(
     ty = pd.DataFrame(rows)
     informative = ty[ty["bound"] < n]
     ex = ty[(ty.head_dim == example[0]) & (ty.scale == example[1])]
-    e2, e4 = (ex[ex.eps == f"{e:g}"] for e in eps)
+    e2, e4 = (ex[ex.eps == fmt_setting(e)] for e in eps)
     glue = dict(
         theory_ty_dims=", ".join(map(str, head_dims)),
         theory_ty_nscales=len(scales),
-        theory_ty_scales=", ".join(f"{s:g}" for s in scales),
-        theory_ty_eps=" and ".join(f"{e:g}" for e in eps),
+        theory_ty_scales=", ".join(map(fmt_setting, scales)),
+        theory_ty_eps=" and ".join(map(fmt_setting, eps)),
         theory_ty_ex_d=example[0],
         theory_ty_ex_scale=example[1],
         theory_ty_n=n,

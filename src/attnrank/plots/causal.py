@@ -7,9 +7,9 @@ import pandas as pd
 import seaborn as sns
 
 from ..runs.experiments import CELLS, PRESETS
-from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_setting
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_tau
 from . import figure, figure_legend, new_figure
-from .style import MIN_FONT_SIZE, SYMBOLS, fmt_tau
+from .style import MIN_FONT_SIZE, SYMBOLS, tau_label
 
 __all__ = ["CELL_LABELS", "cells", "intervention", "cells_figure", "intervention_figure"]
 
@@ -94,7 +94,7 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
             for (t, _seed), d in df[df.arch == a].groupby(["train_tau", "seed"]):
                 d = d.sort_values("eval_tau")
                 d = d.assign(loss_change=d.val_loss - d.val_loss[np.isclose(d.eval_tau, t)].mean())
-                ax.plot(d.eval_tau, d[col], color=palette[t], lw=1, marker=".", label=f"trained at {fmt_tau(t)}")
+                ax.plot(d.eval_tau, d[col], color=palette[t], lw=1, marker=".", label=f"trained at {tau_label(t)}")
                 own = d[np.isclose(d.eval_tau, t)]
                 ax.plot(own.eval_tau, own[col], "o", mfc="none", color=palette[t], ms=8)
             ax.set_xscale("log")
@@ -120,9 +120,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
     caption's last words, the profile, its sizes and the ``n_runs`` runs (the chapter writes the rest).
     """
     label = MEASURE_LABELS[measure]
-    labels = {
-        c: CELL_LABELS[c].replace("τ", f"τ = {fmt_setting(tau)}") if c == "tau" else CELL_LABELS[c] for c in CELLS
-    }
+    labels = {c: CELL_LABELS[c].replace("τ", fmt_tau(tau)) if c == "tau" else CELL_LABELS[c] for c in CELLS}
     ylab = {
         "initial": f"initial {label}",
         "during": f"mean {label}\nthrough training",

@@ -11,7 +11,7 @@ from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 from ..core.profiles import ARCH_ORDER
 from ..words.glossary import ARCH_LABELS
 from . import figure_legend, new_figure
-from .style import BASELINE_COLOR, check_columns, fmt_tau
+from .style import BASELINE_COLOR, check_columns, tau_label
 
 __all__ = ["BASELINE_STYLES", "loss_vs_compute", "loss_figure"]
 
@@ -60,7 +60,7 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
         ax, d = axes[0, j], curves[(curves.arch == a) & (curves.flop > 0)]
         for (tau, seed), g in d.groupby(["tau", "seed"]):
             first = seed == d[d.tau == tau].seed.min()
-            ax.plot(g.flop, g.val_loss, color=palette[tau], lw=1.2, label=fmt_tau(tau) if first else None)
+            ax.plot(g.flop, g.val_loss, color=palette[tau], lw=1.2, label=tau_label(tau) if first else None)
         _baselines(ax, d.iloc[0].to_dict())
         _log_x(ax)
         ax.set_xlabel("training FLOP")

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 
 from ..analysis.spectra import EPS32, EPS64, REFERENCE
 from ..core import rank
-from ..words.glossary import ARCH_LABELS, ARCHS
+from ..words.glossary import ARCH_LABELS, ARCHS, fmt_setting
 from . import figure, figure_legend, new_figure, shared_xlabel
 from .style import (
     FONT_SIZE,
@@ -27,8 +27,8 @@ from .style import (
     axis_label,
     check_columns,
     decade_labels,
-    fmt_tau,
     measure_label,
+    tau_label,
 )
 
 __all__ = [
@@ -110,7 +110,7 @@ def _panel_title(column: str | None, value) -> str:
     if column == "measure":
         return measure_label(value)
     if column == "tau":
-        return fmt_tau(value)
+        return tau_label(value)
     return f"{column} = {value}"
 
 
@@ -258,7 +258,7 @@ def rank_vs_tau(
                     text = (
                         r.get("label")
                         if isinstance(r.get("label"), str)
-                        else (f"n = {r['value']:g}" if r["measure"] == "n" else str(r["measure"]))
+                        else (f"n = {fmt_setting(r['value'])}" if r["measure"] == "n" else str(r["measure"]))
                     )
                     ax.axhline(r["value"], color="0.4", ls=":", lw=1.2, zorder=1)
                     ax.annotate(
@@ -506,7 +506,7 @@ def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str
 def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, setting):
     """Spectra of trained attention at every probed temperature, one row of panels per precision pipeline."""
     spec = spectra_table[spectra_table.state == "trained"]
-    spec = spec.assign(temperature=spec.tau.map(fmt_tau))
+    spec = spec.assign(temperature=spec.tau.map(tau_label))
     sigma1 = matrices[matrices.state == "trained"].groupby("arch").sigma_1.median()
     fig = spectra(
         spec, threshold_lines(sigma1, setting.n), col="arch", row="pipeline", hue="temperature", ymin=1e-20, height=3.0
@@ -579,14 +579,14 @@ def attention_patterns(matrices: pd.DataFrame, spectra_table: pd.DataFrame, labe
             ax.tick_params(length=0, pad=1)
             ax.grid(False)
             if r == 0:
-                ax.set_title(fmt_tau(t), fontsize=FONT_SIZE)
+                ax.set_title(tau_label(t), fontsize=FONT_SIZE)
             if c == 0:
                 ax.set_ylabel(f"{ARCH_LABELS[a]}\n{s}", fontsize=MIN_FONT_SIZE)
         ax = axes[r, -1]
         for t in taus:
             sv = spectra_table[(spectra_table.arch == a) & (spectra_table.state == s) & (spectra_table.tau == t)]
             ax.semilogy(
-                sv.k, sv.sigma.clip(lower=1e-300), marker="o", ms=2.5, lw=1.0, color=colors[t], label=fmt_tau(t)
+                sv.k, sv.sigma.clip(lower=1e-300), marker="o", ms=2.5, lw=1.0, color=colors[t], label=tau_label(t)
             )
         ax.axhline(eps, ls=":", color="0.3", lw=1.0)
         ax.set_ylim(1e-17, 10)

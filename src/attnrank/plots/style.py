@@ -14,6 +14,8 @@ and raises :class:`attnrank.ConfigError`, like every other input check of the pr
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -22,7 +24,7 @@ from matplotlib.ticker import NullFormatter
 
 from ..core.errors import ConfigError
 from ..core.measures import MEASURES
-from ..words.glossary import MEASURE_LABELS, fmt_setting
+from ..words.glossary import MEASURE_LABELS, fmt_tau
 
 __all__ = [
     "COLUMN_WIDTH",
@@ -40,8 +42,8 @@ __all__ = [
     "BASELINE_COLOR",
     "axis_label",
     "measure_label",
-    "fmt_tau",
     "decade_labels",
+    "tau_label",
     "check_columns",
 ]
 
@@ -57,6 +59,8 @@ MIN_FONT_SIZE = 8.5
 PALETTE = "colorblind"
 #: The symbol of each quantity, for legend titles, panel titles and sentences.
 SYMBOLS = {"tau": r"$\tau$", "head_dim": r"$d_h$", "n": r"$n$", "T": r"$T$"}
+#: ``τ = 0.03`` in a figure (:func:`attnrank.words.glossary.fmt_tau` with the mathtext symbol).
+tau_label = functools.partial(fmt_tau, symbol=SYMBOLS["tau"])
 #: Axis and colour-bar labels (one wording per quantity; the temperature's on two lines, as a panel of a
 #: two-column figure is narrower than it on one).
 LABELS = {
@@ -108,11 +112,6 @@ def axis_label(name: str, *, log: bool = False) -> str:
     ``", log scale"`` when ``log``."""
     text = LABELS.get(name) or measure_label(name)
     return f"{text}, log scale" if log else text
-
-
-def fmt_tau(t) -> str:
-    """``tau = 0.03`` in the book's notation (for legends and panel titles)."""
-    return f"{SYMBOLS['tau']} = {fmt_setting(t)}"
 
 
 def decade_labels(ax, *, x: bool = True, y: bool = False) -> None:

@@ -18,7 +18,7 @@ from matplotlib import cm
 from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
-from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting, fmt_tau
 from . import PALETTE, cell_labels_fit, figure, figure_legend, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
 from .style import FAILED_MARKER, FONT_SIZE, HEAD_DIM_CMAP, LABELS, MIN_FONT_SIZE, SYMBOLS, TAU_CMAP
@@ -677,7 +677,7 @@ def head_dim_trajectories(data: pd.DataFrame, *, highlight: int, ylabel: str, y:
         cmap=HEAD_DIM_CMAP,
         highlight=highlight,
         ylabel=ylabel,
-        col_labels={t: f"τ = {t:g}" for t in sorted(data.tau.unique())},
+        col_labels={t: fmt_tau(t) for t in sorted(data.tau.unique())},
         width=4.3,
         height=2.8,
     )
@@ -713,7 +713,7 @@ def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, reference
         connect="seed",
         annotations=notes,
         references={(t, a): r for t in rho for a, r in references.items()},
-        row_labels={t: f"τ = {t:g}" for t in rho},
+        row_labels={t: fmt_tau(t) for t in rho},
         xlabel=xlabel,
         ylabel=ylabel,
     )

@@ -46,6 +46,7 @@ __all__ = [
     "fmt_column",
     "fmt_sci",
     "fmt_setting",
+    "fmt_tau",
     "fmt_estimate",
     "per_arch",
 ]
@@ -272,6 +273,12 @@ def fmt_setting(v) -> str:
         mant, exp = s.split("e")
         s = f"{mant}e{int(exp)}"
     return s
+
+
+def fmt_tau(t, symbol: str = "τ") -> str:
+    """A temperature in the book's notation, ``τ = 0.03`` (:func:`fmt_setting`); figures pass their mathtext
+    ``symbol``."""
+    return f"{symbol} = {fmt_setting(t)}"
 
 
 def fmt_estimate(e, digits: int = 2, *, n: bool = True, percent: bool = False) -> str:
