@@ -72,7 +72,7 @@ def test_attnrank_dataset_switches_every_run_and_its_key(corpus, clean_env):
 
 
 def test_attnrank_dataset_is_in_the_books_execution_context(corpus, clean_env):
-    from attnrank.book.context import execution_context
+    from attnrank.sphinxext.context import execution_context
 
     before, _ = execution_context()
     clean_env.setenv("ATTNRANK_DATASET", f"hf:{corpus}")

@@ -361,7 +361,7 @@ def test_book_build_sweeps_up_front(monkeypatch, tmp_path):
     """The Sphinx extension trains the toc's runs up front (with the progress bar) before any chapter runs."""
     from types import SimpleNamespace
 
-    from attnrank.book import prepare
+    from attnrank import sphinxext
 
     seen = {}
     monkeypatch.setattr(grid, "sweep", lambda configs, **kw: seen.update(configs=configs, **kw))
@@ -370,9 +370,9 @@ def test_book_build_sweeps_up_front(monkeypatch, tmp_path):
         "root: chapters/intro\nparts:\n  - chapters:\n      - file: chapters/theory\n      - file: chapters/temp\n"
     )
     app = SimpleNamespace(srcdir=str(tmp_path))
-    prepare._sweep_up_front(app, SimpleNamespace(attnrank_sweep="process"))
+    sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="process"))
     assert seen["configs"] == experiments.book_runs("ci", ["theory", "temp"]) and seen["executor"] == "process"
     assert seen["progress"] is True
     seen.clear()
-    prepare._sweep_up_front(app, SimpleNamespace(attnrank_sweep="off"))
+    sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="off"))
     assert not seen

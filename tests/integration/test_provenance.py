@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from attnrank.book import context
 from attnrank.core.errors import ConfigError
 from attnrank.runs import provenance, store
+from attnrank.sphinxext import context
 
 SRC = Path(provenance.__file__).parents[1]
 
@@ -49,18 +49,26 @@ def test_closure_follows_imports_and_leaves_out_tools():
         "__init__.py",
     } <= names
     assert (
-        not {"book/upfront.py", "cli.py", "__main__.py", "book/sphinxext.py", "runs/grid.py", "runs/cache.py"} & names
+        not {
+            "cli/upfront.py",
+            "cli/__init__.py",
+            "__main__.py",
+            "sphinxext/__init__.py",
+            "runs/grid.py",
+            "runs/cache.py",
+        }
+        & names
     )
 
 
 def test_editing_a_module_in_the_closure_changes_the_hash_and_a_tool_does_not(package):
-    """Editing rank.py (imported by probe) changes the code hash; editing the book's executor or cli.py does not.
+    """Editing rank.py (imported by probe) changes the code hash; editing the book's executor or the command line does not.
 
     Guarantees (docs/guarantees.md): "The run key holds every input of a result", "The book never shows outputs
     made under other inputs." """
     before = provenance.code_hash()
-    _append(package / "book" / "upfront.py", "\n# a comment\n")
-    _append(package / "cli.py", "\nX = 1\n")
+    _append(package / "cli" / "upfront.py", "\n# a comment\n")
+    _append(package / "cli" / "__init__.py", "\nX = 1\n")
     assert provenance.code_hash() == before
     _append(package / "core" / "rank.py", "\n# a comment\n")
     assert provenance.code_hash() != before
@@ -92,7 +100,7 @@ def test_book_hash_covers_what_chapters_import(package, tmp_path):
     (book / "chapters" / "x.ipynb").write_text(__import__("json").dumps({"cells": [cell]}))
     assert {"attnrank.plots.theory", "attnrank.book"} <= set(context.chapter_roots(book))
     lib, runs = context.library_hash(book), provenance.code_hash()
-    _append(package / "book" / "upfront.py", "\n# a comment\n")
+    _append(package / "cli" / "upfront.py", "\n# a comment\n")
     assert (context.library_hash(book), provenance.code_hash()) == (lib, runs)
     _append(package / "plots" / "theory.py", "\n# a comment\n")
     assert context.library_hash(book) != lib and provenance.code_hash() == runs  # a figure, not a run

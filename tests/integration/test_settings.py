@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import fake_train
 
-from attnrank.book import prepare, sphinxext
-from attnrank.cli import main
+from attnrank import sphinxext
+from attnrank.cli import build, main
 from attnrank.core import data
 from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import resolve_config
@@ -133,7 +133,7 @@ def test_a_bad_sweep_executor_stops_the_book_build_in_one_line(tmp_path, monkeyp
         config = type("C", (), {"attnrank_sweep": "process"})()
 
     with pytest.raises(SystemExit) as stop:
-        prepare.one_line_errors(prepare._sweep_up_front_app)(App())
+        build.one_line_errors(sphinxext._sweep_up_front_app)(App())
     assert stop.value.code == 2
     assert capsys.readouterr().err == f"attnrank: error: ATTNRANK_SWEEP: {message}\n"
 
@@ -142,7 +142,7 @@ def test_a_bad_execute_up_front_switch_is_named(monkeypatch):
     monkeypatch.setenv("ATTNRANK_EXECUTE_UP_FRONT", "maybe")
     config = type("C", (), {"attnrank_execute_up_front": True, "nb_execution_mode": "cache"})()
     with pytest.raises(ConfigError, match="^ATTNRANK_EXECUTE_UP_FRONT: got 'maybe'"):
-        prepare._execute_up_front(type("A", (), {"srcdir": "."})(), config)
+        sphinxext._execute_up_front(type("A", (), {"srcdir": "."})(), config)
 
 
 def _closed_port() -> int:

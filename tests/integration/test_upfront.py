@@ -16,7 +16,7 @@ from jupyter_cache.cache.db import NbCacheRecord, create_db, session_context
 from jupyter_cache.cache.main import JupyterCacheBase
 from sqlalchemy import desc
 
-from attnrank.book import upfront
+from attnrank.cli import upfront
 
 
 def test_the_race_this_avoids_is_real(tmp_path):

@@ -21,7 +21,6 @@ from attnrank import book
 from attnrank.analysis import baselines, rules, stats
 from attnrank.analysis.rules import DynamicsResult
 from attnrank.analysis.stats import Estimate
-from attnrank.book import directives
 from attnrank.chapters import headdim, loss, reproducibility, section
 from attnrank.chapters.section import (
     Figure,
@@ -39,6 +38,7 @@ from attnrank.core.profiles import PROFILES, resolve_config
 from attnrank.plots import sweeps
 from attnrank.plots import training as tp
 from attnrank.runs import experiments, tables
+from attnrank.sphinxext import directives
 from attnrank.words import glossary
 from attnrank.words.glossary import ARCH_NAMES, fmt_estimate
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnrank.book.directives import citation
 from attnrank.core.errors import ConfigError
+from attnrank.sphinxext.directives import citation
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The up-front executor (:mod:`attnrank.book.upfront`): which notebooks it caches, which it tries once
+"""The up-front executor (:mod:`attnrank.cli.upfront`): which notebooks it caches, which it tries once
 more alone, and which it leaves to myst-nb. Executions are faked (no kernel) and the pool is a
 thread pool here; the real pool and kernels are in ``tests/integration/test_upfront.py``."""
 
@@ -11,7 +11,7 @@ import pytest
 from jupyter_cache import get_cache
 from jupyter_cache.cache.db import NbProjectRecord
 
-from attnrank.book import upfront
+from attnrank.cli import upfront
 
 
 class FakeExecution:

@@ -10,8 +10,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from attnrank.book import context
 from attnrank.runs import provenance
+from attnrank.sphinxext import context
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"

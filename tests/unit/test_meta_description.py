@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from docutils import nodes
 
-from attnrank.book.pages import _page_meta, plain_maths
+from attnrank.sphinxext.pages import _page_meta, plain_maths
 
 
 def test_plain_maths_writes_tex_as_unicode():

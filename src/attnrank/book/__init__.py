@@ -247,7 +247,7 @@ def verdict(
 #: Where a figure's data lies in the built site, relative to the site's root (one file per figure).
 DATA_FOLDER = "data"
 #: The MIME type a figure's data is glued under; the book's Sphinx extension writes it to
-#: ``<site>/data/<figure name>.csv`` (:func:`attnrank.book.pages.write_figure_data`).
+#: ``<site>/data/<figure name>.csv`` (:func:`attnrank.sphinxext.pages.write_figure_data`).
 CSV_MIME = "text/csv"
 #: The width of the book's text column in CSS pixels at a 1280 px wide window: a figure
 #: :data:`attnrank.plots.style.COLUMN_WIDTH` inches wide is shown at this width.

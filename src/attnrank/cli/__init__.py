@@ -1,4 +1,4 @@
-"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank sweep`` trains the book's grid; ``attnrank runs`` lists the store; ``attnrank recipe`` runs the recipe study.
+"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank sweep`` trains the book's grid; ``attnrank runs`` lists the store; ``attnrank recipe`` runs the recipe study. What a book build trains and executes before its pages are read is :mod:`.build`, called by the Sphinx extension.
 
 Bad input (a wrong option, a value of the wrong type, an invalid setting, an unusable
 ``ATTNRANK_RUNS``) gives a one-line message on stderr, starting with the parameter's name,
@@ -16,14 +16,14 @@ import sys
 
 import pandas as pd
 
-from .book import published_verdicts
-from .chapters import causal, dynamics, headdim, learned, loss, measure, protocol, recipe, target, temp, theory
-from .core.data import absolute_path_settings
-from .core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
-from .core.profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
-from .runs.experiments import book_runs
-from .runs.grid import EXECUTORS, default_workers, plan, sweep
-from .runs.store import load_runs, run, runs_dir
+from ..book import published_verdicts
+from ..chapters import causal, dynamics, headdim, learned, loss, measure, protocol, recipe, target, temp, theory
+from ..core.data import absolute_path_settings
+from ..core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
+from ..core.profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
+from ..runs.experiments import book_runs
+from ..runs.grid import EXECUTORS, default_workers, plan, sweep
+from ..runs.store import load_runs, run, runs_dir
 
 __all__ = ["main"]
 

@@ -1,18 +1,17 @@
-"""What the book build does before any chapter executes: train every run of the toc's chapters (the grid up front,
-with a progress bar) and execute the chapters the cache lacks in parallel into that cache; the build folder's free
-space, a disk that fills, and SIGTERM/SIGHUP handled as Ctrl-C.
+"""What a book build runs before any chapter executes, called by the Sphinx extension (:mod:`attnrank.sphinxext`):
+train every run of the toc's chapters (the grid up front, with a progress bar) and execute the chapters the cache
+lacks in parallel into that cache; the build folder's free space checked first, SIGTERM/SIGHUP handled as Ctrl-C, and
+a bad setting stopped in one line, as on the command line.
 """
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import logging
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 from ..core.errors import ConfigError, check_choice
@@ -43,20 +42,19 @@ def toc_chapters(srcdir) -> list[str]:
     return files
 
 
-def _sweep_up_front(app, config) -> None:
-    """Train every run of the toc's chapters before any chapter executes, with a progress bar.
+def train_book(srcdir, executor: str = "process") -> None:
+    """Train every run of the chapters in ``<srcdir>/_toc.yml`` for the resolved profile, with a progress bar.
 
-    The executor is ``attnrank_sweep`` (``process`` by default, ``serial``, ``ray`` or
-    ``off``); ``$ATTNRANK_SWEEP`` overrides it. A chapter whose papermill parameters ask
-    for other runs trains those itself.
+    ``executor`` is one of :data:`attnrank.runs.grid.EXECUTORS` or ``"off"`` (train nothing); a chapter whose
+    papermill parameters ask for other runs trains those itself.
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_SWEEP`` (the setting that chooses ``executor``) for another value.
     """
-    import os
-
-    executor = os.environ.get("ATTNRANK_SWEEP") or getattr(config, "attnrank_sweep", "process")
     check_choice("ATTNRANK_SWEEP", executor, (*grid.EXECUTORS, "off"))
     if executor == "off":
         return
-    names = [c.removeprefix("chapters/") for c in toc_chapters(app.srcdir)]
+    names = [c.removeprefix("chapters/") for c in toc_chapters(srcdir)]
     profile = resolve_profile("auto")
     configs = book_runs(profile, [n for n in names if n in CHAPTERS])
     grid.sweep(configs, executor=executor, progress=True, desc=f"{profile} runs")
@@ -67,59 +65,33 @@ def _sweep_up_front(app, config) -> None:
 BUILD_SPACE_MB = 100
 
 
-def _check_free_space(app) -> None:
-    """Refuse, in one line, a build whose output folder has less than :data:`BUILD_SPACE_MB` free.
+def check_free_space(outdir) -> None:
+    """Refuse, in one line, a build whose output folder ``outdir`` has less than :data:`BUILD_SPACE_MB` free.
 
     Raises:
         ConfigError: naming the build folder.
     """
-    folder = Path(app.outdir).resolve()
+    folder = Path(outdir).resolve()
     while not folder.exists():
         folder = folder.parent
     free = shutil.disk_usage(folder).free / 2**20
     if free < BUILD_SPACE_MB:
         raise ConfigError(
             "build folder",
-            f"{str(Path(app.outdir).parent)!r} has {free:.0f} MB free and a build writes about {BUILD_SPACE_MB} MB "
+            f"{str(Path(outdir).parent)!r} has {free:.0f} MB free and a build writes about {BUILD_SPACE_MB} MB "
             "(the site and the execution cache); free space there or build elsewhere with --path-output",
         )
 
 
-def _full_disk(app, exception) -> None:
-    """A disk that filled during the build (after :func:`_check_free_space`) ends it with one line instead of
-    Sphinx's and jupyter-book's tracebacks; what was computed (runs, executed chapters) is already stored."""
-    if isinstance(exception, OSError) and exception.errno == errno.ENOSPC:
-        where = exception.filename2 or exception.filename or app.outdir  # a copy's target, else the file
-        print(
-            f"attnrank: error: build folder: the disk filled while writing {where!r} (No space left on device); "
-            "free space there and build again (nothing computed is lost)",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(1)
+def execute_stale(srcdir, cache_path: str, *, timeout=None, allow_errors: bool = False, exclude=()) -> list[str]:
+    """Execute the toc's notebooks that the jupyter-cache at ``cache_path`` lacks, in parallel, into that cache.
 
-
-def _sweep_up_front_app(app) -> None:
-    _check_free_space(app)
-    t = time.time()
-    _sweep_up_front(app, app.config)
-    app.attnrank_sweep_seconds = time.time() - t
-    t = time.time()
-    _execute_up_front(app, app.config)
-    app.attnrank_execution_seconds = time.time() - t
-
-
-def _execute_up_front(app, config) -> list[str]:
-    """Execute the toc's notebooks that the execution cache lacks, in parallel, into that cache.
-
-    With ``execute_notebooks: cache``, myst-nb executes each stale notebook while it reads
-    it, one after another. After the up-front sweep every run is in the store, so the
-    chapters no longer depend on each other: this step stages the stale ones in the
-    context's jupyter-cache and executes them with :mod:`attnrank.book.upfront` (one process per
-    core, one writer of the cache), with the book's timeout. myst-nb then finds each of them in
-    the cache. A notebook that fails here is left to myst-nb, which executes it again and
-    reports its error as usual. ``$ATTNRANK_EXECUTE_UP_FRONT=0`` (or the config value
-    ``attnrank_execute_up_front: false``) turns this off.
+    With ``execute_notebooks: cache``, myst-nb executes each stale notebook while it reads it, one after another.
+    After :func:`train_book` every run is in the store, so the chapters no longer depend on each other: this step
+    stages the stale ones in the cache and executes them with :mod:`attnrank.cli.upfront` (one process per core,
+    one writer of the cache) with the book's ``timeout`` (seconds) and ``allow_errors``; a notebook whose name
+    matches a pattern of ``exclude`` is left alone. myst-nb then finds each of them in the cache. A notebook that
+    fails here is left to myst-nb, which executes it again and reports its error as usual.
 
     Returns:
         The paths of the notebooks executed here (empty when nothing was stale).
@@ -129,17 +101,11 @@ def _execute_up_front(app, config) -> list[str]:
     import nbformat
     from jupyter_cache import get_cache
 
-    switch = os.environ.get("ATTNRANK_EXECUTE_UP_FRONT")
-    if switch is not None:
-        check_choice("ATTNRANK_EXECUTE_UP_FRONT", switch.lower(), ("1", "true", "yes", "on", "0", "false", "no", "off"))
-    enabled = config.attnrank_execute_up_front if switch is None else switch.lower() not in ("0", "false", "no", "off")
-    if not enabled or config.nb_execution_mode != "cache":
-        return []
-    cache = get_cache(config.nb_execution_cache_path)
+    cache = get_cache(cache_path)
     stale = []
-    for name in toc_chapters(app.srcdir):
-        path = Path(app.srcdir) / f"{name}.ipynb"
-        if not path.is_file() or any(fnmatch.fnmatch(f"{name}.ipynb", p) for p in config.nb_execution_excludepatterns):
+    for name in toc_chapters(srcdir):
+        path = Path(srcdir) / f"{name}.ipynb"
+        if not path.is_file() or any(fnmatch.fnmatch(f"{name}.ipynb", p) for p in exclude):
             continue
         try:
             cache.match_cache_notebook(nbformat.read(path, as_version=4))
@@ -156,9 +122,7 @@ def _execute_up_front(app, config) -> list[str]:
     )
     for path in stale:
         cache.add_nb_to_project(path)
-    failed = _execute_in_child(
-        config.nb_execution_cache_path, stale, config.nb_execution_timeout, config.nb_execution_allow_errors
-    )
+    failed = _execute_in_child(cache_path, stale, timeout, allow_errors)
     if failed:
         log.warning(
             "Notebooks that failed up front, executed again while read: %s", ", ".join(Path(p).stem for p in failed)
@@ -167,7 +131,7 @@ def _execute_up_front(app, config) -> list[str]:
 
 
 def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: bool) -> list[str]:
-    """Execute ``uris`` into the cache with :mod:`attnrank.book.upfront`, in a child process of its own
+    """Execute ``uris`` into the cache with :mod:`attnrank.cli.upfront`, in a child process of its own
     session; returns the notebooks it left to myst-nb.
 
     Ctrl-C in the terminal reaches this process only: it ends the child's whole process group
@@ -198,7 +162,7 @@ def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: b
     return json.loads(lines[-1])
 
 
-def _terminate_as_interrupt() -> None:
+def terminate_as_interrupt() -> None:
     """Make SIGTERM (what ``timeout``, ``kill``, systemd and CI runners send) and SIGHUP (the terminal closing)
     stop the build as Ctrl-C does: raised as ``KeyboardInterrupt`` in the main thread, so that the up-front
     executor and the training pool end what they started before the build exits. Each is left alone where
@@ -233,13 +197,3 @@ def one_line_errors(step):
             raise SystemExit(2) from None
 
     return run
-
-
-def setup(app) -> None:
-    """Train and execute up front when the builder starts; end on a full disk or a terminating signal cleanly."""
-    _terminate_as_interrupt()
-    # the executor does not change results (every executor gives bit-identical runs)
-    app.add_config_value("attnrank_sweep", "process", "")
-    app.add_config_value("attnrank_execute_up_front", True, "")
-    app.connect("builder-inited", one_line_errors(_sweep_up_front_app))
-    app.connect("build-finished", _full_disk, priority=1)

@@ -1,9 +1,9 @@
 """Execute staged notebooks in parallel into a jupyter-cache, caching them from one process.
 
-Run by the book build (:func:`attnrank.book.prepare._execute_in_child`) as a script, by its file
+Run by the book build (:func:`attnrank.cli.build._execute_in_child`) as a script, by its file
 path, so that the child imports jupyter-cache and nbformat but neither the library nor torch::
 
-    python src/attnrank/book/upfront.py CACHE TIMEOUT ALLOW_ERRORS URI...
+    python src/attnrank/cli/upfront.py CACHE TIMEOUT ALLOW_ERRORS URI...
 
 It prints, as its last line, the JSON list of the notebooks it leaves to myst-nb (which executes
 them again while it reads them and reports their errors as usual).
@@ -119,5 +119,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover (the child of attnrank.book.prepare._execute_in_child)
+if __name__ == "__main__":  # pragma: no cover (the child of attnrank.cli.build._execute_in_child)
     sys.exit(main(sys.argv[1:]))

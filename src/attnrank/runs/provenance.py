@@ -11,7 +11,7 @@ does not. The run store keys runs on the closure of the training path
 (:data:`RUN_ROOTS`, :func:`attnrank.runs.store.run_key`), so that editing a verdict rule does not
 retrain a run; the table cache
 keys tables on it (:func:`attnrank.runs.cache.cached`) and the book's execution context
-(:mod:`attnrank.book.context`) hashes the same closure grown by the modules its chapters
+(:mod:`attnrank.sphinxext.context`) hashes the same closure grown by the modules its chapters
 import (:func:`imported_modules`), so that a plot's code re-executes the chapters that draw
 it.
 

@@ -14,9 +14,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..cli.build import one_line_errors, toc_chapters
 from ..core.profiles import resolve_profile
 from ..runs.provenance import ENVIRONMENT_PACKAGES, RESULT_ROOTS, code_hash, imported_modules, lock_state, records_hash
-from .prepare import one_line_errors, toc_chapters
 
 #: Environment variables whose name starts with one of these prefixes are part of the context.
 CONTEXT_ENV_PREFIXES = ("ATTNRANK_",)

@@ -10,11 +10,11 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 from ..analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from ..book import published_verdicts
 from ..core.errors import ConfigError
 from ..core.profiles import ARCHS, PROFILES, resolve_config
 from ..runs.experiments import SWEEP_DEFAULTS
 from ..words.glossary import VERDICT_LABELS, per_arch
-from . import published_verdicts
 from .pages import build_log_path
 
 
@@ -262,7 +262,7 @@ class GluedFigure(Directive):
     page's (the intro's headline figure) as a figure: the image is a pending glue reference (resolved
     once every page is read), the directive's content is its caption, ``:name:`` its label and
     ``:alt:`` (required) its alt text; the image is shown at :data:`attnrank.book.COLUMN_PX` pixels, the
-    column's width (:func:`attnrank.book.pages._paste_other_figures` sets both once the image is pasted).
+    column's width (:func:`attnrank.sphinxext.pages._paste_other_figures` sets both once the image is pasted).
     """
 
     required_arguments = 1

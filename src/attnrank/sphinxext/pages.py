@@ -13,10 +13,10 @@ from pathlib import Path
 
 from docutils import nodes
 
+from ..book import COLUMN_PX, CSV_MIME, DATA_FOLDER
 from ..core.data import data_dir
 from ..core.profiles import resolve_profile
 from ..runs.store import runs_dir
-from . import COLUMN_PX, CSV_MIME, DATA_FOLDER
 
 
 def build_log_path() -> Path:
