@@ -55,7 +55,7 @@ book.publish(causal.section(**params))
 # ## The runs
 #
 # The design needs many runs, so the chapter trains the sizes of a smaller profile (`ci`
-# sizes at `ci` and `quick`, `quick` sizes at `paper`; `attnrank.runs.experiments.PRESETS`): {glue:text}`causal_runs_text`.
+# sizes at `ci` and `quick`, `quick` sizes at `paper`; `attnrank.runs.experiments.CAUSAL_PRESETS`): {glue:text}`causal_runs_text`.
 
 # %% [markdown]
 # ```{glue:figure} causal_cells

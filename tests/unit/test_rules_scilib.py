@@ -239,7 +239,7 @@ def test_run_presets_sit_beside_the_profiles_and_print():
     from attnrank.runs.presets import RUN_PRESETS, run_preset_table
 
     assert experiments.SEQ_LEN_PRESET is RUN_PRESETS["seq_len"]
-    assert causal.PRESETS["quick"] == ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20})
+    assert causal.CAUSAL_PRESETS["quick"] == ("ci", {"max_steps": 200, "warmup_steps": 20, "rank_every": 20})
     assert {c.seed for c in causal.causal_runs("ci")} == set(RUN_PRESETS["causal"]["ci"]["seeds"]) == set(range(5))
     assert {(c.profile, c.max_steps) for c in experiments.seq_len_sweep("quick")} == {("ci", 160)}
     table = run_preset_table()

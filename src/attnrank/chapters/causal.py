@@ -10,7 +10,7 @@ the initial logit scale and the query/key step size, can be set one at a time:
 * :data:`CELLS` - the five runs of one seed: ``stock`` (``tau = 1``), ``init`` (``qk_init_scale =
   s``), ``lr`` (``qk_lr_scale = s``), ``twin`` (both), ``tau`` (the temperature itself); all
   trained under :data:`P3_CONDITIONS`;
-* :func:`causal_runs` - their configs at a profile's chapter preset (:data:`PRESETS`);
+* :func:`causal_runs` - their configs at a profile's chapter preset (:data:`CAUSAL_PRESETS`);
 * :func:`label_cells`, :func:`outcomes`, :func:`effects` - the outcome of every run (initial rank,
   mean rank through training, final loss) and each cell's difference from ``stock``;
 * :func:`eval_temperatures` - the intervention at fixed weights: a trained model evaluated at
@@ -35,7 +35,7 @@ from ..core.profiles import TAU_RANGE, RunConfig, resolve_profile
 from ..core.rank import check_measures
 from ..core.train import prepare_data
 from ..plots.causal import CELL_LABELS, cells_figure, intervention_figure
-from ..runs.experiments import CELLS, P3_CONDITIONS, PRESETS, causal_runs, twin_scale
+from ..runs.experiments import CAUSAL_PRESETS, CELLS, P3_CONDITIONS, causal_runs, twin_scale
 from ..runs.store import Run, load_table, read
 from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_sci, fmt_setting
@@ -188,11 +188,11 @@ def runs_text(runs: pd.DataFrame, profile: str, n_seeds: int) -> str:
     """The chapter's sentence on its runs: count, sizes (from the first run), seeds and diverged runs.
 
     ``runs``: one row per run with ``hidden_size``, ``num_layers``, ``head_dim``, ``max_steps``,
-    ``status``; the sizes' profile is :data:`PRESETS` ``[profile]``.
+    ``status``; the sizes' profile is :data:`CAUSAL_PRESETS` ``[profile]``.
     """
     c0 = runs.iloc[0]
     return (
-        f"{len(runs)} runs ({profile} profile: {PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
+        f"{len(runs)} runs ({profile} profile: {CAUSAL_PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
         f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
         f"{divergence(runs, 'causal', listed=False)['causal_diverged']}"
     )
@@ -293,7 +293,7 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
         f"{answer_text(result)} Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
         f"s = {twin_scale(tau):.3g}. {causal_text(result, 'modernbert')}. {causal_text(result, 'gpt2')}. Each tau run "
         f"and its twin differ by at most {gaps['causal_twin_max_loss']} nats in final validation loss and "
-        f"{gaps['causal_twin_max_rank']} units of rank. The {profile} profile at {PRESETS[profile][0]} "
+        f"{gaps['causal_twin_max_rank']} units of rank. The {profile} profile at {CAUSAL_PRESETS[profile][0]} "
         f"sizes, {n_runs} runs."
     )
 

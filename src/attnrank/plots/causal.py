@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..runs.experiments import CELLS, PRESETS
+from ..runs.experiments import CAUSAL_PRESETS, CELLS
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_tau
 from . import figure, figure_legend, new_figure
 from .style import MIN_FONT_SIZE, SYMBOLS, tau_label
@@ -130,7 +130,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
         cells(table, ylab, CELLS, labels),
         table,
         "causal_cells",
-        f"{profile} profile at {PRESETS[profile][0]} sizes, {n_runs} runs.",
+        f"{profile} profile at {CAUSAL_PRESETS[profile][0]} sizes, {n_runs} runs.",
     )
 
 
@@ -145,5 +145,5 @@ def intervention_figure(inter: pd.DataFrame, *, measure: str, profile: str):
         intervention(inter, measure, MEASURE_LABELS[measure]),
         inter,
         "causal_intervention",
-        f"{profile} profile at {PRESETS[profile][0]} sizes.",
+        f"{profile} profile at {CAUSAL_PRESETS[profile][0]} sizes.",
     )

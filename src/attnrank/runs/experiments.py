@@ -47,7 +47,7 @@ __all__ = [
     "seq_len_sweep",
     "P3_CONDITIONS",
     "CELLS",
-    "PRESETS",
+    "CAUSAL_PRESETS",
     "twin_scale",
     "causal_runs",
     "CHAPTERS",
@@ -239,7 +239,7 @@ CELLS = ("stock", "init", "lr", "twin", "tau")
 #: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
 #: steps, at ``paper`` and ``scale`` the ``quick`` sizes (where the models learn), so that the 50 runs of the chapter fit the
 #: build's time budget.
-PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
+CAUSAL_PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
 
 
 def twin_scale(tau: float) -> float:
@@ -264,7 +264,7 @@ def causal_runs(
         ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds`` or ``dataset`` for invalid values.
     """
     profile = resolve_profile(profile)
-    sizes, overrides = PRESETS[profile]
+    sizes, overrides = CAUSAL_PRESETS[profile]
     seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
     s = twin_scale(tau)
     settings = {
