@@ -21,7 +21,7 @@
 # the initial attention, hence the initial rank, of $\tau$) and the **query/key step size**.
 #
 # **The design.** Per seed and architecture, five runs for $\tau =$ {glue:text}`causal_tau`
-# ($s =$ {glue:text}`causal_s`): “τ = 1”, “init × s” (query/key weights scaled at
+# ($s =$ {glue:text}`causal_scale`): “τ = 1”, “init × s” (query/key weights scaled at
 # initialisation), “q/k lr × s” (their learning rate scaled), both (the twin), and the temperature
 # itself, all under P3's conditions (Adam $\epsilon =$ {glue:text}`causal_eps`, no weight decay on the query/key
 # weights, no clipping). A seed fixes the data order, the masks and every other initial weight:

@@ -77,7 +77,7 @@ book.publish(headdim.section(**params))
 
 # %% [markdown]
 # {glue:text}`headdim_n_runs` runs at hidden size {glue:text}`headdim_hidden`: head dimensions
-# {glue:text}`headdim_head_dims` (heads: {glue:text}`headdim_heads`) at $\tau$ = {glue:text}`headdim_taus`, {glue:text}`headdim_n_seeds` seeds per
+# {glue:text}`headdim_head_dims` (heads: {glue:text}`headdim_heads`) at each temperature ratio of {glue:text}`headdim_taus`, {glue:text}`headdim_n_seeds` seeds per
 # setting; of the whole sweep {glue:text}`headdim_diverged` (a run that diverges is drawn as a red cross, never
 # dropped).
 #

@@ -398,9 +398,9 @@ def test_a_full_build_folder_is_one_line_before_and_during_the_build(tmp_path):
         assert before.returncode == 2 and "Traceback" not in before.stderr + before.stdout
         assert before.stderr.strip().splitlines()[-1].startswith("attnrank: error: build folder: ")
         assert "MB free and a build writes about" in before.stderr and not list(out.rglob("*.html"))
-        prepare = tmp_path / "lib" / "attnrank" / "cli" / "build.py"
-        assert "BUILD_SPACE_MB = 100" in prepare.read_text()
-        prepare.write_text(prepare.read_text().replace("BUILD_SPACE_MB = 100", "BUILD_SPACE_MB = 0"))
+        build_py = tmp_path / "lib" / "attnrank" / "cli" / "build.py"
+        assert "BUILD_SPACE_MB = 100" in build_py.read_text()
+        build_py.write_text(build_py.read_text().replace("BUILD_SPACE_MB = 100", "BUILD_SPACE_MB = 0"))
         during = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert during.returncode == 1 and "Traceback" not in during.stderr + during.stdout
         last = during.stderr.strip().splitlines()[-1]

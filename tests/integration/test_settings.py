@@ -130,7 +130,9 @@ def test_a_bad_sweep_executor_stops_the_book_build_in_one_line(tmp_path, monkeyp
     class App:
         srcdir = str(Path(__file__).resolve().parents[2])
         outdir = str(tmp_path / "_build" / "html")
-        config = type("C", (), {"attnrank_sweep": "process"})()
+        config = type(
+            "C", (), {"attnrank_sweep": "process", "attnrank_execute_up_front": True, "nb_execution_mode": "cache"}
+        )()
 
     with pytest.raises(SystemExit) as stop:
         build.one_line_errors(sphinxext._sweep_up_front_app)(App())
@@ -138,11 +140,33 @@ def test_a_bad_sweep_executor_stops_the_book_build_in_one_line(tmp_path, monkeyp
     assert capsys.readouterr().err == f"attnrank: error: ATTNRANK_SWEEP: {message}\n"
 
 
-def test_a_bad_execute_up_front_switch_is_named(monkeypatch):
-    monkeypatch.setenv("ATTNRANK_EXECUTE_UP_FRONT", "maybe")
-    config = type("C", (), {"attnrank_execute_up_front": True, "nb_execution_mode": "cache"})()
-    with pytest.raises(ConfigError, match="^ATTNRANK_EXECUTE_UP_FRONT: got 'maybe'"):
-        sphinxext._execute_up_front(type("A", (), {"srcdir": "."})(), config)
+@pytest.mark.parametrize(
+    "env, configured, message",
+    [
+        ("maybe", True, "^ATTNRANK_EXECUTE_UP_FRONT: got 'maybe'; allowed values: '1', 'true'"),
+        (None, "sometimes", "^attnrank_execute_up_front: got 'sometimes'; allowed values: True, False"),
+    ],
+)
+def test_a_bad_execute_up_front_switch_stops_the_build_before_any_training(
+    monkeypatch, tmp_path, env, configured, message
+):
+    """The switch is checked with the other settings, before the grid trains (a cold default build trains for
+    minutes before it executes a chapter)."""
+    if env is None:
+        monkeypatch.delenv("ATTNRANK_EXECUTE_UP_FRONT", raising=False)
+    else:
+        monkeypatch.setenv("ATTNRANK_EXECUTE_UP_FRONT", env)
+    trained = []
+    monkeypatch.setattr(build, "train_book", lambda *a, **k: trained.append(a))
+    config = type(
+        "C", (), {"attnrank_sweep": "process", "attnrank_execute_up_front": configured, "nb_execution_mode": "cache"}
+    )()
+    app = type("A", (), {"srcdir": ".", "outdir": str(tmp_path / "_build" / "html"), "config": config})()
+    with pytest.raises(ConfigError, match=message):
+        sphinxext._sweep_up_front_app(app)
+    assert trained == []
+    with pytest.raises(ConfigError, match=message):
+        sphinxext._execute_up_front(app, config)
 
 
 def _closed_port() -> int:

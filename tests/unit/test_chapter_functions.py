@@ -263,7 +263,7 @@ def test_causal_twins_table_and_gaps():
 def test_causal_effects_table_glue_and_order():
     eff = causal.effects(_outcomes())
     tab, glue = causal.effects_table(eff)
-    cells = [causal.CELL_LABELS[c] + " − τ = 1" for c in ("init", "lr", "twin", "tau")]
+    cells = [f"“{causal.CELL_LABELS[c]}” minus “τ = 1”" for c in ("init", "lr", "twin", "tau")]
     assert list(tab.columns) == ["model", "outcome", *cells]
     assert glue["causal_initial_init_modernbert"] == "1.000 in every resample"  # constructed: no spread
     assert glue["causal_final_val_loss_lr_gpt2"] == "0.0000 in every resample"

@@ -253,7 +253,7 @@ def effects_table(eff: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     shown = tab.assign(outcome=tab.outcome.map(OUTCOMES)).pivot_table(
         index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first"
     )[list(CELLS[1:])]
-    shown = shown.rename(columns={c: CELL_LABELS[c] + " − τ = 1" for c in CELLS[1:]}).reset_index()
+    shown = shown.rename(columns={c: f"“{CELL_LABELS[c]}” minus “τ = 1”" for c in CELLS[1:]}).reset_index()
     return shown.assign(arch=shown.arch.map(ARCH_LABELS)).rename(columns={"arch": "model"}).rename_axis(
         None, axis=1
     ), glue
@@ -382,8 +382,7 @@ def section(
     table = outcomes(runs, m)
     glue = {
         "causal_tau": fmt_setting(tau),
-        "causal_s": fmt(twin_scale(tau), 3),
-        "causal_scale": f"{twin_scale(tau):.3g}",  # as a caption writes it: 10, not 10.000
+        "causal_scale": f"{twin_scale(tau):.3g}",  # as the prose writes it: 10, not 10.000
         "causal_eps": fmt_sci(P3_CONDITIONS["adam_epsilon"]),  # 1×10⁻¹⁶, not Python's 1e-16
         "causal_runs_text": runs_text(runs, profile, len(seeds)),
         "causal_n_seeds": len(seeds),

@@ -1,4 +1,7 @@
-"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank sweep`` trains the book's grid; ``attnrank runs`` lists the store; ``attnrank recipe`` runs the recipe study. What a book build trains and executes before its pages are read is :mod:`.build`, called by the Sphinx extension.
+"""Command line: ``attnrank train`` trains (or loads) one run; ``attnrank sweep`` trains the book's grid;
+``attnrank runs`` lists the store; ``attnrank recipe`` runs the recipe study; ``attnrank gpu-check`` the device
+check; ``attnrank verdicts`` writes every chapter's verdict. What a book build trains and executes before its pages
+are read is :mod:`.build`, called by the Sphinx extension.
 
 Bad input (a wrong option, a value of the wrong type, an invalid setting, an unusable
 ``ATTNRANK_RUNS``) gives a one-line message on stderr, starting with the parameter's name,

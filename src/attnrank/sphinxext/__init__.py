@@ -72,19 +72,31 @@ def _sweep_up_front(app, config) -> None:
     build.train_book(app.srcdir, os.environ.get("ATTNRANK_SWEEP") or getattr(config, "attnrank_sweep", "process"))
 
 
-def _execute_up_front(app, config) -> list[str]:
-    """Execute the stale chapters into the context's jupyter-cache (:func:`attnrank.cli.build.execute_stale`) with
-    the book's timeout, unless ``$ATTNRANK_EXECUTE_UP_FRONT=0`` (or the config value
-    ``attnrank_execute_up_front: false``) turns it off or myst-nb does not execute into a cache.
+#: The values of ``$ATTNRANK_EXECUTE_UP_FRONT``: on, then off.
+SWITCH = ("1", "true", "yes", "on", "0", "false", "no", "off")
+
+
+def _execute_switch(config) -> bool:
+    """Whether the stale chapters are executed up front: ``$ATTNRANK_EXECUTE_UP_FRONT`` (one of :data:`SWITCH`)
+    or else the config value ``attnrank_execute_up_front`` (a boolean), and only where myst-nb executes into a cache.
 
     Raises:
-        ConfigError: naming ``ATTNRANK_EXECUTE_UP_FRONT`` for a value that is not a switch.
+        ConfigError: naming ``ATTNRANK_EXECUTE_UP_FRONT`` or ``attnrank_execute_up_front`` for another value.
     """
     switch = os.environ.get("ATTNRANK_EXECUTE_UP_FRONT")
-    if switch is not None:
-        check_choice("ATTNRANK_EXECUTE_UP_FRONT", switch.lower(), ("1", "true", "yes", "on", "0", "false", "no", "off"))
-    enabled = config.attnrank_execute_up_front if switch is None else switch.lower() not in ("0", "false", "no", "off")
-    if not enabled or config.nb_execution_mode != "cache":
+    if switch is None:
+        enabled = config.attnrank_execute_up_front
+        check_choice("attnrank_execute_up_front", enabled, (True, False))
+    else:
+        check_choice("ATTNRANK_EXECUTE_UP_FRONT", switch.lower(), SWITCH)
+        enabled = switch.lower() in SWITCH[:4]
+    return bool(enabled) and config.nb_execution_mode == "cache"
+
+
+def _execute_up_front(app, config) -> list[str]:
+    """Execute the stale chapters into the context's jupyter-cache (:func:`attnrank.cli.build.execute_stale`) with
+    the book's timeout, where :func:`_execute_switch` says so."""
+    if not _execute_switch(config):
         return []
     return build.execute_stale(
         app.srcdir,
@@ -96,7 +108,9 @@ def _execute_up_front(app, config) -> list[str]:
 
 
 def _sweep_up_front_app(app) -> None:
-    """Check the build folder's free space, then train and execute up front, timing each (the build log)."""
+    """Check the settings and the build folder's free space, then train and execute up front, timing each (the
+    build log): a bad setting stops the build before anything is trained."""
+    _execute_switch(app.config)
     build.check_free_space(app.outdir)
     t = time.time()
     _sweep_up_front(app, app.config)

@@ -30,7 +30,7 @@ study's theorem as its reviewers restate it), one module each:
   :func:`permutation_accuracy_bound`, :func:`normalised_kl_floor`, :func:`simplex_kl`.
 
 The chapters' experiments on these propositions (tables of instances, cached) are in
-:mod:`.experiments`. Means with intervals are :func:`attnrank.analysis.stats.mean_ci`.
+:mod:`.tables`. Means with intervals are :func:`attnrank.analysis.stats.mean_ci`.
 """
 
 from ._common import softmax_attention
