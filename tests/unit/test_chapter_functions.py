@@ -338,7 +338,7 @@ def test_causal_figures_name_data_and_source():
         }
     )
     fig, data, name, source = cplots.intervention_figure(inter, measure="effective_rank", profile="ci")
-    assert name == "causal_intervention" and source == "ci profile at ci sizes."
+    assert name == "causal_intervention" and source == "The ci profile at ci sizes."
     assert np.isclose(data.effective_rank.sum(), 10.0)
 
 

@@ -145,5 +145,5 @@ def intervention_figure(inter: pd.DataFrame, *, measure: str, profile: str):
         intervention(inter, measure, MEASURE_LABELS[measure]),
         inter,
         "causal_intervention",
-        f"{profile} profile at {CAUSAL_PRESETS[profile][0]} sizes.",
+        f"The {profile} profile at {CAUSAL_PRESETS[profile][0]} sizes.",
     )

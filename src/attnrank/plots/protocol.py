@@ -84,7 +84,7 @@ def draws_figure(draws: pd.DataFrame, records, profile: str):
         fig,
         ends,
         "protocol_draws",
-        f"{profile} profile, {records.pair.seed.nunique()} seeds per temperature.",
+        f"The {profile} profile, {records.pair.seed.nunique()} seeds per temperature.",
     )
 
 
@@ -137,7 +137,7 @@ def set_early_figure(by_step: pd.DataFrame, profile: str, rho_min: float, *, lea
         by_step.drop(columns="estimate"),
         "protocol_set_early",
         (
-            f"{profile} profile; "
+            f"The {profile} profile; "
             + (
                 "the runs of the main grid that learned ("
                 if learned
