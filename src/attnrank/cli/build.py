@@ -1,7 +1,7 @@
 """What a book build runs before any chapter executes, called by the Sphinx extension (:mod:`attnrank.sphinxext`):
 train every run of the toc's chapters (the grid up front, with a progress bar) and execute the chapters the cache
 lacks in parallel into that cache; the build folder's free space checked first, SIGTERM/SIGHUP handled as Ctrl-C, and
-a bad setting stopped in one line, as on the command line.
+a bad setting stopped in one line, as on the command line; and the build's row in the build log.
 """
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ import logging
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
+from ..core.data import data_dir
 from ..core.errors import ConfigError, check_choice
 from ..core.profiles import resolve_profile
 from ..runs import grid
 from ..runs.experiments import CHAPTERS, book_runs
+from ..runs.store import runs_dir
 from . import upfront
 
 
@@ -160,6 +163,78 @@ def _execute_in_child(cache_path: str, uris: list[str], timeout, allow_errors: b
         logging.getLogger("attnrank").warning("Executing up front stopped (exit status %s)", child.returncode)
         return list(uris)
     return json.loads(lines[-1])
+
+
+def build_log_path() -> Path:
+    """CSV of past builds: start, seconds, profile, runs trained, the split of the build's time (the up-front
+    sweep's and the up-front chapter execution's wall seconds; the trained runs' wall seconds and, of them, their
+    rank probes' and validation's; the trained runs' process CPU seconds and, of them, their probes'), status."""
+    return data_dir() / "build_log.csv"
+
+
+#: Columns of the build log summed over the runs a build trained: ``{column: summary field}``.
+_RUN_SUMS = {
+    "training_seconds": "wall_seconds",
+    "probe_seconds": "probe_seconds",
+    "validation_seconds": "validation_seconds",
+    "run_cpu_seconds": "cpu_seconds",
+    "probe_cpu_seconds": "probe_cpu_seconds",
+}
+
+
+def log_build(start: float, *, sweep_seconds: float, execution_seconds: float, failed: bool) -> None:
+    """Append a build's row to :func:`build_log_path` (a log of an older format is set aside as ``.old.csv``).
+
+    ``start`` is the build's start (seconds since the epoch); the runs whose completion marker is newer count as
+    trained by it, and their summaries' seconds are summed (:data:`_RUN_SUMS`); ``sweep_seconds`` and
+    ``execution_seconds`` are the up-front steps' wall times; ``failed``: the build ended in an error or a missing
+    pasted value.
+    """
+    import csv
+
+    trained = 0
+    sums = dict.fromkeys(_RUN_SUMS, 0.0)
+    if runs_dir().is_dir():
+        for marker in runs_dir().glob("*/COMPLETE"):
+            if marker.stat().st_mtime >= start:
+                trained += 1
+                try:
+                    summary = json.loads((marker.parent / "summary.json").read_text())
+                    for column, field in _RUN_SUMS.items():
+                        sums[column] += float(summary.get(field) or 0)
+                except (OSError, ValueError, AttributeError, TypeError, RecursionError):
+                    pass
+    path = build_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = [
+        "started",
+        "seconds",
+        "profile",
+        "runs_trained",
+        "sweep_seconds",
+        "execution_seconds",
+        *_RUN_SUMS,
+        "status",
+    ]
+    if path.exists() and path.read_text().splitlines()[:1] != [",".join(header)]:
+        path.rename(path.with_suffix(".old.csv"))  # an older format
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(header)
+        w.writerow(
+            [
+                time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)),
+                round(time.time() - start, 1),
+                resolve_profile("auto"),
+                trained,
+                round(sweep_seconds, 1),
+                round(execution_seconds, 1),
+                *(round(v, 1) for v in sums.values()),
+                "error" if failed else "ok",
+            ]
+        )
 
 
 def terminate_as_interrupt() -> None:

@@ -11,11 +11,11 @@ from docutils.parsers.rst import Directive, directives
 
 from ..analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 from ..book import published_verdicts
+from ..cli.build import build_log_path
 from ..core.errors import ConfigError
 from ..core.profiles import ARCHS, PROFILES, resolve_config
 from ..runs.experiments import SWEEP_DEFAULTS
 from ..words.glossary import VERDICT_LABELS, per_arch
-from .pages import build_log_path
 
 
 class BuildLog(Directive):

@@ -1,4 +1,4 @@
-"""What the build writes beside the pages: the build log, the figures' data as files, the images of figures another
+"""What the build writes beside the pages: the build log (:func:`attnrank.cli.build.log_build`), the figures' data as files, the images of figures another
 page pastes, meta descriptions (TeX written as plain characters), and the site's scripts deduplicated.
 """
 
@@ -14,82 +14,23 @@ from pathlib import Path
 from docutils import nodes
 
 from ..book import COLUMN_PX, CSV_MIME, DATA_FOLDER
-from ..core.data import data_dir
-from ..core.profiles import resolve_profile
-from ..runs.store import runs_dir
-
-
-def build_log_path() -> Path:
-    """CSV of past builds: start, seconds, profile, runs trained, the split of the build's time (the up-front
-    sweep's and the up-front chapter execution's wall seconds; the trained runs' wall seconds and, of them, their
-    rank probes' and validation's; the trained runs' process CPU seconds and, of them, their probes'), status."""
-    return data_dir() / "build_log.csv"
+from ..cli import build
 
 
 def _start_clock(app, config) -> None:
     app.attnrank_start = time.time()
 
 
-#: Columns of the build log summed over the runs a build trained: ``{column: summary field}``.
-_RUN_SUMS = {
-    "training_seconds": "wall_seconds",
-    "probe_seconds": "probe_seconds",
-    "validation_seconds": "validation_seconds",
-    "run_cpu_seconds": "cpu_seconds",
-    "probe_cpu_seconds": "probe_cpu_seconds",
-}
-
-
 def _log_build(app, exception) -> None:
-    import csv
-
-    start = getattr(app, "attnrank_start", None)
-    if start is None:
-        return
-    app.attnrank_start = None  # one row per build: a failing build emits build-finished twice
-    trained = 0
-    sums = dict.fromkeys(_RUN_SUMS, 0.0)
-    if runs_dir().is_dir():
-        for marker in runs_dir().glob("*/COMPLETE"):
-            if marker.stat().st_mtime >= start:
-                trained += 1
-                try:
-                    summary = json.loads((marker.parent / "summary.json").read_text())
-                    for column, field in _RUN_SUMS.items():
-                        sums[column] += float(summary.get(field) or 0)
-                except (OSError, ValueError, AttributeError, TypeError, RecursionError):
-                    pass
-    problems = getattr(app, "attnrank_glue_problems", [])
-    path = build_log_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    header = [
-        "started",
-        "seconds",
-        "profile",
-        "runs_trained",
-        "sweep_seconds",
-        "execution_seconds",
-        *_RUN_SUMS,
-        "status",
-    ]
-    if path.exists() and path.read_text().splitlines()[:1] != [",".join(header)]:
-        path.rename(path.with_suffix(".old.csv"))  # an older format
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.writer(f)
-        if new:
-            w.writerow(header)
-        w.writerow(
-            [
-                time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)),
-                round(time.time() - start, 1),
-                resolve_profile("auto"),
-                trained,
-                round(getattr(app, "attnrank_sweep_seconds", 0.0), 1),
-                round(getattr(app, "attnrank_execution_seconds", 0.0), 1),
-                *(round(v, 1) for v in sums.values()),
-                "error" if exception or problems else "ok",
-            ]
+    """One row of the build log per build (:func:`attnrank.cli.build.log_build`); a failing build emits
+    build-finished twice."""
+    start, app.attnrank_start = getattr(app, "attnrank_start", None), None
+    if start is not None:
+        build.log_build(
+            start,
+            sweep_seconds=getattr(app, "attnrank_sweep_seconds", 0.0),
+            execution_seconds=getattr(app, "attnrank_execution_seconds", 0.0),
+            failed=bool(exception or getattr(app, "attnrank_glue_problems", [])),
         )
 
 
