@@ -131,7 +131,7 @@ book.publish(causal.section(**params))
 
 # %% [markdown]
 # Over the evaluation temperatures a run's mean rank spans {glue:text}`causal_int_rank` units (smallest to
-# largest span over runs), and its validation loss by {glue:text}`causal_int_loss` nats: the rank moves
+# largest span over runs), and its validation loss spans {glue:text}`causal_int_loss` nats: the rank moves
 # with everything else fixed, and if the loss followed it a higher rank would lower the loss along each line.
 #
 # ## Verdict

@@ -223,7 +223,7 @@ book.publish(headdim.section(**params))
 # {glue:text}`headdim_n_seeds` seeds per setting a bootstrap within each setting understates the spread of a mean, so
 # the intervals are optimistic; the verdict is robust to that only where the difference is many times the seed spread.
 #
-# For the final loss, over the same grids: temperature {glue:text}`headdim_loss_tau_range_modernbert` nats against head
+# For the final loss (in nats), over the same grids: temperature {glue:text}`headdim_loss_tau_range_modernbert` against head
 # dimension {glue:text}`headdim_loss_hd_range_modernbert` for ModernBERT, and {glue:text}`headdim_loss_tau_range_gpt2` against
 # {glue:text}`headdim_loss_hd_range_gpt2` for GPT-2.
 #

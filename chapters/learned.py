@@ -62,7 +62,7 @@ book.publish(learned.section(**params))
 # %% [markdown]
 # ## Validation loss against compute
 #
-# The shared grid of the trained-model chapters, {glue:text}`learned_n_runs` runs trained for {glue:text}`learned_steps` steps
+# The shared grid of the trained-model chapters and the study's BERT, {glue:text}`learned_n_runs` runs trained for {glue:text}`learned_steps` steps
 # ({glue:text}`learned_profile` profile). The figure follows the runs at $\tau = 1$ and at the coldest temperature of the
 # grid through training, against the training FLOP spent on them.
 #

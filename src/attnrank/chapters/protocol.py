@@ -213,7 +213,7 @@ def set_early_summary(early, final_steps: str) -> str:
     return (
         f"The rank at step k predicts the final rank (Spearman ρ above {fmt(rules.SET_EARLY_RHO, 1)}, 95% interval) "
         f"after the warm-up and within the first {fmt(rules.EARLY_FRACTION, 0, percent=True)} of training (of "
-        f"{final_steps}; {MEASURE_LABELS[PRIMARY_MEASURE]}; the runs that learned): {text or 'no probe step in it'}."
+        f"{final_steps}; {MEASURE_LABELS[PRIMARY_MEASURE]}; the runs that learned): {text or 'not estimable (no learned run has a probe step in it)'}."
     )
 
 

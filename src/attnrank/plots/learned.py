@@ -32,13 +32,14 @@ def _baselines(ax, values: dict) -> None:
 
 
 def _log_x(ax) -> None:
-    """A log x axis with labels a reader can use: the decades where the data span two or more; 1, 2 and 5 times
-    each power of ten where they span less (a FLOP axis of about one decade showed one tick, 10⁹). Minor ticks
-    stay unlabelled (their labels ran together). Call after the data are drawn."""
+    """A log x axis with labels a reader can use: the decades where the data span two or more; 1 and 3 times
+    each power of ten where they span less (a FLOP axis of about one decade showed one tick, 10⁹; 2 and 5 times
+    ran into the decade labels on a narrow panel). Minor ticks stay unlabelled (their labels ran together). Call
+    after the data are drawn."""
     ax.set_xscale("log")
     lo, hi = ax.dataLim.intervalx
     if lo > 0 and hi / lo < 100:
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 3.0)))
         ax.xaxis.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
     ax.xaxis.set_minor_formatter(NullFormatter())
 

@@ -296,7 +296,8 @@ def trajectories(
                 label=f"{_SYMBOLS.get(hue, hue)} = {fmt_setting(float(highlight))} (bold)",
             )
         )
-    handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3, label=f"mean, band = min–max over {unit}s"))
+    if (data.groupby([hue, x])[unit].nunique() > 1).any():  # one run per curve: no band, nothing to average
+        handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3, label=f"mean, band = min–max over {unit}s"))
     if any_failed:
         handles.append(
             Line2D([], [], color=_FAILED_COLOR, ls="--", marker=FAILED_MARKER, ms=7, label="diverged run (ends at ×)")
