@@ -17,7 +17,8 @@
 # full attention in every layer), its causal LM GPT-2 {cite}`radford2019language`, each built from the stock
 # `transformers` class with the temperature in its attention function. The study's BERT {cite}`devlin2019bert`
 # (post-LayerNorm, learned absolute positions) is trained here beside them, at the same sizes and data, to show why it
-# is not the book's masked LM: at this scale it does not leave the plateau of a model that reads no context (below).
+# is not the book's masked LM: at the default profile on a CPU it does not leave the plateau of a model that reads no
+# context, where ModernBERT does; where both stand in this build is below.
 # The masked LMs read a WordPiece vocabulary of {glue:text}`learned_vocab_modernbert` tokens, GPT-2 a byte-level one of
 # {glue:text}`learned_vocab_gpt2` (the 256 bytes, the end-of-text token and the most frequent merges): a token that
 # carries little by itself leaves more of the prediction to the context, and so to attention.

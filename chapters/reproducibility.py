@@ -133,7 +133,7 @@ book.publish(reproducibility.section(**params))
 # | (iii) Temperature moves the rank more than head dimension | {glue}`headdim.ipynb::headdim_badge` | {glue:text}`repro_scale_headdim` | {glue:text}`repro_stdlib_headdim` |
 # | Temperature acts through the initial rank | {glue}`causal.ipynb::causal_badge` | {glue:text}`repro_scale_causal` | {glue:text}`repro_stdlib_causal` |
 # | (iv) The theory holds | {glue}`theory.ipynb::theory_badge` | {glue:text}`repro_scale_theory` | {glue:text}`repro_stdlib_theory` |
-# | Check: the trained rank stays below the study's bound | {glue}`theory.ipynb::seq_len_badge` | {glue:text}`repro_scale_seq_len` | {glue:text}`repro_stdlib_seq_len` |
+# | The trained rank stays below the study's bound at every sequence length | {glue}`theory.ipynb::seq_len_badge` | {glue:text}`repro_scale_seq_len` | {glue:text}`repro_stdlib_seq_len` |
 # | (v) Some standard settings fall short on a high-rank target | {glue}`target.ipynb::target_badge` | {glue:text}`repro_scale_target` | {glue:text}`repro_stdlib_target` |
 # ```
 #

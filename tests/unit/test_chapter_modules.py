@@ -296,7 +296,7 @@ def test_reproducibility_tables_use_reader_labels():
     assert cells and not [c for c in cells if not isinstance(c, str) or snake.search(c)]
     assert "P0: matrix size" in set(sizes["size"]) and "sequence length" in set(chapter_runs.chapter)
     assert set(glossary.VERDICT_LABELS) == set(experiments.VERDICT_RUNS)
-    assert glossary.VERDICT_LABELS["temp_loss"] == "(ii + iii) loss against temperature"
+    assert glossary.VERDICT_LABELS["temp_loss"] == "(ii + iii) a higher temperature trains lower"
     assert reproducibility.multiplicity(10)["repro_level"] == "95%"
 
 

@@ -162,3 +162,28 @@ def test_every_figure_has_its_caption_and_alt_text_in_the_chapter(path):
         assert len(caption.split()) >= 12, f"{path.name}: {name} needs a caption in the chapter"
         if kind == "glue:figure":
             assert caption.rstrip().endswith(f"{{glue:md}}`{name}__source`"), f"{path.name}: {name}"
+
+
+def test_every_verdict_table_names_each_claim_as_the_glossary_does():
+    """The intro's verdict tables and the reproducibility chapter's table name each claim (the row whose badge is
+    ``<verdict>_badge``) as :data:`attnrank.words.glossary.VERDICT_LABELS` does, the findings box's words, with a
+    capital after the claim's number (they had drifted apart: "(iv) The theory holds" and "(iv) the propositions
+    hold")."""
+    from attnrank.words.glossary import VERDICT_LABELS
+
+    def shown(label: str) -> str:
+        number, _, rest = label.rpartition(") ") if label.startswith("(") else ("", "", label)
+        return (f"{number}) " if number else "") + rest[:1].upper() + rest[1:]
+
+    rows = [
+        *re.findall(
+            r"^\| \{doc\}`(.+?) <\w+>`(?: †)? \| \{glue\}`\w+\.ipynb::(\w+)_badge`",
+            (CHAPTERS / "intro.md").read_text(),
+            re.M,
+        ),
+        *re.findall(
+            r"^# \| (.+?) \| \{glue\}`\w+\.ipynb::(\w+)_badge`", (CHAPTERS / "reproducibility.py").read_text(), re.M
+        ),
+    ]
+    assert len(rows) == 2 * len(VERDICT_LABELS)
+    assert {(label, verdict) for label, verdict in rows if label != shown(VERDICT_LABELS[verdict])} == set()

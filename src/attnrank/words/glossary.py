@@ -97,17 +97,17 @@ SETTING_LABELS = {
 #: Each verdict of :data:`attnrank.runs.experiments.VERDICT_RUNS` by the claim it decides, worded as the claim, for
 #: tables and the findings box.
 VERDICT_LABELS = {
-    "measure": "the study's 10⁻⁸ rule misses near-rank-one attention",
+    "measure": "the study's absolute 10⁻⁸ rule misses near-rank-one attention",
     "dynamics": "(i) the rank is stable",
     "set_early": "(i) the rank is set early",
-    "protocol": "the 4 + 4 protocol gives a stable sign",
+    "protocol": "the study's 4 + 4 protocol gives a stable sign, and ours",
     "loss": "(ii) higher rank, lower loss",
-    "temp": "(iii) temperature raises the rank",
-    "temp_loss": "(ii + iii) loss against temperature",
+    "temp": "(iii) a higher temperature raises the rank",
+    "temp_loss": "(ii + iii) a higher temperature trains lower",
     "headdim": "(iii) temperature moves the rank more than head dimension",
-    "seq_len": "check: the bound at every sequence length",
-    "theory": "(iv) the propositions hold",
-    "target": "(v) standard settings fall short on a high-rank target",
+    "seq_len": "the trained rank stays below the study's bound at every sequence length",
+    "theory": "(iv) the theory holds",
+    "target": "(v) some standard settings fall short on a high-rank target",
     "causal": "temperature acts through the initial rank",
 }
 #: The chapters sized by :mod:`attnrank.runs.presets`, by name.
