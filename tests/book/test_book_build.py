@@ -348,8 +348,11 @@ def test_the_findings_box_counts_the_verdicts_every_page_published(tmp_path):
     page = lambda: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", (tmp_path / "book/_build/html/intro.html").read_text()))
     assert executed(build(tmp_path, env))
     assert "Of the 2 claims tested: 1 supported, 0 not supported, 1 inconclusive at this scale" in page()
-    assert "Open: (iii) temperature raises the rank." in page() and "Supported: (ii) higher rank, lower loss." in page()
-    assert "The finding that matters most, (iii) temperature raises the rank: f" in page()
+    assert (
+        "Open: (iii) a higher temperature raises the rank." in page()
+        and "Supported: (ii) higher rank, lower loss." in page()
+    )
+    assert "The finding that matters most, (iii) a higher temperature raises the rank: f" in page()
     assert executed(build(tmp_path, {**env, "ATTNRANK_FIXTURE_STATUS": "not supported"}))
     assert "Of the 2 claims tested: 0 supported, 1 not supported, 1 inconclusive at this scale" in page()
 
