@@ -382,7 +382,7 @@ def section(
     table = outcomes(runs, m)
     glue = {
         "causal_tau": fmt_setting(tau),
-        "causal_scale": f"{twin_scale(tau):.3g}",  # as the prose writes it: 10, not 10.000
+        "causal_scale": fmt_sci(twin_scale(tau), 3),  # three significant digits: 10, not 10.000
         "causal_eps": fmt_sci(P3_CONDITIONS["adam_epsilon"]),  # 1×10⁻¹⁶, not Python's 1e-16
         "causal_runs_text": runs_text(runs, profile, len(seeds)),
         "causal_n_seeds": len(seeds),
