@@ -70,8 +70,42 @@ def test_editing_a_module_in_the_closure_changes_the_hash_and_a_tool_does_not(pa
     _append(package / "cli" / "upfront.py", "\n# a comment\n")
     _append(package / "cli" / "__init__.py", "\nX = 1\n")
     assert provenance.code_hash() == before
-    _append(package / "core" / "rank.py", "\n# a comment\n")
+    _append(package / "core" / "rank.py", "\nX = 1\n")
     assert provenance.code_hash() != before
+
+
+def test_rewording_retrains_nothing_and_a_change_of_behaviour_rekeys_every_run(package):
+    """Reworded docstrings (the module's and a function's), a comment and a reformatted line in the training path keep
+    the run key's code hash, the result hash and the file's digest; a changed literal changes all three.
+
+    Guarantee (docs/guarantees.md): "The run key holds every input of a result"; rewording retrains nothing."""
+    from attnrank.core.source import source_digest
+
+    runs, results = store.code_hash(), provenance.code_hash()
+    measures = package / "core" / "measures.py"
+    source = measures.read_text()
+    digest = source_digest(measures)
+    assert "STUDY_ATOL = 1e-8\n" in source and source.startswith('"""')
+    reworded = (
+        '"""Reworded entirely.\n\n"""' + source[source.index('"""', 3) + 3 :]  # the module's docstring
+    ).replace("STUDY_ATOL = 1e-8\n", "STUDY_ATOL = (\n    1e-8  # a comment\n)\n")
+    reworded = reworded.replace('    """', '    """Words only. ', 1)  # a class or function docstring
+    assert reworded != source
+    measures.write_text(reworded)
+    assert (store.code_hash(), provenance.code_hash(), source_digest(measures)) == (runs, results, digest)
+    measures.write_text(source.replace("STUDY_ATOL = 1e-8\n", "STUDY_ATOL = 1e-9\n"))
+    assert store.code_hash() != runs and provenance.code_hash() != results and source_digest(measures) != digest
+
+
+def test_behaviour_keeps_statements_and_literals_and_drops_docstrings():
+    """The normal form drops exactly the docstrings and comments: a string the code uses stays."""
+    from attnrank.core.source import behaviour
+
+    a = 'def f(x):\n    """Doc."""\n    return "used"  # note\n'
+    b = "def f(x):\n    return 'used'\n"
+    assert behaviour(a) == behaviour(b)
+    assert behaviour(a) != behaviour(b.replace("used", "other"))
+    assert behaviour('def f():\n    """Only a docstring."""\n') == behaviour("def f():\n    pass\n")
 
 
 def test_a_new_module_imported_by_train_enters_the_hash(package):
@@ -103,6 +137,8 @@ def test_book_hash_covers_what_chapters_import(package, tmp_path):
     _append(package / "cli" / "upfront.py", "\n# a comment\n")
     assert (context.library_hash(book), provenance.code_hash()) == (lib, runs)
     _append(package / "plots" / "theory.py", "\n# a comment\n")
+    assert context.library_hash(book) == lib  # a comment changes no figure
+    _append(package / "plots" / "theory.py", "\nX = 1\n")
     assert context.library_hash(book) != lib and provenance.code_hash() == runs  # a figure, not a run
 
 
@@ -112,9 +148,9 @@ def test_a_verdict_rule_is_not_an_input_of_a_run_but_the_training_path_is(packag
 
     Guarantee (docs/guarantees.md): "The run key holds every input of a result"."""
     runs, results = store.code_hash(), provenance.code_hash()
-    _append(package / "analysis" / "rules.py", "\n# a comment\n")
+    _append(package / "analysis" / "rules.py", "\nX = 1\n")
     assert store.code_hash() == runs and provenance.code_hash() != results
-    _append(package / "core" / "attention.py", "\n# a comment\n")
+    _append(package / "core" / "attention.py", "\nX = 1\n")
     assert store.code_hash() != runs
 
 

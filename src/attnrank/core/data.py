@@ -47,6 +47,7 @@ from filelock import FileLock, Timeout
 
 from .errors import ConfigError, DatasetUnavailable, check_choice
 from .profiles import ALL_ARCHS, BERT_SPECIALS, OFFLINE_CORPORA, OFFLINE_DEFAULT, check_dataset, dataset_spec
+from .source import source_digest
 
 __all__ = [
     "PATH_SETTINGS",
@@ -414,11 +415,12 @@ _CODE_VERSION: str | None = None
 
 
 def _code_version() -> str:
-    """Hash of this module's source and of the libraries that build tokenizers and blocks."""
+    """Hash of this module's behaviour (:func:`attnrank.core.source.source_digest`: docstrings and comments
+    left out) and of the libraries that build tokenizers and blocks."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
         versions = ";".join(f"{m}={importlib.metadata.version(m)}" for m in ("tokenizers", "transformers", "datasets"))
-        _CODE_VERSION = hashlib.sha256(Path(__file__).read_bytes() + versions.encode()).hexdigest()
+        _CODE_VERSION = hashlib.sha256(source_digest(__file__) + versions.encode()).hexdigest()
     return _CODE_VERSION
 
 

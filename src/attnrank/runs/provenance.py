@@ -1,7 +1,7 @@
 """Provenance: which code a result depends on, as one hash, and the git state of the checkout.
 
-:func:`code_hash` hashes the source of the *import closure* of the modules that produce
-results: the training and probe path (:mod:`attnrank.core.train`, :mod:`attnrank.core.probe`), the
+:func:`code_hash` hashes the behaviour (:func:`behaviour`: the syntax tree without docstrings or
+comments) of the *import closure* of the modules that produce results: the training and probe path (:mod:`attnrank.core.train`, :mod:`attnrank.core.probe`), the
 propositions and toy tasks (:mod:`attnrank.analysis.theory`, :mod:`attnrank.analysis.synthetic`) and the
 verdict rules (:mod:`attnrank.analysis.rules`), listed in :data:`RESULT_ROOTS`. The closure is found
 by reading each module's source (``ast``) and following every ``attnrank`` import in it,
@@ -32,6 +32,7 @@ import subprocess
 from pathlib import Path
 
 from ..core.errors import ConfigError
+from ..core.source import behaviour, source_digest
 
 __all__ = [
     "ENVIRONMENT_PACKAGES",
@@ -41,7 +42,9 @@ __all__ = [
     "records_hash",
     "RUN_ROOTS",
     "closure",
+    "behaviour",
     "code_hash",
+    "source_digest",
     "git_state",
     "imported_modules",
     "lock_state",
@@ -182,15 +185,16 @@ def closure(roots=RESULT_ROOTS) -> list[Path]:
 def code_hash(roots=RESULT_ROOTS) -> str:
     """SHA-256 (16 hex digits) of the import closure of ``roots`` and the torch/transformers versions.
 
-    Each file enters with its path inside the package and its content, so renaming or
-    editing a module in the closure changes the hash; editing a module outside it does not.
+    Each file enters with its path inside the package and the digest of its behaviour (:func:`source_digest`:
+    the syntax tree without docstrings or comments), so renaming a module in the closure or changing what it
+    does changes the hash; rewording its docstrings or comments, or editing a module outside it, does not.
     """
     from importlib.metadata import version
 
     h = hashlib.sha256()
     for path in closure(tuple(roots)):
         h.update(str(path.relative_to(_ROOT)).encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+        h.update(source_digest(path))
     h.update(f"torch={version('torch')};transformers={version('transformers')}".encode())
     return h.hexdigest()[:16]
 
