@@ -1,0 +1,66 @@
+"""Frozen rules: every verdict's rule decides as it did when it was frozen (data/rules/frozen.csv), and the digest
+notices a changed decision but not a reworded sentence."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from attnrank.analysis import frozen
+
+pytestmark = pytest.mark.unit
+
+
+def test_every_rule_decides_as_when_it_was_frozen():
+    """A rule changed after it was frozen needs a new dated version (and re-opens confirmation)."""
+    assert frozen.check_frozen() == []
+
+
+def test_every_verdict_of_the_book_has_a_frozen_rule():
+    from attnrank.runs.experiments import VERDICT_RUNS
+
+    assert set(VERDICT_RUNS) | {"learned_gate"} <= set(frozen.frozen_rules().verdict)
+
+
+def _function(tmp_path, monkeypatch, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    return importlib.import_module(name).rule
+
+
+def test_the_digest_follows_decisions_not_words(tmp_path, monkeypatch):
+    base = """
+        LIMIT = 0.5
+
+        def rule(x, limit=LIMIT):
+            '''Supported when x is below the limit.'''
+            status = "supported" if x < limit else "not supported"  # the decision
+            return status, f"x = {x:.2f} against {limit}"
+        """
+    digest = frozen.rule_digest([_function(tmp_path, monkeypatch, "r0", base)])
+    reworded = (
+        base.replace("Supported when", "True when")
+        .replace("x = {x:.2f} against", "{x:.3g} vs")
+        .replace("# the decision", "# reworded")
+    )
+    assert frozen.rule_digest([_function(tmp_path, monkeypatch, "r1", reworded)]) == digest
+    for changed in (base.replace("LIMIT = 0.5", "LIMIT = 0.4"), base.replace("x < limit", "x <= limit")):
+        name = f"r{2 + len(changed) % 7}{changed.count('=')}"
+        assert frozen.rule_digest([_function(tmp_path, monkeypatch, name, changed)]) != digest
+
+
+def test_a_changed_rule_is_named_with_its_date(tmp_path):
+    table = frozen.frozen_rules()
+    row = table[table.verdict == "dynamics"].iloc[0]
+    path = tmp_path / "frozen.csv"
+    path.write_text(
+        "verdict,version,frozen,digest,functions\n"
+        f"dynamics,{row.version},{row.frozen},0000000000000000,{row.functions}\n"
+    )
+    (line,) = frozen.check_frozen(path)
+    assert line.startswith(f"dynamics: the rule frozen on {row.frozen} (version {row.version}")
+    assert f"version {row.version + 1}" in line
