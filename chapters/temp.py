@@ -66,7 +66,7 @@ profile: str = "auto"  # compute profile: auto (paper on a GPU, quick on a CPU),
 seeds: list = None  # seeds: a list, or n for seeds 0..n-1; None: the profile's
 taus: list = None  # temperature ratios τ of the grid; None: the profile's
 head_dims: list = None  # head dimensions of the grid; None: the profile's
-tau: float = 0.25  # temperature ratio shown in detail beside the stock ratio 1; off the grid, its runs are trained
+tau: float = 2.0  # temperature ratio shown in detail beside the stock ratio 1; off the grid, its runs are trained
 dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG]; None: ATTNRANK_DATASET or shakespeare
 
 # %% tags=["hide-input"]

@@ -111,3 +111,23 @@ def test_the_driver_checks_the_corpus_length_and_the_store_before_workers(runs, 
     monkeypatch.setenv("ATTNRANK_RUNS", str(runs.parent / "blocked" / "runs"))
     with pytest.raises(ConfigError, match="^ATTNRANK_RUNS: "):
         grid.sweep([resolve_config("gpt2", "ci")], executor="process")
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_without_a_main_guard_is_told_so_before_the_pool_starts(tmp_path, guarded):
+    """A script that starts a process pool at its top level gets one line naming the guard, before any worker
+    starts (it printed hundreds of lines of spawn errors and "its worker process died 3 times"); with the guard the
+    same call passes the check."""
+    import subprocess
+    import sys
+
+    call = "grid.check_main_guard(); print('checked')"
+    body = f'if __name__ == "__main__":\n    {call}\n' if guarded else f"{call}\n"
+    script = tmp_path / "no guard.py"
+    script.write_text(f"from attnrank.runs import grid\n\n{body}")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    if guarded:
+        assert out.returncode == 0 and out.stdout.strip() == "checked"
+    else:
+        assert out.returncode != 0 and "checked" not in out.stdout
+        assert 'if __name__ == "__main__":' in out.stderr and f"{script}" in out.stderr and "(line 3)" in out.stderr

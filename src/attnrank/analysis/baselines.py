@@ -54,7 +54,7 @@ from ..core.data import dataset_fingerprint
 from ..core.errors import ConfigError, check_choice
 from ..core.models import build_model, model_from_config, tokenizer_pad_id
 from ..core.probe import attention_logits, attention_probabilities
-from ..core.profiles import ALL_ARCHS, ARCH_ORDER, ARCHS, MLM_ARCHS, RunConfig, resolve_config
+from ..core.profiles import ALL_ARCHS, ARCH_ORDER, ARCHS, MLM_ARCHS, RunConfig, profile_defaults, resolve_config
 from ..core.rank import MEASURES, rank_measures
 from ..core.train import prepare_data
 from ..runs.cache import cached
@@ -621,9 +621,15 @@ def baseline_losses(run) -> dict:
 
 
 def _reference(a: pd.DataFrame, reference_tau: float) -> pd.DataFrame:
-    """The complete runs of one architecture at ``reference_tau`` (all its complete runs when none is at it)."""
+    """The complete runs of one architecture at ``reference_tau`` and its profile's stock head dimension (since
+    2026-12-06; the deviations appendix): the stock model. Without a run at the stock head dimension, its runs at
+    ``reference_tau``; without one at ``reference_tau``, all its complete runs."""
     done = a[(a.status == "complete") & np.isfinite(a.final_val_loss.astype(float))]
     ref = done[np.isclose(done.tau.astype(float), reference_tau)]
+    if len(ref) and {"profile", "num_heads"} <= set(ref):
+        stock = [profile_defaults(p, arch)["num_heads"] for p, arch in zip(ref.profile, ref.arch, strict=True)]
+        at_stock = ref[ref.num_heads.to_numpy() == np.asarray(stock)]
+        ref = at_stock if len(at_stock) else ref
     return ref if len(ref) else done
 
 

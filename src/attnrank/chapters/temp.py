@@ -416,7 +416,7 @@ def loss_finding(loss_v: SweepVerdict) -> str:
 
 
 def section(
-    profile: str = "auto", *, seeds=None, taus=None, head_dims=None, tau: float = 0.25, dataset=None
+    profile: str = "auto", *, seeds=None, taus=None, head_dims=None, tau: float = experiments.DETAIL_TAU, dataset=None
 ) -> Section:
     """The temperature chapter: the temperature grid (plus ``tau`` and ``tau = 1`` when off it, trained
     where missing), the logit scale at initialisation, the two rules with every measure, six figures, their

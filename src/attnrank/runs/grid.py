@@ -33,6 +33,7 @@ import socket
 import sys
 import time
 from concurrent.futures import as_completed
+from pathlib import Path
 
 import pandas as pd
 
@@ -193,6 +194,44 @@ def pool_start_method(gpus: list[str]) -> str:
 
         forkserver.ensure_running()  # now, with the variables just recorded
     return "forkserver" if _loaded_env() == _forkserver_env else "spawn"
+
+
+def check_main_guard() -> None:
+    """Refuse a process pool started from a script's top level outside ``if __name__ == "__main__":``.
+
+    The pool's workers (forkserver or spawn) import the script again; a script that calls the grid at its top
+    level would start the grid again in every worker, which Python stops with hundreds of lines of errors and
+    dead workers. Read from the script's syntax tree and the calling frame, before anything starts.
+
+    Raises:
+        ConfigError: naming ``executor``, the script and the line of the call.
+    """
+    import ast
+    import inspect
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path or not os.path.isfile(path):
+        return  # an interpreter, a notebook or ``python -c``: nothing is re-imported
+    frame = next((f for f in inspect.stack(0) if f.frame.f_globals is vars(main) and f.function == "<module>"), None)
+    if frame is None:
+        return  # the call runs inside a function of the script, which the workers' import does not call
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return
+    guarded = [
+        (node.lineno, node.end_lineno)
+        for node in tree.body
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
+    ]
+    if not any(lo <= frame.lineno <= hi for lo, hi in guarded):
+        raise ConfigError(
+            "executor",
+            f"the script {path} starts a process pool at its top level (line {frame.lineno}) without "
+            "'if __name__ == \"__main__\":'; the pool's workers import the script again, so put the call under that "
+            "guard (or use executor='serial')",
+        )
 
 
 def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> None:
@@ -399,6 +438,8 @@ def sweep(
     threads = max((configs[i].threads for i in todo), default=1)
     if executor == "process":
         workers = workers or default_workers(threads)
+        if todo:
+            check_main_guard()
     elif executor == "serial":
         workers = 1
     if progress and todo:
