@@ -99,11 +99,15 @@ def test_sign_finding_names_where_the_study_holds_and_reverses():
         "rtol 1e-2 rank (relative threshold) for GPT-2; it is undecided on rtol 1e-4 rank (relative threshold)."
     )
     assert temp.sign_finding(rank_v, short=True) == (
-        "The study's sign, by measure. GPT-2: holds on atol-1e-8; reverses on effective, stable, rtol-1e-2; undecided "
-        "on rtol-1e-4. ModernBERT: holds on atol-1e-8, rtol-1e-2; reverses on effective, stable; undecided on "
-        "rtol-1e-4."
+        "A hotter softmax's initial rank: GPT-2 higher on 10⁻⁸, lower on effective, stable, 10⁻², unclear on 10⁻⁴; "
+        "ModernBERT higher on 10⁻⁸, 10⁻², lower on effective, stable, unclear on 10⁻⁴."
     )
     assert len(temp.sign_finding(rank_v, short=True).split()) <= 30
+    agree = {m: v for m, v in rank_v.items() if m != "rank_rtol_1e-2"}  # both models alike: named once, in words
+    assert temp.sign_finding(agree, short=True) == (
+        "A hotter softmax's initial rank is higher on 10⁻⁸ count and lower on effective rank and stable rank and "
+        "unclear on 10⁻⁴ count (GPT-2, ModernBERT)."
+    )
     assert temp.sign_of("supported") == "the study's sign" and temp.sign_of("not supported") == "reversed"
 
 

@@ -180,8 +180,8 @@ def verdict(
             )
     summary = (
         f"At tau = {fmt_setting(tau_max)}, trained ModernBERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
-        f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 10⁻⁸ rule (a rank of {fmt(atol_rank, 1)}, near d_h + 1 = "
-        f"{head_dim + 1}) but {fmt_estimate(rel_e, 3, n=False)} at rtol 1e-2 and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
+        f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 10⁻⁸ rule (a rank of {fmt(atol_rank, 1)} of {n}, "
+        f"far above the rank one it stands for) but {fmt_estimate(rel_e, 3, n=False)} at rtol 1e-2 and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
         f"(n = {n} tokens, {len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
         f"{fmt(ratios['effective_rank'], 2)} times that of uniform causal attention and its rank at rtol 1e-2 "
         f"{fmt(ratios['rank_rtol_1e-2'], 2)} times.{needed}"

@@ -41,6 +41,7 @@ from ..words.glossary import (
 from .section import (
     INITIAL_BRIEF,
     INITIAL_REGIME,
+    WORD_LIMIT,
     Figure,
     Section,
     Table,
@@ -216,13 +217,13 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     return "The study's sign " + "; it ".join([clauses[0]] + [c for c in clauses[1:]]) + "."
 
 
-#: Short names of the rank measures for the intro's one line.
-SHORT_LABELS = {
-    "rank_atol_1e-8": "atol-1e-8",
-    "rank_rtol_1e-2": "rtol-1e-2",
-    "rank_rtol_1e-4": "rtol-1e-4",
-    "effective_rank": "effective",
-    "stable_rank": "stable",
+#: The rank measures as the intro's one line names them, in words a reader knows (long, then short).
+PLAIN_LABELS = {
+    "rank_atol_1e-8": ("the study's 10⁻⁸ count", "10⁻⁸ count"),
+    "rank_rtol_1e-2": ("the relative 10⁻² count", "10⁻² count"),
+    "rank_rtol_1e-4": ("the relative 10⁻⁴ count", "10⁻⁴ count"),
+    "effective_rank": ("the effective rank", "effective rank"),
+    "stable_rank": ("the stable rank", "stable rank"),
 }
 #: The rank measures in a sentence of the chapter (with their kind after each).
 SENTENCE_LABELS = {
@@ -234,20 +235,47 @@ SENTENCE_LABELS = {
 }
 
 
+def _and(items) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _sign_by_arch(rank_v: dict) -> str:
-    """:func:`sign_finding` per architecture, short (at most 30 words for five measures, the limit of a verdict's
-    finding): ``"The study's sign, by measure. BERT: holds on atol-1e-8; reverses on effective, stable. GPT-2: ..."``."""
-    verbs = (("supported", "holds on"), ("not supported", "reverses on"), (INCONCLUSIVE, "undecided on"))
+    """:func:`sign_finding` in plain words, at most :data:`attnrank.chapters.section.WORD_LIMIT` words: which ways of
+    counting rank give a hotter softmax a higher initial rank (the study's sign) and which a lower one, once for the
+    architectures that agree: ``"A hotter softmax's initial rank is higher on the study's 10⁻⁸ count and lower on the
+    effective rank and the stable rank (GPT-2, ModernBERT)."``"""
+    words = (("supported", "higher on"), ("not supported", "lower on"), (INCONCLUSIVE, "unclear on"))
     archs = list(next(iter(rank_v.values())).arch) if rank_v else []
-    out = []
-    for a in archs:
-        parts = []
-        for st, verb in verbs:
-            ms = [SHORT_LABELS.get(m, MEASURE_LABELS[m]) for m, v in rank_v.items() if v.arch[a].verdict.status == st]
-            if ms:
-                parts.append(f"{verb} {', '.join(ms)}")
-        out.append(f"{ARCH_NAMES[a]}: {'; '.join(parts)}")
-    return "The study's sign, by measure. " + ". ".join(out) + "."
+    if not archs:
+        return "No rank measure was tested."
+
+    def said(level: int) -> str:
+        groups: dict[tuple, list[str]] = {}
+        for a in archs:
+            parts = []
+            for st, verb in words:
+                ms = [_label(m, level) for m, v in rank_v.items() if v.arch[a].verdict.status == st]
+                if ms:
+                    parts.append(f"{verb} {', '.join(ms) if level == 2 else _and(ms)}")
+            groups.setdefault(tuple(parts), []).append(ARCH_NAMES[a])
+        if level == 2:  # the most compact: every architecture in one sentence
+            each = [f"{' and '.join(n)} {', '.join(p)}" for p, n in groups.items()]
+            return "A hotter softmax's initial rank: " + "; ".join(each) + "."
+        return " ".join(
+            f"A hotter softmax's initial rank is {' and '.join(p)} ({', '.join(n)})." for p, n in groups.items()
+        )
+
+    for level in range(3):
+        text = said(level)
+        if len(text.split()) <= WORD_LIMIT:
+            break
+    return text
+
+
+def _label(measure: str, level: int) -> str:
+    """A measure's name in :data:`PLAIN_LABELS` at ``level`` 0 (long), 1 (short) or 2 (its first word)."""
+    long, short = PLAIN_LABELS.get(measure, (MEASURE_LABELS[measure],) * 2)
+    return (long, short, short.split()[0])[level]
 
 
 def temperature_table(rank_v: dict, cold: float) -> pd.DataFrame:
