@@ -80,6 +80,18 @@ def test_attnrank_dataset_is_in_the_books_execution_context(corpus, clean_env):
     assert items["env:ATTNRANK_DATASET"] == f"hf:{corpus}" and after != before
 
 
+def test_a_log_level_that_puts_lines_on_a_page_is_in_the_execution_context(clean_env):
+    """TRANSFORMERS_VERBOSITY=info printed transformers' log lines into a chapter; a rebuild without it served them."""
+    from attnrank.sphinxext.context import execution_context
+
+    before, _ = execution_context()
+    clean_env.setenv("TRANSFORMERS_VERBOSITY", "info")
+    after, items = execution_context()
+    assert items["env:TRANSFORMERS_VERBOSITY"] == "info" and after != before
+    clean_env.delenv("TRANSFORMERS_VERBOSITY")
+    assert execution_context()[0] == before
+
+
 def test_chapter_parameter_dataset(corpus):
     """Guarantee (docs/guarantees.md): "Bad input fails first." (the chapters' ``dataset`` parameter)"""
     check = book.PARAMETERS["dataset"].check

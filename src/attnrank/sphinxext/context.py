@@ -22,8 +22,18 @@ from ..runs.provenance import ENVIRONMENT_PACKAGES, RESULT_ROOTS, code_hash, imp
 CONTEXT_ENV_PREFIXES = ("ATTNRANK_",)
 
 
-#: Further environment variables that change what a chapter computes (hub access).
-CONTEXT_ENV_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+#: Further environment variables that change what a chapter computes (hub access) or what its cells print (the
+#: libraries' log levels and warnings: a page built under one must not be served after it is unset).
+CONTEXT_ENV_VARIABLES = (
+    "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "TRANSFORMERS_VERBOSITY",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS",
+    "DATASETS_VERBOSITY",
+    "HF_HUB_VERBOSITY",
+    "PYTHONWARNINGS",
+)
 
 
 #: Variables that choose how runs are trained and where chapters execute, not what they
