@@ -175,10 +175,6 @@ class Export:
     payload: dict
     plan: Plan | None = None
 
-    def to_json(self) -> str:
-        """The payload as compact JSON (what the page embeds)."""
-        return json.dumps(self.payload, separators=(",", ":"), allow_nan=False)
-
 
 @dataclass
 class _Arrays:

@@ -52,8 +52,6 @@ __all__ = [
     "targets",
     "targets_text",
     "shown_runs",
-    "recipe_facts",
-    "flop_rate",
     "budget",
     "plan_parts",
     "frontier",
@@ -255,31 +253,6 @@ def shown_runs(runs: pd.DataFrame) -> pd.DataFrame:
     r = runs[runs.sweep == "temperature grid"] if "sweep" in runs else runs
     keep = np.isclose(r.tau, 1.0) | np.isclose(r.tau, r.tau.min())
     return r[keep & (r.status == "complete")]
-
-
-def recipe_facts(table: pd.DataFrame) -> dict:
-    """The numbers of the recorded recipe study the chapter glues (``learned_recipe_<fact>``): per architecture
-    the default's gap to the bigram, the variant of each lever that gained most over the default, and the
-    measured training FLOP per CPU second of the default runs (the rate the budget is planned with)."""
-    out = {"learned_recipe_runs": len(table)}
-    for arch, d in table.groupby("arch"):
-        base = d[d.lever == "default"].iloc[0]
-        gain = (d.gap_bigram - base.gap_bigram).where(d.lever != "default")
-        best = d.loc[gain.idxmin()]
-        out[f"learned_recipe_default_{arch}"] = gap_text(base.gap_bigram)
-        out[f"learned_recipe_best_{arch}"] = (
-            f"{best.variant} ({abs(gain.min()):.2f} nats {'lower' if gain.min() < 0 else 'higher'} than the default, "
-            f"at {best.flop / base.flop:.2g} times its FLOP)"
-        )
-        out[f"learned_recipe_rate_{arch}"] = f"{base.flop / base.cpu_seconds:.3g}"
-    return out
-
-
-def flop_rate(table: pd.DataFrame) -> dict:
-    """Training FLOP per CPU second of the default recipe's runs in the recorded study, per architecture
-    (the whole run: training, probes and validation)."""
-    d = table[table.lever == "default"]
-    return {r.arch: float(r.flop / r.cpu_seconds) for r in d.itertuples()}
 
 
 def budget(parts: dict, rate: dict) -> pd.DataFrame:

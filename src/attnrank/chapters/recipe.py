@@ -42,7 +42,6 @@ __all__ = [
     "configs",
     "results",
     "table_path",
-    "read_table",
     "markdown",
     "run",
 ]
@@ -261,18 +260,6 @@ def results(plan) -> pd.DataFrame:
 def table_path(profile: str = "quick") -> Path:
     """Where ``attnrank recipe`` writes the study of ``profile``: ``data/recipe/<profile>.csv`` in the repository."""
     return Path(__file__).resolve().parents[3] / "data" / "recipe" / f"{resolve_profile(profile)}.csv"
-
-
-def read_table(path=None, profile: str = "quick") -> pd.DataFrame:
-    """The recorded study (``path``, default :func:`table_path` of ``profile``).
-
-    Raises:
-        ConfigError: naming ``path`` when no table is there (``attnrank recipe`` writes it).
-    """
-    p = Path(path) if path is not None else table_path(profile)
-    if not p.is_file():
-        raise ConfigError("path", f"no recipe table at {p}; run `attnrank recipe --profile {profile}` to measure it")
-    return pd.read_csv(p)
 
 
 def markdown(table: pd.DataFrame) -> str:

@@ -50,7 +50,7 @@ __all__ = [
 #: default profile on ``dataset="stdlib"``), each built in a clone of its own and recorded there with
 #: ``attnrank verdicts data/<name>/verdicts.csv --from-build _build`` beside its ``build.json`` (commit, date,
 #: runs, build minutes on two cores).
-CHECK_FOLDERS = {"scale": RECORD_FOLDERS[1], "stdlib": RECORD_FOLDERS[2]}
+CHECK_FOLDERS = {folder.name: folder for folder in RECORD_FOLDERS}
 
 
 def environment() -> tuple[pd.DataFrame, str]:

@@ -88,8 +88,9 @@ _PACKAGE = "attnrank"
 _ROOT = Path(__file__).resolve().parents[1]  # the package folder, src/attnrank
 #: The lock file of a checkout (``uv pip compile`` output, see ``make lock``); absent in an installed copy.
 LOCK_FILE = _ROOT.parents[1] / "requirements.lock"
-#: The measurements recorded in the repository that chapters read (the recipe study, the scale-check build).
-RECORD_FOLDERS = tuple(_ROOT.parents[1] / "data" / name for name in ("recipe", "scale", "stdlib"))
+#: The measurements recorded in the repository that chapters read: the scale check's and the second corpus's verdicts
+#: (the recipe study in ``data/recipe`` is read by no chapter, so it is in no chapter's key).
+RECORD_FOLDERS = tuple(_ROOT.parents[1] / "data" / name for name in ("scale", "stdlib"))
 
 
 def records_hash(folders=None) -> str:

@@ -98,7 +98,7 @@ def _context_items(srcdir=None) -> dict[str, str]:
         ) and name not in CONTEXT_ENV_EXCLUDED:
             items[f"env:{name}"] = value
     items["lock"] = lock_state(())[0] or "-"  # the reproducibility chapter shows the lock file's hash
-    items["records"] = records_hash()  # the recorded recipe study and scale-check build that chapters read
+    items["records"] = records_hash()  # the recorded scale check and second corpus that chapters read
     # the book's static folder: the explorer page inlines its script and style
     items["static"] = records_hash((Path(srcdir if srcdir is not None else CHECKOUT) / "chapters" / "_static",))
     items["profile"] = resolve_profile("auto")

@@ -70,11 +70,6 @@ def _note_glue_refs(app, doctree) -> None:
         env.attnrank_glue_refs[env.docname] = refs
 
 
-def _glue_keys(app, docname: str) -> set[str] | None:
-    data = glue_data(app, docname)
-    return None if data is None else set(data)
-
-
 _NOT_GLUED = "is not provided by any cell"
 
 
