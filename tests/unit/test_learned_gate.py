@@ -106,3 +106,31 @@ def test_learned_runs_holds_each_run_to_the_target(monkeypatch):
         13: False,
         14: True,
     }
+
+
+def test_the_gate_reads_the_stock_model_not_the_head_dimension_grid(monkeypatch):
+    """Since 2026-12-06 (rule version 3) the gate's reference runs are the tau = 1 runs at the profile's stock head
+    dimension: a seed of the head-dimension grid that missed the target does not decide the architecture (it did, so
+    one model was "not learned" over six runs and "learned" over three on another page); every other run is still held
+    to the target on its own (:func:`learned_runs`)."""
+    import pandas as pd
+
+    from attnrank.analysis import baselines
+    from attnrank.core.profiles import resolve_config
+
+    monkeypatch.setattr(baselines, "baseline_losses", lambda r: {"bigram": 3.0})
+    stock = resolve_config("modernbert", "quick").num_heads
+    runs = pd.DataFrame(
+        {
+            "arch": ["modernbert"] * 4,
+            "profile": ["quick"] * 4,
+            "tau": [1.0, 1.0, 1.0, 2.0],
+            "num_heads": [stock, stock, 2 * stock, stock],
+            "status": ["complete"] * 4,
+            "final_val_loss": [2.6, 2.5, 2.9, 3.5],
+        }
+    )
+    assert baselines.bigram_gaps(runs) == {"modernbert": pytest.approx(-0.4)}  # 2.6 - 3.0: the worst stock run
+    assert baselines.reference_runs(runs) == {"modernbert": 2}
+    no_stock = runs[runs.num_heads != stock]  # no stock run: its tau = 1 runs decide, as before
+    assert baselines.bigram_gaps(no_stock) == {"modernbert": pytest.approx(-0.1)}

@@ -33,6 +33,7 @@ from .section import (
     regime_brief,
     regime_text,
     runs_caption,
+    seeds_per_setting,
     steps_text,
     sweep_facts,
 )
@@ -187,7 +188,7 @@ def section(
     sweep = tables.main_runs(plan)
     ok = sweep[sweep.status == "complete"]
     head_dim0 = plan.head_dim
-    max_len, n_seeds = int(sweep.max_len.iloc[0]), int(sweep.seed.nunique())
+    max_len, n_seeds = int(sweep.max_len.iloc[0]), seeds_per_setting(sweep)
     tau_runs = sweep[sweep.sweep == "temperature grid"]
     uniform = baselines.uniform_ranks(max_len)
     summary = load_table(sweep, "rank_summary")

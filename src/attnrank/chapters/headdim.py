@@ -42,6 +42,7 @@ from .section import (
     by_measure_table,
     divergence,
     runs_caption,
+    seeds_per_setting,
 )
 
 __all__ = [
@@ -332,7 +333,7 @@ def section(
         ["arch", "tau", "head_dim", "seed"]
     )
     t_runs = sweep[(sweep.head_dim == head_dim0) & sweep.tau.isin(plan.taus)]
-    n_seeds = int(sweep.seed.nunique())
+    n_seeds = seeds_per_setting(hd_runs)
     glue = {
         "headdim_n_runs": len(hd_runs),
         "headdim_n_seeds": n_seeds,

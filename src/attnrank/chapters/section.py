@@ -44,6 +44,7 @@ __all__ = [
     "regime_brief",
     "gate_text",
     "runs_caption",
+    "seeds_per_setting",
     "sweep_facts",
     "steps_text",
     "divergence",
@@ -389,11 +390,24 @@ def gate_text(regime) -> str:
 
 
 # --------------------------------------------------------------------------- what chapters say about a set of runs
+def seeds_per_setting(runs: pd.DataFrame) -> str:
+    """How many seeds each setting of ``runs`` has, as text: ``"3"``, or ``"2 to 3"`` when settings differ (the
+    default's head-dimension grid trains fewer seeds off the stock head dimension). A setting is the run's ``arch``,
+    ``tau``, ``head_dim`` and ``max_len``, where present."""
+    d = runs.drop_duplicates("key") if "key" in runs else runs
+    keys = [c for c in ("arch", "tau", "head_dim", "max_len") if c in d]
+    if not len(d) or not keys:
+        return str(int(d.seed.nunique()))
+    counts = d.groupby(keys).seed.nunique()
+    lo, hi = int(counts.min()), int(counts.max())
+    return str(hi) if lo == hi else f"{lo} to {hi}"
+
+
 def runs_caption(runs: pd.DataFrame, profile: str) -> str:
     """The tail of a figure caption: ``"<profile> profile, N runs, S seeds per setting"`` for the runs
-    (one row per run, with ``seed``) behind it."""
+    (one row per run, with ``seed``) behind it (:func:`seeds_per_setting`)."""
     d = runs.drop_duplicates("key") if "key" in runs else runs
-    return f"The {profile} profile, {len(d)} runs, {d.seed.nunique()} seeds per setting"
+    return f"The {profile} profile, {len(d)} runs, {seeds_per_setting(d)} seeds per setting"
 
 
 def sweep_facts(prefix: str, runs: pd.DataFrame, plan) -> dict:
@@ -403,7 +417,7 @@ def sweep_facts(prefix: str, runs: pd.DataFrame, plan) -> dict:
     return {
         f"{prefix}_taus": ", ".join(fmt_setting(t) for t in plan.taus),
         f"{prefix}_head_dims": ", ".join(str(h) for h in plan.head_dims),
-        f"{prefix}_n_seeds": int(runs.seed.nunique()),
+        f"{prefix}_n_seeds": seeds_per_setting(runs),
         f"{prefix}_n_runs": len(runs),
     }
 

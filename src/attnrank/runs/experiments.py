@@ -87,7 +87,7 @@ DETAIL_TAU = 2.0
 #: "Have the models learned?" chapter costs the grid and what more seeds would add).
 SWEEP_DEFAULTS = {
     "ci": dict(taus=TAU_GRID, head_dims=(4, 8, 16, 32), seeds=(0, 1, 2, 3, 4)),
-    "quick": dict(taus=QUICK_TAU_GRID, head_dims=(16, 32), seeds=(0, 1, 2)),
+    "quick": dict(taus=QUICK_TAU_GRID, head_dims=(16, 32), seeds=(0, 1, 2), head_dim_n_seeds=2),
     "paper": dict(taus=TAU_GRID, head_dims=(16, 32, 64, 128), seeds=(0, 1, 2)),
 }
 SWEEP_DEFAULTS["scale"] = dict(SWEEP_DEFAULTS["quick"])  # the quick grid, trained SCALE_FACTOR times longer
@@ -106,6 +106,8 @@ class SweepPlan:
         dataset: the training corpus (normalised by :func:`attnrank.core.profiles.check_dataset`).
         head_dim: the profile's standard head dimension, the temperature grid's.
         hidden_size: the profile's model width, which every head dimension of the grid divides into heads.
+        head_dim_seeds: the seeds of the head-dimension grid's settings off the temperature grid (the first
+            ``head_dim_n_seeds`` of ``seeds`` where the profile sets it, to fit the build's time; else ``seeds``).
     """
 
     profile: str
@@ -115,6 +117,7 @@ class SweepPlan:
     dataset: str
     head_dim: int
     hidden_size: int
+    head_dim_seeds: tuple = ()
 
 
 def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> SweepPlan:
@@ -133,6 +136,9 @@ def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, 
     for name, value in (("taus", taus), ("head_dims", head_dims), ("seeds", seeds)):
         if value is not None:
             d[name] = tuple(SWEEP_PARAMETERS[name].check(name, value))
+    n = len(d["seeds"]) if seeds is not None else d.get("head_dim_n_seeds", len(d["seeds"]))
+    d.pop("head_dim_n_seeds", None)
+    d["head_dim_seeds"] = tuple(d["seeds"][:n])  # a user's seeds hold everywhere
     stock = resolve_config("modernbert", profile)
     return SweepPlan(profile=profile, head_dim=stock.head_dim, hidden_size=stock.hidden_size, **d)
 
@@ -163,12 +169,13 @@ def tau_sweep(plan: SweepPlan, archs=ARCHS, taus=None, **overrides) -> list[RunC
 
 def head_dim_sweep(plan: SweepPlan, archs=ARCHS, tau: float = 1.0, **overrides) -> list[RunConfig]:
     """Configs over the head-dimension grid of ``plan`` at fixed ``hidden_size`` (``num_heads = hidden_size /
-    head_dim``), at temperature ratio ``tau``."""
+    head_dim``), at temperature ratio ``tau``: the plan's seeds at its standard head dimension (the temperature grid's
+    runs), its ``head_dim_seeds`` at the others."""
     return [
         resolve_config(a, plan.profile, tau=tau, head_dim=h, seed=s, dataset=plan.dataset, **overrides)
         for a in _archs(archs)
         for h in plan.head_dims
-        for s in plan.seeds
+        for s in (plan.seeds if h == plan.head_dim else plan.head_dim_seeds or plan.seeds)
     ]
 
 
