@@ -94,7 +94,7 @@ def test_main_runs_labels_each_run_with_its_grid(monkeypatch):
 def test_sweep_facts_count_runs_seeds_and_failures():
     plan = experiments.sweep_plan("ci", taus=[0.01, 0.25, 1.0], head_dims=[8, 16])
     facts = section.sweep_facts("x", _runs(), plan)
-    assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": 3, "x_n_runs": 24}
+    assert facts == {"x_taus": "0.01, 0.25, 1", "x_head_dims": "8, 16", "x_n_seeds": "3", "x_n_runs": 24}
 
 
 def test_caption_counts_runs_once_and_seeds():
@@ -265,7 +265,8 @@ def test_environment_and_profile_tables():
 
     seeds = grids.set_index("grid").loc["seeds", "ci"]
     assert seeds == ", ".join(map(str, SWEEP_DEFAULTS["ci"]["seeds"]))
-    assert set(grids.grid) == {"τ", "head dimensions", "seeds"}
+    assert set(grids.grid) == {"τ", "head dimensions", "seeds", "seeds off the stock head dimension"}
+    assert grids.set_index("grid").loc["seeds off the stock head dimension", "quick"] == "0, 1"
 
 
 def test_profile_directive_names_each_architectures_steps(monkeypatch):

@@ -96,9 +96,7 @@ def test_a_rule_re_keys_the_tables_and_the_training_path_re_keys_the_runs(source
     source("analysis/rules.py", "RHO_MIN = 0.5", "RHO_MIN = 0.6")
     after_rule = _keys()
     assert after_rule["run"] == before["run"] and after_rule["theory table"] != before["theory table"]
-    source(
-        "core/train.py",
-        '"""',
-        '"""Edited. ',
-    )
+    source("core/train.py", '"""', '"""Edited. ')  # a reworded docstring of the training path retrains nothing
+    assert _keys()["run"] == before["run"]
+    source("core/train.py", "\nimport ", "\n_EDITED = 1\nimport ")  # a statement added to it re-keys every run
     assert _keys()["run"] != before["run"]

@@ -17,7 +17,7 @@ from importlib.metadata import version
 import pandas as pd
 
 from ..core.errors import ConfigError
-from ..core.profiles import PROFILES, profile_defaults, resolve_config, resolve_profile
+from ..core.profiles import OFFLINE_DEFAULT, PROFILES, profile_defaults, resolve_config, resolve_profile
 from ..core.train import device_name
 from ..runs import experiments, presets, tables
 from ..runs.provenance import ENVIRONMENT_PACKAGES, RECORD_FOLDERS, lock_state
@@ -90,13 +90,20 @@ def profile_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
         configs = {a: resolve_config(a, p) for a in ARCHS}
         columns[p] = {f: per_arch({a: getattr(c, f) for a, c in configs.items()}, _written) for f in fields}
     defaults = pd.DataFrame(columns).rename(index=SETTING_LABELS)
+    plans = {p: experiments.sweep_plan(p, dataset=OFFLINE_DEFAULT) for p in PROFILES}
+    fields = {
+        "taus": "τ",
+        "head_dims": "head dimensions",
+        "seeds": "seeds",
+        "head_dim_seeds": "seeds off the stock head dimension",
+    }
     grids = pd.DataFrame(
-        {p: {k: ", ".join(map(_written, v)) for k, v in experiments.SWEEP_DEFAULTS[p].items()} for p in PROFILES}
+        {
+            p: {label: ", ".join(map(_written, getattr(plan, k))) for k, label in fields.items()}
+            for p, plan in plans.items()
+        }
     )
-    return (
-        defaults.rename_axis("setting").reset_index(),
-        grids.rename_axis("grid").reset_index().replace({"grid": {"taus": "τ", "head_dims": "head dimensions"}}),
-    )
+    return defaults.rename_axis("setting").reset_index(), grids.rename_axis("grid").reset_index()
 
 
 def preset_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
