@@ -76,6 +76,19 @@ def test_regime_of_runs_at_one_setting_and_of_a_model_worse_than_bigram(fixed_ba
     )
 
 
+def test_regime_reads_the_stock_model_as_the_gate_does(fixed_baselines):
+    """At tau = 1 the head-dimension grid's runs are not the stock model: the gap is the stock head dimension's (the
+    first screen averaged head dimensions 8 and 32, 5.33 and 4.59 nats, into one number), and says so."""
+    runs = _runs(
+        [
+            {"arch": "gpt2", "profile": "quick", "tau": 1.0, "head_dim": 32, "final_val_loss": 3.8},
+            {"arch": "gpt2", "profile": "quick", "tau": 1.0, "head_dim": 16, "final_val_loss": 4.4},
+            {"arch": "gpt2", "profile": "quick", "tau": 2.0, "head_dim": 32, "final_val_loss": 3.9},
+        ]
+    )
+    assert learned.regime(runs) == "GPT-2 0.30 nats below bigram at τ = 1, head dimension 32 (2 of 3 runs below bigram)"
+
+
 def test_regime_needs_runs():
     with pytest.raises(ConfigError) as e:
         learned.regime(pd.DataFrame())

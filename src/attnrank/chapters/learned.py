@@ -92,11 +92,19 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     if not len(runs):
         raise ConfigError("runs", "got no runs; a regime is computed from the runs a verdict rests on")
     g = gaps(runs)
+    # the stock model: the reference temperature at the profile's standard head dimension (the learned gate's runs)
+    stock = [
+        "profile" not in runs or h == resolve_config(r, p).head_dim
+        for r, p, h in zip(runs.arch, runs.get("profile", runs.arch), g.get("head_dim", runs.arch), strict=True)
+    ]
     parts = []
     for arch in [a for a in ARCH_ORDER if a in set(g.arch)]:
         a = g[g.arch == arch]
         ref = a[np.isclose(a.tau, reference_tau)]
-        at = f" at {fmt_tau(reference_tau)}" if len(ref) and len(ref) < len(a) else ""
+        at_stock = ref[np.asarray(stock)[ref.index]] if len(ref) else ref
+        hd = f", head dimension {int(at_stock.head_dim.iloc[0])}" if 0 < len(at_stock) < len(ref) else ""
+        ref = at_stock if len(at_stock) else ref
+        at = f" at {fmt_tau(reference_tau)}{hd}" if len(ref) and len(ref) < len(a) else ""
         ref = ref if len(ref) else a
         text = f"{_LABELS[arch]} {gap_text(ref.gap_bigram.mean())} bigram{at}"
         if arch in MLM_ARCHS:
