@@ -118,6 +118,11 @@ book.publish(reproducibility.section(**params))
 # brackets and names that recur across long spans), tokenised afresh. Its build: {glue:text}`repro_stdlib_meta`. Its
 # regime: {glue:text}`repro_stdlib_regime`
 #
+# Both checks were recorded on the design of 2026-12-05, before the default grid of 2026-12-06 (temperatures 1 to 8
+# and the study's $10^{-3}$, ModernBERT's 256-token vocabulary, the learned gate on the stock model; {doc}`changes`).
+# They test the same claims on that earlier design: a row where they differ from this build may differ for that
+# reason, and neither is yet a confirmation of this build's verdicts on runs it has not seen.
+#
 # ```{table} Each verdict in this build (its profile and corpus above), in the scale check (the scale profile, on Shakespeare) and on the second corpus (the default quick profile, on the Python standard library).
 # :name: tab-repro-checks
 #
