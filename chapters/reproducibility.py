@@ -121,25 +121,30 @@ book.publish(reproducibility.section(**params))
 # Both checks were recorded on the design of 2026-12-05, before the default grid of 2026-12-06 (temperatures 1 to 8
 # and the study's $10^{-3}$, ModernBERT's 256-token vocabulary, the learned gate on the stock model; {doc}`changes`).
 # They test the same claims on that earlier design: a row where they differ from this build may differ for that
-# reason, and neither is yet a confirmation of this build's verdicts on runs it has not seen.
+# reason, and neither is a confirmation of this build's verdicts on runs it has not seen.
 #
-# ```{table} Each verdict in this build (its profile and corpus above), in the scale check (the scale profile, on Shakespeare) and on the second corpus (the default quick profile, on the Python standard library).
+# **The confirmation** builds the default profile, its design and its frozen rules unchanged, on fresh seeds
+# (`ATTNRANK_SEEDS="[3, 4, 5]" jupyter-book build .`): every rule was frozen on 2026-12-06 ({doc}`changes`) after
+# this build's seeds 0 to 2 had been seen, and none has seen these runs. Its build:
+# {glue:text}`repro_confirm_meta`. Its regime: {glue:text}`repro_confirm_regime`
+#
+# ```{table} Each verdict in this build (its profile and corpus above), in the scale check (the scale profile, on Shakespeare), on the second corpus (the default quick profile, on the Python standard library) and on fresh seeds (the default profile and corpus, seeds the frozen rules have not seen).
 # :name: tab-repro-checks
 #
-# | Claim | This build | Scale check | Second corpus |
-# |---|---|---|---|
-# | The study's absolute 10⁻⁸ rule misses near-rank-one attention | {glue}`measure.ipynb::measure_badge` | {glue:text}`repro_scale_measure` | {glue:text}`repro_stdlib_measure` |
-# | (i) The rank is stable | {glue}`dynamics.ipynb::dynamics_badge` | {glue:text}`repro_scale_dynamics` | {glue:text}`repro_stdlib_dynamics` |
-# | (i) The rank is set early | {glue}`protocol.ipynb::set_early_badge` | {glue:text}`repro_scale_set_early` | {glue:text}`repro_stdlib_set_early` |
-# | The study's 4 + 4 protocol gives a stable sign, and ours | {glue}`protocol.ipynb::protocol_badge` | {glue:text}`repro_scale_protocol` | {glue:text}`repro_stdlib_protocol` |
-# | (ii) Higher rank, lower loss | {glue}`loss.ipynb::loss_badge` | {glue:text}`repro_scale_loss` | {glue:text}`repro_stdlib_loss` |
-# | (iii) A higher temperature raises the rank | {glue}`temp.ipynb::temp_badge` | {glue:text}`repro_scale_temp` | {glue:text}`repro_stdlib_temp` |
-# | (ii + iii) A higher temperature trains lower | {glue}`temp.ipynb::temp_loss_badge` | {glue:text}`repro_scale_temp_loss` | {glue:text}`repro_stdlib_temp_loss` |
-# | (iii) Temperature moves the rank more than head dimension | {glue}`headdim.ipynb::headdim_badge` | {glue:text}`repro_scale_headdim` | {glue:text}`repro_stdlib_headdim` |
-# | Temperature acts through the initial rank | {glue}`causal.ipynb::causal_badge` | {glue:text}`repro_scale_causal` | {glue:text}`repro_stdlib_causal` |
-# | (iv) The theory holds | {glue}`theory.ipynb::theory_badge` | {glue:text}`repro_scale_theory` | {glue:text}`repro_stdlib_theory` |
-# | The trained rank stays below the study's bound at every sequence length | {glue}`theory.ipynb::seq_len_badge` | {glue:text}`repro_scale_seq_len` | {glue:text}`repro_stdlib_seq_len` |
-# | (v) Some standard settings fall short on a high-rank target | {glue}`target.ipynb::target_badge` | {glue:text}`repro_scale_target` | {glue:text}`repro_stdlib_target` |
+# | Claim | This build | Scale check | Second corpus | Fresh seeds |
+# |---|---|---|---|---|
+# | The study's absolute 10⁻⁸ rule misses near-rank-one attention | {glue}`measure.ipynb::measure_badge` | {glue:text}`repro_scale_measure` | {glue:text}`repro_stdlib_measure` | {glue:text}`repro_confirm_measure` |
+# | (i) The rank is stable | {glue}`dynamics.ipynb::dynamics_badge` | {glue:text}`repro_scale_dynamics` | {glue:text}`repro_stdlib_dynamics` | {glue:text}`repro_confirm_dynamics` |
+# | (i) The rank is set early | {glue}`protocol.ipynb::set_early_badge` | {glue:text}`repro_scale_set_early` | {glue:text}`repro_stdlib_set_early` | {glue:text}`repro_confirm_set_early` |
+# | The study's 4 + 4 protocol gives a stable sign, and ours | {glue}`protocol.ipynb::protocol_badge` | {glue:text}`repro_scale_protocol` | {glue:text}`repro_stdlib_protocol` | {glue:text}`repro_confirm_protocol` |
+# | (ii) Higher rank, lower loss | {glue}`loss.ipynb::loss_badge` | {glue:text}`repro_scale_loss` | {glue:text}`repro_stdlib_loss` | {glue:text}`repro_confirm_loss` |
+# | (iii) A higher temperature raises the rank | {glue}`temp.ipynb::temp_badge` | {glue:text}`repro_scale_temp` | {glue:text}`repro_stdlib_temp` | {glue:text}`repro_confirm_temp` |
+# | (ii + iii) A higher temperature trains lower | {glue}`temp.ipynb::temp_loss_badge` | {glue:text}`repro_scale_temp_loss` | {glue:text}`repro_stdlib_temp_loss` | {glue:text}`repro_confirm_temp_loss` |
+# | (iii) Temperature moves the rank more than head dimension | {glue}`headdim.ipynb::headdim_badge` | {glue:text}`repro_scale_headdim` | {glue:text}`repro_stdlib_headdim` | {glue:text}`repro_confirm_headdim` |
+# | Temperature acts through the initial rank | {glue}`causal.ipynb::causal_badge` | {glue:text}`repro_scale_causal` | {glue:text}`repro_stdlib_causal` | {glue:text}`repro_confirm_causal` |
+# | (iv) The theory holds | {glue}`theory.ipynb::theory_badge` | {glue:text}`repro_scale_theory` | {glue:text}`repro_stdlib_theory` | {glue:text}`repro_confirm_theory` |
+# | The trained rank stays below the study's bound at every sequence length | {glue}`theory.ipynb::seq_len_badge` | {glue:text}`repro_scale_seq_len` | {glue:text}`repro_stdlib_seq_len` | {glue:text}`repro_confirm_seq_len` |
+# | (v) Some standard settings fall short on a high-rank target | {glue}`target.ipynb::target_badge` | {glue:text}`repro_scale_target` | {glue:text}`repro_stdlib_target` | {glue:text}`repro_confirm_target` |
 # ```
 #
 # %% [markdown]
@@ -149,6 +154,10 @@ book.publish(reproducibility.section(**params))
 #
 # ```{attnrank-table} repro_stdlib_verdicts
 # The second corpus's verdicts with their effects, as recorded: status, effect, units and regime.
+# ```
+#
+# ```{attnrank-table} repro_confirm_verdicts
+# The confirmation's verdicts on fresh seeds with their effects, as recorded: status, effect, units and regime.
 # ```
 
 # %% [markdown]

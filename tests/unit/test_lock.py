@@ -121,7 +121,7 @@ def test_a_recorded_check_is_read_from_its_record(tmp_path):
     status by name, its regime and the build's facts; without a record, it says so."""
     from attnrank.chapters import reproducibility as rp
 
-    assert set(rp.CHECK_FOLDERS) == {"scale", "stdlib"}
+    assert set(rp.CHECK_FOLDERS) == {"scale", "stdlib", "confirm"}
     folder = tmp_path / "scale"
     assert rp.check_record(folder) == (None, {})
     assert rp._check_glue("stdlib", None, {})["repro_stdlib_loss"] == "not recorded"

@@ -46,8 +46,9 @@ __all__ = [
     "CHECK_FOLDERS",
 ]
 
-#: Where the recorded checks' verdicts are: the scale check (the ``scale`` profile) and the second corpus (the
-#: default profile on ``dataset="stdlib"``), each built in a clone of its own and recorded there with
+#: Where the recorded checks' verdicts are: the scale check (the ``scale`` profile), the second corpus (the
+#: default profile on ``dataset="stdlib"``) and the confirmation (the default profile on fresh seeds,
+#: ``ATTNRANK_SEEDS``), each built in a clone of its own and recorded there with
 #: ``attnrank verdicts data/<name>/verdicts.csv --from-build _build`` beside its ``build.json`` (commit, date,
 #: runs, build minutes on two cores).
 CHECK_FOLDERS = {folder.name: folder for folder in RECORD_FOLDERS}

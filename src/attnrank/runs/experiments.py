@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 from ..core.errors import ConfigError, check_positive_int
 from ..core.measures import MEASURES, STUDY_ATOL
@@ -126,13 +127,18 @@ def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, 
 
     Each of ``taus``, ``head_dims`` and ``seeds`` is checked by its :data:`attnrank.runs.parameters.SWEEP_PARAMETERS` entry: a list, or one
     value; ``seeds`` may be an int n (seeds 0..n-1). ``dataset`` defaults to ``ATTNRANK_DATASET`` or ``shakespeare``.
+    ``ATTNRANK_SEEDS`` (a list such as ``[3, 4, 5]``, or n) replaces the profile's seeds, as the confirmation build
+    does (the rules frozen on one set of seeds, confirmed on others); a ``seeds`` argument still overrides it.
 
     Raises:
-        ConfigError: naming ``profile``, ``taus``, ``head_dims``, ``seeds`` or ``dataset``.
+        ConfigError: naming ``profile``, ``taus``, ``head_dims``, ``seeds``, ``dataset`` or ``ATTNRANK_SEEDS``.
     """
     profile = resolve_profile(profile)
     d = dict(SWEEP_DEFAULTS[profile])
     d["dataset"] = default_dataset() if dataset is None else check_dataset(dataset)
+    env = os.environ.get("ATTNRANK_SEEDS")
+    if env:  # fresh seeds for a confirmation build: the profile's design with other seeds
+        d["seeds"] = tuple(SWEEP_PARAMETERS["seeds"].check("ATTNRANK_SEEDS", env))
     for name, value in (("taus", taus), ("head_dims", head_dims), ("seeds", seeds)):
         if value is not None:
             d[name] = tuple(SWEEP_PARAMETERS[name].check(name, value))

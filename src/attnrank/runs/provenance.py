@@ -88,9 +88,10 @@ _PACKAGE = "attnrank"
 _ROOT = Path(__file__).resolve().parents[1]  # the package folder, src/attnrank
 #: The lock file of a checkout (``uv pip compile`` output, see ``make lock``); absent in an installed copy.
 LOCK_FILE = _ROOT.parents[1] / "requirements.lock"
-#: The measurements recorded in the repository that chapters read: the scale check's and the second corpus's verdicts
-#: (the recipe study in ``data/recipe`` is read by no chapter, so it is in no chapter's key).
-RECORD_FOLDERS = tuple(_ROOT.parents[1] / "data" / name for name in ("scale", "stdlib"))
+#: The measurements recorded in the repository that chapters read: the verdicts of the scale check, the second corpus
+#: and the confirmation on fresh seeds (the recipe study in ``data/recipe`` is read by no chapter, so it is in no
+#: chapter's key).
+RECORD_FOLDERS = tuple(_ROOT.parents[1] / "data" / name for name in ("scale", "stdlib", "confirm"))
 
 
 def records_hash(folders=None) -> str:
