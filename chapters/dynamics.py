@@ -14,8 +14,8 @@
 # holds, everything the later chapters say about the initial rank (how temperature and head dimension set it) carries
 # over to the trained model; if it fails, the initial rank is only a property of the random weights.
 #
-# We test the claim on ModernBERT (masked LM) {cite}`devlin2019bert` and GPT-2 (causal LM) {cite}`radford2019language`
-# trained from scratch, over the book's shared sweep: a grid of temperatures from the study's cold setting to the stock
+# We test the claim on ModernBERT (masked LM) {cite}`warner2024modernbert` and GPT-2 (causal LM) {cite}`radford2019language`
+# trained from scratch, over the book's shared sweep: a grid of temperatures from the study's cold setting past the stock
 # transformer and several head dimensions, each with several seeds (below). We ask three questions:
 #
 # 1. How does the mean rank move through training, for each rank measure, temperature and head dimension?

@@ -37,7 +37,7 @@ book.publish(reproducibility.section(**params))
 # settings fall short on a high-rank target) and the reviewers' questions (cause or association, four examples,
 # coarse temperatures, the absolute $10^{-8}$ rule, one corpus), tested on a masked LM (ModernBERT) and a causal LM
 # (GPT-2) trained from scratch, with the study's BERT as a reference. This build: the
-# **{glue:text}`repro_profile`** profile ({glue:text}`repro_size`) on the corpus **{glue:text}`repro_dataset`**.
+# **{glue:text}`repro_profile`** profile ({glue:text}`repro_size`) on **{glue:text}`repro_dataset`**.
 # Two recorded checks repeat every verdict: at three times the training steps (the scale check) and on a second
 # corpus of another kind, the Python standard library's source code ({numref}`tab-repro-checks`).
 #

@@ -217,7 +217,9 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
     paper, here = profile_defaults("paper"), resolve_config("modernbert", profile, dataset=dataset)
     done = sweep[sweep.cpu_seconds.notna()] if "cpu_seconds" in sweep else sweep.iloc[:0]
     glue = {
-        "repro_dataset": here.dataset,
+        "repro_dataset": {"shakespeare": "Shakespeare's plays", "stdlib": "the Python standard library's source"}.get(
+            here.dataset, here.dataset.removeprefix("hf:")
+        ),
         "repro_size": f"width {here.hidden_size}, {here.num_layers} layers, {here.num_heads} heads, "
         f"{here.max_len} tokens",
         "repro_run_cpu_hours": fmt(float(done.cpu_seconds.sum()) / 3600, 1),
@@ -226,7 +228,7 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
         else "n/a",
         "repro_lock": lock,
         "repro_profile": profile,
-        "repro_device": device_name(),
+        "repro_device": "a CPU" if device_name() == "cpu" else f"a GPU ({device_name().removeprefix('cuda:')})",
         "repro_threads": resolve_config("modernbert", profile).threads,
         "repro_code_hash": code_hash(),
         "repro_n_runs": len(sweep),
