@@ -26,6 +26,7 @@ Not part of the training path: editing it re-trains nothing.
 from __future__ import annotations
 
 import math
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -562,10 +563,14 @@ def gpu_check(out, profile: str = "paper", *, seeds: int = 3, max_steps: int | N
 
     configs = check_configs(profile, seeds=seeds, max_steps=max_steps)
     folder = Path(out)
-    try:
+    try:  # the output is checked before anything trains: a folder this user can write into
         folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
     except OSError as exc:
-        raise ConfigError("out", f"{str(folder)!r} cannot be made a folder: {exc.strerror or exc}") from None
+        raise ConfigError(
+            "out", f"{str(folder)!r} is not a folder this user can write: {exc.strerror or exc}"
+        ) from None
     sweep(configs, executor=executor, desc="gpu-check runs")
     runs = tables.table(configs, long=False)
     g = gaps(runs).merge(runs[["key", "max_steps", "device", "wall_seconds"]], on="key", how="left")

@@ -251,7 +251,24 @@ def verdict_rows(profile: str = "auto", dataset: str | None = None):
     return pd.DataFrame(rows)
 
 
+def _check_output_file(path: str, name: str = "out") -> None:
+    """Refuse, before any compute, an output file whose folder is missing or not writable, or that is a folder."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(name, f"got {path!r}, a folder; expected a file to write (for example verdicts.csv)")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            name, f"cannot write into {folder!r} ({exc.strerror or exc}); expected a file in a writable folder"
+        ) from None
+
+
 def _verdicts(args) -> int:
+    _check_output_file(args.out)
     if args.from_build:
         table = published_verdicts(os.path.join(args.from_build, "jupyter_execute"))
     else:
