@@ -154,3 +154,30 @@ def test_a_typical_row_of_the_intro_table_is_short():
     )
     assert temp.parts()["regime"] == INITIAL_REGIME and temp.parts()["regime_brief"] == "at initialisation"
     assert _row_words(temp) <= ROW_LIMIT
+
+
+def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_disagreement_with_the_confirmation():
+    import pandas as pd
+
+    from attnrank.sphinxext.directives import findings_text
+
+    table = pd.DataFrame(
+        {
+            "verdict": ["dynamics", "loss", "temp", "seq_len", "regime"],
+            "status": [NOT_SUPPORTED, INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, ""],
+            "finding": ["", "", "A hotter softmax's initial rank is lower.", "", "GPT-2 learned"],
+        }
+    )
+    frozen = pd.DataFrame({"verdict": ["dynamics", "loss", "temp", "seq_len"], "version": [3, 1, 4, 2]})
+    confirm = pd.DataFrame(
+        {"verdict": ["dynamics", "loss", "temp"], "status": [NOT_SUPPORTED, SUPPORTED, NOT_SUPPORTED]}
+    )
+    text, regime = findings_text(table, frozen, confirm)
+    assert "Of the 3 claims tested: 0 supported, 2 not supported, 1 inconclusive at this scale." in text
+    assert "2 of these 3 rules were changed after their evidence had been seen (†)." in text  # the check is no claim
+    assert (
+        "On fresh seeds, with the frozen rules: 2 of 3 verdicts agree; they differ on (ii) higher rank, lower loss "
+        f"({INCONCLUSIVE} here, {SUPPORTED} on fresh seeds)." in text
+    )
+    assert regime == "GPT-2 learned"
+    assert "Not yet confirmed on fresh seeds." in findings_text(table, frozen, None)[0]

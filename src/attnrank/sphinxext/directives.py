@@ -75,9 +75,12 @@ class Findings(Directive):
 HEADLINE_VERDICT = "temp"
 
 
-def findings_text(table) -> tuple[str, str]:
-    """The counts sentence, each status's claims by name and the headline verdict's finding (:data:`HEADLINE_VERDICT`),
-    and the regime, of :func:`attnrank.book.published_verdicts`'s ``table``."""
+def findings_text(table, frozen=None, confirm=None) -> tuple[str, str]:
+    """The counts sentence, how many of the claims' rules were changed after looking (a frozen version above 1 in
+    ``frozen``, :func:`attnrank.analysis.frozen.frozen_rules`), the confirmation on fresh seeds (``confirm``, the
+    recorded verdicts of :data:`attnrank.chapters.reproducibility.CHECK_FOLDERS` ``["confirm"]``: how many agree, and
+    each that does not, named), each status's claims by name and the headline verdict's finding
+    (:data:`HEADLINE_VERDICT`), and the regime, of :func:`attnrank.book.published_verdicts`'s ``table``."""
     claims = table[(table.verdict != "regime") & ~table.verdict.isin(CHECKS)]
     count = {s: int((claims.status == s).sum()) for s in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)}
     named = {s: [VERDICT_LABELS.get(v, v) for v in claims.verdict[claims.status == s]] for s in count}
@@ -85,6 +88,20 @@ def findings_text(table) -> tuple[str, str]:
         f"Of the {len(claims)} claims tested: {count[SUPPORTED]} supported, {count[NOT_SUPPORTED]} not supported, "
         f"{count[INCONCLUSIVE]} inconclusive at this scale."
     )
+    if frozen is not None:
+        changed = int(frozen[frozen.verdict.isin(claims.verdict) & (frozen.version > 1)].verdict.nunique())
+        text += f" {changed} of these {len(claims)} rules were changed after their evidence had been seen (†)."
+    if confirm is None:
+        text += " Not yet confirmed on fresh seeds."
+    else:
+        there = dict(zip(confirm.verdict, confirm.status, strict=True))
+        differ = [
+            f"{VERDICT_LABELS.get(v, v)} ({s} here, {there.get(v, 'not recorded')} on fresh seeds)"
+            for v, s in zip(claims.verdict, claims.status, strict=True)
+            if there.get(v) != s
+        ]
+        text += f" On fresh seeds, with the frozen rules: {len(claims) - len(differ)} of {len(claims)} verdicts agree"
+        text += f"; they differ on {'; '.join(differ)}." if differ else "."
     for status, head in ((SUPPORTED, "Supported"), (NOT_SUPPORTED, "Not supported"), (INCONCLUSIVE, "Open")):
         if named[status]:
             text += f" {head}: {'; '.join(named[status])}."
@@ -95,10 +112,25 @@ def findings_text(table) -> tuple[str, str]:
     return text, (regime.iloc[0] if len(regime) else "")
 
 
+def _frozen():
+    from ..analysis.frozen import FROZEN_FILE, frozen_rules
+
+    return frozen_rules() if FROZEN_FILE.is_file() else None
+
+
+def _confirmation():
+    from ..chapters.reproducibility import CHECK_FOLDERS, check_record
+
+    table, _ = check_record(CHECK_FOLDERS["confirm"])
+    return None if table is None else table[table.verdict != "regime"]
+
+
 def _fill_findings(app, doctree, docname) -> None:
     for node in list(doctree.findall(_findings)):
         try:
-            text, regime = findings_text(published_verdicts(Path(app.env.mystnb_config.output_folder)))
+            text, regime = findings_text(
+                published_verdicts(Path(app.env.mystnb_config.output_folder)), _frozen(), _confirmation()
+            )
         except ConfigError:
             text, regime = "The chapters have not been executed yet.", ""
         box = nodes.admonition(classes=["tip", "attnrank-findings"])
