@@ -173,7 +173,8 @@ def test_causal_runs_and_cells():
     assert experiments.book_runs("ci", "causal") == causal.causal_runs("ci")  # `attnrank sweep` trains them up front
     assert len(experiments.book_runs("ci", "causal")) == 50
     quick = causal.causal_runs("quick", seeds=[0])
-    assert quick[0].hidden_size == resolve_config("modernbert", "ci").hidden_size and quick[0].max_steps == 200
+    # at the default the causal chapter's runs are the ci runs (at ci sizes neither model learned at 200 steps either)
+    assert quick == causal.causal_runs("ci", seeds=[0])
 
 
 def test_eval_temperatures_moves_rank_not_weights(tmp_path, monkeypatch):

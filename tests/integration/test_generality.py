@@ -177,7 +177,7 @@ def test_chapters_size_per_profile_tables_by_the_base_profile():
 def test_scale_profile_on_the_command_line(clean_env, capsys):
     assert main(["sweep", "--profile", "scale", "--chapters", "dynamics", "--dry-run"]) == 0
     # 4 temperatures x 3 seeds x 2 models, and head dimension 8 at tau = 1 and 1e-3 (3 seeds, 2 models)
-    assert capsys.readouterr().out.startswith("36 runs of the scale profile")
+    assert capsys.readouterr().out.startswith("38 runs of the scale profile")  # 30 on the temperature grid, 8 at d_h 16
 
 
 def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
@@ -186,8 +186,8 @@ def test_verdict_scales_name_the_profile_of_each_verdicts_runs(clean_env):
     bert, gpt2 = (resolve_config(a, "quick").max_steps for a in ("modernbert", "gpt2"))
     assert (bert, gpt2) == (1000, 1000)
     assert quick.loc["dynamics", "scale"] == "quick" and quick.loc["dynamics", "steps"] == "1000"
-    assert quick.loc["dynamics", "runs"] == 36
-    assert quick.loc["seq_len", "scale"] == "ci" and quick.loc["seq_len", "steps"] == "160"
+    assert quick.loc["dynamics", "runs"] == 38
+    assert quick.loc["seq_len", "scale"] == "ci" and quick.loc["seq_len", "steps"] == "40"  # the ci runs
     assert quick.loc["seq_len", "model"] == "width 32 x 2 layers, n = 32/64/128/256"
     assert quick.loc["theory", "runs"] == 0 and "no trained models" in quick.loc["theory", "scale"]
     scale = experiments.verdict_scales("scale").set_index("verdict")

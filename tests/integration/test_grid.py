@@ -336,14 +336,17 @@ def test_sweep_command_dry_run_and_errors(private_store, capsys, monkeypatch):
     monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
     assert main(["sweep", "--profile", "ci", "--chapters", "temp", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("130 runs of the ci profile, 0 stored, 130 to train") and "process pool:" in out
+    # the grid's 130 and the detailed tau = 2 (off the ci grid), both models, five seeds
+    assert out.startswith("140 runs of the ci profile, 0 stored, 140 to train") and "process pool:" in out
     # runs that differ beyond arch, tau, heads and seed say how (the causal chapter's query/key scales)
     assert main(["sweep", "--profile", "ci", "--chapters", "causal", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "qk_init_scale=10" in out and "qk_lr_scale=10" in out and "max_grad_norm=0" in out
     # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1;
-    # the causal chapter adds its 2 x 2 and twins; the learned chapter the study's BERT at tau = 1 (5 seeds)
-    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 + 5 and experiments.book_runs("ci", ["target"]) == []
+    # the causal chapter adds its 2 x 2 and twins; the learned chapter the study's BERT at tau = 1 (5 seeds); the
+    # temperature chapter its detailed tau = 2, off the ci grid (2 models x 5 seeds)
+    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 + 5 + 10
+    assert experiments.book_runs("ci", ["target"]) == []
     for argv, param in (
         (["--executor", "dask"], "executor"),
         (["--executor", "dask", "--dry-run"], "executor"),  # a dry run prints the executor's plan: checked too
