@@ -133,36 +133,34 @@ def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, m
     section takes one) and writes each verdict's status, effect, n and regime, then the regime the models reached."""
     import pandas as pd
 
-    from attnrank.chapters import causal, dynamics, headdim, learned, loss, measure, protocol, target, temp, theory
+    import importlib
+
+    from attnrank.chapters import learned
     from attnrank.chapters.section import Section, Verdict
     from attnrank.cli import main
+    from attnrank.runs.experiments import VERDICT_RUNS, verdict_chapters
 
     asked = []
-    for module in (measure, dynamics, protocol, loss, temp, headdim, causal, theory, target):
-        name = module.__name__.rsplit(".", 1)[-1]
+    for chapter, names in verdict_chapters().items():
+        module = importlib.import_module(f"attnrank.chapters.{chapter}")
 
-        def section(profile, dataset="absent", _name=name):
-            asked.append((_name, profile, dataset))
-            v = Verdict(_name, "supported", f"{_name} finding", "0.5 [0.1, 0.9]", "6 runs", "at initialisation", "s")
-            return Section(_name, {}, [], [], [v])
+        def section(profile, dataset="absent", _chapter=chapter, _names=names):
+            asked.append((_chapter, profile, dataset))
+            return Section(
+                _chapter,
+                {},
+                [],
+                [],
+                [Verdict(n, "supported", f"{n} finding", "0.5", "6 runs", "at initialisation", "s") for n in _names],
+            )
 
         monkeypatch.setattr(module, "section", section)
     monkeypatch.setattr(learned, "section", lambda profile, dataset=None: Section("learned", {"learned_regime": "R"}))
     out = tmp_path / "v.csv"
     assert main(["verdicts", str(out), "--profile", "ci"]) == 0
     t = pd.read_csv(out, keep_default_na=False)
-    assert list(t.verdict) == [
-        "measure",
-        "dynamics",
-        "protocol",
-        "loss",
-        "temp",
-        "headdim",
-        "causal",
-        "theory",
-        "target",
-        "regime",
-    ]
+    assert list(t.verdict) == [*VERDICT_RUNS, "regime"]
+    assert len(t) == 13 and t.verdict.iloc[2] == "seq_len"  # theory publishes two verdicts, in the registry's order
     assert set(t.status[:-1]) == {"supported"} and t.finding.iloc[-1] == "R"
     assert {p for _, p, _ in asked} == {"ci"} and "wrote" in capsys.readouterr().out
 

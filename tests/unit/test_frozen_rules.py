@@ -20,7 +20,7 @@ def test_every_rule_decides_as_when_it_was_frozen():
 def test_every_verdict_of_the_book_has_a_frozen_rule():
     from attnrank.runs.experiments import VERDICT_RUNS
 
-    assert set(VERDICT_RUNS) | {"learned_gate"} <= set(frozen.frozen_rules().verdict)
+    assert set(VERDICT_RUNS) | {"learned_gate"} <= set(frozen.frozen_rules().verdict)  # and tests/unit/test_registry.py
 
 
 def _function(tmp_path, monkeypatch, name, source):

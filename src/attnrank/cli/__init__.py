@@ -12,6 +12,7 @@ sweep whose runs raised names them on one line, with exit status 1.
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import os
 import re
@@ -20,11 +21,11 @@ import sys
 import pandas as pd
 
 from ..book import published_verdicts
-from ..chapters import causal, dynamics, headdim, learned, loss, measure, protocol, recipe, target, temp, theory
+from ..chapters import learned, recipe
 from ..core.data import absolute_path_settings
 from ..core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from ..core.profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
-from ..runs.experiments import book_runs
+from ..runs.experiments import book_runs, verdict_chapters
 from ..runs.grid import EXECUTORS, default_workers, plan, sweep
 from ..runs.store import load_runs, run, runs_dir
 
@@ -226,15 +227,24 @@ def verdict_rows(profile: str = "auto", dataset: str | None = None):
     whose ``finding`` is the regime the models reached (:mod:`attnrank.chapters.learned`). What ``attnrank verdicts``
     writes; a background build's verdicts are recorded with it (``data/scale/``).
 
+    The chapters and their verdicts are those of :data:`attnrank.runs.experiments.VERDICT_RUNS`, in its order.
+
     Raises:
         ConfigError: naming ``profile`` or ``dataset``.
+        RuntimeError: when a chapter publishes other verdicts than the registry declares.
     """
     profile = resolve_profile(profile)
     dataset = None if dataset is None else check_dataset(dataset)
     rows = []
-    for module in (measure, dynamics, protocol, loss, temp, headdim, causal, theory, target):  # theory: seq_len too
+    for chapter, names in verdict_chapters().items():
+        module = importlib.import_module(f"{__package__.rpartition('.')[0]}.chapters.{chapter}")
         takes = inspect.signature(module.section).parameters
         sec = module.section(profile, **({"dataset": dataset} if "dataset" in takes else {}))
+        if [v.name for v in sec.verdicts] != list(names):
+            raise RuntimeError(
+                f"chapter {chapter!r} published the verdicts {[v.name for v in sec.verdicts]}, and "
+                f"attnrank.runs.experiments.VERDICT_RUNS declares {list(names)}; make them agree"
+            )
         for v in sec.verdicts:
             rows.append(
                 dict(

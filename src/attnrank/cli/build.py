@@ -19,7 +19,7 @@ from ..core.data import data_dir
 from ..core.errors import ConfigError, check_choice
 from ..core.profiles import resolve_profile
 from ..runs import grid
-from ..runs.experiments import CHAPTERS, book_runs
+from ..runs.experiments import CHAPTERS, book_runs, check_toc
 from ..runs.store import runs_dir
 from . import upfront
 
@@ -52,12 +52,14 @@ def train_book(srcdir, executor: str = "process") -> None:
     papermill parameters ask for other runs trains those itself.
 
     Raises:
-        ConfigError: naming ``ATTNRANK_SWEEP`` (the setting that chooses ``executor``) for another value.
+        ConfigError: naming ``ATTNRANK_SWEEP`` (the setting that chooses ``executor``) for another value, or
+            ``_toc.yml`` for a notebook chapter unknown to :data:`attnrank.runs.experiments.CHAPTERS`.
     """
     check_choice("ATTNRANK_SWEEP", executor, (*grid.EXECUTORS, "off"))
+    names = [c.removeprefix("chapters/") for c in toc_chapters(srcdir)]
+    check_toc([f"chapters/{n}" for n in names if (Path(srcdir) / "chapters" / f"{n}.ipynb").exists()])
     if executor == "off":
         return
-    names = [c.removeprefix("chapters/") for c in toc_chapters(srcdir)]
     profile = resolve_profile("auto")
     configs = book_runs(profile, [n for n in names if n in CHAPTERS])
     grid.sweep(configs, executor=executor, progress=True, desc=f"{profile} runs")

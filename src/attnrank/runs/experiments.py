@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from typing import NamedTuple
 
 from ..core.errors import ConfigError, check_positive_int
 from ..core.measures import MEASURES, STUDY_ATOL
@@ -54,7 +55,10 @@ __all__ = [
     "causal_runs",
     "CHAPTERS",
     "book_runs",
+    "VerdictSource",
     "VERDICT_RUNS",
+    "verdict_chapters",
+    "check_toc",
     "verdict_scales",
 ]
 
@@ -356,23 +360,55 @@ def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunCon
     return list(unique)
 
 
-#: Each verdict of the book (its glue prefix, ``<name>_status``) and the runs it is computed
-#: from at a profile's defaults; ``None``: no trained language model (random matrices or the
-#: toy task, sized by the profile's model sizes).
+class VerdictSource(NamedTuple):
+    """Where a verdict comes from: the ``chapter`` (a :data:`CHAPTERS` name) whose page publishes it, and ``runs``,
+    the runs it is computed from at a profile's defaults (``None``: no trained language model: random matrices
+    or the toy task, sized by the profile's model sizes)."""
+
+    chapter: str
+    runs: object
+
+
+#: Every verdict of the book (its glue prefix, ``<name>_status``), in the book's order: the one registry that the
+#: toc, ``attnrank verdicts``, the intro's table, the frozen rules and the reproducibility tables are checked against.
 VERDICT_RUNS = {
-    "measure": _main_runs,
-    "dynamics": _main_runs,
-    "loss": _main_runs,
-    "temp": _temp_runs,
-    "temp_loss": _temp_runs,
-    "headdim": _main_runs,
-    "theory": None,
-    "target": None,
-    "seq_len": seq_len_sweep,
-    "protocol": _main_runs,
-    "set_early": _main_runs,
-    "causal": _causal_runs,
+    "measure": VerdictSource("measure", _main_runs),
+    "theory": VerdictSource("theory", None),
+    "seq_len": VerdictSource("theory", seq_len_sweep),
+    "dynamics": VerdictSource("dynamics", _main_runs),
+    "protocol": VerdictSource("protocol", _main_runs),
+    "set_early": VerdictSource("protocol", _main_runs),
+    "loss": VerdictSource("loss", _main_runs),
+    "temp": VerdictSource("temp", _temp_runs),
+    "temp_loss": VerdictSource("temp", _temp_runs),
+    "headdim": VerdictSource("headdim", _main_runs),
+    "causal": VerdictSource("causal", _causal_runs),
+    "target": VerdictSource("target", None),
 }
+
+
+def verdict_chapters() -> dict[str, tuple[str, ...]]:
+    """``{chapter: (verdict, ...)}`` from :data:`VERDICT_RUNS`, chapters and verdicts in the book's order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, source in VERDICT_RUNS.items():
+        out[source.chapter] = (*out.get(source.chapter, ()), name)
+    return out
+
+
+def check_toc(chapters) -> None:
+    """Refuse a toc whose notebook chapters differ from :data:`CHAPTERS`: ``chapters`` are the toc's notebook
+    names (``"temp"`` or ``"chapters/temp"``). A chapter the registry lacks would train its runs inside a cell.
+
+    Raises:
+        ConfigError: naming ``_toc.yml``, with the chapters to add to :data:`CHAPTERS`.
+    """
+    unknown = [c for c in chapters if str(c).removeprefix("chapters/") not in CHAPTERS]
+    if unknown:
+        raise ConfigError(
+            "_toc.yml",
+            f"lists the notebook chapter(s) {', '.join(map(str, unknown))}, unknown to "
+            f"attnrank.runs.experiments.CHAPTERS (known: {', '.join(CHAPTERS)}); add each there with the runs it reads",
+        )
 
 
 def verdict_scales(profile: str = "auto", dataset=None):
@@ -389,8 +425,8 @@ def verdict_scales(profile: str = "auto", dataset=None):
 
     profile = resolve_profile(profile)
     rows = []
-    for name, fn in VERDICT_RUNS.items():
-        configs = fn(profile) if fn is not None else []
+    for name, source in VERDICT_RUNS.items():
+        configs = source.runs(profile) if source.runs is not None else []
         if dataset is not None:
             configs = [dataclasses.replace(c, dataset=dataset) for c in configs]
         if not configs:

@@ -1,0 +1,61 @@
+"""One registry of chapters and verdicts (`attnrank.runs.experiments.CHAPTERS` and `VERDICT_RUNS`): the toc, the
+intro's table, the reproducibility page's confirmation column and the frozen rules are checked against it, and a
+build refuses a toc chapter the registry lacks before it trains anything."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from attnrank.analysis import frozen
+from attnrank.cli.build import toc_chapters, train_book
+from attnrank.core.errors import ConfigError
+from attnrank.runs.experiments import CHAPTERS, VERDICT_RUNS, check_toc, verdict_chapters
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_toc_notebooks_are_the_registry_chapters():
+    notebooks = {c.removeprefix("chapters/") for c in toc_chapters(ROOT) if (ROOT / f"{c}.ipynb").exists()}
+    assert notebooks == {c for c in CHAPTERS if (ROOT / "chapters" / f"{c}.ipynb").exists()}
+    assert notebooks <= set(CHAPTERS) and len(notebooks) == 12
+
+
+def test_every_verdict_is_published_by_a_toc_chapter_and_pasted_by_the_intro_from_it():
+    intro = (ROOT / "chapters" / "intro.md").read_text()
+    chapters = verdict_chapters()
+    assert set(chapters) <= set(CHAPTERS) and sum(map(len, chapters.values())) == len(VERDICT_RUNS)
+    for name, source in VERDICT_RUNS.items():
+        assert f"`{source.chapter}.ipynb::{name}_effect:s`" in intro, name
+        assert f"{{glue}}`{source.chapter}.ipynb::{name}_badge`" in intro, name
+        assert f"`reproducibility.ipynb::repro_confirm_{name}" in intro, name
+    # and the intro pastes no verdict the registry lacks
+    pasted = set(re.findall(r"::([a-z_]+)_units:s`", intro))
+    assert pasted == set(VERDICT_RUNS)
+
+
+def test_every_verdict_has_a_frozen_rule_and_every_frozen_claim_rule_a_verdict():
+    rules = set(frozen.frozen_rules().verdict)
+    assert set(VERDICT_RUNS) <= rules
+    assert rules - set(VERDICT_RUNS) == {"learned_gate", "classification"}  # the gates every verdict reads
+
+
+def test_a_toc_chapter_unknown_to_the_registry_stops_the_build_before_training(tmp_path, monkeypatch):
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "newclaim.ipynb").write_text("{}")
+    (tmp_path / "_toc.yml").write_text(
+        yaml.safe_dump({"format": "jb-book", "root": "chapters/intro", "chapters": [{"file": "chapters/newclaim"}]})
+    )
+    trained = []
+    monkeypatch.setattr("attnrank.runs.grid.sweep", lambda *a, **k: trained.append(a))
+    with pytest.raises(ConfigError) as e:
+        train_book(tmp_path, executor="serial")
+    assert "_toc.yml" in str(e.value) and "chapters/newclaim" in str(e.value) and "CHAPTERS" in str(e.value)
+    assert trained == []
+    # a Markdown page (no notebook) is not a chapter that trains, and a known chapter passes
+    check_toc(["chapters/temp", "temp"])
