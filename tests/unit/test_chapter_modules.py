@@ -518,3 +518,30 @@ def test_a_list_parameter_given_as_papermill_text_is_read_as_the_list():
         with pytest.raises(ConfigError) as e:
             book.check_parameters({name: text}, (name,))
         assert e.value.param == name
+
+
+def test_the_plain_sign_finding_fits_the_word_limit_for_every_measure_of_the_registry():
+    """The temperature chapter's plain-words finding names every rank measure of the registry: a measure added
+    there must keep it within the word limit for every outcome (not only on the data at hand), and have a plain label."""
+    import itertools
+    from types import SimpleNamespace
+
+    from attnrank.analysis.verdicts import VERDICTS
+    from attnrank.chapters import temp
+    from attnrank.chapters.section import WORD_LIMIT
+    from attnrank.core.measures import RANK_MEASURES
+    from attnrank.core.profiles import ARCHS
+
+    assert set(temp.PLAIN_LABELS) == set(temp.SENTENCE_LABELS) == set(RANK_MEASURES)
+    longest = 0
+    for pattern in itertools.product(range(len(VERDICTS)), repeat=len(RANK_MEASURES)):
+        for shift in (0, 1):  # the architectures agree, or each measure's status differs between them
+            status = {a: [VERDICTS[(p + i * shift) % len(VERDICTS)] for p in pattern] for i, a in enumerate(ARCHS)}
+            rank_v = {
+                m: SimpleNamespace(
+                    arch={a: SimpleNamespace(verdict=SimpleNamespace(status=status[a][j])) for a in ARCHS}
+                )
+                for j, m in enumerate(RANK_MEASURES)
+            }
+            longest = max(longest, len(temp._sign_by_arch(rank_v).split()))
+    assert 20 < longest <= WORD_LIMIT

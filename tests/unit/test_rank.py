@@ -453,3 +453,24 @@ def test_threaded_singular_values_equal_one_batched_call():
         torch.randn(3, 50, 16, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3, -1
     )
     assert torch.equal(singular_values(A), torch.linalg.svdvals(A))
+
+
+def test_a_measure_of_a_kind_without_a_formula_raises_instead_of_storing_another(monkeypatch):
+    """One dispatch from kind to formula (`spectrum_measure`): a measure added to the registry with a kind no
+    formula computes raises, naming `measures`, on both paths (the matrix and its singular values)."""
+    from attnrank.analysis import spectra
+    from attnrank.core import rank
+    from attnrank.core.measures import Measure
+
+    monkeypatch.setitem(rank.MEASURES, "nuclear_rank", Measure("nuclear_rank", "nuclear"))
+    A = torch.softmax(torch.randn(4, 4, dtype=F64, generator=_gen(3)), -1)
+    for compute in (
+        lambda: rank_measures(A, measures=["nuclear_rank"]),
+        lambda: spectra.measures_from_singular_values(singular_values(A), measures=["nuclear_rank"]),
+    ):
+        with pytest.raises(ConfigError) as err:
+            compute()
+        assert err.value.param == "measures" and "'nuclear_rank' (kind 'nuclear')" in str(err.value)
+    assert rank.spectrum_measure(
+        singular_values(torch.eye(5, dtype=F64)), MEASURES["effective_rank"]
+    ).item() == pytest.approx(5.0)

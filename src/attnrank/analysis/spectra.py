@@ -59,18 +59,7 @@ def measures_from_singular_values(sv: torch.Tensor, measures=RANK_MEASURES) -> d
     """
     measures = rank.check_measures(measures)
     sv = sv.double()
-    out = {}
-    for name in measures:
-        spec = MEASURES[name]
-        if spec.kind == "numerical":
-            out[name] = rank._count_above(sv, spec.atol, spec.rtol).double()
-        elif spec.kind == "effective":
-            out[name] = rank._effective(sv)
-        elif spec.kind == "stable":
-            out[name] = rank._stable(sv)
-        else:
-            raise ConfigError("measures", f"{name!r} is not a function of the singular values; use rank.rank_measures")
-    return out
+    return {name: rank.spectrum_measure(sv, MEASURES[name]) for name in measures}
 
 
 def probe_ids(run, probe_size: int) -> torch.Tensor:

@@ -46,6 +46,7 @@ __all__ = [
     "effective_rank",
     "stable_rank",
     "attention_entropy",
+    "spectrum_measure",
     "rank_measures",
     "crop_to_valid",
     "check_measures",
@@ -158,20 +159,32 @@ def attention_entropy(A: torch.Tensor) -> torch.Tensor:
     return (row_entropy * valid).sum(-1) / valid.sum(-1).clamp_min(1)
 
 
+def spectrum_measure(sv: torch.Tensor, spec) -> torch.Tensor:
+    """The value of the rank measure ``spec`` (a :class:`attnrank.core.measures.Measure`) from singular values
+    ``sv [..., n]`` (decreasing), computed in ``sv``'s precision; float64 ``[...]``. The one dispatch from a
+    measure's kind to its formula: :func:`rank_measures` and :mod:`attnrank.analysis.spectra` both call it.
+
+    Raises:
+        ConfigError: naming ``measures`` for a kind that is not a function of the singular values (the attention
+            entropy needs the matrix) or that no formula here computes.
+    """
+    if spec.kind == "numerical":
+        return _count_above(sv, spec.atol, spec.rtol).to(torch.float64)
+    if spec.kind == "effective":
+        return _effective(sv).to(torch.float64)
+    if spec.kind == "stable":
+        return _stable(sv).to(torch.float64)
+    raise ConfigError(
+        "measures",
+        f"{spec.name!r} (kind {spec.kind!r}) is not a function of the singular values; "
+        "spectral kinds: numerical, effective, stable (the attention entropy needs the matrix: rank_measures)",
+    )
+
+
 def _measure_square(A: torch.Tensor, measures: tuple[str, ...], dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    out: dict[str, torch.Tensor] = {}
     specs = [MEASURES[m] for m in measures]
     sv = singular_values(A, dtype) if any(s.kind != "entropy" for s in specs) else None
-    for s in specs:
-        if s.kind == "numerical":
-            out[s.name] = _count_above(sv, s.atol, s.rtol).to(torch.float64)
-        elif s.kind == "effective":
-            out[s.name] = _effective(sv).to(torch.float64)
-        elif s.kind == "stable":
-            out[s.name] = _stable(sv).to(torch.float64)
-        else:
-            out[s.name] = attention_entropy(A)
-    return out
+    return {s.name: attention_entropy(A) if s.kind == "entropy" else spectrum_measure(sv, s) for s in specs}
 
 
 def crop_to_valid(A: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
