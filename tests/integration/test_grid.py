@@ -379,3 +379,22 @@ def test_book_build_sweeps_up_front(monkeypatch, tmp_path):
     seen.clear()
     sphinxext._sweep_up_front(app, SimpleNamespace(attnrank_sweep="off"))
     assert not seen
+
+
+def test_a_dry_run_refuses_what_the_sweep_would_refuse(tmp_path, monkeypatch, capsys):
+    """A dry run once said "24 to train", rc 0, on a store nobody can write and on a corpus of whitespace, where the
+    sweep refuses both: it now makes the sweep's first checks and says the same one line."""
+    monkeypatch.setattr("attnrank.core.train.train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setenv("ATTNRANK_RUNS", "/proc/attnrank-runs")
+    assert main(["sweep", "--profile", "ci", "--chapters", "theory", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnrank: error: ATTNRANK_RUNS:")
+    monkeypatch.setenv("ATTNRANK_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTNRANK_DATA", str(tmp_path / "data"))
+    blank = tmp_path / "blank"
+    blank.mkdir()
+    (blank / "train.txt").write_text(" \n\t " * 500)
+    (blank / "validation.txt").write_text("  \n" * 100)
+    assert main(["sweep", "--profile", "ci", "--chapters", "theory", "--dataset", f"hf:{blank}", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnrank: error: dataset:"), err

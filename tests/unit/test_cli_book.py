@@ -128,6 +128,17 @@ def test_a_zero_seed_count_says_why_it_is_refused():
     assert ns["seeds"] == [0, 1]
 
 
+@pytest.mark.parametrize("value", [1e12, 1001, list(range(1001)), "[" + ", ".join(["1.0"] * 1001) + "]"])
+def test_a_list_parameter_is_bounded_before_the_list_is_built(value):
+    """``-p seeds 1e12`` once ended in a MemoryError: a count or a list past MAX_VALUES is refused in one line."""
+    from attnrank.runs.parameters import MAX_VALUES
+
+    name = "taus" if isinstance(value, str) else "seeds"
+    with pytest.raises(ConfigError) as e:
+        book.check_parameters({"profile": "ci", name: value}, ("profile", name))
+    assert e.value.param == name and f"at most {MAX_VALUES}" in str(e.value) and MAX_VALUES == 1000
+
+
 def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, monkeypatch, capsys):
     """`attnrank verdicts OUT --profile P` asks every chapter module for its section at P (dataset passed where the
     section takes one) and writes each verdict's status, effect, n and regime, then the regime the models reached."""

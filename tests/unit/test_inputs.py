@@ -155,3 +155,30 @@ def test_command_line_errors_are_one_line_with_exit_status_2(argv, param, capsys
     assert "usage" not in err and "Traceback" not in err and not captured.out
     if argv[-2:] == ["--tau", "-inf"]:
         assert err.strip() == "attnrank: error: tau: got -inf; allowed range is [0.001, 1000]"
+
+
+def test_modernbert_with_an_odd_head_dim_is_refused_when_the_config_is_built(capsys):
+    """ModernBERT's rotary positions rotate pairs of dimensions: an odd head dimension once failed at the first probe,
+    after training had started, in a 90-line RuntimeError; now the config refuses it, on the command line too."""
+    with pytest.raises(ConfigError) as e:
+        resolve_config("modernbert", "ci", hidden_size=30)
+    assert e.value.param == "head_dim" and "got 15" in str(e.value) and "even head_dim" in str(e.value)
+    assert resolve_config("gpt2", "ci", hidden_size=30).head_dim == 15  # learned positions: any head dimension
+    assert resolve_config("modernbert", "ci", hidden_size=28).head_dim == 14
+    assert main(["train", "--arch", "modernbert", "--profile", "ci", "--hidden-size", "30"]) == 2
+    assert "even head_dim" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "text"),
+    [
+        ("ATTNRANK_DATA", "/tmp/" + "a" * 300, "has a folder name of 300 bytes; names are at most 255 bytes"),
+        ("ATTNRANK_RUNS", "/tmp/" + "a/" * 2100, "is a path of 4204 bytes; expected at most 3840"),
+    ],
+)
+def test_a_folder_setting_too_long_to_use_is_refused_in_one_line(monkeypatch, capsys, setting, value, text):
+    """An ATTNRANK_DATA with a component over 255 bytes once gave 25-63 lines of `File name too long`."""
+    monkeypatch.setenv(setting, value)
+    assert main(["train", "--arch", "gpt2", "--profile", "ci"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"attnrank: error: {setting}: {text}"

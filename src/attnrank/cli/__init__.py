@@ -26,7 +26,7 @@ from ..core.data import absolute_path_settings
 from ..core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from ..core.profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
 from ..runs.experiments import book_runs, verdict_chapters
-from ..runs.grid import EXECUTORS, default_workers, plan, sweep
+from ..runs.grid import EXECUTORS, default_workers, plan, preflight, sweep
 from ..runs.store import load_runs, run, runs_dir
 
 __all__ = ["main"]
@@ -180,6 +180,7 @@ def _sweep(args) -> int:
     if args.dry_run:
         table = plan(configs)
         todo = table[~table.stored]
+        preflight([c for c, stored in zip(configs, table.stored, strict=True) if not stored])  # as the sweep would
         print(f"{len(table)} runs of the {profile} profile, {int(table.stored.sum())} stored, {len(todo)} to train")
         if len(todo):
             print(todo.drop(columns=["stored"]).to_string(index=False))
@@ -345,7 +346,12 @@ def main(argv: list[str] | None = None) -> int:
         help="torch threads per run (default 1, or $ATTNRANK_THREADS); part of each run's key",
     )
     s.add_argument("--address", default=None, help="Ray address: local (default), auto, or ray://host:10001")
-    s.add_argument("--dry-run", action="store_true", help="list the runs to train and how many are stored")
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the runs to train and how many are stored, after the checks the sweep makes first (the "
+        "store writable, the data readable and long enough)",
+    )
     s.set_defaults(func=_sweep)
     rc = sub.add_parser("recipe", help="the recipe study: train its runs, write data/recipe/<profile>.csv, print it")
     rc.add_argument("--profile", default="quick", help="the profile whose recipe is studied (default quick)")

@@ -53,6 +53,7 @@ __all__ = [
     "PATH_SETTINGS",
     "TOKENIZER_FAMILY",
     "absolute_path_settings",
+    "bounded_path",
     "acquire",
     "writing",
     "data_dir",
@@ -80,10 +81,33 @@ _SPECIALS = {
 TOKENIZER_FAMILY = {"bert": "bert", "modernbert": "bert", "gpt2": "gpt2"}
 
 
+#: The longest file name (bytes) and path (bytes, with room for the store's own names below it) a folder setting
+#: may have: Linux's NAME_MAX and PATH_MAX less 256 bytes for ``runs/<arch>-<key>/<file>``.
+NAME_MAX, PATH_MAX = 255, 4096 - 256
+
+
+def bounded_path(setting: str, value: str) -> Path:
+    """``value`` as a path (``~`` expanded), refused in one line if a component or the whole is too long to use.
+
+    Raises:
+        ConfigError: naming ``setting`` when a component is over :data:`NAME_MAX` bytes or the path over
+            :data:`PATH_MAX` bytes.
+    """
+    path = Path(value).expanduser()
+    long = [p for p in path.parts if len(os.fsencode(p)) > NAME_MAX]
+    if long:
+        raise ConfigError(
+            setting, f"has a folder name of {len(os.fsencode(long[0]))} bytes; names are at most {NAME_MAX} bytes"
+        )
+    if len(os.fsencode(str(path))) > PATH_MAX:
+        raise ConfigError(setting, f"is a path of {len(os.fsencode(str(path)))} bytes; expected at most {PATH_MAX}")
+    return path
+
+
 def _data_root() -> Path:
     env = os.environ.get("ATTNRANK_DATA")
     if env:
-        return Path(env).expanduser()
+        return bounded_path("ATTNRANK_DATA", env)
     repo = Path(__file__).resolve().parents[3]
     if (repo / "pyproject.toml").exists():
         return repo / "data"

@@ -51,6 +51,7 @@ __all__ = [
     "ARCHS",
     "ALL_ARCHS",
     "MLM_ARCHS",
+    "ROTARY_ARCHS",
     "ARCH_ORDER",
     "BERT_SPECIALS",
     "TAU_RANGE",
@@ -87,6 +88,8 @@ ARCHS = ("modernbert", "gpt2")
 ALL_ARCHS = ("bert", "modernbert", "gpt2")
 #: The order in which every table, figure and sentence names the architectures: GPT-2, ModernBERT, the study's BERT.
 ARCH_ORDER = ("gpt2", "modernbert", "bert")
+#: The architectures with rotary position embeddings, which need an even head dimension.
+ROTARY_ARCHS = ("modernbert",)
 #: The masked-LM architectures (the others are causal LMs).
 MLM_ARCHS = ("bert", "modernbert")
 #: The special tokens of the masked LMs' WordPiece tokenizer (:mod:`attnrank.core.data`), with ids 0 to 4 in this
@@ -378,7 +381,13 @@ class RunConfig:
             check = FIELD_CHECKS.get(f.name)
             values[f.name] = check(f.name, value) if check is not None else value
             object.__setattr__(self, f.name, values[f.name])
-        resolve_heads(values["hidden_size"], values["num_heads"])
+        _, head_dim = resolve_heads(values["hidden_size"], values["num_heads"])
+        if values["arch"] in ROTARY_ARCHS and head_dim % 2:
+            raise ConfigError(
+                "head_dim",
+                f"got {head_dim} (hidden_size={values['hidden_size']} / num_heads={values['num_heads']}) for "
+                f"{values['arch']}, whose rotary positions rotate pairs of dimensions; expected an even head_dim",
+            )
         _check_memory(values)
 
     @property

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from ..core.errors import ConfigError, check_int, check_real
 from ..core.profiles import SEED_RANGE, TAU_RANGE
 
-__all__ = ["Param", "SWEEP_PARAMETERS"]
+__all__ = ["MAX_VALUES", "Param", "SWEEP_PARAMETERS"]
+
+#: The most values a list parameter takes (or a count ``n`` of ``0..n-1`` means): each value trains runs, so a
+#: larger list is a typing error, refused before a list of that size is built.
+MAX_VALUES = 1000
 
 
 @dataclass(frozen=True)
@@ -25,8 +29,8 @@ class Param:
         kind: ``int``, ``float`` or ``str``. An ``int`` parameter accepts integer-valued
             floats (``1e3``); a ``float`` parameter accepts integers; ``bool`` is neither.
         low, high: inclusive bounds (``open_low``: the lower bound is excluded).
-        many: a non-empty list of values; a single value is accepted as a one-element list.
-        count: with ``many``, a single integer ``n`` means the list ``0, ..., n - 1``.
+        many: a non-empty list of at most :data:`MAX_VALUES` values; a single value is accepted as a one-element list.
+        count: with ``many``, a single integer ``n`` (1 to :data:`MAX_VALUES`) means the list ``0, ..., n - 1``.
         optional: ``None`` is accepted (it means the profile's default).
         choices: the allowed values, if they are a fixed set.
         help: what the parameter means (shown in error messages).
@@ -80,6 +84,8 @@ class Param:
             if isinstance(value, (list, tuple)):
                 if not value:
                     raise ConfigError(name, f"got an empty list; expected {self.describe()}")
+                if len(value) > MAX_VALUES:
+                    raise ConfigError(name, f"got a list of {len(value)} values; expected at most {MAX_VALUES}")
                 return [self._scalar(name, v) for v in value]
             if self.count:
                 n = self._number(name, value, int)
@@ -88,6 +94,12 @@ class Param:
                         name,
                         f"got {value!r}; a single integer n means the {self.help or 'values'} 0..n-1, so n must be"
                         f" at least 1; or give a non-empty list of values, each {self._one()}",
+                    )
+                if n > MAX_VALUES:
+                    raise ConfigError(
+                        name,
+                        f"got {value!r}; a single integer n means the {self.help or 'values'} 0..n-1, so n must be"
+                        f" at most {MAX_VALUES}; or give a list of at most {MAX_VALUES} values, each {self._one()}",
                     )
                 return list(range(n))
             return [self._scalar(name, value)]

@@ -52,7 +52,7 @@ import torch
 from filelock import FileLock
 
 from ..core import train
-from ..core.data import acquire, data_dir, dataset_fingerprint
+from ..core.data import acquire, bounded_path, data_dir, dataset_fingerprint
 from ..core.errors import ConfigError, RunDamaged
 from ..core.measures import MEASURES
 from ..core.models import model_from_config
@@ -203,7 +203,7 @@ def runs_dir() -> Path:
         (or cannot be examined).
     """
     env = os.environ.get("ATTNRANK_RUNS")
-    root = Path(env).expanduser() if env else data_dir(write=False) / "runs"  # reading needs no write
+    root = bounded_path("ATTNRANK_RUNS", env) if env else data_dir(write=False) / "runs"  # reading needs no write
     try:
         usable = not root.exists() or root.is_dir()
     except OSError as exc:
