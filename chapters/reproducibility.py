@@ -128,6 +128,13 @@ book.publish(reproducibility.section(**params))
 # this build's seeds 0 to 2 had been seen, and none has seen these runs. Its build:
 # {glue:text}`repro_confirm_meta`. Its regime: {glue:text}`repro_confirm_regime`
 #
+# Not every row of a check is a replication. A verdict that reads no run the check changes is the same computation
+# in both builds, and is marked *(same computation)* in the table below: on fresh seeds, those decided at
+# initialisation with fixed seeds, on random matrices, on the toy task or on a preset's own seeds
+# ({glue:text}`repro_confirm_same`); at three times the steps, {glue:text}`repro_scale_same`; on the second corpus,
+# {glue:text}`repro_stdlib_same`. Only the other rows test a verdict on runs its build has not seen; the first
+# page's findings count agreement over those alone and name every row whose status differs.
+#
 # ```{table} Each verdict in this build (its profile and corpus above), in the scale check (the scale profile, on Shakespeare), on the second corpus (the default quick profile, on the Python standard library) and on fresh seeds (the default profile and corpus, seeds the frozen rules have not seen).
 # :name: tab-repro-checks
 #

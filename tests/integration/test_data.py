@@ -514,3 +514,45 @@ def test_a_folder_whose_name_holds_glob_characters_or_a_line_break_trains(tmp_pa
     assert (len(train), len(val)) == (300, 30) and (train, val) == data.load_texts(f"hf:{plain}")
     blocks, vblocks, _ = data.token_blocks("gpt2", f"hf:{odd}", 300, 16)
     assert blocks.shape[1] == 16 and len(vblocks) > 0
+
+
+def test_a_truncated_tokenizer_or_token_block_cache_is_set_aside_and_built_again(tmp_path, private_data, caplog):
+    """A truncated tokenizer or token-block file once made every later run fail (a 32-37 line traceback) until it was
+    deleted by hand: each cache file carries its SHA-256, and a damaged one is set aside with one line and rebuilt."""
+    dataset = f"hf:{_write_corpus(tmp_path / 'corpus')}"
+    train, val, tok = data.token_blocks("gpt2", dataset, 512, 32)
+    (tok_file,) = (private_data / "tokenizers").glob("*.json")
+    blocks = sorted((private_data / "cache").glob("*-train.npy"))
+    assert len(blocks) == 1 and blocks[0].with_name(blocks[0].name + ".sha256").exists()
+    for damaged in (tok_file, blocks[0]):
+        damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+        caplog.clear()
+        again, _, tok2 = data.token_blocks("gpt2", dataset, 512, 32)
+        assert np.array_equal(again, train) and tok2.get_vocab() == tok.get_vocab()
+        warned = [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
+        assert len(warned) == 1 and damaged.name in warned[0], warned
+        assert damaged.with_name(damaged.name + ".damaged").exists() and data.intact(damaged, "x")
+
+
+def test_a_forged_old_format_run_is_trained_again_and_missing_weights_are_named(tmp_path, private_data):
+    """A run whose summary lacks `files` (the old format) with its weights gone was once served as complete; and
+    `load_model()` on a run without weights raised a bare FileNotFoundError."""
+    import json
+
+    from attnrank.core.errors import RunDamaged
+    from attnrank.runs import store
+
+    first = store.run(arch="gpt2", profile="ci", max_steps=2)
+    (first.path / "model.safetensors").unlink()
+    with pytest.raises(RunDamaged, match="has no model.safetensors; train it again with force=True"):
+        first.load_model()
+    summary = json.loads((first.path / "summary.json").read_text())
+    del summary["files"]
+    (first.path / "summary.json").write_text(json.dumps(summary))
+    marker = json.loads((first.path / "COMPLETE").read_text())
+    marker["files"] = {k: v for k, v in marker["files"].items() if k != "model.safetensors"}
+    marker["files"]["summary.json"] = store._sha256(first.path / "summary.json")
+    (first.path / "COMPLETE").write_text(json.dumps(marker))
+    assert store.read(first.path) is None  # damaged: trained again
+    again = store.run(arch="gpt2", profile="ci", max_steps=2)
+    assert again.fresh and (again.path / "model.safetensors").exists()

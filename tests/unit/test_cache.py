@@ -5,6 +5,8 @@ Guarantee (docs/guarantees.md): "Cached tables are keyed by their inputs." (ever
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -117,3 +119,17 @@ def test_bad_arguments_fail_before_computing(data):
     with pytest.raises(ConfigError, match="compute"):
         cache.cached("toy", not_a_frame, n=3)
     assert CALLS == [] and not list((data / "cache" / "tables").glob("*.parquet"))
+
+
+def test_a_table_altered_but_still_readable_is_caught_by_its_digest(data, caplog):
+    """A cached table carries its SHA-256 (written before the file is renamed into place): a table replaced by another
+    readable Parquet file is not served; it is set aside with one warning line and computed again."""
+    cache.cached("toy", _table, n=3)
+    (path,) = (data / "cache" / "tables").glob("toy-*.parquet")
+    assert path.with_name(path.name + ".sha256").read_text() == hashlib.sha256(path.read_bytes()).hexdigest()
+    pd.DataFrame({"i": [7, 7, 7]}).to_parquet(path, index=False)  # a valid file, the wrong table
+    out = cache.cached("toy", _table, n=3)
+    assert len(CALLS) == 2 and list(out.i) == [0, 1, 2]
+    assert path.with_name(path.name + ".damaged").exists()
+    warned = [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
+    assert len(warned) == 1 and "did not match its SHA-256" in warned[0]

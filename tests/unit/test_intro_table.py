@@ -172,12 +172,24 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
     confirm = pd.DataFrame(
         {"verdict": ["dynamics", "loss", "temp"], "status": [NOT_SUPPORTED, SUPPORTED, NOT_SUPPORTED]}
     )
-    text, regime = findings_text(table, frozen, confirm)
+    scale = pd.DataFrame({"verdict": ["dynamics", "loss", "temp"], "status": [SUPPORTED, SUPPORTED, INCONCLUSIVE]})
+    checks = {
+        "confirm": (confirm, {"dynamics": "independent", "loss": "independent", "temp": "same"}),
+        "scale": (scale, {"dynamics": "independent", "loss": "independent", "temp": "same"}),
+        "stdlib": (None, {}),
+    }
+    text, regime = findings_text(table, frozen, checks)
     assert "Of the 3 claims tested: 0 supported, 2 not supported, 1 inconclusive at this scale." in text
     assert "2 of these 3 rules were changed after their evidence had been seen (†)." in text  # the check is no claim
     assert (
-        "On fresh seeds, with the frozen rules: 2 of 3 verdicts agree; they differ on (ii) higher rank, lower loss "
-        f"({INCONCLUSIVE} here, {SUPPORTED} on fresh seeds)." in text
+        "On fresh seeds, with the frozen rules: 1 of 2 replicated verdicts agree; they differ on (ii) higher rank, "
+        f"lower loss ({INCONCLUSIVE} here, {SUPPORTED} there) (1 more is the same computation)." in text
     )
+    # a same computation is not counted as agreeing, even where its recorded status differs
+    assert (
+        "At 3 times the steps (the scale check): 0 of 2 replicated verdicts agree; they differ on (i) the rank is "
+        f"stable ({NOT_SUPPORTED} here, {SUPPORTED} there); (ii) higher rank, lower loss" in text
+    )
+    assert "On a second corpus (the Python standard library): not recorded." in text
     assert regime == "GPT-2 learned"
-    assert "Not yet confirmed on fresh seeds." in findings_text(table, frozen, None)[0]
+    assert "fresh seeds" not in findings_text(table, frozen, None)[0]

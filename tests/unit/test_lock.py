@@ -124,13 +124,30 @@ def test_a_recorded_check_is_read_from_its_record(tmp_path):
     assert set(rp.CHECK_FOLDERS) == {"scale", "stdlib", "confirm"}
     folder = tmp_path / "scale"
     assert rp.check_record(folder) == (None, {})
-    assert rp._check_glue("stdlib", None, {})["repro_stdlib_loss"] == "not recorded"
+    assert rp._check_glue("stdlib", None, {}, {})["repro_stdlib_loss"] == "not recorded"
     folder.mkdir()
     (folder / "verdicts.csv").write_text(
         "verdict,status,effect,n,regime,finding\nloss,supported,e,6 runs,r,f\nregime,,,,,both learned\n"
     )
     (folder / "build.json").write_text('{"profile": "scale", "runs": 93, "note": "n"}')
     table, meta = rp.check_record(folder)
-    glue = rp._check_glue("scale", table, meta)
+    glue = rp._check_glue("scale", table, meta, {"loss": "independent"})
     assert glue["repro_scale_loss"] == "supported" and glue["repro_scale_temp"] == "not recorded"
     assert glue["repro_scale_regime"] == "both learned" and glue["repro_scale_meta"] == "profile scale, runs 93 (n)"
+    # a row that is the same computation as this build's is marked, and named
+    glue = rp._check_glue("scale", table, {"seeds": [3, 4]}, {"loss": "same"})
+    assert glue["repro_scale_loss"] == "supported (same computation)" and glue["repro_scale_meta"] == "seeds 3, 4"
+    assert glue["repro_scale_same"] == "(ii) higher rank, lower loss"
+
+
+def test_a_check_says_which_verdicts_are_replications():
+    """On fresh seeds every verdict that reads the seeded runs is a replication; those decided at initialisation with
+    fixed seeds, on random matrices, the toy task or a preset's own seeds are the same computation; a second corpus
+    changes every verdict that reads text, a longer profile every verdict that reads trained runs."""
+    from attnrank.runs.experiments import VERDICT_RUNS, check_relation
+
+    same = lambda check: {v for v, r in check_relation("quick", check).items() if r == "same"}  # noqa: E731
+    assert same({"profile": "quick", "seeds": [3, 4, 5]}) == {"theory", "seq_len", "headdim", "causal", "target"}
+    assert same({"profile": "quick", "dataset": "stdlib"}) == {"theory", "target"}
+    assert same({"profile": "scale"}) == {"theory", "seq_len", "headdim", "target"}
+    assert same({"profile": "quick"}) == set(VERDICT_RUNS)

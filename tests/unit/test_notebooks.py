@@ -34,14 +34,24 @@ def test_notebook_has_no_outputs_and_a_parameters_cell(path):
     assert "profile" in "".join(tagged[0]["source"])
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_jupytext_twin_in_sync(path):
-    twin = path.with_suffix(".py")
-    assert twin.exists(), f"{twin.name} missing (pair with: jupytext --set-formats ipynb,py:percent)"
-    from_ipynb = jupytext.read(path)
-    from_py = jupytext.read(twin)
-    cells = lambda nb: [(c.cell_type, c.source.strip(), sorted(c.metadata.get("tags", []))) for c in nb.cells]
-    assert cells(from_ipynb) == cells(from_py), f"{path.name} and {twin.name} differ: run `jupytext --sync {path}`"
+def test_jupytext_twins_in_sync(tmp_path):
+    """Every chapter has its twin with the same cells; a twin edited alone is named, with the command that pairs it."""
+    from attnrank.sphinxext.freshness import twin_differences
+
+    assert [p.name for p in NOTEBOOKS if not p.with_suffix(".py").exists()] == []
+    assert twin_differences(CHAPTERS.parent) == []
+    book = tmp_path / "book"
+    (book / "chapters").mkdir(parents=True)
+    (book / "_toc.yml").write_text("format: jb-book\nroot: chapters/temp\n")
+    for suffix in (".ipynb", ".py"):
+        (book / "chapters" / f"temp{suffix}").write_text((CHAPTERS / f"temp{suffix}").read_text())
+    assert twin_differences(book) == []
+    twin = book / "chapters" / "temp.py"
+    twin.write_text(twin.read_text() + "\n# %%\nprint('edited alone')\n")
+    (line,) = twin_differences(book)
+    assert (
+        line.startswith("chapters/temp.ipynb and chapters/temp.py hold different cells") and "jupytext --sync" in line
+    )
 
 
 def test_values_pasted_from_another_page_name_a_format():

@@ -18,7 +18,7 @@ import pandas as pd
 from ..analysis import baselines, rules, stats, verdicts
 from ..analysis.rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from ..analysis.stats import Estimate
-from ..core.profiles import resolve_config
+from ..core.profiles import ROTARY_ARCHS, resolve_config
 from ..plots import sweeps
 from ..runs import experiments, tables
 from ..words.glossary import (
@@ -220,7 +220,8 @@ def lever_windows(profile: str, hidden: int, head_dim0: int, tau_min: float) -> 
 def window_rule(profile: str, hidden: int, head_dim0: int, tau_min: float, dataset=None, measures=RANK_MEASURES):
     """The lever rule on the windows of :func:`lever_windows`, at initialisation: per regime and measure the
     :func:`attnrank.analysis.rules.lever_comparison` of the freshly initialised models (:func:`attnrank.analysis.baselines.init_means`,
-    :data:`WINDOW_SEEDS` seeds). Returns ``({regime: {measure: SweepVerdict}}, init_table)``."""
+    :data:`WINDOW_SEEDS` seeds; an odd head dimension is left out for an architecture with rotary positions, which
+    only the ``ci`` profile's window reaches). Returns ``({regime: {measure: SweepVerdict}}, init_table)``."""
     windows = lever_windows(profile, hidden, head_dim0, tau_min)
     keys = sorted(
         {
@@ -230,7 +231,14 @@ def window_rule(profile: str, hidden: int, head_dim0: int, tau_min: float, datas
             for t in taus
             for s in range(WINDOW_SEEDS)
         }
-        | {(a, at, h, s) for a in ARCHS for at, _, dims in windows.values() for h in dims for s in range(WINDOW_SEEDS)}
+        | {
+            (a, at, h, s)
+            for a in ARCHS
+            for at, _, dims in windows.values()
+            for h in dims
+            for s in range(WINDOW_SEEDS)
+            if not (a in ROTARY_ARCHS and h % 2)  # rotary positions need an even head dimension (ci's d_h = 1)
+        }
     )
     init = baselines.init_means(
         [resolve_config(a, profile, tau=t, head_dim=h, seed=s, dataset=dataset) for a, t, h, s in keys],

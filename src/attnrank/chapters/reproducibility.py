@@ -179,18 +179,31 @@ def check_record(folder) -> tuple[pd.DataFrame | None, dict]:
     return pd.read_csv(table, keep_default_na=False), (json.loads(meta.read_text()) if meta.is_file() else {})
 
 
-def _check_glue(name: str, table: pd.DataFrame | None, meta: dict) -> dict:
-    """``repro_<name>_<verdict>`` (each verdict's status), ``repro_<name>_regime`` and ``repro_<name>_meta``."""
+#: How a check's cell reads where its verdict is not an independent replication (:func:`attnrank.runs.experiments.check_relation`).
+RELATION_NOTES = {"same": " (same computation)", "partly": " (partly the same runs)", "independent": ""}
+
+
+def _check_glue(name: str, table: pd.DataFrame | None, meta: dict, relation: dict) -> dict:
+    """``repro_<name>_<verdict>`` (each verdict's status, marked where it is the same computation as this build's,
+    ``relation``: :func:`attnrank.runs.experiments.check_relation`), ``repro_<name>_same`` (those verdicts, named),
+    ``repro_<name>_regime`` and ``repro_<name>_meta``."""
     if table is None:
         return {f"repro_{name}_{v}": "not recorded" for v in VERDICT_LABELS} | {
             f"repro_{name}_regime": "No such build is recorded in this checkout.",
             f"repro_{name}_meta": "none recorded",
+            f"repro_{name}_same": "none",
         }
     rows = {r.verdict: r for r in table.itertuples()}
-    glue = {f"repro_{name}_{v}": rows[v].status if v in rows else "not recorded" for v in VERDICT_LABELS}
+    glue = {
+        f"repro_{name}_{v}": rows[v].status + RELATION_NOTES[relation[v]] if v in rows else "not recorded"
+        for v in VERDICT_LABELS
+    }
+    same = [VERDICT_LABELS[v] for v in VERDICT_LABELS if relation.get(v) == "same"]
+    glue[f"repro_{name}_same"] = "; ".join(same) if same else "none"
     glue[f"repro_{name}_regime"] = rows["regime"].finding if "regime" in rows else "not recorded"
-    keys = ("profile", "dataset", "commit", "date", "runs", "build_minutes")
-    glue[f"repro_{name}_meta"] = ", ".join(f"{k.replace('_', ' ')} {meta[k]}" for k in keys if k in meta) + (
+    keys = ("profile", "dataset", "seeds", "commit", "date", "runs", "build_minutes")
+    shown = {k: ", ".join(map(str, v)) if isinstance(v, list) else v for k, v in meta.items()}
+    glue[f"repro_{name}_meta"] = ", ".join(f"{k.replace('_', ' ')} {shown[k]}" for k in keys if k in shown) + (
         f" ({meta['note']})" if meta.get("note") else ""
     )
     return glue
@@ -255,7 +268,8 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
     ]
     for name, folder in CHECK_FOLDERS.items():
         table, meta = check_record(folder)
-        glue.update(_check_glue(name, table, meta))
+        relation = experiments.check_relation(profile, meta, dataset) if meta else {}
+        glue.update(_check_glue(name, table, meta, relation))
         shown_check = (
             table[table.verdict != "regime"]
             if table is not None

@@ -33,6 +33,7 @@ import hashlib
 import importlib.metadata
 import importlib.resources
 import json
+import logging
 import os
 import platform
 import re
@@ -49,11 +50,15 @@ from .errors import ConfigError, DatasetUnavailable, check_choice
 from .profiles import ALL_ARCHS, BERT_SPECIALS, OFFLINE_CORPORA, OFFLINE_DEFAULT, check_dataset, dataset_spec
 from .source import source_digest
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "PATH_SETTINGS",
     "TOKENIZER_FAMILY",
     "absolute_path_settings",
     "bounded_path",
+    "intact",
+    "seal",
     "acquire",
     "writing",
     "data_dir",
@@ -241,6 +246,51 @@ def writing(tmp: Path, what: str):
             f"cannot write {what} to {str(tmp.parent)!r} ({reason}); free space there or set "
             "ATTNRANK_DATA to another folder",
         ) from None
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def seal(tmp: Path, path: Path) -> None:
+    """Rename the finished cache file ``tmp`` to ``path``, its SHA-256 written first to ``<path>.sha256``, so that a
+    file in place always has the digest :func:`intact` checks it against."""
+    side = path.with_name(path.name + ".sha256")
+    side_tmp = side.with_name(f"{side.name}.tmp{os.getpid()}")
+    side_tmp.write_text(_sha256(tmp))
+    os.replace(side_tmp, side)
+    os.replace(tmp, path)
+
+
+def intact(path: Path, what: str) -> bool:
+    """Whether the cache file ``path`` (``what``, for the message) is present and matches the digest written beside
+    it (:func:`seal`). A damaged one (truncated, altered, or without a digest) is set aside as ``<name>.damaged``
+    with one warning line, so that its caller builds it again.
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_DATA`` when a damaged file cannot be set aside (a read-only folder).
+    """
+    if not path.exists():
+        return False
+    try:
+        if (path.with_name(path.name + ".sha256")).read_text().strip() == _sha256(path):
+            return True
+    except OSError:
+        pass
+    aside = path.with_name(path.name + ".damaged")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        raise ConfigError(
+            "ATTNRANK_DATA",
+            f"{what} {str(path)!r} is damaged (it does not match its SHA-256) and cannot be set aside "
+            f"({exc.strerror or exc}); delete it, or set ATTNRANK_DATA to a writable folder",
+        ) from None
+    log.warning(
+        "%s %s was damaged (it did not match its SHA-256); set aside as %s and built again", what, path, aside.name
+    )
+    return False
 
 
 def _cache_folder(name: str, needed: str) -> Path:
@@ -703,18 +753,18 @@ def _tokenizer(arch: str, source: _Source, vocab_size: int):
 
     name = f"{_slug(source, arch, vocab_size)}.json"
     path = data_dir(write=False) / "tokenizers" / name
-    if not path.exists():  # files are renamed into place complete, so a present one is read without a lock
+    if not intact(path, "the tokenizer"):  # files are sealed into place complete, so one is read without a lock
         folder = _cache_folder("tokenizers", f"the tokenizer {name}")
         path = folder / name
         lock = acquire(path.with_name(name + ".lock"))
         try:
-            if not path.exists():
+            if not intact(path, "the tokenizer"):
                 train, _ = _load_source(source)
                 tok = _train_tokenizer(arch, train, vocab_size)
                 tmp = path.with_suffix(f".tmp{os.getpid()}")
                 with writing(tmp, f"the tokenizer {name}"):
                     tok.save(str(tmp))
-                    os.replace(tmp, path)
+                    seal(tmp, path)
         finally:
             lock.release()
     return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(path)), **_SPECIALS[arch])
@@ -803,19 +853,19 @@ def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_
     tokenizer = _tokenizer(arch, source, vocab_size)
     key = _slug(source, arch, vocab_size, max_len)
     paths = {s: data_dir(write=False) / "cache" / f"{key}-{s}.npy" for s in ("train", "val")}
-    if not all(p.exists() for p in paths.values()):
+    if not all([intact(p, "the token blocks") for p in paths.values()]):
         cache = _cache_folder("cache", f"the token blocks {key}")
         paths = {s: cache / f"{key}-{s}.npy" for s in ("train", "val")}
         lock = acquire(cache / f"{key}.lock")
         try:
-            if not all(p.exists() for p in paths.values()):
+            if not all([intact(p, "the token blocks") for p in paths.values()]):
                 texts = dict(zip(("train", "val"), _load_source(source)))
                 for split, p in paths.items():
                     arr = _blocks(_stream(tokenizer, texts[split], arch), tokenizer, arch, max_len)
                     tmp = p.with_suffix(f".tmp{os.getpid()}.npy")
                     with writing(tmp, f"the token blocks {p.name}"):
                         np.save(tmp, arr)
-                        os.replace(tmp, p)
+                        seal(tmp, p)
         finally:
             lock.release()
     train, val = (np.load(paths[s], allow_pickle=False).astype(np.int64) for s in ("train", "val"))

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.data import acquire, data_dir, writing
+from ..core.data import acquire, data_dir, intact, seal, writing
 from ..core.errors import ConfigError
 from . import provenance
 
@@ -110,7 +110,7 @@ def table_key(name: str, compute, inputs: dict) -> str:
 
 
 def _read(path: Path) -> pd.DataFrame | None:
-    if not path.exists():
+    if not intact(path, "the cached table"):
         return None
     try:
         return pd.read_parquet(path)
@@ -162,7 +162,7 @@ def cached(name: str, compute, **inputs) -> pd.DataFrame:
         tmp = root / f".tmp-{name}-{key}-{os.getpid()}.parquet"
         with writing(tmp, f"the table {name}"):  # a full disk: one line naming ATTNRANK_DATA, no partial file
             result.reset_index(drop=True).to_parquet(tmp, index=False)
-            os.replace(tmp, path)
+            seal(tmp, path)
     finally:
         lock.release()
     return pd.read_parquet(path)

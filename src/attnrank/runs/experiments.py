@@ -60,6 +60,8 @@ __all__ = [
     "verdict_chapters",
     "check_toc",
     "verdict_scales",
+    "RELATIONS",
+    "check_relation",
 ]
 
 # ------------------------------------------------------------------ the study's own protocol
@@ -361,12 +363,14 @@ def book_runs(profile: str = "auto", chapters=None, dataset=None) -> list[RunCon
 
 
 class VerdictSource(NamedTuple):
-    """Where a verdict comes from: the ``chapter`` (a :data:`CHAPTERS` name) whose page publishes it, and ``runs``,
-    the runs it is computed from at a profile's defaults (``None``: no trained language model: random matrices
-    or the toy task, sized by the profile's model sizes)."""
+    """Where a verdict comes from: the ``chapter`` (a :data:`CHAPTERS` name) whose page publishes it, ``runs``, the
+    runs its chapter reads at a profile's defaults (``None``: no trained language model: random matrices or the toy
+    task, sized by the profile's model sizes), and ``seeded``: whether the verdict reads those runs (and so their
+    seeds); ``False`` where it is decided on freshly initialised models of fixed seeds on the corpus."""
 
     chapter: str
     runs: object
+    seeded: bool = True
 
 
 #: Every verdict of the book (its glue prefix, ``<name>_status``), in the book's order: the one registry that the
@@ -381,7 +385,7 @@ VERDICT_RUNS = {
     "loss": VerdictSource("loss", _main_runs),
     "temp": VerdictSource("temp", _temp_runs),
     "temp_loss": VerdictSource("temp", _temp_runs),
-    "headdim": VerdictSource("headdim", _main_runs),
+    "headdim": VerdictSource("headdim", _main_runs, seeded=False),  # the lever windows, at initialisation
     "causal": VerdictSource("causal", _causal_runs),
     "target": VerdictSource("target", None),
 }
@@ -409,6 +413,60 @@ def check_toc(chapters) -> None:
             f"lists the notebook chapter(s) {', '.join(map(str, unknown))}, unknown to "
             f"attnrank.runs.experiments.CHAPTERS (known: {', '.join(CHAPTERS)}); add each there with the runs it reads",
         )
+
+
+#: How a recorded check's verdict relates to this build's (:func:`check_relation`).
+RELATIONS = ("same", "partly", "independent")
+
+
+def check_relation(profile: str, check: dict, dataset=None) -> dict[str, str]:
+    """For each verdict of :data:`VERDICT_RUNS`, how a recorded check's build relates to a build at ``profile`` on
+    ``dataset`` (None: the default corpus): ``"same"`` (the same runs, or no trained model at the same sizes: the
+    same computation, not a replication), ``"independent"`` (no run in common: a replication) or ``"partly"``.
+
+    Args:
+        check: the check's ``build.json``: ``profile``, and optionally ``dataset`` and ``seeds`` (a list: the
+            ``ATTNRANK_SEEDS`` it was built with).
+
+    Raises:
+        ConfigError: naming ``profile``, ``dataset`` or ``ATTNRANK_SEEDS`` for a value the sweep does not allow.
+    """
+    import contextlib
+
+    @contextlib.contextmanager
+    def seeds_set(seeds):
+        old = os.environ.pop("ATTNRANK_SEEDS", None)
+        if seeds is not None:
+            os.environ["ATTNRANK_SEEDS"] = str(list(seeds))
+        try:
+            yield
+        finally:
+            os.environ.pop("ATTNRANK_SEEDS", None)
+            if old is not None:
+                os.environ["ATTNRANK_SEEDS"] = old
+
+    def runs(source, at, corpus, seeds) -> set:
+        with seeds_set(seeds):
+            configs = source.runs(at)
+        corpus = default_dataset() if corpus is None else check_dataset(corpus)
+        return {dataclasses.replace(c, dataset=corpus) for c in configs}
+
+    profile = resolve_profile(profile)
+    other = resolve_profile(check.get("profile", profile))
+    out = {}
+    same_sizes = base_profile(other) == base_profile(profile)
+    same_corpus = (default_dataset() if dataset is None else check_dataset(dataset)) == (
+        default_dataset() if check.get("dataset") is None else check_dataset(check["dataset"])
+    )
+    for name, source in VERDICT_RUNS.items():
+        if source.runs is None or not source.seeded:  # fixed seeds: what differs is the sizes (and the corpus)
+            same = same_sizes and (source.runs is None or same_corpus)
+            out[name] = "same" if same else "independent"
+            continue
+        here = runs(source, profile, dataset, None)
+        there = runs(source, other, check.get("dataset"), check.get("seeds"))
+        out[name] = "same" if here == there else "independent" if not here & there else "partly"
+    return out
 
 
 def verdict_scales(profile: str = "auto", dataset=None):

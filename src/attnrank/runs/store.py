@@ -146,6 +146,7 @@ SUMMARY_SCHEMA = {
         "probe_seconds",
         "device",
         "code_hash",
+        "files",
     ],
     "properties": {
         "status": {"enum": ["complete", "failed"]},
@@ -436,8 +437,11 @@ class Run:
         """The trained model (weights read with ``safetensors``, never pickle), in eval mode."""
         from safetensors.torch import load_file
 
+        weights = self.path / "model.safetensors"
+        if not weights.is_file():
+            raise RunDamaged(f"run {self.path.name} has no model.safetensors; train it again with force=True")
         model = self.initial_model()
-        state = load_file(str(self.path / "model.safetensors"))
+        state = load_file(str(weights))
         result = model.load_state_dict(state, strict=False)  # tied output embeddings are stored once
         tied = _tied_names(model)
         missing = [k for k in result.missing_keys if k not in tied]

@@ -13,6 +13,8 @@ packages that compute and draw the results. This extension hashes all of these i
   again when it changes, including pages that paste glued values from other pages;
 * declares a page that pastes values glued in another page as depending on that page, so
   that it is read again (and its pasted values refreshed) when the other page changes;
+* reads a page again when its source's content changed, whatever its file date, and every page after a build
+  that did not end complete; stops a build whose chapter and jupytext twin differ (:mod:`.freshness`);
 * fails the build when a glued value that a page pastes is provided by no cell (the page
   shows a visible marker instead of a blank);
 * renders build facts (the log of past builds) and the profile table from files and code
@@ -38,7 +40,7 @@ import time
 from ..cli import build
 from ..core.data import absolute_path_settings
 from ..core.errors import check_choice
-from . import context, directives, gluecheck, pages
+from . import context, directives, freshness, gluecheck, pages
 
 
 def _unshadow_latex_codec() -> None:
@@ -135,8 +137,8 @@ def _full_disk(app, exception) -> None:
 
 
 def setup(app):
-    """Register the parts of the extension: the execution context (:mod:`.context`), the training and execution
-    up front (:mod:`attnrank.cli.build`), the glue checks (:mod:`.gluecheck`), the directives (:mod:`.directives`)
+    """Register the parts of the extension: the execution context (:mod:`.context`), what is read again by content
+    (:mod:`.freshness`), the training and execution up front (:mod:`attnrank.cli.build`), the glue checks (:mod:`.gluecheck`), the directives (:mod:`.directives`)
     and what the build writes beside the pages (:mod:`.pages`).
 
     Steps run at ``config-inited`` in priority order: 50 resolves the path settings, 100 sets the execution context
@@ -151,6 +153,6 @@ def setup(app):
     app.connect("config-inited", build.one_line_errors(_absolute_paths), priority=50)
     app.connect("builder-inited", build.one_line_errors(_sweep_up_front_app))
     app.connect("build-finished", _full_disk, priority=1)
-    for part in (context, gluecheck, directives, pages):
+    for part in (context, freshness, gluecheck, directives, pages):
         part.setup(app)
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -13,7 +13,7 @@ from ..analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 from ..book import published_verdicts
 from ..cli.build import build_log_path
 from ..core.errors import ConfigError
-from ..core.profiles import ARCHS, PROFILES, resolve_config
+from ..core.profiles import ARCHS, PROFILES, SCALE_FACTOR, resolve_config, resolve_profile
 from ..runs.experiments import SWEEP_DEFAULTS
 from ..words.glossary import VERDICT_LABELS, per_arch
 
@@ -75,12 +75,41 @@ class Findings(Directive):
 HEADLINE_VERDICT = "temp"
 
 
-def findings_text(table, frozen=None, confirm=None) -> tuple[str, str]:
+#: Each recorded check (:data:`attnrank.chapters.reproducibility.CHECK_FOLDERS`) as the findings box names it.
+CHECK_NAMES = {
+    "confirm": "On fresh seeds, with the frozen rules",
+    "scale": f"At {SCALE_FACTOR} times the steps (the scale check)",
+    "stdlib": "On a second corpus (the Python standard library)",
+}
+
+
+def check_sentence(name: str, claims, check, relation: dict) -> str:
+    """What a recorded check found, in one sentence: of this build's ``claims`` (``verdict``, ``status``) that the
+    check replicates (``relation``: :func:`attnrank.runs.experiments.check_relation`; a verdict that is the same
+    computation replicates nothing), how many it gives the same status, each one it does not, named with both
+    statuses, and how many are the same computation. ``check`` is its verdict table, ``None`` when not recorded."""
+    if check is None:
+        return f"{CHECK_NAMES[name]}: not recorded."
+    there = dict(zip(check.verdict, check.status, strict=True))
+    here = dict(zip(claims.verdict, claims.status, strict=True))
+    replicated = [v for v in here if relation.get(v, "independent") != "same"]
+    differ = [
+        f"{VERDICT_LABELS.get(v, v)} ({here[v]} here, {there.get(v, 'not recorded')} there)"
+        for v in replicated
+        if there.get(v) != here[v]
+    ]
+    text = f"{CHECK_NAMES[name]}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
+    text += f"; they differ on {'; '.join(differ)}" if differ else ""
+    same = len(here) - len(replicated)
+    return text + (f" ({same} more {'is' if same == 1 else 'are'} the same computation)." if same else ".")
+
+
+def findings_text(table, frozen=None, checks=None) -> tuple[str, str]:
     """The counts sentence, how many of the claims' rules were changed after looking (a frozen version above 1 in
-    ``frozen``, :func:`attnrank.analysis.frozen.frozen_rules`), the confirmation on fresh seeds (``confirm``, the
-    recorded verdicts of :data:`attnrank.chapters.reproducibility.CHECK_FOLDERS` ``["confirm"]``: how many agree, and
-    each that does not, named), each status's claims by name and the headline verdict's finding
-    (:data:`HEADLINE_VERDICT`), and the regime, of :func:`attnrank.book.published_verdicts`'s ``table``."""
+    ``frozen``, :func:`attnrank.analysis.frozen.frozen_rules`), what each recorded check found (``checks``:
+    ``{name: (verdict table or None, relation)}`` in the order of :data:`CHECK_NAMES`, :func:`check_sentence`), each
+    status's claims by name and the headline verdict's finding (:data:`HEADLINE_VERDICT`), and the regime, of
+    :func:`attnrank.book.published_verdicts`'s ``table``."""
     claims = table[(table.verdict != "regime") & ~table.verdict.isin(CHECKS)]
     count = {s: int((claims.status == s).sum()) for s in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)}
     named = {s: [VERDICT_LABELS.get(v, v) for v in claims.verdict[claims.status == s]] for s in count}
@@ -91,17 +120,8 @@ def findings_text(table, frozen=None, confirm=None) -> tuple[str, str]:
     if frozen is not None:
         changed = int(frozen[frozen.verdict.isin(claims.verdict) & (frozen.version > 1)].verdict.nunique())
         text += f" {changed} of these {len(claims)} rules were changed after their evidence had been seen (†)."
-    if confirm is None:
-        text += " Not yet confirmed on fresh seeds."
-    else:
-        there = dict(zip(confirm.verdict, confirm.status, strict=True))
-        differ = [
-            f"{VERDICT_LABELS.get(v, v)} ({s} here, {there.get(v, 'not recorded')} on fresh seeds)"
-            for v, s in zip(claims.verdict, claims.status, strict=True)
-            if there.get(v) != s
-        ]
-        text += f" On fresh seeds, with the frozen rules: {len(claims) - len(differ)} of {len(claims)} verdicts agree"
-        text += f"; they differ on {'; '.join(differ)}." if differ else "."
+    for name, (check, relation) in (checks or {}).items():
+        text += " " + check_sentence(name, claims, check, relation)
     for status, head in ((SUPPORTED, "Supported"), (NOT_SUPPORTED, "Not supported"), (INCONCLUSIVE, "Open")):
         if named[status]:
             text += f" {head}: {'; '.join(named[status])}."
@@ -118,18 +138,24 @@ def _frozen():
     return frozen_rules() if FROZEN_FILE.is_file() else None
 
 
-def _confirmation():
+def _checks() -> dict:
+    """Every recorded check's verdicts (without its regime row) and its relation to this build."""
     from ..chapters.reproducibility import CHECK_FOLDERS, check_record
+    from ..runs.experiments import check_relation
 
-    table, _ = check_record(CHECK_FOLDERS["confirm"])
-    return None if table is None else table[table.verdict != "regime"]
+    out = {}
+    for name in CHECK_NAMES:
+        table, meta = check_record(CHECK_FOLDERS[name])
+        relation = check_relation(resolve_profile("auto"), meta) if meta else {}
+        out[name] = (None if table is None else table[table.verdict != "regime"], relation)
+    return out
 
 
 def _fill_findings(app, doctree, docname) -> None:
     for node in list(doctree.findall(_findings)):
         try:
             text, regime = findings_text(
-                published_verdicts(Path(app.env.mystnb_config.output_folder)), _frozen(), _confirmation()
+                published_verdicts(Path(app.env.mystnb_config.output_folder)), _frozen(), _checks()
             )
         except ConfigError:
             text, regime = "The chapters have not been executed yet.", ""
