@@ -67,3 +67,22 @@ def test_a_section_publishes_every_value_its_chapter_pastes(module, kwargs, stor
     twin = (CHAPTERS / f"{sec.chapter}.py").read_text()
     missing = book.pasted_names(twin) - book.published_names(sec)
     assert not missing, f"{sec.chapter} pastes values its section does not publish: {sorted(missing)}"
+
+
+def test_the_target_verdicts_effect_is_the_number_that_decides_and_says_its_scope():
+    """Claim (v) is decided by the head dimensions that fall short (the existential reading): its effect column shows
+    their shortfalls, and the row says that they are narrower than any head in use."""
+    from attnrank.analysis.verdicts import SUPPORTED
+    from attnrank.chapters import target
+    from attnrank.words.glossary import fmt_estimate
+
+    sec = target.section("ci")
+    (v,) = sec.verdicts
+    s = target.settings("ci")
+    found = target.instances(s, target.grid(s)[0])
+    short = [d for d, j in found.items() if j.status == SUPPORTED]
+    assert v.status == SUPPORTED and short and max(short) < target.D_REAL_MIN
+    for d in short[:3]:
+        assert f"d_h = {d}: {fmt_estimate(found[d].estimate, 2, n=False)}" in v.effect
+    assert v.effect.endswith("nats (narrower than any head in use)")
+    assert "narrower than any head in use" in v.finding
