@@ -91,3 +91,36 @@ def test_judge_states_the_runs_needed_when_not_supported():
     assert judge(est(0.1, 0.8), 0.0, "above").needed is None
     assert math.isnan(S.compare_means([1.0, 1.0], [1.0, 1.0]).low)
     assert judge(S.compare_means([1.0, 1.0], [1.0, 1.0]), 0.0, "below", effect=0.1, spread=0.0).needed is None
+
+
+def test_the_deciding_cases_are_those_that_decide_the_combined_status():
+    from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, combine, deciding
+
+    for statuses, expected in (
+        ({"a": SUPPORTED, "b": NOT_SUPPORTED, "c": INCONCLUSIVE}, ["b"]),
+        ({"a": SUPPORTED, "b": INCONCLUSIVE, "c": INCONCLUSIVE}, ["b", "c"]),
+        ({"a": SUPPORTED, "b": SUPPORTED}, ["a", "b"]),
+    ):
+        keys = deciding(statuses)
+        assert keys == expected
+        assert combine([statuses[k] for k in keys]) == combine(statuses.values())  # they alone give the status
+
+
+def test_the_stability_verdicts_effect_shows_the_half_that_rejects_it():
+    """Row (i) once printed GPT-2's rho beside "not supported", where the median change against the tolerance decided."""
+    from types import SimpleNamespace
+
+    from attnrank.analysis.rules import DynamicsResult
+    from attnrank.analysis.stats import Estimate
+    from attnrank.analysis.verdicts import NOT_SUPPORTED, SUPPORTED
+    from attnrank.chapters.dynamics import deciding_effect
+
+    res = DynamicsResult(
+        NOT_SUPPORTED,
+        rho={"gpt2": Estimate(0.08, -0.70, 0.94, 9, "bootstrap")},
+        change={"gpt2": Estimate(0.34, 0.31, 0.51, 9, "order statistics")},
+        halves={("predictive", "gpt2"): SUPPORTED, ("stable", "gpt2"): NOT_SUPPORTED},
+    )
+    text = deciding_effect(res, SimpleNamespace(not_learned=[]), 0.1)
+    assert text == "GPT-2 median change 34% [31%, 51%] (stable below 10%)"
+    assert "ρ" in deciding_effect(res, SimpleNamespace(not_learned=["gpt2"]), 0.1)  # not learned: both undecided

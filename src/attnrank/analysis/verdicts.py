@@ -34,6 +34,7 @@ __all__ = [
     "DIRECTIONS",
     "classify",
     "combine",
+    "deciding",
     "Judgement",
     "judge",
 ]
@@ -102,6 +103,17 @@ def combine(statuses: Iterable[str]) -> str:
     if NOT_SUPPORTED in statuses:
         return NOT_SUPPORTED
     return INCONCLUSIVE
+
+
+def deciding(statuses: dict) -> list:
+    """The keys of ``statuses`` (``{case: status}``) whose status decides :func:`combine` of them: every not supported
+    case when there is one (any of them rejects the claim), every case when all are supported, else the
+    undecided (inconclusive) ones. The numbers a verdict's effect column shows are these cases'."""
+    for wanted in (NOT_SUPPORTED, INCONCLUSIVE):
+        keys = [k for k, s in statuses.items() if s == wanted]
+        if keys and (wanted == NOT_SUPPORTED or NOT_SUPPORTED not in statuses.values()):
+            return keys
+    return list(statuses)
 
 
 @dataclass(frozen=True)

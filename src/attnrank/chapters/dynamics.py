@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis import baselines, rules
+from ..analysis import baselines, rules, verdicts
 from ..analysis.rules import PRIMARY_MEASURE, RHO_MIN, DynamicsResult
 from ..analysis.verdicts import INCONCLUSIVE
 from ..core.errors import ConfigError
@@ -145,6 +145,20 @@ def finding(res: DynamicsResult, tolerance: float) -> str:
     rho = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.rho[a].value)}" for a in res.rho)
     change = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.change[a].value, 0, percent=True)}" for a in res.change)
     return f"Initial predicts final rank (ρ {rho}); median change {change} against {fmt(tolerance, 0, percent=True)}."
+
+
+def deciding_effect(res: DynamicsResult, gate, tolerance: float) -> str:
+    """The numbers that decide the verdict (:func:`attnrank.analysis.verdicts.deciding` over the halves after the
+    learned gate, ``gate``): each half's estimate beside what the rule asks of it, for the effect column."""
+
+    def text(half: str, a: str) -> str:
+        if half == "stable":
+            e = fmt_estimate(res.change[a], 0, n=False, percent=True)
+            return f"{ARCH_NAMES[a]} median change {e} (stable below {fmt(tolerance, 0, percent=True)})"
+        return f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)} (predictive above {fmt(RHO_MIN)})"
+
+    gated = {k: verdicts.INCONCLUSIVE if k[1] in gate.not_learned else st for k, st in res.halves.items()}
+    return "; ".join(text(*k) for k in verdicts.deciding(gated))
 
 
 def n_learned_text(learned: pd.DataFrame, ok: pd.DataFrame, archs) -> str:
@@ -313,7 +327,7 @@ def section(
         "dynamics",
         gate.status,
         finding(res, stable_tolerance),
-        "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)}" for a in res.rho),
+        deciding_effect(res, gate, stable_tolerance),
         f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
         regime_text(reg),
         dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(reg),
