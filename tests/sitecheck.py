@@ -364,6 +364,27 @@ def _zero_count(page: Page):
             yield f"zero count {m.group(0)!r} in {_text(node.parent)!r}"
 
 
+#: A machine identifier in prose: a measure's or a config field's name in code (``rank_atol_1e-8``, ``head_dim``), a
+#: verdict's key (``verdict temp``), a profile or device as code names it (``ci sizes``, ``on cpu``), a corpus by its
+#: setting (``the corpus shakespeare``). Prose names them as a reader knows them (attnrank.words.glossary).
+_MACHINE_WORDS = re.compile(
+    r"\b(?:rank_(?:atol|rtol)_1e-\d|effective_rank|stable_rank|attention_entropy|head_dim|num_heads|hidden_size"
+    r"|max_len|verdict (?:temp|dynamics|loss|headdim|causal|target|measure|protocol|theory)\b|ci sizes|on cpu\b"
+    r"|corpus shakespeare|corpus stdlib)"
+)
+
+
+@book_rule("machine-identifier", "a name from the code in prose (a measure, a config field, a verdict key)")
+def _machine_identifier(page: Page):
+    for node in page.article.find_all(string=True):
+        if node.find_parent(["script", "style", "pre", "code", "table", "figcaption"]) or node.find_parent(
+            class_="math"
+        ):
+            continue
+        for m in _MACHINE_WORDS.finditer(str(node)):
+            yield f"machine identifier {m.group(0)!r} in {_text(node.parent)!r}"
+
+
 #: An interval of no width ("[0.25, 0.25]"): the book writes "0.25 in every resample" (attnrank.words.glossary.fmt_estimate).
 _POINT_INTERVAL = re.compile(r"\[([\u2212-]?\d[\d.,×⁰¹²³⁴⁵⁶⁷⁸⁹⁻]*%?), \1\]")
 

@@ -285,7 +285,8 @@ def test_causal_runs_text_spans_and_summary():
         }
     )
     assert causal.runs_text(runs, "quick", 2) == (
-        "4 runs (quick profile: ci sizes, hidden size 32, 2 layers, head dimension 8, 40 steps; 2 seeds), 1 diverged"
+        "4 runs (the quick profile, at the ci profile's sizes: hidden size 32, 2 layers, head dimension 8, 40 steps; 2 seeds), "
+        "1 diverged"
     )
     inter = pd.DataFrame(
         {
@@ -316,7 +317,7 @@ def test_causal_runs_text_spans_and_summary():
         assert want in text
     assert "tau = 0.01, s = 10." in text
     # the twins' gaps with their units, loss and rank apart
-    assert "differ by at most 0.02 nats in final validation loss and 0.02 units of rank. The ci profile at ci" in text
+    assert "differ by at most 0.02 nats in final validation loss and 0.02 units of rank. The ci profile at the ci profile's sizes" in text
     assert causal.causal_text(v, "gpt2") in text
 
 
@@ -324,7 +325,7 @@ def test_causal_figures_name_data_and_source():
     table = _outcomes()
     fig, data, name, source = cplots.cells_figure(table, tau=0.01, measure="effective_rank", profile="paper", n_runs=30)
     assert name == "causal_cells" and data is table
-    assert source == "paper profile at quick sizes, 30 runs."
+    assert source == "paper profile at the quick profile's sizes, 30 runs."
     labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
     assert "τ = 0.01" in labels and "q/k lr × s" in labels
     inter = pd.DataFrame(
@@ -338,7 +339,7 @@ def test_causal_figures_name_data_and_source():
         }
     )
     fig, data, name, source = cplots.intervention_figure(inter, measure="effective_rank", profile="ci")
-    assert name == "causal_intervention" and source == "The ci profile at ci sizes."
+    assert name == "causal_intervention" and source == "The ci profile at the ci profile's sizes."
     assert np.isclose(data.effective_rank.sum(), 10.0)
 
 

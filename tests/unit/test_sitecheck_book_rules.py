@@ -32,6 +32,11 @@ FIGURE = (
     "name, bad, good",
     [
         (
+            "machine-identifier",
+            "<p>50 runs (ci profile: ci sizes) on rank_atol_1e-8, the corpus shakespeare.</p>",
+            "<p>50 runs at the ci profile's sizes on the study's 10⁻⁸ count.</p><pre>head_dim = 32</pre>",
+        ),
+        (
             "visible-code",
             '<div class="cell"><div class="cell_input"><pre>book.setup(profile)</pre></div></div>',
             '<details class="hide"><div class="cell_input"><pre>book.publish(s)</pre></div></details>',
@@ -199,3 +204,19 @@ def test_a_figures_data_file_carries_no_machine_path(tmp_path):
     assert list(rule.check(page)) == [] and "7f6a" in (tmp_path / "data" / "f.csv").read_text()
     (tmp_path / "data" / "f.csv").write_text(frame.to_csv(index=False))
     assert list(rule.check(page)) == ["machine path in the data file ../data/f.csv: /work/book"]
+
+
+def test_on_paper_code_toggles_are_hidden_and_captions_stay_with_their_figure():
+    """The book's print styles (chapters/_static/attnrank.css): the "Show code cell source" toggles and hidden code do
+    not print, and figures and numbered tables are not split from their captions."""
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[2] / "chapters" / "_static" / "attnrank.css").read_text()
+    (block,) = re.findall(r"@media print \{(.*?)\n\}", css, re.S)
+    rules = dict(re.findall(r"\s*([^{}]+?)\s*\{([^}]*)\}", block))
+    hidden = next(v for k, v in rules.items() if "details.hide" in k and "div.cell_input" in k)
+    assert "display: none" in hidden
+    kept = next(v for k, v in rules.items() if "figure" in k.split(",")[0] and "div.numbered-table" in k)
+    assert "break-inside: avoid" in kept
+    assert any("p.caption" in k and "break-after: avoid" in v for k, v in rules.items())

@@ -192,7 +192,7 @@ def runs_text(runs: pd.DataFrame, profile: str, n_seeds: int) -> str:
     """
     c0 = runs.iloc[0]
     return (
-        f"{len(runs)} runs ({profile} profile: {CAUSAL_PRESETS[profile][0]} sizes, hidden size {c0.hidden_size}, "
+        f"{len(runs)} runs (the {profile} profile, at the {CAUSAL_PRESETS[profile][0]} profile's sizes: hidden size {c0.hidden_size}, "
         f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
         f"{divergence(runs, 'causal', listed=False)['causal_diverged']}"
     )
@@ -293,8 +293,8 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
         f"{answer_text(result)} Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
         f"s = {twin_scale(tau):.3g}. {causal_text(result, 'modernbert')}. {causal_text(result, 'gpt2')}. Each tau run "
         f"and its twin differ by at most {gaps['causal_twin_max_loss']} nats in final validation loss and "
-        f"{gaps['causal_twin_max_rank']} units of rank. The {profile} profile at {CAUSAL_PRESETS[profile][0]} "
-        f"sizes, {n_runs} runs."
+        f"{gaps['causal_twin_max_rank']} units of rank. The {profile} profile at the {CAUSAL_PRESETS[profile][0]} "
+        f"profile's sizes, {n_runs} runs."
     )
 
 

@@ -108,7 +108,7 @@ def summary(result, table: pd.DataFrame, measure: str, setting: str) -> str:
         result: :func:`attnrank.analysis.rules.seq_len_rule` on ``measure``.
         table: :func:`seq_len_table` of the same runs.
         measure: the rank measure of the verdict.
-        setting: the runs' sizes in words (for example ``"ci sizes, 40 steps"``).
+        setting: the runs' sizes in words (for example ``"the ci profile's sizes (width 32, 2 layers, 2 heads), 40 steps"``).
     """
     d = table[(table.measure == measure) & (table.when == "trained")].sort_values("n")
     ns = sorted(set(d.n))
@@ -225,7 +225,7 @@ def section(profile: str = "auto", dataset=None) -> Section:
     configs = experiments.seq_len_sweep(profile, dataset=dataset)
     c0 = configs[0]
     setting = (
-        f"{c0.profile} sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), "
+        f"the {c0.profile} profile's sizes (width {c0.hidden_size}, {c0.num_layers} layers, {c0.num_heads} heads), "
         f"{c0.max_steps} steps"
     )
     runs = runs_table(configs, long=False)

@@ -130,7 +130,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
         cells(table, ylab, CELLS, labels),
         table,
         "causal_cells",
-        f"{profile} profile at {CAUSAL_PRESETS[profile][0]} sizes, {n_runs} runs.",
+        f"{profile} profile at the {CAUSAL_PRESETS[profile][0]} profile's sizes, {n_runs} runs.",
     )
 
 
@@ -145,5 +145,5 @@ def intervention_figure(inter: pd.DataFrame, *, measure: str, profile: str):
         intervention(inter, measure, MEASURE_LABELS[measure]),
         inter,
         "causal_intervention",
-        f"The {profile} profile at {CAUSAL_PRESETS[profile][0]} sizes.",
+        f"The {profile} profile at the {CAUSAL_PRESETS[profile][0]} profile's sizes.",
     )
