@@ -197,6 +197,11 @@ book.publish(loss.section(**params))
 # temperature, with 95% intervals, the p of the within-temperature correlation and the runs (negative ρ: higher
 # rank, lower loss or faster convergence).
 # ```
+#
+# A cell reads *not estimable* where a rank correlation has no value: the measure takes one value in every run it
+# compares (a threshold count such as the rtol 10⁻⁴ rank often gives every matrix of a model the same count, and a
+# constant has no ranks to correlate), or fewer than four runs are compared (within one temperature, or among the
+# runs that learned).
 
 # %% [markdown]
 # ## Verdict
