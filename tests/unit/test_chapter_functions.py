@@ -317,7 +317,10 @@ def test_causal_runs_text_spans_and_summary():
         assert want in text
     assert "tau = 0.01, s = 10." in text
     # the twins' gaps with their units, loss and rank apart
-    assert "differ by at most 0.02 nats in final validation loss and 0.02 units of rank. The ci profile at the ci profile's sizes" in text
+    assert (
+        "differ by at most 0.02 nats in final validation loss and 0.02 units of rank. The ci profile at the ci profile's sizes"
+        in text
+    )
     assert causal.causal_text(v, "gpt2") in text
 
 

@@ -142,9 +142,9 @@ def test_a_list_parameter_is_bounded_before_the_list_is_built(value):
 def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, monkeypatch, capsys):
     """`attnrank verdicts OUT --profile P` asks every chapter module for its section at P (dataset passed where the
     section takes one) and writes each verdict's status, effect, n and regime, then the regime the models reached."""
-    import pandas as pd
-
     import importlib
+
+    import pandas as pd
 
     from attnrank.chapters import learned
     from attnrank.chapters.section import Section, Verdict

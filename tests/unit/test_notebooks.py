@@ -7,7 +7,6 @@ import json
 import re
 from pathlib import Path
 
-import jupytext
 import pytest
 
 from attnrank import book

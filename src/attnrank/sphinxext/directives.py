@@ -17,6 +17,9 @@ from ..core.profiles import ARCHS, PROFILES, SCALE_FACTOR, resolve_config, resol
 from ..runs.experiments import SWEEP_DEFAULTS
 from ..words.glossary import VERDICT_LABELS, per_arch
 
+#: The class of the span that receives this build's time when the build ends.
+THIS_BUILD = "attnrank-this-build"
+
 
 class BuildLog(Directive):
     """``{attnrank-build-log}``: the last builds logged in :func:`build_log_path`, as a table.
@@ -38,15 +41,14 @@ class BuildLog(Directive):
         if path.exists():
             with path.open(newline="") as f:
                 rows = list(csv.reader(f))
+        # this build's own time is known only when it ends: the extension writes it into this span then
+        # (attnrank.sphinxext.pages.fill_this_build)
+        this = nodes.paragraph()
+        this += nodes.inline(classes=[THIS_BUILD], text="This build's time is written here when it ends.")
         if len(rows) < 2:
-            return [
-                nodes.paragraph(
-                    text="The log starts with this build: a build's row is written when it finishes, so the next "
-                    "build of this data folder shows it here."
-                )
-            ]
+            return [this]
         header = [BUILD_LOG_LABELS.get(c, c.replace("_", " ")) for c in rows[0]]
-        return [_numbered(self, [_table(header, rows[1:][-self.options.get("rows", 10) :])], "build-log")]
+        return [_numbered(self, [_table(header, rows[1:][-self.options.get("rows", 10) :])], "build-log"), this]
 
 
 class _findings(nodes.General, nodes.Element):

@@ -15,6 +15,8 @@ from docutils import nodes
 
 from ..book import COLUMN_PX, CSV_MIME, DATA_FOLDER
 from ..cli import build
+from ..words.glossary import fmt
+from .directives import THIS_BUILD
 
 
 def _start_clock(app, config) -> None:
@@ -32,6 +34,36 @@ def _log_build(app, exception) -> None:
             execution_seconds=getattr(app, "attnrank_execution_seconds", 0.0),
             failed=bool(exception or getattr(app, "attnrank_glue_problems", [])),
         )
+
+
+def this_build_text(row: dict) -> str:
+    """This build's time in words, from its row of the build log (:func:`attnrank.cli.build.log_build`)."""
+    minutes = lambda key: fmt(float(row.get(key) or 0) / 60, 1)  # noqa: E731
+    return (
+        f"This build took {minutes('seconds')} minutes: {minutes('sweep_seconds')} training "
+        f"{row.get('runs_trained', 0)} runs up front and {minutes('execution_seconds')} executing chapters "
+        f"(the {row.get('profile', '')} profile); the log above shows it from the next build on."
+    )
+
+
+def fill_this_build(app, exception) -> None:
+    """Write this build's time (its row just logged, :func:`_log_build`) into the span every page with the build log
+    keeps for it (:data:`attnrank.sphinxext.directives.THIS_BUILD`), so a fresh build's page shows its own time."""
+    import csv
+
+    path = build.build_log_path()
+    if exception is not None or app.builder.format != "html" or not path.exists():
+        return
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return
+    span = re.compile(rf'(<span class="{THIS_BUILD}">)(.*?)(</span>)', re.S)
+    text = html.escape(this_build_text(rows[-1]))
+    for page in Path(app.outdir).rglob("*.html"):
+        content = page.read_text()
+        if THIS_BUILD in content:
+            page.write_text(span.sub(lambda m: m.group(1) + text + m.group(3), content))
 
 
 def glue_data(app, docname: str) -> dict:
@@ -281,6 +313,7 @@ def setup(app) -> None:
     app.add_config_value("attnrank_description", "", "html")
     app.connect("config-inited", _start_clock, priority=101)
     app.connect("build-finished", _log_build, priority=400)
+    app.connect("build-finished", fill_this_build, priority=405)
     app.connect("build-finished", write_figure_data, priority=450)
     app.connect("build-finished", _dedupe_inline_scripts, priority=470)
     app.connect("build-finished", _prune_mathjax, priority=850)  # after sphinx-mathjax-offline copies the distribution
