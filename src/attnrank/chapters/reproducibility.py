@@ -257,6 +257,8 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
     sizes, chapter_runs = preset_tables()
     scales = experiments.verdict_scales(profile, dataset=dataset)
     glue.update(multiplicity(len(scales)))
+    glue["repro_n_claims"] = sum(source.claim for source in experiments.VERDICT_RUNS.values())
+    glue["repro_n_checks"] = len(scales) - glue["repro_n_claims"]
     section_tables = [
         Table("repro_environment", env),
         Table("repro_runs", shown, digits=4, formats={"τ": fmt_setting}),

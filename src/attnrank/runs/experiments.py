@@ -366,11 +366,13 @@ class VerdictSource(NamedTuple):
     """Where a verdict comes from: the ``chapter`` (a :data:`CHAPTERS` name) whose page publishes it, ``runs``, the
     runs its chapter reads at a profile's defaults (``None``: no trained language model: random matrices or the toy
     task, sized by the profile's model sizes), and ``seeded``: whether the verdict reads those runs (and so their
-    seeds); ``False`` where it is decided on freshly initialised models of fixed seeds on the corpus."""
+    seeds); ``False`` where it is decided on freshly initialised models of fixed seeds on the corpus; ``claim``: a
+    claim of the study (``False``: a check of the book's own, counted apart)."""
 
     chapter: str
     runs: object
     seeded: bool = True
+    claim: bool = True
 
 
 #: Every verdict of the book (its glue prefix, ``<name>_status``), in the book's order: the one registry that the
@@ -378,7 +380,7 @@ class VerdictSource(NamedTuple):
 VERDICT_RUNS = {
     "measure": VerdictSource("measure", _main_runs),
     "theory": VerdictSource("theory", None),
-    "seq_len": VerdictSource("theory", seq_len_sweep),
+    "seq_len": VerdictSource("theory", seq_len_sweep, claim=False),  # a check of the theory
     "dynamics": VerdictSource("dynamics", _main_runs),
     "protocol": VerdictSource("protocol", _main_runs),
     "set_early": VerdictSource("protocol", _main_runs),

@@ -14,7 +14,7 @@ from ..book import published_verdicts
 from ..cli.build import build_log_path
 from ..core.errors import ConfigError
 from ..core.profiles import ARCHS, PROFILES, SCALE_FACTOR, resolve_config, resolve_profile
-from ..runs.experiments import SWEEP_DEFAULTS
+from ..runs.experiments import SWEEP_DEFAULTS, VERDICT_RUNS
 from ..words.glossary import VERDICT_LABELS, per_arch
 
 #: The class of the span that receives this build's time when the build ends.
@@ -56,7 +56,7 @@ class _findings(nodes.General, nodes.Element):
 
 
 #: The verdicts that are checks, not claims of the study (counted apart on the first screen).
-CHECKS = ("seq_len",)
+CHECKS = tuple(v for v, source in VERDICT_RUNS.items() if not source.claim)
 
 
 class Findings(Directive):
