@@ -47,8 +47,32 @@ def test_a_lock_file_that_cannot_be_opened_is_named(runs, capsys):
     (runs / f".{key}.lock").mkdir()  # cannot be opened as a file, by anyone (root included)
     assert main(["train", "--arch", "gpt2", "--profile", "ci", "--max-steps", "3", "--quiet"]) == 2
     line = _error_line(capsys.readouterr().err)
-    assert line.startswith(f"attnrank: error: ATTNRANK_RUNS: cannot open the lock file {runs}/.{key}.lock of run ")
-    assert "remove it" in line
+    assert line.startswith(f"attnrank: error: ATTNRANK_RUNS: the lock path {runs}/.{key}.lock of run ")
+    assert line.endswith("is a folder, not a lock file; remove that folder")
+
+
+def test_a_lock_file_of_another_user_names_its_live_holder_and_never_says_remove_it(runs, monkeypatch):
+    """On a shared store, a second user whose umask keeps them from the lock file was told "remove it (no process
+    holds it)" while the holder was alive: the message now reads the holder file and says to wait; and a store the
+    user cannot write (as --force on a read-only store) says so."""
+    import json
+    import os
+    import socket
+    import time
+
+    runs.mkdir(parents=True)
+    lock, exc = runs / ".k.lock", PermissionError(13, "Permission denied")
+    lock.write_text("")
+    text = store._lock_problem(lock, runs, "k", "gpt2-k", exc, "ATTNRANK_RUNS")
+    assert "belongs to another user; if none of that user's processes is training this run" in text
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": "2026-12-06T10:00:00", "started": time.time()}
+    (runs / ".k.holder").write_text(json.dumps(holder))
+    text = store._lock_problem(lock, runs, "k", "gpt2-k", exc, "ATTNRANK_RUNS")
+    assert f"its lock is held by pid {os.getpid()}" in text and "wait for that process" in text
+    assert "remove" not in text and "no process holds it" not in text
+    monkeypatch.setattr(store.os, "access", lambda path, mode: False)
+    text = store._lock_problem(lock, runs, "k", "gpt2-k", exc, "ATTNRANK_RUNS")
+    assert f"the run store {runs} cannot be written by this user, and training it (or --force) writes there" in text
 
 
 def test_a_stopped_lock_holder_is_named_while_waiting(runs, monkeypatch, capsys):

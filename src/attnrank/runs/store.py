@@ -669,12 +669,7 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
         lock_file = root / f".{key}.lock"
         if getattr(exc, "filename", None) == str(lock_file) and os.path.lexists(lock_file):
             name = _store_setting()
-            raise ConfigError(
-                name,
-                f"cannot open the lock file {lock_file} of run {final.name} ({exc.strerror or type(exc).__name__}): "
-                "it belongs to another user or cannot be changed; remove it (no process holds it) or set "
-                f"{name} to a folder of your own",
-            ) from None
+            raise ConfigError(name, _lock_problem(lock_file, root, key, final.name, exc, name)) from None
         if not os.environ.get("ATTNRANK_RUNS"):
             data_dir(write=True)  # the store is the data folder's: its own check names ATTNRANK_DATA
         raise _store_error(root, exc, f"train run {final.name} in") from None
@@ -705,6 +700,30 @@ def run(config: RunConfig | None = None, *, force: bool = False, progress: bool 
         _release(lock, root, key)
     stored.fresh = True
     return stored
+
+
+def _lock_problem(lock_file: Path, root: Path, key: str, name: str, exc: OSError, setting: str) -> str:
+    """Why run ``name``'s lock file cannot be opened, in words that are true for the reader: a folder in its place, a
+    store the reader cannot write, or a lock file of another user, with who holds it where its holder file says."""
+    reason = exc.strerror or type(exc).__name__
+    if os.path.isdir(lock_file):
+        return f"the lock path {lock_file} of run {name} is a folder, not a lock file; remove that folder"
+    if not os.access(root, os.W_OK):
+        return (
+            f"cannot open the lock file {lock_file} of run {name} ({reason}): the run store {root} cannot be written "
+            f"by this user, and training it (or --force) writes there; set {setting} to a folder of your own"
+        )
+    holder = _holder_file(root, key)
+    if holder.exists():
+        return (
+            f"cannot open the lock file {lock_file} of run {name} ({reason}): it belongs to another user, and "
+            f"{_describe_holder(holder)}; wait for that process, or set {setting} to a folder of your own"
+        )
+    return (
+        f"cannot open the lock file {lock_file} of run {name} ({reason}): it belongs to another user; if none of "
+        f"that user's processes is training this run, they (or an administrator) can remove it; or set {setting} to a "
+        "folder of your own"
+    )
 
 
 #: Seconds a second process waits for a run's lock before it says who holds it, then between reports.
