@@ -149,6 +149,11 @@ def test_change_distribution_has_one_row_per_measure_and_reference():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["A label", "b", "c"]
     assert any(np.allclose(ln.get_xdata(), 0.1) for ln in ax.get_lines())
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {"ModernBERT (MLM)", "GPT-2 (CLM)"}
+    # a fraction ticked as the caption and tables write it, in percent (0.1 is 10%, never 0.1 beside "10%")
+    fig = tp.change_distribution(d, x="rel", percent=True, reference=0.1)
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    assert ticks and all(t.endswith("%") for t in ticks) and "10%" in ticks
 
 
 def test_layer_head_heatmaps_grid_and_difference():

@@ -430,13 +430,15 @@ def change_distribution(
     hue_labels: dict | None = None,
     reference: float | None = None,
     logx: bool = False,
+    percent: bool = False,
     width: float = 7.0,
     height: float | None = None,
 ):
     """Distribution of a per-run quantity ``x`` (e.g. relative change of mean rank) for each ``y`` (e.g. measure).
 
     A horizontal box plot per ``y`` and ``hue`` (architecture) with every run drawn as a
-    dot on top. ``reference`` draws a vertical dotted line (e.g. a tolerance of 10 %).
+    dot on top. ``reference`` draws a vertical dotted line (e.g. a tolerance of 10 %); ``percent`` ticks a fraction
+    ``x`` as percentages (0.1 as 10%), as the caption and tables write it.
     """
     d = data.copy()
     if y_labels:
@@ -486,6 +488,10 @@ def change_distribution(
         ax.axvline(reference, color="0.35", ls=":", lw=1.3)
     if logx:
         ax.set_xscale("log")
+    if percent:
+        from matplotlib.ticker import PercentFormatter
+
+        ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel)
     ax.legend(title=None, fontsize=MIN_FONT_SIZE, loc="lower right", framealpha=0.85)
