@@ -118,10 +118,11 @@ book.publish(reproducibility.section(**params))
 # brackets and names that recur across long spans), tokenised afresh. Its build: {glue:text}`repro_stdlib_meta`. Its
 # regime: {glue:text}`repro_stdlib_regime`
 #
-# Both checks were recorded on the design of 2026-12-05, before the default grid of 2026-12-06 (temperatures 1 to 8
-# and the study's $10^{-3}$, ModernBERT's 256-token vocabulary, the learned gate on the stock model; {doc}`changes`).
-# They test the same claims on that earlier design: a row where they differ from this build may differ for that
-# reason, and neither is a confirmation of this build's verdicts on runs it has not seen.
+# The second corpus was recorded on the default design of 2026-12-06, under the rules frozen that day: its rows test
+# this build's claims on another kind of text, with runs the rules had not seen. The scale check was recorded on the
+# design of 2026-12-05, before the default grid of 2026-12-06 (temperatures 1 to 8 and the study's $10^{-3}$,
+# ModernBERT's 256-token vocabulary, the learned gate on the stock model; {doc}`changes`): it tests the same claims on
+# that earlier design, and a row where it differs from this build may differ for that reason.
 #
 # **The confirmation** builds the default profile, its design and its frozen rules unchanged, on fresh seeds
 # (`ATTNRANK_SEEDS="[3, 4, 5]" jupyter-book build .`): every rule was frozen on 2026-12-06 ({doc}`changes`) after
