@@ -151,3 +151,13 @@ def test_a_check_says_which_verdicts_are_replications():
     assert same({"profile": "quick", "dataset": "stdlib"}) == {"theory", "target"}
     assert same({"profile": "scale"}) == {"theory", "seq_len", "headdim", "target"}
     assert same({"profile": "quick"}) == set(VERDICT_RUNS)
+
+
+def test_a_confirmation_build_is_the_same_computation_as_its_own_record(monkeypatch):
+    """A build made with ATTNRANK_SEEDS (the confirmation itself) reads the runs its record was made of."""
+    from attnrank.runs.experiments import VERDICT_RUNS, check_relation
+
+    monkeypatch.setenv("ATTNRANK_SEEDS", "[3, 4, 5]")
+    relation = check_relation("quick", {"profile": "quick", "seeds": [3, 4, 5]})
+    assert set(relation.values()) == {"same"} and len(relation) == len(VERDICT_RUNS)
+    assert check_relation("quick", {"profile": "quick"})["dynamics"] == "independent"  # the default seeds 0-2

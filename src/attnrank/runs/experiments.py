@@ -447,8 +447,8 @@ def check_relation(profile: str, check: dict, dataset=None) -> dict[str, str]:
             if old is not None:
                 os.environ["ATTNRANK_SEEDS"] = old
 
-    def runs(source, at, corpus, seeds) -> set:
-        with seeds_set(seeds):
+    def runs(source, at, corpus, seeds=None, *, this_build=False) -> set:
+        with contextlib.nullcontext() if this_build else seeds_set(seeds):  # this build: its own ATTNRANK_SEEDS
             configs = source.runs(at)
         corpus = default_dataset() if corpus is None else check_dataset(corpus)
         return {dataclasses.replace(c, dataset=corpus) for c in configs}
@@ -465,7 +465,7 @@ def check_relation(profile: str, check: dict, dataset=None) -> dict[str, str]:
             same = same_sizes and (source.runs is None or same_corpus)
             out[name] = "same" if same else "independent"
             continue
-        here = runs(source, profile, dataset, None)
+        here = runs(source, profile, dataset, this_build=True)
         there = runs(source, other, check.get("dataset"), check.get("seeds"))
         out[name] = "same" if here == there else "independent" if not here & there else "partly"
     return out
