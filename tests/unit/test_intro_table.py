@@ -175,7 +175,7 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
     scale = pd.DataFrame({"verdict": ["dynamics", "loss", "temp"], "status": [SUPPORTED, SUPPORTED, INCONCLUSIVE]})
     checks = {
         "confirm": (confirm, {"dynamics": "independent", "loss": "independent", "temp": "same"}),
-        "scale": (scale, {"dynamics": "independent", "loss": "independent", "temp": "same"}),
+        "scale": (scale, {"dynamics": "independent", "loss": "independent", "temp": "same"}, "2026-12-05"),
         "stdlib": (None, {}),
     }
     text, regime = findings_text(table, frozen, checks)
@@ -187,7 +187,7 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
     )
     # a same computation is not counted as agreeing, even where its recorded status differs
     assert (
-        "At 3 times the steps (the scale check): 0 of 2 replicated verdicts agree; they differ on (i) the rank is "
+        "At 3 times the steps (the scale check), recorded 2026-12-05: 0 of 2 replicated verdicts agree; they differ on (i) the rank is "
         f"stable ({NOT_SUPPORTED} here, {SUPPORTED} there); (ii) higher rank, lower loss" in text
     )
     assert "On a second corpus (the Python standard library): not recorded." in text

@@ -85,11 +85,12 @@ CHECK_NAMES = {
 }
 
 
-def check_sentence(name: str, claims, check, relation: dict) -> str:
+def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> str:
     """What a recorded check found, in one sentence: of this build's ``claims`` (``verdict``, ``status``) that the
     check replicates (``relation``: :func:`attnrank.runs.experiments.check_relation`; a verdict that is the same
     computation replicates nothing), how many it gives the same status, each one it does not, named with both
-    statuses, and how many are the same computation. ``check`` is its verdict table, ``None`` when not recorded."""
+    statuses, and how many are the same computation. ``check`` is its verdict table, ``None`` when not recorded;
+    ``date`` the day it was recorded."""
     if check is None:
         return f"{CHECK_NAMES[name]}: not recorded."
     there = dict(zip(check.verdict, check.status, strict=True))
@@ -100,7 +101,8 @@ def check_sentence(name: str, claims, check, relation: dict) -> str:
         for v in replicated
         if there.get(v) != here[v]
     ]
-    text = f"{CHECK_NAMES[name]}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
+    when = f", recorded {date}" if date else ""
+    text = f"{CHECK_NAMES[name]}{when}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
     same = len(here) - len(replicated)
     return text + (f" ({same} more {'is' if same == 1 else 'are'} the same computation)." if same else ".")
@@ -109,7 +111,7 @@ def check_sentence(name: str, claims, check, relation: dict) -> str:
 def findings_text(table, frozen=None, checks=None) -> tuple[str, str]:
     """The counts sentence, how many of the claims' rules were changed after looking (a frozen version above 1 in
     ``frozen``, :func:`attnrank.analysis.frozen.frozen_rules`), what each recorded check found (``checks``:
-    ``{name: (verdict table or None, relation)}`` in the order of :data:`CHECK_NAMES`, :func:`check_sentence`), each
+    ``{name: (verdict table or None, relation[, date recorded])}`` in the order of :data:`CHECK_NAMES`, :func:`check_sentence`), each
     status's claims by name and the headline verdict's finding (:data:`HEADLINE_VERDICT`), and the regime, of
     :func:`attnrank.book.published_verdicts`'s ``table``."""
     claims = table[(table.verdict != "regime") & ~table.verdict.isin(CHECKS)]
@@ -122,8 +124,8 @@ def findings_text(table, frozen=None, checks=None) -> tuple[str, str]:
     if frozen is not None:
         changed = int(frozen[frozen.verdict.isin(claims.verdict) & (frozen.version > 1)].verdict.nunique())
         text += f" {changed} of these {len(claims)} rules were changed after their evidence had been seen (†)."
-    for name, (check, relation) in (checks or {}).items():
-        text += " " + check_sentence(name, claims, check, relation)
+    for name, (check, relation, *date) in (checks or {}).items():
+        text += " " + check_sentence(name, claims, check, relation, *date)
     for status, head in ((SUPPORTED, "Supported"), (NOT_SUPPORTED, "Not supported"), (INCONCLUSIVE, "Open")):
         if named[status]:
             text += f" {head}: {'; '.join(named[status])}."
@@ -149,7 +151,7 @@ def _checks() -> dict:
     for name in CHECK_NAMES:
         table, meta = check_record(CHECK_FOLDERS[name])
         relation = check_relation(resolve_profile("auto"), meta) if meta else {}
-        out[name] = (None if table is None else table[table.verdict != "regime"], relation)
+        out[name] = (None if table is None else table[table.verdict != "regime"], relation, meta.get("date", ""))
     return out
 
 
