@@ -65,6 +65,8 @@
     fill("head", Array.from({ length: run.num_heads }, (_, i) => [i, String(i + 1)]), state.head);
     state.sequence = Math.min(state.sequence, run.attention.sequences - 1);
     fill("sequence", Array.from({ length: run.attention.sequences }, (_, i) => [i, String(i + 1)]), state.sequence);
+    // a page that keeps one probe sequence per run (a thin plan) has nothing to choose: no dead control
+    $("sequence").closest("label").hidden = run.attention.sequences < 2;
   }
 
   function pick(changed) {
