@@ -126,9 +126,9 @@ book.publish(measure.section(**params))
 #
 # The spectra of real attention (trained at $\tau = 1$ and at initialisation, float64 throughout) decay over
 # orders of magnitude without ever reaching zero. Across all matrices the median of the largest ratio of
-# consecutive singular values, $\max_k \sigma_k / \sigma_{k+1}$, is {glue:text}`measure_gap_modernbert_trained:.3g`
-# for trained ModernBERT and {glue:text}`measure_gap_gpt2_trained:.3g` for trained GPT-2
-# ({glue:text}`measure_gap_modernbert_init:.3g` and {glue:text}`measure_gap_gpt2_init:.3g` at initialisation; where
+# consecutive singular values, $\max_k \sigma_k / \sigma_{k+1}$, is {glue:text}`measure_gap_modernbert_trained:s`
+# for trained ModernBERT and {glue:text}`measure_gap_gpt2_trained:s` for trained GPT-2
+# ({glue:text}`measure_gap_modernbert_init:s` and {glue:text}`measure_gap_gpt2_init:s` at initialisation; where
 # attention is close to uniform the spectrum is the staircase of {doc}`the theory chapter <theory>`, and its
 # steps are the largest ratios), whereas a matrix of exact rank $r < n$ computed in float64 would drop by some
 # $10^{13}$ at $k = r$, to round-off. The smallest singular value is tiny: its median is

@@ -88,7 +88,7 @@ def matrix_facts(matrices: pd.DataFrame, n: int) -> dict:
     out = {}
     for (arch, state), g in ref.groupby(["arch", "state"]):
         tag = f"{arch}_{'init' if state == 'initialisation' else 'trained'}"
-        out[f"measure_gap_{tag}"] = float(g.max_gap.median())
+        out[f"measure_gap_{tag}"] = fmt_sci(float(g.max_gap.median()), 3)  # up to 1e10: a power of ten, not 1.96e+10
         out[f"measure_smin_{tag}"] = fmt_sci(float(g.sigma_min.median()), 2)  # tiny, never rounded to zero
     certified = (ref.sigma_min > n * EPS64 * ref.sigma_1).groupby(ref.arch).mean()
     out.update({f"measure_certified_{a}_pct": 100 * float(v) for a, v in certified.items()})
