@@ -80,7 +80,7 @@ def test_each_rule_finds_its_fault_and_nothing_else(site):
         "chapters/warned.html: warning: build message: System Message: WARNING/2 Unknown target name.",
     ]
     assert [r.name for r in sitecheck.PRINTED_RULES] == ["stderr", "traceback", "warning", "machine-path"]
-    assert sitecheck.RULES == sitecheck.PRINTED_RULES + sitecheck.BOOK_RULES and len(sitecheck.BOOK_RULES) == 15
+    assert sitecheck.RULES == sitecheck.PRINTED_RULES + sitecheck.BOOK_RULES and len(sitecheck.BOOK_RULES) == 16
 
 
 def test_the_command_exits_1_with_one_line_per_finding_0_when_clean_2_without_a_site(site, tmp_path):
