@@ -111,7 +111,7 @@ def test_a_run_without_kept_attention_says_so(private_store, monkeypatch):
             summary = json.loads((path / "summary.json").read_text())
             summary["files"] = [f for f in summary["files"] if f != store.ATTENTION_FILE]
             (path / "summary.json").write_text(json.dumps(summary))
-            manifest["files"]["summary.json"] = store._sha256(path / "summary.json")
+            manifest["files"]["summary.json"] = store.file_sha256(path / "summary.json")
         (path / "COMPLETE").write_text(json.dumps(manifest))
 
     drop_attention(r.path, from_summary=False)

@@ -551,7 +551,7 @@ def test_a_forged_old_format_run_is_trained_again_and_missing_weights_are_named(
     (first.path / "summary.json").write_text(json.dumps(summary))
     marker = json.loads((first.path / "COMPLETE").read_text())
     marker["files"] = {k: v for k, v in marker["files"].items() if k != "model.safetensors"}
-    marker["files"]["summary.json"] = store._sha256(first.path / "summary.json")
+    marker["files"]["summary.json"] = store.file_sha256(first.path / "summary.json")
     (first.path / "COMPLETE").write_text(json.dumps(marker))
     assert store.read(first.path) is None  # damaged: trained again
     again = store.run(arch="gpt2", profile="ci", max_steps=2)

@@ -151,13 +151,13 @@ def _rewrite(path: Path, name: str, document) -> None:
     """Write ``name`` in run folder ``path`` and update the marker's checksum, as a tamperer would."""
     (path / name).write_text(json.dumps(document))
     marker = json.loads((path / "COMPLETE").read_text())
-    marker["files"][name] = store._sha256(path / name)
+    marker["files"][name] = store.file_sha256(path / name)
     (path / "COMPLETE").write_text(json.dumps(marker))
 
 
 def _damage(path: Path, how: str) -> None:
     (path.parent / "outside.json").write_text("{}")  # a file outside the run's folder
-    outside = store._sha256(path.parent / "outside.json")
+    outside = store.file_sha256(path.parent / "outside.json")
     marker = json.loads((path / "COMPLETE").read_text())
     summary = json.loads((path / "summary.json").read_text())
     if how.startswith("marker:"):
@@ -177,7 +177,7 @@ def _damage(path: Path, how: str) -> None:
         name = {"marker": "COMPLETE", "summary": "summary.json", "config": "config.json"}[how.split(":", 1)[1]]
         (path / name).write_text(deep)
         if name != "COMPLETE":  # a tamperer who also updates the checksum
-            marker["files"][name] = store._sha256(path / name)
+            marker["files"][name] = store.file_sha256(path / name)
             (path / "COMPLETE").write_text(json.dumps(marker))
     elif how.startswith("summary:"):
         document = {

@@ -155,7 +155,7 @@ def test_weights_that_do_not_fit_the_model_are_refused(runs, change):
         del state[name]
     save_file(state, str(path), metadata={"format": "pt"})
     manifest = json.loads((r.path / "COMPLETE").read_text())
-    manifest["files"]["model.safetensors"] = store._sha256(path)  # the checksum matches: only the keys are wrong
+    manifest["files"]["model.safetensors"] = store.file_sha256(path)  # the checksum matches: only the keys are wrong
     (r.path / "COMPLETE").write_text(json.dumps(manifest))
     stored = store.run(**CFG)
     assert not stored.fresh

@@ -57,6 +57,7 @@ __all__ = [
     "TOKENIZER_FAMILY",
     "absolute_path_settings",
     "bounded_path",
+    "file_sha256",
     "intact",
     "seal",
     "acquire",
@@ -248,7 +249,8 @@ def writing(tmp: Path, what: str):
         ) from None
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of the file at ``path``, read in chunks: the checksum of every cache file and run file."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
@@ -258,7 +260,7 @@ def seal(tmp: Path, path: Path) -> None:
     file in place always has the digest :func:`intact` checks it against."""
     side = path.with_name(path.name + ".sha256")
     side_tmp = side.with_name(f"{side.name}.tmp{os.getpid()}")
-    side_tmp.write_text(_sha256(tmp))
+    side_tmp.write_text(file_sha256(tmp))
     os.replace(side_tmp, side)
     os.replace(tmp, path)
 
@@ -274,7 +276,7 @@ def intact(path: Path, what: str) -> bool:
     if not path.exists():
         return False
     try:
-        if (path.with_name(path.name + ".sha256")).read_text().strip() == _sha256(path):
+        if (path.with_name(path.name + ".sha256")).read_text().strip() == file_sha256(path):
             return True
     except OSError:
         pass

@@ -52,7 +52,7 @@ import torch
 from filelock import FileLock
 
 from ..core import train
-from ..core.data import acquire, bounded_path, data_dir, dataset_fingerprint
+from ..core.data import acquire, bounded_path, data_dir, dataset_fingerprint, file_sha256
 from ..core.errors import ConfigError, RunDamaged
 from ..core.measures import MEASURES
 from ..core.models import model_from_config
@@ -270,10 +270,6 @@ def run_key(cfg: RunConfig) -> str:
         + json.dumps(train.run_environment(), sort_keys=True)
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -508,7 +504,7 @@ def read(path: Path | str) -> Run | None:
         if manifest["key"] != match.group(1):
             raise ValueError(f"the marker names key {manifest['key']}, the folder {match.group(1)}")
         for file, digest in manifest["files"].items():
-            if _sha256(path / file) != digest:
+            if file_sha256(path / file) != digest:
                 raise ValueError(f"checksum mismatch in {file}")
         config = json.loads((path / "config.json").read_text())
         _validate(config, "config.json")
@@ -625,7 +621,7 @@ def _write(tmp: Path, cfg: RunConfig, result, key: str) -> None:
         summary["pad_token_id"] = result.model.config.pad_token_id
     summary["files"] = sorted({p.name for p in tmp.iterdir()} | {"summary.json"})  # what the marker must list
     (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-    files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+    files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
     (tmp / "COMPLETE").write_text(json.dumps({"key": key, "files": files}, indent=2))
 
 
