@@ -24,6 +24,7 @@ from attnrank.chapters import protocol, seqlen
 from attnrank.chapters import theory as tx
 from attnrank.core.rank import MEASURES
 from attnrank.plots import measure as pms
+from attnrank.runs.presets import preset
 
 MODULES = ("causal", "measure", "protocol", "seqlen", "sweeps", "theory", "training")
 #: Public functions of the plot modules that draw no figure of their own.
@@ -150,7 +151,7 @@ def _forest():
             dict(panel=p, arch=a, lever=lv, estimate=e, low=e - 1, high=e + 1)
             for p in ("rank", "loss")
             for a in ARCHS
-            for lv, e in (("tau halved", 3.0), ("d_head doubled", 1.0))
+            for lv, e in (("tau halved", 3.0), ("head dimension doubled", 1.0))
         ]
     )
 
@@ -414,6 +415,8 @@ def _theory_sections():
 
 
 def _toy():
+    # at the default build's size (its temperatures and head dimensions), where tick labels and legends are most crowded
+    sizes = preset("target", "quick")
     return pd.DataFrame(
         [
             dict(
@@ -428,8 +431,8 @@ def _toy():
             )
             for v in ("standard", "normalised")
             for t in ("low", "high")
-            for tau in (0.5, 1.0)
-            for d in (2, 4)
+            for tau in sizes["taus"]
+            for d in sizes["head_dims"]
             for s in (0, 1)
         ]
     )
@@ -686,6 +689,44 @@ def _collisions(fig, r, tolerance: float = 1.0) -> list[str]:
     return sorted(set(out))
 
 
+def _identifiers(fig) -> list[str]:
+    """Visible texts of ``fig`` (legends, labels, titles, ticks) that show a code identifier, such as a measure's
+    registry name (``rank_rtol_1e-2``) or a column name, outside mathematics: a reader sees the measure's own name."""
+    import re
+
+    from matplotlib.text import Text
+
+    out = []
+    for t in fig.findobj(Text):
+        text = re.sub(r"\$[^$]*\$", "", t.get_text()) if t.get_visible() else ""
+        if re.search(r"\b[A-Za-z]+_[A-Za-z0-9_.\-]+", text) or any(m in text for m in MEASURES):
+            out.append(repr(t.get_text()))
+    return sorted(set(out))
+
+
+def _legend_over_data(fig, r) -> list[str]:
+    """Legends drawn inside a panel that cover its data: a marker or a line's vertex (``ax.lines``) or a scatter
+    point (a collection's offsets) inside the legend's box. Bands and bars are left out (they fill the panel)."""
+    from matplotlib.collections import PathCollection
+
+    out = []
+    for ax in fig.get_axes():
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible():
+            continue
+        box = legend.get_window_extent(r)
+        points = [line.get_transform().transform(np.column_stack(line.get_data()).astype(float)) for line in ax.lines]
+        points += [
+            c.get_offset_transform().transform(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection)
+        ]
+        xy = np.concatenate([p for p in points if len(p)]) if any(len(p) for p in points) else np.empty((0, 2))
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
+        if inside.any():
+            out.append(f"the legend of {ax.get_title()!r} covers {int(inside.sum())} data points")
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_a_figure_is_the_same_bytes_on_every_call_and_fits_its_canvas(name):
     args, kwargs = SAMPLES[name]()
@@ -703,5 +744,7 @@ def test_a_figure_is_the_same_bytes_on_every_call_and_fits_its_canvas(name):
         assert _off_canvas(fig, renderer) == []  # nothing cut off on the page
         assert _collisions(fig, renderer) == []  # no label runs into another or into a neighbouring panel
         assert _small_text(fig) == []  # every text legible at the column's width
+        assert _legend_over_data(fig, renderer) == []  # no legend hides a point or a line
+        assert _identifiers(fig) == []  # no code identifier where a reader reads words
     finally:
         plt.close(fig)

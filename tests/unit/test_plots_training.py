@@ -64,7 +64,7 @@ def test_trajectories_panels_labels_highlight_and_failed():
     assert len(fig.axes) == 5  # plus one colour bar
     assert panels[0].get_ylabel() == "mean rank"
     assert panels[2].get_xlabel() == "training step"
-    assert "ModernBERT" in panels[0].get_title() and "rank_rtol_1e-2" in panels[0].get_title()
+    assert "ModernBERT" in panels[0].get_title() and "rank, rtol 1e-2" in panels[0].get_title()  # by name, not key
     # one bold line (the highlighted tau = 1) per panel, coloured with tau = 1's colour
     color, _, _ = tp.hue_scale(d.tau)
     for ax in panels:
@@ -148,7 +148,8 @@ def test_change_distribution_has_one_row_per_measure_and_reference():
     assert ax.get_xlabel() == "relative change"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["A label", "b", "c"]
     assert any(np.allclose(ln.get_xdata(), 0.1) for ln in ax.get_lines())
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"ModernBERT (MLM)", "GPT-2 (CLM)"}
+    assert ax.get_legend() is None  # below the panel, where it hides no dot
+    assert {t.get_text() for t in fig.legends[0].get_texts()} == {"ModernBERT (MLM)", "GPT-2 (CLM)"}
     # a fraction ticked as the caption and tables write it, in percent (0.1 is 10%, never 0.1 beside "10%")
     fig = tp.change_distribution(d, x="rel", percent=True, reference=0.1)
     fig.canvas.draw()

@@ -17,8 +17,8 @@ from matplotlib.colors import LogNorm
 
 from ..core.errors import ConfigError
 from ..words.glossary import fmt_setting
-from . import cell_labels_fit, figure, new_figure
-from .style import MIN_FONT_SIZE, PALETTE, SYMBOLS, axis_label, check_columns, decade_labels
+from . import cell_labels_fit, figure, figure_legend, new_figure
+from .style import MIN_FONT_SIZE, PALETTE, SYMBOLS, axis_label, check_columns, decade_labels, measure_label
 
 __all__ = [
     "exact_spectrum",
@@ -110,7 +110,10 @@ def staircase(sv: pd.DataFrame, slopes: pd.DataFrame):
         xlabel=r"logit scale $\beta$ (dimensionless)",
         ylabel=r"$\sigma_k(\mathrm{softmax}(\beta S_0))$",
     )
-    a.legend(title="block m", fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE, ncol=2)
+    blocks_legend = a.get_legend_handles_labels()[0]
+    a.get_legend().remove()
+    for h in blocks_legend:
+        h.set_label(f"block $m = {h.get_label()}$")
     cl = slopes[slopes["clean"]]
     b.step(slopes["k"], slopes["predicted"], where="mid", color="0.3", lw=1.2, label="predicted m(k)")
     b.scatter(cl["k"], cl["slope"], s=10, color=sns.color_palette(PALETTE)[1], label="measured slope", zorder=3)
@@ -118,7 +121,8 @@ def staircase(sv: pd.DataFrame, slopes: pd.DataFrame):
     if len(nc):
         b.scatter(nc["k"], nc["slope"], s=10, facecolors="none", edgecolors="0.6", label="at float64 floor")
     b.set(xlabel="index k", ylabel=r"exponent of $\beta$ in $\sigma_k$")
-    b.legend(fontsize=MIN_FONT_SIZE)
+    # one legend below both panels: inside them, it hid singular values and slopes
+    figure_legend(fig, blocks_legend + b.get_legend_handles_labels()[0], max_cols=5)
     return fig
 
 
@@ -180,7 +184,7 @@ def saturation(df: pd.DataFrame, limit: pd.DataFrame):
             ms=4,
             capsize=2,
             color=colors[m],
-            label=m,
+            label=measure_label(m),
         )
         lim = limit[limit["measure"] == m]
         if len(lim):
@@ -257,14 +261,14 @@ def hardmax_monte_carlo(df: pd.DataFrame, refs: pd.DataFrame):
             ms=4,
             capsize=2,
             color=colors[n],
-            label=f"n = {n}: Monte Carlo",
+            label=f"$n = {n}$: Monte Carlo",
         )
         r = refs[refs["n"] == n].iloc[0]
-        ax.axhline(r["expected_distinct"] / n, color=colors[n], ls="--", lw=0.9, label=f"n = {n}: n(1-(1-1/n)^n)/n")
-        ax.axhline(r["study_bound"] / n, color=colors[n], ls=":", lw=1.1, label=f"n = {n}: ((1-1/e)n+1)/n")
+        ax.axhline(r["expected_distinct"] / n, color=colors[n], ls="--", lw=0.9, label=f"$n = {n}$: $1 - (1 - 1/n)^n$")
+        ax.axhline(r["study_bound"] / n, color=colors[n], ls=":", lw=1.1, label=f"$n = {n}$: $1 - 1/e + 1/n$")
     ax.set_xscale("log", base=2)
-    ax.set(xlabel=axis_label("head_dim"), ylabel=r"hardmax rank $r_H$ / n (mean, 95% CI)")
-    ax.legend(fontsize=MIN_FONT_SIZE, loc="lower right")
+    ax.set(xlabel=axis_label("head_dim"), ylabel=r"hardmax rank $r_H / n$ (mean, 95% CI)")
+    figure_legend(fig, ax.get_legend_handles_labels()[0], max_cols=3)  # below: inside, it hid the estimates
     return fig
 
 

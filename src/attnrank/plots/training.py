@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting, fmt_tau
 from . import PALETTE, cell_labels_fit, figure, figure_legend, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
-from .style import FAILED_MARKER, FONT_SIZE, HEAD_DIM_CMAP, LABELS, MIN_FONT_SIZE, SYMBOLS, TAU_CMAP
+from .style import FAILED_MARKER, FONT_SIZE, HEAD_DIM_CMAP, LABELS, MIN_FONT_SIZE, SYMBOLS, TAU_CMAP, measure_label
 
 __all__ = [
     "TAU_CMAP",
@@ -122,9 +122,9 @@ def _joined(parts) -> str:
 def _title(ax, row, r, col, c, row_labels, col_labels):
     parts = []
     if row is not None:
-        parts.append((row_labels or {}).get(r, r))
+        parts.append((row_labels or {}).get(r, measure_label(r)))
     if col is not None:
-        parts.append((col_labels or {}).get(c, c))
+        parts.append((col_labels or {}).get(c, measure_label(c)))
     ax.set_title(_joined(parts), fontsize=FONT_SIZE)
 
 
@@ -441,8 +441,7 @@ def change_distribution(
     ``x`` as percentages (0.1 as 10%), as the caption and tables write it.
     """
     d = data.copy()
-    if y_labels:
-        d[y] = d[y].map(lambda v: y_labels.get(v, v))
+    d[y] = d[y].map(lambda v: (y_labels or {}).get(v, measure_label(v)))  # a measure by its name, never its key
     if hue_labels is None and hue == "arch":
         hue_labels = ARCH_LABELS
     if hue_labels:
@@ -494,7 +493,9 @@ def change_distribution(
         ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel)
-    ax.legend(title=None, fontsize=MIN_FONT_SIZE, loc="lower right", framealpha=0.85)
+    handles = ax.get_legend_handles_labels()[0]
+    ax.get_legend().remove()  # below the panel: inside it, the legend hid the dots at one end
+    figure_legend(fig, handles)
     return fig
 
 
