@@ -438,6 +438,14 @@ def _toy():
     )
 
 
+def _floor():
+    from types import SimpleNamespace
+
+    from attnrank.chapters.target import floor_table
+
+    return floor_table(SimpleNamespace(**preset("target", "quick")))
+
+
 def _toy_curves():
     return pd.DataFrame(
         [
@@ -510,7 +518,7 @@ def _samples() -> dict:
         "theory.hardmax_convergence": lambda: ((sec("p2").tables["curves"], sec("p2").tables["thresholds"]), {}),
         "theory.hardmax_monte_carlo": lambda: ((sec("thm").tables["mc"], sec("thm").tables["refs"]), {}),
         "theory.toy_heatmaps": lambda: ((_toy(), "value"), {}),
-        "theory.toy_kl_vs_tau": lambda: ((_toy(),), {}),
+        "theory.toy_kl_vs_tau": lambda: ((_toy(),), {"floor": _floor()}),
         "theory.toy_curves": lambda: ((_toy_curves(), [("standard", 2), ("standard", 4)]), {}),
         "theory.rank_vs_kl": lambda: ((_toy(),), {"n": 4}),
         "theory.section_figure": lambda: (("p1_taylor", sec("p1_taylor"), z()), {}),

@@ -217,11 +217,15 @@ def floor_table(s: Settings) -> pd.DataFrame:
                 dict(
                     tau=tau,
                     kl=normalised_kl_floor(s.n, torch.tensor(tau)).numpy(),
-                    curve="P5 floor log(1+(n-1)e^{-2/tau})",
+                    curve="P5 floor (normalised q and k)",
                 )
             ),
             pd.DataFrame(
-                dict(tau=tau, kl=simplex_kl(s.n, torch.tensor(tau)).numpy(), curve="simplex keys (needs d_h >= n-1)")
+                dict(
+                    tau=tau,
+                    kl=simplex_kl(s.n, torch.tensor(tau)).numpy(),
+                    curve="simplex keys (head dimension ≥ n − 1)",
+                )
             ),
         ],
         ignore_index=True,

@@ -91,13 +91,21 @@ def figure_legend(fig, handles, *, max_cols: int = 4, loc: str = "outside lower 
     """
     kw = {"fontsize": MIN_FONT_SIZE, "frameon": False, **kw}
     handles = list(handles)
-    renderer = fig.canvas.get_renderer()
-    for ncols in range(max(1, min(max_cols, len(handles))), 0, -1):
-        legend = fig.legend(handles=handles, loc=loc, ncols=ncols, **kw)
-        if ncols == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
-            return legend
-        legend.remove()
-    return legend
+    # measured on a scratch figure of the same size: a legend added to ``fig`` and removed again still moved the
+    # constrained layout, which then put the panels' y labels off the canvas
+    scratch = plt.figure(figsize=fig.get_size_inches(), dpi=fig.dpi)
+    try:
+        renderer = scratch.canvas.get_renderer()
+        ncols = max(1, min(max_cols, len(handles)))
+        while ncols > 1:
+            trial = scratch.legend(handles=handles, loc="lower center", ncols=ncols, **kw)
+            if trial.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
+                break
+            trial.remove()
+            ncols -= 1
+    finally:
+        plt.close(scratch)
+    return fig.legend(handles=handles, loc=loc, ncols=ncols, **kw)
 
 
 def shared_xlabel(fig, axes, text: str):

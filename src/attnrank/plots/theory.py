@@ -369,7 +369,12 @@ def toy_kl_vs_tau(df: pd.DataFrame, *, floor: pd.DataFrame | None = None, kl_min
         )
         decade_labels(ax)
     axes[0][0].set_ylim(kl_min / 2, float(df.groupby(["variant", "head_dim", "tau"])["kl"].mean().max()) * 2)
-    axes[0][-1].legend(title=SYMBOLS["head_dim"] + " / reference", fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
+    handles = axes[0][-1].get_legend_handles_labels()[0]
+    axes[0][-1].get_legend().remove()  # below the panels: inside, it sat on the curves where they meet the floor
+    for h in handles:
+        if h.get_label() in {str(d) for d in df["head_dim"].unique()}:
+            h.set_label(f"{SYMBOLS['head_dim']} = {h.get_label()}")
+    figure_legend(fig, handles, max_cols=4)
     return fig
 
 

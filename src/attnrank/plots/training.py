@@ -128,9 +128,25 @@ def _title(ax, row, r, col, c, row_labels, col_labels):
     ax.set_title(_joined(parts), fontsize=FONT_SIZE)
 
 
-def _colorbar(fig, axes, sm, values, label):
+#: At most this many hue values get a legend entry each instead of a colour bar (a bar for two values reads as a
+#: continuum that is not there).
+FEW_HUES = 3
+
+
+def _hue_key(fig, axes, sm, values, label):
+    """The colour bar right of the panels, ticked at each of ``values``; for at most :data:`FEW_HUES` values a bar of
+    one block per value (a continuous bar for two values read as a continuum that is not there)."""
+    if len(values) <= FEW_HUES:
+        colors = [sm.to_rgba(v) for v in values]
+        sm = cm.ScalarMappable(
+            norm=mcolors.BoundaryNorm(np.arange(len(values) + 1) - 0.5, len(values)),
+            cmap=mcolors.ListedColormap(colors),
+        )
+        ticks = np.arange(len(values))
+    else:
+        ticks = values
     cb = fig.colorbar(sm, ax=list(np.ravel(axes)), label=label, shrink=0.9, pad=0.02, aspect=30)
-    cb.set_ticks(values)
+    cb.set_ticks(ticks)
     cb.set_ticklabels([fmt_setting(v) for v in values])
     cb.minorticks_off()
     return cb
@@ -283,6 +299,7 @@ def trajectories(
             ax.set_xlabel(xlabel or SETTING_LABELS.get(x, x) if i == len(rows) - 1 else "")
             yl = ylabel.get(r, y) if isinstance(ylabel, dict) else (ylabel or y)
             ax.set_ylabel(yl if j == 0 else "")
+    _hue_key(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
     handles = []
     if highlight is not None:
         handles.append(
@@ -304,7 +321,6 @@ def trajectories(
         )
     if baseline is not None:
         handles.append(Line2D([], [], color="0.4", ls=":", lw=1.2, label=baseline_label))
-    _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
     figure_legend(fig, handles)
     return fig
 
@@ -404,6 +420,7 @@ def run_scatter(
             _note_above(ax, text)
             ax.set_xlabel(xlabel or x if i == len(rows) - 1 else "")
             ax.set_ylabel(ylabel or y if j == 0 else "")
+    _hue_key(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
     handles = []
     if identity:
         handles.append(Line2D([], [], color="0.4", ls="--", lw=1, label="final = initial"))
@@ -411,9 +428,8 @@ def run_scatter(
         handles.append(Line2D([], [], marker="^", mfc="none", mec="0.3", ls="none", label="never reached (censored)"))
     if counts["failed"]:
         handles.append(Line2D([], [], marker=FAILED_MARKER, color=_FAILED_COLOR, ls="none", label="diverged run"))
-    _colorbar(fig, axes, sm, hue_values, hue_label or SETTING_LABELS.get(hue, hue))
     if handles:
-        figure_legend(fig, handles, max_cols=len(handles))
+        figure_legend(fig, handles, max_cols=min(len(handles), 4))
     return fig
 
 
