@@ -101,9 +101,11 @@ book.publish(theory.section(**params))
 # **Statement.** Let $M = \max_i \tfrac12(\max_j S_{ij} - \min_j S_{ij})$ be the largest
 # half-range of a row of logits. Then for every $m \ge 0$
 #
-# $$\sigma_{r_m + 1}(A) \;\le\; \frac{e^{2M} M^{m+1}}{(m+1)!},
-# \qquad\text{hence}\qquad
-# \operatorname{rank}_\varepsilon(A) \le \min\Big\{ r_m : \frac{e^{2M} M^{m+1}}{(m+1)!} \le \varepsilon \Big\}.$$
+# $$\sigma_{r_m + 1}(A) \;\le\; \frac{e^{2M} M^{m+1}}{(m+1)!},$$
+#
+# hence
+#
+# $$\operatorname{rank}_\varepsilon(A) \le \min\Big\{ r_m : \frac{e^{2M} M^{m+1}}{(m+1)!} \le \varepsilon \Big\}.$$
 #
 # Moreover, for $A(\beta) = \operatorname{softmax}(\beta S_0)$ with $\beta \to 0$ the singular values fall in
 # blocks: $\sigma_k = \Theta(\beta^m)$ for $r_{m-1} < k \le r_m$.

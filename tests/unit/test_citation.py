@@ -28,3 +28,19 @@ def test_a_citation_file_without_a_version_is_named(tmp_path):
     (tmp_path / "CITATION.cff").write_text("title: t\nauthors: [{name: a}]\ndate-released: 2026-01-01\n")
     with pytest.raises(ConfigError, match="version"):
         citation(tmp_path / "CITATION.cff")
+
+
+def test_the_bibliography_is_labelled_as_the_text_cites_author_and_year():
+    from pybtex.database import parse_file
+
+    from attnrank.sphinxext import _unshadow_latex_codec
+    from attnrank.sphinxext.bibliography import AuthorYearStyle
+
+    _unshadow_latex_codec()  # as the build does: the LaTeX accents decoded
+    labels = {
+        e.key: e.label for e in AuthorYearStyle().format_bibliography(parse_file(ROOT / "chapters" / "references.bib"))
+    }
+    assert labels["min2023efficiency"] == "Min & Li 2023"
+    assert labels["warner2024modernbert"] == "Warner et al. 2024"  # not pybtex's alpha "WCClavie+24"
+    assert labels["roy2007effective"] == "Roy & Vetterli 2007"
+    assert len(set(labels.values())) == len(labels)

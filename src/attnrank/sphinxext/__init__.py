@@ -146,6 +146,8 @@ def setup(app):
     full disk and a terminating signal end the build cleanly.
     """
     _unshadow_latex_codec()
+    from . import bibliography  # noqa: F401  (registers the pybtex style "attnrank": author-year labels)
+
     build.terminate_as_interrupt()
     # the executor does not change results (every executor gives bit-identical runs)
     app.add_config_value("attnrank_sweep", "process", "")
