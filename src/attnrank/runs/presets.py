@@ -120,8 +120,12 @@ PRESETS = {
 #: ``attnrank.runs.experiments.SEQ_LENS``) and the causal chapter's 2 x 2 and twins at ``ci`` sizes
 #: for ``ci`` and ``quick`` builds, at ``quick`` sizes (where the models learn) for ``scale`` (three seeds) and
 #: ``paper``. At ``quick`` they are the ``ci`` runs (since 2026-12-06: trained five times longer, at 200 and 160
-#: steps, neither model learned at ``ci`` sizes either, and the default's time went to the grid where both learn;
-#: the causal 2 x 2 at the default's sizes needs about 1,900 CPU seconds more than the build's 30 minutes allow).
+#: steps, neither model learned at ``ci`` sizes either, and the default's time went to the grid where both learn).
+#: The causal 2 x 2 at the default's sizes, measured: 30 runs (5 cells x 3 seeds x 2 models) at 52-64 CPU seconds
+#: each, about 1,700 CPU seconds or 14 minutes of two cores, against 3 minutes of headroom under 30. The levers do
+#: not close it: at 500 steps ModernBERT is still on its plateau (4.2-4.6 nats at step 500 of every tau >= 1 run,
+#: 3.6 at 1000); dropping the twin leaves 24 runs (11 minutes); sharing the stock and tau cells with the grid needs
+#: the grid trained under P3's conditions (a new design for every recorded check) and still leaves 12-18 runs.
 RUN_PRESETS = {  # ``scale`` keeps ``quick``'s sequence-length runs (set below)
     "seq_len": {
         "ci": dict(sizes="ci", overrides={}, seeds=(0, 1, 2)),
