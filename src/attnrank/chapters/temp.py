@@ -443,6 +443,232 @@ def loss_finding(loss_v: SweepVerdict) -> str:
     return f"ρ(log τ, final loss): {rho} (negative: hotter trains lower, the study's sign); lowest loss at τ = {best}."
 
 
+def _initial_scale(plan, tau: float):
+    """The logit scale at initialisation at ``tau`` and ``tau = 1`` (seed 0): glue, the table and the uniform
+    attention's ranks (for the figures' reference lines)."""
+    m = PRIMARY_MEASURE
+    init = baselines.init_means(
+        [
+            resolve_config(a, plan.profile, tau=t, seed=0, dataset=plan.dataset)
+            for a in ARCHS
+            for t in sorted({tau, STOCK})
+        ]
+    )
+    n_tok = int(init.n.iloc[0])
+    uniform = baselines.uniform_ranks(n_tok)
+    at = {"tau": tau, "base": STOCK}
+    glue = {
+        k: fmt(v, 3) if "logit_sd" in k else fmt(v, 4)
+        for k, v in {
+            **tables.means_at(init, "logit_sd", at, prefix="temp_logit_sd_"),
+            **tables.means_at(init, "attention_entropy", at, prefix="temp_entropy_"),
+        }.items()
+    }
+    glue.update(
+        {
+            **{f"temp_uniform_{a}": fmt(u[m]) for a, u in uniform.items()},
+            "temp_log_n": fmt(math.log(n_tok), 4),
+            "temp_uniform_causal_rank_rtol": fmt(uniform["gpt2"]["rank_rtol_1e-2"], 0),
+            "temp_n": n_tok,
+        }
+    )
+    table = Table(
+        "temp_init",
+        init.assign(arch=init.arch.map(ARCH_LABELS))[["arch", "tau", "logit_sd", "n", m, "attention_entropy"]].rename(
+            columns={
+                "arch": "model",
+                "tau": "τ",
+                "logit_sd": "logit sd (within a row)",
+                "n": "tokens",
+                m: MEASURE_LABELS[m],
+                "attention_entropy": "attention entropy (nats)",
+            }
+        ),
+        digits=4,
+        formats={"τ": fmt_setting},
+    )
+    return glue, table, uniform
+
+
+def _fine_grid(plan, refs):
+    """Freshly initialised models on the fine grid (:data:`FINE_TAUS`, every rank measure): glue, the peaks' table and
+    the figure."""
+    fine = baselines.init_means(
+        [
+            resolve_config(a, plan.profile, tau=t, seed=s, dataset=plan.dataset)
+            for a in ARCHS
+            for t in FINE_TAUS
+            for s in range(FINE_SEEDS)
+        ],
+        measures=RANK_MEASURES,
+    )
+    peaks = fine_peaks(fine)
+    glue = {
+        "temp_fine_n": len(FINE_TAUS),
+        "temp_fine_min": fmt_setting(min(FINE_TAUS)),
+        "temp_fine_max": fmt_setting(max(FINE_TAUS)),
+        "temp_fine_factor": fmt(FINE_TAUS[1] / FINE_TAUS[0], 2),
+        "temp_fine_seeds": FINE_SEEDS,
+        **{f"temp_fine_peak_{r.arch}_{r.measure}": _fine_peak_text(r) for r in peaks.itertuples()},
+    }
+    table = Table(
+        "temp_fine_peaks",
+        peaks.assign(
+            model=peaks.arch.map(ARCH_LABELS),
+            measure=peaks.measure.map(MEASURE_LABELS),
+            where=[_fine_peak_text(r) for r in peaks.itertuples()],
+        )[["model", "measure", "where", "peak"]].rename(
+            columns={"where": "where the mean initial rank is largest", "peak": "mean rank there"}
+        ),
+        digits=2,
+    )
+    fine_long = fine.melt(
+        id_vars=["arch", "tau", "seed"], value_vars=list(RANK_MEASURES), var_name="measure", value_name="value"
+    )
+    figure = Figure(
+        "temp_fine", sweeps.by_setting(fine_long, "tau", facet="measure", baseline=STOCK, refs=refs), fine_long
+    )
+    return glue, table, figure
+
+
+def _rank_figures(tsweep, ranks_long, refs, tau: float, profile: str) -> list:
+    """The headline (the study's count against the primary measure) and the rank against the temperature, every
+    measure."""
+    shown = (PRIMARY_MEASURE, experiments.STUDY_MEASURE)
+    headline = pd.concat([ranks_long[ranks_long.measure == mm] for mm in shown], ignore_index=True)
+    return [
+        Figure(
+            "temp_headline",
+            sweeps.by_setting(
+                headline,
+                "tau",
+                facet="measure",
+                style="when",
+                baseline=STOCK,
+                refs=refs[refs.measure.isin(shown)] if "measure" in refs else refs,
+                ncols=2,
+                width=3.6,
+                height=3.0,
+            ),
+            headline,
+            # the intro shows this figure and writes its caption
+        ),
+        Figure(
+            "temp_rank_vs_tau",
+            sweeps.by_setting(
+                ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=STOCK, refs=refs
+            ),
+            pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
+            f"{runs_caption(tsweep, profile)}.",
+        ),
+    ]
+
+
+def _rank_rule(grid_runs, tsweep, at: dict, tau_min: float, n_seeds: int):
+    """Rule (iii) on the initial rank, every measure: the verdicts per measure, the table and the glue."""
+    m = PRIMARY_MEASURE
+    rank_v = {mm: rules.temperature_rank(grid_runs, f"initial_{mm}", stock=STOCK, cold=tau_min) for mm in RANK_MEASURES}
+    rv = rank_v[m]
+    glue = {}
+    for a, r in rv.arch.items():
+        e = r.verdict.estimate
+        glue.update(
+            {
+                f"temp_cold_diff_{a}": fmt_estimate(e),
+                f"temp_cold_p_{a}": fmt(e.p),
+                f"temp_rank_spread_{a}": fmt(r.spread, 3),
+                f"temp_peak_{a}": grid_interval(r.shape, words=True, note=shape_text(r).split(" (")[0]),
+            }
+        )
+    for k, v in tables.means_at(tsweep, f"initial_{m}", {**at, "min": tau_min}, prefix="temp_rank0_").items():
+        glue[k] = fmt(v)
+    glue["temp_rank_needed"] = needed_clause(rv.arch, f"one unit of {MEASURE_LABELS[m]}")
+    glue["temp_sign"] = sign_finding(rank_v)
+    glue["temp_n_resamples"] = f"{stats.N_RESAMPLES:,}"
+    glue["temp_min_p"] = fmt(2 / math.comb(2 * n_seeds, n_seeds))
+    return rank_v, Table("temp_rank_rule", temperature_table(rank_v, tau_min)), glue
+
+
+def _detail_figures(tsweep, uniform, tau: float, profile: str) -> list:
+    """``tau`` against ``tau = 1``: the rank through training and per layer."""
+    m = PRIMARY_MEASURE
+    pair = tsweep[np.isclose(tsweep.tau, tau) | np.isclose(tsweep.tau, STOCK)]
+    summ = tables.rank_curves(pair, [m, "rank_atol_1e-8", "rank_rtol_1e-2"])
+    layer_df = tables.layer_ranks(pair, m)
+    return [
+        Figure(
+            "temp_rank_curves",
+            tplots.measure_trajectories(
+                summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau, archs=("gpt2",)
+            ),
+            summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
+            f"{runs_caption(pair, profile)}.",
+        ),
+        Figure(
+            "temp_rank_per_layer",
+            sweeps.per_layer(layer_df, highlight=tau, baseline=STOCK, ylabel=MEASURE_LABELS[m]),
+            layer_df,
+            f"{runs_caption(pair, profile)}.",
+        ),
+    ]
+
+
+def _loss_figures(tsweep, tau: float, profile: str) -> list:
+    """The validation loss through training and the final loss against the temperature."""
+    evals = load_table(tsweep, "eval_log")
+    loss_df = tsweep[["key", "arch", "tau", "seed", "status", "final_val_loss", "initial_val_loss"]]
+    return [
+        Figure(
+            "temp_loss_curves",
+            tplots.val_loss_trajectories(evals, highlight=STOCK),
+            evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
+            f"{runs_caption(tsweep, profile)}.",
+        ),
+        Figure(
+            "temp_final_loss_vs_tau",
+            sweeps.by_setting(
+                loss_df,
+                "tau",
+                "final_val_loss",
+                facet="arch",
+                highlight=tau,
+                baseline=STOCK,
+                ncols=2,
+                ylabel="final validation loss\n(nats/token)",
+            ),
+            loss_df,
+            f"{runs_caption(tsweep, profile)}.",
+        ),
+    ]
+
+
+def _loss_rule(grid_runs, tsweep, at: dict, tau_min: float):
+    """Rule (ii + iii) on the final loss, the learned gate and the regime: the verdict, the table and the glue."""
+    loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")
+    glue = {}
+    for a, r in loss_v.arch.items():
+        glue.update(
+            {
+                f"temp_loss_rho_{a}": fmt_estimate(r.verdict.estimate),
+                f"temp_loss_spread_{a}": fmt(r.spread, 4),
+                f"temp_loss_best_{a}": grid_interval(r.shape, words=True),
+            }
+        )
+    done = tsweep[tsweep.status == "complete"]
+    for k, v in tables.means_at(done, "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_").items():
+        glue[k] = fmt(v, 3)
+    gaps = baselines.bigram_gaps(done)
+    gains = baselines.reference_gains(done, worst=True)
+    loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps, gains)
+    return (
+        loss_v,
+        loss_gate,
+        baselines.regime(done, loss_gate),
+        Table("temp_loss_rule", temperature_loss_table(loss_v)),
+        glue,
+    )
+
+
 def section(
     profile: str = "auto", *, seeds=None, taus=None, head_dims=None, tau: float = experiments.DETAIL_TAU, dataset=None
 ) -> Section:
@@ -465,7 +691,7 @@ def section(
     tsweep = tables.temperature_grid(plan, extra=(tau, STOCK))
     n_seeds, head_dim0 = int(tsweep.seed.nunique()), int(tsweep.head_dim.iloc[0])
     tau_min = float(min(plan.taus))
-    added = ", ".join(map(fmt_setting, tsweep.attrs["missing"])) or "none"
+    at = {"tau": tau, "base": STOCK}
     glue = {
         "temp_grid_text": grid_text(plan.taus),
         "temp_init_std": fmt(baselines.init_std()),
@@ -476,214 +702,23 @@ def section(
         "temp_tau": fmt_setting(tau),
         "temp_tau_min": fmt_setting(tau_min),
         "temp_tau_max": fmt_setting(max(plan.taus)),
-        "temp_added": added,
+        "temp_added": ", ".join(map(fmt_setting, tsweep.attrs["missing"])) or "none",
     }
     glue.update(divergence(tsweep, "temp"))
-    section_tables = []
-    # the logit scale at initialisation
-    init = baselines.init_means(
-        [resolve_config(a, profile, tau=t, seed=0, dataset=plan.dataset) for a in ARCHS for t in sorted({tau, STOCK})]
-    )
-    n_tok = int(init.n.iloc[0])
-    uniform = baselines.uniform_ranks(n_tok)
-    at = {"tau": tau, "base": STOCK}
-    for k, v in {
-        **tables.means_at(init, "logit_sd", at, prefix="temp_logit_sd_"),
-        **tables.means_at(init, "attention_entropy", at, prefix="temp_entropy_"),
-    }.items():
-        glue[k] = fmt(v, 3) if "logit_sd" in k else fmt(v, 4)
-    glue.update(
-        {
-            **{f"temp_uniform_{a}": fmt(u[m]) for a, u in uniform.items()},
-            "temp_log_n": fmt(math.log(n_tok), 4),
-            "temp_uniform_causal_rank_rtol": fmt(uniform["gpt2"]["rank_rtol_1e-2"], 0),
-            "temp_n": n_tok,
-        }
-    )
-    section_tables.append(
-        Table(
-            "temp_init",
-            init.assign(arch=init.arch.map(ARCH_LABELS))[
-                ["arch", "tau", "logit_sd", "n", m, "attention_entropy"]
-            ].rename(
-                columns={
-                    "arch": "model",
-                    "tau": "τ",
-                    "logit_sd": "logit sd (within a row)",
-                    "n": "tokens",
-                    m: label,
-                    "attention_entropy": "attention entropy (nats)",
-                }
-            ),
-            digits=4,
-            formats={"τ": fmt_setting},
-        )
-    )
-    # rank at initialisation against temperature, every measure
-    ranks_long = tables.long_form(tsweep)
+    init_glue, init_table, uniform = _initial_scale(plan, tau)
     refs = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
-    # the fine grid at initialisation: no training, every rank measure
-    fine = baselines.init_means(
-        [
-            resolve_config(a, profile, tau=t, seed=s, dataset=plan.dataset)
-            for a in ARCHS
-            for t in FINE_TAUS
-            for s in range(FINE_SEEDS)
-        ],
-        measures=RANK_MEASURES,
-    )
-    peaks = fine_peaks(fine)
-    glue.update(
-        {
-            "temp_fine_n": len(FINE_TAUS),
-            "temp_fine_min": fmt_setting(min(FINE_TAUS)),
-            "temp_fine_max": fmt_setting(max(FINE_TAUS)),
-            "temp_fine_factor": fmt(FINE_TAUS[1] / FINE_TAUS[0], 2),
-            "temp_fine_seeds": FINE_SEEDS,
-            **{f"temp_fine_peak_{r.arch}_{r.measure}": _fine_peak_text(r) for r in peaks.itertuples()},
-        }
-    )
-    section_tables.append(
-        Table(
-            "temp_fine_peaks",
-            peaks.assign(
-                model=peaks.arch.map(ARCH_LABELS),
-                measure=peaks.measure.map(MEASURE_LABELS),
-                where=[_fine_peak_text(r) for r in peaks.itertuples()],
-            )[["model", "measure", "where", "peak"]].rename(
-                columns={"where": "where the mean initial rank is largest", "peak": "mean rank there"}
-            ),
-            digits=2,
-        )
-    )
-    fine_long = fine.melt(
-        id_vars=["arch", "tau", "seed"], value_vars=list(RANK_MEASURES), var_name="measure", value_name="value"
-    )
-    fine_figure = Figure(
-        "temp_fine",
-        sweeps.by_setting(fine_long, "tau", facet="measure", baseline=STOCK, refs=refs),
-        fine_long,
-    )
-    figures = [
-        Figure(
-            "temp_rank_vs_tau",
-            sweeps.by_setting(
-                ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=STOCK, refs=refs
-            ),
-            pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
-            f"{runs_caption(tsweep, profile)}.",
-        )
-    ]
-    # the headline: the book's central finding, how the answer to (iii) turns on how rank is counted
-    shown = (m, experiments.STUDY_MEASURE)
-    headline = pd.concat([ranks_long[ranks_long.measure == mm] for mm in shown], ignore_index=True)
-    figures.insert(
-        0,
-        Figure(
-            "temp_headline",
-            sweeps.by_setting(
-                headline,
-                "tau",
-                facet="measure",
-                style="when",
-                baseline=STOCK,
-                refs=refs[refs.measure.isin(shown)] if "measure" in refs else refs,
-                ncols=2,
-                width=3.6,
-                height=3.0,
-            ),
-            headline,
-            # the intro shows this figure and writes its caption
-        ),
-    )
-    figures.append(fine_figure)
+    fine_glue, fine_table, fine_figure = _fine_grid(plan, refs)
     grid_runs = tsweep[tsweep.tau.isin(plan.taus)]
-    rank_v = {mm: rules.temperature_rank(grid_runs, f"initial_{mm}", stock=STOCK, cold=tau_min) for mm in RANK_MEASURES}
+    rank_v, rank_table, rank_glue = _rank_rule(grid_runs, tsweep, at, tau_min, n_seeds)
+    loss_v, loss_gate, reg, loss_table, loss_glue = _loss_rule(grid_runs, tsweep, at, tau_min)
+    glue.update({**init_glue, **fine_glue, **rank_glue, **loss_glue})
+    figures = [
+        *_rank_figures(tsweep, tables.long_form(tsweep), refs, tau, profile),
+        fine_figure,
+        *_detail_figures(tsweep, uniform, tau, profile),
+        *_loss_figures(tsweep, tau, profile),
+    ]
     rv = rank_v[m]
-    section_tables.append(Table("temp_rank_rule", temperature_table(rank_v, tau_min)))
-    for a, r in rv.arch.items():
-        e = r.verdict.estimate
-        glue.update(
-            {
-                f"temp_cold_diff_{a}": fmt_estimate(e),
-                f"temp_cold_p_{a}": fmt(e.p),
-                f"temp_rank_spread_{a}": fmt(r.spread, 3),
-                f"temp_peak_{a}": grid_interval(r.shape, words=True, note=shape_text(r).split(" (")[0]),
-            }
-        )
-    for k, v in tables.means_at(tsweep, f"initial_{m}", {**at, "min": tau_min}, prefix="temp_rank0_").items():
-        glue[k] = fmt(v)
-    glue["temp_rank_needed"] = needed_clause(rv.arch, f"one unit of {label}")
-    glue["temp_sign"] = sign_finding(rank_v)
-    glue["temp_n_resamples"] = f"{stats.N_RESAMPLES:,}"
-    glue["temp_min_p"] = fmt(2 / math.comb(2 * n_seeds, n_seeds))
-    # the detailed setting against tau = 1: rank through training and per layer
-    pair = tsweep[np.isclose(tsweep.tau, tau) | np.isclose(tsweep.tau, STOCK)]
-    summ = tables.rank_curves(pair, [m, "rank_atol_1e-8", "rank_rtol_1e-2"])
-    figures.append(
-        Figure(
-            "temp_rank_curves",
-            tplots.measure_trajectories(
-                summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau, archs=("gpt2",)
-            ),
-            summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
-            f"{runs_caption(pair, profile)}.",
-        )
-    )
-    layer_df = tables.layer_ranks(pair, m)
-    figures.append(
-        Figure(
-            "temp_rank_per_layer",
-            sweeps.per_layer(layer_df, highlight=tau, baseline=STOCK, ylabel=label),
-            layer_df,
-            f"{runs_caption(pair, profile)}.",
-        )
-    )
-    # the loss
-    evals = load_table(tsweep, "eval_log")
-    figures.append(
-        Figure(
-            "temp_loss_curves",
-            tplots.val_loss_trajectories(evals, highlight=STOCK),
-            evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
-            f"{runs_caption(tsweep, profile)}.",
-        )
-    )
-    loss_df = tsweep[["key", "arch", "tau", "seed", "status", "final_val_loss", "initial_val_loss"]]
-    figures.append(
-        Figure(
-            "temp_final_loss_vs_tau",
-            sweeps.by_setting(
-                loss_df,
-                "tau",
-                "final_val_loss",
-                facet="arch",
-                highlight=tau,
-                baseline=STOCK,
-                ncols=2,
-                ylabel="final validation loss\n(nats/token)",
-            ),
-            loss_df,
-            f"{runs_caption(tsweep, profile)}.",
-        )
-    )
-    loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")
-    for a, r in loss_v.arch.items():
-        glue.update(
-            {
-                f"temp_loss_rho_{a}": fmt_estimate(r.verdict.estimate),
-                f"temp_loss_spread_{a}": fmt(r.spread, 4),
-                f"temp_loss_best_{a}": grid_interval(r.shape, words=True),
-            }
-        )
-    done = tsweep[tsweep.status == "complete"]
-    for k, v in tables.means_at(done, "final_val_loss", {**at, "min": tau_min}, prefix="temp_loss_").items():
-        glue[k] = fmt(v, 3)
-    section_tables.append(Table("temp_loss_rule", temperature_loss_table(loss_v)))
-    gaps = baselines.bigram_gaps(done)
-    gains = baselines.reference_gains(done, worst=True)
-    loss_gate = rules.learned_gate({a: r.verdict.status for a, r in loss_v.arch.items()}, gaps, gains)
-    reg = baselines.regime(done, loss_gate)
     verdicts = [
         Verdict(
             "temp",
@@ -708,5 +743,11 @@ def section(
             brief=regime_brief(reg),
         ),
     ]
-    section_tables.append(by_measure_table("temp_by_measure", verdicts[0], m))
+    section_tables = [
+        init_table,
+        fine_table,
+        rank_table,
+        loss_table,
+        by_measure_table("temp_by_measure", verdicts[0], m),
+    ]
     return Section("temp", glue, figures, section_tables, verdicts)
