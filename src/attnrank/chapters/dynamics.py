@@ -166,6 +166,48 @@ def n_learned_text(learned: pd.DataFrame, ok: pd.DataFrame, archs) -> str:
     return ", ".join(f"{int((learned.arch == a).sum())} of {int((ok.arch == a).sum())} {ARCH_NAMES[a]}" for a in archs)
 
 
+def _trajectory_figures(sweep, tau_runs, summary, uniform, hd_taus, head_dim0: int, profile: str) -> list:
+    """The rank through training: every measure over the temperature grid, and the primary measure over every head
+    dimension at the temperatures ``hd_taus``."""
+    m = PRIMARY_MEASURE
+    d = summary[summary.key.isin(tau_runs.key)]
+    hd_runs = sweep[sweep.tau.isin(hd_taus)]
+    h = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
+    return [
+        Figure(
+            "dynamics_rank_trajectories",
+            tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)"),
+            d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
+            f"{runs_caption(tau_runs, profile)}.",
+        ),
+        Figure(
+            "dynamics_rank_trajectories_head_dim",
+            tplots.head_dim_trajectories(h, highlight=head_dim0, ylabel=MEASURE_LABELS[m]),
+            h[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
+            f"{runs_caption(hd_runs, profile)}.",
+        ),
+    ]
+
+
+def _layer_head(sweep, heatmap_tau: float, head_dim0: int, profile: str):
+    """Layer by layer, head by head at ``heatmap_tau`` and the standard head dimension: the heat maps and the glue of
+    the largest change of one head."""
+    m = PRIMARY_MEASURE
+    heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == head_dim0)]
+    heat_ok = heat_runs[heat_runs.status == "complete"]
+    heat = tables.layer_head_means(heat_ok, m)
+    figure = Figure(
+        "dynamics_layer_head",
+        tplots.layer_head_heatmaps(heat, value="value", cbar_label=MEASURE_LABELS[m]),
+        heat,
+        # the seeds and runs behind the maps depend on which runs completed
+        f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).",
+    )
+    return figure, {
+        f"dynamics_head_max_change_{a}": fmt(v, 0, percent=True) for a, v in tables.head_changes(heat).items()
+    }
+
+
 def section(
     profile: str = "auto",
     *,
@@ -220,33 +262,11 @@ def section(
     g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
     glue["dynamics_gpt2_tau1_init"] = fmt(g1[f"initial_{m}"].mean(), 1)
     glue["dynamics_gpt2_tau1_final"] = fmt(g1[f"final_{m}"].mean(), 1)
-    figures = []
     glue.update(divergence(sweep, "dynamics"))
     section_tables = []
-
-    # rank through training, every measure (temperature grid)
-    d = summary[summary.key.isin(tau_runs.key)]
-    figures.append(
-        Figure(
-            "dynamics_rank_trajectories",
-            tplots.measure_trajectories(d, uniform, label="uniform attention (causal for GPT-2)"),
-            d[["arch", "tau", "head_dim", "seed", "status", "measure", "step", "mean", "sem"]],
-            f"{runs_caption(tau_runs, profile)}.",
-        )
-    )
-    # rank through training, every head dimension (primary measure)
     hd_taus = sorted({1.0, min(plan.taus)})
-    hd_runs = sweep[sweep.tau.isin(hd_taus)]
     glue["dynamics_hd_taus"] = ", ".join(map(fmt_setting, hd_taus))
-    d = summary[summary.key.isin(hd_runs.key) & (summary.measure == m)]
-    figures.append(
-        Figure(
-            "dynamics_rank_trajectories_head_dim",
-            tplots.head_dim_trajectories(d, highlight=head_dim0, ylabel=label),
-            d[["arch", "tau", "head_dim", "num_heads", "seed", "status", "step", "mean", "sem"]],
-            f"{runs_caption(hd_runs, profile)}.",
-        )
-    )
+    figures = _trajectory_figures(sweep, tau_runs, summary, uniform, hd_taus, head_dim0, profile)
     # the rule with every measure, on the runs that learned (each held to the pre-registered target)
     learned = ok[baselines.learned_runs(ok)]
     archs = [a for a in ARCH_ORDER if a in set(ok.arch)]
@@ -304,21 +324,9 @@ def section(
         ):
             glue[f"dynamics_{key}_{a}"] = fmt(shares.loc[(m, a), col], 0, percent=True)
     section_tables.append(Table("dynamics_stability", stability_rows(results, shares, stable_tolerance)))
-    # layer by layer, head by head
-    heat_runs = sweep[np.isclose(sweep.tau, heatmap_tau) & (sweep.head_dim == head_dim0)]
-    heat_ok = heat_runs[heat_runs.status == "complete"]
-    heat = tables.layer_head_means(heat_ok, m)
-    figures.append(
-        Figure(
-            "dynamics_layer_head",
-            tplots.layer_head_heatmaps(heat, value="value", cbar_label=label),
-            heat,
-            # the seeds and runs behind the maps depend on which runs completed
-            f"{heat_ok.seed.nunique()} seeds ({profile} profile, {len(heat_ok)} complete runs of {len(heat_runs)}).",
-        )
-    )
-    for a, v in tables.head_changes(heat).items():
-        glue[f"dynamics_head_max_change_{a}"] = fmt(v, 0, percent=True)
+    heat_figure, heat_glue = _layer_head(sweep, heatmap_tau, head_dim0, profile)
+    figures.append(heat_figure)
+    glue.update(heat_glue)
     # the verdict
     gaps = baselines.bigram_gaps(ok)
     gains = baselines.reference_gains(ok, worst=True)
