@@ -105,6 +105,68 @@ def finding(res: LossResult) -> str:
     return f"Initial rank against final loss within a temperature (decides): {within}; across runs ρ {across}."
 
 
+def _rank_figures(sweep, res, speed, hd_rho, hd_taus, refs, profile: str) -> list:
+    """The final loss and the steps to the loss level against the initial rank (every run), and the final loss
+    against the initial rank over the head-dimension grid."""
+    m = PRIMARY_MEASURE
+    rank_label = f"initial mean rank ({MEASURE_LABELS[m]})"
+    figures = []
+    cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss"]
+    cols += ["final_train_loss", "steps_to_level", "censored", "steps_plot"]
+    figures.append(
+        Figure(
+            "loss_final_vs_rank",
+            tplots.run_scatter(
+                sweep[cols],
+                x=f"initial_{m}",
+                y="final_val_loss",
+                hue="tau",
+                annotations=correlation_notes(res),
+                references=refs,
+                xlabel=rank_label,
+                ylabel="final validation loss (nats)",
+            ),
+            sweep[cols],
+            f"{runs_caption(sweep, profile)}.",
+        )
+    )
+    figures.append(
+        Figure(
+            "loss_speed_vs_rank",
+            tplots.run_scatter(
+                sweep[cols],
+                x=f"initial_{m}",
+                y="steps_plot",
+                hue="tau",
+                censored="censored",
+                annotations=correlation_notes(speed),
+                xlabel=rank_label,
+                ylabel="steps to reach the loss level",
+            ),
+            sweep[cols],
+            f"{runs_caption(sweep, profile)}.",
+        )
+    )
+    hd = sweep[sweep.tau.isin(hd_taus)]
+    figures.append(
+        Figure(
+            "loss_head_dim",
+            tplots.head_dim_scatter(
+                hd[cols],
+                x=f"initial_{m}",
+                y="final_val_loss",
+                rho=hd_rho,
+                references=refs,
+                xlabel=rank_label,
+                ylabel="final validation loss (nats)",
+            ),
+            hd[cols],
+            f"{runs_caption(hd, profile)}.",
+        )
+    )
+    return figures
+
+
 def section(
     profile: str = "auto",
     *,
@@ -131,7 +193,6 @@ def section(
     profile = plan.profile
     m = PRIMARY_MEASURE
     label = MEASURE_LABELS[m]
-    rank_label = f"initial mean rank ({label})"
     sweep = tables.main_runs(plan)
     head_dim0, n_seeds = plan.head_dim, int(sweep.seed.nunique())
     train_log = load_table(sweep, "train_log")
@@ -184,59 +245,7 @@ def section(
             glue[f"loss_{name}_{a}"] = fmt_estimate(e)
     glue["loss_tau_min"] = fmt_setting(tau_min)
     glue["loss_hd_taus"] = ", ".join(map(fmt_setting, hd_taus))
-    cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss"]
-    cols += ["final_train_loss", "steps_to_level", "censored", "steps_plot"]
-    figures.append(
-        Figure(
-            "loss_final_vs_rank",
-            tplots.run_scatter(
-                sweep[cols],
-                x=f"initial_{m}",
-                y="final_val_loss",
-                hue="tau",
-                annotations=correlation_notes(res),
-                references=refs,
-                xlabel=rank_label,
-                ylabel="final validation loss (nats)",
-            ),
-            sweep[cols],
-            f"{runs_caption(sweep, profile)}.",
-        )
-    )
-    figures.append(
-        Figure(
-            "loss_speed_vs_rank",
-            tplots.run_scatter(
-                sweep[cols],
-                x=f"initial_{m}",
-                y="steps_plot",
-                hue="tau",
-                censored="censored",
-                annotations=correlation_notes(speed[m]),
-                xlabel=rank_label,
-                ylabel="steps to reach the loss level",
-            ),
-            sweep[cols],
-            f"{runs_caption(sweep, profile)}.",
-        )
-    )
-    hd = sweep[sweep.tau.isin(hd_taus)]
-    figures.append(
-        Figure(
-            "loss_head_dim",
-            tplots.head_dim_scatter(
-                hd[cols],
-                x=f"initial_{m}",
-                y="final_val_loss",
-                rho=hd_rho,
-                references=refs,
-                xlabel=rank_label,
-                ylabel="final validation loss (nats)",
-            ),
-            hd[cols],
-            f"{runs_caption(hd, profile)}.",
-        )
-    )
+    figures += _rank_figures(sweep, res, speed[m], hd_rho, hd_taus, refs, profile)
     section_tables = [
         Table(
             "loss_correlations",
