@@ -313,6 +313,80 @@ def bound_holds_text(violations: int, matrices: int) -> str:
 # --------------------------------------------------------------------------- the chapter
 
 
+def _initial_theory(plan, hd_taus, tau_min: float, mc_samples: int):
+    """The theory on the freshly initialised models (seed 0) of every head dimension at ``hd_taus``: their statistics,
+    the sequence length, the P1' i.i.d.-logit limits, the logit-scale and limit tables and their glue."""
+    init = pd.concat(
+        [
+            baselines.init_statistics(
+                resolve_config(a, plan.profile, tau=t, head_dim=h, seed=0, dataset=plan.dataset),
+                bounds=True,
+                measures=("rank_rtol_1e-2", "rank_rtol_1e-4"),
+            )
+            for a in ARCHS
+            for h in plan.head_dims
+            for t in hd_taus
+        ],
+        ignore_index=True,
+    )
+    tabs, glue = [], {}
+    scale = (
+        init.groupby(["arch", "tau", "head_dim"])
+        .agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median"))
+        .reset_index()
+    )
+    wide = scale.pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd").reset_index()
+    wide.columns = ["model", "τ"] + [f"d_h = {h}" for h in wide.columns[2:]]
+    tabs.append(
+        Table(
+            "headdim_logit_scale", wide.assign(model=wide.model.map(ARCH_LABELS)), digits=4, formats={"τ": fmt_setting}
+        )
+    )
+    n_tok = int(init.n.iloc[0])
+    for k, v in tables.means_at(scale, "logit_sd", {"base": 1.0, "min": tau_min}, prefix="headdim_logit_sd_").items():
+        glue[k] = fmt(v, 3)
+    glue["headdim_n"] = n_tok
+    limits = baselines.iid_limits(scale.groupby(["arch", "tau"]).logit_sd.mean().reset_index(), n_tok, mc_samples)
+    lim = limits.assign(label=limits.measure.map(MEASURE_LABELS), model=limits.arch.map(ARCH_NAMES))
+    lim = lim.assign(column=lim.model + ", τ = " + lim.tau.map(fmt_setting)).pivot(
+        index="label", columns="column", values="value"
+    )
+    tabs.append(Table("headdim_iid_limits", lim.rename_axis("measure").reset_index().rename_axis(None, axis=1)))
+    return init, n_tok, limits, tabs, glue
+
+
+def _rank_figures(hd_runs, init, limits, uniform, head_dims, hd_taus, n_tok: int, profile: str):
+    """The rank against the head dimension, one figure per temperature of ``hd_taus``, with the P1 staircase where
+    the logits are small enough, the P1' limit and uniform attention; and the glue saying which have a staircase."""
+    glue = {}
+    hd_long = tables.long_form(hd_runs)
+    stair, small = baselines.staircase(head_dims, n_tok), baselines.small_logits(init, n_tok)
+    uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
+    figures = []
+    for t in hd_taus:
+        which = "stock" if t == 1.0 else "cold"
+        # whether the logits are small enough for the P1 bound to fall below n (the staircase is drawn)
+        glue[f"headdim_staircase_{which}"] = (
+            "grey: the P1 staircase $r_1, r_2$ (capped at $n$);"
+            if small[t]
+            else "no staircase: at this temperature the P1 bound computed from the logits is $n$;"
+        )
+        d = hd_long[np.isclose(hd_long.tau, t)]
+        limit = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
+        refs = pd.concat(([stair] if small[t] else []) + [limit, uni], ignore_index=True)
+        figures.append(
+            Figure(
+                f"headdim_rank_vs_head_dim_{which}",
+                sweeps.by_setting(
+                    d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_setting(t)}"
+                ),
+                pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
+                f"{runs_caption(d, profile)}.",
+            )
+        )
+    return figures, glue
+
+
 def section(
     profile: str = "auto", *, seeds=None, taus=None, head_dims=None, mc_samples: int | None = 256, dataset=None
 ) -> Section:
@@ -357,72 +431,13 @@ def section(
     }
     glue.update(divergence(sweep, "headdim"))
     section_tables = []
-    # the theory on the freshly initialised models (seed 0)
-    init = pd.concat(
-        [
-            baselines.init_statistics(
-                resolve_config(a, profile, tau=t, head_dim=h, seed=0, dataset=plan.dataset),
-                bounds=True,
-                measures=("rank_rtol_1e-2", "rank_rtol_1e-4"),
-            )
-            for a in ARCHS
-            for h in plan.head_dims
-            for t in hd_taus
-        ],
-        ignore_index=True,
-    )
-    scale = (
-        init.groupby(["arch", "tau", "head_dim"])
-        .agg(logit_sd=("logit_sd", "mean"), M_median=("M", "median"))
-        .reset_index()
-    )
-    wide = scale.pivot(index=["arch", "tau"], columns="head_dim", values="logit_sd").reset_index()
-    wide.columns = ["model", "τ"] + [f"d_h = {h}" for h in wide.columns[2:]]
-    section_tables.append(
-        Table(
-            "headdim_logit_scale", wide.assign(model=wide.model.map(ARCH_LABELS)), digits=4, formats={"τ": fmt_setting}
-        )
-    )
-    n_tok = int(init.n.iloc[0])
-    for k, v in tables.means_at(scale, "logit_sd", {"base": 1.0, "min": tau_min}, prefix="headdim_logit_sd_").items():
-        glue[k] = fmt(v, 3)
-    glue["headdim_n"] = n_tok
-    limits = baselines.iid_limits(scale.groupby(["arch", "tau"]).logit_sd.mean().reset_index(), n_tok, mc_samples)
-    lim = limits.assign(label=limits.measure.map(MEASURE_LABELS), model=limits.arch.map(ARCH_NAMES))
-    lim = lim.assign(column=lim.model + ", τ = " + lim.tau.map(fmt_setting)).pivot(
-        index="label", columns="column", values="value"
-    )
-    section_tables.append(
-        Table("headdim_iid_limits", lim.rename_axis("measure").reset_index().rename_axis(None, axis=1))
-    )
+    init, n_tok, limits, init_tables, init_glue = _initial_theory(plan, hd_taus, tau_min, mc_samples)
+    section_tables += init_tables
+    glue.update(init_glue)
     uniform = baselines.uniform_ranks(n_tok)
     glue.update({f"headdim_uniform_{a}": fmt(u[m]) for a, u in uniform.items()})
-    # rank against head dimension, one figure per temperature
-    hd_long = tables.long_form(hd_runs)
-    stair, small = baselines.staircase(plan.head_dims, n_tok), baselines.small_logits(init, n_tok)
-    uni = sweeps.reference_lines(uniform, "uniform attention (causal for GPT-2)")
-    figures = []
-    for t in hd_taus:
-        which = "stock" if t == 1.0 else "cold"
-        # whether the logits are small enough for the P1 bound to fall below n (the staircase is drawn)
-        glue[f"headdim_staircase_{which}"] = (
-            "grey: the P1 staircase $r_1, r_2$ (capped at $n$);"
-            if small[t]
-            else "no staircase: at this temperature the P1 bound computed from the logits is $n$;"
-        )
-        d = hd_long[np.isclose(hd_long.tau, t)]
-        limit = sweeps.limit_lines(limits, t, "P1' i.i.d.-logit limit (initialisation)")
-        refs = pd.concat(([stair] if small[t] else []) + [limit, uni], ignore_index=True)
-        figures.append(
-            Figure(
-                f"headdim_rank_vs_head_dim_{which}",
-                sweeps.by_setting(
-                    d, "head_dim", facet="measure", style="when", refs=refs, title=rf"$\tau$ = {fmt_setting(t)}"
-                ),
-                pd.concat([d.assign(kind="run"), refs.assign(kind="reference", tau=t)], ignore_index=True),
-                f"{runs_caption(d, profile)}.",
-            )
-        )
+    figures, fig_glue = _rank_figures(hd_runs, init, limits, uniform, plan.head_dims, hd_taus, n_tok, profile)
+    glue.update(fig_glue)
     check, facts = baselines.bound_check(init[init.arch == "modernbert"], n_tok)
     glue.update(
         {
