@@ -208,6 +208,45 @@ def _layer_head(sweep, heatmap_tau: float, head_dim0: int, profile: str):
     }
 
 
+def _initial_vs_final(sweep, res, profile: str) -> Figure:
+    """Each run's final mean rank against its initial one (the primary measure), with the rule's correlations."""
+    m = PRIMARY_MEASURE
+    d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
+    return Figure(
+        "dynamics_initial_vs_final",
+        tplots.run_scatter(
+            d,
+            x=f"initial_{m}",
+            y=f"final_{m}",
+            hue="tau",
+            identity=True,
+            annotations=correlation_notes(res),
+            xlabel=f"initial mean rank ({MEASURE_LABELS[m]})",
+            ylabel="final mean rank",
+        ),
+        d,
+        f"{runs_caption(sweep, profile)}.",
+    )
+
+
+def _change_figure(change, stable_tolerance: float, sweep, profile: str) -> Figure:
+    """How much each complete run's mean rank changes, every measure, against the rule's tolerance."""
+    return Figure(
+        "dynamics_relative_change",
+        tplots.change_distribution(
+            change,
+            x="rel_change",
+            y="measure",
+            y_labels=MEASURE_LABELS,
+            reference=stable_tolerance,
+            xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$ (%)",
+            percent=True,
+        ),
+        change,
+        f"{runs_caption(sweep, profile)}.",
+    )
+
+
 def section(
     profile: str = "auto",
     *,
@@ -277,43 +316,10 @@ def section(
         glue[f"dynamics_rho_{a}"] = fmt_estimate(res.rho[a])
         glue[f"dynamics_within_{a}"] = fmt_estimate(res.within[a])
         glue[f"dynamics_n_ok_{a}"] = res.rho[a].n
-    d = sweep[["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", f"final_{m}"]]
-    figures.append(
-        Figure(
-            "dynamics_initial_vs_final",
-            tplots.run_scatter(
-                d,
-                x=f"initial_{m}",
-                y=f"final_{m}",
-                hue="tau",
-                identity=True,
-                annotations=correlation_notes(res),
-                xlabel=f"initial mean rank ({label})",
-                ylabel="final mean rank",
-            ),
-            d,
-            f"{runs_caption(sweep, profile)}.",
-        )
-    )
+    figures.append(_initial_vs_final(sweep, res, profile))
     section_tables.append(Table("dynamics_correlations", correlation_table(results)))
-    # how much a run's rank changes
     change = rules.relative_change(ok, RANK_MEASURES)  # drawn for every complete run; the rule reads the learned
-    figures.append(
-        Figure(
-            "dynamics_relative_change",
-            tplots.change_distribution(
-                change,
-                x="rel_change",
-                y="measure",
-                y_labels=MEASURE_LABELS,
-                reference=stable_tolerance,
-                xlabel=r"relative change of mean rank $|\bar r_{final} - \bar r_{init}| / \bar r_{init}$ (%)",
-                percent=True,
-            ),
-            change,
-            f"{runs_caption(sweep, profile)}.",
-        )
-    )
+    figures.append(_change_figure(change, stable_tolerance, sweep, profile))
     shares = rules.stability_table(change, stable_tolerance)
     for a in res.change:
         glue[f"dynamics_median_change_{a}"] = fmt_estimate(res.change[a], 0, percent=True)
