@@ -99,6 +99,111 @@ def _summarise(d: pd.DataFrame, keys: list[str], y: str) -> pd.DataFrame:
     return out
 
 
+def _draw_series(ax, ok, x, y, hue, style, hues, styles, colors, offsets, highlight, handles) -> None:
+    """One panel's means over seeds (+-1 sd) and the seeds' points, one series per ``hue`` and ``style``, dodged on a
+    log axis; the ``highlight`` setting's means ringed. Adds each series' legend entry to ``handles``."""
+    for h in hues:
+        for s in styles:
+            part = ok[(ok[hue] == h) & ((ok[style] == s) if style else True)]
+            if part.empty:
+                continue
+            summ = _summarise(part, [x], y).sort_values(x)
+            si = styles.index(s)
+            ls, mk = _STYLES[si % len(_STYLES)], _MARKERS[si % len(_MARKERS)]
+            face = colors[h] if si == 0 else "white"
+            # a small multiplicative dodge so the error bars of the styles do not hide each other
+            xs = summ[x].to_numpy(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1)
+            label = ARCH_LABELS.get(h, str(h)) + (f", {s}" if style else "")
+            ax.errorbar(
+                xs,
+                summ["mean"],
+                yerr=summ["sd"],
+                color=colors[h],
+                ls=ls,
+                marker=mk,
+                mfc=face,
+                ms=5,
+                lw=1.6,
+                capsize=2.5,
+                elinewidth=1.0,
+                label=label,
+            )
+            handles.setdefault(label, Line2D([], [], color=colors[h], ls=ls, marker=mk, mfc=face, lw=1.6, label=label))
+            jitter = part[x].to_numpy(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1)
+            ax.scatter(jitter, part[y], s=9, color=colors[h], alpha=0.35, lw=0, zorder=1)
+            if highlight is not None:
+                hl = summ[np.isclose(summ[x].astype(float), float(highlight), rtol=1e-6)]
+                if len(hl):
+                    ax.plot(
+                        hl[x].astype(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1),
+                        hl["mean"],
+                        ls="none",
+                        marker=mk,
+                        ms=10,
+                        mfc=face,
+                        mec=HIGHLIGHT_COLOR,
+                        mew=2.2,
+                        zorder=5,
+                        gid="highlight",
+                    )
+
+
+def _draw_failed(ax, sub, x, y, handles) -> None:
+    """One panel's failed (diverged) runs as red crosses, at the top edge where a run has no finite value."""
+    failed = sub[sub.status == "failed"]
+    if len(failed):
+        yv = pd.to_numeric(failed[y], errors="coerce").to_numpy(float)
+        fin = np.isfinite(yv)
+        if fin.any():
+            ax.scatter(
+                failed[x].astype(float)[fin],
+                yv[fin],
+                marker=FAILED_MARKER,
+                s=40,
+                color=FAILED_COLOR,
+                lw=1.8,
+                zorder=6,
+                gid="failed",
+            )
+        if (~fin).any():  # a diverged run has no finite value: mark it at the top edge of the panel
+            ax.scatter(
+                failed[x].astype(float)[~fin],
+                np.full((~fin).sum(), 0.97),
+                marker=FAILED_MARKER,
+                s=40,
+                color=FAILED_COLOR,
+                lw=1.8,
+                zorder=6,
+                gid="failed",
+                transform=mpl.transforms.blended_transform_factory(ax.transData, ax.transAxes),
+                clip_on=False,
+            )
+        handles.setdefault(
+            "failed run",
+            Line2D([], [], color=FAILED_COLOR, marker=FAILED_MARKER, ls="none", mew=1.8, label="failed (diverged) run"),
+        )
+
+
+def _draw_refs(ax, r_sub, ref_labels, colors, handles) -> None:
+    """One panel's reference curves (``x`` given) and lines (no ``x``), one line style per label, coloured by
+    ``hue`` (grey without one)."""
+    for lab in ref_labels:
+        rl = r_sub[r_sub["label"] == lab]
+        if rl.empty:
+            continue
+        rs = _REF_STYLES[ref_labels.index(lab) % len(_REF_STYLES)]
+        for hv in dict.fromkeys(rl["hue"].astype(object).where(rl["hue"].notna(), None)):
+            grp = rl[rl["hue"].isna()] if hv is None else rl[rl["hue"] == hv]
+            c = "0.45" if hv is None else colors.get(hv, arch_color(hv) if hv in ARCH_LABELS else "0.45")
+            if grp["x"].notna().any():
+                g = grp.sort_values("x")
+                ax.plot(g["x"].astype(float), g["value"], color=c, ls=rs, lw=1.3, alpha=0.9, zorder=0.5, gid="ref")
+            else:
+                for v in grp["value"]:
+                    ax.axhline(float(v), color=c, ls=rs, lw=1.3, alpha=0.9, zorder=0.5, gid="ref")
+        handles.setdefault("ref:" + lab, Line2D([], [], color="0.35", ls=rs, lw=1.3, label=lab))
+
+
 @figure
 def by_setting(
     data: pd.DataFrame,
@@ -170,105 +275,12 @@ def by_setting(
     for ax, f in zip(axes_flat, facets):
         sub = d if f is None else d[d[facet] == f]
         ok = sub[sub.status != "failed"]
-        for h in hues:
-            for s in styles:
-                part = ok[(ok[hue] == h) & ((ok[style] == s) if style else True)]
-                if part.empty:
-                    continue
-                summ = _summarise(part, [x], y).sort_values(x)
-                si = styles.index(s)
-                ls, mk = _STYLES[si % len(_STYLES)], _MARKERS[si % len(_MARKERS)]
-                face = colors[h] if si == 0 else "white"
-                # a small multiplicative dodge so the error bars of the styles do not hide each other
-                xs = summ[x].to_numpy(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1)
-                label = ARCH_LABELS.get(h, str(h)) + (f", {s}" if style else "")
-                ax.errorbar(
-                    xs,
-                    summ["mean"],
-                    yerr=summ["sd"],
-                    color=colors[h],
-                    ls=ls,
-                    marker=mk,
-                    mfc=face,
-                    ms=5,
-                    lw=1.6,
-                    capsize=2.5,
-                    elinewidth=1.0,
-                    label=label,
-                )
-                handles.setdefault(
-                    label, Line2D([], [], color=colors[h], ls=ls, marker=mk, mfc=face, lw=1.6, label=label)
-                )
-                jitter = part[x].to_numpy(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1)
-                ax.scatter(jitter, part[y], s=9, color=colors[h], alpha=0.35, lw=0, zorder=1)
-                if highlight is not None:
-                    hl = summ[np.isclose(summ[x].astype(float), float(highlight), rtol=1e-6)]
-                    if len(hl):
-                        ax.plot(
-                            hl[x].astype(float) * (2 ** offsets[s] if x in ("tau", "head_dim") else 1),
-                            hl["mean"],
-                            ls="none",
-                            marker=mk,
-                            ms=10,
-                            mfc=face,
-                            mec=HIGHLIGHT_COLOR,
-                            mew=2.2,
-                            zorder=5,
-                            gid="highlight",
-                        )
-        failed = sub[sub.status == "failed"]
-        if len(failed):
-            yv = pd.to_numeric(failed[y], errors="coerce").to_numpy(float)
-            fin = np.isfinite(yv)
-            if fin.any():
-                ax.scatter(
-                    failed[x].astype(float)[fin],
-                    yv[fin],
-                    marker=FAILED_MARKER,
-                    s=40,
-                    color=FAILED_COLOR,
-                    lw=1.8,
-                    zorder=6,
-                    gid="failed",
-                )
-            if (~fin).any():  # a diverged run has no finite value: mark it at the top edge of the panel
-                ax.scatter(
-                    failed[x].astype(float)[~fin],
-                    np.full((~fin).sum(), 0.97),
-                    marker=FAILED_MARKER,
-                    s=40,
-                    color=FAILED_COLOR,
-                    lw=1.8,
-                    zorder=6,
-                    gid="failed",
-                    transform=mpl.transforms.blended_transform_factory(ax.transData, ax.transAxes),
-                    clip_on=False,
-                )
-            handles.setdefault(
-                "failed run",
-                Line2D(
-                    [], [], color=FAILED_COLOR, marker=FAILED_MARKER, ls="none", mew=1.8, label="failed (diverged) run"
-                ),
-            )
+        _draw_series(ax, ok, x, y, hue, style, hues, styles, colors, offsets, highlight, handles)
+        _draw_failed(ax, sub, x, y, handles)
         if refs is not None and len(refs):
-            r_sub = refs if (f is None or facet not in refs) else refs[refs[facet] == f]
-            for lab in ref_labels:
-                rl = r_sub[r_sub["label"] == lab]
-                if rl.empty:
-                    continue
-                rs = _REF_STYLES[ref_labels.index(lab) % len(_REF_STYLES)]
-                for hv in dict.fromkeys(rl["hue"].astype(object).where(rl["hue"].notna(), None)):
-                    grp = rl[rl["hue"].isna()] if hv is None else rl[rl["hue"] == hv]
-                    c = "0.45" if hv is None else colors.get(hv, arch_color(hv) if hv in ARCH_LABELS else "0.45")
-                    if grp["x"].notna().any():
-                        g = grp.sort_values("x")
-                        ax.plot(
-                            g["x"].astype(float), g["value"], color=c, ls=rs, lw=1.3, alpha=0.9, zorder=0.5, gid="ref"
-                        )
-                    else:
-                        for v in grp["value"]:
-                            ax.axhline(float(v), color=c, ls=rs, lw=1.3, alpha=0.9, zorder=0.5, gid="ref")
-                handles.setdefault("ref:" + lab, Line2D([], [], color="0.35", ls=rs, lw=1.3, label=lab))
+            _draw_refs(
+                ax, refs if (f is None or facet not in refs) else refs[refs[facet] == f], ref_labels, colors, handles
+            )
         if baseline is not None:
             ax.axvline(float(baseline), color=BASELINE_COLOR, ls="--", lw=1.5, alpha=0.9, zorder=1.5, gid="baseline")
         if highlight is not None:
@@ -290,13 +302,18 @@ def by_setting(
             label=f"baseline {_SYMBOLS.get(x, x)} = {fmt_setting(baseline)}",
         )
     if highlight is not None:
-        handles["highlight"] = Line2D(
+        handles["highlight"] = Line2D(  # the line and the ring its means get: a reader sees what the rings are
             [],
             [],
             color=HIGHLIGHT_COLOR,
             lw=2.6,
             alpha=0.6,
-            label=f"detailed {_SYMBOLS.get(x, x)} = {fmt_setting(highlight)}",
+            marker="o",
+            ms=8,
+            mfc="none",
+            mec=HIGHLIGHT_COLOR,
+            mew=2.2,
+            label=f"detailed {_SYMBOLS.get(x, x)} = {fmt_setting(highlight)} (its means ringed)",
         )
     if legend and handles:
         figure_legend(fig, handles.values())
