@@ -123,6 +123,16 @@ def test_targets_are_met_only_when_every_seed_is_below_by_the_margin(fixed_basel
     assert "context-free: mean 0.85 nats below" in learned.targets_text(t.reset_index())
 
 
+def test_targets_read_the_stock_model_as_the_learned_gate_does(fixed_baselines):
+    """The target is decided on the stock runs (tau = 1 at the profile's head dimension), the gate's own: a run of the
+    head-dimension grid at tau = 1 no longer gives the chapter a second answer beside the gate's."""
+    stock = {"arch": "gpt2", "profile": "quick", "tau": 1.0, "head_dim": 32, "num_heads": 4, "final_val_loss": 3.7}
+    narrow = {**stock, "head_dim": 16, "num_heads": 8, "final_val_loss": 4.4}
+    runs = _runs([stock, narrow]).assign(attention_gain=[0.5, 0.1])
+    t = learned.targets(runs).set_index("arch")
+    assert t.loc["gpt2", "runs"] == 1 and t.loc["gpt2", "met"] and t.loc["gpt2", "worst_gap"] == pytest.approx(-0.4)
+
+
 def test_flops_per_token_count_the_layers_and_the_tied_output_layer():
     """6 N + 12 L n d, with N the layers' weights and the (tied) embedding: the hand count of a small GPT-2."""
     run = {"arch": "gpt2", "hidden_size": 8, "num_layers": 2, "max_len": 16, "vocab_size": 10}

@@ -59,3 +59,13 @@ def test_a_toc_chapter_unknown_to_the_registry_stops_the_build_before_training(t
     assert trained == []
     # a Markdown page (no notebook) is not a chapter that trains, and a known chapter passes
     check_toc(["chapters/temp", "temp"])
+
+
+def test_every_table_of_the_intro_has_a_header_cell_for_each_column():
+    """A row with more cells than its header shifts every column after the missing one (the check's table once
+    showed its confirmation under "Effect" and its effect under "n")."""
+    intro = (ROOT / "chapters" / "intro.md").read_text()
+    for block in re.findall(r"(?:^\|.*\|\n)+", intro, flags=re.M):
+        widths = {len(line.split(" | ")) for line in block.strip().splitlines() if not line.startswith("|---")}
+        header = block.splitlines()[1]
+        assert len(widths) == 1 and header.count("|") - 1 == widths.pop(), block.splitlines()[0]
