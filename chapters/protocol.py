@@ -48,7 +48,7 @@ book.publish(protocol.section(**params))
 # sequence, every seed, Welch interval) resolves a sign and it is the reference's. Both must hold
 # for both architectures; not supported if either fails for either, else inconclusive.
 #
-# **Set early** (verdict `set_early`): for every probe step $k$ Spearman's $\rho$ over the runs of the
+# **Set early**: for every probe step $k$ Spearman's $\rho$ over the runs of the
 # main grid that learned (each run held to the target of {doc}`learned`) between the mean rank (primary
 # measure) at $k$ and at the last step, with a 95% percentile bootstrap over runs. Supported for an
 # architecture if at some step after the learning-rate warm-up ({glue:text}`protocol_warmup` steps) and

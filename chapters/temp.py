@@ -42,17 +42,17 @@
 # it is *supported* only if it holds for both, *not supported* if the data rule it out for either, and otherwise
 # *inconclusive at this scale*.
 #
-# 1. *Rank* (verdict `temp`). The statistic is the study's own comparison: the mean initial rank (primary measure, the
+# 1. *Rank*. The statistic is the study's own comparison: the mean initial rank (primary measure, the
 #    effective rank) at the stock $\tau = 1$ minus its mean at the coldest grid value $\tau = 10^{-3}$, with Welch's
 #    $t$ interval (95%); the interval decides, and an exact permutation test over seeds is shown beside it (with $k$
-#    seeds per arm its $p$ cannot fall below $2/\binom{2k}{k}$, which is $1/3$ for two seeds, so it never decides alone). Supported (the study's sign) if the
+#    seeds per arm its $p$ cannot fall below $2/\binom{2k}{k}$, {glue:text}`temp_min_p` with this build's {glue:text}`temp_n_seeds` seeds, so it never decides alone). Supported (the study's sign) if the
 #    interval lies above zero, not supported (the sign reversed) if below. The theory below predicts a *peak* rather than a monotone trend, so beside the verdict we
 #    report where on the grid the mean initial rank peaks, with a stratified-bootstrap interval of that grid argmax (a
 #    peak is *interior* when the interval excludes both ends). A grid locates a maximum only to within the grid values
-#    next to it, however stable the argmax: with two seeds the bootstrap interval of the argmax can have no width, so
+#    next to it, however stable the argmax: with few seeds the bootstrap interval of the argmax can have no width, so
 #    an interior peak is stated with the neighbouring grid values between which the maximum lies. The same rule is
 #    applied with every rank measure.
-# 2. *Loss* (verdict `temp_loss`). The study's claim is that a hotter softmax trains to a lower loss, i.e. Spearman's
+# 2. *Loss*. The study's claim is that a hotter softmax trains to a lower loss, i.e. Spearman's
 #    $\rho(\log\tau, \text{final loss}) < 0$. Supported if the 95% interval (percentile bootstrap over runs,
 #    {glue:text}`temp_n_resamples` resamples) lies below zero, not supported (hotter trains *worse*) if above. Beside
 #    it: the grid value with the lowest mean final loss.
@@ -127,9 +127,10 @@ book.publish(temp.section(**params))
 # (GPT-2: {glue:text}`temp_logit_sd_base_gpt2`) and the attention entropy is
 # {glue:text}`temp_entropy_base_modernbert` nats for ModernBERT, against $\log n =$ {glue:text}`temp_log_n` for exactly
 # uniform rows over $n =$ {glue:text}`temp_n` tokens. At the detailed setting $\tau =$ {glue:text}`temp_tau` the
-# logits are $1/\tau$ times larger ({glue:text}`temp_logit_sd_tau_modernbert` for ModernBERT,
+# logits are scaled by $1/\tau$ ({glue:text}`temp_logit_sd_tau_modernbert` for ModernBERT,
 # {glue:text}`temp_logit_sd_tau_gpt2` for GPT-2), with entropy {glue:text}`temp_entropy_tau_modernbert` nats (ModernBERT).
-# Lowering $\tau$ at initialisation therefore does one thing: it moves every head away from uniform attention.
+# At initialisation $\tau$ does one thing: a lower $\tau$ moves every head away from uniform attention, a higher one
+# towards it.
 #
 # **What $\tau$ does not do ({ref}`P3 <target-p3>`).** Once $W_Q$ and $W_K$ are trained, $\tau$ is not a capacity
 # parameter: any attention pattern reachable at one temperature is reachable at another by rescaling $W_Q W_K^\top$.

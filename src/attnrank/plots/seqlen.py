@@ -47,7 +47,7 @@ def rank_vs_seq_len(table: pd.DataFrame, measures):
             u = g[g.when == "trained"].sort_values("n")
             ax.plot(u.n, u.uniform, ":", color=colors[arch], label=f"uniform attention, {ARCH_LABELS[arch]}")
         b = d.drop_duplicates("n").sort_values("n")
-        ax.plot(b.n, b.bound, "-", color="black", lw=1, label="bound (1 - 1/e) n + 1")
+        ax.plot(b.n, b.bound, "-", color="black", lw=1, label=r"bound $(1 - 1/e)\,n + 1$")
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=MEASURE_LABELS[m])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(sorted(set(d.n)), [str(n) for n in sorted(set(d.n))])

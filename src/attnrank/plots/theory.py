@@ -158,8 +158,12 @@ def taylor_bound(df: pd.DataFrame):
             ylabel="measured numerical rank, count",
         )
         decade_labels(ax, y=True)  # both axes alike, for the equality line
-    if axes[0][-1].get_legend():
-        axes[0][-1].legend(title=SYMBOLS["head_dim"], fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
+    if axes[0][-1].get_legend():  # below the panels: inside, it hid a point and ran past the axes
+        handles = axes[0][-1].get_legend_handles_labels()[0]
+        axes[0][-1].get_legend().remove()
+        for h in handles:
+            h.set_label(f"{SYMBOLS['head_dim']} = {h.get_label()}")
+        figure_legend(fig, handles, max_cols=4)
     return fig
 
 
@@ -429,7 +433,7 @@ def rank_vs_kl(df: pd.DataFrame, *, n: int | None = None):
 
 def _p0_figure(sec, z):
     p0 = sec.tables["spectrum"]
-    fig = exact_spectrum(p0, {"float64 resolution, log10(n eps)": math.log10(z["p0_n"] * 2.0**-52)})
+    fig = exact_spectrum(p0, {r"float64 resolution, $\log_{10}(n\varepsilon)$": math.log10(z["p0_n"] * 2.0**-52)})
     return fig, p0, "theory_p0_spectrum"
 
 
