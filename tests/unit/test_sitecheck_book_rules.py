@@ -220,3 +220,7 @@ def test_on_paper_code_toggles_are_hidden_and_captions_stay_with_their_figure():
     kept = next(v for k, v in rules.items() if "figure" in k.split(",")[0] and "div.numbered-table" in k)
     assert "break-inside: avoid" in kept
     assert any("p.caption" in k and "break-after: avoid" in v for k, v in rules.items())
+    # a tall figure fits one page with its caption, and a wide table the page's width (on paper nothing scrolls)
+    assert "max-height" in next(v for k, v in rules.items() if k.strip().endswith("figure img"))
+    assert "overflow: visible" in next(v for k, v in rules.items() if "has(table.attnrank-table)" in k)
+    assert "width: 100%" in next(v for k, v in rules.items() if k.strip().endswith("table.attnrank-table"))
