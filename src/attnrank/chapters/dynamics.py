@@ -74,10 +74,11 @@ def correlation_table(results: dict, outcome: str | None = None) -> pd.DataFrame
 def correlation_notes(res) -> dict:
     """Per architecture, the text drawn in a scatter panel for :func:`attnrank.analysis.rules.dynamics_rule` or
     :func:`attnrank.analysis.rules.loss_rule`: Spearman's rho across runs, within temperatures and the number
-    of runs, on three lines."""
+    of runs, on three lines. The rule reads the runs that learned, and the panel draws every run, so the note names
+    its set."""
     return {
         a: f"ρ = {fmt_estimate(res.rho[a], n=False)}\nwithin τ: ρ = {fmt_estimate(res.within[a], n=False)}\n"
-        f"n = {res.rho[a].n} runs"
+        f"over the {res.rho[a].n} learned runs"
         for a in res.rho
     }
 
