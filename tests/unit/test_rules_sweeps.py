@@ -99,14 +99,14 @@ def test_sign_finding_names_where_the_study_holds_and_reverses():
         "rtol 1e-2 rank (relative threshold) for GPT-2; it is undecided on rtol 1e-4 rank (relative threshold)."
     )
     assert temp.sign_finding(rank_v, short=True) == (
-        "A hotter softmax's initial rank: GPT-2 higher on 10⁻⁸, lower on effective, stable, 10⁻², unclear on 10⁻⁴; "
-        "ModernBERT higher on 10⁻⁸, 10⁻², lower on effective, stable, unclear on 10⁻⁴."
+        "Hotter softmax, initial rank: higher on 10⁻⁸ count, lower on effective and stable ranks, unclear on 10⁻⁴ "
+        "count (both models); 10⁻² count: lower for GPT-2, higher for ModernBERT."
     )
     assert len(temp.sign_finding(rank_v, short=True).split()) <= 30
     agree = {m: v for m, v in rank_v.items() if m != "rank_rtol_1e-2"}  # both models alike: named once, in words
     assert temp.sign_finding(agree, short=True) == (
-        "A hotter softmax's initial rank is higher on 10⁻⁸ count and lower on effective rank and stable rank and "
-        "unclear on 10⁻⁴ count (GPT-2, ModernBERT)."
+        "Hotter softmax, initial rank: higher on the study's 10⁻⁸ count, lower on the effective and stable ranks, "
+        "unclear on the 10⁻⁴ count (both models)."
     )
     assert temp.sign_of("supported") == "the study's sign" and temp.sign_of("not supported") == "reversed"
 

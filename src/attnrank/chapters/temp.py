@@ -241,35 +241,53 @@ def _and(items) -> str:
 
 def _sign_by_arch(rank_v: dict) -> str:
     """:func:`sign_finding` in plain words, at most :data:`attnrank.chapters.section.WORD_LIMIT` words: which ways of
-    counting rank give a hotter softmax a higher initial rank (the study's sign) and which a lower one, once for the
-    architectures that agree: ``"A hotter softmax's initial rank is higher on the study's 10⁻⁸ count and lower on the
-    effective rank and the stable rank (GPT-2, ModernBERT)."``"""
-    words = (("supported", "higher on"), ("not supported", "lower on"), (INCONCLUSIVE, "unclear on"))
+    counting rank give a hotter softmax a higher initial rank (the study's sign) and which a lower one, the measures
+    on which the models agree named once and the others with each model's answer: ``"Hotter softmax, initial rank:
+    higher on the study's 10⁻⁸ count, lower on the effective and stable ranks (both models); 10⁻² and 10⁻⁴ counts:
+    higher for GPT-2, lower for ModernBERT."``"""
+    verbs = {"supported": "higher", "not supported": "lower", INCONCLUSIVE: "unclear"}
     archs = list(next(iter(rank_v.values())).arch) if rank_v else []
     if not archs:
         return "No rank measure was tested."
+    groups: dict[tuple, list[str]] = {}
+    for m, v in rank_v.items():
+        groups.setdefault(tuple(v.arch[a].verdict.status for a in archs), []).append(m)
+    every = "both models" if len(archs) == 2 else ", ".join(ARCH_NAMES[a] for a in archs)
 
     def said(level: int) -> str:
-        groups: dict[tuple, list[str]] = {}
-        for a in archs:
-            parts = []
-            for st, verb in words:
-                ms = [_label(m, level) for m, v in rank_v.items() if v.arch[a].verdict.status == st]
-                if ms:
-                    parts.append(f"{verb} {', '.join(ms) if level == 2 else _and(ms)}")
-            groups.setdefault(tuple(parts), []).append(ARCH_NAMES[a])
-        if level == 2:  # the most compact: every architecture in one sentence
-            each = [f"{' and '.join(n)} {', '.join(p)}" for p, n in groups.items()]
-            return "A hotter softmax's initial rank: " + "; ".join(each) + "."
-        return " ".join(
-            f"A hotter softmax's initial rank is {' and '.join(p)} ({', '.join(n)})." for p, n in groups.items()
-        )
+        agree = [f"{verbs[st[0]]} on {_phrase(ms, level)}" for st, ms in groups.items() if len(set(st)) == 1]
+        split = [
+            f"{_phrase(ms, level)}: " + ", ".join(f"{verbs[x]} for {ARCH_NAMES[a]}" for a, x in zip(archs, st))
+            for st, ms in groups.items()
+            if len(set(st)) > 1
+        ]
+        parts = ([", ".join(agree) + f" ({every})"] if agree else []) + split
+        return "Hotter softmax, initial rank: " + "; ".join(parts) + "."
 
     for level in range(3):
         text = said(level)
         if len(text.split()) <= WORD_LIMIT:
             break
     return text
+
+
+def _phrase(measures: list, level: int) -> str:
+    """The ``measures`` in words, the counts above a threshold and the threshold-free ranks each named once: ``"the
+    study's 10⁻⁸ count"``, ``"the 10⁻² and 10⁻⁴ counts"``, ``"the effective and stable ranks"``; from ``level`` 1 on
+    without "the" and "study's", at 2 without "count"/"rank"."""
+    counts = [m for m in measures if m.startswith("rank_")]
+    free = [m for m in measures if not m.startswith("rank_")]
+    out = []
+    for group, noun in ((counts, "count"), (free, "rank")):
+        if not group:
+            continue
+        names = [_label(m, 1).split()[0] for m in group]
+        if level == 0 and group == ["rank_atol_1e-8"]:
+            out.append(PLAIN_LABELS["rank_atol_1e-8"][0])
+            continue
+        text = _and(names) + ("" if level >= 2 else f" {noun}" + ("s" if len(names) > 1 else ""))
+        out.append(("the " if level == 0 else "") + text)
+    return " and ".join(out)
 
 
 def _label(measure: str, level: int) -> str:
