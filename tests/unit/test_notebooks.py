@@ -196,3 +196,23 @@ def test_every_verdict_table_names_each_claim_as_the_glossary_does():
     ]
     assert len(rows) == 2 * len(VERDICT_LABELS)
     assert {(label, verdict) for label, verdict in rows if label != shown(VERDICT_LABELS[verdict])} == set()
+
+
+def test_a_chapter_and_the_pool_workers_print_no_transformers_notice(monkeypatch):
+    """``TRANSFORMERS_VERBOSITY=info`` put 408 log lines ("setting up devices", generation configs) on a chapter's
+    output: the chapter's parameter check and every pool worker set transformers' level to errors."""
+    from transformers.utils import logging as hf_logging
+
+    from attnrank import book
+    from attnrank.chapters import temp
+    from attnrank.runs import grid
+
+    monkeypatch.setenv("TRANSFORMERS_VERBOSITY", "info")
+    hf_logging.set_verbosity_info()
+    book.check_parameters(
+        {"profile": "ci", "seeds": None, "taus": None, "head_dims": None, "tau": 2.0, "dataset": None}, temp.section
+    )
+    assert hf_logging.get_verbosity() == hf_logging.ERROR
+    hf_logging.set_verbosity_info()
+    grid._init_process_worker({}, 1, None, [])
+    assert hf_logging.get_verbosity() == hf_logging.ERROR

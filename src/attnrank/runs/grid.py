@@ -234,7 +234,16 @@ def check_main_guard() -> None:
         )
 
 
+def quiet_transformers() -> None:
+    """Set ``transformers``' log level to errors in this process, whatever ``TRANSFORMERS_VERBOSITY`` says: a run trained
+    or loaded prints no notice ("setting up devices", a generation config), which would reach a chapter's page."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+
+
 def _init_process_worker(env: dict, threads: int, counter, gpus: list[str]) -> None:
+    quiet_transformers()
     os.environ.update(env)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     if gpus:  # one GPU per worker, before CUDA is initialised in it
