@@ -132,6 +132,7 @@ def test_a_marker_that_lists_only_config_and_summary_is_damaged(runs, caplog):
     assert store.load_runs().empty
     assert "is damaged" in caplog.text
     again = store.run(**CFG)
+    assert caplog.text.count("is damaged") == 1  # read again under the run's lock, but said once
     assert again.fresh and len(again.train_log) and again.load_model() is not None
     # the summary names every file written; a marker that omits one of them (here the weights) is damaged
     manifest = json.loads((again.path / "COMPLETE").read_text())

@@ -490,7 +490,7 @@ def read(path: Path | str) -> Run | None:
     ``path`` is ``<arch>-<key>`` (or that name after :data:`ASIDE`); the marker must name
     the same key and have the shape of :data:`MANIFEST_SCHEMA`, every file listed must
     match its SHA-256, and the config and summary must have the shapes of
-    :data:`CONFIG_SCHEMA` and :data:`SUMMARY_SCHEMA`. A damaged run is logged as a warning.
+    :data:`CONFIG_SCHEMA` and :data:`SUMMARY_SCHEMA`. A damaged run is logged as a warning, once per process.
     """
     path = Path(path)
     name = path.name[len(ASIDE) :] if path.name.startswith(ASIDE) else path.name
@@ -523,8 +523,14 @@ def read(path: Path | str) -> Run | None:
     except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError: ValueErrors
         # RecursionError: a file nested deeper than the parser (or the schema check) follows
         reason = "nested too deeply to read" if isinstance(exc, RecursionError) else exc
-        log.warning("run %s is damaged (%s); it will be trained again", path, reason)
+        if (str(path), str(reason)) not in _WARNED:  # read again under the run's lock: one warning, not two
+            _WARNED.add((str(path), str(reason)))
+            log.warning("run %s is damaged (%s); it will be trained again", path, reason)
         return None
+
+
+#: The damaged runs (folder, reason) this process has warned about.
+_WARNED: set[tuple[str, str]] = set()
 
 
 def _arrow_columns(file: Path) -> dict:
