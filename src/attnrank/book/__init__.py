@@ -25,7 +25,6 @@ from ..core.errors import ConfigError
 from ..core.measures import MEASURES
 from ..core.profiles import PROFILES, TAU_RANGE, check_dataset, default_threads
 from ..plots.style import COLUMN_WIDTH
-from ..runs.grid import quiet_transformers
 from ..runs.parameters import SWEEP_PARAMETERS, Param
 from ..words.glossary import fmt_column
 from ..words.typeset import typeset
@@ -118,6 +117,8 @@ def check_parameters(namespace: dict, chapter) -> dict:
             naming ``ATTNRANK_THREADS`` for an invalid value.
         KeyError: for a listed name that :data:`PARAMETERS` does not define (a chapter bug).
     """
+    from ..runs.grid import quiet_transformers  # here, not at the top: importing the book loads no torch
+
     quiet_transformers()  # the chapter's own loads print no notice on its page, whatever TRANSFORMERS_VERBOSITY says
     import torch  # here, not at the top: the book's words load without torch
 

@@ -256,15 +256,20 @@ def _sign_by_arch(rank_v: dict) -> str:
 
     def said(level: int) -> str:
         agree = [f"{verbs[st[0]]} on {_phrase(ms, level)}" for st, ms in groups.items() if len(set(st)) == 1]
+        each = (  # the most compact: "GPT-2 higher" for "higher for GPT-2"
+            (lambda a, x: f"{ARCH_NAMES[a]} {verbs[x]}")
+            if level >= 3
+            else (lambda a, x: f"{verbs[x]} for {ARCH_NAMES[a]}")
+        )
         split = [
-            f"{_phrase(ms, level)}: " + ", ".join(f"{verbs[x]} for {ARCH_NAMES[a]}" for a, x in zip(archs, st))
+            f"{_phrase(ms, min(level, 2))}: " + ", ".join(each(a, x) for a, x in zip(archs, st))
             for st, ms in groups.items()
             if len(set(st)) > 1
         ]
         parts = ([", ".join(agree) + f" ({every})"] if agree else []) + split
         return "Hotter softmax, initial rank: " + "; ".join(parts) + "."
 
-    for level in range(3):
+    for level in range(4):
         text = said(level)
         if len(text.split()) <= WORD_LIMIT:
             break
@@ -278,6 +283,7 @@ def _phrase(measures: list, level: int) -> str:
     counts = [m for m in measures if m.startswith("rank_")]
     free = [m for m in measures if not m.startswith("rank_")]
     out = []
+    level = min(level, 2)
     for group, noun in ((counts, "count"), (free, "rank")):
         if not group:
             continue

@@ -93,18 +93,18 @@ def figure_legend(fig, handles, *, max_cols: int = 4, loc: str = "outside lower 
     handles = list(handles)
     # measured on a scratch figure of the same size: a legend added to ``fig`` and removed again still moved the
     # constrained layout, which then put the panels' y labels off the canvas
-    scratch = plt.figure(figsize=fig.get_size_inches(), dpi=fig.dpi)
-    try:
-        renderer = scratch.canvas.get_renderer()
-        ncols = max(1, min(max_cols, len(handles)))
-        while ncols > 1:
-            trial = scratch.legend(handles=handles, loc="lower center", ncols=ncols, **kw)
-            if trial.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
-                break
-            trial.remove()
-            ncols -= 1
-    finally:
-        plt.close(scratch)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    scratch = Figure(figsize=fig.get_size_inches(), dpi=fig.dpi)  # outside pyplot: nothing to close
+    renderer = FigureCanvasAgg(scratch).get_renderer()
+    ncols = max(1, min(max_cols, len(handles)))
+    while ncols > 1:
+        trial = scratch.legend(handles=handles, loc="lower center", ncols=ncols, **kw)
+        if trial.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
+            break
+        trial.remove()
+        ncols -= 1
     return fig.legend(handles=handles, loc=loc, ncols=ncols, **kw)
 
 
