@@ -91,29 +91,3 @@ def test_budget_costs_each_part_from_flop_at_the_measured_rate():
     assert t.loc["a", "runs"] == 2 and t.loc["a", "flop"] == pytest.approx(2 * per_run)
     assert t.loc["total", "cpu_seconds"] == pytest.approx(3 * per_run / 1e9)
     assert t.loc["total", "two_core_minutes"] == pytest.approx(3 * per_run / 1e9 / 120)
-
-
-def test_frontier_follows_the_steps_ladder():
-    """The frontier row of a steps multiple holds that multiple's gaps and the build's minutes at that many steps."""
-    c = resolve_config("gpt2", "ci")
-    rows = []
-    for f, gap in ((0.5, 0.1), (1.0, -0.2), (2.0, -0.4)):
-        rows.append(
-            dict(
-                arch="gpt2",
-                lever="default" if f == 1 else "steps",
-                max_steps=int(c.max_steps * f),
-                hidden_size=c.hidden_size,
-                num_layers=c.num_layers,
-                vocab_size=c.vocab_size,
-                batch_size=c.batch_size,
-                max_len=c.max_len,
-                gap_bigram=gap,
-                gap_two_sided=math.nan,
-            )
-        )
-    fr = learned.frontier(pd.DataFrame(rows), [c], {"gpt2": 1e9}).set_index("steps_factor")
-    per_step = c.batch_size * c.max_len * learned.flops_per_token(c) / 1e9 / 120
-    assert fr.loc[2.0, "gap_bigram_gpt2"] == -0.4
-    assert fr.loc[2.0, "training_minutes"] == pytest.approx(2 * c.max_steps * per_step)
-    assert fr.loc[0.5, "training_minutes"] == pytest.approx(0.5 * c.max_steps * per_step)

@@ -55,7 +55,6 @@ __all__ = [
     "shown_runs",
     "budget",
     "plan_parts",
-    "frontier",
     "measured_rate",
     "split",
 ]
@@ -273,7 +272,7 @@ def budget(parts: dict, rate: dict) -> pd.DataFrame:
 
     Args:
         parts: ``{part name: [RunConfig, ...]}`` (for example the book's grid and planned additions).
-        rate: ``{arch: FLOP per CPU second}`` (:func:`flop_rate` of the recorded study).
+        rate: ``{arch: FLOP per CPU second}`` (:func:`measured_rate` of this build's runs).
 
     Returns columns ``part, runs, flop, cpu_seconds, two_core_minutes`` (CPU seconds over two cores, in
     minutes), and a last row ``total``.
@@ -326,46 +325,6 @@ def plan_parts(profile: str = "auto") -> dict:
             "the shared grid on the second corpus (recorded as a check of its own)": list(main),
         },
     }
-
-
-def frontier(study: pd.DataFrame, build_runs, rate: dict) -> pd.DataFrame:
-    """The regime reached against the cold build's training minutes, along the recipe study's steps ladder.
-
-    For each steps multiple of the default recipe in ``study`` (the ``default`` and ``steps`` variants: 1/4,
-    1/2, 1 and 2 times its steps), the gap of each architecture's final loss to its bigram and the two-core
-    minutes of training the build would take if every run of ``build_runs`` at the default's sizes were trained
-    that many steps (the other runs unchanged), at the FLOP rate ``rate`` (:func:`flop_rate`).
-
-    Returns columns ``steps_factor``, ``gap_bigram_<arch>`` (nats, negative: below), ``gap_two_sided_<arch>`` (the masked LMs)
-    and ``training_minutes``.
-    """
-    ladder = study[study.lever.isin(["default", "steps"])].copy()
-    base_steps = {r.arch: r.max_steps for r in study[study.lever == "default"].itertuples()}
-    ladder["steps_factor"] = [r.max_steps / base_steps[r.arch] for r in ladder.itertuples()]
-    default = {
-        (r.arch, r.hidden_size, r.num_layers, r.vocab_size, r.batch_size, r.max_len)
-        for r in study[study.lever == "default"].itertuples()
-    }
-
-    def minutes(factor: float) -> float:
-        cpu = 0.0
-        for c in build_runs:
-            steps = c.max_steps
-            if (c.arch, c.hidden_size, c.num_layers, c.vocab_size, c.batch_size, c.max_len) in default:
-                steps = round(c.max_steps * factor)
-            cpu += steps * c.batch_size * c.max_len * flops_per_token(c) / rate[c.arch]
-        return cpu / 2 / 60
-
-    rows = []
-    for f, d in ladder.groupby("steps_factor"):
-        row = {"steps_factor": float(f)}
-        for r in d.itertuples():
-            row[f"gap_bigram_{r.arch}"] = r.gap_bigram
-            if r.arch in MLM_ARCHS:
-                row[f"gap_two_sided_{r.arch}"] = r.gap_two_sided
-        row["training_minutes"] = minutes(float(f))
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def measured_rate(runs: pd.DataFrame) -> dict:
