@@ -110,43 +110,38 @@ def _rank_figures(sweep, res, speed, hd_rho, hd_taus, refs, profile: str) -> lis
     against the initial rank over the head-dimension grid."""
     m = PRIMARY_MEASURE
     rank_label = f"initial mean rank ({MEASURE_LABELS[m]})"
-    figures = []
     cols = ["arch", "tau", "head_dim", "num_heads", "seed", "status", "sweep", f"initial_{m}", "final_val_loss"]
     cols += ["final_train_loss", "steps_to_level", "censored", "steps_plot"]
-    figures.append(
+    shared = dict(x=f"initial_{m}", hue="tau", xlabel=rank_label)
+    caption = f"{runs_caption(sweep, profile)}."
+    figures = [
         Figure(
             "loss_final_vs_rank",
             tplots.run_scatter(
                 sweep[cols],
-                x=f"initial_{m}",
                 y="final_val_loss",
-                hue="tau",
                 annotations=correlation_notes(res),
                 references=refs,
-                xlabel=rank_label,
                 ylabel="final validation loss (nats)",
+                **shared,
             ),
             sweep[cols],
-            f"{runs_caption(sweep, profile)}.",
-        )
-    )
-    figures.append(
+            caption,
+        ),
         Figure(
             "loss_speed_vs_rank",
             tplots.run_scatter(
                 sweep[cols],
-                x=f"initial_{m}",
                 y="steps_plot",
-                hue="tau",
                 censored="censored",
                 annotations=correlation_notes(speed),
-                xlabel=rank_label,
                 ylabel="steps to reach the loss level",
+                **shared,
             ),
             sweep[cols],
-            f"{runs_caption(sweep, profile)}.",
-        )
-    )
+            caption,
+        ),
+    ]
     hd = sweep[sweep.tau.isin(hd_taus)]
     figures.append(
         Figure(

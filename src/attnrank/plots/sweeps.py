@@ -154,29 +154,13 @@ def _draw_failed(ax, sub, x, y, handles) -> None:
     if len(failed):
         yv = pd.to_numeric(failed[y], errors="coerce").to_numpy(float)
         fin = np.isfinite(yv)
+        cross = dict(marker=FAILED_MARKER, s=40, color=FAILED_COLOR, lw=1.8, zorder=6, gid="failed")
         if fin.any():
-            ax.scatter(
-                failed[x].astype(float)[fin],
-                yv[fin],
-                marker=FAILED_MARKER,
-                s=40,
-                color=FAILED_COLOR,
-                lw=1.8,
-                zorder=6,
-                gid="failed",
-            )
+            ax.scatter(failed[x].astype(float)[fin], yv[fin], **cross)
         if (~fin).any():  # a diverged run has no finite value: mark it at the top edge of the panel
+            top = mpl.transforms.blended_transform_factory(ax.transData, ax.transAxes)
             ax.scatter(
-                failed[x].astype(float)[~fin],
-                np.full((~fin).sum(), 0.97),
-                marker=FAILED_MARKER,
-                s=40,
-                color=FAILED_COLOR,
-                lw=1.8,
-                zorder=6,
-                gid="failed",
-                transform=mpl.transforms.blended_transform_factory(ax.transData, ax.transAxes),
-                clip_on=False,
+                failed[x].astype(float)[~fin], np.full((~fin).sum(), 0.97), **cross, transform=top, clip_on=False
             )
         handles.setdefault(
             "failed run",
