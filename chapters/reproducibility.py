@@ -110,7 +110,7 @@ book.publish(reproducibility.section(**params))
 # Every verdict of this book is also computed by two builds of their own, each in a clone of its own and recorded
 # with `attnrank verdicts data/<check>/verdicts.csv --from-build _build`. **The scale check** builds the `scale`
 # profile: the default's model sizes, grid and seeds trained three times as many steps, and the causal chapter's
-# 2 × 2 at the default's sizes, where both models learn (`ATTNRANK_PROFILE=scale jupyter-book build .`). Its build:
+# 2 × 2 at the default's sizes (`ATTNRANK_PROFILE=scale jupyter-book build .`). Its build:
 # {glue:text}`repro_scale_meta`. Its regime: {glue:text}`repro_scale_regime`
 #
 # **The second corpus** builds the default profile on `dataset="stdlib"` (`ATTNRANK_DATASET=stdlib jupyter-book
@@ -118,11 +118,10 @@ book.publish(reproducibility.section(**params))
 # brackets and names that recur across long spans), tokenised afresh. Its build: {glue:text}`repro_stdlib_meta`. Its
 # regime: {glue:text}`repro_stdlib_regime`
 #
-# The second corpus was recorded on the default design of 2026-12-06, under the rules frozen that day: its rows test
-# this build's claims on another kind of text, with runs the rules had not seen. The scale check was recorded on the
-# design of 2026-12-05, before the default grid of 2026-12-06 (temperatures 1 to 8 and the study's $10^{-3}$,
-# ModernBERT's 256-token vocabulary, the learned gate on the stock model; {doc}`changes`): it tests the same claims on
-# that earlier design, and a row where it differs from this build may differ for that reason.
+# Both checks were recorded on the default design of 2026-12-06 (temperatures 1 to 8 and the study's $10^{-3}$,
+# ModernBERT's 256-token vocabulary, the learned gate on the stock model; {doc}`changes`), under the rules frozen that
+# day: the second corpus tests this build's claims on another kind of text, the scale check on the same text with
+# three times the training, and the rules had seen the runs of neither.
 #
 # **The confirmation** builds the default profile, its design and its frozen rules unchanged, on fresh seeds
 # (`ATTNRANK_SEEDS="[3, 4, 5]" jupyter-book build .`): every rule was frozen on 2026-12-06 ({doc}`changes`) after
