@@ -91,21 +91,13 @@ def figure_legend(fig, handles, *, max_cols: int = 4, loc: str = "outside lower 
     """
     kw = {"fontsize": MIN_FONT_SIZE, "frameon": False, **kw}
     handles = list(handles)
-    # measured on a scratch figure of the same size: a legend added to ``fig`` and removed again still moved the
-    # constrained layout, which then put the panels' y labels off the canvas
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    scratch = Figure(figsize=fig.get_size_inches(), dpi=fig.dpi)  # outside pyplot: nothing to close
-    renderer = FigureCanvasAgg(scratch).get_renderer()
-    ncols = max(1, min(max_cols, len(handles)))
-    while ncols > 1:
-        trial = scratch.legend(handles=handles, loc="lower center", ncols=ncols, **kw)
-        if trial.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
-            break
-        trial.remove()
-        ncols -= 1
-    return fig.legend(handles=handles, loc=loc, ncols=ncols, **kw)
+    renderer = fig.canvas.get_renderer()
+    for ncols in range(max(1, min(max_cols, len(handles))), 0, -1):
+        legend = fig.legend(handles=handles, loc=loc, ncols=ncols, **kw)
+        if ncols == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
+            return legend
+        legend.remove()
+    return legend
 
 
 def shared_xlabel(fig, axes, text: str):

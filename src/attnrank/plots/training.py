@@ -128,8 +128,7 @@ def _title(ax, row, r, col, c, row_labels, col_labels):
     ax.set_title(_joined(parts), fontsize=FONT_SIZE)
 
 
-#: At most this many hue values get a legend entry each instead of a colour bar (a bar for two values reads as a
-#: continuum that is not there).
+#: At most this many hue values get a colour bar of one block per value.
 FEW_HUES = 3
 
 
@@ -429,7 +428,7 @@ def run_scatter(
     if counts["failed"]:
         handles.append(Line2D([], [], marker=FAILED_MARKER, color=_FAILED_COLOR, ls="none", label="diverged run"))
     if handles:
-        figure_legend(fig, handles, max_cols=min(len(handles), 4))
+        figure_legend(fig, handles, max_cols=len(handles))
     return fig
 
 
