@@ -99,7 +99,7 @@
     model("heat-source").data = { x, y, p, query, key };
     model("heat-mapper").high = d.scale[idx] > 0 ? d.scale[idx] : 1;
     model("heat").title.text = "attention, layer " + (state.layer + 1) + ", head " + (state.head + 1) + ", step " + a.steps[state.t];
-    const text = run.arch === "gpt2" ? tokens.join("") : tokens.join(" ").replace(/ ##/g, "");
+    const text = run.tokenizer === "bytelevel" ? tokens.join("") : tokens.join(" ").replace(/ ##/g, "");
     $("text").textContent = "Probe sequence " + (state.sequence + 1) + " (" + n + " tokens): " + text;
   }
 

@@ -134,3 +134,18 @@ def test_bad_thread_settings_are_one_line(runs, monkeypatch, capsys, value):
     assert main(["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]) == 2
     assert capsys.readouterr().err == f"attnrank: error: ATTNRANK_THREADS: got {value!r}; expected an integer >= 1\n"
     assert main(["sweep", "--profile", "ci", "--dry-run"]) == 2
+
+
+def test_ctrl_c_during_training_is_one_line_and_stores_nothing(runs, monkeypatch, capsys):
+    """Ctrl-C while ``attnrank train`` trains: exit status 130 and one line, not a traceback through torch;
+    no result and no temporary folder of the unfinished run is left in the store."""
+    from attnrank.core import train
+
+    def interrupted(cfg, progress=True):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "train", interrupted)
+    assert main(["train", "--arch", "gpt2", "--profile", "ci", "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert err == "attnrank: interrupted: every finished run is stored; the unfinished one was not\n"
+    assert _results(runs) == [] and not [p for p in runs.iterdir() if p.name.startswith(".tmp-")]

@@ -81,22 +81,24 @@ def test_every_field_is_checked_whichever_way_a_config_is_built(bad, param):
         assert e.value.param == param and "got" in str(e.value)
 
 
-def test_max_len_is_bounded_by_memory(monkeypatch):
-    """docs/guarantees.md, "Bad input fails first": max_len is bounded by the machine's memory through the run's peak
-    estimate (memory_estimate): the bound named in the message is accepted, one more is rejected."""
+@pytest.mark.parametrize("param, value", [("max_len", 100_000), ("num_layers", 100_000_000), ("batch_size", 10**7)])
+def test_a_size_is_bounded_by_memory(monkeypatch, param, value):
+    """docs/guarantees.md, "Bad input fails first": a size is bounded by the machine's memory through the run's
+    peak estimate (memory_estimate); the message names the size that is too large (not another one), and the
+    bound it names is accepted, one more is rejected."""
     from attnrank.core import profiles
 
     monkeypatch.setattr(profiles, "_memory_limit", lambda: 2 * 10**9)
     with pytest.raises(ConfigError) as e:
-        resolve_config("gpt2", "ci", max_len=100_000)
-    assert e.value.param == "max_len" and "memory" in str(e.value)
-    bound = int(re.search(r"max_len <= (\d+)", str(e.value)).group(1))
-    sizes = dict(hidden_size=32, num_layers=2, num_heads=2, vocab_size=512, batch_size=8, probe_size=16)
-    assert sum(profiles.memory_estimate(max_len=bound, **sizes).values()) <= 2 * 10**9
-    assert sum(profiles.memory_estimate(max_len=bound + 1, **sizes).values()) > 2 * 10**9
-    assert resolve_config("gpt2", "ci", max_len=bound).max_len == bound
+        resolve_config("gpt2", "ci", **{param: value})
+    assert e.value.param == param and "memory" in str(e.value)
+    bound = int(re.search(rf"{param} <= (\d+)", str(e.value)).group(1))
+    sizes = dict(hidden_size=32, num_layers=2, num_heads=2, max_len=32, vocab_size=512, batch_size=8, probe_size=16)
+    assert sum(profiles.memory_estimate(**{**sizes, param: bound}).values()) <= 2 * 10**9
+    assert sum(profiles.memory_estimate(**{**sizes, param: bound + 1}).values()) > 2 * 10**9
+    assert getattr(resolve_config("gpt2", "ci", **{param: bound}), param) == bound
     with pytest.raises(ConfigError):
-        resolve_config("gpt2", "ci", max_len=bound + 1)
+        resolve_config("gpt2", "ci", **{param: bound + 1})
 
 
 def test_numpy_numbers_become_plain_numbers_with_the_same_key():

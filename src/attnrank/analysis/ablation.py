@@ -51,6 +51,7 @@ import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from ..core.architectures import architecture
 from ..core.attention import ATTN_IMPLEMENTATION, tempered_attention
 from ..core.data import dataset_fingerprint
 from ..core.errors import ConfigError, check_choice
@@ -179,7 +180,8 @@ def _validation_batches(cfg) -> list[dict]:
 
 
 def _n_targets(val_batches, arch: str) -> int:
-    return int(sum(int((b["labels"][:, 1:] if arch == "gpt2" else b["labels"]).ne(-100).sum()) for b in val_batches))
+    causal = architecture(arch).causal
+    return int(sum(int((b["labels"][:, 1:] if causal else b["labels"]).ne(-100).sum()) for b in val_batches))
 
 
 def run_losses(run: store.Run) -> dict:

@@ -50,11 +50,12 @@ import pandas as pd
 import torch
 from scipy.sparse import csr_matrix
 
+from ..core.architectures import architecture
 from ..core.data import dataset_fingerprint
-from ..core.errors import ConfigError, check_choice
+from ..core.errors import ConfigError
 from ..core.models import build_model, model_from_config, tokenizer_pad_id
 from ..core.probe import attention_logits, attention_probabilities
-from ..core.profiles import ALL_ARCHS, ARCH_ORDER, ARCHS, MLM_ARCHS, RunConfig, profile_defaults, resolve_config
+from ..core.profiles import ARCH_ORDER, ARCHS, MLM_ARCH, RunConfig, profile_defaults, resolve_config
 from ..core.rank import MEASURES, rank_measures
 from ..core.train import prepare_data
 from ..runs.cache import cached
@@ -176,13 +177,13 @@ def target_pairs(input_ids, labels, arch: str):
 
     Args:
         input_ids, labels: ``[B, n]`` int arrays (labels ``-100`` where not scored).
-        arch: ``"gpt2"`` (target ``labels[:, 1:]``, context ``input_ids[:, :-1]``) or a masked LM (``"modernbert"``, ``"bert"``)
-            (target ``labels[:, i]`` at masked positions ``i >= 1``, context the visible
-            ``input_ids[:, i - 1]``).
+        arch: a causal LM (``"gpt2"``: target ``labels[:, 1:]``, context ``input_ids[:, :-1]``) or a masked LM
+            (``"modernbert"``, ``"bert"``: target ``labels[:, i]`` at masked positions ``i >= 1``, context the
+            visible ``input_ids[:, i - 1]``).
     """
-    check_choice("arch", arch, ALL_ARCHS)
+    causal = architecture(arch).causal
     x, y = np.asarray(input_ids), np.asarray(labels)
-    if arch == "gpt2":
+    if causal:
         ctx, tgt = x[:, :-1], y[:, 1:]
     else:
         if (y[:, 0] != -100).any():
@@ -385,14 +386,14 @@ def ngram_losses(cfg) -> dict:
     train = blocks.blocks.numpy() if hasattr(blocks, "blocks") else np.asarray(blocks)
     V = len(tokenizer)
     ctx, tgt = train[:, :-1].reshape(-1), train[:, 1:].reshape(-1)
-    if cfg.arch == "gpt2":
+    if architecture(cfg.arch).causal:
         keep = tgt != tokenizer.pad_token_id
     else:
         keep = ~np.isin(tgt, np.asarray(tokenizer.all_special_ids))
     counts = ngram_counts(ctx[keep], tgt[keep], V)
     pairs = [target_pairs(b["input_ids"].numpy(), b["labels"].numpy(), cfg.arch) for b in val_batches]
     out = ngram_nll(counts, np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
-    if cfg.arch in MLM_ARCHS:
+    if not architecture(cfg.arch).causal:
         left, mid, right = train[:, :-2].reshape(-1), train[:, 1:-1].reshape(-1), train[:, 2:].reshape(-1)
         keep = ~np.isin(mid, np.asarray(tokenizer.all_special_ids))
         two = two_sided_counts(left[keep], mid[keep], right[keep], V)
@@ -448,14 +449,15 @@ def uniform_attention(n: int, *, causal: bool) -> torch.Tensor:
 
 def uniform_ranks(n: int, measures=None) -> dict[str, dict[str, float]]:
     """Every rank measure of :func:`uniform_attention` over ``n`` tokens, the baseline a head that
-    ignores the content gives: ``{"modernbert": {measure: value}, "gpt2": {...}}`` (GPT-2 causal)."""
+    ignores the content gives, for each of the book's models: ``{"modernbert": {measure: value}, "gpt2": {...}}``
+    (causal for the causal LM)."""
     measures = list(measures or MEASURES)
     return {
         arch: {
             m: float(v)
-            for m, v in rank_measures(uniform_attention(n, causal=arch == "gpt2"), measures=measures).items()
+            for m, v in rank_measures(uniform_attention(n, causal=architecture(arch).causal), measures=measures).items()
         }
-        for arch in ("modernbert", "gpt2")
+        for arch in ARCHS
     }
 
 
@@ -491,7 +493,7 @@ def iid_limits(scale, n: int, samples: int, *, seed: int = 0):
     for r in scale.itertuples():
         sigma = float(r.logit_sd)
         mc = monte_carlo_rank(
-            n, None, samples, tau=1.0 / sigma, measures=tuple(MEASURES), seed=seed, causal=r.arch == "gpt2"
+            n, None, samples, tau=1.0 / sigma, measures=tuple(MEASURES), seed=seed, causal=architecture(r.arch).causal
         )
         rows += [
             {
@@ -537,7 +539,7 @@ def small_logits(init, n: int) -> dict:
     """``{tau: bool}``: whether the P1 bound at relative tolerance 1e-2, from the measured half-range ``M``,
     is below ``n`` for the median ModernBERT matrix at some head dimension (the small-logit regime where the
     staircase bounds anything). ``init`` holds the rows of :func:`init_statistics` with bounds."""
-    b = init[init.arch == "modernbert"]
+    b = init[init.arch == MLM_ARCH]
     return {t: bool(g.groupby("head_dim")["bound_rtol_1e-2"].median().lt(n).any()) for t, g in b.groupby("tau")}
 
 
@@ -792,7 +794,7 @@ def init_statistics(
     _, tokenizer, _, probe_ids, _ = prepare_data(cfg)
     model = model_from_config(cfg, vocab_size=len(tokenizer), pad_token_id=tokenizer_pad_id(tokenizer))
     n = probe_ids.shape[-1]
-    causal = cfg.arch == "gpt2"
+    causal = architecture(cfg.arch).causal
     vis = visible_keys(n, causal)
     S = attention_logits(model, probe_ids).double()  # [L, B, H, n, n]
     A = torch.softmax(S.masked_fill(~vis, -torch.inf), -1)
@@ -907,8 +909,9 @@ def flops_per_token(run) -> float:
     get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k))
     d, L, n, V = (int(get(k)) for k in ("hidden_size", "num_layers", "max_len", "vocab_size"))
     # attention 4 d^2 + MLP 8 d^2 (ModernBERT's gated MLP of intermediate size 2 d: 6 d^2), biases and LayerNorms
-    per_layer = (10 if get("arch") == "modernbert" else 12) * d * d + 13 * d
-    mlm = get("arch") in MLM_ARCHS
+    record = architecture(get("arch"))
+    per_layer = record.layer_weights(d) + 13 * d
+    mlm = not record.causal
     head = d * d + 3 * d if mlm else 0  # the masked LM's prediction head (dense, norm) before the decoder
     N = L * per_layer + V * d + head + (V if mlm else 0) + 2 * d
     return float(6 * N + 12 * L * n * d)

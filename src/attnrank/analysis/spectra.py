@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from ..core import rank
+from ..core.architectures import architecture
 from ..core.data import token_blocks
 from ..core.errors import ConfigError
 from ..core.measures import MEASURES, RANK_MEASURES
@@ -164,7 +165,7 @@ def probe_tables(keys, probe_size: int, taus) -> pd.DataFrame:
                                     "max_gap": (sv[..., :-1] / sv[..., 1:]).amax(-1).reshape(-1).numpy(),
                                     "min_diag": diag.amin(-1).reshape(-1).numpy(),
                                     "log10_det": torch.log10(diag).sum(-1).reshape(-1).numpy()
-                                    if r.arch == "gpt2"
+                                    if architecture(r.arch).causal
                                     else np.nan,
                                     "distinct_argmax": argmax_cols.reshape(-1).numpy(),
                                 }

@@ -31,7 +31,7 @@ from ..analysis.stats import Estimate
 from ..core.errors import ConfigError, check_real
 from ..core.models import set_tau
 from ..core.probe import RankProbe
-from ..core.profiles import TAU_RANGE, RunConfig, resolve_profile
+from ..core.profiles import ARCHS, TAU_RANGE, RunConfig, resolve_profile
 from ..core.rank import check_measures
 from ..core.train import prepare_data
 from ..plots.causal import CELL_LABELS, cells_figure, intervention_figure
@@ -211,10 +211,10 @@ def twins_table(table: pd.DataFrame) -> pd.DataFrame:
     Columns: the difference of means over seeds with its Welch-t interval as text
     (:func:`attnrank.analysis.rules.two_point`), the largest per-seed ``|tau - twin|`` and the standard
     deviation over seeds of the ``tau`` runs (``ddof=1``). ``table``: :func:`outcomes`, for
-    architectures ``bert`` and ``gpt2``.
+    the book's two models (:data:`~attnrank.core.profiles.ARCHS`).
     """
     rows = []
-    for a in ("modernbert", "gpt2"):
+    for a in ARCHS:
         for o in OUTCOMES:
             tau_runs, twin_runs = _twin_pair(table, a, o)
             rows.append(

@@ -17,7 +17,7 @@ from ..analysis import baselines, rules, verdicts
 from ..analysis.rules import PRIMARY_MEASURE, RHO_MIN, DynamicsResult
 from ..analysis.verdicts import INCONCLUSIVE
 from ..core.errors import ConfigError
-from ..core.profiles import ARCH_ORDER
+from ..core.profiles import ARCH_ORDER, CLM_ARCH
 from ..plots import training as tplots
 from ..runs import experiments, tables
 from ..runs.store import load_table
@@ -297,9 +297,9 @@ def section(
         "dynamics_tolerance_pct": fmt(stable_tolerance, 0, percent=True),
         "dynamics_heatmap_tau": fmt_setting(heatmap_tau),
         "dynamics_primary_label": label,
-        "dynamics_uniform_causal": fmt(uniform["gpt2"][m], 1),
+        "dynamics_uniform_causal": fmt(uniform[CLM_ARCH][m], 1),
     }
-    g1 = tau_runs[(tau_runs.arch == "gpt2") & np.isclose(tau_runs.tau, 1.0)]
+    g1 = tau_runs[(tau_runs.arch == CLM_ARCH) & np.isclose(tau_runs.tau, 1.0)]
     glue["dynamics_gpt2_tau1_init"] = fmt(g1[f"initial_{m}"].mean(), 1)
     glue["dynamics_gpt2_tau1_final"] = fmt(g1[f"final_{m}"].mean(), 1)
     glue.update(divergence(sweep, "dynamics"))

@@ -43,6 +43,7 @@ from bokeh.resources import Resources
 from IPython.display import HTML
 
 from ..analysis.rules import PRIMARY_MEASURE
+from ..core.architectures import architecture
 from ..core.errors import ConfigError
 from ..core.profiles import resolve_profile
 from ..core.rank import MEASURES, rank_measures, singular_values
@@ -210,7 +211,7 @@ def _run_record(arrays: _Arrays, plan: Plan) -> dict:
     S = probs.shape[2]
     sv = arrays.singular_values[T, :, :S]
     measures = arrays.measures[T][:, :, :S]
-    causal = cfg.arch == "gpt2"
+    causal = architecture(cfg.arch).causal
     data, scale = quantise(probs, causal, plan.levels)
     summary = run.table("rank_summary")
     rank_steps = sorted(summary.step.unique().tolist())
@@ -224,6 +225,7 @@ def _run_record(arrays: _Arrays, plan: Plan) -> dict:
     return {
         "key": run.key,
         "arch": cfg.arch,
+        "tokenizer": architecture(cfg.arch).tokenizer,
         "tau": cfg.tau,
         "head_dim": cfg.head_dim,
         "num_heads": cfg.num_heads,
@@ -286,7 +288,7 @@ def export(
         primary measure), ``measures`` (``[name, label]`` in the order of
         :data:`attnrank.core.rank.MEASURES`), ``thresholds`` (the study's absolute one and the
         relative ones), ``plan`` (the :class:`Plan` used, in words), ``probe_size`` and ``runs``:
-        one record per run with its settings, ``key``, ``status``, ``color`` (of its ``tau``), curves (``rank_steps``,
+        one record per run with its settings, ``tokenizer`` (its family: how its tokens join into text), ``key``, ``status``, ``color`` (of its ``tau``), curves (``rank_steps``,
         ``rank``: ``{measure: [mean]}``, ``loss_steps``, ``val_loss``), ``initial``/``final``
         ranks and ``attention``: the shown ``steps``, ``sequences``, ``n``, ``causal``, ``levels``,
         the ``tokens`` of each sequence, and base64 little-endian arrays over ``[step, layer,

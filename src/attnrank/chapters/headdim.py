@@ -18,7 +18,8 @@ import pandas as pd
 from ..analysis import baselines, rules, stats, verdicts
 from ..analysis.rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from ..analysis.stats import Estimate
-from ..core.profiles import ROTARY_ARCHS, resolve_config
+from ..core.architectures import architecture
+from ..core.profiles import MLM_ARCH, resolve_config
 from ..plots import sweeps
 from ..runs import experiments, tables
 from ..words.glossary import (
@@ -237,7 +238,7 @@ def window_rule(profile: str, hidden: int, head_dim0: int, tau_min: float, datas
             for at, _, dims in windows.values()
             for h in dims
             for s in range(WINDOW_SEEDS)
-            if not (a in ROTARY_ARCHS and h % 2)  # rotary positions need an even head dimension (ci's d_h = 1)
+            if not (architecture(a).rotary and h % 2)  # rotary positions need an even head dimension (ci's d_h = 1)
         }
     )
     init = baselines.init_means(
@@ -438,7 +439,7 @@ def section(
     glue.update({f"headdim_uniform_{a}": fmt(u[m]) for a, u in uniform.items()})
     figures, fig_glue = _rank_figures(hd_runs, init, limits, uniform, plan.head_dims, hd_taus, n_tok, profile)
     glue.update(fig_glue)
-    check, facts = baselines.bound_check(init[init.arch == "modernbert"], n_tok)
+    check, facts = baselines.bound_check(init[init.arch == MLM_ARCH], n_tok)
     glue.update(
         {
             f"headdim_p1_{k}": v if isinstance(v, (int, np.integer)) else fmt(v, 0, percent=True)

@@ -33,8 +33,9 @@ import pandas as pd
 
 from ..analysis import rules
 from ..analysis.baselines import BASELINES, _reference, baseline_losses, flops_per_token, gaps
+from ..core.architectures import architecture
 from ..core.errors import ConfigError, check_positive_int
-from ..core.profiles import ARCH_ORDER, MLM_ARCHS, resolve_config, resolve_profile
+from ..core.profiles import ARCH_ORDER, CLM_ARCH, MLM_ARCH, STUDY_ARCH, resolve_config, resolve_profile
 from ..plots import learned as lplots
 from ..runs import experiments, store, tables
 from ..runs.grid import sweep
@@ -107,7 +108,7 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
         at = f" at {fmt_tau(reference_tau)}{hd}" if len(ref) and len(ref) < len(a) else ""
         ref = ref if len(ref) else a
         text = f"{_LABELS[arch]} {gap_text(ref.gap_bigram.mean())} bigram{at}"
-        if arch in MLM_ARCHS:
+        if not architecture(arch).causal:
             text += f", {gap_text(ref.gap_two_sided.mean())} two-sided, {gap_text(ref.gap_context_free.mean())} context-free"
         if "attention_gain" in ref and ref.attention_gain.notna().any():
             text += f", {worth(ref.attention_gain.mean())}"
@@ -308,7 +309,7 @@ def plan_parts(profile: str = "auto") -> dict:
     cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
     causal_default = [
         resolve_config(a, profile, seed=seed, **experiments.P3_CONDITIONS, **cell)
-        for a in ("gpt2", "modernbert")
+        for a in (CLM_ARCH, MLM_ARCH)
         for cell in cells
         for seed in seeds
     ]
@@ -412,7 +413,7 @@ def section(profile: str = "auto", *, seeds=None, dataset=None) -> Section:
         },
         **{
             f"learned_context_free_{a}": gap_text(float(tgt[tgt.arch == a].context_free_gap.mean()))
-            for a in ("modernbert", "bert")
+            for a in (MLM_ARCH, STUDY_ARCH)
         },
         "learned_worth": f"{fmt_setting(rules.LEARNED_WORTH)}",
         **{f"learned_vocab_{a}": f"{int(d.vocab_size.iloc[0]):,}" for a, d in runs.groupby("arch")},
@@ -492,7 +493,7 @@ def check_configs(profile: str = "paper", *, seeds: int = 3, max_steps: int | No
     profile = resolve_profile(profile)
     seeds = check_positive_int("seeds", seeds)
     out = []
-    for arch in ("gpt2", "modernbert"):
+    for arch in (CLM_ARCH, MLM_ARCH):
         base = resolve_config(arch, profile, dataset=dataset)
         short = {}
         if max_steps is not None:

@@ -21,7 +21,7 @@ from ..analysis.spectra import EPS64, PIPELINES, REFERENCE, attention_examples
 from ..core import rank
 from ..core.errors import ConfigError
 from ..core.measures import RANK_MEASURES
-from ..core.profiles import ARCHS, resolve_config, resolve_profile
+from ..core.profiles import ARCHS, CLM_ARCH, MLM_ARCH, resolve_config, resolve_profile
 from ..plots import measure as mplots
 from ..runs import experiments
 from ..runs.cache import cached
@@ -92,8 +92,8 @@ def matrix_facts(matrices: pd.DataFrame, n: int) -> dict:
         out[f"measure_smin_{tag}"] = fmt_sci(float(g.sigma_min.median()), 2)  # tiny, never rounded to zero
     certified = (ref.sigma_min > n * EPS64 * ref.sigma_1).groupby(ref.arch).mean()
     out.update({f"measure_certified_{a}_pct": 100 * float(v) for a, v in certified.items()})
-    g2 = ref[(ref.arch == "gpt2") & (ref.state == "trained")]
-    g2all = ref[ref.arch == "gpt2"]
+    g2 = ref[(ref.arch == CLM_ARCH) & (ref.state == "trained")]
+    g2all = ref[ref.arch == CLM_ARCH]
     out.update(
         measure_mindiag_gpt2_trained=fmt(float(g2.min_diag.median()), 2),
         measure_logdet_gpt2_trained=fmt(float(g2.log10_det.median()), 0),
@@ -106,7 +106,7 @@ def causal_ratios(values: pd.DataFrame, causal: dict, n: int) -> tuple[pd.DataFr
     """GPT-2's measures at ``tau = 1`` over those of ``U_n`` (mean and 95% CI over runs), per state.
 
     Returns ``(table, glue)``; the table's index is the measure."""
-    ref = values[(values.arch == "gpt2") & (values.tau == 1.0) & (values.pipeline == REFERENCE)]
+    ref = values[(values.arch == CLM_ARCH) & (values.tau == 1.0) & (values.pipeline == REFERENCE)]
     rows, glue = [], {"measure_n_gpt2_runs": int(ref.seed.nunique())}
     for m in RANK_MEASURES:
         row = {"measure": m, "uniform causal U_n": causal[m], "U_n / n": causal[m] / n}
@@ -215,7 +215,7 @@ def temperature_facts(ref: pd.DataFrame, matrices: pd.DataFrame, spectra: pd.Dat
     lo, hi = min(taus), max(taus)
     look = ref.set_index(["arch", "tau", "measure"])["mean"]
     s2 = spectra[
-        (spectra.arch == "modernbert")
+        (spectra.arch == MLM_ARCH)
         & (spectra.state == "trained")
         & (spectra.tau == hi)
         & (spectra.pipeline == REFERENCE)
@@ -262,7 +262,7 @@ def precision_facts(by_tau: pd.DataFrame, spectra: pd.DataFrame, n: int) -> tupl
         {k: fmt(glue[k], 2) for k in ("measure_dev_eff", "measure_dev_stable", "measure_dev_others")}
     )
     t = spectra[
-        (spectra.arch == "modernbert")
+        (spectra.arch == MLM_ARCH)
         & (spectra.state == "trained")
         & (spectra.tau == spectra.tau.max())
         & (spectra.k == n)
@@ -397,7 +397,7 @@ def section(
             f"The {S.runs_text}; one run each shown.",
         )
     ]
-    glue["measure_example_tokens"] = len(labels["modernbert"])  # the tokens the attention patterns show
+    glue["measure_example_tokens"] = len(labels[MLM_ARCH])  # the tokens the attention patterns show
     glue.update(matrix_facts(matrices, n))
     figures.append(_figure(mplots.spectra_tau1_figure(quantiles, matrices, S)))
     causal = uniform_causal(n)
@@ -410,7 +410,7 @@ def section(
     ref = by_tau[by_tau.pipeline == REFERENCE]
     tau_max = max(grid_taus)
     ref_lookup = ref.set_index(["arch", "tau", "measure"])["mean"]
-    head_dim = int(used[used.arch == "modernbert"].head_dim.iloc[0])
+    head_dim = int(used[used.arch == MLM_ARCH].head_dim.iloc[0])
     glue["measure_dh_plus_1"] = head_dim + 1
     glue.update(temperature_facts(ref, matrices, quantiles, grid_taus))
     figures.append(_figure(mplots.ranks_vs_tau_figure(ref, causal, S, highlight=PRIMARY_MEASURE)))
@@ -425,7 +425,7 @@ def section(
         n=n,
         tau_max=tau_max,
         head_dim=head_dim,
-        atol_rank=float(ref_lookup["modernbert", tau_max, "rank_atol_1e-8"]),
+        atol_rank=float(ref_lookup[MLM_ARCH, tau_max, "rank_atol_1e-8"]),
         profile=profile,
     )
     glue.update(rule_glue)

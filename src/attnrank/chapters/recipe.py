@@ -28,8 +28,9 @@ import pandas as pd
 
 from ..analysis import ablation
 from ..analysis.baselines import BASELINES, flops_per_token, gaps
+from ..core.architectures import architecture
 from ..core.errors import ConfigError
-from ..core.profiles import ALL_ARCHS, MLM_ARCHS, RunConfig, profile_defaults, resolve_config, resolve_profile
+from ..core.profiles import ALL_ARCHS, STUDY_ARCH, RunConfig, profile_defaults, resolve_config, resolve_profile
 from ..runs import store
 from ..runs.grid import plan as grid_plan
 from ..runs.grid import sweep
@@ -88,7 +89,7 @@ def variants(arch: str, profile: str = "quick") -> list[Variant]:
         raise ConfigError("arch", f"got {arch!r}; allowed values: {', '.join(ALL_ARCHS)}")
     d = profile_defaults(profile, arch)
     out = [Variant("default", "default", {})]
-    if arch == "bert":  # for the record: does more training or another vocabulary move the study's BERT?
+    if arch == STUDY_ARCH:  # for the record: does more training or another vocabulary move the study's BERT?
         out.append(Variant("2 x steps", "steps", _steps(d, 2.0)))
         out += [
             Variant(f"vocabulary {v}", "vocabulary", {"vocab_size": v}) for v in VOCABULARIES if v != d["vocab_size"]
@@ -121,7 +122,7 @@ def variants(arch: str, profile: str = "quick") -> list[Variant]:
                 {"batch_size": int(d["batch_size"] * f), **_steps(d, 1 / f)},
             )
         )
-    if arch in MLM_ARCHS:
+    if not architecture(arch).causal:
         out += [
             Variant(f"masking {m:.0%}", "masking rate", {"mlm_probability": m})
             for m in (0.15, 0.3, 0.5)
@@ -166,7 +167,9 @@ def configs(profile: str = "quick", archs=ALL_ARCHS, dataset=None) -> list[tuple
     out, seen = [], set()
     for arch in archs:
         for v in variants(arch, profile):
-            overrides = {k: x for k, x in v.overrides.items() if not (arch == "gpt2" and k == "mlm_probability")}
+            overrides = {
+                k: x for k, x in v.overrides.items() if not (architecture(arch).causal and k == "mlm_probability")
+            }
             cfg = resolve_config(arch, profile, tau=1.0, seed=0, dataset=dataset, **overrides)
             if cfg not in seen:
                 seen.add(cfg)
@@ -175,7 +178,7 @@ def configs(profile: str = "quick", archs=ALL_ARCHS, dataset=None) -> list[tuple
 
 
 def _changes(cfg: RunConfig, base: RunConfig) -> str:
-    skip = {"mlm_probability"} if cfg.arch == "gpt2" else set()
+    skip = {"mlm_probability"} if architecture(cfg.arch).causal else set()
     diff = [
         f"{f.name}={getattr(cfg, f.name)}"
         for f in dataclasses.fields(cfg)

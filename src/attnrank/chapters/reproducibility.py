@@ -17,7 +17,7 @@ from importlib.metadata import version
 import pandas as pd
 
 from ..core.errors import ConfigError
-from ..core.profiles import OFFLINE_DEFAULT, PROFILES, profile_defaults, resolve_config, resolve_profile
+from ..core.profiles import MLM_ARCH, OFFLINE_DEFAULT, PROFILES, profile_defaults, resolve_config, resolve_profile
 from ..core.train import device_name
 from ..runs import experiments, presets, tables
 from ..runs.provenance import ENVIRONMENT_PACKAGES, RECORD_FOLDERS, lock_state
@@ -227,7 +227,7 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
         ),
         long=False,
     )
-    paper, here = profile_defaults("paper"), resolve_config("modernbert", profile, dataset=dataset)
+    paper, here = profile_defaults("paper"), resolve_config(MLM_ARCH, profile, dataset=dataset)
     done = sweep[sweep.cpu_seconds.notna()] if "cpu_seconds" in sweep else sweep.iloc[:0]
     glue = {
         "repro_dataset": {"shakespeare": "Shakespeare's plays", "stdlib": "the Python standard library's source"}.get(
@@ -242,7 +242,7 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
         "repro_lock": lock,
         "repro_profile": profile,
         "repro_device": "a CPU" if device_name() == "cpu" else f"a GPU ({device_name().removeprefix('cuda:')})",
-        "repro_threads": resolve_config("modernbert", profile).threads,
+        "repro_threads": resolve_config(MLM_ARCH, profile).threads,
         "repro_code_hash": code_hash(),
         "repro_n_runs": len(sweep),
         "repro_paper_width": paper["hidden_size"],

@@ -22,6 +22,7 @@ import torch
 from ..analysis import baselines, rules, stats
 from ..analysis.rules import seq_len_rule
 from ..analysis.theory import study_bound
+from ..core.architectures import architecture
 from ..core.errors import ConfigError, check_positive_int
 from ..core.profiles import resolve_profile
 from ..core.rank import MEASURES, check_measures, rank_measures
@@ -80,7 +81,7 @@ def seq_len_table(runs: pd.DataFrame, measures=tuple(MEASURES)) -> pd.DataFrame:
         raise ConfigError("runs", "no complete run")
     rows = []
     for (arch, n), g in ok.groupby(["arch", "max_len"], sort=True):
-        uniform = uniform_ranks(int(n), causal=arch == "gpt2", measures=measures)
+        uniform = uniform_ranks(int(n), causal=architecture(arch).causal, measures=measures)
         for m in measures:
             for when, col in (("initial", f"initial_{m}"), ("trained", f"final_{m}")):
                 e = stats.mean_ci(g[col].to_numpy(float))

@@ -22,7 +22,7 @@ from ..analysis import baselines, rules, stats
 from ..analysis.rules import PRIMARY_MEASURE, ArchResult, SweepVerdict
 from ..analysis.stats import Estimate
 from ..analysis.verdicts import INCONCLUSIVE
-from ..core.profiles import resolve_config
+from ..core.profiles import CLM_ARCH, resolve_config
 from ..plots import sweeps
 from ..plots import training as tplots
 from ..runs import experiments, tables
@@ -492,7 +492,7 @@ def _initial_scale(plan, tau: float):
         {
             **{f"temp_uniform_{a}": fmt(u[m]) for a, u in uniform.items()},
             "temp_log_n": fmt(math.log(n_tok), 4),
-            "temp_uniform_causal_rank_rtol": fmt(uniform["gpt2"]["rank_rtol_1e-2"], 0),
+            "temp_uniform_causal_rank_rtol": fmt(uniform[CLM_ARCH]["rank_rtol_1e-2"], 0),
             "temp_n": n_tok,
         }
     )
@@ -623,7 +623,12 @@ def _detail_figures(tsweep, uniform, tau: float, profile: str) -> list:
         Figure(
             "temp_rank_curves",
             tplots.measure_trajectories(
-                summ, uniform, label="uniform causal attention (GPT-2)", y="value", highlight=tau, archs=("gpt2",)
+                summ,
+                uniform,
+                label=f"uniform causal attention ({ARCH_NAMES[CLM_ARCH]})",
+                y="value",
+                highlight=tau,
+                archs=(CLM_ARCH,),
             ),
             summ[["arch", "tau", "seed", "status", "measure", "step", "value"]],
             f"{runs_caption(pair, profile)}.",

@@ -22,9 +22,10 @@ import pandas as pd
 
 from ..book import published_verdicts
 from ..chapters import learned, recipe
+from ..core.architectures import architecture
 from ..core.data import absolute_path_settings
 from ..core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
-from ..core.profiles import ALL_ARCHS, MLM_ARCHS, check_dataset, resolve_profile
+from ..core.profiles import ALL_ARCHS, check_dataset, resolve_profile
 from ..runs.experiments import book_runs, verdict_chapters
 from ..runs.grid import EXECUTORS, default_workers, plan, preflight, sweep
 from ..runs.store import load_runs, run, runs_dir
@@ -63,7 +64,7 @@ def _train(args) -> int:
             "(--force trains it again)"
         )
     print(
-        f"  {c['arch']} ({'MLM' if c['arch'] in MLM_ARCHS else 'CLM'}), profile {c['profile']}, tau {c['tau']:g}, "
+        f"  {c['arch']} ({architecture(c['arch']).objective}), profile {c['profile']}, tau {c['tau']:g}, "
         f"head_dim {c['head_dim']} ({c['num_heads']} heads x {c['num_layers']} layers), seed {c['seed']}, {s['device']}"
     )
     scales = {k: c.get(k, 1.0) for k in ("qk_init_scale", "qk_lr_scale")}
@@ -396,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     except SweepFailed as exc:  # the runs that did not finish, named; every other run is stored
         print(f"attnrank: error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through torch (a run is stored only complete)
+        print("attnrank: interrupted: every finished run is stored; the unfinished one was not", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader stopped reading (``attnrank runs | head``): no traceback
         # https://docs.python.org/3/library/signal.html#note-on-sigpipe
         devnull = os.open(os.devnull, os.O_WRONLY)

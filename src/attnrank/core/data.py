@@ -46,15 +46,14 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
-from .errors import ConfigError, DatasetUnavailable, check_choice
-from .profiles import ALL_ARCHS, BERT_SPECIALS, OFFLINE_CORPORA, OFFLINE_DEFAULT, check_dataset, dataset_spec
+from .architectures import WORDPIECE_SPECIALS, architecture
+from .errors import ConfigError, DatasetUnavailable
+from .profiles import OFFLINE_CORPORA, OFFLINE_DEFAULT, check_dataset, dataset_spec
 from .source import source_digest
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "PATH_SETTINGS",
-    "TOKENIZER_FAMILY",
     "absolute_path_settings",
     "bounded_path",
     "file_sha256",
@@ -78,13 +77,12 @@ VAL_EVERY = 8
 
 # GPT-2 has no padding token: its blocks are never padded, and a padding token equal to
 # <|endoftext|> would make the causal-LM collator drop every end-of-text target.
+# The tokenizer and block layout are the architecture record's tokenizer family: ModernBERT reads BERT's
+# WordPiece blocks (``[CLS] ... [SEP]``), so the two masked LMs see the same tokens, and share one cache.
 _SPECIALS = {
-    "bert": dict(pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"),
-    "gpt2": dict(eos_token="<|endoftext|>", bos_token="<|endoftext|>", unk_token="<|endoftext|>"),
+    "wordpiece": dict(pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"),
+    "bytelevel": dict(eos_token="<|endoftext|>", bos_token="<|endoftext|>", unk_token="<|endoftext|>"),
 }
-#: The tokenizer and block layout of each architecture: ModernBERT reads BERT's WordPiece blocks
-#: (``[CLS] ... [SEP]``), so the two masked LMs see the same tokens, and share one cache.
-TOKENIZER_FAMILY = {"bert": "bert", "modernbert": "bert", "gpt2": "gpt2"}
 
 
 #: The longest file name (bytes) and path (bytes, with room for the store's own names below it) a folder setting
@@ -120,15 +118,11 @@ def _data_root() -> Path:
     return Path.cwd() / "data"
 
 
-#: The settings that name a path: resolved once, against the directory the command started in
-#: (:func:`absolute_path_settings`), so a process that runs elsewhere (a chapter executed in
-#: ``chapters/``, a worker) reaches the same folder.
-PATH_SETTINGS = ("ATTNRANK_DATA", "ATTNRANK_RUNS", "ATTNRANK_DATASET")
-
-
 def absolute_path_settings(environ=None, cwd: str | Path | None = None) -> dict[str, str]:
     """Make the path settings of ``environ`` (default ``os.environ``) absolute, against ``cwd``
-    (default: the working directory), in place; returns the changed ones.
+    (default: the working directory), in place; returns the changed ones. Resolved once, against the
+    directory the command started in, so a process that runs elsewhere (a chapter executed in
+    ``chapters/``, a worker) reaches the same folder.
 
     ``ATTNRANK_DATA`` and ``ATTNRANK_RUNS`` become absolute paths (``~`` expanded);
     ``ATTNRANK_DATASET`` naming a local folder (``hf:PATH``) becomes ``hf:`` and its absolute
@@ -735,25 +729,23 @@ def _slug(source: _Source, *parts) -> str:
 def get_tokenizer(arch: str, dataset: str = OFFLINE_DEFAULT, vocab_size: int = 2048):
     """A ``PreTrainedTokenizerFast`` trained on the training split, cached under ``data/tokenizers``.
 
-    WordPiece (lower-cased, with ``[CLS] [SEP] [MASK] [PAD] [UNK]``) for the masked LMs (``"bert"``,
-    ``"modernbert"``; :data:`TOKENIZER_FAMILY`);
-    byte-level BPE with ``<|endoftext|>`` (end of text; no padding token) for
-    ``arch="gpt2"``. Training is deterministic: the same text gives the same file. The
+    The tokenizer family of ``arch``'s record (:data:`attnrank.core.architectures.TOKENIZERS`): WordPiece
+    (lower-cased, with ``[CLS] [SEP] [MASK] [PAD] [UNK]``) for the masked LMs (``"bert"``, ``"modernbert"``);
+    byte-level BPE with ``<|endoftext|>`` (end of text; no padding token) for ``arch="gpt2"``. Training is deterministic: the same text gives the same file. The
     cache key holds :func:`dataset_fingerprint`, so changed data trains a new tokenizer.
 
     Raises:
         ConfigError: for an unknown ``arch`` or dataset, or naming ``ATTNRANK_DATA`` when the
         tokenizer is not cached and the data folder cannot be written.
     """
-    check_choice("arch", arch, ALL_ARCHS)
-    return _tokenizer(TOKENIZER_FAMILY[arch], _resolve(dataset), vocab_size)
+    return _tokenizer(architecture(arch).tokenizer, _resolve(dataset), vocab_size)
 
 
-def _tokenizer(arch: str, source: _Source, vocab_size: int):
+def _tokenizer(family: str, source: _Source, vocab_size: int):
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 
-    name = f"{_slug(source, arch, vocab_size)}.json"
+    name = f"{_slug(source, family, vocab_size)}.json"
     path = data_dir(write=False) / "tokenizers" / name
     if not intact(path, "the tokenizer"):  # files are sealed into place complete, so one is read without a lock
         folder = _cache_folder("tokenizers", f"the tokenizer {name}")
@@ -762,17 +754,17 @@ def _tokenizer(arch: str, source: _Source, vocab_size: int):
         try:
             if not intact(path, "the tokenizer"):
                 train, _ = _load_source(source)
-                tok = _train_tokenizer(arch, train, vocab_size)
+                tok = _train_tokenizer(family, train, vocab_size)
                 tmp = path.with_suffix(f".tmp{os.getpid()}")
                 with writing(tmp, f"the tokenizer {name}"):
                     tok.save(str(tmp))
                     seal(tmp, path)
         finally:
             lock.release()
-    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(path)), **_SPECIALS[arch])
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(path)), **_SPECIALS[family])
 
 
-def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
+def _train_tokenizer(family: str, texts: list[str], vocab_size: int):
     """Train a ``tokenizers.Tokenizer`` on ``texts``; the same texts give the same tokenizer.
 
     The BPE trainer behind WordPiece numbers the continuation tokens (``##e``) in the
@@ -784,7 +776,7 @@ def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
     """
     from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer, Tokenizer
 
-    if arch == "bert":
+    if family == "wordpiece":
         tok = BertWordPieceTokenizer(lowercase=True)
         normalizer, pre_tokenizer = tok._tokenizer.normalizer, tok._tokenizer.pre_tokenizer
         alphabet: set[str] = set()
@@ -801,11 +793,11 @@ def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
             vocab_size=vocab_size,
             min_frequency=2,
             show_progress=False,
-            special_tokens=[*BERT_SPECIALS, *continuation],
+            special_tokens=[*WORDPIECE_SPECIALS, *continuation],
             limit_alphabet=max(1000, len(alphabet)),
         )
         state = json.loads(tok._tokenizer.to_str())
-        state["added_tokens"] = [t for t in state["added_tokens"] if t["content"] in BERT_SPECIALS]
+        state["added_tokens"] = [t for t in state["added_tokens"] if t["content"] in WORDPIECE_SPECIALS]
         return Tokenizer.from_str(json.dumps(state))
     tok = ByteLevelBPETokenizer()
     tok.train_from_iterator(
@@ -815,8 +807,8 @@ def _train_tokenizer(arch: str, texts: list[str], vocab_size: int):
 
 
 # ----------------------------------------------------------------------------- token blocks
-def _stream(tokenizer, texts: list[str], arch: str) -> np.ndarray:
-    sep = [] if arch == "bert" else [tokenizer.eos_token_id]
+def _stream(tokenizer, texts: list[str], family: str) -> np.ndarray:
+    sep = [] if family == "wordpiece" else [tokenizer.eos_token_id]
     ids: list[int] = []
     for enc in tokenizer(texts, add_special_tokens=False)["input_ids"]:
         ids.extend(enc)
@@ -824,11 +816,11 @@ def _stream(tokenizer, texts: list[str], arch: str) -> np.ndarray:
     return np.asarray(ids, dtype=np.int32)
 
 
-def _blocks(stream: np.ndarray, tokenizer, arch: str, max_len: int) -> np.ndarray:
-    body = max_len - 2 if arch == "bert" else max_len
+def _blocks(stream: np.ndarray, tokenizer, family: str, max_len: int) -> np.ndarray:
+    body = max_len - 2 if family == "wordpiece" else max_len
     n = len(stream) // body
     blocks = stream[: n * body].reshape(n, body)
-    if arch == "bert":
+    if family == "wordpiece":
         cls = np.full((n, 1), tokenizer.cls_token_id, dtype=np.int32)
         sep = np.full((n, 1), tokenizer.sep_token_id, dtype=np.int32)
         blocks = np.concatenate([cls, blocks, sep], axis=1)
@@ -838,8 +830,7 @@ def _blocks(stream: np.ndarray, tokenizer, arch: str, max_len: int) -> np.ndarra
 def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_train: int = 1, min_val: int = 1):
     """Token blocks ``(train [N, max_len], val [M, max_len])`` as int64 numpy arrays, and the tokenizer.
 
-    Cached as ``.npy`` under ``data/cache``, keyed by :func:`dataset_fingerprint`, ``arch``'s
-    :data:`TOKENIZER_FAMILY`,
+    Cached as ``.npy`` under ``data/cache``, keyed by :func:`dataset_fingerprint`, ``arch``'s tokenizer family,
     ``vocab_size``, ``max_len`` and the code version; a cached pair is read without a lock
     (and from a read-only data folder).
 
@@ -849,11 +840,10 @@ def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_
         it cannot be loaded; naming ``ATTNRANK_DATA`` when the blocks are not cached and
         the data folder cannot be written.
     """
-    check_choice("arch", arch, ALL_ARCHS)
-    arch = TOKENIZER_FAMILY[arch]
+    family = architecture(arch).tokenizer
     source = _resolve(dataset)
-    tokenizer = _tokenizer(arch, source, vocab_size)
-    key = _slug(source, arch, vocab_size, max_len)
+    tokenizer = _tokenizer(family, source, vocab_size)
+    key = _slug(source, family, vocab_size, max_len)
     paths = {s: data_dir(write=False) / "cache" / f"{key}-{s}.npy" for s in ("train", "val")}
     if not all([intact(p, "the token blocks") for p in paths.values()]):
         cache = _cache_folder("cache", f"the token blocks {key}")
@@ -863,7 +853,7 @@ def token_blocks(arch: str, dataset: str, vocab_size: int, max_len: int, *, min_
             if not all([intact(p, "the token blocks") for p in paths.values()]):
                 texts = dict(zip(("train", "val"), _load_source(source)))
                 for split, p in paths.items():
-                    arr = _blocks(_stream(tokenizer, texts[split], arch), tokenizer, arch, max_len)
+                    arr = _blocks(_stream(tokenizer, texts[split], family), tokenizer, family, max_len)
                     tmp = p.with_suffix(f".tmp{os.getpid()}.npy")
                     with writing(tmp, f"the token blocks {p.name}"):
                         np.save(tmp, arr)

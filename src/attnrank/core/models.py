@@ -8,24 +8,17 @@ download); the temperature enters only through the registered attention function
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Mapping
 
 import torch
+import transformers
 from torch.nn.utils import parametrize
-from transformers import (
-    BertConfig,
-    BertForMaskedLM,
-    GPT2Config,
-    GPT2LMHeadModel,
-    ModernBertConfig,
-    ModernBertForMaskedLM,
-    PreTrainedModel,
-)
+from transformers import PreTrainedModel
 
 from . import attention
-from .errors import ConfigError, check_choice, check_positive_int
-from .profiles import ALL_ARCHS, BERT_SPECIALS, FIELD_CHECKS, RunConfig, check_tau, resolve_heads
+from .architectures import architecture, of_model
+from .errors import ConfigError, check_positive_int
+from .profiles import FIELD_CHECKS, RunConfig, check_tau, resolve_heads
 
 __all__ = [
     "build_model",
@@ -61,14 +54,12 @@ def build_model(
     attn_implementation: str = attention.ATTN_IMPLEMENTATION,
     qk_init_scale: float = 1.0,
 ) -> PreTrainedModel:
-    """Build ``ModernBertForMaskedLM``, ``BertForMaskedLM`` or ``GPT2LMHeadModel`` from config with temperature ``tau``.
-
-    ModernBERT is built with full (global) attention in every layer (``layer_types``), HF's other
-    defaults (rotary positions, pre-LayerNorm, GeGLU MLP, no biases), and the special-token ids of the
-    project's WordPiece tokenizer (:data:`attnrank.core.profiles.BERT_SPECIALS`).
+    """Build the HF LM of ``arch`` (its record's :attr:`~attnrank.core.architectures.Architecture.hf_model`:
+    ``ModernBertForMaskedLM``, ``BertForMaskedLM`` or ``GPT2LMHeadModel``) from config with temperature ``tau``.
 
     Args:
-        arch: ``"modernbert"``, ``"bert"`` or ``"gpt2"`` (:data:`attnrank.core.profiles.ALL_ARCHS`).
+        arch: a key of :data:`attnrank.core.architectures.ARCHITECTURES` (``"modernbert"``, ``"bert"``,
+            ``"gpt2"``).
         hidden_size: model width; ``head_dim = hidden_size / num_heads``.
         num_layers: number of transformer blocks.
         num_heads, head_dim: give one (see :func:`resolve_heads`).
@@ -77,7 +68,8 @@ def build_model(
         vocab_size: tokenizer vocabulary size.
         dropout: dropout on embeddings, residuals and attention probabilities.
         seed: seed of the weight initialisation (the global RNG is left untouched).
-        intermediate_size: MLP width, default ``4 * hidden_size`` (ModernBERT's gated MLP: ``2 * hidden_size``).
+        intermediate_size: MLP width, default the record's ``mlp_ratio * hidden_size`` (``4 * hidden_size``;
+            ModernBERT's gated MLP: ``2 * hidden_size``).
         pad_token_id: id of the padding token.
         attn_implementation: ``"attnrank"`` (tempered), or a stock HF name such as
             ``"eager"`` or ``"sdpa"`` for comparisons (then ``tau`` must be 1).
@@ -91,7 +83,6 @@ def build_model(
         ConfigError: for an unknown ``arch``, a ``tau`` outside [1e-3, 1e3], heads that
         do not divide ``hidden_size``, or a ``qk_init_scale`` outside [1e-3, 1e3].
     """
-    check_choice("arch", arch, ALL_ARCHS)
     tau = check_tau(tau)
     num_heads, head_dim = resolve_heads(hidden_size, num_heads, head_dim)
     num_layers = check_positive_int("num_layers", num_layers)
@@ -101,52 +92,20 @@ def build_model(
     qk_init_scale = FIELD_CHECKS["qk_init_scale"]("qk_init_scale", qk_init_scale)
     if attn_implementation != attention.ATTN_IMPLEMENTATION and tau != 1.0:
         raise ConfigError("tau", f"tau={tau} needs attn_implementation={attention.ATTN_IMPLEMENTATION!r}")
-    # ModernBERT's MLP is gated (GeGLU: ``Wi`` projects to twice the intermediate size); an intermediate size of
-    # 2 * hidden_size gives it BERT's input projection (to 4 * hidden_size). Measured at the quick sizes, tau = 1,
-    # seed 0, 1000 steps: 4.49 nats in 63 CPU s, against 4.64 in 84 CPU s at 4 * hidden_size.
-    intermediate_size = intermediate_size or (2 if arch == "modernbert" else 4) * hidden_size
-    # the masked LMs' configs name their sizes alike
-    masked = dict(
-        vocab_size=vocab_size,
-        hidden_size=hidden_size,
-        num_hidden_layers=num_layers,
-        num_attention_heads=num_heads,
-        intermediate_size=intermediate_size,
-        max_position_embeddings=max_len,
-        pad_token_id=pad_token_id,
-    )
-    if arch == "bert":
-        config = BertConfig(**masked, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-        cls = BertForMaskedLM
-    elif arch == "modernbert":
-        config = ModernBertConfig(
-            **masked,
-            layer_types=["full_attention"] * num_layers,
-            embedding_dropout=dropout,
-            mlp_dropout=dropout,
-            attention_dropout=dropout,
-            cls_token_id=BERT_SPECIALS.index("[CLS]"),
-            sep_token_id=BERT_SPECIALS.index("[SEP]"),
-            bos_token_id=BERT_SPECIALS.index("[CLS]"),
-            eos_token_id=BERT_SPECIALS.index("[SEP]"),
-        )
-        cls = ModernBertForMaskedLM
-    else:
-        config = GPT2Config(
+    record = architecture(arch)
+    cls = getattr(transformers, record.hf_model)
+    config = cls.config_class(
+        **record.config_kwargs(
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size or record.mlp_ratio * hidden_size,
+            max_len=max_len,
             vocab_size=vocab_size,
-            n_embd=hidden_size,
-            n_layer=num_layers,
-            n_head=num_heads,
-            n_inner=intermediate_size,
-            n_positions=max_len,
-            resid_pdrop=dropout,
-            embd_pdrop=dropout,
-            attn_pdrop=dropout,
-            bos_token_id=pad_token_id,
-            eos_token_id=pad_token_id,
+            dropout=dropout,
             pad_token_id=pad_token_id,
         )
-        cls = GPT2LMHeadModel
+    )
     config.tau = tau
     config._attn_implementation = attn_implementation
     with torch.random.fork_rng(devices=[]):
@@ -226,19 +185,21 @@ def model_from_config(
     )
 
 
-#: Query/key parameters of BERT: the ``query`` and ``key`` Linear layers of every self-attention.
-_BERT_QK = re.compile(r"(?:^|\.)attention\.self\.(?:query|key)\.(?:weight|bias)$")
-#: GPT-2's fused projection (query, key, value along its last dimension) and, while
-#: :func:`split_qk` is active, its query/key part.
-_GPT2_QKV = re.compile(r"(?:^|\.)attn\.c_attn\.(?:weight|bias)$")
-_GPT2_QK = re.compile(r"(?:^|\.)attn\.c_attn\.parametrizations\.(?:weight|bias)\.original0$")
-#: ModernBERT's fused projection ``Wqkv`` (an ``nn.Linear``: query, key, value along its *first*
-#: dimension) and, inside :func:`split_qk`, its query/key part.
-_MODERNBERT_QKV = re.compile(r"(?:^|\.)attn\.Wqkv\.(?:weight|bias)$")
-_MODERNBERT_QK = re.compile(r"(?:^|\.)attn\.Wqkv\.parametrizations\.(?:weight|bias)\.original0$")
-#: Per fused model type: the module-name suffix of the fused projection and the dimension along which
-#: query, key and value are stacked.
-_FUSED = {"gpt2": ("attn.c_attn", -1), "modernbert": ("attn.Wqkv", 0)}
+def _qk_modules(model: PreTrainedModel):
+    """``(kind, module)`` for every projection that holds queries or keys: ``("separate", m)`` for a query or key
+    layer of its own, ``("fused", m)`` for a fused ``[query, key, value]`` projection (the record's
+    :attr:`~attnrank.core.architectures.Architecture.qk_modules` and ``qkv_fused``)."""
+    record = of_model(model)
+    fused = record.qkv_fused[0] if record.qkv_fused else None
+    for name, m in model.named_modules():
+        if record.qk_modules and name.endswith(record.qk_modules):
+            yield "separate", m
+        elif fused and name.endswith(fused):
+            yield "fused", m
+
+
+def _tensors(m) -> list[str]:
+    return [t for t in ("weight", "bias") if getattr(m, t, None) is not None]
 
 
 def scale_qk(model: PreTrainedModel, scale: float) -> PreTrainedModel:
@@ -247,22 +208,21 @@ def scale_qk(model: PreTrainedModel, scale: float) -> PreTrainedModel:
     BERT: the ``query`` and ``key`` Linear layers; GPT-2: the first ``2 * hidden_size`` output
     columns of ``c_attn`` (``[hidden, 3 * hidden]`` Conv1D weight and ``[3 * hidden]`` bias: query,
     key, value in that order); ModernBERT: the first ``2 * hidden_size`` rows of ``Wqkv``
-    (``[3 * hidden, hidden]`` Linear weight, no bias by default). The logits ``Q K^T`` are then ``scale**2`` times larger, which at
-    ``tau = 1`` with ``scale = 1 / sqrt(t)`` is the model at temperature ``t`` (P3).
+    (``[3 * hidden, hidden]`` Linear weight, no bias by default); where each lies is the model's
+    :mod:`~attnrank.core.architectures` record. The logits ``Q K^T`` are then ``scale**2`` times larger, which
+    at ``tau = 1`` with ``scale = 1 / sqrt(t)`` is the model at temperature ``t`` (P3).
 
     Raises:
         ConfigError: naming ``scale`` outside [1e-3, 1e3].
     """
     scale = FIELD_CHECKS["qk_init_scale"]("scale", scale)
-    hidden = model.config.hidden_size
+    split = 2 * model.config.hidden_size
+    dim = (of_model(model).qkv_fused or (None, 0))[1]
     with torch.no_grad():
-        for name, p in model.named_parameters():
-            if _BERT_QK.search(name):
-                p.mul_(scale)
-            elif _GPT2_QKV.search(name):
-                p[..., : 2 * hidden].mul_(scale)
-            elif _MODERNBERT_QKV.search(name):
-                p[: 2 * hidden].mul_(scale)
+        for kind, m in _qk_modules(model):
+            for t in _tensors(m):
+                p = getattr(m, t)
+                (p if kind == "separate" else p.narrow(dim, 0, split)).mul_(scale)
     return model
 
 
@@ -274,9 +234,13 @@ def qk_parameter_names(model: PreTrainedModel) -> list[str]:
     (``...c_attn.parametrizations.weight.original0``); outside it the list is empty for them (their
     query, key and value share one tensor).
     """
-    return [
-        n for n, _ in model.named_parameters() if _BERT_QK.search(n) or _GPT2_QK.search(n) or _MODERNBERT_QK.search(n)
-    ]
+    ids = set()
+    for kind, m in _qk_modules(model):
+        if kind == "separate":
+            ids.update(id(getattr(m, t)) for t in _tensors(m))
+        elif parametrize.is_parametrized(m):
+            ids.update(id(m.parametrizations[t].original0) for t in m.parametrizations)
+    return [n for n, p in model.named_parameters() if id(p) in ids]
 
 
 class _Concat(torch.nn.Module):
@@ -308,14 +272,13 @@ def split_qk(model: PreTrainedModel):
     and the projection holds plain parameters with the trained values, under their usual names. BERT is
     left as it is (its query and key are separate layers).
     """
-    fused = _FUSED.get(model.config.model_type)
-    if fused is None:
+    record = of_model(model)
+    if record.qkv_fused is None:
         yield model
         return
-    suffix, dim = fused
-    modules = [m for name, m in model.named_modules() if name.endswith(suffix)]
+    dim = record.qkv_fused[1]
     split = 2 * model.config.hidden_size
-    tensors = [(m, t) for m in modules for t in ("weight", "bias") if getattr(m, t, None) is not None]
+    tensors = [(m, t) for kind, m in _qk_modules(model) for t in _tensors(m)]
     for m, tensor in tensors:
         parametrize.register_parametrization(m, tensor, _Concat(split, dim), unsafe=True)
     try:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .architectures import of_model
 from .attention import capture_logits
 from .errors import ConfigError
 from .rank import DEFAULT_MEASURES, check_measures, rank_measures
@@ -216,7 +217,7 @@ class RankProbe:
                 for i in range(0, len(full["input_ids"]), self.chunk_size):
                     batch = {k: v[i : i + self.chunk_size].to(device) for k, v in full.items()}
                     labels = batch["labels"]
-                    n = int((labels[..., 1:] != -100).sum()) if not _is_mlm(model) else int((labels != -100).sum())
+                    n = int(((labels[..., 1:] if of_model(model).causal else labels) != -100).sum())
                     if n == 0:
                         continue
                     total += model(**batch).loss.float().item() * n
@@ -362,7 +363,3 @@ class RankProbe:
     @property
     def eval_log(self) -> pd.DataFrame:
         return pd.DataFrame(self.eval_rows)
-
-
-def _is_mlm(model) -> bool:
-    return model.config.model_type in ("bert", "modernbert")

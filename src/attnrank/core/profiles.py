@@ -22,7 +22,7 @@ the config is built (by :func:`resolve_config` or directly), before any work: it
 (NumPy numbers become plain Python numbers, so they give the same run key), its range
 (upper bounds included) and the constraints between fields (heads dividing the width,
 the memory a run needs), the dataset's name included (:func:`check_dataset`). This
-module imports nothing from the library but :mod:`attnrank.core.errors`, so that the data and
+module imports nothing from the library but :mod:`attnrank.core.errors` and the architectures' records, so that the data and
 model modules can use its checks.
 
 Every run trains on a fixed number of torch threads, ``threads`` (1 and 2 threads give
@@ -39,6 +39,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .architectures import ARCHITECTURES
 from .errors import ConfigError, check_choice, check_int, check_real
 
 __all__ = [
@@ -50,10 +51,10 @@ __all__ = [
     "PROFILES",
     "ARCHS",
     "ALL_ARCHS",
-    "MLM_ARCHS",
-    "ROTARY_ARCHS",
     "ARCH_ORDER",
-    "BERT_SPECIALS",
+    "MLM_ARCH",
+    "CLM_ARCH",
+    "STUDY_ARCH",
     "TAU_RANGE",
     "QK_SCALE_RANGE",
     "SEED_RANGE",
@@ -83,18 +84,16 @@ SCALE_FACTOR = 3
 #: study's BERT does not leave its context-free plateau at CPU scale, so it is not the book's masked LM
 #: since 2026-12-04) and GPT-2 as a causal LM.
 ARCHS = ("modernbert", "gpt2")
-#: Every architecture a run can have: the book's two and the study's BERT (post-LN, learned absolute
-#: positions), which the chapter "Have the models learned?" trains beside ModernBERT.
-ALL_ARCHS = ("bert", "modernbert", "gpt2")
+#: The book's masked LM and its causal LM (of :data:`ARCHS`): what a page says of one of them names it so.
+MLM_ARCH, CLM_ARCH = ARCHS
+#: The study's BERT, which the chapter "Have the models learned?" trains beside the book's masked LM.
+STUDY_ARCH = "bert"
+#: Every architecture a run can have (:data:`attnrank.core.architectures.ARCHITECTURES`): the book's two and the
+#: study's BERT (post-LN, learned absolute positions), which the chapter "Have the models learned?" trains beside
+#: ModernBERT.
+ALL_ARCHS = tuple(ARCHITECTURES)
 #: The order in which every table, figure and sentence names the architectures: GPT-2, ModernBERT, the study's BERT.
 ARCH_ORDER = ("gpt2", "modernbert", "bert")
-#: The architectures with rotary position embeddings, which need an even head dimension.
-ROTARY_ARCHS = ("modernbert",)
-#: The masked-LM architectures (the others are causal LMs).
-MLM_ARCHS = ("bert", "modernbert")
-#: The special tokens of the masked LMs' WordPiece tokenizer (:mod:`attnrank.core.data`), with ids 0 to 4 in this
-#: order; :func:`attnrank.core.models.build_model` gives ModernBERT's config these ids.
-BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 #: Allowed range of the temperature ratio ``tau`` (inclusive).
 TAU_RANGE = (1e-3, 1e3)
 #: Allowed range of ``seed`` (inclusive): NumPy's and the Trainer's seeds are unsigned 32-bit.
@@ -290,7 +289,14 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.3g} GB"
 
 
+#: The sizes a memory refusal may name: each alone can bring a run within memory (``num_heads`` must divide the
+#: width, so it is never named).
+_MEMORY_SIZES = ("max_len", "num_layers", "hidden_size", "batch_size", "vocab_size", "probe_size")
+
+
 def _check_memory(values: dict) -> None:
+    """Refuse sizes whose :func:`memory_estimate` exceeds this machine's memory, naming the size furthest over
+    the largest value that fits with the others as given (found by bisection: the estimate grows with each)."""
     sizes = {
         k: values[k]
         for k in ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size", "batch_size", "probe_size")
@@ -299,25 +305,27 @@ def _check_memory(values: dict) -> None:
     total, limit = sum(parts.values()), _memory_limit()
     if total <= limit:
         return
-    biggest = max(parts, key=parts.get)
-    if biggest == "attention":
-        lo, hi = 0, values["max_len"]  # the largest max_len within the limit (the estimate grows with it)
+
+    def largest(k: str) -> int:
+        lo, hi = 0, sizes[k]
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if sum(memory_estimate(**{**sizes, "max_len": mid}).values()) <= limit else (lo, mid - 1)
-        bound = lo
-        raise ConfigError(
-            "max_len",
-            f"got {values['max_len']}: its attention matrices (max_len^2 x (12 bytes x "
-            f"num_layers x num_heads x probe_size + 4 bytes x batch_size)) need about {_gb(parts['attention'])}, "
-            f"more than this machine's {_gb(limit)} of memory; allowed here: max_len <= {bound} "
-            f"at these sizes",
-        )
-    param = {"parameters": "hidden_size", "activations": "batch_size"}[biggest]
+            lo, hi = (mid, hi) if sum(memory_estimate(**{**sizes, k: mid}).values()) <= limit else (lo, mid - 1)
+        return lo
+
+    bounds = {k: largest(k) for k in _MEMORY_SIZES}
+    fits = {k: b for k, b in bounds.items() if b >= 1} or {"num_layers": 0}
+    param = max(fits, key=lambda k: sizes[k] / max(fits[k], 1))
+    biggest = max(parts, key=parts.get)
+    allowed = (
+        f"allowed here: {param} <= {fits[param]} at these sizes"
+        if fits[param]
+        else "no single size brings it within memory: make the model smaller"
+    )
     raise ConfigError(
         param,
-        f"got {values[param]}: a run of these sizes needs about {_gb(total)} "
-        f"({biggest} {_gb(parts[biggest])}), more than this machine's {_gb(limit)} of memory",
+        f"got {values[param]}: a run of these sizes needs about {_gb(total)} ({biggest} {_gb(parts[biggest])}; "
+        f"see memory_estimate), more than this machine's {_gb(limit)} of memory; {allowed}",
     )
 
 
@@ -382,7 +390,7 @@ class RunConfig:
             values[f.name] = check(f.name, value) if check is not None else value
             object.__setattr__(self, f.name, values[f.name])
         _, head_dim = resolve_heads(values["hidden_size"], values["num_heads"])
-        if values["arch"] in ROTARY_ARCHS and head_dim % 2:
+        if ARCHITECTURES[values["arch"]].rotary and head_dim % 2:
             raise ConfigError(
                 "head_dim",
                 f"got {head_dim} (hidden_size={values['hidden_size']} / num_heads={values['num_heads']}) for "
@@ -396,7 +404,7 @@ class RunConfig:
 
     @property
     def objective(self) -> str:
-        return "MLM" if self.arch in MLM_ARCHS else "CLM"
+        return ARCHITECTURES[self.arch].objective
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -17,6 +17,7 @@ from matplotlib.lines import Line2D
 
 from ..analysis.spectra import EPS32, EPS64, REFERENCE
 from ..core import rank
+from ..core.profiles import CLM_ARCH, MLM_ARCH
 from ..words.glossary import ARCH_LABELS, ARCHS, fmt_setting
 from . import figure, figure_legend, new_figure, shared_xlabel
 from .style import (
@@ -74,21 +75,21 @@ def threshold_lines(sigma_1: pd.Series, n: int) -> pd.DataFrame:
 def baselines(causal: dict, n: int, *, temperature: bool = False) -> pd.DataFrame:
     """Reference values drawn beside the measures: ``arch, measure, value, label``.
 
-    ``causal``: :func:`uniform_causal` (drawn for GPT-2, under each measure); ``n``: the sequence
+    ``causal``: :func:`uniform_causal` (drawn for the causal LM, under each measure); ``n``: the sequence
     length, the largest rank (both architectures). With ``temperature=True`` (the figure against
-    the temperature) the causal rows have no label, ``n`` is labelled ``"n = <n>"`` and BERT also
+    the temperature) the causal rows have no label, ``n`` is labelled ``"n = <n>"`` and the masked LM also
     gets the rank-one line of uniform attention (``measure = "rank one"``, value 1).
     """
     if not temperature:
         return pd.DataFrame(
-            [dict(arch="gpt2", measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
+            [dict(arch=CLM_ARCH, measure=m, value=v, label="uniform causal attention $U_n$") for m, v in causal.items()]
             + [dict(arch=a, measure="n", value=float(n), label="n") for a in ARCHS]
         )
     return pd.concat(
         [
-            pd.DataFrame([dict(arch="gpt2", measure=m, value=v) for m, v in causal.items()]),
+            pd.DataFrame([dict(arch=CLM_ARCH, measure=m, value=v) for m, v in causal.items()]),
             pd.DataFrame([dict(arch=a, measure="n", value=float(n), label=f"n = {n}") for a in ARCHS]),
-            pd.DataFrame([dict(arch="modernbert", measure="rank one", value=1.0, label="uniform attention: rank 1")]),
+            pd.DataFrame([dict(arch=MLM_ARCH, measure="rank one", value=1.0, label="uniform attention: rank 1")]),
         ],
         ignore_index=True,
     )

@@ -18,6 +18,7 @@ from matplotlib import cm
 from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
+from ..core.profiles import ARCHS
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_estimate, fmt_setting, fmt_tau
 from . import PALETTE, cell_labels_fit, figure, figure_legend, new_figure
 from .style import FAILED_COLOR as _FAILED_COLOR
@@ -613,7 +614,7 @@ def measure_trajectories(
     label: str,
     y: str = "mean",
     highlight=1.0,
-    archs=("modernbert", "gpt2"),
+    archs=ARCHS,
     height: float = 2.3,
 ):
     """Mean rank through training, one row of panels per rank measure and one column per architecture, one

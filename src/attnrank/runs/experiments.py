@@ -20,6 +20,8 @@ from ..core.measures import MEASURES, STUDY_ATOL
 from ..core.profiles import (
     ALL_ARCHS,
     ARCHS,
+    MLM_ARCH,
+    STUDY_ARCH,
     RunConfig,
     base_profile,
     check_dataset,
@@ -151,7 +153,7 @@ def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, 
     n = len(d["seeds"]) if seeds is not None else d.get("head_dim_n_seeds", len(d["seeds"]))
     d.pop("head_dim_n_seeds", None)
     d["head_dim_seeds"] = tuple(d["seeds"][:n])  # a user's seeds hold everywhere
-    stock = resolve_config("modernbert", profile)
+    stock = resolve_config(MLM_ARCH, profile)
     return SweepPlan(profile=profile, head_dim=stock.head_dim, hidden_size=stock.hidden_size, **d)
 
 
@@ -202,7 +204,7 @@ def main_sweep(plan: SweepPlan, archs=ARCHS) -> list[RunConfig]:
 def study_bert_sweep(plan: SweepPlan) -> list[RunConfig]:
     """The study's BERT at ``tau = 1`` with the grid's seeds: the chapter "Have the models learned?" trains it beside
     ModernBERT to show that it does not leave the context-free plateau at this scale."""
-    return tau_sweep(plan, ("bert",), [1.0])
+    return tau_sweep(plan, (STUDY_ARCH,), [1.0])
 
 
 def _main_runs(profile: str) -> list[RunConfig]:

@@ -13,7 +13,7 @@ from ..analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 from ..book import published_verdicts
 from ..cli.build import build_log_path
 from ..core.errors import ConfigError
-from ..core.profiles import ARCHS, PROFILES, SCALE_FACTOR, resolve_config, resolve_profile
+from ..core.profiles import ARCHS, MLM_ARCH, PROFILES, SCALE_FACTOR, resolve_config, resolve_profile
 from ..runs.experiments import SWEEP_DEFAULTS, VERDICT_RUNS
 from ..words.glossary import VERDICT_LABELS, per_arch
 
@@ -222,7 +222,7 @@ def setting_role(name, rawtext, text, lineno, inliner, options=None, content=Non
     spec, _, fmt = text.partition(":")
     profile, _, field = spec.partition(".")
     try:
-        value = getattr(resolve_config("modernbert", profile.strip()), field.strip())
+        value = getattr(resolve_config(MLM_ARCH, profile.strip()), field.strip())
         shown = format(value, fmt) if fmt else str(value)
     except (ConfigError, AttributeError, ValueError) as exc:
         msg = inliner.reporter.error(f"attnrank-setting {text!r}: {exc}", line=lineno)

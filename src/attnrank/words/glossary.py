@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from ..core.architectures import ARCHITECTURES
 from ..core.measures import MEASURES, RANK_MEASURES
 from ..core.profiles import ARCHS, TAU_RANGE
 
@@ -51,10 +52,10 @@ __all__ = [
     "per_arch",
 ]
 
-#: Each architecture with its objective, for legends and tables.
-ARCH_LABELS = {"modernbert": "ModernBERT (MLM)", "gpt2": "GPT-2 (CLM)", "bert": "BERT (MLM)"}
 #: Each architecture's name alone, for sentences.
 ARCH_NAMES = {"modernbert": "ModernBERT", "gpt2": "GPT-2", "bert": "BERT"}
+#: Each architecture with its objective, for legends and tables.
+ARCH_LABELS = {a: f"{name} ({ARCHITECTURES[a].objective})" for a, name in ARCH_NAMES.items()}
 #: The label of every measure of :data:`MEASURES`.
 MEASURE_LABELS = {
     "rank_atol_1e-8": "rank, atol 1e-8 (study)",
