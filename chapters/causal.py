@@ -46,7 +46,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import causal
+from attnrank.sections import causal
 
 params = book.check_parameters(globals(), causal.section)
 book.publish(causal.section(**params))

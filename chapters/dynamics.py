@@ -35,7 +35,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import dynamics
+from attnrank.sections import dynamics
 
 params = book.check_parameters(globals(), dynamics.section)
 book.publish(dynamics.section(**params))

@@ -28,7 +28,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["remove-cell"]
 from attnrank import book
-from attnrank.chapters import explore
+from attnrank.sections import explore
 
 params = book.check_parameters(globals(), explore.section)
 book.publish(explore.section(**params))

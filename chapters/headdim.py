@@ -63,7 +63,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import headdim
+from attnrank.sections import headdim
 
 params = book.check_parameters(globals(), headdim.section)
 book.publish(headdim.section(**params))

@@ -55,7 +55,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import learned
+from attnrank.sections import learned
 
 params = book.check_parameters(globals(), learned.section)
 book.publish(learned.section(**params))

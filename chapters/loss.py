@@ -47,7 +47,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import loss
+from attnrank.sections import loss
 
 params = book.check_parameters(globals(), loss.section)
 book.publish(loss.section(**params))

@@ -32,7 +32,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import measure
+from attnrank.sections import measure
 
 params = book.check_parameters(globals(), measure.section)
 book.publish(measure.section(**params))

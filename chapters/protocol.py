@@ -27,7 +27,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import protocol
+from attnrank.sections import protocol
 
 params = book.check_parameters(globals(), protocol.section)
 book.publish(protocol.section(**params))

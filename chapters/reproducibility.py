@@ -24,7 +24,7 @@ head_dims: list = None  # head dimensions of the shared sweep; None: the profile
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import reproducibility
+from attnrank.sections import reproducibility
 
 params = book.check_parameters(globals(), reproducibility.section)
 book.publish(reproducibility.section(**params))

@@ -46,7 +46,7 @@ n_seeds: int = None  # seeds per cell of the toy task; None: the profile's
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import target
+from attnrank.sections import target
 
 params = book.check_parameters(globals(), target.section)
 book.publish(target.section(**params))

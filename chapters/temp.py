@@ -71,7 +71,7 @@ dataset: str = None  # training corpus: shakespeare, stdlib or hf:NAME[:CONFIG];
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import temp
+from attnrank.sections import temp
 
 params = book.check_parameters(globals(), temp.section)
 book.publish(temp.section(**params))

@@ -31,7 +31,7 @@
 # \varepsilon\,\sigma_1\}$ and the study's rule is the absolute count $\#\{k : \sigma_k > 10^{-8}\}$. Finally
 # $r_m = \binom{d_h + m}{m}$ is the number of monomials of degree at most $m$ in $d_h$ variables. All functions
 # used here live in `attnrank.analysis.theory`, the checks below in
-# `attnrank.chapters.theory` (tested in
+# `attnrank.sections.theory` (tested in
 # `tests/unit/test_theory.py`).
 
 # %% tags=["parameters", "hide-input"]
@@ -43,7 +43,7 @@ dataset: str = None  # training corpus of the sequence-length runs; None: ATTNRA
 
 # %% tags=["hide-input"]
 from attnrank import book
-from attnrank.chapters import theory
+from attnrank.sections import theory
 
 params = book.check_parameters(globals(), theory.section)
 book.publish(theory.section(**params))

@@ -343,7 +343,7 @@ def test_the_findings_box_counts_the_verdicts_every_page_published(tmp_path):
     code = (
         "import os\n"
         "from attnrank import book\n"
-        "from attnrank.chapters.section import Section, Verdict\n"
+        "from attnrank.sections.section import Section, Verdict\n"
         "s = os.environ.get('ATTNRANK_FIXTURE_STATUS', 'supported')\n"
         "v = [Verdict('loss', s, 'f', 'e', '6 runs', 'r', 's'), Verdict('temp', 'inconclusive at this scale', 'f', 'e',"
         " '6 runs', 'r', 's'), Verdict('seq_len', 'supported', 'f', 'e', '3 runs', 'r', 's')]\n"
@@ -369,7 +369,7 @@ def test_a_glued_table_is_numbered_with_its_caption_and_can_be_referenced(tmp_pa
     code = (
         "import pandas as pd\n"
         "from attnrank import book\n"
-        "from attnrank.chapters.section import Section, Table\n"
+        "from attnrank.sections.section import Section, Table\n"
         "book.publish(Section('nb', {'value': 'x'}, [], [Table('nb_runs', pd.DataFrame({'model': ['GPT-2'], 'runs': [4]}))]))"
     )
     markdown = (

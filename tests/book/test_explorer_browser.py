@@ -27,9 +27,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from attnrank.chapters.explore import BUDGET_BYTES
 from attnrank.core.rank import MEASURES, rank_measures, singular_values
 from attnrank.runs import experiments, store
+from attnrank.sections.explore import BUDGET_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"

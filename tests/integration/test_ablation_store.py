@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from attnrank.analysis import ablation
-from attnrank.chapters import learned
 from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import resolve_config
 from attnrank.runs import cache, store
+from attnrank.sections import learned
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attnrank.chapters import causal
 from attnrank.core import models, probe, train
 from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import resolve_config
 from attnrank.runs.store import run_key
+from attnrank.sections import causal
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SIZES = dict(hidden_size=32, num_layers=2, num_heads=2, max_len=16, vocab_size=64, dropout=0.0, seed=3)

@@ -8,9 +8,9 @@ import zlib
 import numpy as np
 import pytest
 
-from attnrank.chapters import explore
 from attnrank.core.rank import MEASURES
 from attnrank.runs import experiments, store
+from attnrank.sections import explore
 
 GRID = dict(taus=[1.0], head_dims=[16], seeds=1)
 

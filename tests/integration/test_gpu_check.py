@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnrank.chapters import learned
 from attnrank.cli import main
+from attnrank.sections import learned
 
 
 def test_gpu_check_writes_the_runs_targets_and_verdicts(private_store, tmp_path, capsys):

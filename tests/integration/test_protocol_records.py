@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 from conftest import fake_train
 
-from attnrank.chapters import protocol, study
 from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import resolve_config
 from attnrank.core.rank import MEASURES
 from attnrank.core.train import TRAIN_PROBE_SIZE, probe_steps
 from attnrank.runs import store
+from attnrank.sections import protocol, study
 
 
 def test_probe_schedule_is_log_spaced_below_rank_every():

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from attnrank.analysis import baselines
-from attnrank.chapters import section
 from attnrank.core.probe import attention_logits
 from attnrank.core.profiles import resolve_config
 from attnrank.core.train import probe_steps
 from attnrank.runs import store, tables
+from attnrank.sections import section
 
 
 def test_init_statistics_agree_with_the_stored_initial_ranks_and_the_logits(private_store):

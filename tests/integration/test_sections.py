@@ -15,10 +15,10 @@ import pytest
 
 from attnrank import book
 from attnrank.analysis.verdicts import VERDICTS
-from attnrank.chapters import dynamics, headdim, loss, reproducibility, temp
-from attnrank.chapters.section import Section
 from attnrank.core.rank import MEASURES
 from attnrank.plots.style import COLUMN_WIDTH
+from attnrank.sections import dynamics, headdim, loss, reproducibility, temp
+from attnrank.sections.section import Section
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 #: A small shared sweep: the temperature grid at the ci head dimension and a second head dimension.
@@ -73,7 +73,7 @@ def test_the_target_verdicts_effect_is_the_number_that_decides_and_says_its_scop
     """Claim (v) is decided by the head dimensions that fall short (the existential reading): its effect column shows
     their shortfalls, and the row says that they are narrower than any head in use."""
     from attnrank.analysis.verdicts import SUPPORTED
-    from attnrank.chapters import target
+    from attnrank.sections import target
     from attnrank.words.glossary import fmt_estimate
 
     sec = target.section("ci")

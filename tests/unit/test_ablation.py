@@ -10,12 +10,12 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from attnrank.analysis import ablation, baselines
 from attnrank.analysis.baselines import DATA_FIELDS, uniform_attention
-from attnrank.chapters import learned
-from attnrank.chapters.section import worth
 from attnrank.core.attention import ATTN_IMPLEMENTATION
 from attnrank.core.errors import ConfigError
 from attnrank.core.models import build_model
 from attnrank.core.probe import RankProbe, attention_probabilities
+from attnrank.sections import learned
+from attnrank.sections.section import worth
 
 V, N, D = 8, 8, 32  # tokens, positions, width of the constructed copy model
 COPY = 16  # first dimension of the subspace the attention output writes to

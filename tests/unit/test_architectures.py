@@ -86,4 +86,4 @@ def test_no_layer_tests_a_models_name():
                 consts = [c for c in ast.walk(node) if isinstance(c, ast.Constant) and c.value in names]
                 if consts:
                     found.append(f"{path.relative_to(SRC)}:{node.lineno}")
-    assert found == ["chapters/measure.py:148"], found  # in attnrank.chapters.measure.verdict, frozen 2026-12-06
+    assert found == ["sections/measure.py:148"], found  # in attnrank.sections.measure.verdict, frozen 2026-12-06

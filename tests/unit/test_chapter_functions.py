@@ -15,15 +15,15 @@ import pytest  # noqa: E402
 
 from attnrank.analysis import rules, spectra
 from attnrank.analysis.stats import Estimate
-from attnrank.chapters import causal, protocol, seqlen, study
-from attnrank.chapters import measure as ms
-from attnrank.chapters import theory as tx
 from attnrank.core import rank
 from attnrank.core.errors import ConfigError
 from attnrank.core.rank import MEASURES
 from attnrank.plots import causal as cplots
 from attnrank.plots import measure as mplots
 from attnrank.plots import theory as tplots
+from attnrank.sections import causal, protocol, seqlen, study
+from attnrank.sections import measure as ms
+from attnrank.sections import theory as tx
 
 
 @pytest.fixture(autouse=True)

@@ -21,8 +21,14 @@ from attnrank import book
 from attnrank.analysis import baselines, rules, stats
 from attnrank.analysis.rules import DynamicsResult
 from attnrank.analysis.stats import Estimate
-from attnrank.chapters import headdim, loss, reproducibility, section
-from attnrank.chapters.section import (
+from attnrank.core import profiles, rank
+from attnrank.core.errors import ConfigError
+from attnrank.core.profiles import PROFILES, resolve_config
+from attnrank.plots import sweeps
+from attnrank.plots import training as tp
+from attnrank.runs import experiments, tables
+from attnrank.sections import headdim, loss, reproducibility, section
+from attnrank.sections.section import (
     Figure,
     Section,
     Table,
@@ -32,12 +38,6 @@ from attnrank.chapters.section import (
     regime_brief,
     regime_text,
 )
-from attnrank.core import profiles, rank
-from attnrank.core.errors import ConfigError
-from attnrank.core.profiles import PROFILES, resolve_config
-from attnrank.plots import sweeps
-from attnrank.plots import training as tp
-from attnrank.runs import experiments, tables
 from attnrank.sphinxext import directives
 from attnrank.words import glossary
 from attnrank.words.glossary import ARCH_NAMES, fmt_estimate
@@ -527,10 +527,10 @@ def test_the_plain_sign_finding_fits_the_word_limit_for_every_measure_of_the_reg
     from types import SimpleNamespace
 
     from attnrank.analysis.verdicts import VERDICTS
-    from attnrank.chapters import temp
-    from attnrank.chapters.section import WORD_LIMIT
     from attnrank.core.measures import RANK_MEASURES
     from attnrank.core.profiles import ARCHS
+    from attnrank.sections import temp
+    from attnrank.sections.section import WORD_LIMIT
 
     assert set(temp.PLAIN_LABELS) == set(temp.SENTENCE_LABELS) == set(RANK_MEASURES)
     longest = 0

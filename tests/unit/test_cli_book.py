@@ -146,14 +146,14 @@ def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, m
 
     import pandas as pd
 
-    from attnrank.chapters import learned
-    from attnrank.chapters.section import Section, Verdict
     from attnrank.cli import main
     from attnrank.runs.experiments import VERDICT_RUNS, verdict_chapters
+    from attnrank.sections import learned
+    from attnrank.sections.section import Section, Verdict
 
     asked = []
     for chapter, names in verdict_chapters().items():
-        module = importlib.import_module(f"attnrank.chapters.{chapter}")
+        module = importlib.import_module(f"attnrank.sections.{chapter}")
 
         def section(profile, dataset="absent", _chapter=chapter, _names=names):
             asked.append((_chapter, profile, dataset))

@@ -106,7 +106,7 @@ def test_the_wording_modules_load_no_torch():
 
     modules = [
         "words.glossary",
-        "chapters.section",
+        "sections.section",
         "analysis.verdicts",
         "words.typeset",
         "book",

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
-from attnrank.chapters import explore
 from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import resolve_config
 from attnrank.core.rank import MEASURES, rank_measures, singular_values
 from attnrank.runs.store import Attention
+from attnrank.sections import explore
 
 
 def _attention(arch: str, T=3, L=2, S=2, H=2, n=8, seed=0) -> Attention:

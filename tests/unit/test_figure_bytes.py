@@ -19,12 +19,12 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from attnrank.analysis.stats import Estimate
-from attnrank.chapters import measure as ms
-from attnrank.chapters import protocol, seqlen
-from attnrank.chapters import theory as tx
 from attnrank.core.rank import MEASURES
 from attnrank.plots import measure as pms
 from attnrank.runs.presets import preset
+from attnrank.sections import measure as ms
+from attnrank.sections import protocol, seqlen
+from attnrank.sections import theory as tx
 
 MODULES = ("causal", "measure", "protocol", "seqlen", "sweeps", "theory", "training")
 #: Public functions of the plot modules that draw no figure of their own.
@@ -441,7 +441,7 @@ def _toy():
 def _floor():
     from types import SimpleNamespace
 
-    from attnrank.chapters.target import floor_table
+    from attnrank.sections.target import floor_table
 
     return floor_table(SimpleNamespace(**preset("target", "quick")))
 
@@ -557,7 +557,7 @@ def _samples() -> dict:
 
 
 def cells_args():
-    from attnrank.chapters.causal import CELL_LABELS, CELLS
+    from attnrank.sections.causal import CELL_LABELS, CELLS
 
     outcomes = {"initial": "initial", "during": "during", "final_val_loss": "loss"}
     return (_causal_table(), outcomes, CELLS, dict(CELL_LABELS)), {}

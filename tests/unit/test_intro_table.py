@@ -12,9 +12,9 @@ from attnrank.analysis.baselines import Regime
 from attnrank.analysis.rules import DynamicsResult, LossResult
 from attnrank.analysis.stats import Estimate
 from attnrank.analysis.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
-from attnrank.chapters.protocol import set_early_effect
-from attnrank.chapters.section import INITIAL_BRIEF, INITIAL_REGIME, Verdict, by_measure_table, regime_brief
 from attnrank.core.errors import ConfigError
+from attnrank.sections.protocol import set_early_effect
+from attnrank.sections.section import INITIAL_BRIEF, INITIAL_REGIME, Verdict, by_measure_table, regime_brief
 from attnrank.words.glossary import fmt_estimate
 
 TEXT = dict(finding="A short line.", effect="1 [0, 2]", n="4 runs", regime="r", summary="s")
@@ -23,7 +23,7 @@ ROW_LIMIT = 25
 
 
 def _dynamics_verdict(results: dict, gaps: dict, primary: str) -> Verdict:
-    """The verdict as :func:`attnrank.chapters.dynamics.section` builds it: the gated status on every measure."""
+    """The verdict as :func:`attnrank.sections.dynamics.section` builds it: the gated status on every measure."""
     gate = rules.learned_gate(results[primary].halves, gaps)
     by = {m: rules.learned_gate(r.halves, gaps).status for m, r in results.items()}
     return Verdict("dynamics", gate.status, by_measure=by, brief=regime_brief(Regime(gate)), **TEXT)

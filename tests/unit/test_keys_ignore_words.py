@@ -58,15 +58,15 @@ def _first_sentence(relative: str) -> str:
 @pytest.mark.parametrize(
     "relative",
     [
-        "chapters/dynamics.py",
-        "chapters/loss.py",
-        "chapters/temp.py",
-        "chapters/headdim.py",
-        "chapters/causal.py",
-        "chapters/measure.py",
-        "chapters/target.py",
-        "chapters/theory.py",
-        "chapters/learned.py",
+        "sections/dynamics.py",
+        "sections/loss.py",
+        "sections/temp.py",
+        "sections/headdim.py",
+        "sections/causal.py",
+        "sections/measure.py",
+        "sections/target.py",
+        "sections/theory.py",
+        "sections/learned.py",
     ],
 )
 def test_rewording_a_sentence_of_a_chapter_module_re_keys_nothing(source, relative):

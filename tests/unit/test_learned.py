@@ -1,4 +1,4 @@
-"""The regime clause and the loss-against-baseline tables of attnrank.chapters.learned, on constructed runs."""
+"""The regime clause and the loss-against-baseline tables of attnrank.sections.learned, on constructed runs."""
 
 import math
 
@@ -8,8 +8,8 @@ import pytest
 
 from attnrank.analysis import baselines
 from attnrank.analysis.baselines import DATA_FIELDS
-from attnrank.chapters import learned, section
 from attnrank.core.errors import ConfigError
+from attnrank.sections import learned, section
 
 BASE = {
     "gpt2": {"unigram": 5.8, "bigram": 4.1, "two_sided": math.nan, "context_free": math.nan, "n_targets": 100},

@@ -104,7 +104,7 @@ def test_the_recorded_measurements_are_in_the_books_execution_context(tmp_path, 
 def test_the_explorers_script_and_style_are_in_the_books_execution_context(tmp_path, monkeypatch):
     """The explorer page inlines its script and style, files of the book's static folder: editing one executes
     the page again."""
-    from attnrank.chapters import explore
+    from attnrank.sections import explore
 
     assert explore.STATIC == context.CHECKOUT / "chapters" / "_static"  # the folder the page reads
     static = tmp_path / "chapters" / "_static"
@@ -119,7 +119,7 @@ def test_the_explorers_script_and_style_are_in_the_books_execution_context(tmp_p
 def test_a_recorded_check_is_read_from_its_record(tmp_path):
     """The reproducibility chapter shows each recorded check (the scale check, the second corpus): each verdict's
     status by name, its regime and the build's facts; without a record, it says so."""
-    from attnrank.chapters import reproducibility as rp
+    from attnrank.sections import reproducibility as rp
 
     assert set(rp.CHECK_FOLDERS) == {"scale", "stdlib", "confirm"}
     folder = tmp_path / "scale"

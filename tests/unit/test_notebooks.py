@@ -204,8 +204,8 @@ def test_a_chapter_and_the_pool_workers_print_no_transformers_notice(monkeypatch
     from transformers.utils import logging as hf_logging
 
     from attnrank import book
-    from attnrank.chapters import temp
     from attnrank.runs import grid
+    from attnrank.sections import temp
 
     monkeypatch.setenv("TRANSFORMERS_VERBOSITY", "info")
     hf_logging.set_verbosity_info()

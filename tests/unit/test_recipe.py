@@ -1,13 +1,13 @@
-"""The recipe study's design (attnrank.chapters.recipe) and the budget arithmetic of attnrank.chapters.learned, without training."""
+"""The recipe study's design (attnrank.sections.recipe) and the budget arithmetic of attnrank.sections.learned, without training."""
 
 import math
 
 import pandas as pd
 import pytest
 
-from attnrank.chapters import learned, recipe
 from attnrank.core.errors import ConfigError
 from attnrank.core.profiles import profile_defaults, resolve_config
+from attnrank.sections import learned, recipe
 
 
 def test_every_variant_moves_one_lever_from_the_default():

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from attnrank.analysis import rules
-from attnrank.chapters import causal
 from attnrank.core.errors import ConfigError
+from attnrank.sections import causal
 
 SEED = np.array([-0.05, -0.02, 0.0, 0.02, 0.05])  # a seed's effect, shared by its five runs
 #: each run's own noise: per cell, five values of mean 0 and sd 0.0016

@@ -14,9 +14,9 @@ import torch
 from attnrank.analysis import baselines, rules, theory
 from attnrank.analysis.stats import Estimate
 from attnrank.analysis.verdicts import Judgement
-from attnrank.chapters import dynamics, headdim, loss, temp
 from attnrank.core.errors import ConfigError
 from attnrank.core.rank import MEASURES, rank_measures
+from attnrank.sections import dynamics, headdim, loss, temp
 
 
 def test_uniform_attention_and_its_ranks():
@@ -249,7 +249,7 @@ def test_bound_holds_text_says_every_one_or_how_many_fail():
 
 def test_multiplicity_counts_from_the_number_of_verdicts():
     """12 verdicts at 95%: 0.6 expected decided by chance, Bonferroni level 0.05 / 12 = 0.0042."""
-    from attnrank.chapters import reproducibility
+    from attnrank.sections import reproducibility
 
     m = reproducibility.multiplicity(12)
     assert m == {
@@ -265,7 +265,7 @@ def test_multiplicity_counts_from_the_number_of_verdicts():
 
 def test_causal_answer_text_by_status():
     """Each status in words; an unresolved temperature effect says there is nothing to split."""
-    from attnrank.chapters import causal
+    from attnrank.sections import causal
 
     def arch(status, temp_effect):
         return rules.ArchResult(
@@ -301,7 +301,7 @@ def test_causal_answer_text_by_status():
 def test_seq_len_content_free_text_says_uniform_attention_passes():
     """Uniform causal attention (effective rank 13.6 at n = 32) is below the bound 21.2: a content-free model
     passes, and the largest trained gap is found (GPT-2 at n = 64, 2.0 from 27.0, 7%)."""
-    from attnrank.chapters import seqlen
+    from attnrank.sections import seqlen
 
     d = pd.DataFrame(
         {

@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from attnrank.analysis import spectra
-from attnrank.chapters import measure as ms
-from attnrank.chapters import target as tg
-from attnrank.chapters import theory as tx
 from attnrank.core import rank
 from attnrank.core.errors import ConfigError
 from attnrank.core.rank import MEASURES, rank_measures, singular_values
 from attnrank.runs.presets import PRESETS, preset, preset_table
+from attnrank.sections import measure as ms
+from attnrank.sections import target as tg
+from attnrank.sections import theory as tx
 
 
 # --------------------------------------------------------------------------- measure
@@ -233,10 +233,10 @@ def test_presets_sit_beside_the_profiles_and_print():
 def test_run_presets_sit_beside_the_profiles_and_print():
     """The runs chapters train at other sizes than the build's profile (sequence lengths, the causal
     chapter) are set in one table beside the profiles, which the reproducibility chapter prints."""
-    from attnrank.chapters import causal
     from attnrank.core.profiles import PROFILES
     from attnrank.runs import experiments
     from attnrank.runs.presets import RUN_PRESETS, run_preset_table
+    from attnrank.sections import causal
 
     assert experiments.SEQ_LEN_PRESET is RUN_PRESETS["seq_len"]
     assert causal.CAUSAL_PRESETS["quick"] == ("ci", {})  # the ci runs: at ci sizes neither model learns

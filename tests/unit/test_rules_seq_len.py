@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from attnrank.analysis import rules
-from attnrank.chapters import seqlen
 from attnrank.core.errors import ConfigError
+from attnrank.sections import seqlen
 
 BOUND = {n: (1 - math.exp(-1)) * n + 1 for n in (32, 64)}  # 21.227..., 41.455...
 

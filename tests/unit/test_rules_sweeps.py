@@ -8,9 +8,9 @@ import pytest
 
 from attnrank.analysis import rules as sv
 from attnrank.analysis import stats
-from attnrank.chapters import temp
 from attnrank.core.errors import ConfigError
 from attnrank.core.rank import RANK_MEASURES
+from attnrank.sections import temp
 
 TAUS = (0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0)
 HEAD_DIMS = (4, 8, 16, 32)
@@ -243,7 +243,7 @@ def test_fine_peaks_bracket_a_known_peak_between_its_grid_neighbours():
 
 
 def test_lever_windows_move_each_lever_over_the_same_factor():
-    from attnrank.chapters import headdim
+    from attnrank.sections import headdim
 
     w = headdim.lever_windows("quick", 128, 32, 0.001)
     at, taus, dims = w["stock"]

@@ -113,7 +113,7 @@ def test_the_stability_verdicts_effect_shows_the_half_that_rejects_it():
     from attnrank.analysis.rules import DynamicsResult
     from attnrank.analysis.stats import Estimate
     from attnrank.analysis.verdicts import NOT_SUPPORTED, SUPPORTED
-    from attnrank.chapters.dynamics import deciding_effect
+    from attnrank.sections.dynamics import deciding_effect
 
     res = DynamicsResult(
         NOT_SUPPORTED,

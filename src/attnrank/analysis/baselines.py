@@ -668,8 +668,8 @@ def bigram_gaps(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
 @dataclass(frozen=True)
 class Regime:
     """Where a verdict on trained models was measured: the one record its clauses are worded from
-    (:func:`attnrank.chapters.section.regime_text`, :func:`~attnrank.chapters.section.regime_brief`,
-    :func:`~attnrank.chapters.section.gate_text`).
+    (:func:`attnrank.sections.section.regime_text`, :func:`~attnrank.sections.section.regime_brief`,
+    :func:`~attnrank.sections.section.gate_text`).
 
     Attributes:
         gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps``, ``not_learned``, ...).

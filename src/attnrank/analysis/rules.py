@@ -22,7 +22,7 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
   over runs (:func:`attnrank.analysis.stats.spearman`) below 0, plus the grid value with the lowest mean loss.
 * :func:`causal_rule` - the reviewers' causality critique: does temperature act on the loss through
   the initial logit scale (which sets the initial rank) or through the query/key step size? The
-  2 x 2 at ``tau = 1`` of :mod:`attnrank.chapters.causal`: the loss of the initial-scale-only cell minus the
+  2 x 2 at ``tau = 1`` of :mod:`attnrank.sections.causal`: the loss of the initial-scale-only cell minus the
   loss of the step-size-only cell, oriented by the temperature's own loss effect.
 * :func:`lever_comparison` - claim (iii): temperature is the stronger lever on the initial rank,
   compared over the range a user can set: range of the mean rank over the whole temperature grid
@@ -30,7 +30,7 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 * :func:`protocol_rule` - the study's protocol (4 + 4 examples, one run per temperature, absolute
   1e-8 rank): how often a random draw flips its conclusion, and whether it agrees with ours.
 * :func:`set_early_rule` - the rank at an early probe step predicts the final rank (Spearman's rho
-  over runs against a pre-registered threshold, :func:`attnrank.chapters.study.rank_by_step`).
+  over runs against a pre-registered threshold, :func:`attnrank.sections.study.rank_by_step`).
 * :func:`seq_len_rule` - generality in sequence length: the trained rank stays below the study's
   bound ``(1 - 1/e) n + 1`` at every ``n`` (``final_<measure>``, ``max_len``).
 * :func:`learned_gate` - applied to every verdict computed from trained models: an architecture's
@@ -42,8 +42,8 @@ Every pre-registered constant of these rules is defined here (:data:`PRIMARY_MEA
 :data:`TEMP_LOSS_EFFECT`, :data:`LEVER_EFFECT`, :data:`MAX_FLIP`, :data:`SET_EARLY_RHO`,
 :data:`EARLY_FRACTION`, :data:`CAUSAL_EFFECT`, :data:`LEARNED_MARGIN`), and nothing else: this module holds decisions, not
 words. The sentences, tables and captions that report a verdict live in the chapter modules
-(:mod:`attnrank.chapters.dynamics`, :mod:`attnrank.chapters.loss`, :mod:`attnrank.chapters.temp`, :mod:`attnrank.chapters.headdim`,
-:mod:`attnrank.chapters.causal`, ...), outside the result hash (:data:`attnrank.runs.provenance.RESULT_ROOTS`),
+(:mod:`attnrank.sections.dynamics`, :mod:`attnrank.sections.loss`, :mod:`attnrank.sections.temp`, :mod:`attnrank.sections.headdim`,
+:mod:`attnrank.sections.causal`, ...), outside the result hash (:data:`attnrank.runs.provenance.RESULT_ROOTS`),
 so rewording a verdict's sentence recomputes no cached table.
 """
 
@@ -553,9 +553,9 @@ def protocol_rule(flips: dict, reference: dict, ours: dict, *, max_flip: float =
 
     Args:
         flips: ``{arch: Estimate}``, the share of random 4 + 4 draws whose sign differs from the
-            reference's (:func:`attnrank.chapters.study.flip_rate` at the final step).
+            reference's (:func:`attnrank.sections.study.flip_rate` at the final step).
         reference: ``{arch: float}``, the study's statistic (stock minus cold) with every run and
-            every recorded sequence (:func:`attnrank.chapters.study.study_reference`).
+            every recorded sequence (:func:`attnrank.sections.study.study_reference`).
         ours: ``{arch: Estimate}``, the same difference under our protocol (primary measure, every
             probe sequence, every seed: :func:`two_point`).
         max_flip: the largest acceptable flip rate.
@@ -620,7 +620,7 @@ def set_early_rule(
     """Is the final rank set early in training? Spearman's rho of the rank at step k against the final rank.
 
     Args:
-        table: :func:`attnrank.chapters.study.rank_by_step` rows (``arch, step, final_step, estimate``).
+        table: :func:`attnrank.sections.study.rank_by_step` rows (``arch, step, final_step, estimate``).
         rho_min: the correlation the rank at step k must clear.
         early_fraction: "early" is ``warmup <= step <= early_fraction * final_step``.
         warmup: the runs' learning-rate warm-up in steps: a probe during it is not "early in training" but
@@ -751,7 +751,7 @@ def causal_rule(
     """Does temperature act on the loss through the initial logit scale (rank), or the step size?
 
     Args:
-        runs: one row per run with ``arch``, ``seed``, ``cell`` (:data:`attnrank.chapters.causal.CELLS`:
+        runs: one row per run with ``arch``, ``seed``, ``cell`` (:data:`attnrank.sections.causal.CELLS`:
             ``stock``, ``init``, ``lr``, ``twin``, ``tau``) and ``column``; NaN values (failed runs)
             are left out, with their seed's pairs.
         effect: the pre-registered difference in the units of ``column``, for the seeds needed.

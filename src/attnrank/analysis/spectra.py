@@ -5,7 +5,7 @@ initialisation, in three precision pipelines (:data:`PIPELINES`), and returns on
 per-sequence measure values, per-matrix diagnostics (``sigma_1``, ``sigma_min``, the largest gap,
 the causal diagonal, distinct argmax columns) and spectrum quantiles. The measures are recomputed
 from each pipeline's singular values with :func:`measures_from_singular_values` (the definitions
-of :data:`attnrank.core.rank.MEASURES`). :func:`attnrank.chapters.measure.probe` caches the table
+of :data:`attnrank.core.rank.MEASURES`). :func:`attnrank.sections.measure.probe` caches the table
 (:func:`attnrank.runs.cache.cached`, keyed by this module's code); this module writes no words, so the
 measure chapter's sentences are not in that key.
 """

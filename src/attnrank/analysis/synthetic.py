@@ -182,6 +182,69 @@ def _adam_loop(WQ, WK, mQ, vQ, mK, vK, steps, log_every, lrs, b1, b2, adam_eps, 
     return kl_of(forward()[0])
 
 
+def _toy_settings(head_dim, steps, log_every, rtol, betas, adam_eps, num_threads):
+    """:func:`train_toy`'s scalar settings, checked: ``(head_dim, steps, log_every, rtol, num_threads)``.
+
+    Raises:
+        ConfigError: naming the setting out of range.
+    """
+    head_dim = check_positive_int("head_dim", head_dim)
+    steps = check_positive_int("steps", steps, low=0)
+    log_every = check_positive_int("log_every", log_every)
+    rtol = check_positive_float("rtol", rtol, low=0.0, high=1.0)
+    if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
+        raise ConfigError("betas", f"got {betas!r}; each must lie in [0, 1)")
+    if not adam_eps >= 0:
+        raise ConfigError("adam_eps", f"got {adam_eps!r}; expected a non-negative float")
+    if num_threads is not None:
+        num_threads = check_positive_int("num_threads", num_threads)
+    return head_dim, steps, log_every, rtol, num_threads
+
+
+def _toy_weights(seeds, n: int, head_dim: int, stds: torch.Tensor, dev, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The initial ``W_Q, W_K`` (each ``[G, n, d_h]``): configuration ``g`` draws both (``W_Q`` first) in float64
+    from ``torch.Generator().manual_seed(seeds[g])``, times its ``init_std``, on ``dev`` in ``dtype``."""
+    init = []
+    for s in seeds:
+        g = torch.Generator().manual_seed(s)
+        init.append(torch.randn(2, n, head_dim, generator=g, dtype=torch.float64))
+    W = torch.stack(init).to(dev, dtype) * stds.unsqueeze(1)  # [G, 2, n, d]
+    return W[:, 0].contiguous(), W[:, 1].contiguous()
+
+
+def _toy_batch(targets, tau, variant, seeds, lr, init_std, dtype):
+    """:func:`train_toy`'s batch, checked: ``(T [G, n, n] in dtype, seeds, taus [G], lrs [G, 1, 1], stds [G, 1, 1],
+    norm [G])``, ``G`` the number of seeds (an int seed is repeated for every target or variant).
+
+    Raises:
+        ConfigError: naming ``targets``, ``seeds``, ``tau``, ``lr``, ``init_std``, ``variant`` or ``dtype``.
+    """
+    if not isinstance(targets, torch.Tensor) or targets.ndim not in (2, 3) or targets.shape[-1] != targets.shape[-2]:
+        raise ConfigError("targets", "expected a row-stochastic tensor [G, n, n] or [n, n]")
+    if not bool(torch.allclose(targets.sum(-1).double(), torch.ones((), dtype=torch.float64), atol=1e-6)) or bool(
+        (targets < 0).any()
+    ):
+        raise ConfigError("targets", "rows must be non-negative and sum to 1")
+    check_choice("dtype", dtype, (torch.float32, torch.float64))
+    if isinstance(seeds, int):
+        G = targets.shape[0] if targets.ndim == 3 else (len(variant) if not isinstance(variant, str) else 1)
+        seeds = [seeds] * G
+    seeds = [check_positive_int("seeds", int(s), low=0) for s in seeds]
+    G = len(seeds)
+    n = targets.shape[-1]
+    T = (targets.expand(G, n, n) if targets.ndim == 2 else targets).to(dtype)
+    if T.shape[0] != G:
+        raise ConfigError("targets", f"got {T.shape[0]} targets for {G} seeds")
+    taus = _as_batch("tau", tau, G)
+    if not bool((taus > 0).all()):
+        raise ConfigError("tau", "temperatures must be positive")
+    lrs = _as_batch("lr", lr, G).to(dtype).reshape(-1, 1, 1)
+    stds = _as_batch("init_std", init_std, G).to(dtype).reshape(-1, 1, 1)
+    if not bool((lrs > 0).all()) or not bool((stds > 0).all()):
+        raise ConfigError("lr", "learning rates and init_std must be positive")
+    return T, seeds, taus, lrs, stds, _variant_flags(variant, G)
+
+
 def train_toy(
     targets: torch.Tensor,
     head_dim: int,
@@ -227,49 +290,15 @@ def train_toy(
     Raises:
         ConfigError: naming the parameter for bad shapes or values.
     """
-    if not isinstance(targets, torch.Tensor) or targets.ndim not in (2, 3) or targets.shape[-1] != targets.shape[-2]:
-        raise ConfigError("targets", "expected a row-stochastic tensor [G, n, n] or [n, n]")
-    if not bool(torch.allclose(targets.sum(-1).double(), torch.ones((), dtype=torch.float64), atol=1e-6)) or bool(
-        (targets < 0).any()
-    ):
-        raise ConfigError("targets", "rows must be non-negative and sum to 1")
-    head_dim = check_positive_int("head_dim", head_dim)
-    steps = check_positive_int("steps", steps, low=0)
-    log_every = check_positive_int("log_every", log_every)
-    rtol = check_positive_float("rtol", rtol, low=0.0, high=1.0)
-    if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
-        raise ConfigError("betas", f"got {betas!r}; each must lie in [0, 1)")
-    if not adam_eps >= 0:
-        raise ConfigError("adam_eps", f"got {adam_eps!r}; expected a non-negative float")
-    check_choice("dtype", dtype, (torch.float32, torch.float64))
-    if num_threads is not None:
-        num_threads = check_positive_int("num_threads", num_threads)
-    if isinstance(seeds, int):
-        G = targets.shape[0] if targets.ndim == 3 else (len(variant) if not isinstance(variant, str) else 1)
-        seeds = [seeds] * G
-    seeds = [check_positive_int("seeds", int(s), low=0) for s in seeds]
-    G = len(seeds)
-    n = targets.shape[-1]
-    T = (targets.expand(G, n, n) if targets.ndim == 2 else targets).to(dtype)
-    if T.shape[0] != G:
-        raise ConfigError("targets", f"got {T.shape[0]} targets for {G} seeds")
-    taus = _as_batch("tau", tau, G)
-    if not bool((taus > 0).all()):
-        raise ConfigError("tau", "temperatures must be positive")
-    lrs = _as_batch("lr", lr, G).to(dtype).reshape(-1, 1, 1)
-    stds = _as_batch("init_std", init_std, G).to(dtype).reshape(-1, 1, 1)
-    if not bool((lrs > 0).all()) or not bool((stds > 0).all()):
-        raise ConfigError("lr", "learning rates and init_std must be positive")
-    norm = _variant_flags(variant, G)
+    T, seeds, taus, lrs, stds, norm = _toy_batch(targets, tau, variant, seeds, lr, init_std, dtype)
+    n = T.shape[-1]
+    head_dim, steps, log_every, rtol, num_threads = _toy_settings(
+        head_dim, steps, log_every, rtol, betas, adam_eps, num_threads
+    )
 
-    init = []
-    for s in seeds:
-        g = torch.Generator().manual_seed(s)
-        init.append(torch.randn(2, n, head_dim, generator=g, dtype=torch.float64))
     dev = torch.device("cpu") if device is None else torch.device(device)
     T, lrs, stds, taus, norm = (x.to(dev) for x in (T, lrs, stds, taus, norm))
-    W = torch.stack(init).to(dev, dtype) * stds.unsqueeze(1)  # [G, 2, n, d]
-    WQ, WK = W[:, 0].contiguous(), W[:, 1].contiguous()
+    WQ, WK = _toy_weights(seeds, n, head_dim, stds, dev, dtype)
     t64 = taus.reshape(-1, 1, 1)
     normf = norm.to(dtype).reshape(-1, 1, 1)
     scale = torch.lerp(1.0 / (t64 * math.sqrt(head_dim)), 1.0 / t64, normf.double()).to(dtype)
@@ -495,7 +524,7 @@ def grid_table(
     learning rate ``lr``, initial weight scale ``init_std``) as one table, for the table cache
     (:func:`attnrank.runs.cache.cached`): the final rows (``table == "final"``) and the KL curves
     (``table == "curves"``); integer columns are nullable so the two kinds stack
-    (:func:`attnrank.chapters.target.grid` splits it)."""
+    (:func:`attnrank.sections.target.grid` splits it)."""
     final, curves = run_grid(
         n,
         taus,

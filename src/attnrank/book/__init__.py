@@ -2,7 +2,7 @@
 
 A chapter's notebook has a ``parameters`` cell and one code cell, its input folded on the page, that checks them
 (:func:`check_parameters`) and makes one call, ``book.publish(<chapter module>.section(**params))``:
-:func:`publish` glues every part of the :class:`attnrank.chapters.section.Section` under its name (numbers and
+:func:`publish` glues every part of the :class:`attnrank.sections.section.Section` under its name (numbers and
 sentences for ``{glue:text}`` / ``{glue:md}``, figures for a numbered ``{glue:figure}`` whose caption and alt text
 the chapter writes, with the caption's result-dependent words and the figure's data, tables for ``{glue}``, each
 verdict with its badge and its line for the intro's table), so that no number in the text is typed by hand.
@@ -20,12 +20,12 @@ import types
 import pandas as pd
 
 from ..analysis.verdicts import VERDICTS
-from ..chapters.section import Figure, Section, Table, Verdict
 from ..core.errors import ConfigError
 from ..core.measures import MEASURES
 from ..core.profiles import PROFILES, TAU_RANGE, check_dataset, default_threads
 from ..plots.style import COLUMN_WIDTH
 from ..runs.parameters import SWEEP_PARAMETERS, Param
+from ..sections.section import Figure, Section, Table, Verdict
 from ..words.glossary import fmt_column
 from ..words.typeset import typeset
 
@@ -193,7 +193,7 @@ def glue_all(values: dict) -> None:
 
 
 def show(fig, data: pd.DataFrame, name: str, source: str = "") -> None:
-    """Publish one figure (:class:`attnrank.chapters.section.Figure`: ``fig``, its ``data`` and the caption's
+    """Publish one figure (:class:`attnrank.sections.section.Figure`: ``fig``, its ``data`` and the caption's
     ``source`` words) under ``name`` for a ``{glue:figure}`` of the prose; nothing is displayed by the cell."""
     publish(Section(name, figures=[Figure(name, fig, data, source)]))
 
@@ -217,7 +217,7 @@ def verdict(
     n: str,
     by_measure: dict[str, str] | None = None,
 ):
-    """Build a chapter's verdict record (:class:`attnrank.chapters.section.Verdict`, checked) and publish it
+    """Build a chapter's verdict record (:class:`attnrank.sections.section.Verdict`, checked) and publish it
     (:func:`publish_verdict`: ``{name}_status``, ``{name}_badge``, ``{name}_summary``, ``{name}_regime``, ...).
 
     Args:
@@ -234,7 +234,7 @@ def verdict(
 
     Raises:
         ConfigError: naming ``status``, ``regime``, ``finding`` or ``by_measure`` for a status outside
-        :data:`VERDICTS`, an empty regime, a finding of more than :data:`attnrank.chapters.section.WORD_LIMIT`
+        :data:`VERDICTS`, an empty regime, a finding of more than :data:`attnrank.sections.section.WORD_LIMIT`
         words or an unknown measure.
     """
     if by_measure is not None:
@@ -301,7 +301,7 @@ def data_url(name: str) -> str:
 
 
 def table_html(table) -> str:
-    """A :class:`attnrank.chapters.section.Table` as an HTML table for reading: its columns as named, no
+    """A :class:`attnrank.sections.section.Table` as an HTML table for reading: its columns as named, no
     index, every float column written in one format by :func:`attnrank.words.glossary.fmt_column` with
     ``table.digits`` decimals unless ``table.formats`` gives the column its own writer."""
     frame = table.frame.reset_index(drop=True)
@@ -347,7 +347,7 @@ def badge(status: str) -> str:
 
 
 def publish_verdict(v) -> None:
-    """Glue a :class:`attnrank.chapters.section.Verdict` under its name: ``{name}_status``, ``{name}_badge``
+    """Glue a :class:`attnrank.sections.section.Verdict` under its name: ``{name}_status``, ``{name}_badge``
     (:func:`badge`), ``{name}_finding`` (the intro's one line), ``{name}_effect``, ``{name}_units``
     (the ``n`` it rests on), ``{name}_regime``, ``{name}_summary`` and ``{name}_status__{measure}`` for every measure of
     :data:`attnrank.core.rank.MEASURES` (``"n/a"`` where the rule does not read that measure)."""
@@ -431,7 +431,7 @@ def pasted_names(text: str) -> set[str]:
 
 
 def publish(section) -> None:
-    """Glue every part of a :class:`attnrank.chapters.section.Section` for the chapter's prose.
+    """Glue every part of a :class:`attnrank.sections.section.Section` for the chapter's prose.
 
     * each ``glue`` value under its name (``{glue:text}``);
     * each figure under its name as a PNG shown at the column's width (:func:`figure_png`;

@@ -21,7 +21,6 @@ import sys
 import pandas as pd
 
 from ..book import published_verdicts
-from ..chapters import learned, recipe
 from ..core.architectures import architecture
 from ..core.data import absolute_path_settings
 from ..core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
@@ -29,6 +28,7 @@ from ..core.profiles import ALL_ARCHS, check_dataset, resolve_profile
 from ..runs.experiments import book_runs, verdict_chapters
 from ..runs.grid import EXECUTORS, default_workers, plan, preflight, sweep
 from ..runs.store import load_runs, run, runs_dir
+from ..sections import learned, recipe
 
 __all__ = ["main"]
 
@@ -226,7 +226,7 @@ def _gpu_check(args) -> int:
 def verdict_rows(profile: str = "auto", dataset: str | None = None):
     """Every chapter's verdicts at ``profile`` (training what the store lacks), one row per verdict: ``verdict``,
     ``status``, ``effect``, ``n``, ``regime`` (the intro's brief clause) and ``finding``; and a row ``regime``
-    whose ``finding`` is the regime the models reached (:mod:`attnrank.chapters.learned`). What ``attnrank verdicts``
+    whose ``finding`` is the regime the models reached (:mod:`attnrank.sections.learned`). What ``attnrank verdicts``
     writes; a background build's verdicts are recorded with it (``data/scale/``).
 
     The chapters and their verdicts are those of :data:`attnrank.runs.experiments.VERDICT_RUNS`, in its order.
@@ -239,7 +239,7 @@ def verdict_rows(profile: str = "auto", dataset: str | None = None):
     dataset = None if dataset is None else check_dataset(dataset)
     rows = []
     for chapter, names in verdict_chapters().items():
-        module = importlib.import_module(f"{__package__.rpartition('.')[0]}.chapters.{chapter}")
+        module = importlib.import_module(f"{__package__.rpartition('.')[0]}.sections.{chapter}")
         takes = inspect.signature(module.section).parameters
         sec = module.section(profile, **({"dataset": dataset} if "dataset" in takes else {}))
         if [v.name for v in sec.verdicts] != list(names):

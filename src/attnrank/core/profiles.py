@@ -5,7 +5,7 @@ overrides (nanoGPT style): ``resolve_config("gpt2", profile="quick", tau=0.3)``.
 
 * ``ci``: a whole run in seconds, for tests and the CI build of the book;
 * ``quick``: the CPU default, a run of about a minute on one core, whose GPT-2 ends below a bigram
-  count model (the recipe study, :mod:`attnrank.chapters.recipe`);
+  count model (the recipe study, :mod:`attnrank.sections.recipe`);
 * ``paper``: for a GPU, sizes close to BERT-small / GPT-2-small;
 * ``scale``: the scale check of ``quick``: its sizes and grid trained :data:`SCALE_FACTOR` times as many
   steps, and the causal chapter's runs at ``quick`` sizes, where the models learn (a background build of
@@ -445,7 +445,7 @@ _PROFILE_DEFAULTS: dict[str, dict] = {
         log_every=5,
         dropout=0.0,
     ),
-    # quick: the recipe of the recipe study (attnrank.chapters.recipe, `attnrank recipe`; table in docs/recipe.md):
+    # quick: the recipe of the recipe study (attnrank.sections.recipe, `attnrank recipe`; table in docs/recipe.md):
     # 1000 steps at learning rate 3e-3 with Adam's beta2 = 0.99 (small batches) and a linear decay, which
     # take GPT-2 below its bigram count model (250 steps at 1e-3 left it 0.7 nats above); BERT masks 40% of
     # the tokens (Wettig et al. 2023), which trained lower than 15% or 30% at equal steps. Less than one

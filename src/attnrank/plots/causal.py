@@ -80,7 +80,7 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
     coloured by its training temperature; a circle at the training temperature itself.
 
     Args:
-        df: rows of :func:`attnrank.chapters.causal.eval_temperatures` with ``arch``, ``seed``, ``train_tau``.
+        df: rows of :func:`attnrank.sections.causal.eval_temperatures` with ``arch``, ``seed``, ``train_tau``.
     """
     archs = sorted(df.arch.unique())
     fig, axes = new_figure(len(archs), 2, width=width, height=height, squeeze=False, sharex=True)
@@ -114,9 +114,9 @@ def intervention(df: pd.DataFrame, measure: str, measure_label: str, *, width: f
 def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str, n_runs: int):
     """:func:`cells` for the causal chapter, as ``(figure, data, name, source)`` for :func:`attnrank.book.show`.
 
-    ``table``: :func:`attnrank.chapters.causal.outcomes` for ``measure`` at temperature ``tau``; the panels
+    ``table``: :func:`attnrank.sections.causal.outcomes` for ``measure`` at temperature ``tau``; the panels
     are the initial rank, the mean rank through training and the final loss, the cells in
-    :data:`attnrank.chapters.causal.CELLS` order (the ``tau`` cell named with its value). ``source``: the
+    :data:`attnrank.sections.causal.CELLS` order (the ``tau`` cell named with its value). ``source``: the
     caption's last words, the profile, its sizes and the ``n_runs`` runs (the chapter writes the rest).
     """
     label = MEASURE_LABELS[measure]
@@ -138,7 +138,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
 def intervention_figure(inter: pd.DataFrame, *, measure: str, profile: str):
     """:func:`intervention` for the causal chapter, as ``(figure, data, name, source)``.
 
-    ``inter``: :func:`attnrank.chapters.causal.intervention` of the runs at ``tau = 1`` and the chapter's
+    ``inter``: :func:`attnrank.sections.causal.intervention` of the runs at ``tau = 1`` and the chapter's
     ``tau``; ``source``: the caption's last words, the profile and its sizes (the chapter writes the rest).
     """
     return (

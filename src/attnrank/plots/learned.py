@@ -49,7 +49,7 @@ def loss_vs_compute(curves: pd.DataFrame, *, width: float = 4.4, height: float =
     coloured by its temperature, and the count baselines as black lines.
 
     Args:
-        curves: rows of :func:`attnrank.chapters.learned.curves` (``arch, tau, seed, flop, val_loss`` and the
+        curves: rows of :func:`attnrank.sections.learned.curves` (``arch, tau, seed, flop, val_loss`` and the
             baseline columns).
     """
     check_columns(curves, ["arch", "tau", "seed", "flop", "val_loss", *BASELINE_STYLES], "curves")

@@ -452,7 +452,7 @@ def measure_points(
 # ---------------------------------------------------------------- the chapter's figures with data and source
 # Each returns ``(figure, data, name, source)``, the arguments of :func:`attnrank.book.show`: ``source`` is the
 # caption's last words, the runs behind it (the chapter writes the rest of the caption); ``setting``
-# is :class:`attnrank.chapters.measure.Setting`.
+# is :class:`attnrank.sections.measure.Setting`.
 
 
 def _source(setting) -> str:
@@ -477,7 +477,7 @@ def spectra_tau1_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame, set
 
 @figure
 def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
-    """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.chapters.measure.summarise`),
+    """Every rank measure at ``tau = 1``, initial and trained (``at1``: :func:`attnrank.sections.measure.summarise`),
     beside the uniform causal matrix and ``n`` (:func:`baselines`)."""
     fig = measure_points(at1, baselines(causal, setting.n), col="arch", hue="state")
     return (
@@ -491,7 +491,7 @@ def ranks_tau1_figure(at1: pd.DataFrame, causal: dict, setting):
 @figure
 def ranks_vs_tau_figure(ref: pd.DataFrame, causal: dict, setting, highlight: str):
     """The rank measures of trained models against the temperature (``ref``: the reference pipeline's
-    :func:`attnrank.chapters.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
+    :func:`attnrank.sections.measure.summarise` by ``arch, tau, pipeline, measure``), ``highlight`` bold."""
     fig = rank_vs_tau(
         ref, baselines(causal, setting.n, temperature=True), col="arch", hue="measure", highlight=highlight
     )
@@ -523,7 +523,7 @@ def spectra_extremes_figure(spectra_table: pd.DataFrame, matrices: pd.DataFrame,
 @figure
 def precision_figure(by_tau: pd.DataFrame, setting):
     """Each rank measure against the temperature for the three precision pipelines (the float64
-    reference bold; ``by_tau``: :func:`attnrank.chapters.measure.summarise` by ``arch, tau, pipeline, measure``)."""
+    reference bold; ``by_tau``: :func:`attnrank.sections.measure.summarise` by ``arch, tau, pipeline, measure``)."""
     fig = precision_by_tau(by_tau, col="measure", hue="pipeline", style="arch", reference=REFERENCE)
     return (
         fig,

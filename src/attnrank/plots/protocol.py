@@ -27,7 +27,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
     validation loss through training, one run (the first seed) per temperature.
 
     Args:
-        records: :class:`attnrank.chapters.study.Records` (:func:`attnrank.chapters.study.load`).
+        records: :class:`attnrank.sections.study.Records` (:func:`attnrank.sections.study.load`).
         eval_log: the ``eval_log`` table of the first seed's runs (columns ``arch``, ``tau``,
             ``seed``, ``step``, ``val_loss``).
         profile: named in the caption's source words.
@@ -69,7 +69,7 @@ def study_view(records, eval_log: pd.DataFrame, profile: str):
 
 @figure
 def draws_figure(draws: pd.DataFrame, records, profile: str):
-    """The study's statistic over random draws (:func:`attnrank.chapters.study.study_draws`) at step 0
+    """The study's statistic over random draws (:func:`attnrank.sections.study.study_draws`) at step 0
     and at the last probe step, one dot per draw; the data is those draws with a ``when`` column."""
     ends = pd.concat([draws[draws.step == 0], records.at_final_step(draws)])
     ends = ends.assign(when=np.where(ends.step == 0, "step 0", "last step"))
@@ -117,7 +117,7 @@ def our_view(records, profile: str):
 
 @figure
 def set_early_figure(by_step: pd.DataFrame, profile: str, rho_min: float, *, learned: bool = True):
-    """Spearman's rho (:func:`attnrank.chapters.study.rank_by_step`) at each probe step against the last,
+    """Spearman's rho (:func:`attnrank.sections.study.rank_by_step`) at each probe step against the last,
     per architecture, with the pre-registered ``rho_min`` dotted; the data is ``by_step`` without
     its ``estimate`` objects. ``learned``: whether ``by_step`` reads the runs that learned (else every
     complete run, as the caption's source words then say)."""

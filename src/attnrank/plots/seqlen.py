@@ -1,4 +1,4 @@
-"""The figure of rank against sequence length (theory chapter), from :func:`attnrank.chapters.seqlen.seq_len_table`."""
+"""The figure of rank against sequence length (theory chapter), from :func:`attnrank.sections.seqlen.seq_len_table`."""
 
 from __future__ import annotations
 

@@ -481,7 +481,7 @@ def section_figure(name: str, section, sizes: dict):
 
     Args:
         name: the check, one of ``p0``, ``p1_staircase``, ``p1_taylor``, ``p1p``, ``p2``, ``thm``.
-        section: the :class:`attnrank.chapters.theory.Check` that check returned (its
+        section: the :class:`attnrank.sections.theory.Check` that check returned (its
             ``tables`` are drawn: ``spectrum``; ``sv`` and ``slopes``; ``bound``; ``sat`` and
             ``limit``; ``curves`` and ``thresholds``; ``mc`` and ``refs``).
         sizes: the chapter's sizes (``attnrank.runs.presets.preset("theory", profile)``).

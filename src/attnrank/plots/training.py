@@ -715,7 +715,7 @@ def head_dim_scatter(data: pd.DataFrame, *, x: str, y: str, rho: dict, reference
 
     Args:
         data: one row per run with ``arch, tau, head_dim, seed, status``, ``x`` and ``y``.
-        rho: ``{tau: {arch: Estimate}}`` (e.g. :func:`attnrank.chapters.loss.grid_correlations`), written in each
+        rho: ``{tau: {arch: Estimate}}`` (e.g. :func:`attnrank.sections.loss.grid_correlations`), written in each
             panel's corner as ``ρ = value [low, high]`` and the number of runs; its keys are the rows, in order.
         references: ``{arch: {label: y}}``, drawn in every panel of that architecture (e.g. unigram and bigram
             losses).

@@ -452,18 +452,7 @@ def sweep(
     elif executor == "serial":
         workers = 1
     if progress and todo:
-        what = {
-            "serial": "serial: 1 run at a time",
-            "process": f"process pool: {workers} workers",
-            "ray": f"ray: 1 task per run, {threads} CPU(s) each",
-        }[executor]
-        gpus = _gpus() if executor != "ray" else []
-        print(
-            f"{len(configs)} runs, {len(configs) - len(todo)} stored, {len(todo)} to train; {what} x {threads} "
-            f"thread(s)" + (f", 1 GPU each ({len(gpus)} visible)" if gpus else f" ({_cpus()} CPU cores here)"),
-            flush=True,
-            file=terminal,
-        )
+        _announce(len(configs), len(todo), executor, workers, threads, terminal)
     results: dict[int, dict] = {i: {"source": "stored", "seconds": 0.0} for i in range(len(configs)) if table.stored[i]}
     errors: dict[int, str] = {}
     bar = tqdm(
@@ -492,47 +481,77 @@ def sweep(
     t0 = time.perf_counter()
     try:
         if todo and executor == "serial":
-            for i in todo:
-                try:
-                    done(i, _work(configs[i], expected))
-                except (CodeMismatch, ConfigError, KeyboardInterrupt):
-                    raise
-                except Exception as exc:  # noqa: BLE001 (reported, the sweep goes on)
-                    failed(i, exc)
+            _run_serial(configs, todo, expected, done, failed)
         elif todo and executor == "process":
             _run_process(configs, todo, workers, threads, expected, retries, done, failed, bar)
         elif todo:
             workers = _run_ray(configs, todo, workers, threads, expected, retries, address, done, failed)
     finally:
         bar.close()
-    seconds = time.perf_counter() - t0
-    # a worker's key, where it trained: on a cluster its device type may differ from the driver's
-    keys = [results.get(i, {}).get("key") or table.key[i] for i in range(len(configs))]
-    df = store.load_runs(keys=set(keys))
-    order = {k: i for i, k in enumerate(keys)}
-    if len(df):
-        df = df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
-    trained = sum(1 for r in results.values() if r["source"] == "trained")
-    stats = {
-        "executor": executor,
-        "workers": workers,
-        "threads": threads,
-        "runs": len(configs),
-        "trained": trained,
-        "stored": len(configs) - trained - len(errors),
-        "failed": int((df.status != "complete").sum()) if len(df) else 0,
-        "errors": len(errors),
-        "seconds": seconds,
-        "runs_per_hour": trained / seconds * 3600 if trained and seconds > 0 else float("nan"),
-    }
-    df.attrs["sweep"] = stats
+    stats = dict(executor=executor, workers=workers, threads=threads, seconds=time.perf_counter() - t0)
+    df = _gather(len(configs), table, results, errors, stats)
     if progress and todo:
-        _print_summary(configs, results, errors, stats)
+        _print_summary(configs, results, errors, df.attrs["sweep"])
     if errors:
         raise SweepFailed(
             f"{len(errors)} of {len(configs)} runs did not finish: "
             + "; ".join(f"{_label(configs[i])}: {e}" for i, e in sorted(errors.items())[:3])
         )
+    return df
+
+
+def _run_serial(configs, todo, expected: str, done, failed) -> None:
+    """Train the runs ``todo`` one after the other in this process; a run that raises is reported (``failed``)
+    and the sweep goes on, except for a code mismatch, a bad input or Ctrl-C."""
+    for i in todo:
+        try:
+            done(i, _work(configs[i], expected))
+        except (CodeMismatch, ConfigError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 (reported, the sweep goes on)
+            failed(i, exc)
+
+
+def _announce(n: int, n_todo: int, executor: str, workers: int, threads: int, terminal) -> None:
+    """The sweep's plan in one line: runs, stored, to train, and how (executor, workers, threads, devices)."""
+    what = {
+        "serial": "serial: 1 run at a time",
+        "process": f"process pool: {workers} workers",
+        "ray": f"ray: 1 task per run, {threads} CPU(s) each",
+    }[executor]
+    gpus = _gpus() if executor != "ray" else []
+    print(
+        f"{n} runs, {n - n_todo} stored, {n_todo} to train; {what} x {threads} "
+        f"thread(s)" + (f", 1 GPU each ({len(gpus)} visible)" if gpus else f" ({_cpus()} CPU cores here)"),
+        flush=True,
+        file=terminal,
+    )
+
+
+def _gather(n: int, table, results: dict, errors: dict, stats: dict) -> pd.DataFrame:
+    """The swept runs from the store in the configs' order, ``attrs["sweep"]`` the sweep's counts (``stats``:
+    executor, workers, threads and seconds, completed here with runs, trained, stored, failed, errors and
+    runs per hour), for ``n`` configs planned in ``table``."""
+    # a worker's key, where it trained: on a cluster its device type may differ from the driver's
+    keys = [results.get(i, {}).get("key") or table.key[i] for i in range(n)]
+    df = store.load_runs(keys=set(keys))
+    order = {k: i for i, k in enumerate(keys)}
+    if len(df):
+        df = df.assign(_o=df.key.map(order)).sort_values("_o").drop(columns="_o").reset_index(drop=True)
+    trained = sum(1 for r in results.values() if r["source"] == "trained")
+    seconds = stats["seconds"]
+    df.attrs["sweep"] = {
+        "executor": stats["executor"],
+        "workers": stats["workers"],
+        "threads": stats["threads"],
+        "runs": n,
+        "trained": trained,
+        "stored": n - trained - len(errors),
+        "failed": int((df.status != "complete").sum()) if len(df) else 0,
+        "errors": len(errors),
+        "seconds": seconds,
+        "runs_per_hour": trained / seconds * 3600 if trained and seconds > 0 else float("nan"),
+    }
     return df
 
 

@@ -1,5 +1,5 @@
 """The runs of the book as tables: what the chapter modules read instead of the store's internals (numbers only;
-what the chapters say about a set of runs is in :mod:`attnrank.chapters.section`).
+what the chapters say about a set of runs is in :mod:`attnrank.sections.section`).
 
 * :func:`table` trains where missing and returns the runs of a list of configs (one row per
   run, ``initial_<m>``/``final_<m>`` columns; ``long=True``: one row per run x measure x

@@ -77,7 +77,7 @@ class Findings(Directive):
 HEADLINE_VERDICT = "temp"
 
 
-#: Each recorded check (:data:`attnrank.chapters.reproducibility.CHECK_FOLDERS`) as the findings box names it.
+#: Each recorded check (:data:`attnrank.sections.reproducibility.CHECK_FOLDERS`) as the findings box names it.
 CHECK_NAMES = {
     "confirm": "On fresh seeds, with the frozen rules",
     "scale": f"At {SCALE_FACTOR} times the steps (the scale check)",
@@ -144,8 +144,8 @@ def _frozen():
 
 def _checks() -> dict:
     """Every recorded check's verdicts (without its regime row) and its relation to this build."""
-    from ..chapters.reproducibility import CHECK_FOLDERS, check_record
     from ..runs.experiments import check_relation
+    from ..sections.reproducibility import CHECK_FOLDERS, check_record
 
     out = {}
     for name in CHECK_NAMES:

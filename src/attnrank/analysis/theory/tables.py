@@ -1,8 +1,8 @@
 """The tables of the theory chapter that are worth caching: slow, deterministic, and free of words.
 
 Each function computes one table from its sizes and a seed and is handed to
-:func:`attnrank.runs.cache.cached` by :mod:`attnrank.chapters.theory`, which keys the table by this
-module's code and the inputs. The chapter's sentences live in :mod:`attnrank.chapters.theory`,
+:func:`attnrank.runs.cache.cached` by :mod:`attnrank.sections.theory`, which keys the table by this
+module's code and the inputs. The chapter's sentences live in :mod:`attnrank.sections.theory`,
 so rewording them recomputes none of these tables.
 """
 

@@ -1,9 +1,9 @@
 """The study's own protocol, and whether the rank is set early: the protocol chapter.
 
 :func:`section` replays the study's protocol (4 + 4 examples, one run per temperature, the absolute
-1e-8 rank) many times on the main grid's probe records (:mod:`attnrank.chapters.study`), applies the two
+1e-8 rank) many times on the main grid's probe records (:mod:`attnrank.sections.study`), applies the two
 pre-registered rules (:func:`attnrank.analysis.rules.protocol_rule`, :func:`attnrank.analysis.rules.set_early_rule`)
-and returns the chapter's :class:`~attnrank.chapters.section.Section`: four figures, the flip-rate table and
+and returns the chapter's :class:`~attnrank.sections.section.Section`: four figures, the flip-rate table and
 the ``protocol`` and ``set_early`` verdicts.
 """
 

@@ -5,7 +5,7 @@ gives a higher attention rank (and, with claim (ii), a lower loss).
 ``tau = 1`` when off it), measures the logit scale of the freshly initialised models, applies the
 two pre-registered rules (:func:`attnrank.analysis.rules.temperature_rank`, the study's two-point comparison
 with the peak located on the grid; :func:`attnrank.analysis.rules.temperature_loss`) with every rank measure
-and returns the chapter's :class:`~attnrank.chapters.section.Section`: six figures, their tables and the
+and returns the chapter's :class:`~attnrank.sections.section.Section`: six figures, their tables and the
 ``temp`` and ``temp_loss`` verdicts. :func:`sign_finding` says, from the data, on which rank
 measures the study's sign holds and on which it reverses. :func:`peak_shape`, :func:`grid_interval`
 and :func:`verdict_text` write a location on a grid and an estimate for the other chapters too.
@@ -240,7 +240,7 @@ def _and(items) -> str:
 
 
 def _sign_by_arch(rank_v: dict) -> str:
-    """:func:`sign_finding` in plain words, at most :data:`attnrank.chapters.section.WORD_LIMIT` words: which ways of
+    """:func:`sign_finding` in plain words, at most :data:`attnrank.sections.section.WORD_LIMIT` words: which ways of
     counting rank give a hotter softmax a higher initial rank (the study's sign) and which a lower one, the measures
     on which the models agree named once and the others with each model's answer: ``"Hotter softmax, initial rank:
     higher on the study's 10⁻⁸ count, lower on the effective and stable ranks (both models); 10⁻² and 10⁻⁴ counts:
@@ -706,7 +706,7 @@ def section(
     tables and the ``temp`` and ``temp_loss`` verdicts.
 
     Args:
-        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.chapters.dynamics.section`).
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.sections.dynamics.section`).
         tau: the temperature ratio shown in detail against ``tau = 1`` (a value off the grid trains its
             own runs, both architectures, the grid's seeds).
 

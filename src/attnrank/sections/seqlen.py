@@ -217,7 +217,7 @@ def finding(result, ns) -> str:
 def section(profile: str = "auto", dataset=None) -> Section:
     """The theory chapter's section on sequence length: the runs of
     :func:`attnrank.runs.experiments.seq_len_sweep` (trained where missing), their figure and the ``seq_len``
-    verdict, as a :class:`~attnrank.chapters.section.Section`.
+    verdict, as a :class:`~attnrank.sections.section.Section`.
 
     Raises:
         ConfigError: naming ``profile`` or ``dataset`` for a value the sweep does not allow.

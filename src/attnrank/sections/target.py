@@ -5,7 +5,7 @@ checks of propositions P3-P5 on its runs, and the chapter's pre-registered verdi
 and parameters; :func:`grid` trains the grid of toy runs (:func:`attnrank.analysis.synthetic.run_grid`)
 once per input and code, through :func:`attnrank.runs.cache.cached`; the other functions turn its
 tables into the chapter's numbers. Each returns an
-:class:`attnrank.chapters.theory.Check` whose ``glue`` holds the chapter's names
+:class:`attnrank.sections.theory.Check` whose ``glue`` holds the chapter's names
 (``target_...``).
 """
 
@@ -524,7 +524,7 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
 
 def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, n=None, steps=None, n_seeds=None):
     """The target chapter: the toy grid (cached), the checks of P3-P5, five figures, two tables and the
-    ``target`` verdict, as a :class:`~attnrank.chapters.section.Section`.
+    ``target`` verdict, as a :class:`~attnrank.sections.section.Section`.
 
     Raises:
         ConfigError: naming a parameter outside its range (see :func:`settings`).

@@ -2,7 +2,7 @@
 
 :func:`section` selects the runs of the book's shared sweep, applies the pre-registered rule
 (:func:`attnrank.analysis.rules.dynamics_rule`) with every rank measure and returns the chapter's
-:class:`~attnrank.chapters.section.Section`: its numbers, five figures (rank through training for every
+:class:`~attnrank.sections.section.Section`: its numbers, five figures (rank through training for every
 measure, for every head dimension, final against initial rank, the relative change, the layer x
 head heat maps), its tables and its verdict. The correlation table and panel notes serve the loss
 chapter too (:func:`correlation_table`, :func:`correlation_notes`).

@@ -5,7 +5,7 @@ freshly initialised models (their logit scale, the P1 staircase bound and the P1
 i.i.d. logits), applies the pre-registered lever rule (:func:`attnrank.analysis.rules.lever_comparison`:
 the range of the mean initial rank over the temperature grid against its range over the
 head-dimension grid) with every rank measure and returns the chapter's
-:class:`~attnrank.chapters.section.Section`.
+:class:`~attnrank.sections.section.Section`.
 """
 
 from __future__ import annotations
@@ -397,7 +397,7 @@ def section(
     rank measure, three figures, five tables and the ``headdim`` verdict.
 
     Args:
-        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.chapters.dynamics.section`).
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.sections.dynamics.section`).
         mc_samples: random matrices per Monte Carlo estimate of the P1' limit (None: 256).
 
     Raises:

@@ -1,6 +1,6 @@
 """The one record every chapter module returns: a chapter's numbers, figures, tables and verdicts.
 
-A chapter module (:mod:`attnrank.chapters.dynamics`, :mod:`attnrank.chapters.temp`, ...) selects its runs, computes
+A chapter module (:mod:`attnrank.sections.dynamics`, :mod:`attnrank.sections.temp`, ...) selects its runs, computes
 its facts and returns a :class:`Section`; the chapter's notebook hands it to
 :func:`attnrank.book.publish`, which glues every part under its name, so the chapter's prose pastes
 them (``{glue:text}`` for a number, ``{glue:figure}`` for a numbered figure whose caption and alt text the

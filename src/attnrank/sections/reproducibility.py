@@ -1,6 +1,6 @@
 """Re-running the book, the reproducibility chapter: what built this book and how to build it again.
 
-:func:`section` returns the chapter's :class:`~attnrank.chapters.section.Section`: the environment of the
+:func:`section` returns the chapter's :class:`~attnrank.sections.section.Section`: the environment of the
 build (Python, the platform, each package of :data:`attnrank.runs.provenance.ENVIRONMENT_PACKAGES` beside the
 version the lock file pins), the runs of the shared sweep with their keys, the scale each verdict was
 computed at, the settings of every profile and preset, and the size of the ``paper`` profile. The

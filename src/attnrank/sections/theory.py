@@ -518,7 +518,7 @@ def finding(sections: dict) -> str:
 def section(profile: str = "auto", *, seed: int = 0, head_dims=None, mc_samples=None, dataset=None) -> Section:
     """The theory chapter: every check (P0-P2, the theorem) on random instances of the chapter's sizes
     (:func:`sizes`), their figures, the staircase table, the ``theory`` verdict, and the section on sequence
-    length (:func:`attnrank.chapters.seqlen.section`, its runs trained where missing) with the ``seq_len`` verdict.
+    length (:func:`attnrank.sections.seqlen.section`, its runs trained where missing) with the ``seq_len`` verdict.
 
     Raises:
         ConfigError: naming a parameter outside its range.

@@ -18,7 +18,7 @@ at every probe step, the value of each rank measure for each of its held-out pro
 
 The verdict rules built on these tables are :func:`attnrank.analysis.rules.protocol_rule` and
 :func:`attnrank.analysis.rules.set_early_rule`; the chapter's words, tables and figures are in
-:mod:`attnrank.chapters.protocol` and :mod:`attnrank.plots.protocol`.
+:mod:`attnrank.sections.protocol` and :mod:`attnrank.plots.protocol`.
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ class Records:
         return table[table.step.to_numpy() == table.arch.map(self.final_steps).to_numpy()]
 
     def steps_text(self) -> str:
-        """The last probe steps in words (:func:`attnrank.chapters.section.steps_text`): ``"1000 steps"`` when every
+        """The last probe steps in words (:func:`attnrank.sections.section.steps_text`): ``"1000 steps"`` when every
         architecture trains as long, else ``"1000 (GPT-2) and 500 (BERT) steps"`` (longest first)."""
         final = pd.DataFrame({"arch": list(self.final_steps), "step": list(self.final_steps.values())})
         return f"{steps_text(final, 'step') if len(final) else 0} steps"

@@ -417,6 +417,39 @@ def _figures(uid: str, n: int) -> dict:
         active_scroll=None,
     )
 
+    heat = _heat_panel(name, n, common)
+    spectrum = _spectrum_panel(name, common)
+    tau_mapper = LogColorMapper(palette=Viridis256, low=1e-3, high=4.0, name=name("tau-mapper"))
+    curves, context_source, curve_source, curve_marker = _curve_panel(
+        name,
+        "curve",
+        height=260,
+        y_label="mean rank",
+        title="mean through training",
+        common=common,
+    )
+    curves.add_layout(ColorBar(color_mapper=tau_mapper, width=8, title="τ"), "right")
+    curves.add_tools(HoverTool(tooltips=[("step", "@step"), ("mean rank", "@value{0.000}")], mode="vline"))
+    curves.yaxis.name = name("curves-yaxis")
+    loss, loss_context, loss_source, loss_marker = _curve_panel(
+        name,
+        "loss",
+        height=220,
+        y_label="validation loss (nats/token)",
+        title="validation loss",
+        common={**common, "x_range": curves.x_range},
+    )
+    loss.add_tools(HoverTool(tooltips=[("step", "@step"), ("loss", "@value{0.000}")], mode="vline"))
+
+    sweep = _sweep_panel(name, common)
+    for fig in (heat, spectrum, curves, loss, sweep):
+        fig.toolbar.autohide = True
+        fig.title.text_font_size = "10pt"
+    return {"heat": heat, "spectrum": spectrum, "curves": curves, "loss": loss, "sweep": sweep}
+
+
+def _heat_panel(name, n: int, common: dict):
+    """The attention matrix of one head (its data source filled in by the script), with its colour bar."""
     heat_source = ColumnDataSource({"x": [], "y": [], "p": [], "query": [], "key": []}, name=name("heat-source"))
     heat_mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0, name=name("heat-mapper"))
     heat = figure(
@@ -444,6 +477,11 @@ def _figures(uid: str, n: int) -> dict:
     heat.add_layout(ColorBar(color_mapper=heat_mapper, width=8, title="attention"), "right")
     heat.grid.visible = False
 
+    return heat
+
+
+def _spectrum_panel(name, common: dict):
+    """The singular values of the shown matrix on a log axis, with the rank thresholds as dashed lines."""
     spectrum_source = ColumnDataSource({"i": [], "sigma": []}, name=name("spectrum-source"))
     threshold_source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": []}, name=name("threshold-source"))
     spectrum = figure(
@@ -471,28 +509,11 @@ def _figures(uid: str, n: int) -> dict:
     spectrum.legend.label_text_font_size = "8pt"
     spectrum.legend.title = "thresholds"
 
-    tau_mapper = LogColorMapper(palette=Viridis256, low=1e-3, high=4.0, name=name("tau-mapper"))
-    curves, context_source, curve_source, curve_marker = _curve_panel(
-        name,
-        "curve",
-        height=260,
-        y_label="mean rank",
-        title="mean through training",
-        common=common,
-    )
-    curves.add_layout(ColorBar(color_mapper=tau_mapper, width=8, title="τ"), "right")
-    curves.add_tools(HoverTool(tooltips=[("step", "@step"), ("mean rank", "@value{0.000}")], mode="vline"))
-    curves.yaxis.name = name("curves-yaxis")
-    loss, loss_context, loss_source, loss_marker = _curve_panel(
-        name,
-        "loss",
-        height=220,
-        y_label="validation loss (nats/token)",
-        title="validation loss",
-        common={**common, "x_range": curves.x_range},
-    )
-    loss.add_tools(HoverTool(tooltips=[("step", "@step"), ("loss", "@value{0.000}")], mode="vline"))
+    return spectrum
 
+
+def _sweep_panel(name, common: dict):
+    """The run's initial and final mean rank among the other runs of its sweep, the run itself ringed."""
     sweep_source = ColumnDataSource(
         {"x": [], "initial": [], "final": [], "seed": [], "key": []}, name=name("sweep-source")
     )
@@ -556,10 +577,7 @@ def _figures(uid: str, n: int) -> dict:
     sweep.add_layout(sweep.legend[0], "below")
     sweep.legend.orientation = "horizontal"
     sweep.legend.label_text_font_size = "8pt"
-    for fig in (heat, spectrum, curves, loss, sweep):
-        fig.toolbar.autohide = True
-        fig.title.text_font_size = "10pt"
-    return {"heat": heat, "spectrum": spectrum, "curves": curves, "loss": loss, "sweep": sweep}
+    return sweep
 
 
 def _json_for_html(payload: dict) -> str:

@@ -3,7 +3,7 @@
 :func:`section` reads the book's shared sweep, measures convergence speed against a level set from
 the data (:func:`attnrank.analysis.rules.convergence_speed`), applies the pre-registered rule
 (:func:`attnrank.analysis.rules.loss_rule`) with every rank measure and returns the chapter's
-:class:`~attnrank.chapters.section.Section`: four figures (loss curves beside count models, final loss and
+:class:`~attnrank.sections.section.Section`: four figures (loss curves beside count models, final loss and
 convergence speed against the initial rank, the head-dimension grid), the correlation table and the
 ``loss`` verdict.
 """
@@ -176,7 +176,7 @@ def section(
     with every rank measure, four figures, the correlation table and the ``loss`` verdict.
 
     Args:
-        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.chapters.dynamics.section`).
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.sections.dynamics.section`).
         level_quantile: the quantile of the runs' final training losses (per architecture) that sets
             the convergence level.
         smooth: logged training-loss points averaged before a run is tested against the level.
