@@ -1,6 +1,7 @@
 """Shared fixtures, and the tier of every test: the folder it lives in (``unit``, ``integration``, ``book``)."""
 
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -150,3 +151,33 @@ def staged_notebooks(tmp_path):
         return paths
 
     return stage
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """Headless Chromium driven by Selenium, with its console and network logs (the book tier's browser tests:
+    Debian's ``chromium`` and ``chromium-driver``)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+        "--window-size=1280,1000",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()

@@ -23,8 +23,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from attnrank.core.rank import MEASURES, rank_measures, singular_values
@@ -99,32 +97,6 @@ def site(tmp_path_factory):
         else:
             os.environ["ATTNRANK_RUNS"] = old
     return page, stored
-
-
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory):
-    """Headless Chromium driven by Selenium, with its console and network logs."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 def _open(driver, page: Path, width: int = 1280):
