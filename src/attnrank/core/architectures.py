@@ -1,8 +1,9 @@
 """One record per architecture: what every layer asks about a model, instead of testing its name.
 
 A run's ``arch`` is the key of :data:`ARCHITECTURES` and the ``model_type`` of its HF config, so a built
-model finds its record too (:func:`of_model`). Adding an architecture is one :class:`Architecture` here; the
-test ``tests/unit/test_architectures.py`` builds, trains a step of, probes and ablates every record.
+model finds its record too (:func:`of_model`). Adding an architecture is one :class:`Architecture` here (and its
+name in :data:`attnrank.words.glossary.ARCH_NAMES`); ``tests/unit/test_architectures.py`` checks each record
+against the model it builds, ``tests/integration/test_architectures_run.py`` trains, probes and ablates each.
 
 This module imports nothing from the library but :mod:`attnrank.core.errors`, and nothing heavy (no torch):
 the configuration checks of :mod:`attnrank.core.profiles` read it.
