@@ -476,7 +476,6 @@ def _heat_panel(name, n: int, common: dict):
     heat.add_tools(HoverTool(tooltips=[("query", "@y: @query"), ("key", "@x: @key"), ("attention", "@p{0.0000}")]))
     heat.add_layout(ColorBar(color_mapper=heat_mapper, width=8, title="attention"), "right")
     heat.grid.visible = False
-
     return heat
 
 
@@ -508,7 +507,6 @@ def _spectrum_panel(name, common: dict):
     spectrum.add_layout(spectrum.legend[0], "below")
     spectrum.legend.label_text_font_size = "8pt"
     spectrum.legend.title = "thresholds"
-
     return spectrum
 
 
