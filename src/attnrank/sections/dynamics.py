@@ -87,17 +87,16 @@ def stability_rows(results: dict, shares: pd.DataFrame, tolerance: float) -> pd.
     """The stability half of :func:`attnrank.analysis.rules.dynamics_rule` with every measure, for reading: per
     measure and architecture the median relative change (95% order-statistic interval), the shares of
     :func:`attnrank.analysis.rules.stability_table` and the runs."""
+    share = lambda m, a, col: shares[col].get((m, a), float("nan"))  # noqa: E731 (no run of ``a``: n/a)
     return pd.DataFrame(
         [
             {
                 "measure": MEASURE_LABELS[m],
                 "model": ARCH_LABELS[a],
                 "median Δrel [95% CI]": fmt_estimate(r.change[a], 0, n=False, percent=True),
-                f"stable (Δrel ≤ {fmt(tolerance, 0, percent=True)})": fmt(
-                    shares.loc[(m, a), "share_stable"], 0, percent=True
-                ),
-                "rank went up": fmt(shares.loc[(m, a), "share_increased"], 0, percent=True),
-                "largest Δrel": fmt(shares.loc[(m, a), "largest"], 0, percent=True),
+                f"stable (Δrel ≤ {fmt(tolerance, 0, percent=True)})": fmt(share(m, a, "share_stable"), 0, percent=True),
+                "rank went up": fmt(share(m, a, "share_increased"), 0, percent=True),
+                "largest Δrel": fmt(share(m, a, "largest"), 0, percent=True),
                 "runs": r.change[a].n,
             }
             for m, r in results.items()
@@ -330,7 +329,9 @@ def section(
             ("max_change", "largest"),
         ):
             glue[f"dynamics_{key}_{a}"] = fmt(shares.loc[(m, a), col], 0, percent=True)
-    section_tables.append(Table("dynamics_stability", stability_rows(results, shares, stable_tolerance)))
+    # the table is the rule's: the learned runs, its median and its shares alike (the prose names all complete runs)
+    learned_shares = rules.stability_table(rules.relative_change(learned, RANK_MEASURES), stable_tolerance)
+    section_tables.append(Table("dynamics_stability", stability_rows(results, learned_shares, stable_tolerance)))
     heat_figure, heat_glue = _layer_head(sweep, heatmap_tau, head_dim0, profile)
     figures.append(heat_figure)
     glue.update(heat_glue)
