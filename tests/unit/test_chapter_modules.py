@@ -161,9 +161,14 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     gate = rules.learned_gate({"modernbert": "supported", "gpt2": "supported"}, gaps)
     gains = {"gpt2": 0.4549, "modernbert": 0.01}
     assert regime_text(baselines.Regime(gate, gains, at_reference=baselines.at_reference(d))) == (
-        f"τ = 1 runs: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram, attention worth 0.45 nats; "
+        f"τ = 1 runs: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram, attention worth at least 0.45 nats; "
         f"ModernBERT at worst {bert - 3.0:.2f} nats above bigram, not learned"
     )
+    # the clause states the gate's number, the worst run's worth, not the mean (a sceptic read 0.75 and 0.77 in one
+    # paragraph, both under "at worst")
+    d = d.assign(attention_gain=np.arange(len(d), dtype=float) / 10)
+    reg = baselines.regime(d, gate)
+    assert reg.gains == baselines.reference_gains(d, worst=True) != baselines.reference_gains(d)
     # the clause counts the reference runs: per model when they differ, once when they do not
     n = baselines.reference_runs(d)
     assert n == {"gpt2": 5, "modernbert": 6}

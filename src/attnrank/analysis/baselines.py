@@ -673,7 +673,8 @@ class Regime:
 
     Attributes:
         gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps``, ``not_learned``, ...).
-        gains: ``{arch: nats}``, what attention is worth in the reference runs (:func:`reference_gains`).
+        gains: ``{arch: nats}``, what attention is worth in the worst of the reference runs (:func:`reference_gains`
+            with ``worst``: the learned gate's input, so the clause and the gate state one number).
         at_reference: whether the clause says it reads the ``reference_tau`` runs (:func:`at_reference`).
         reference_tau: the temperature ratio of the reference runs (the stock softmax).
         reference_runs: ``{arch: count}`` of those runs (:func:`reference_runs`).
@@ -690,7 +691,7 @@ def regime(runs: pd.DataFrame, gate, *, reference_tau: float = 1.0) -> Regime:
     """The :class:`Regime` of a verdict with learned gate ``gate`` that rests on ``runs`` (a wide run table)."""
     return Regime(
         gate,
-        reference_gains(runs, reference_tau=reference_tau),
+        reference_gains(runs, reference_tau=reference_tau, worst=True),
         at_reference(runs, reference_tau=reference_tau),
         reference_tau,
         reference_runs(runs, reference_tau=reference_tau),

@@ -283,10 +283,11 @@ def gap_text(gap: float) -> str:
     return f"{abs(d):.2f} nats {'below' if d > 0 else 'above'}"
 
 
-def worth(gain: float) -> str:
+def worth(gain: float, *, least: bool = False) -> str:
     """An attention ablation gain (nats per token, :func:`attnrank.analysis.ablation.attention_gain`) in words, as every
-    regime clause states it: ``"attention worth 0.45 nats"``, ``"attention worth under 0.01 nats"`` (below
-    0.005), ``"content-free attention 0.02 nats better"`` (a negative gain), ``"attention's worth n/a"``."""
+    regime clause states it: ``"attention worth 0.45 nats"`` (with ``least``, the worst run's: ``"attention worth
+    at least 0.45 nats"``), ``"attention worth under 0.01 nats"`` (below 0.005), ``"content-free attention 0.02
+    nats better"`` (a negative gain), ``"attention's worth n/a"``."""
     if gain is None or not math.isfinite(float(gain)):
         return "attention's worth n/a"
     gain = float(gain)
@@ -294,7 +295,7 @@ def worth(gain: float) -> str:
         return "attention worth under 0.01 nats"
     if gain < 0:
         return f"content-free attention {-gain:.2f} nats better"
-    return f"attention worth {gain:.2f} nats"
+    return f"attention worth {'at least ' if least else ''}{gain:.2f} nats"
 
 
 def regime_text(regime) -> str:
@@ -303,9 +304,9 @@ def regime_text(regime) -> str:
     each name.
 
     Per architecture (in the gate's order): its worst run's gap to the bigram count model and, when it has learned, what
-    attention is worth (:func:`worth`); an architecture that has not learned is marked so. For example
-    ``"τ = 1, 4 runs a model: GPT-2 at worst 0.31 nats below bigram, attention worth 0.45 nats; ModernBERT at
-    worst 0.45 nats above bigram, not learned"``.
+    attention is worth in its worst run (:func:`worth`; the gate's numbers, as :func:`gate_text` states them); an
+    architecture that has not learned is marked so. For example ``"τ = 1, 4 runs a model: GPT-2 at worst 0.31 nats
+    below bigram, attention worth at least 0.45 nats; ModernBERT at worst 0.45 nats above bigram, not learned"``.
     """
     gate, gains, reference_tau = regime.gate, regime.gains, regime.reference_tau
     order = _gate_order(gate)
@@ -315,7 +316,7 @@ def regime_text(regime) -> str:
     for a in order:
         each = "" if same or counts[a] is None else f" ({_runs(counts[a])})"
         text = f"{ARCH_NAMES.get(a, a)}{each} at worst {gap_text(gate.gaps[a])} bigram"
-        text += ", not learned" if a in gate.not_learned else f", {worth(gains.get(a, math.nan))}"
+        text += ", not learned" if a in gate.not_learned else f", {worth(gains.get(a, math.nan), least=True)}"
         parts.append(text)
     if not parts:
         return "no complete run"
