@@ -59,6 +59,24 @@ def test_no_temperature_effect_is_inconclusive():
     assert v["modernbert"].parts["temperature"].low < 0 < v["modernbert"].parts["temperature"].high
 
 
+def test_the_effect_cell_shows_the_number_that_decides_each_deciding_case():
+    """The intro's effect cell: with no resolved temperature effect the rule stops there, so that effect is the
+    number shown (the oriented difference beside it decided nothing); where the temperature's effect is resolved,
+    the oriented difference the rule judges. A supported case beside an inconclusive one does not decide the
+    combined status and is left out."""
+    no_effect = table({"stock": 5.0, "twin": 5.0, "tau": 5.001, "init": 5.1, "lr": 5.0}, archs=("modernbert",))
+    follows = table({**BASE, "init": 5.1, "lr": 5.0}, archs=("gpt2",))
+    v = rules.causal_rule(pd.concat([no_effect, follows], ignore_index=True))
+    assert v["modernbert"].verdict.status == "inconclusive at this scale" and v["gpt2"].verdict.status == "supported"
+    text = causal.effect_text(v)
+    assert text.startswith("ModernBERT τ effect 0.001 [") and "GPT-2" not in text
+    both = rules.causal_rule(table({**BASE, "init": 5.1, "lr": 5.0}))
+    assert causal.effect_text(both) == "; ".join(
+        f"{name} scale − step 0.100 [{both[a].verdict.estimate.low:.3f}, {both[a].verdict.estimate.high:.3f}] nats"
+        for name, a in (("GPT-2", "gpt2"), ("ModernBERT", "modernbert"))
+    )
+
+
 def test_single_factors_alike_is_inconclusive_and_states_seeds_needed():
     """A temperature effect that neither single factor carries more than the other (difference
     within the seed noise): inconclusive at this scale, with the seeds per arm that would resolve

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis import baselines, rules
+from ..analysis import baselines, rules, verdicts
 from ..analysis.rules import PRIMARY_MEASURE, SweepVerdict, paired_difference, two_point
 from ..analysis.stats import Estimate
 from ..core.errors import ConfigError, check_real
@@ -358,6 +358,21 @@ def finding(result: SweepVerdict) -> str:
     return f"Final loss, nats: {parts}."
 
 
+def effect_text(result: SweepVerdict) -> str:
+    """The intro's effect cell: for each architecture whose case decides the combined status
+    (:func:`attnrank.analysis.verdicts.deciding`), the number that decides it: the temperature's own loss effect
+    where its interval contains 0 (nothing to split: the rule stops there), else the oriented initial-scale-minus-
+    step-size difference it judges. For example ``"GPT-2 scale − step −0.003 [−0.005, −0.001] nats; ModernBERT τ
+    effect 0.004 [−0.015, 0.023] nats"``."""
+    cells = []
+    for a in verdicts.deciding({a: r.verdict.status for a, r in result.arch.items()}):
+        r = result.arch[a]
+        temp = r.parts["temperature"]
+        what, est = ("τ effect", temp) if _unresolved(temp) else ("scale − step", r.verdict.estimate)
+        cells.append(f"{ARCH_NAMES[a]} {what} {fmt_estimate(est, 3, n=False)} nats")
+    return "; ".join(cells)
+
+
 def section(
     profile: str = "auto",
     *,
@@ -414,7 +429,7 @@ def section(
         "causal",
         gate.status,
         finding(v),
-        "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(r.verdict.estimate, 3, n=False)} nats" for a, r in v.arch.items()),
+        effect_text(v),
         f"{len(seeds)} seeds, {len(runs)} runs",
         regime_text(reg) if len(done) else "no complete run",
         verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)) + " " + gate_text(reg),
