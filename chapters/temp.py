@@ -118,7 +118,7 @@ book.publish(temp.section(**params))
 
 # %% [markdown]
 # ```{attnrank-table} temp_init
-# The freshly initialised models, per model and temperature: the standard deviation of the logits within a row, the
+# The freshly initialised models of seed 0, per model and temperature (the prose gives the means over seeds): the standard deviation of the logits within a row, the
 # tokens per row, the effective rank and the attention entropy.
 # ```
 
