@@ -370,19 +370,23 @@ def _zero_count(page: Page):
 _MACHINE_WORDS = re.compile(
     r"\b(?:rank_(?:atol|rtol)_1e-\d|effective_rank|stable_rank|attention_entropy|head_dim|num_heads|hidden_size"
     r"|max_len|verdict (?:temp|dynamics|loss|headdim|causal|target|measure|protocol|theory)\b|ci sizes|on cpu\b"
-    r"|corpus shakespeare|corpus stdlib)"
+    r"|corpus shakespeare|corpus stdlib|trained on (?:shakespeare|stdlib)\b)"
 )
 
 
 @book_rule("machine-identifier", "a name from the code in prose (a measure, a config field, a verdict key)")
 def _machine_identifier(page: Page):
-    for node in page.article.find_all(string=True):
-        if node.find_parent(["script", "style", "pre", "code", "table", "figcaption"]) or node.find_parent(
-            class_="math"
-        ):
+    # read block by block, so that a pasted value is read with the words around it ("trained on <span>shakespeare")
+    for block in page.article.find_all(["p", "li", "dt", "dd", "h1", "h2", "h3", "h4"]):
+        if block.find_parent("table") or block.find(["p", "li"]):
             continue
-        for m in _MACHINE_WORDS.finditer(str(node)):
-            yield f"machine identifier {m.group(0)!r} in {_text(node.parent)!r}"
+        text = "".join(
+            str(node)
+            for node in block.find_all(string=True)
+            if not node.find_parent(["script", "style", "pre", "code"]) and not node.find_parent(class_="math")
+        )
+        for m in _MACHINE_WORDS.finditer(text):
+            yield f"machine identifier {m.group(0)!r} in {_text(block)!r}"
 
 
 #: An interval of no width ("[0.25, 0.25]"): the book writes "0.25 in every resample" (attnrank.words.glossary.fmt_estimate).

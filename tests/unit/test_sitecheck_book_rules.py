@@ -37,6 +37,11 @@ FIGURE = (
             "<p>50 runs at the ci profile's sizes on the study's 10⁻⁸ count.</p><pre>head_dim = 32</pre>",
         ),
         (
+            "machine-identifier",
+            "<p>Runs of the quick profile, trained on <span>shakespeare</span>.</p>",
+            "<p>Runs of the quick profile, trained on <span>Shakespeare's plays</span>.</p>",
+        ),
+        (
             "visible-code",
             '<div class="cell"><div class="cell_input"><pre>book.setup(profile)</pre></div></div>',
             '<details class="hide"><div class="cell_input"><pre>book.publish(s)</pre></div></details>',

@@ -50,7 +50,7 @@ from ..core.rank import MEASURES, rank_measures, singular_values
 from ..core.train import ATTENTION_SEQUENCES
 from ..runs import store
 from ..runs.experiments import main_sweep, sweep_plan
-from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_setting
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, corpus_name, fmt, fmt_setting
 from .section import Section, Table
 
 __all__ = [
@@ -661,7 +661,7 @@ def glue_values(data: Export, view=None) -> dict:
     return {
         "explore_runs": len(records),
         "explore_profile": data.profile,
-        "explore_dataset": data.dataset,
+        "explore_dataset": corpus_name(data.dataset),
         "explore_probe_size": data.payload["probe_size"],
         "explore_sequences": max((r["attention"]["sequences"] for r in records), default=0),
         "explore_kept": ATTENTION_SEQUENCES,

@@ -29,6 +29,7 @@ from ..words.glossary import (
     SETTING_LABELS,
     SIZE_LABELS,
     VERDICT_LABELS,
+    corpus_name,
     fmt,
     fmt_setting,
     per_arch,
@@ -230,9 +231,7 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
     paper, here = profile_defaults("paper"), resolve_config(MLM_ARCH, profile, dataset=dataset)
     done = sweep[sweep.cpu_seconds.notna()] if "cpu_seconds" in sweep else sweep.iloc[:0]
     glue = {
-        "repro_dataset": {"shakespeare": "Shakespeare's plays", "stdlib": "the Python standard library's source"}.get(
-            here.dataset, here.dataset.removeprefix("hf:")
-        ),
+        "repro_dataset": corpus_name(here.dataset),
         "repro_size": f"width {here.hidden_size}, {here.num_layers} layers, {here.num_heads} heads, "
         f"{here.max_len} tokens",
         "repro_run_cpu_hours": fmt(float(done.cpu_seconds.sum()) / 3600, 1),

@@ -43,6 +43,8 @@ __all__ = [
     "SIZE_LABELS",
     "TARGET_LABELS",
     "MINUS",
+    "CORPUS_NAMES",
+    "corpus_name",
     "fmt",
     "fmt_column",
     "fmt_sci",
@@ -51,6 +53,16 @@ __all__ = [
     "fmt_estimate",
     "per_arch",
 ]
+
+#: Each offline corpus as a reader knows it (a local or hub dataset, ``hf:NAME``, is named by its name).
+CORPUS_NAMES = {"shakespeare": "Shakespeare's plays", "stdlib": "the Python standard library's source"}
+
+
+def corpus_name(dataset: str) -> str:
+    """A dataset setting in words: ``"shakespeare"`` as ``"Shakespeare's plays"``, ``"hf:wikitext"`` as
+    ``"wikitext"``."""
+    return CORPUS_NAMES.get(dataset, dataset.removeprefix("hf:"))
+
 
 #: Each architecture's name alone, for sentences.
 ARCH_NAMES = {"modernbert": "ModernBERT", "gpt2": "GPT-2", "bert": "BERT"}
