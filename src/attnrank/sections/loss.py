@@ -42,6 +42,7 @@ from .section import (
     regime_brief,
     regime_text,
     runs_caption,
+    seeds_per_setting,
     sweep_facts,
 )
 
@@ -61,10 +62,11 @@ def grid_correlations(runs_: pd.DataFrame, x: str, y: str, taus) -> dict:
     }
 
 
-def loss_summary(res: LossResult, *, n_seeds: int) -> str:
+def loss_summary(res: LossResult, *, n_seeds: str) -> str:
     """The summary of the loss verdict (:func:`attnrank.analysis.rules.loss_rule` on the primary measure): the
     correlation across runs and within temperatures per architecture, their statuses and the runs a
-    not-supported architecture needs."""
+    not-supported architecture needs; ``n_seeds``: the seeds per setting of the learned runs it reads
+    (:func:`~attnrank.sections.section.seeds_per_setting`, ``"3"`` or ``"2 to 3"``)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     archs = list(res.rho)
     needed = needed_runs(res.judged, res.per_arch, prefix="about ")
@@ -189,7 +191,7 @@ def section(
     m = PRIMARY_MEASURE
     label = MEASURE_LABELS[m]
     sweep = tables.main_runs(plan)
-    head_dim0, n_seeds = plan.head_dim, int(sweep.seed.nunique())
+    head_dim0 = plan.head_dim
     train_log = load_table(sweep, "train_log")
     sweep, levels, cens_value = rules.convergence_speed(sweep, train_log, quantile=level_quantile, smooth=smooth)
     ok = sweep[sweep.status == "complete"]
@@ -270,7 +272,7 @@ def section(
         ),
         f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
         regime_text(reg),
-        loss_summary(res, n_seeds=n_seeds) + " " + gate_text(reg),
+        loss_summary(res, n_seeds=seeds_per_setting(learned)) + " " + gate_text(reg),
         {mm: rules.learned_gate(r.per_arch, gaps, gains).status for mm, r in results.items()},
         brief=regime_brief(reg),
     )
