@@ -106,7 +106,7 @@ book.publish(learned.section(**params))
 #
 # ```{attnrank-table} learned_attention
 # What attention is worth at each temperature, per model: the final loss and the loss with content-free attention,
-# each against the bigram model, and their difference over the runs (mean, smallest and largest).
+# each against the bigram model, and their difference over the runs at that temperature, every head dimension of the grid pooled (mean, smallest and largest; the targets above read the stock head dimension alone).
 # ```
 #
 # Models that learn cost more steps per run, so within the cold build's budget the default profile trains fewer
