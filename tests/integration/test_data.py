@@ -533,6 +533,11 @@ def test_a_truncated_tokenizer_or_token_block_cache_is_set_aside_and_built_again
         warned = [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
         assert len(warned) == 1 and damaged.name in warned[0], warned
         assert damaged.with_name(damaged.name + ".damaged").exists() and data.intact(damaged, "x")
+    # a digest file that is not text (a bit flip in its first byte) is damage too, not a UnicodeDecodeError
+    tok_file.with_name(tok_file.name + ".sha256").write_bytes(b"\xff\xfe\x80garbage")
+    caplog.clear()
+    assert not data.intact(tok_file, "the tokenizer")
+    assert [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
 
 
 def test_a_forged_old_format_run_is_trained_again_and_missing_weights_are_named(tmp_path, private_data):

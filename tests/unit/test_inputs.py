@@ -99,6 +99,34 @@ def test_a_size_is_bounded_by_memory(monkeypatch, param, value):
     assert getattr(resolve_config("gpt2", "ci", **{param: bound}), param) == bound
     with pytest.raises(ConfigError):
         resolve_config("gpt2", "ci", **{param: bound + 1})
+    with pytest.raises(ConfigError) as e:  # just over the bound: the size raised is named, not another one
+        resolve_config("gpt2", "ci", **{param: bound + 1})
+    assert e.value.param == param and f"{param} <= {bound}" in str(e.value)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "modernbert"])
+def test_a_width_bound_is_a_width_that_can_be_used(monkeypatch, arch):
+    """The largest width that fits is lowered to one the heads divide (and, with rotary positions, to an even head
+    dimension): the bound named is accepted as it is."""
+    from attnrank.core import profiles
+
+    monkeypatch.setattr(profiles, "_memory_limit", lambda: 2 * 10**9)
+    with pytest.raises(ConfigError) as e:
+        resolve_config(arch, "ci", hidden_size=10**6)
+    bound = int(re.search(r"hidden_size <= (\d+)", str(e.value)).group(1))
+    assert resolve_config(arch, "ci", hidden_size=bound).hidden_size == bound
+
+
+def test_two_sizes_raised_are_both_named(monkeypatch):
+    from attnrank.core import profiles
+
+    monkeypatch.setattr(profiles, "_memory_limit", lambda: 2 * 10**9)
+    with pytest.raises(ConfigError) as e:
+        resolve_config("gpt2", "ci", batch_size=10**9, max_len=10**6)
+    assert e.value.param == "batch_size"  # raised furthest above its default (8)
+    assert "no value of batch_size alone" in str(e.value) and "max_len also above the ci profile's default" in str(
+        e.value
+    )
 
 
 def test_numpy_numbers_become_plain_numbers_with_the_same_key():

@@ -292,6 +292,14 @@ def _verdicts(args) -> int:
     return 0
 
 
+def _close_progress_bars() -> None:
+    """Close every open tqdm progress bar (the Trainer's, a sweep's), as they would be closed on a normal exit."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attnrank`` command; returns the exit status (2 for bad input)."""
     parser = _Parser(prog="attnrank", description=__doc__.splitlines()[0].replace("``", ""))  # plain text, not reST
@@ -398,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attnrank: error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through torch (a run is stored only complete)
+        _close_progress_bars()  # each ends its line, so the message stands on its own and no bar redraws after it
         print("attnrank: interrupted: every finished run is stored; the unfinished one was not", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader stopped reading (``attnrank runs | head``): no traceback

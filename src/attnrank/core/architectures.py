@@ -72,23 +72,17 @@ class Architecture:
         the MLP ``2 r d^2`` (gated: ``3 r d^2``), ``d = hidden_size``, ``r =`` :attr:`mlp_ratio`."""
         return (4 + (3 if self.gated_mlp else 2) * self.mlp_ratio) * hidden_size**2
 
-    def config_kwargs(
-        self, *, hidden_size, num_layers, num_heads, intermediate_size, max_len, vocab_size, dropout, pad_token_id
-    ) -> dict:
-        """The keyword arguments of the HF config class of :attr:`hf_model` for these sizes."""
-        sizes = dict(
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            max_len=max_len,
-            vocab_size=vocab_size,
-            dropout=dropout,
-            pad_token_id=pad_token_id,
-        )
+    def config_kwargs(self, **sizes) -> dict:
+        """The keyword arguments of the HF config class of :attr:`hf_model` for ``sizes`` (``hidden_size``,
+        ``num_layers``, ``num_heads``, ``intermediate_size``, ``max_len``, ``vocab_size``, ``dropout``,
+        ``pad_token_id``).
+
+        Raises:
+            KeyError: naming a size of :attr:`config_names` that ``sizes`` lacks.
+        """
         kwargs = {hf: sizes[ours] for hf, ours in self.config_names}
         if self.layer_type is not None:
-            kwargs["layer_types"] = [self.layer_type] * num_layers
+            kwargs["layer_types"] = [self.layer_type] * sizes["num_layers"]
         return {**kwargs, **self.config_fixed}
 
 

@@ -272,7 +272,7 @@ def intact(path: Path, what: str) -> bool:
     try:
         if (path.with_name(path.name + ".sha256")).read_text().strip() == file_sha256(path):
             return True
-    except OSError:
+    except (OSError, ValueError):  # a digest file that cannot be read, or is not text, is damage too
         pass
     aside = path.with_name(path.name + ".damaged")
     try:

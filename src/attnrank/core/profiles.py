@@ -289,14 +289,16 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.3g} GB"
 
 
-#: The sizes a memory refusal may name: each alone can bring a run within memory (``num_heads`` must divide the
-#: width, so it is never named).
+#: The sizes a memory refusal may name (``num_heads`` must divide the width, so it is never named).
 _MEMORY_SIZES = ("max_len", "num_layers", "hidden_size", "batch_size", "vocab_size", "probe_size")
 
 
 def _check_memory(values: dict) -> None:
-    """Refuse sizes whose :func:`memory_estimate` exceeds this machine's memory, naming the size furthest over
-    the largest value that fits with the others as given (found by bisection: the estimate grows with each)."""
+    """Refuse sizes whose :func:`memory_estimate` exceeds this machine's memory. The refusal names the size raised
+    furthest above its profile's default (the one a user changed; with none raised, the size behind the largest
+    part) and the largest value of it that fits with the others as given (by bisection: the estimate grows with
+    each size; a width is then lowered to one the heads divide, with an even head dimension where positions are
+    rotary), and any other size above its default."""
     sizes = {
         k: values[k]
         for k in ("hidden_size", "num_layers", "num_heads", "max_len", "vocab_size", "batch_size", "probe_size")
@@ -305,23 +307,25 @@ def _check_memory(values: dict) -> None:
     total, limit = sum(parts.values()), _memory_limit()
     if total <= limit:
         return
-
-    def largest(k: str) -> int:
-        lo, hi = 0, sizes[k]
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if sum(memory_estimate(**{**sizes, k: mid}).values()) <= limit else (lo, mid - 1)
-        return lo
-
-    bounds = {k: largest(k) for k in _MEMORY_SIZES}
-    fits = {k: b for k, b in bounds.items() if b >= 1} or {"num_layers": 0}
-    param = max(fits, key=lambda k: sizes[k] / max(fits[k], 1))
+    profile = values["profile"]
+    defaults = {**_PROFILE_DEFAULTS[profile], **ARCH_DEFAULTS[profile].get(values["arch"], {})}
+    raised = {k: sizes[k] / defaults[k] for k in _MEMORY_SIZES if sizes[k] > defaults[k]}
     biggest = max(parts, key=parts.get)
+    behind = {"attention": "max_len", "parameters": "hidden_size", "activations": "batch_size"}[biggest]
+    param = max(raised, key=raised.get) if raised else behind
+    lo, hi = 0, sizes[param]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if sum(memory_estimate(**{**sizes, param: mid}).values()) <= limit else (lo, mid - 1)
+    rotary = ARCHITECTURES[values["arch"]].rotary
+    while param == "hidden_size" and lo and (lo % sizes["num_heads"] or rotary and lo // sizes["num_heads"] % 2):
+        lo -= 1
+    others = [k for k in raised if k != param]
     allowed = (
-        f"allowed here: {param} <= {fits[param]} at these sizes"
-        if fits[param]
-        else "no single size brings it within memory: make the model smaller"
+        f"allowed here: {param} <= {lo} at these sizes" if lo else f"no value of {param} alone brings it within memory"
     )
+    if others:
+        allowed += f" ({' and '.join(others)} also above the {profile} profile's default)"
     raise ConfigError(
         param,
         f"got {values[param]}: a run of these sizes needs about {_gb(total)} ({biggest} {_gb(parts[biggest])}; "
