@@ -351,6 +351,7 @@ def test_sweep_command_dry_run_and_errors(private_store, capsys, monkeypatch):
         (["--executor", "dask"], "executor"),
         (["--executor", "dask", "--dry-run"], "executor"),  # a dry run prints the executor's plan: checked too
         (["--chapters", "nope"], "chapters"),
+        (["--chapters", ""], "chapters"),  # no chapter is not every chapter
         (["--workers", "0"], "workers"),
         (["--threads-per-worker", "0"], "threads_per_worker"),
     ):

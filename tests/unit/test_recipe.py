@@ -48,6 +48,17 @@ def test_configs_are_valid_runs_at_tau_1_and_seed_0():
     assert prev.max_steps == 250 and prev.learning_rate == 1e-3 and prev.mlm_probability == 0.15
 
 
+@pytest.mark.parametrize("archs", [[], ["llama"], ("gpt2", "bert ")])
+def test_configs_name_archs_for_no_or_an_unknown_architecture(archs):
+    with pytest.raises(ConfigError) as e:
+        recipe.configs("ci", archs=archs)
+    assert e.value.param == "archs" and "'gpt2'" in str(e.value)
+
+
+def test_configs_take_an_architecture_once():
+    assert recipe.configs("ci", archs=["gpt2", "gpt2"]) == recipe.configs("ci", archs=["gpt2"])
+
+
 def test_markdown_has_one_row_per_variant_and_signed_gaps():
     t = pd.DataFrame(
         [

@@ -176,7 +176,11 @@ def _sweep(args) -> int:
         # the chapters resolve their runs with the same variable, or they would not find these runs
         os.environ["ATTNRANK_DATASET"] = check_dataset(args.dataset)
     profile = resolve_profile(args.profile)
-    chapters = [c.strip() for c in args.chapters.split(",") if c.strip()] if args.chapters else None
+    chapters = [c.strip() for c in args.chapters.split(",") if c.strip()] if args.chapters is not None else None
+    if chapters == []:  # "--chapters ''" is no chapter, not every chapter
+        raise ConfigError(
+            "chapters", f"got {args.chapters!r}; expected comma-separated chapter names (or leave it out: all)"
+        )
     configs = book_runs(profile, chapters, dataset=args.dataset)
     if args.dry_run:
         table = plan(configs)

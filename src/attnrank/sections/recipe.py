@@ -163,7 +163,12 @@ def configs(profile: str = "quick", archs=ALL_ARCHS, dataset=None) -> list[tuple
         ConfigError: naming ``profile``, ``archs`` or ``dataset``.
     """
     profile = resolve_profile(profile)
-    archs = (archs,) if isinstance(archs, str) else tuple(archs)
+    archs = (archs,) if isinstance(archs, str) else tuple(dict.fromkeys(archs))
+    unknown = [a for a in archs if a not in ALL_ARCHS]
+    if not archs or unknown:
+        raise ConfigError(
+            "archs", f"got {list(archs)!r}; allowed values: one or more of {', '.join(map(repr, ALL_ARCHS))}"
+        )
     out, seen = [], set()
     for arch in archs:
         for v in variants(arch, profile):
