@@ -62,11 +62,11 @@ def grid_correlations(runs_: pd.DataFrame, x: str, y: str, taus) -> dict:
     }
 
 
-def loss_summary(res: LossResult, *, n_seeds: str) -> str:
+def loss_summary(res: LossResult, *, n_seeds: str | None) -> str:
     """The summary of the loss verdict (:func:`attnrank.analysis.rules.loss_rule` on the primary measure): the
     correlation across runs and within temperatures per architecture, their statuses and the runs a
     not-supported architecture needs; ``n_seeds``: the seeds per setting of the learned runs it reads
-    (:func:`~attnrank.sections.section.seeds_per_setting`, ``"3"`` or ``"2 to 3"``)."""
+    (:func:`~attnrank.sections.section.seeds_per_setting`, ``"3"`` or ``"2 to 3"``; ``None`` where none learned)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     archs = list(res.rho)
     needed = needed_runs(res.judged, res.per_arch, prefix="about ")
@@ -77,7 +77,8 @@ def loss_summary(res: LossResult, *, n_seeds: str) -> str:
     )
     across = " and ".join(f"{fmt_estimate(res.rho[a], n=False)} ({ARCH_NAMES[a]})" for a in archs)
     return (
-        f"On the {label}, over the runs that learned ({n_seeds} seeds per setting), the rank correlation of initial "
+        f"On the {label}, over the runs that learned ({f'{n_seeds} seeds per setting' if n_seeds else 'none here'}), "
+        "the rank correlation of initial "
         f"mean rank and final validation loss within temperatures ($\\tau$ as a fixed effect), which decides, is "
         f"{within}: " + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs) + ". Across runs, where "
         f"the temperature moves both, Spearman ρ is {across}. The rule reads the 95% bootstrap intervals; the "
@@ -272,7 +273,7 @@ def section(
         ),
         f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
         regime_text(reg),
-        loss_summary(res, n_seeds=seeds_per_setting(learned)) + " " + gate_text(reg),
+        loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None) + " " + gate_text(reg),
         {mm: rules.learned_gate(r.per_arch, gaps, gains).status for mm, r in results.items()},
         brief=regime_brief(reg),
     )
