@@ -85,8 +85,7 @@ def variants(arch: str, profile: str = "quick") -> list[Variant]:
     Raises:
         ConfigError: naming ``arch`` or ``profile``.
     """
-    if arch not in ALL_ARCHS:
-        raise ConfigError("arch", f"got {arch!r}; allowed values: {', '.join(ALL_ARCHS)}")
+    architecture(arch)  # the records' one check: names arch and the allowed values
     d = profile_defaults(profile, arch)
     out = [Variant("default", "default", {})]
     if arch == STUDY_ARCH:  # for the record: does more training or another vocabulary move the study's BERT?
