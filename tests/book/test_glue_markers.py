@@ -4,7 +4,7 @@ build (exit status 1) and show the missing-value marker on the page."""
 
 from __future__ import annotations
 
-from test_book_build import NB_CODE, _notebook, build, make_book
+from test_book_build import NB_CODE, NB_MD, _notebook, build, make_book
 
 INTRO_FORMAT = "# Intro\n\nPasted: {glue:text}`nb.ipynb::value:.2f`.\n"
 
@@ -32,3 +32,19 @@ def test_a_pasted_value_whose_format_fails_fails_the_build_and_shows_the_marker(
         assert result.returncode != 0, out[-3000:]
         assert "glued value 'value' of 'nb' cannot be formatted with '.2f'" in out
     assert "[missing value: nb::value]" in _page(tmp_path, "intro")
+
+
+def test_one_learned_gate_quoted_twice_over_one_named_set_with_two_answers_fails_the_build(tmp_path):
+    # two verdicts state the learned gate over runs named alike, with different numbers: a reader could not tell
+    # which runs each read, so the build fails naming the set, the verdicts and both answers
+    quote = 'json.dumps({{"set": "τ = 1, seeds 0–2 (3 runs a model)", "numbers": "GPT-2 at worst {} nats below"}})'
+    code = (
+        NB_CODE
+        + "\nimport json\n"
+        + "".join(f"book.glue('{name}_gate', {quote.format(gap)})\n" for name, gap in (("a", "0.50"), ("b", "0.40")))
+    )
+    result = build(tmp_path, make_book(tmp_path, notebook=_notebook(code, NB_MD)))
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out[-3000:]
+    assert "the learned gate over one run set (τ = 1, seeds 0–2 (3 runs a model)) is quoted with different" in out
+    assert "nb (a): GPT-2 at worst 0.50 nats below" in out and "nb (b): GPT-2 at worst 0.40 nats below" in out

@@ -161,7 +161,7 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     gate = rules.learned_gate({"modernbert": "supported", "gpt2": "supported"}, gaps)
     gains = {"gpt2": 0.4549, "modernbert": 0.01}
     assert regime_text(baselines.Regime(gate, gains, at_reference=baselines.at_reference(d))) == (
-        f"τ = 1 runs: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram, attention worth at least 0.45 nats; "
+        f"τ = 1: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram, attention worth at least 0.45 nats; "
         f"ModernBERT at worst {bert - 3.0:.2f} nats above bigram, not learned"
     )
     # the clause states the gate's number, the worst run's worth, not the mean (a sceptic read 0.75 and 0.77 in one
@@ -169,18 +169,17 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     d = d.assign(attention_gain=np.arange(len(d), dtype=float) / 10)
     reg = baselines.regime(d, gate)
     assert reg.gains == baselines.reference_gains(d, worst=True) != baselines.reference_gains(d)
-    # the clause counts the reference runs: per model when they differ, once when they do not
+    # the clause names the set of runs the gate read: its settings, its seeds and how many runs (per model when
+    # they differ); the reference runs are the complete tau = 1 ones of every head dimension (no profile to say
+    # which is the stock one)
     n = baselines.reference_runs(d)
     assert n == {"gpt2": 5, "modernbert": 6}
-    assert regime_text(baselines.Regime(gate, gains, at_reference=True, reference_runs=n)).startswith(
-        f"τ = 1 runs: GPT-2 (5 runs) at worst {5.5 - gpt2:.2f} nats below bigram"
+    assert regime_text(reg).startswith(
+        f"τ = 1, head dimension 8 and 16, seeds 0–2 (11 runs): GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram"
     )
     assert regime_text(baselines.Regime(gate, gains, reference_runs={"gpt2": 4, "modernbert": 4})).startswith(
-        f"τ = 1, 4 runs a model: GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram"
+        f"τ = 1 (4 runs a model): GPT-2 at worst {5.5 - gpt2:.2f} nats below bigram"
     )
-    assert regime_text(
-        baselines.Regime(gate, gains, at_reference=False, reference_runs={"gpt2": 1, "modernbert": 1})
-    ).startswith("1 run a model: GPT-2")
     assert baselines.regime(d, gate).reference_runs == n
     assert baselines.at_reference(d) and not baselines.at_reference(d[d.tau == 1.0])
     # the intro's table: whether each model has learned, nothing more, from the same inputs
@@ -206,8 +205,9 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     assert "ModernBERT counts as inconclusive at this scale" in text and "would be supported" in text
     # every model has learned: the rule is still stated, and nothing changed
     assert gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.3}))).endswith(
-        "Every architecture here has (GPT-2's worst run 0.30 nats below it)."
+        "Every architecture here has, over its runs at τ = 1 (GPT-2's worst run 0.30 nats below it)."
     )
+    assert "Over its runs at τ = 1, head dimension 8 and 16, seeds 0–2 (11 runs): GPT-2's worst run" in gate_text(reg)
     # with the attention gains read, the rule names the attention target and each model's smallest gain
     text = gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.4}, {"gpt2": 0.71})))
     assert "with attention worth at least 0.3 nats" in text
@@ -549,3 +549,41 @@ def test_the_plain_sign_finding_fits_the_word_limit_for_every_measure_of_the_reg
         }
         longest = max(longest, len(temp._sign_by_arch(rank_v).split()))
     assert 20 < longest <= WORD_LIMIT
+
+
+def test_a_run_set_is_named_by_what_tells_it_from_another():
+    d = pd.DataFrame(
+        dict(
+            key=list("abcdef"),
+            arch=["gpt2"] * 3 + ["modernbert"] * 3,
+            seed=[0, 1, 2] * 2,
+            tau=[1.0] * 6,
+            head_dim=[32] * 6,
+            max_len=[32, 64, 256] * 2,
+            max_steps=[1000] * 3 + [500] * 3,
+        )
+    )
+    assert section.run_set_text(d) == (
+        "τ = 1, head dimension 32, sequences of 32 to 256 tokens, 1000 steps (GPT-2), 500 steps (ModernBERT), "
+        "seeds 0–2 (3 runs a model)"
+    )
+    # the same runs trained under P3's conditions are another set, and say so
+    p3 = d.assign(**experiments.P3_CONDITIONS)
+    assert section.run_set_text(p3).endswith(
+        "500 steps (ModernBERT), under P3's training conditions, seeds 0–2 (3 runs a model)"
+    )
+    assert section.run_set_text(d.iloc[[0, 2, 3]]).endswith("seeds 0, 2 (3 runs)")
+    assert section.run_set_text(d.iloc[:0]) == "no runs"
+
+
+def test_the_build_check_finds_one_gate_quoted_twice_over_one_named_set():
+    from attnrank.sphinxext.gluecheck import gate_conflicts
+
+    same = {"set": "τ = 1 (3 runs a model)", "numbers": "GPT-2 at worst 0.50 nats below bigram"}
+    quotes = {("loss", "loss"): same, ("dynamics", "dynamics"): same}
+    assert gate_conflicts(quotes) == []  # one set, one answer
+    named = {"set": "τ = 1, under P3's training conditions (3 runs a model)", "numbers": "GPT-2 at worst 0.40"}
+    assert gate_conflicts({**quotes, ("causal", "causal"): named}) == []  # another answer over a named other set
+    (line,) = gate_conflicts({**quotes, ("causal", "causal"): {**named, "set": same["set"]}})
+    assert line.startswith("the learned gate over one run set (τ = 1 (3 runs a model)) is quoted with different")
+    assert "causal (causal): GPT-2 at worst 0.40" in line and "dynamics (dynamics) and loss (loss): GPT-2" in line

@@ -99,6 +99,7 @@ __all__ = [
     "reference_runs",
     "at_reference",
     "learned_runs",
+    "reference_table",
 ]
 
 
@@ -678,6 +679,8 @@ class Regime:
         at_reference: whether the clause says it reads the ``reference_tau`` runs (:func:`at_reference`).
         reference_tau: the temperature ratio of the reference runs (the stock softmax).
         reference_runs: ``{arch: count}`` of those runs (:func:`reference_runs`).
+        reference: those runs themselves, one row each (:func:`reference_table`), so that every clause can name
+            the set its numbers come from; ``None`` where there is none.
     """
 
     gate: object
@@ -685,6 +688,7 @@ class Regime:
     at_reference: bool = True
     reference_tau: float = 1.0
     reference_runs: dict = field(default_factory=dict)
+    reference: pd.DataFrame | None = field(default=None, compare=False)
 
 
 def regime(runs: pd.DataFrame, gate, *, reference_tau: float = 1.0) -> Regime:
@@ -695,7 +699,15 @@ def regime(runs: pd.DataFrame, gate, *, reference_tau: float = 1.0) -> Regime:
         at_reference(runs, reference_tau=reference_tau),
         reference_tau,
         reference_runs(runs, reference_tau=reference_tau),
+        reference_table(runs, reference_tau=reference_tau),
     )
+
+
+def reference_table(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> pd.DataFrame:
+    """The reference runs of every architecture of ``runs`` (those :func:`bigram_gaps` reads: the stock model at
+    ``reference_tau``), one row each, architectures in the gate's order; the learned gate's numbers come from them."""
+    parts = [_reference(runs[runs.arch == arch], reference_tau) for arch in _archs(runs)]
+    return pd.concat(parts) if parts else runs.iloc[:0]
 
 
 def reference_runs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:

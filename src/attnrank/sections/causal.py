@@ -39,7 +39,18 @@ from ..runs.experiments import CAUSAL_PRESETS, CELLS, P3_CONDITIONS, causal_runs
 from ..runs.store import Run, load_table, read
 from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_sci, fmt_setting
-from .section import Figure, Section, Table, Verdict, divergence, gate_text, needed_text, regime_brief, regime_text
+from .section import (
+    Figure,
+    Section,
+    Table,
+    Verdict,
+    divergence,
+    gate_quote,
+    gate_text,
+    needed_text,
+    regime_brief,
+    regime_text,
+)
 
 __all__ = [
     "label_cells",
@@ -434,6 +445,7 @@ def section(
         regime_text(reg) if len(done) else "no complete run",
         verdict_summary(v, twins, tau=tau, profile=profile, n_runs=len(runs)) + " " + gate_text(reg),
         brief=regime_brief(reg) if len(done) else "",
+        gate=gate_quote(reg) if len(done) else "",
     )
     tables = [
         Table("causal_twins", twins.drop(columns="_loss"), digits=3),

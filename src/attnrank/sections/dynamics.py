@@ -29,6 +29,7 @@ from .section import (
     Verdict,
     by_measure_table,
     divergence,
+    gate_quote,
     gate_text,
     regime_brief,
     regime_text,
@@ -350,6 +351,7 @@ def section(
         dynamics_summary(res, n_seeds=n_seeds, tolerance=stable_tolerance) + " " + gate_text(reg),
         {mm: rules.learned_gate(r.halves, gaps, gains).status for mm, r in results.items()},
         brief=regime_brief(reg),
+        gate=gate_quote(reg),
     )
     section_tables.append(by_measure_table("dynamics_by_measure", verdict, m, results))
     return Section("dynamics", glue, figures, section_tables, [verdict])

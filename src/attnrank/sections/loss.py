@@ -38,6 +38,7 @@ from .section import (
     Verdict,
     by_measure_table,
     divergence,
+    gate_quote,
     gate_text,
     regime_brief,
     regime_text,
@@ -276,6 +277,7 @@ def section(
         loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None) + " " + gate_text(reg),
         {mm: rules.learned_gate(r.per_arch, gaps, gains).status for mm, r in results.items()},
         brief=regime_brief(reg),
+        gate=gate_quote(reg),
     )
     section_tables.append(by_measure_table("loss_by_measure", verdict, m, results))
     return Section("loss", glue, figures, section_tables, [verdict])

@@ -28,7 +28,7 @@ from ..runs.cache import cached
 from ..runs.store import read
 from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting, fmt_tau
-from .section import Figure, Section, Table, Verdict, divergence, regime_brief, regime_text
+from .section import Figure, Section, Table, Verdict, divergence, gate_quote, regime_brief, regime_text
 
 __all__ = [
     "RULE_MEASURES",
@@ -462,5 +462,6 @@ def section(
         "temperature is whether or not the model has learned), so the learned gate of the verdicts on trained "
         "models is not applied to it.",
         brief=regime_brief(reg),
+        gate=gate_quote(reg),
     )
     return Section("measure", glue, figures, reader_tables, [record])

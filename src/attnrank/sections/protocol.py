@@ -20,7 +20,7 @@ from ..runs.experiments import STUDY_EXAMPLES, STUDY_TAUS
 from ..runs.store import load_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate, fmt_setting
 from . import study
-from .section import Figure, Section, Table, Verdict, gate_text, regime_brief, regime_text
+from .section import Figure, Section, Table, Verdict, gate_quote, gate_text, regime_brief, regime_text
 from .study import Records
 
 __all__ = [
@@ -283,6 +283,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
             regime_text(reg),
             summary + " " + gate_text(reg),
             brief=regime_brief(reg),
+            gate=gate_quote(reg),
         ),
         Verdict(
             "set_early",
@@ -299,6 +300,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
             regime_text(early_reg),
             set_early_summary(early, d.steps_text()) + " " + gate_text(early_reg),
             brief=regime_brief(early_reg),
+            gate=gate_quote(early_reg),
         ),
     ]
     return Section("protocol", glue, figures, [Table("protocol_flips", flip_table(flips))], verdicts)

@@ -43,6 +43,9 @@ __all__ = [
     "regime_text",
     "regime_brief",
     "gate_text",
+    "gate_quote",
+    "run_set_text",
+    "RUN_SET_FIELDS",
     "runs_caption",
     "seeds_per_setting",
     "sweep_facts",
@@ -123,6 +126,8 @@ class Verdict:
             rule does not read a rank).
         brief: the regime as the intro's table shows it (:func:`regime_brief` for trained models: whether
             each model has learned, no more; :data:`INITIAL_BRIEF`); empty when ``regime`` is short enough itself.
+        gate: for a verdict on trained models, its learned gate as the build's check reads it (:func:`gate_quote`);
+            empty otherwise.
     """
 
     name: str
@@ -134,6 +139,7 @@ class Verdict:
     summary: str
     by_measure: dict = field(default_factory=dict)
     brief: str = ""
+    gate: str = ""
 
     def __post_init__(self):
         _check_name(self.name, "name")
@@ -148,7 +154,7 @@ class Verdict:
     def parts(self) -> dict:
         """What :func:`attnrank.book.publish_verdict` glues, by suffix: ``status``, ``finding``, ``effect``,
         ``units`` (the ``n`` it rests on), ``regime``, ``regime_brief`` (``brief``, else ``regime``),
-        ``summary``."""
+        ``summary`` and, for a verdict on trained models, ``gate``."""
         return {
             "status": self.status,
             "finding": self.finding,
@@ -157,7 +163,7 @@ class Verdict:
             "regime": self.regime,
             "regime_brief": self.brief or self.regime,
             "summary": self.summary,
-        }
+        } | ({"gate": self.gate} if self.gate else {})
 
 
 @dataclass
@@ -300,31 +306,111 @@ def worth(gain: float, *, least: bool = False) -> str:
 
 def regime_text(regime) -> str:
     """The regime of a verdict on trained models (an :class:`attnrank.analysis.baselines.Regime`), in one short
-    clause for the chapter. The reference runs are counted once when every architecture has as many, else after
-    each name.
-
-    Per architecture (in the gate's order): its worst run's gap to the bigram count model and, when it has learned, what
-    attention is worth in its worst run (:func:`worth`; the gate's numbers, as :func:`gate_text` states them); an
-    architecture that has not learned is marked so. For example ``"τ = 1, 4 runs a model: GPT-2 at worst 0.31 nats
-    below bigram, attention worth at least 0.45 nats; ModernBERT at worst 0.45 nats above bigram, not learned"``.
+    clause for the chapter: the set of runs the learned gate read (:func:`run_set_text`), then per architecture (in
+    the gate's order) its worst run's gap to the bigram count model and, when it has learned, what attention is worth
+    in its worst run (:func:`worth`; the gate's numbers, as :func:`gate_text` states them); an architecture that has
+    not learned is marked so. For example ``"τ = 1, head dimension 32, width 128, 4 layers, sequences of 128 tokens,
+    1000 steps, seeds 0–3 (4 runs a model): GPT-2 at worst 0.31 nats below bigram, attention worth at least 0.45
+    nats; ModernBERT at worst 0.45 nats above bigram, not learned"``.
     """
-    gate, gains, reference_tau = regime.gate, regime.gains, regime.reference_tau
-    order = _gate_order(gate)
-    counts = {a: regime.reference_runs.get(a) for a in order}
-    same = len({c for c in counts.values()}) == 1 and None not in counts.values()
+    numbers = _gate_numbers(regime)
+    return f"{_reference_set(regime)}: {numbers}" if numbers else "no complete run"
+
+
+def _gate_numbers(regime) -> str:
+    gate, gains = regime.gate, regime.gains
     parts = []
-    for a in order:
-        each = "" if same or counts[a] is None else f" ({_runs(counts[a])})"
-        text = f"{ARCH_NAMES.get(a, a)}{each} at worst {gap_text(gate.gaps[a])} bigram"
+    for a in _gate_order(gate):
+        text = f"{ARCH_NAMES.get(a, a)} at worst {gap_text(gate.gaps[a])} bigram"
         text += ", not learned" if a in gate.not_learned else f", {worth(gains.get(a, math.nan), least=True)}"
         parts.append(text)
-    if not parts:
-        return "no complete run"
-    where = [fmt_tau(reference_tau)] if regime.at_reference else []
-    if same:
-        where.append(f"{_runs(counts[order[0]])} a model")
-    prefix = (", ".join(where) if same else f"{fmt_tau(reference_tau)} runs") + ": " if where else ""
-    return prefix + "; ".join(parts)
+    return "; ".join(parts)
+
+
+def _reference_set(regime) -> str:
+    ref = regime.reference
+    if ref is not None and len(ref):
+        return run_set_text(ref)
+    counts = {regime.reference_runs.get(a) for a in _gate_order(regime.gate)} - {None}
+    count = f" ({_runs(counts.pop())} a model)" if len(counts) == 1 else ""
+    return f"{fmt_tau(regime.reference_tau)}{count}"
+
+
+#: What :func:`run_set_text` names of a set of runs, in order: ``(column, words)``, ``words`` a template for the
+#: column's values (``"1000"``, ``"16 and 32"``, ``"32 to 256"``).
+RUN_SET_FIELDS = (
+    ("tau", "τ = {}"),
+    ("head_dim", "head dimension {}"),
+    ("hidden_size", "width {}"),
+    ("num_layers", "{} layers"),
+    ("max_len", "sequences of {} tokens"),
+    ("max_steps", "{} steps"),
+    ("learning_rate", "learning rate {}"),
+)
+
+
+def _values_text(values: list, words: str) -> str:
+    values = [fmt_setting(v) for v in values]
+    return words.format(" and ".join(values) if len(values) < 3 else f"{values[0]} to {values[-1]}")
+
+
+def _seeds_text(seeds: list) -> str:
+    seeds = sorted(int(s) for s in seeds)
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return "seeds " + ", ".join(map(str, seeds))
+
+
+def run_set_text(runs: pd.DataFrame) -> str:
+    """A set of runs named so that a reader can tell it from any other set of the book: every setting of
+    :data:`RUN_SET_FIELDS` the runs have (a setting on which the architectures differ is written per architecture),
+    the training conditions of the theory notes' P3 where the runs were trained under them, the seeds and the count.
+
+    Args:
+        runs: a wide run table (one row per run; ``arch``, ``seed`` and the columns of :data:`RUN_SET_FIELDS` that
+            it has).
+
+    For example ``"τ = 1, head dimension 32, width 128, 4 layers, sequences of 128 tokens, 1000 steps, learning rate
+    0.002, seeds 0–2 (3 runs a model)"``; ``"no runs"`` for an empty table.
+    """
+    d = runs.drop_duplicates("key") if "key" in runs else runs
+    if not len(d):
+        return "no runs"
+    archs = [a for a in ARCH_ORDER if a in set(d.arch)] + sorted(set(d.arch) - set(ARCH_ORDER))
+    words = []
+    for column, write in RUN_SET_FIELDS:
+        if column not in d:
+            continue
+        per = {a: sorted(set(d[d.arch == a][column].dropna())) for a in archs}
+        texts = {a: _values_text(v, write) for a, v in per.items() if v}
+        if len(set(texts.values())) == 1:
+            words.append(next(iter(texts.values())))
+        elif texts:
+            words.append(", ".join(f"{t} ({ARCH_NAMES.get(a, a)})" for a, t in texts.items()))
+    if _under_p3(d):
+        words.append("under P3's training conditions")
+    words.append(_seeds_text(d.seed.unique()))
+    counts = d.groupby("arch").size()
+    n = _runs(int(counts.iloc[0])) + " a model" if counts.nunique() == 1 else _runs(len(d))
+    return ", ".join(words) + f" ({n})"
+
+
+def _under_p3(runs: pd.DataFrame) -> bool:
+    from ..runs.experiments import P3_CONDITIONS
+
+    return all(c in runs and bool((runs[c].astype(float) == float(v)).all()) for c, v in P3_CONDITIONS.items())
+
+
+def gate_quote(regime) -> str:
+    """What the learned gate of ``regime`` says, as the book build's check reads it (JSON): ``set``, the words
+    naming the runs it read (:func:`run_set_text`), and ``numbers``, each architecture's worst gap and attention
+    worth in words. Two pages that quote the gate over sets of one name must quote the same numbers
+    (:mod:`attnrank.sphinxext.gluecheck`)."""
+    import json
+
+    return json.dumps({"set": _reference_set(regime), "numbers": _gate_numbers(regime)}, ensure_ascii=False)
 
 
 def regime_brief(regime) -> str:
@@ -380,11 +466,12 @@ def gate_text(regime) -> str:
         + (f" with attention worth {fmt(gate.gains[a], 2)} nats" if gate.gains and math.isfinite(gate.gains[a]) else "")
         for a, g in gate.gaps.items()
     )
+    where = f"its runs at {_reference_set(regime)}"
     if not gate.not_learned:
-        return f"{rule} Every architecture here has ({gaps})."
+        return f"{rule} Every architecture here has, over {where} ({gaps})."
     names = " and ".join(ARCH_NAMES.get(a, a) for a in gate.not_learned)
     count = "count" if len(gate.not_learned) > 1 else "counts"
-    text = f"{rule} Here {gaps}, so {names} {count} as inconclusive at this scale"
+    text = f"{rule} Over {where}: {gaps}, so {names} {count} as inconclusive at this scale"
     if gate.changed:
         text += f"; on its statistics alone the verdict would be {gate.ungated}"
     return text + "."

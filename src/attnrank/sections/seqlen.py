@@ -30,7 +30,7 @@ from ..plots.seqlen import rank_vs_seq_len
 from ..runs import experiments
 from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate
-from .section import Figure, Section, Verdict, gate_text, regime_brief, regime_text
+from .section import Figure, Section, Verdict, gate_quote, gate_text, regime_brief, regime_text
 
 __all__ = ["uniform_ranks", "seq_len_table", "summary", "content_free_text", "Report", "report_from_runs", "section"]
 
@@ -254,5 +254,6 @@ def section(profile: str = "auto", dataset=None) -> Section:
         report.summary + " " + gate_text(reg),
         {m: gated(seq_len_rule(runs, m)).status for m in report.by_measure},
         brief=regime_brief(reg),
+        gate=gate_quote(reg),
     )
     return Section("seq_len", report.glue, [Figure(name, fig, data, source)], [], [verdict])

@@ -48,6 +48,7 @@ from .section import (
     Verdict,
     by_measure_table,
     divergence,
+    gate_quote,
     gate_text,
     have_units,
     needed_text,
@@ -770,6 +771,7 @@ def section(
             regime_text(reg),
             temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(reg),
             brief=regime_brief(reg),
+            gate=gate_quote(reg),
         ),
     ]
     section_tables = [

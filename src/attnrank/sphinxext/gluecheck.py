@@ -1,5 +1,6 @@
 """The glue checks of the book build: a page that pastes a value glued in another page is read again when that page
-changes, and a pasted value that no cell provides (or that cannot be shown) fails the build, with a visible marker.
+changes, and a pasted value that no cell provides (or that cannot be shown) fails the build, with a visible marker; so
+does a learned gate quoted with two answers over run sets of one name (:func:`gate_conflicts`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from .pages import glue_data
 
 
 class BuildFailed(Exception):
-    """The book cannot be trusted: a pasted value is missing."""
+    """The book cannot be trusted: a pasted value is missing, or one quantity has two answers."""
 
 
 class _GlueWarnings(logging.Handler):
@@ -169,11 +170,62 @@ def _marked_paste_roles() -> dict:
     }
 
 
+#: The suffix of the glue that states a verdict's learned gate (:func:`attnrank.sections.section.gate_quote`).
+GATE_SUFFIX = "_gate"
+
+
+def _glued_text(output) -> str | None:
+    """The string a cell glued (myst-nb stores its ``repr`` as ``text/plain``), or None."""
+    import ast
+
+    text = (output.get("data", {}) if isinstance(output, dict) else {}).get("text/plain")
+    text = "".join(text) if isinstance(text, list) else text
+    try:
+        value = ast.literal_eval(text) if text else None
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def gate_conflicts(quotes: dict) -> list[str]:
+    """Where two verdicts state the learned gate over run sets of one name with different numbers: a quantity quoted
+    over different sets without saying so.
+
+    Args:
+        quotes: ``{(page, verdict): {"set": words, "numbers": words}}`` (the JSON of each verdict's gate glue).
+
+    Returns one line per set with more than one distinct ``numbers``, naming the pages, verdicts and numbers; ``[]``
+    when every set is quoted with one answer.
+    """
+    by_set: dict = {}
+    for (page, verdict), q in sorted(quotes.items()):
+        by_set.setdefault(q["set"], {}).setdefault(q["numbers"], []).append(f"{page} ({verdict})")
+    return [
+        f"the learned gate over one run set ({name}) is quoted with different numbers: "
+        + "; ".join(f"{' and '.join(where)}: {numbers}" for numbers, where in answers.items())
+        + ": name what differs between these runs in the set's words (attnrank.sections.section.RUN_SET_FIELDS)"
+        for name, answers in by_set.items()
+        if len(answers) > 1
+    ]
+
+
+def _gate_quotes(app) -> dict:
+    import json
+
+    quotes = {}
+    for docname in sorted(app.env.found_docs):
+        for key, output in glue_data(app, docname).items():
+            text = _glued_text(output) if key.endswith(GATE_SUFFIX) else None
+            if text:
+                quotes[(docname, key.removesuffix(GATE_SUFFIX))] = json.loads(text)
+    return quotes
+
+
 def _check_glue(app, env):
-    problems = _missing_glue(app)
+    problems = _missing_glue(app) + gate_conflicts(_gate_quotes(app))
     app.attnrank_glue_problems = problems
     for p in problems:
-        logging.getLogger("sphinx.attnrank").warning("missing glue: %s", p)
+        logging.getLogger("sphinx.attnrank").warning("glue: %s", p)
     return []
 
 
@@ -181,7 +233,8 @@ def _fail_on_missing_glue(app, exception) -> None:
     problems = getattr(app, "attnrank_glue_problems", [])
     if exception is None and problems:
         raise BuildFailed(
-            f"{len(problems)} pasted value(s) are provided by no cell or cannot be shown:\n  " + "\n  ".join(problems)
+            f"{len(problems)} pasted value(s) are provided by no cell, cannot be shown or disagree:\n  "
+            + "\n  ".join(problems)
         )
 
 
