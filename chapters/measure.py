@@ -208,7 +208,9 @@ book.publish(measure.section(**params))
 # ```
 #
 # ```{attnrank-table} measure_ranks_tau1_table
-# The mean rank at τ = 1 on every measure, per model, at initialisation and trained.
+# The mean rank at τ = 1 on every measure, per model, at initialisation and trained: the runs of the figure above,
+# re-probed in float64 on {glue:text}`measure_probe_size` validation sequences. The other chapters quote each run's own
+# probe taken during training (float32), so a value there can differ from this one in the last digit.
 # ```
 
 # %% [markdown]

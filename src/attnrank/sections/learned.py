@@ -40,7 +40,7 @@ from ..plots import learned as lplots
 from ..runs import experiments, store, tables
 from ..runs.grid import sweep
 from ..words.glossary import ARCH_NAMES, fmt, fmt_setting, fmt_tau
-from .section import Figure, Section, Table, gap_text, steps_text, worth
+from .section import Figure, Section, Table, gap_text, run_set_text, steps_text, worth
 
 __all__ = [
     "section",
@@ -189,7 +189,8 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
     """The pre-registered targets of :data:`TARGETS` on the stock model's complete runs (``tau = 1`` at the profile's
     head dimension, as the learned gate reads them): one row per architecture.
 
-    Columns: ``arch``, ``baseline``, ``target`` (nats below it), ``runs`` (at ``tau = 1``), ``worst_gap``
+    Columns: ``arch``, ``baseline``, ``target`` (nats below it), ``runs`` (at ``tau = 1``), ``run_set`` (those runs
+    named, :func:`attnrank.sections.section.run_set_text`), ``worst_gap``
     (the largest gap of a seed, nats; negative is below), ``worst_head_dim`` (the head dimension of that run when
     the runs have several, else None), ``mean_gap``, ``two_sided_gap`` and
     ``context_free_gap`` (means, BERT),
@@ -222,6 +223,7 @@ def targets(runs: pd.DataFrame) -> pd.DataFrame:
                 "baseline": base,
                 "target": nats,
                 "runs": len(a),
+                "run_set": run_set_text(a),
                 "worst_gap": worst,
                 "worst_head_dim": worst_head_dim,
                 "mean_gap": float(a[f"gap_{base}"].mean()),
@@ -252,7 +254,7 @@ def targets_text(table: pd.DataFrame) -> str:
         two += f"; context-free: mean {gap_text(r.context_free_gap)}" if math.isfinite(r.context_free_gap) else ""
         parts.append(
             f"{label}: target {fmt_setting(r.target)} nats below {r.baseline}, with attention worth at least "
-            f"{fmt_setting(rules.LEARNED_WORTH)} nats, in every one of its {r.runs} runs at τ = 1; worst run {worst}, mean "
+            f"{fmt_setting(rules.LEARNED_WORTH)} nats, in every one of its runs at {r.run_set}; worst run {worst}, mean "
             f"{gap_text(r.mean_gap)}{two}, attention worth {fmt(r.worst_gain, 2)} nats in its worst run: "
             f"{'met' if r.met else 'not met'}"
         )

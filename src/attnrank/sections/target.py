@@ -456,7 +456,9 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
         f"temperature, chosen on seeds {_seeds(s.select_seeds)} ({fmt_setting(best_plain)}), lowers their KL by "
         f"{_nats(v_rescue.estimate)} on the held-out seeds {_seeds(s.estimate_seeds)} ({'; '.join(per_dim)}). "
         f"A head far narrower than any in use, d_h = {min(s.head_dims)}, ends {_nats(stats.mean_ci(d1_gap))} "
-        f"above the largest head at tau = 1; for d_h = 1 that is a limit of the head dimension that no "
+        f"above the largest head at tau = 1 (a 95% interval for this head alone; the verdict's interval for it is "
+        f"corrected for the {len(found)} head dimensions tested, so wider); for d_h = 1 that is a limit of the head "
+        f"dimension that no "
         f"temperature removes (P4). By P3 τ acts in plain attention only through the initial logit scale "
         f"and the effective learning rate."
     )
