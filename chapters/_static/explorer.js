@@ -9,7 +9,7 @@
   const runs = payload.runs;
   const RUN_FIELDS = ["arch", "tau", "head_dim", "seed"];
   const decoded = new Map();
-  const state = { run: runs[0], t: 0, layer: 0, head: 0, sequence: 0, measure: payload.primary, sweep: "tau" };
+  const state = { run: runs[0], t: 0, layer: 0, head: 0, measure: payload.primary, sweep: "tau" };
   const measureLabel = Object.fromEntries(payload.measures);
   let models = null;
   let pending = 0;
@@ -63,10 +63,6 @@
     fill("layer", Array.from({ length: run.num_layers }, (_, i) => [i, String(i + 1)]), state.layer);
     state.head = Math.min(state.head, run.num_heads - 1);
     fill("head", Array.from({ length: run.num_heads }, (_, i) => [i, String(i + 1)]), state.head);
-    state.sequence = Math.min(state.sequence, run.attention.sequences - 1);
-    fill("sequence", Array.from({ length: run.attention.sequences }, (_, i) => [i, String(i + 1)]), state.sequence);
-    // a page that keeps one probe sequence per run (a thin plan) has nothing to choose: no dead control
-    $("sequence").closest("label").hidden = run.attention.sequences < 2;
   }
 
   function pick(changed) {
@@ -87,7 +83,7 @@
     const cells = a.causal ? (n * (n + 1)) / 2 : n * n;
     const q = d.matrices.subarray(idx * cells, (idx + 1) * cells);
     const scale = d.scale[idx] / a.levels;
-    const tokens = a.tokens[state.sequence];
+    const tokens = a.tokens;
     const x = [], y = [], p = [], query = [], key = [];
     let c = 0;
     for (let i = 0; i < n; i++) {
@@ -100,7 +96,7 @@
     model("heat-mapper").high = d.scale[idx] > 0 ? d.scale[idx] : 1;
     model("heat").title.text = "attention, layer " + (state.layer + 1) + ", head " + (state.head + 1) + ", step " + a.steps[state.t];
     const text = run.tokenizer === "bytelevel" ? tokens.join("") : tokens.join(" ").replace(/ ##/g, "");
-    $("text").textContent = "Probe sequence " + (state.sequence + 1) + " (" + n + " tokens): " + text;
+    $("text").textContent = "Probe sequence (" + n + " tokens): " + text;
   }
 
   function drawSpectrum(run, d, idx) {
@@ -156,6 +152,7 @@
       seed: group.map((r) => r.seed), key: group.map((r) => r.arch + "-" + r.key),
     };
     model("sweep-selected").data = { x: [at(run)], initial: [run.initial[m]], final: [run.final[m]] };
+    model("sweep-ticker").ticks = unique(group.map(at));
     model("sweep-xaxis").axis_label = byTau ? "temperature ratio τ (log scale)" : "head dimension dₕ (log scale)";
     model("sweep-yaxis").axis_label = measureLabel[m];
     model("sweep").title.text = byTau
@@ -177,8 +174,7 @@
     try {
       const d = await decode(run);
       if (ticket !== pending) return;
-      const a = run.attention;
-      const idx = ((state.t * run.num_layers + state.layer) * a.sequences + state.sequence) * run.num_heads + state.head;
+      const idx = (state.t * run.num_layers + state.layer) * run.num_heads + state.head;
       drawMatrix(run, d, idx);
       drawSpectrum(run, d, idx);
       drawCurves(run);
@@ -204,7 +200,6 @@
     } else if (name === "step") state.t = Number(valueOf("step"));
     else if (name === "layer") state.layer = Number(valueOf("layer"));
     else if (name === "head") state.head = Number(valueOf("head"));
-    else if (name === "sequence") state.sequence = Number(valueOf("sequence"));
     else if (name === "measure") state.measure = valueOf("measure");
     else if (name === "sweep") state.sweep = valueOf("sweep");
     draw();

@@ -171,8 +171,8 @@ def _check_shown(driver, stored: dict) -> None:
     shown_att = _record(driver, key)["attention"]  # what the page shows of the run: steps, levels
     step = shown_att["steps"][int(s["step"])]
     t = att.steps.tolist().index(step)
-    layer, head, seq = int(s["layer"]), int(s["head"]), int(s["sequence"])
-    A = att.probabilities[t, layer, seq, head]  # float32 [n, n], as stored
+    layer, head = int(s["layer"]), int(s["head"])
+    A = att.probabilities[t, layer, 0, head]  # float32 [n, n], as stored: the first probe sequence
     n = A.shape[-1]
     # the spectrum: the float64 singular values of the stored matrix (float32 on the page)
     sigma = singular_values(A).numpy()
@@ -192,7 +192,7 @@ def _check_shown(driver, stored: dict) -> None:
     P = np.zeros((n, n))
     P[np.array(heat["y"]), np.array(heat["x"])] = heat["p"]
     assert np.abs(P - A.numpy()).max() <= A.max().item() / (2 * shown_att["levels"]) + 1e-7
-    tokens = att.tokens[seq]
+    tokens = att.tokens[0]
     assert heat["query"][: n * 3 : n] == [json.dumps(tok) for tok in tokens[:3]]
     assert heat["key"][:3] == [json.dumps(tok) for tok in tokens[:3]]
     # every measure of this matrix, as the library computes it from the stored matrix
@@ -218,6 +218,13 @@ def _check_shown(driver, stored: dict) -> None:
     assert selected["x"] == [pytest.approx(axis)]
     assert selected["initial"] == [pytest.approx(run.summary["initial_rank"][s["measure"]], rel=1e-6)]
     assert selected["final"] == [pytest.approx(run.summary["final_rank"][s["measure"]], rel=1e-6)]
+    # its x axis is ticked at the sweep's settings, no more (two head dimensions are not a decade of log ticks)
+    ticks = driver.execute_script(
+        "const doc = Bokeh.documents.find((d) => d.get_model_by_name(arguments[0]));"
+        "return Array.from(doc.get_model_by_name(arguments[0]).ticks);",
+        f"{UID}-sweep-ticker",
+    )
+    assert ticks == sorted(set(_source(driver, "sweep-source")["x"])) and axis in ticks
 
 
 def _errors(driver) -> set[str]:
@@ -270,7 +277,7 @@ def test_every_control_shows_the_stored_values_of_the_right_run(site, browser, s
     _open(browser, page)
     _check_shown(browser, stored)
     shown_runs = {browser.execute_script(f"return document.getElementById('{UID}').dataset.run")}
-    for name in ("arch", "tau", "head_dim", "seed", "step", "layer", "head", "sequence", "measure", "sweep"):
+    for name in ("arch", "tau", "head_dim", "seed", "step", "layer", "head", "measure", "sweep"):
         options = _options(browser, name)
         assert len(options) > 1, f"{name} has one option: {options}"
         for value in [v for v in options if v != _state(browser)[name]][:2]:

@@ -61,13 +61,13 @@ class FakeRun:
         return pd.DataFrame({"step": steps, "val_loss": [7.0, 6.0, 5.25]})
 
 
-PLAN = explore.Plan(sequences=2, levels=63)
+PLAN = explore.Plan(levels=63)
 
 
 def _record(arch, plan=PLAN):
     cfg = resolve_config(arch, "ci", num_heads=2, max_len=8)
     run = FakeRun(cfg, "0123456789abcdef", _attention(arch))
-    return run, explore._run_record(explore._Arrays.of(run, 2), plan)
+    return run, explore._run_record(explore._Arrays.of(run), plan)
 
 
 def _b64(text, dtype, compressed=False):
@@ -97,25 +97,26 @@ def test_quantise_round_trip_is_within_half_a_level(arch, levels):
 def test_a_run_record_holds_its_exact_spectra_measures_and_curves(arch):
     run, rec = _record(arch)
     a = rec["attention"]
-    P = run.att.probabilities
-    T, L, S, H, n, _ = P.shape
+    P = run.att.probabilities[:, :, 0]  # the page shows the first probe sequence
+    T, L, H, n, _ = P.shape
+    assert run.att.probabilities.shape[2] > 1  # the run kept more
     assert (rec["arch"], rec["key"], rec["num_heads"], rec["num_layers"]) == (arch, run.key, H, L)
-    assert a["steps"] == [0, 4, 10] and a["n"] == n and a["sequences"] == S and a["causal"] == (arch == "gpt2")
-    sv = _b64(a["singular_values"], "<f4").reshape(T, L, S, H, n)
+    assert a["steps"] == [0, 4, 10] and a["n"] == n and a["causal"] == (arch == "gpt2")
+    sv = _b64(a["singular_values"], "<f4").reshape(T, L, H, n)
     np.testing.assert_allclose(sv, singular_values(P).numpy(), rtol=1e-6)
-    measures = _b64(a["measures"], "<f4").reshape(T, L, S, H, len(MEASURES))
+    measures = _b64(a["measures"], "<f4").reshape(T, L, H, len(MEASURES))
     ref = rank_measures(P)
     for k, m in enumerate(MEASURES):
         np.testing.assert_allclose(measures[..., k], ref[m].numpy(), rtol=1e-6)
     matrices = _b64(a["matrices"], np.uint8, compressed=True).tobytes()
-    scale = _b64(a["scale"], "<f4").reshape(T, L, S, H)
+    scale = _b64(a["scale"], "<f4").reshape(T, L, H)
     back = explore.dequantise(matrices, scale, n, causal=arch == "gpt2", levels=a["levels"])
     assert a["levels"] == PLAN.levels
     assert np.abs(back - P.numpy()).max() <= P.max().item() / (2 * PLAN.levels) + 1e-7
     assert rec["rank_steps"] == [0, 4, 10]
     assert rec["rank"]["stable_rank"] == [1.0 + s + list(MEASURES).index("stable_rank") for s in (0, 4, 10)]
     assert rec["val_loss"] == [7.0, 6.0, 5.25] and rec["final"]["effective_rank"] == 2.0
-    assert a["tokens"] == run.att.tokens
+    assert a["tokens"] == list(run.att.tokens[0])
 
 
 def test_the_page_embeds_everything_and_escapes_the_data():
@@ -141,7 +142,7 @@ def test_the_page_embeds_everything_and_escapes_the_data():
     assert "Bokeh" in page and len(page) > 1_000_000  # BokehJS inline
     inner = re.search(r'<script type="application/json" id="ax1-data">(.*?)</script>', page, re.S).group(1)
     assert "<&>" not in inner
-    assert json.loads(inner)["runs"][0]["attention"]["tokens"][0][0] == "t0<&>"
+    assert json.loads(inner)["runs"][0]["attention"]["tokens"][0] == "t0<&>"
     for name, _ in explore.CONTROLS:
         assert f'id="ax1-{name}"' in page
     assert {r["color"] for r in runs} <= {c for c in re.findall(r"#[0-9A-Fa-f]{6}", inner)}
@@ -153,14 +154,14 @@ def test_the_page_embeds_everything_and_escapes_the_data():
     assert e.value.param == "data"
 
 
-def test_a_thinner_plan_shows_fewer_steps_and_sequences():
-    _, rec = _record("gpt2", explore.Plan(sequences=1, levels=15, steps=2))
+def test_a_thinner_plan_shows_fewer_steps():
+    run, rec = _record("gpt2", explore.Plan(levels=15, steps=2))
     a = rec["attention"]
-    assert a["steps"] == [0, 10] and a["sequences"] == 1 and a["levels"] == 15 and len(a["tokens"]) == 1
-    assert len(base64.b64decode(a["scale"])) == 4 * 2 * 2 * 1 * 2  # steps x layers x sequences x heads
+    assert a["steps"] == [0, 10] and a["levels"] == 15 and a["tokens"] == list(run.att.tokens[0])
+    assert len(base64.b64decode(a["scale"])) == 4 * 2 * 2 * 2  # steps x layers x heads
     assert explore._thin(5, 3) == [0, 2, 4] and explore._thin(5, None) == [0, 1, 2, 3, 4]
     assert explore._thin(5, 1) == [4]
-    assert "1 probe sequence, 2 of the kept probe steps, 16 colour levels (4 bits)" in explore.PLANS[-1].describe()
+    assert "one probe sequence, 2 of the kept probe steps, 16 colour levels (4 bits)" in explore.PLANS[-1].describe()
 
 
 def test_export_checks_its_arguments_before_reading_the_store():

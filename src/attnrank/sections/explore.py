@@ -5,8 +5,8 @@ profile and dataset from the run store (training those it lacks) and turns them 
 JSON-serialisable payload: per run its settings and key, its mean rank (every measure) and
 validation loss through training, its initial and final ranks, and, at each probe step at
 which the run kept attention probabilities (:meth:`attnrank.runs.store.Run.attention`), every layer
-and head of its first probe sequences: the matrix, quantised (:func:`quantise`; how many
-sequences, levels and steps is the first :class:`Plan` of :data:`PLANS` that fits the page's
+and head of its first probe sequence: the matrix, quantised (:func:`quantise`; how many
+levels and steps is the first :class:`Plan` of :data:`PLANS` that fits the page's
 budget), its singular values and the value of every rank measure, computed from the stored
 float32 matrix by :mod:`attnrank.core.rank` (the values of the rank probe, not of the quantised copy).
 
@@ -36,7 +36,16 @@ import numpy as np
 import pandas as pd
 import torch
 from bokeh.embed import components
-from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper, LogColorMapper, Range1d, Span
+from bokeh.models import (
+    ColorBar,
+    ColumnDataSource,
+    FixedTicker,
+    HoverTool,
+    LinearColorMapper,
+    LogColorMapper,
+    Range1d,
+    Span,
+)
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 from bokeh.resources import Resources
@@ -83,30 +92,28 @@ PAGE_OVERHEAD_BYTES = 250_000
 
 @dataclass(frozen=True)
 class Plan:
-    """How much of each run the page shows: probe sequences, quantisation levels and probe steps.
+    """How much of each run the page shows (of its first probe sequence): quantisation levels and probe steps.
 
     ``steps`` is the number of kept probe steps shown (``None``: all; else the first, the last and
     evenly spaced ones between).
     """
 
-    sequences: int
     levels: int
     steps: int | None = None
 
     def describe(self) -> str:
         bits = math.ceil(math.log2(self.levels + 1))
-        seq = "probe sequence" if self.sequences == 1 else "probe sequences"
         steps = "every kept probe step" if self.steps is None else f"{self.steps} of the kept probe steps"
-        return f"{self.sequences} {seq}, {steps}, {self.levels + 1} colour levels ({bits} bits) per entry"
+        return f"one probe sequence, {steps}, {self.levels + 1} colour levels ({bits} bits) per entry"
 
 
-#: The plans tried in order; the first whose page fits :data:`BUDGET_BYTES` is used.
+#: The plans tried in order; the first whose page fits :data:`BUDGET_BYTES` is used. The page shows one probe
+#: sequence a run (two did not fit the page at the default profile, and a control with one option is a dead one).
 PLANS = (
-    Plan(sequences=2, levels=63),
-    Plan(sequences=1, levels=63),
-    Plan(sequences=1, levels=15),
-    Plan(sequences=1, levels=15, steps=3),
-    Plan(sequences=1, levels=15, steps=2),
+    Plan(levels=63),
+    Plan(levels=15),
+    Plan(levels=15, steps=3),
+    Plan(levels=15, steps=2),
 )
 
 
@@ -182,14 +189,14 @@ class _Arrays:
     """What the page needs of one run's kept attention, computed once: probabilities, spectra, measures."""
 
     run: object
-    probabilities: torch.Tensor  # float32 [T, L, S, H, n, n]
-    singular_values: torch.Tensor  # float32 [T, L, S, H, n], of the float64 SVD
-    measures: np.ndarray  # float32 [T, L, S, H, M]
+    probabilities: torch.Tensor  # float32 [T, L, H, n, n], of the first probe sequence
+    singular_values: torch.Tensor  # float32 [T, L, H, n], of the float64 SVD
+    measures: np.ndarray  # float32 [T, L, H, M]
 
     @classmethod
-    def of(cls, run, sequences: int) -> _Arrays:
+    def of(cls, run) -> _Arrays:
         att = run.attention()
-        probs = att.probabilities[:, :, : min(sequences, att.probabilities.shape[2])]
+        probs = att.probabilities[:, :, 0]
         values = rank_measures(probs)  # float64 SVDs of the stored float32 matrices, as the probe
         measures = np.stack([values[m].to(torch.float32).numpy() for m in MEASURES], axis=-1)
         return cls(run, probs, singular_values(probs).to(torch.float32), measures)
@@ -207,10 +214,9 @@ def _run_record(arrays: _Arrays, plan: Plan) -> dict:
     cfg = run.run_config
     att = run.attention()
     T = _thin(len(att.steps), plan.steps)
-    probs = arrays.probabilities[T, :, : plan.sequences]  # [T, L, S, H, n, n]
-    S = probs.shape[2]
-    sv = arrays.singular_values[T, :, :S]
-    measures = arrays.measures[T][:, :, :S]
+    probs = arrays.probabilities[T]  # [T, L, H, n, n]
+    sv = arrays.singular_values[T]
+    measures = arrays.measures[T]
     causal = architecture(cfg.arch).causal
     data, scale = quantise(probs, causal, plan.levels)
     summary = run.table("rank_summary")
@@ -243,11 +249,10 @@ def _run_record(arrays: _Arrays, plan: Plan) -> dict:
         "val_loss": _floats(eval_log.val_loss),
         "attention": {
             "steps": [int(att.steps[t]) for t in T],
-            "sequences": S,
             "n": int(probs.shape[-1]),
             "causal": causal,
             "levels": plan.levels,
-            "tokens": [list(row) for row in att.tokens[:S]],
+            "tokens": list(att.tokens[0]),
             "scale": _b64(scale.astype("<f4").tobytes()),
             "matrices": _b64(data, compress=True),
             "singular_values": _b64(sv.numpy().astype("<f4").tobytes()),
@@ -290,9 +295,9 @@ def export(
         relative ones), ``plan`` (the :class:`Plan` used, in words), ``probe_size`` and ``runs``:
         one record per run with its settings, ``tokenizer`` (its family: how its tokens join into text), ``key``, ``status``, ``color`` (of its ``tau``), curves (``rank_steps``,
         ``rank``: ``{measure: [mean]}``, ``loss_steps``, ``val_loss``), ``initial``/``final``
-        ranks and ``attention``: the shown ``steps``, ``sequences``, ``n``, ``causal``, ``levels``,
-        the ``tokens`` of each sequence, and base64 little-endian arrays over ``[step, layer,
-        sequence, head]``: ``scale`` (float32, the largest entry of each matrix), ``matrices``
+        ranks and ``attention``: the shown ``steps``, ``n``, ``causal``, ``levels``,
+        the ``tokens`` of the probe sequence, and base64 little-endian arrays over ``[step, layer,
+        head]``: ``scale`` (float32, the largest entry of each matrix), ``matrices``
         (zlib-compressed bytes of :func:`quantise`), ``singular_values`` (float32 ``[..., n]``,
         decreasing) and ``measures`` (float32 ``[..., measure]``).
 
@@ -305,7 +310,7 @@ def export(
     profile = resolve_profile(profile)
     configs = main_sweep(sweep_plan(profile, taus=taus, head_dims=head_dims, seeds=seeds, dataset=dataset))
     stored = [store.run(c) for c in configs]
-    arrays = [_Arrays.of(r, max(p.sequences for p in PLANS)) for r in stored]
+    arrays = [_Arrays.of(r) for r in stored]
     dataset_name = configs[0].dataset if configs else (dataset or "")
     head = {
         "profile": profile,
@@ -372,7 +377,6 @@ CONTROLS = (
     ("step", "probe step"),
     ("layer", "layer"),
     ("head", "head"),
-    ("sequence", "probe sequence"),
     ("measure", "rank measure (curves)"),
     ("sweep", "sweep panel: against"),
 )
@@ -511,7 +515,8 @@ def _spectrum_panel(name, common: dict):
 
 
 def _sweep_panel(name, common: dict):
-    """The run's initial and final mean rank among the other runs of its sweep, the run itself ringed."""
+    """The run's initial and final mean rank among the other runs of its sweep, the run itself ringed; the x axis is
+    ticked at the sweep's settings."""
     sweep_source = ColumnDataSource(
         {"x": [], "initial": [], "final": [], "seed": [], "key": []}, name=name("sweep-source")
     )
@@ -570,6 +575,8 @@ def _sweep_panel(name, common: dict):
         )
     )
     sweep.xaxis.name = name("sweep-xaxis")
+    # ticks at the settings the sweep has (the script sets them): two head dimensions are not a decade of ticks
+    sweep.xaxis.ticker = FixedTicker(ticks=[], name=name("sweep-ticker"))
     sweep.yaxis.name = name("sweep-yaxis")
     sweep.x_range.range_padding = 0.25
     sweep.add_layout(sweep.legend[0], "below")
@@ -647,7 +654,7 @@ def glue_values(data: Export, view=None) -> dict:
     """The values the chapter's prose pastes, from ``data`` and its page ``view`` (:func:`view`).
 
     ``explore_runs``, ``explore_profile``, ``explore_dataset``, ``explore_probe_size``,
-    ``explore_sequences``, ``explore_steps_text`` (the probe steps at which the runs kept
+    ``explore_steps_text`` (the probe steps at which the runs kept
     attention, in words), ``explore_error_text`` (the largest quantisation error, as a fraction of
     a matrix's largest entry), ``explore_bokeh`` (the version of Bokeh) and ``explore_page_mb``
     (the size of the page's HTML with its data and scripts, in MB; ``n/a`` without ``view``).
@@ -663,7 +670,6 @@ def glue_values(data: Export, view=None) -> dict:
         "explore_profile": data.profile,
         "explore_dataset": corpus_name(data.dataset),
         "explore_probe_size": data.payload["probe_size"],
-        "explore_sequences": max((r["attention"]["sequences"] for r in records), default=0),
         "explore_kept": ATTENTION_SEQUENCES,
         "explore_steps_text": f"training steps {words} (of {last})",
         "explore_error_text": f"1/{2 * data.plan.levels}" if data.plan else "n/a",
