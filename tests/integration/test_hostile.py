@@ -176,3 +176,28 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line(runs):
         "attnrank: interrupted: every finished run is stored; the unfinished one was not\n",
     ), err
     assert _results(runs) == []
+
+
+def test_sigterm_to_a_pool_sweep_ends_its_workers_too(runs):
+    """`kill` (SIGTERM) sent to `attnrank sweep` alone, as `timeout` and job runners do, ended the command and left its
+    two pool workers training their runs to the end, unowned; it now ends them with it, as Ctrl-C does."""
+    env = {**os.environ, "ATTNRANK_RUNS": str(runs), "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnrank", "sweep", "--profile", "ci", "--chapters", "dynamics", "--workers", "2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 600
+    workers = []
+    while time.time() < deadline and not _results(runs):  # the pool is training
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        time.sleep(0.2)
+    assert workers and _results(runs), "the sweep did not get going"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.endswith("attnrank: interrupted: every finished run is stored; the unfinished one was not\n"), err
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive, [p.cmdline()[:3] for p in alive]

@@ -29,6 +29,7 @@ from ..runs.experiments import book_runs, verdict_chapters
 from ..runs.grid import EXECUTORS, default_workers, plan, preflight, sweep
 from ..runs.store import load_runs, run, runs_dir
 from ..sections import learned, recipe
+from .build import terminate_as_interrupt
 
 __all__ = ["main"]
 
@@ -402,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     absolute_path_settings()  # relative ATTNRANK_DATA/RUNS/DATASET: against the directory we started in
     try:
         args = parser.parse_args(argv)
+        terminate_as_interrupt()  # SIGTERM as Ctrl-C: a sweep's pool ends its workers (they were left training)
         return args.func(args)
     except (_InputError, ConfigError) as exc:
         print(f"attnrank: error: {_one_line(str(exc))}", file=sys.stderr)
