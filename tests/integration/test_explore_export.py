@@ -34,13 +34,13 @@ def test_export_shows_the_runs_own_records(stored):
         run = stored[rec["key"]]
         a = rec["attention"]
         cfg = run.run_config
-        T, L, S, H = len(a["steps"]), cfg.num_layers, a["sequences"], cfg.num_heads
-        measures = _floats(a["measures"]).reshape(T, L, S, H, len(MEASURES))
+        T, L, H = len(a["steps"]), cfg.num_layers, cfg.num_heads
+        measures = _floats(a["measures"]).reshape(T, L, H, len(MEASURES))
         seq = run.table("sequences").query("split == 'val'")
         for t, step in enumerate(a["steps"]):
-            rows = seq[(seq.step == step) & (seq.sequence < S)].sort_values("sequence")
+            rows = seq[(seq.step == step) & (seq.sequence == 0)]  # the page's probe sequence, the first
             for k, m in enumerate(MEASURES):
-                np.testing.assert_allclose(measures[t, :, :, :, k].mean(axis=(0, 2)), rows[m], rtol=1e-5)
+                np.testing.assert_allclose(measures[t, :, :, k].mean(), rows[m], rtol=1e-5)
         summary = run.table("rank_summary")
         means = summary[summary.measure == "effective_rank"].set_index("step")["mean"]
         np.testing.assert_allclose(rec["rank"]["effective_rank"], means.loc[rec["rank_steps"]], rtol=1e-6)
@@ -55,7 +55,7 @@ def test_a_small_budget_takes_a_thinner_plan(stored):
     assert tight.plan == explore.PLANS[-1]
     a, b = full.payload["runs"][0]["attention"], tight.payload["runs"][0]["attention"]
     assert len(b["steps"]) == 2 and b["steps"] == [a["steps"][0], a["steps"][-1]]
-    assert b["sequences"] == 1 and b["levels"] == 15
+    assert b["levels"] == 15 and len(b["tokens"]) == len(a["tokens"]) == a["n"]
     assert len(zlib.decompress(base64.b64decode(b["matrices"]))) < len(zlib.decompress(base64.b64decode(a["matrices"])))
     assert "2 of the kept probe steps" in tight.payload["plan"]
     values = explore.glue_values(tight, explore.view(tight))

@@ -201,3 +201,27 @@ def test_sigterm_to_a_pool_sweep_ends_its_workers_too(runs):
     assert err.endswith("attnrank: interrupted: every finished run is stored; the unfinished one was not\n"), err
     _, alive = psutil.wait_procs(workers, timeout=30)
     assert not alive, [p.cmdline()[:3] for p in alive]
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_stopping_a_pool_ends_the_runs_its_workers_are_training():
+    """`grid._stop` (Ctrl-C or SIGTERM in a sweep) terminated the workers it read after the pool's shutdown, which
+    forgets them: none was ended, and the command waited for their runs (minutes at the default profile)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    futures = [pool.submit(_sleep, 600) for _ in range(4)]
+    deadline = time.time() + 120
+    while time.time() < deadline and len(pool._processes or {}) < 2:
+        time.sleep(0.1)
+    workers = [psutil.Process(p.pid) for p in pool._processes.values()]
+    time.sleep(2)  # the workers are sleeping in their tasks
+    grid._stop(pool)
+    _, alive = psutil.wait_procs(workers, timeout=20)
+    assert not alive and len(workers) == 2
+    assert all(f.cancelled() or f.done() for f in futures[3:])

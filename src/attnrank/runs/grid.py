@@ -627,9 +627,11 @@ def _run_process(configs, todo, workers, threads, expected, retries, done, faile
 
 def _stop(pool) -> None:
     """Shut ``pool`` down now: cancel its queued runs and end its workers (a run they were
-    training leaves no result; the store's next reader cleans up after it)."""
+    training leaves no result; the store's next reader cleans up after it). The workers are read before the shutdown,
+    which forgets them."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in procs:
         try:
             proc.terminate()
         except (OSError, ValueError, AttributeError):  # already gone
