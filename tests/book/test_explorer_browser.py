@@ -225,6 +225,14 @@ def _check_shown(driver, stored: dict) -> None:
         f"{UID}-sweep-ticker",
     )
     assert ticks == sorted(set(_source(driver, "sweep-source")["x"])) and axis in ticks
+    # labelled as the book writes a setting, so that they do not run together
+    labels = driver.execute_script(
+        "const doc = Bokeh.documents.find((d) => d.get_model_by_name(arguments[0]));"
+        "return doc.get_model_by_name(arguments[0]).formatter.doFormat(arguments[1], {});",
+        f"{UID}-sweep-xaxis",
+        ticks,
+    )
+    assert labels == [f"{t:g}" for t in ticks]
 
 
 def _errors(driver) -> set[str]:

@@ -47,6 +47,14 @@ A line.
 ```{attnrank-table} wide_table
 A table wider than a phone.
 ```
+
+```{table} A Markdown table wider than the printed page.
+:name: tab-wide-markdown
+
+| claim of the study, in words | this build's verdict | the scale check's verdict | the second corpus's verdict | fresh seeds' verdict |
+| --- | --- | --- | --- | --- |
+| The study's absolute rule misses near-rank-one attention at every temperature | <span class="verdict-badge verdict-inconclusive">inconclusive at this scale</span> | <span class="verdict-badge verdict-inconclusive">inconclusive at this scale</span> | <span class="verdict-badge verdict-inconclusive">inconclusive at this scale</span> | <span class="verdict-badge verdict-inconclusive">inconclusive at this scale</span> |
+```
 """
 
 #: For every figure image: its shown width and the width the page sets it at (CSS px), whether its box scrolls
@@ -106,3 +114,24 @@ def test_on_a_desktop_a_figure_is_shown_whole_at_about_the_page_width(page, brow
     for figure in got["figures"]:
         assert 0.9 * figure["styled"] <= figure["shown"] <= figure["styled"] and not figure["scrolls"], figure
     assert all(t["image"] == "none" for t in got["table"])
+
+
+def test_on_paper_every_table_fits_the_page_width(page, browser):
+    """In print (A4, about 700 CSS px of text) nothing scrolls: a wide table of either kind (a chapter's numbered table,
+    a Markdown table such as the reproducibility chapter's) is set to the text's width and wraps its cells, where
+    Table 39 ran past the page's right edge."""
+    browser.set_window_size(700, 900)
+    browser.get(page.as_uri())
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    try:
+        got = browser.execute_script(
+            "return [...document.querySelectorAll('table')].map((t) => {"
+            "  const box = t.parentElement; return {id: t.id || t.className, table: t.getBoundingClientRect().right,"
+            "  text: document.querySelector('main, article, body').getBoundingClientRect().right,"
+            "  scrolls: box.scrollWidth > box.clientWidth + 1}; });"
+        )
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+    assert len(got) == 2, got
+    for t in got:
+        assert t["table"] <= t["text"] + 1 and not t["scrolls"], t

@@ -39,6 +39,7 @@ from bokeh.embed import components
 from bokeh.models import (
     ColorBar,
     ColumnDataSource,
+    CustomJSTickFormatter,
     FixedTicker,
     HoverTool,
     LinearColorMapper,
@@ -577,6 +578,8 @@ def _sweep_panel(name, common: dict):
     sweep.xaxis.name = name("sweep-xaxis")
     # ticks at the settings the sweep has (the script sets them): two head dimensions are not a decade of ticks
     sweep.xaxis.ticker = FixedTicker(ticks=[], name=name("sweep-ticker"))
+    # each labelled as the book writes a setting (0.016, 4), not in a log axis's 1.600e-2
+    sweep.xaxis.formatter = CustomJSTickFormatter(code="return String(Number(tick.toPrecision(3)));")
     sweep.yaxis.name = name("sweep-yaxis")
     sweep.x_range.range_padding = 0.25
     sweep.add_layout(sweep.legend[0], "below")
