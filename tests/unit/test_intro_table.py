@@ -85,7 +85,7 @@ def _gate(**gaps):
 
 def test_the_regime_marker_says_only_whether_each_model_learned():
     assert regime_brief(Regime(_gate(gpt2=0.4, modernbert=1.2))) == "trained, neither learned"
-    assert regime_brief(Regime(_gate(gpt2=-0.4, modernbert=-0.35), at_reference=False)) == "trained, both learned"
+    assert regime_brief(Regime(_gate(gpt2=-0.4, modernbert=-0.35))) == "trained, both learned"
     assert regime_brief(Regime(_gate(gpt2=-0.4, modernbert=0.2))) == "trained, GPT-2 learned, ModernBERT not"
     assert regime_brief(Regime(_gate(modernbert=-0.4, gpt2=0.2))) == "trained, ModernBERT learned, GPT-2 not"
     assert regime_brief(Regime(_gate(modernbert=0.4))) == "trained, ModernBERT not learned"

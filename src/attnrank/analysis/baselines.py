@@ -96,8 +96,6 @@ __all__ = [
     "Regime",
     "regime",
     "reference_gains",
-    "reference_runs",
-    "at_reference",
     "learned_runs",
     "reference_table",
 ]
@@ -676,18 +674,14 @@ class Regime:
         gate: the verdict's :class:`attnrank.analysis.rules.LearnedGate` (its ``gaps``, ``not_learned``, ...).
         gains: ``{arch: nats}``, what attention is worth in the worst of the reference runs (:func:`reference_gains`
             with ``worst``: the learned gate's input, so the clause and the gate state one number).
-        at_reference: whether the clause says it reads the ``reference_tau`` runs (:func:`at_reference`).
         reference_tau: the temperature ratio of the reference runs (the stock softmax).
-        reference_runs: ``{arch: count}`` of those runs (:func:`reference_runs`).
         reference: those runs themselves, one row each (:func:`reference_table`), so that every clause can name
             the set its numbers come from; ``None`` where there is none.
     """
 
     gate: object
     gains: dict = field(default_factory=dict)
-    at_reference: bool = True
     reference_tau: float = 1.0
-    reference_runs: dict = field(default_factory=dict)
     reference: pd.DataFrame | None = field(default=None, compare=False)
 
 
@@ -696,9 +690,7 @@ def regime(runs: pd.DataFrame, gate, *, reference_tau: float = 1.0) -> Regime:
     return Regime(
         gate,
         reference_gains(runs, reference_tau=reference_tau, worst=True),
-        at_reference(runs, reference_tau=reference_tau),
         reference_tau,
-        reference_runs(runs, reference_tau=reference_tau),
         reference_table(runs, reference_tau=reference_tau),
     )
 
@@ -708,12 +700,6 @@ def reference_table(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> pd.Dat
     ``reference_tau``), one row each, architectures in the gate's order; the learned gate's numbers come from them."""
     parts = [_reference(runs[runs.arch == arch], reference_tau) for arch in _archs(runs)]
     return pd.concat(parts) if parts else runs.iloc[:0]
-
-
-def reference_runs(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> dict:
-    """Per architecture, how many complete runs its reference runs are (those of :func:`bigram_gaps`):
-    ``{arch: count}``, in the order of :func:`bigram_gaps`."""
-    return {arch: len(_reference(runs[runs.arch == arch], reference_tau)) for arch in _archs(runs)}
 
 
 def reference_gains(runs: pd.DataFrame, *, reference_tau: float = 1.0, worst: bool = False) -> dict:
@@ -763,14 +749,6 @@ def learned_runs(runs: pd.DataFrame, *, margin: float = LEARNED_MARGIN, worth: f
         gain = float(r["attention_gain"]) if "attention_gain" in r else ablation.attention_gain(r)["attention_gain"]
         out[i] = bool(gain >= worth)
     return out
-
-
-def at_reference(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> bool:
-    """Whether every architecture's reference runs are at ``reference_tau`` and some run is not (so a regime
-    clause must say which runs it reads)."""
-    refs = [_reference(runs[runs.arch == a], reference_tau) for a in _archs(runs)]
-    at = all(len(r) and np.isclose(r.tau.astype(float), reference_tau).all() for r in refs)
-    return bool(refs) and at and not np.isclose(runs.tau.astype(float), reference_tau).all()
 
 
 # --------------------------------------------------------------------------- freshly initialised models

@@ -25,7 +25,7 @@ import pandas as pd
 from ..analysis.verdicts import INCONCLUSIVE, VERDICTS, Judgement
 from ..core.errors import ConfigError
 from ..core.profiles import ARCH_ORDER
-from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_setting, fmt_tau, largest_first
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt_sci, fmt_setting, fmt_tau, largest_first
 
 __all__ = [
     "Figure",
@@ -329,11 +329,7 @@ def _gate_numbers(regime) -> str:
 
 def _reference_set(regime) -> str:
     ref = regime.reference
-    if ref is not None and len(ref):
-        return run_set_text(ref)
-    counts = {regime.reference_runs.get(a) for a in _gate_order(regime.gate)} - {None}
-    count = f" ({_runs(counts.pop())} a model)" if len(counts) == 1 else ""
-    return f"{fmt_tau(regime.reference_tau)}{count}"
+    return run_set_text(ref) if ref is not None and len(ref) else fmt_tau(regime.reference_tau)
 
 
 #: What :func:`run_set_text` names of a set of runs, in order: ``(column, words)``, ``words`` a template for the
@@ -390,11 +386,20 @@ def run_set_text(runs: pd.DataFrame) -> str:
         elif texts:
             words.append(", ".join(f"{t} ({ARCH_NAMES.get(a, a)})" for a, t in texts.items()))
     if _under_p3(d):
-        words.append("under P3's training conditions")
+        words.append(_p3_words())
     words.append(_seeds_text(d.seed.unique()))
     counts = d.groupby("arch").size()
     n = _runs(int(counts.iloc[0])) + " a model" if counts.nunique() == 1 else _runs(len(d))
     return ", ".join(words) + f" ({n})"
+
+
+def _p3_words() -> str:
+    from ..runs.experiments import P3_CONDITIONS
+
+    eps = fmt_sci(P3_CONDITIONS["adam_epsilon"], 1)
+    return (
+        f"trained under P3's conditions (Adam's ε {eps}, no gradient clipping, no decay of the query and key weights)"
+    )
 
 
 def _under_p3(runs: pd.DataFrame) -> bool:
@@ -463,7 +468,7 @@ def gate_text(regime) -> str:
     )
     gaps = ", ".join(
         f"{ARCH_NAMES.get(a, a)}'s worst run {gap_text(g)} it"
-        + (f" with attention worth {fmt(gate.gains[a], 2)} nats" if gate.gains and math.isfinite(gate.gains[a]) else "")
+        + (f" with {worth(gate.gains[a])}" if gate.gains and math.isfinite(gate.gains[a]) else "")
         for a, g in gate.gaps.items()
     )
     where = f"its runs at {_reference_set(regime)}"
