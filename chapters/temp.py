@@ -156,7 +156,7 @@ book.publish(temp.section(**params))
 # (solid) and after training (dashed); ModernBERT and GPT-2; mean over seeds with ±1 sd bars, faint dots: single runs.
 # Dotted: the same measure for uniform attention (ModernBERT) and uniform causal attention (GPT-2) over $n$ =
 # {glue:text}`temp_n` tokens, the content-free baseline. Red: the detailed $\tau$ = {glue:text}`temp_tau`; dashed
-# black: $\tau = 1$; red crosses: diverged runs. Head dimension {glue:text}`temp_head_dim`.
+# black: $\tau = 1$. Head dimension {glue:text}`temp_head_dim`.
 # {glue:md}`temp_rank_vs_tau__source`
 # ```
 
@@ -276,7 +276,7 @@ book.publish(temp.section(**params))
 # :alt: Line charts of validation loss against training step, one line per temperature, one panel per model.
 #
 # Validation loss through training for every temperature ratio $\tau$ (colour, log scale; $\tau = 1$ bold); line: mean
-# over seeds, band: range over seeds; dashed ending in a cross: diverged runs. {glue:md}`temp_loss_curves__source`
+# over seeds, band: range over seeds. {glue:md}`temp_loss_curves__source`
 # ```
 
 # %% [markdown]
@@ -286,7 +286,7 @@ book.publish(temp.section(**params))
 #
 # Final validation loss against $\tau$ (log axis), one panel per model with its own axis (masked-token loss for
 # ModernBERT, next-token loss for GPT-2); mean over seeds with ±1 sd bars, faint dots: single runs; red: $\tau$ =
-# {glue:text}`temp_tau`; dashed: $\tau = 1$; crosses at the top: diverged runs.
+# {glue:text}`temp_tau`; dashed: $\tau = 1$.
 # {glue:md}`temp_final_loss_vs_tau__source`
 # ```
 

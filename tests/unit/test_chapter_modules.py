@@ -585,3 +585,9 @@ def test_the_build_check_finds_one_gate_quoted_twice_over_one_named_set():
     (line,) = gate_conflicts({**quotes, ("causal", "causal"): {**named, "set": same["set"]}})
     assert line.startswith("the learned gate over one run set (τ = 1 (3 runs a model)) is quoted with different")
     assert "causal (causal): GPT-2 at worst 0.40" in line and "dynamics (dynamics) and loss (loss): GPT-2" in line
+
+
+def test_a_caption_names_the_diverged_runs_marker_only_where_a_run_diverged():
+    d = _runs()  # one GPT-2 run failed
+    assert section.diverged_marks(d, "Red crosses: diverged runs.") == " Red crosses: diverged runs."
+    assert section.diverged_marks(d[d.status == "complete"], "Red crosses: diverged runs.") == ""

@@ -47,6 +47,7 @@ __all__ = [
     "run_set_text",
     "RUN_SET_FIELDS",
     "runs_caption",
+    "diverged_marks",
     "seeds_per_setting",
     "sweep_facts",
     "steps_text",
@@ -501,6 +502,12 @@ def runs_caption(runs: pd.DataFrame, profile: str) -> str:
     (one row per run, with ``seed``) behind it (:func:`seeds_per_setting`)."""
     d = runs.drop_duplicates("key") if "key" in runs else runs
     return f"The {profile} profile, {len(d)} runs, {seeds_per_setting(d)} seeds per setting"
+
+
+def diverged_marks(runs: pd.DataFrame, marks: str) -> str:
+    """``" " + marks`` (the caption's words for how a figure draws a diverged run) where some run of ``runs`` did not
+    complete, else ``""``: a caption names only the markers its figure shows."""
+    return f" {marks}" if len(runs) and (runs.status != "complete").any() else ""
 
 
 def sweep_facts(prefix: str, runs: pd.DataFrame, plan) -> dict:

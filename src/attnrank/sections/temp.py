@@ -47,6 +47,7 @@ from .section import (
     Table,
     Verdict,
     by_measure_table,
+    diverged_marks,
     divergence,
     gate_quote,
     gate_text,
@@ -584,7 +585,7 @@ def _rank_figures(tsweep, ranks_long, refs, tau: float, profile: str) -> list:
                 ranks_long, "tau", facet="measure", style="when", highlight=tau, baseline=STOCK, refs=refs
             ),
             pd.concat([ranks_long.assign(kind="run"), refs.assign(kind="uniform baseline")], ignore_index=True),
-            f"{runs_caption(tsweep, profile)}.",
+            f"{runs_caption(tsweep, profile)}.{diverged_marks(tsweep, 'Red crosses: diverged runs.')}",
         ),
     ]
 
@@ -652,7 +653,7 @@ def _loss_figures(tsweep, tau: float, profile: str) -> list:
             "temp_loss_curves",
             tplots.val_loss_trajectories(evals, highlight=STOCK),
             evals[["arch", "tau", "seed", "status", "step", "val_loss"]],
-            f"{runs_caption(tsweep, profile)}.",
+            f"{runs_caption(tsweep, profile)}.{diverged_marks(tsweep, 'Dashed, ending in a cross: diverged runs.')}",
         ),
         Figure(
             "temp_final_loss_vs_tau",
@@ -667,7 +668,7 @@ def _loss_figures(tsweep, tau: float, profile: str) -> list:
                 ylabel="final validation loss\n(nats/token)",
             ),
             loss_df,
-            f"{runs_caption(tsweep, profile)}.",
+            f"{runs_caption(tsweep, profile)}.{diverged_marks(tsweep, 'Crosses at the top: diverged runs.')}",
         ),
     ]
 
