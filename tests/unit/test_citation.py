@@ -40,7 +40,7 @@ def test_the_bibliography_is_labelled_as_the_text_cites_author_and_year():
     labels = {
         e.key: e.label for e in AuthorYearStyle().format_bibliography(parse_file(ROOT / "chapters" / "references.bib"))
     }
-    assert labels["min2023efficiency"] == "Min & Li 2023"
-    assert labels["warner2024modernbert"] == "Warner et al. 2024"  # not pybtex's alpha "WCClavie+24"
-    assert labels["roy2007effective"] == "Roy & Vetterli 2007"
+    assert labels["min2023efficiency"] == "Min and Li, 2023"  # as the text cites it
+    assert labels["warner2024modernbert"] == "Warner et al., 2024"  # not pybtex's alpha "WCClavie+24"
+    assert labels["roy2007effective"] == "Roy and Vetterli, 2007"
     assert len(set(labels.values())) == len(labels)

@@ -1,4 +1,4 @@
-"""The bibliography's labels in the form the text cites: author and year ("Min & Li 2023", "Warner et al. 2024").
+"""The bibliography's labels in the form the text cites: author and year ("Min and Li, 2023", "Warner et al., 2024").
 
 ``sphinxcontrib-bibtex`` cites author-year in the text (``bibtex_reference_style: author_year``) but labels the list
 with pybtex's ``alpha`` style ("[ML23]", and "[WCClavie+24]" for a name with a LaTeX accent). :class:`AuthorYearStyle`
@@ -17,20 +17,22 @@ __all__ = ["AuthorYearLabels", "AuthorYearStyle", "label"]
 
 
 def label(entry) -> str:
-    """The author-year label of a pybtex ``entry``: one author's last name, two joined by "&", or the first and
-    "et al."; then the year (the editors' names, or the entry's key, when it has no author)."""
+    """The author-year label of a pybtex ``entry``, as ``sphinxcontrib-bibtex``'s ``author_year`` style cites it in the
+    text: one author's last name, two joined by "and", or the first and "et al."; then a comma and the year (the
+    editors' names, or the entry's key, when it has no author)."""
     persons = entry.persons.get("author") or entry.persons.get("editor") or []
     names = [" ".join(part.render_as("text") for part in p.rich_last_names) for p in persons]
     who = (
         names[0]
         if len(names) == 1
-        else f"{names[0]} & {names[1]}"
+        else f"{names[0]} and {names[1]}"
         if len(names) == 2
         else f"{names[0]} et al."
         if names
         else entry.key
     )
-    return f"{who} {entry.fields.get('year', '')}".strip()
+    year = entry.fields.get("year", "")
+    return f"{who}, {year}" if year else who
 
 
 class AuthorYearLabels(BaseLabelStyle):
