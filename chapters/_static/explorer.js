@@ -163,9 +163,9 @@
   function describe(run) {
     const loss = (v) => (v == null ? "n/a" : v.toFixed(3));
     return (payload.archs[run.arch] || run.arch) + ", τ = " + run.tau + ", dₕ = " + run.head_dim + " (" +
-      run.num_heads + " heads), seed " + run.seed + ": run " + run.arch + "-" + run.key + ", " + run.status +
+      run.num_heads + (run.num_heads === 1 ? " head" : " heads") + "), seed " + run.seed + ": run " + run.arch + "-" + run.key + ", " + run.status +
       (run.failure ? " (" + run.failure + ")" : "") + "; validation loss " + loss(run.initial_val_loss) + " → " +
-      loss(run.final_val_loss) + " nats/token (" + payload.profile + " profile, " + payload.dataset + ")";
+      loss(run.final_val_loss) + " nats/token (" + payload.profile + " profile, " + payload.corpus + ")";
   }
 
   async function draw() {

@@ -122,5 +122,5 @@ def test_the_stability_verdicts_effect_shows_the_half_that_rejects_it():
         halves={("predictive", "gpt2"): SUPPORTED, ("stable", "gpt2"): NOT_SUPPORTED},
     )
     text = deciding_effect(res, SimpleNamespace(not_learned=[]), 0.1)
-    assert text == "GPT-2 median change 34% [31%, 51%] (stable below 10%)"
+    assert text == "GPT-2 median change 34% [31%, 51%] (the rule asks below 10%)"
     assert "ρ" in deciding_effect(res, SimpleNamespace(not_learned=["gpt2"]), 0.1)  # not learned: both undecided

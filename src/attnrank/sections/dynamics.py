@@ -155,8 +155,8 @@ def deciding_effect(res: DynamicsResult, gate, tolerance: float) -> str:
     def text(half: str, a: str) -> str:
         if half == "stable":
             e = fmt_estimate(res.change[a], 0, n=False, percent=True)
-            return f"{ARCH_NAMES[a]} median change {e} (stable below {fmt(tolerance, 0, percent=True)})"
-        return f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)} (predictive above {fmt(RHO_MIN)})"
+            return f"{ARCH_NAMES[a]} median change {e} (the rule asks below {fmt(tolerance, 0, percent=True)})"
+        return f"{ARCH_NAMES[a]} ρ {fmt_estimate(res.rho[a], n=False)} (the rule asks above {fmt(RHO_MIN)})"
 
     gated = {k: verdicts.INCONCLUSIVE if k[1] in gate.not_learned else st for k, st in res.halves.items()}
     return "; ".join(text(*k) for k in verdicts.deciding(gated))

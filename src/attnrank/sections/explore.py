@@ -290,7 +290,7 @@ def export(
         budget: the most bytes of the page (default :data:`BUDGET_BYTES`).
 
     Returns:
-        An :class:`Export`. Its ``payload`` has ``profile``, ``dataset``, ``primary`` (the
+        An :class:`Export`. Its ``payload`` has ``profile``, ``dataset`` (and ``corpus``, its name for a reader), ``primary`` (the
         primary measure), ``measures`` (``[name, label]`` in the order of
         :data:`attnrank.core.rank.MEASURES`), ``thresholds`` (the study's absolute one and the
         relative ones), ``plan`` (the :class:`Plan` used, in words), ``probe_size`` and ``runs``:
@@ -316,6 +316,7 @@ def export(
     head = {
         "profile": profile,
         "dataset": dataset_name,
+        "corpus": corpus_name(dataset_name),
         "primary": PRIMARY_MEASURE,
         "measures": [[m, MEASURE_LABELS.get(m, m)] for m in MEASURES],
         "thresholds": [

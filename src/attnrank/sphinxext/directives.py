@@ -105,7 +105,12 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     text = f"{CHECK_NAMES[name]}{when}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
     same = len(here) - len(replicated)
-    return text + (f" ({same} more {'is' if same == 1 else 'are'} the same computation)." if same else ".")
+    verb = "repeats" if same == 1 else "repeat"
+    return text + (
+        f" ({same} more {verb} this build's own computation, so {'it does' if same == 1 else 'they do'} not count)."
+        if same
+        else "."
+    )
 
 
 def findings_text(table, frozen=None, checks=None) -> tuple[str, str]:
