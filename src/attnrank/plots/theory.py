@@ -410,8 +410,12 @@ def toy_curves(curves: pd.DataFrame, cells: list[tuple[str, int]]):
         ax.set(
             yscale="log", title=f"{v}, {SYMBOLS['head_dim']} = {d}", xlabel="Adam step", ylabel="KL to target (nats)"
         )
-    if axes[0][-1].get_legend():
-        axes[0][-1].legend(title=r"$\tau$", fontsize=MIN_FONT_SIZE, title_fontsize=MIN_FONT_SIZE)
+    last = axes[0][-1]
+    if last.get_legend():
+        handles = last.get_legend_handles_labels()[0]
+        last.get_legend().remove()
+        # below the panels: inside the last one it covered the coldest curve where it falls (target chapter)
+        figure_legend(fig, handles, max_cols=len(handles), title=r"$\tau$", title_fontsize=MIN_FONT_SIZE)
     return fig
 
 
