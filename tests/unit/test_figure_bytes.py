@@ -713,9 +713,16 @@ def _identifiers(fig) -> list[str]:
 
 
 def _legend_over_data(fig, r) -> list[str]:
-    """Legends drawn inside a panel that cover its data: a marker or a line's vertex (``ax.lines``) or a scatter
-    point (a collection's offsets) inside the legend's box. Bands and bars are left out (they fill the panel)."""
+    """Legends drawn inside a panel that cover its data: a marker or a point of a line (``ax.lines``: its vertices
+    and the segments between them, where a curve crosses the box between two vertices) or a scatter point (a
+    collection's offsets) inside the legend's box. Bands and bars are left out (they fill the panel)."""
     from matplotlib.collections import PathCollection
+
+    def along(xy):  # each segment sampled every few pixels of the display
+        if len(xy) < 2:
+            return xy
+        t = np.linspace(0, 1, 16)[:-1, None]
+        return np.concatenate([*(a + t * (b - a) for a, b in zip(xy[:-1], xy[1:], strict=True)), xy[-1:]])
 
     out = []
     for ax in fig.get_axes():
@@ -723,7 +730,9 @@ def _legend_over_data(fig, r) -> list[str]:
         if legend is None or not legend.get_visible():
             continue
         box = legend.get_window_extent(r)
-        points = [line.get_transform().transform(np.column_stack(line.get_data()).astype(float)) for line in ax.lines]
+        points = [
+            along(line.get_transform().transform(np.column_stack(line.get_data()).astype(float))) for line in ax.lines
+        ]
         points += [
             c.get_offset_transform().transform(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection)
         ]

@@ -183,7 +183,8 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
     assert "2 of these 3 rules were changed after their evidence had been seen (†)." in text  # the check is no claim
     assert (
         "On fresh seeds, with the frozen rules: 1 of 2 replicated verdicts agree; they differ on (ii) higher rank, "
-        f"lower loss ({INCONCLUSIVE} here, {SUPPORTED} there) (1 more repeats this build's own computation, so it does not count)." in text
+        f"lower loss ({INCONCLUSIVE} here, {SUPPORTED} there) (1 more repeats this build's own computation, so it does not count)."
+        in text
     )
     # a same computation is not counted as agreeing, even where its recorded status differs
     assert (

@@ -196,7 +196,8 @@ def saturation(df: pd.DataFrame, limit: pd.DataFrame):
             ax.axhline(float(lim["mean"].iloc[0]), color=colors[m], ls="--", lw=0.9)
     ax.set_xscale("log", base=2)
     ax.set(xlabel=axis_label("head_dim"), ylabel="rank measure (mean, 95% CI), count")
-    ax.legend(fontsize=MIN_FONT_SIZE, title="dashed: i.i.d. Gaussian limit", title_fontsize=MIN_FONT_SIZE)
+    handles = ax.get_legend_handles_labels()[0]  # below the panel: inside, it hid a dashed limit
+    figure_legend(fig, handles, max_cols=3, title="dashed: i.i.d. Gaussian limit", title_fontsize=MIN_FONT_SIZE)
     return fig
 
 
