@@ -199,13 +199,13 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     assert "ModernBERT counts as inconclusive at this scale" in text and "would be supported" in text
     # every model has learned: the rule is still stated, and nothing changed
     assert gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.3}))).endswith(
-        "Every architecture here has, over its runs at τ = 1 (GPT-2's worst run 0.30 nats below it)."
+        "Every architecture here has. Over its runs at τ = 1: GPT-2's worst run 0.30 nats below it."
     )
     assert "Over its runs at τ = 1, head dimension 8 and 16, seeds 0–2 (11 runs): GPT-2's worst run" in gate_text(reg)
     # with the attention gains read, the rule names the attention target and each model's smallest gain
     text = gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.4}, {"gpt2": 0.71})))
     assert "with attention worth at least 0.3 nats" in text
-    assert text.endswith("(GPT-2's worst run 0.40 nats below it with attention worth 0.71 nats).")
+    assert text.endswith(": GPT-2's worst run 0.40 nats below it with attention worth 0.71 nats.")
     # a gain at float32's rounding of the loss is said to be nothing, not printed as 4.8×10⁻⁷ nats
     text = gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": 1.9}, {"gpt2": 4.8e-7})))
     assert "GPT-2's worst run 1.90 nats above it with attention worth under 0.01 nats" in text

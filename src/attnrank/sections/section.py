@@ -474,7 +474,7 @@ def gate_text(regime) -> str:
     )
     where = f"its runs at {_reference_set(regime)}"
     if not gate.not_learned:
-        return f"{rule} Every architecture here has, over {where} ({gaps})."
+        return f"{rule} Every architecture here has. Over {where}: {gaps}."
     names = " and ".join(ARCH_NAMES.get(a, a) for a in gate.not_learned)
     count = "count" if len(gate.not_learned) > 1 else "counts"
     text = f"{rule} Over {where}: {gaps}, so {names} {count} as inconclusive at this scale"
