@@ -100,8 +100,8 @@ book.publish(learned.section(**params))
 # trained models states it in its regime clause.
 #
 # **What the book does with a model that has not learned.** Every verdict on trained models applies one gate
-# ({doc}`changes`): an architecture's case counts only when it meets the target above in every one of its
-# $\tau = 1$ runs; otherwise that case is *inconclusive at this scale*, whatever its statistics say, and the chapter
+# ({doc}`changes`): an architecture's case counts only when it meets the target above in every one of its stock
+# runs ($\tau = 1$ at the profile's head dimension; each verdict names them); otherwise that case is *inconclusive at this scale*, whatever its statistics say, and the chapter
 # states what they alone would have given.
 #
 # ```{attnrank-table} learned_attention

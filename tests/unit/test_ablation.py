@@ -212,8 +212,8 @@ def test_regime_clauses_state_what_attention_is_worth(monkeypatch):
         ]
     )
     assert learned.regime(runs) == (
-        "GPT-2 0.25 nats below bigram at τ = 1, attention worth 0.45 nats (2 of 3 runs below bigram); "
-        "ModernBERT 0.20 nats below bigram, 0.20 nats above two-sided, 0.70 nats below context-free, attention worth 0.02 nats"
+        "GPT-2 on average 0.25 nats below bigram at τ = 1, attention worth 0.45 nats (2 of 3 runs below bigram); "
+        "ModernBERT on average 0.20 nats below bigram, 0.20 nats above two-sided, 0.70 nats below context-free, attention worth 0.02 nats"
     )
     t = learned.attention_table(runs)
     assert list(zip(t.arch, t.tau)) == [("gpt2", 0.001), ("gpt2", 1.0), ("modernbert", 1.0)]

@@ -199,7 +199,7 @@ def test_the_regime_of_a_verdict_says_where_each_model_stands_against_its_bigram
     assert "ModernBERT counts as inconclusive at this scale" in text and "would be supported" in text
     # every model has learned: the rule is still stated, and nothing changed
     assert gate_text(baselines.Regime(rules.learned_gate({"gpt2": "supported"}, {"gpt2": -0.3}))).endswith(
-        "Every architecture here has. Over its runs at τ = 1: GPT-2's worst run 0.30 nats below it."
+        "Every architecture here has learned. Over its runs at τ = 1: GPT-2's worst run 0.30 nats below it."
     )
     assert "Over its runs at τ = 1, head dimension 8 and 16, seeds 0–2 (11 runs): GPT-2's worst run" in gate_text(reg)
     # with the attention gains read, the rule names the attention target and each model's smallest gain

@@ -265,9 +265,9 @@ P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 
 #: The five runs of one seed, in display order.
 CELLS = ("stock", "init", "lr", "twin", "tau")
 #: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
-#: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` sizes with more
-#: steps, at ``paper`` and ``scale`` the ``quick`` sizes (where the models learn), so that the 50 runs of the chapter fit the
-#: build's time budget.
+#: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` runs themselves (the design at
+#: the default's sizes does not fit the cold build's 30 minutes; the scale check answers it there), at ``paper`` and
+#: ``scale`` the ``quick`` sizes (where the models learn).
 CAUSAL_PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
 
 

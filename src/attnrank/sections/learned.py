@@ -78,8 +78,8 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
     when none is at it) to the bigram count model, for BERT also to the two-sided and context-free models, the mean
     attention ablation gain of those runs (:func:`attnrank.analysis.ablation.attention_gain`: what content-free
     attention costs, in nats per token) and how many of all its runs end below the bigram. For example
-    ``"GPT-2 0.31 nats below bigram at τ = 1, attention worth 0.45 nats (14 of 14 runs below bigram);
-    BERT 0.12 nats below bigram, 0.30 nats above two-sided, 0.40 nats below context-free, attention worth 0.02 nats (9 of 14 runs below
+    ``"GPT-2 on average 0.31 nats below bigram at τ = 1, attention worth 0.45 nats (14 of 14 runs below bigram);
+    BERT on average 0.12 nats below bigram, 0.30 nats above two-sided, 0.40 nats below context-free, attention worth 0.02 nats (9 of 14 runs below
     bigram)"``.
 
     Args:
@@ -107,7 +107,7 @@ def regime(runs: pd.DataFrame, *, reference_tau: float = 1.0) -> str:
         ref = at_stock if len(at_stock) else ref
         at = f" at {fmt_tau(reference_tau)}{hd}" if len(ref) and len(ref) < len(a) else ""
         ref = ref if len(ref) else a
-        text = f"{_LABELS[arch]} {gap_text(ref.gap_bigram.mean())} bigram{at}"
+        text = f"{_LABELS[arch]} on average {gap_text(ref.gap_bigram.mean())} bigram{at}"  # the gate reads the worst
         if not architecture(arch).causal:
             text += f", {gap_text(ref.gap_two_sided.mean())} two-sided, {gap_text(ref.gap_context_free.mean())} context-free"
         if "attention_gain" in ref and ref.attention_gain.notna().any():

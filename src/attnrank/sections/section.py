@@ -461,7 +461,7 @@ def gate_text(regime) -> str:
     gate, reference_tau = regime.gate, regime.reference_tau
     rule = (
         "The verdict counts an architecture only where its models have learned, the pre-registered target: every "
-        f"one of its {fmt_tau(reference_tau)} runs ends "
+        f"one of its stock runs ({fmt_tau(reference_tau)}, at its profile's head dimension) ends "
         + (f"at least {fmt_setting(gate.margin)} nats " if gate.margin else "")
         + "below its bigram count model"
         + (f", with attention worth at least {fmt_setting(gate.worth)} nats" if gate.gains else "")
@@ -474,7 +474,7 @@ def gate_text(regime) -> str:
     )
     where = f"its runs at {_reference_set(regime)}"
     if not gate.not_learned:
-        return f"{rule} Every architecture here has. Over {where}: {gaps}."
+        return f"{rule} Every architecture here has learned. Over {where}: {gaps}."
     names = " and ".join(ARCH_NAMES.get(a, a) for a in gate.not_learned)
     count = "count" if len(gate.not_learned) > 1 else "counts"
     text = f"{rule} Over {where}: {gaps}, so {names} {count} as inconclusive at this scale"
