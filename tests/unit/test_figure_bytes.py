@@ -430,7 +430,7 @@ def _toy():
                 rank=d + s,
             )
             for v in ("standard", "normalised")
-            for t in ("low", "high")
+            for t in ("low", "high", "permutation")  # three targets, as the chapter: three panels a row
             for tau in sizes["taus"]
             for d in sizes["head_dims"]
             for s in (0, 1)
