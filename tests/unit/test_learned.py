@@ -62,7 +62,8 @@ def test_regime_states_the_mean_gap_at_tau_1_and_how_many_runs_are_below(fixed_b
 def test_regime_of_runs_at_one_setting_and_of_a_model_worse_than_bigram(fixed_baselines):
     """Without tau = 1 runs every run gives the mean; above the bigram reads 'above'; one run has no count."""
     assert (
-        learned.regime(_runs([{"arch": "gpt2", "tau": 0.25, "final_val_loss": 4.6}])) == "GPT-2 on average 0.50 nats above bigram"
+        learned.regime(_runs([{"arch": "gpt2", "tau": 0.25, "final_val_loss": 4.6}]))
+        == "GPT-2 on average 0.50 nats above bigram"
     )
     two = _runs(
         [
@@ -86,7 +87,10 @@ def test_regime_reads_the_stock_model_as_the_gate_does(fixed_baselines):
             {"arch": "gpt2", "profile": "quick", "tau": 2.0, "head_dim": 32, "final_val_loss": 3.9},
         ]
     )
-    assert learned.regime(runs) == "GPT-2 on average 0.30 nats below bigram at τ = 1, head dimension 32 (2 of 3 runs below bigram)"
+    assert (
+        learned.regime(runs)
+        == "GPT-2 on average 0.30 nats below bigram at τ = 1, head dimension 32 (2 of 3 runs below bigram)"
+    )
 
 
 def test_regime_needs_runs():
