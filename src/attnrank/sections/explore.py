@@ -441,7 +441,7 @@ def _figures(uid: str, n: int) -> dict:
         name,
         "loss",
         height=220,
-        y_label="validation loss (nats/token)",
+        y_label="nats per token",  # the title says what: on a phone the panel is shorter than a long label
         title="validation loss",
         common={**common, "x_range": curves.x_range},
     )
@@ -494,8 +494,8 @@ def _spectrum_panel(name, common: dict):
         height=380,
         y_axis_type="log",
         x_axis_label="index i",
-        y_axis_label="singular value σ_i (log scale)",
-        title="singular values",
+        y_axis_label="σᵢ (log scale)",
+        title="singular values σᵢ",
         **common,
     )
     spectrum.multi_line(
@@ -509,7 +509,7 @@ def _spectrum_panel(name, common: dict):
     )
     spectrum.line("i", "sigma", source=spectrum_source, line_color="#444444")
     spectrum.scatter("i", "sigma", source=spectrum_source, size=4, color="#444444")
-    spectrum.add_tools(HoverTool(tooltips=[("i", "@i"), ("σ_i", "@sigma{0.000e0}")], mode="vline"))
+    spectrum.add_tools(HoverTool(tooltips=[("i", "@i"), ("σᵢ", "@sigma{0.000e0}")], mode="vline"))
     spectrum.add_layout(spectrum.legend[0], "below")
     spectrum.legend.label_text_font_size = "8pt"
     spectrum.legend.title = "thresholds"
