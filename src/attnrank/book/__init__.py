@@ -42,6 +42,7 @@ __all__ = [
     "publish",
     "published_names",
     "published_verdicts",
+    "glued_text",
     "pasted_names",
     "publish_verdict",
     "table_html",
@@ -362,6 +363,23 @@ def publish_verdict(v) -> None:
     glue(f"{v.name}_badge", _Html(badge(v.status)))
 
 
+def glued_text(output) -> str:
+    """The text a cell glued, read back from a myst-nb glue file's ``output`` (its ``text/plain``, which holds a
+    string's ``repr`` where the string has quotes in it); ``""`` when there is none."""
+    import ast
+
+    data = output.get("data", {}) if isinstance(output, dict) else {}
+    value = data.get("text/plain", "")
+    value = "".join(value) if isinstance(value, list) else str(value)
+    if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
+        try:
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return value
+        return parsed if isinstance(parsed, str) else value
+    return value
+
+
 def published_verdicts(folder) -> pd.DataFrame:
     """The verdicts a built book published (:func:`publish_verdict`), read back from myst-nb's glue files
     (``<page>.glue.json`` under ``folder``, the build's ``jupyter_execute``): one row per verdict with ``verdict``,
@@ -378,27 +396,21 @@ def published_verdicts(folder) -> pd.DataFrame:
     if not files:
         raise ConfigError("folder", f"no glue files under {str(folder)!r}: build the book first")
 
-    def text(output) -> str:
-        data = output.get("data", {}) if isinstance(output, dict) else {}
-        value = data.get("text/plain", "")
-        value = "".join(value) if isinstance(value, list) else str(value)
-        return value[1:-1] if len(value) > 1 and value[0] == value[-1] == "'" else value
-
     rows, regime = [], None
     for path in files:
         glued = json.loads(path.read_text())
-        regime = text(glued["learned_regime"]) if "learned_regime" in glued else regime
+        regime = glued_text(glued["learned_regime"]) if "learned_regime" in glued else regime
         for key in glued:
             name = key[: -len("_status")]
             if key.endswith("_status") and f"{name}_units" in glued:
                 rows.append(
                     dict(
                         verdict=name,
-                        status=text(glued[key]),
-                        effect=text(glued.get(f"{name}_effect", {})),
-                        n=text(glued[f"{name}_units"]),
-                        regime=text(glued.get(f"{name}_regime_brief", {})),
-                        finding=text(glued.get(f"{name}_finding", {})),
+                        status=glued_text(glued[key]),
+                        effect=glued_text(glued.get(f"{name}_effect", {})),
+                        n=glued_text(glued[f"{name}_units"]),
+                        regime=glued_text(glued.get(f"{name}_regime_brief", {})),
+                        finding=glued_text(glued.get(f"{name}_finding", {})),
                     )
                 )
     if regime is not None:

@@ -290,7 +290,7 @@ def export(
         budget: the most bytes of the page (default :data:`BUDGET_BYTES`).
 
     Returns:
-        An :class:`Export`. Its ``payload`` has ``profile``, ``dataset`` (and ``corpus``, its name for a reader), ``primary`` (the
+        An :class:`Export`. Its ``payload`` has ``profile``, ``corpus`` (the dataset's name for a reader), ``primary`` (the
         primary measure), ``measures`` (``[name, label]`` in the order of
         :data:`attnrank.core.rank.MEASURES`), ``thresholds`` (the study's absolute one and the
         relative ones), ``plan`` (the :class:`Plan` used, in words), ``probe_size`` and ``runs``:
@@ -315,7 +315,6 @@ def export(
     dataset_name = configs[0].dataset if configs else (dataset or "")
     head = {
         "profile": profile,
-        "dataset": dataset_name,
         "corpus": corpus_name(dataset_name),
         "primary": PRIMARY_MEASURE,
         "measures": [[m, MEASURE_LABELS.get(m, m)] for m in MEASURES],

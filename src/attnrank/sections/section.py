@@ -25,6 +25,7 @@ import pandas as pd
 from ..analysis.verdicts import INCONCLUSIVE, VERDICTS, Judgement
 from ..core.errors import ConfigError
 from ..core.profiles import ARCH_ORDER
+from ..runs.experiments import P3_CONDITIONS
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt_sci, fmt_setting, fmt_tau, largest_first
 
 __all__ = [
@@ -395,8 +396,6 @@ def run_set_text(runs: pd.DataFrame) -> str:
 
 
 def _p3_words() -> str:
-    from ..runs.experiments import P3_CONDITIONS
-
     eps = fmt_sci(P3_CONDITIONS["adam_epsilon"], 1)
     return (
         f"trained under P3's conditions (Adam's ε {eps}, no gradient clipping, no decay of the query and key weights)"
@@ -404,8 +403,6 @@ def _p3_words() -> str:
 
 
 def _under_p3(runs: pd.DataFrame) -> bool:
-    from ..runs.experiments import P3_CONDITIONS
-
     return all(c in runs and bool((runs[c].astype(float) == float(v)).all()) for c, v in P3_CONDITIONS.items())
 
 

@@ -9,6 +9,7 @@ import logging
 
 from docutils import nodes
 
+from ..book import glued_text
 from .pages import glue_data
 
 
@@ -174,19 +175,6 @@ def _marked_paste_roles() -> dict:
 GATE_SUFFIX = "_gate"
 
 
-def _glued_text(output) -> str | None:
-    """The string a cell glued (myst-nb stores its ``repr`` as ``text/plain``), or None."""
-    import ast
-
-    text = (output.get("data", {}) if isinstance(output, dict) else {}).get("text/plain")
-    text = "".join(text) if isinstance(text, list) else text
-    try:
-        value = ast.literal_eval(text) if text else None
-    except (ValueError, SyntaxError):
-        return None
-    return value if isinstance(value, str) else None
-
-
 def gate_conflicts(quotes: dict) -> list[str]:
     """Where two verdicts state the learned gate over run sets of one name with different numbers: a quantity quoted
     over different sets without saying so.
@@ -215,7 +203,7 @@ def _gate_quotes(app) -> dict:
     quotes = {}
     for docname in sorted(app.env.found_docs):
         for key, output in glue_data(app, docname).items():
-            text = _glued_text(output) if key.endswith(GATE_SUFFIX) else None
+            text = glued_text(output) if key.endswith(GATE_SUFFIX) else None
             if text:
                 quotes[(docname, key.removesuffix(GATE_SUFFIX))] = json.loads(text)
     return quotes
