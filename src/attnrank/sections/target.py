@@ -623,12 +623,10 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
         "target",
         status,
         f"Permutation target, τ = 1: {which} of the largest (d_h = {S.d_max})"
-        + (
-            f"; d_h = 1 does (P4 guarantees it): {glue['target_narrow_gap']} nats."
-            if min(S.head_dims) == 1
-            else "."
-        ),
-        "shortfall " + "; ".join(f"d_h = {d}: {fmt_estimate(v.estimate, 2, n=False)}" for d, v in found.items()) + " nats",
+        + (f"; d_h = 1 does (P4 guarantees it): {glue['target_narrow_gap']} nats." if min(S.head_dims) == 1 else "."),
+        "shortfall "
+        + "; ".join(f"d_h = {d}: {fmt_estimate(v.estimate, 2, n=False)}" for d, v in found.items())
+        + " nats",
         f"{len(S.seeds)} seeds",
         f"a toy attention layer trained on its target, not a language model ({S.profile} sizes)",
         summary,
