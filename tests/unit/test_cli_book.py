@@ -174,6 +174,27 @@ def test_attnrank_verdicts_writes_one_row_per_verdict_and_the_regime(tmp_path, m
     assert len(t) == 13 and t.verdict.iloc[2] == "seq_len"  # theory publishes two verdicts, in the registry's order
     assert set(t.status[:-1]) == {"supported"} and t.finding.iloc[-1] == "R"
     assert {p for _, p, _ in asked} == {"ci"} and "wrote" in capsys.readouterr().out
+    # --chapters recomputes those chapters alone and replaces their rows, keeping the rest and the order
+    monkeypatch.setattr(
+        importlib.import_module("attnrank.sections.target"),
+        "section",
+        lambda profile, seed=0: Section(
+            "target", {}, [], [], [Verdict("target", "not supported", f"seed {seed}", "0", "6 seeds", "toy", "s")]
+        ),
+    )
+    asked.clear()
+    assert main(["verdicts", str(out), "--profile", "ci", "--chapters", "target", "--toy-seed", "6"]) == 0
+    again = pd.read_csv(out, keep_default_na=False)
+    assert list(again.verdict) == list(t.verdict) and asked == []
+    row = again.set_index("verdict").loc["target"]
+    assert (row.status, row.finding) == ("not supported", "seed 6")
+    assert (
+        (again.drop(columns="rule")[again.verdict != "target"] == t.drop(columns="rule")[t.verdict != "target"])
+        .all()
+        .all()
+    )
+    assert main(["verdicts", str(out), "--chapters", "nope"]) == 2
+    assert "chapters: got ['nope']; allowed values: measure" in capsys.readouterr().err
 
 
 def test_attnrank_verdicts_from_a_build_reads_what_its_pages_published(tmp_path, capsys):
@@ -183,6 +204,7 @@ def test_attnrank_verdicts_from_a_build_reads_what_its_pages_published(tmp_path,
 
     import pandas as pd
 
+    from attnrank.analysis.frozen import frozen_rules
     from attnrank.cli import main
 
     def out(value):
@@ -205,8 +227,9 @@ def test_attnrank_verdicts_from_a_build_reads_what_its_pages_published(tmp_path,
             n="9 learned runs of 36",
             regime="GPT-2 learned",
             finding="f",
+            rule=str(frozen_rules().set_index("verdict").version["loss"]),  # the rule version it applied
         ),
-        dict(verdict="regime", status="", effect="", n="", regime="", finding="both learned"),
+        dict(verdict="regime", status="", effect="", n="", regime="", finding="both learned", rule=""),
     ]
     capsys.readouterr()
     assert main(["verdicts", str(target), "--from-build", str(tmp_path / "nothing")]) == 2

@@ -64,3 +64,23 @@ def test_a_changed_rule_is_named_with_its_date(tmp_path):
     (line,) = frozen.check_frozen(path)
     assert line.startswith(f"dynamics: the rule frozen on {row.frozen} (version {row.version}")
     assert f"version {row.version + 1}" in line
+
+
+def test_a_recorded_verdict_under_an_earlier_rule_version_is_named(tmp_path):
+    """A recorded check applied, per verdict, the version in its ``rule`` column, or where it has none the newest
+    version frozen on or before the day it was recorded; a verdict whose rule is newer now is named."""
+    import pandas as pd
+
+    from attnrank.analysis.frozen import changed_since
+
+    path = tmp_path / "frozen.csv"
+    path.write_text(
+        "verdict,version,frozen,digest,functions\n"
+        "target,3,2026-12-06,a,x.y\ntarget,4,2026-12-07,b,x.y\ntemp,4,2026-12-06,c,x.y\n"
+    )
+    old = pd.DataFrame({"verdict": ["target", "temp"]})
+    assert changed_since(old, "2026-12-06", path) == ["target"]
+    assert changed_since(old, "2026-12-07", path) == []
+    assert changed_since(old.assign(rule=["4", ""]), "2026-12-06", path) == []  # recorded again under version 4
+    assert changed_since(old.assign(rule=["3", "4"]), "2026-12-08", path) == ["target"]
+    assert changed_since(old, "2026-12-01", path) == ["target", "temp"]  # recorded before any rule was frozen

@@ -193,4 +193,12 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
     )
     assert "On a second corpus (the Python standard library): not recorded." in text
     assert regime == "GPT-2 learned"
+    # a row recorded under an earlier version of its rule is named and neither agrees nor differs
+    checks["confirm"] = (confirm, {"dynamics": "independent", "loss": "earlier rule", "temp": "same"})
+    text = findings_text(table, frozen, checks)[0]
+    assert (
+        "On fresh seeds, with the frozen rules: 1 of 1 replicated verdicts agree (1 more repeats this build's own "
+        "computation, so it does not count); not compared, recorded under an earlier version of its rule: (ii) higher "
+        "rank, lower loss." in text
+    )
     assert "fresh seeds" not in findings_text(table, frozen, None)[0]

@@ -151,6 +151,8 @@ def test_a_check_says_which_verdicts_are_replications():
     assert same({"profile": "quick", "dataset": "stdlib"}) == {"theory", "target"}
     assert same({"profile": "scale"}) == {"theory", "seq_len", "headdim", "target"}
     assert same({"profile": "quick"}) == set(VERDICT_RUNS)
+    # the toy task replicates where the check read other toy seeds (the target chapter's seed parameter)
+    assert same({"profile": "quick", "seeds": [3, 4, 5], "toy_seed": 6}) == {"theory", "seq_len", "headdim", "causal"}
 
 
 def test_a_confirmation_build_is_the_same_computation_as_its_own_record(monkeypatch):

@@ -39,6 +39,18 @@ def test_every_verdict_is_published_by_a_toc_chapter_and_pasted_by_the_intro_fro
     assert pasted == set(VERDICT_RUNS)
 
 
+def test_the_intro_shows_each_claim_in_the_claims_table_and_each_check_in_the_checks_table():
+    """A check (a property a proof guarantees: ``claim=False``) is not counted as a claim's support, so the intro
+    lists it apart; moving a verdict between the two kinds moves its row."""
+    intro = (ROOT / "chapters" / "intro.md").read_text()
+    tables = {}
+    for name, body in re.findall(r":name: (tab-intro-\w+)\n\n((?:^\|.*\|\n)+)", intro, flags=re.M):
+        tables[name] = set(re.findall(r"::(\w+)_badge`", body))
+    assert tables["tab-intro-verdicts"] == {n for n, s in VERDICT_RUNS.items() if s.claim}
+    assert tables["tab-intro-checks"] == {n for n, s in VERDICT_RUNS.items() if not s.claim}
+    assert {"measure", "theory", "seq_len"} == tables["tab-intro-checks"]
+
+
 def test_the_intros_daggers_are_the_rules_changed_after_looking():
     """A row of the intro's table carries a dagger exactly where its verdict's frozen rule has a version above 1 in
     data/rules/frozen.csv (the findings box counts the same rows from that file): "(i) The rank is set early" had

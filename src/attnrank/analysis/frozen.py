@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..core.source import behaviour
 
-__all__ = ["FROZEN_FILE", "rule_digest", "frozen_rules", "resolve", "check_frozen"]
+__all__ = ["FROZEN_FILE", "rule_digest", "frozen_rules", "resolve", "check_frozen", "changed_since"]
 
 #: The record of frozen rules (one row per verdict and version).
 FROZEN_FILE = Path(__file__).resolve().parents[3] / "data" / "rules" / "frozen.csv"
@@ -95,4 +95,29 @@ def check_frozen(path: Path | str | None = None) -> list[str]:
                 f"digest {now}; add a dated row (version {row.version + 1}) to {FROZEN_FILE.name} and an entry to "
                 "the deviations appendix, and confirm the verdict again on runs it has not seen"
             )
+    return out
+
+
+def changed_since(table: pd.DataFrame, date: str, path: Path | str | None = None) -> list[str]:
+    """The verdicts of a recorded check whose rule has a newer frozen version than the one the check applied.
+
+    Args:
+        table: the check's verdicts (``verdict``, and ``rule``, the version each applied, where recorded: what
+            ``attnrank verdicts`` writes); a row without a ``rule`` applied the newest version frozen on or before
+            ``date``.
+        date: the day the check was recorded (``YYYY-MM-DD``, its ``build.json``).
+    """
+    every = pd.read_csv(FROZEN_FILE if path is None else path, dtype=str)
+    every["version"] = every.version.astype(int)
+    newest = frozen_rules(path).set_index("verdict").version
+    out = []
+    for row in table.itertuples():
+        recorded = str(getattr(row, "rule", "") or "").strip()
+        if recorded:
+            applied = int(float(recorded))
+        else:
+            then = every[(every.verdict == row.verdict) & (every.frozen <= str(date))]
+            applied = int(then.version.max()) if len(then) else 0
+        if row.verdict in newest and newest[row.verdict] > applied:
+            out.append(row.verdict)
     return out

@@ -25,7 +25,7 @@ from ..core.architectures import architecture
 from ..core.data import absolute_path_settings
 from ..core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from ..core.profiles import ALL_ARCHS, check_dataset, resolve_profile
-from ..runs.experiments import book_runs, verdict_chapters
+from ..runs.experiments import VERDICT_RUNS, book_runs, verdict_chapters
 from ..runs.grid import EXECUTORS, default_workers, plan, preflight, sweep
 from ..runs.store import load_runs, run, runs_dir
 from ..sections import learned, recipe
@@ -228,25 +228,34 @@ def _gpu_check(args) -> int:
     return 0
 
 
-def verdict_rows(profile: str = "auto", dataset: str | None = None):
+def verdict_rows(profile: str = "auto", dataset: str | None = None, chapters=None, toy_seed: int | None = None):
     """Every chapter's verdicts at ``profile`` (training what the store lacks), one row per verdict: ``verdict``,
     ``status``, ``effect``, ``n``, ``regime`` (the intro's brief clause) and ``finding``; and a row ``regime``
     whose ``finding`` is the regime the models reached (:mod:`attnrank.sections.learned`). What ``attnrank verdicts``
     writes; a background build's verdicts are recorded with it (``data/scale/``).
 
-    The chapters and their verdicts are those of :data:`attnrank.runs.experiments.VERDICT_RUNS`, in its order.
+    The chapters and their verdicts are those of :data:`attnrank.runs.experiments.VERDICT_RUNS`, in its order;
+    ``chapters`` (names of its chapters) keeps those alone, without the regime row; ``toy_seed`` is the first seed of
+    the chapters computed on the toy task (their ``seed`` parameter; ``None``: the chapter's default).
 
     Raises:
-        ConfigError: naming ``profile`` or ``dataset``.
+        ConfigError: naming ``profile``, ``dataset``, or ``chapters`` for a chapter without verdicts.
         RuntimeError: when a chapter publishes other verdicts than the registry declares.
     """
     profile = resolve_profile(profile)
     dataset = None if dataset is None else check_dataset(dataset)
+    registry = verdict_chapters()
+    unknown = sorted(set(chapters or ()) - set(registry))
+    if unknown:
+        raise ConfigError("chapters", f"got {unknown}; allowed values: {', '.join(registry)}")
     rows = []
-    for chapter, names in verdict_chapters().items():
+    for chapter, names in registry.items():
+        if chapters and chapter not in chapters:
+            continue
         module = importlib.import_module(f"{__package__.rpartition('.')[0]}.sections.{chapter}")
         takes = inspect.signature(module.section).parameters
-        sec = module.section(profile, **({"dataset": dataset} if "dataset" in takes else {}))
+        given = {"dataset": dataset, "seed": toy_seed}
+        sec = module.section(profile, **{k: x for k, x in given.items() if k in takes and x is not None})
         if [v.name for v in sec.verdicts] != list(names):
             raise RuntimeError(
                 f"chapter {chapter!r} published the verdicts {[v.name for v in sec.verdicts]}, and "
@@ -263,8 +272,9 @@ def verdict_rows(profile: str = "auto", dataset: str | None = None):
                     finding=v.finding,
                 )
             )
-    regime = learned.section(profile, dataset=dataset).glue["learned_regime"]
-    rows.append(dict(verdict="regime", status="", effect="", n="", regime="", finding=str(regime)))
+    if not chapters:
+        regime = learned.section(profile, dataset=dataset).glue["learned_regime"]
+        rows.append(dict(verdict="regime", status="", effect="", n="", regime="", finding=str(regime)))
     return pd.DataFrame(rows)
 
 
@@ -286,10 +296,22 @@ def _check_output_file(path: str, name: str = "out") -> None:
 
 def _verdicts(args) -> int:
     _check_output_file(args.out)
+    from ..analysis.frozen import frozen_rules
+
+    if args.from_build and args.chapters:
+        raise ConfigError("chapters", f"got {args.chapters!r} with --from-build; a build's verdicts are read whole")
     if args.from_build:
         table = published_verdicts(os.path.join(args.from_build, "jupyter_execute"))
     else:
-        table = verdict_rows(args.profile, args.dataset)
+        chapters = [c.strip() for c in args.chapters.split(",") if c.strip()] if args.chapters else None
+        table = verdict_rows(args.profile, args.dataset, chapters, args.toy_seed)
+    rules = frozen_rules()
+    table["rule"] = table.verdict.map(dict(zip(rules.verdict, rules.version))).astype("Int64")
+    if args.chapters and os.path.isfile(args.out):  # replace these chapters' rows of a recorded table, keep the rest
+        kept = pd.read_csv(args.out, keep_default_na=False, dtype=str)
+        table = pd.concat([kept[~kept.verdict.isin(table.verdict)], table.astype(str).replace("<NA>", "")])
+        order = {v: i for i, v in enumerate([*VERDICT_RUNS, "regime"])}
+        table = table.sort_values("verdict", key=lambda c: c.map(order), kind="stable")
     table.to_csv(args.out, index=False)
     for r in table.itertuples():
         print(f"{r.verdict}: {r.status or r.finding}")
@@ -394,6 +416,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     v.add_argument(
         "--from-build", default=None, help="read the verdicts a built book published (its _build folder) instead"
+    )
+    v.add_argument(
+        "--chapters",
+        default=None,
+        help="comma-separated chapters: only their verdicts, which replace their rows in an existing CSV",
+    )
+    v.add_argument(
+        "--toy-seed", type=_typed(int), default=None, help="first seed of the toy task (the target chapter's seed)"
     )
     v.set_defaults(func=_verdicts)
     r = sub.add_parser("runs", help="list the stored runs")

@@ -16,6 +16,7 @@ from importlib.metadata import version
 
 import pandas as pd
 
+from ..analysis.frozen import changed_since
 from ..core.errors import ConfigError
 from ..core.profiles import MLM_ARCH, OFFLINE_DEFAULT, PROFILES, profile_defaults, resolve_config, resolve_profile
 from ..core.train import device_name
@@ -44,6 +45,7 @@ __all__ = [
     "runs_shown",
     "multiplicity",
     "check_record",
+    "record_relation",
     "CHECK_FOLDERS",
 ]
 
@@ -180,8 +182,28 @@ def check_record(folder) -> tuple[pd.DataFrame | None, dict]:
     return pd.read_csv(table, keep_default_na=False), (json.loads(meta.read_text()) if meta.is_file() else {})
 
 
-#: How a check's cell reads where its verdict is not an independent replication (:func:`attnrank.runs.experiments.check_relation`).
-RELATION_NOTES = {"same": " (same computation)", "partly": " (partly the same runs)", "independent": ""}
+#: How a check's cell reads where its verdict is not an independent replication (:func:`record_relation`).
+RELATION_NOTES = {
+    "same": " (same computation)",
+    "partly": " (partly the same runs)",
+    "independent": "",
+    "earlier rule": " (under an earlier version of its rule)",
+}
+
+
+def record_relation(profile: str, table: pd.DataFrame | None, meta: dict, dataset=None) -> dict:
+    """How each verdict of a recorded check relates to this build's: :func:`attnrank.runs.experiments.check_relation`,
+    and ``"earlier rule"`` for a verdict whose rule has a newer frozen version than the one the check applied
+    (:func:`attnrank.analysis.frozen.changed_since`), which is not compared with this build's. Empty without a
+    ``build.json``.
+
+    Raises:
+        ConfigError: from :func:`~attnrank.runs.experiments.check_relation` for a ``build.json`` it cannot read.
+    """
+    relation = experiments.check_relation(profile, meta, dataset) if meta else {}
+    if table is not None and meta.get("date"):
+        relation.update(dict.fromkeys(changed_since(table[table.verdict != "regime"], meta["date"]), "earlier rule"))
+    return relation
 
 
 def _check_glue(name: str, table: pd.DataFrame | None, meta: dict, relation: dict) -> dict:
@@ -269,7 +291,7 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
     ]
     for name, folder in CHECK_FOLDERS.items():
         table, meta = check_record(folder)
-        relation = experiments.check_relation(profile, meta, dataset) if meta else {}
+        relation = record_relation(profile, table, meta, dataset)
         glue.update(_check_glue(name, table, meta, relation))
         shown_check = (
             table[table.verdict != "regime"]

@@ -87,15 +87,15 @@ CHECK_NAMES = {
 
 def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> str:
     """What a recorded check found, in one sentence: of this build's ``claims`` (``verdict``, ``status``) that the
-    check replicates (``relation``: :func:`attnrank.runs.experiments.check_relation`; a verdict that is the same
-    computation replicates nothing), how many it gives the same status, each one it does not, named with both
+    check replicates (``relation``: :func:`attnrank.sections.reproducibility.record_relation`; a verdict that is the
+    same computation replicates nothing, one recorded under an earlier version of its rule is not compared), how many it gives the same status, each one it does not, named with both
     statuses, and how many are the same computation. ``check`` is its verdict table, ``None`` when not recorded;
     ``date`` the day it was recorded."""
     if check is None:
         return f"{CHECK_NAMES[name]}: not recorded."
     there = dict(zip(check.verdict, check.status, strict=True))
     here = dict(zip(claims.verdict, claims.status, strict=True))
-    replicated = [v for v in here if relation.get(v, "independent") != "same"]
+    replicated = [v for v in here if relation.get(v, "independent") not in ("same", "earlier rule")]
     differ = [
         f"{VERDICT_LABELS.get(v, v)} ({here[v]} here, {there.get(v, 'not recorded')} there)"
         for v in replicated
@@ -104,13 +104,16 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     when = f", recorded {date}" if date else ""
     text = f"{CHECK_NAMES[name]}{when}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
-    same = len(here) - len(replicated)
+    earlier = [VERDICT_LABELS.get(v, v) for v in here if relation.get(v) == "earlier rule"]
+    same = len(here) - len(replicated) - len(earlier)
     verb = "repeats" if same == 1 else "repeat"
-    return text + (
-        f" ({same} more {verb} this build's own computation, so {'it does' if same == 1 else 'they do'} not count)."
-        if same
-        else "."
-    )
+    if same:
+        text += (
+            f" ({same} more {verb} this build's own computation, so {'it does' if same == 1 else 'they do'} not count)"
+        )
+    if earlier:
+        text += f"; not compared, recorded under an earlier version of its rule: {'; '.join(earlier)}"
+    return text + "."
 
 
 def findings_text(table, frozen=None, checks=None) -> tuple[str, str]:
@@ -149,13 +152,12 @@ def _frozen():
 
 def _checks() -> dict:
     """Every recorded check's verdicts (without its regime row) and its relation to this build."""
-    from ..runs.experiments import check_relation
-    from ..sections.reproducibility import CHECK_FOLDERS, check_record
+    from ..sections.reproducibility import CHECK_FOLDERS, check_record, record_relation
 
     out = {}
     for name in CHECK_NAMES:
         table, meta = check_record(CHECK_FOLDERS[name])
-        relation = check_relation(resolve_profile("auto"), meta) if meta else {}
+        relation = record_relation(resolve_profile("auto"), table, meta)
         out[name] = (None if table is None else table[table.verdict != "regime"], relation, meta.get("date", ""))
     return out
 

@@ -110,7 +110,7 @@ SETTING_LABELS = {
 #: Each verdict of :data:`attnrank.runs.experiments.VERDICT_RUNS` by the claim it decides, worded as the claim, for
 #: tables and the findings box.
 VERDICT_LABELS = {
-    "measure": "the study's absolute 10⁻⁸ rule misses near-rank-one attention",
+    "measure": "the study's absolute 10⁻⁸ rule misses near-rank-one attention (τ = 1000)",
     "dynamics": "(i) the rank is stable",
     "set_early": "(i) the rank is set early",
     "protocol": "the study's 4 + 4 protocol gives a stable sign, and ours",
@@ -119,8 +119,8 @@ VERDICT_LABELS = {
     "temp_loss": "(ii + iii) a higher temperature trains lower",
     "headdim": "(iii) temperature moves the rank more than head dimension",
     "seq_len": "the trained rank stays below the study's bound at every sequence length",
-    "theory": "(iv) the theory holds",
-    "target": "(v) some standard settings fall short on a high-rank target",
+    "theory": "(iv) the theory's bounds hold on random attention matrices",
+    "target": "(v) some head in use falls short on a high-rank target",
     "causal": "temperature acts through the initial rank",
 }
 #: The chapters sized by :mod:`attnrank.runs.presets`, by name.
