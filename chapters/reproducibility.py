@@ -146,7 +146,7 @@ book.publish(reproducibility.section(**params))
 # | The study's absolute 10⁻⁸ rule misses near-rank-one attention (τ = 1000) | {glue}`measure.ipynb::measure_badge` | {glue:text}`repro_scale_measure` | {glue:text}`repro_stdlib_measure` | {glue:text}`repro_confirm_measure` |
 # | (i) The rank is stable | {glue}`dynamics.ipynb::dynamics_badge` | {glue:text}`repro_scale_dynamics` | {glue:text}`repro_stdlib_dynamics` | {glue:text}`repro_confirm_dynamics` |
 # | (i) The rank is set early | {glue}`protocol.ipynb::set_early_badge` | {glue:text}`repro_scale_set_early` | {glue:text}`repro_stdlib_set_early` | {glue:text}`repro_confirm_set_early` |
-# | The study's 4 + 4 protocol gives a stable sign, and ours | {glue}`protocol.ipynb::protocol_badge` | {glue:text}`repro_scale_protocol` | {glue:text}`repro_stdlib_protocol` | {glue:text}`repro_confirm_protocol` |
+# | The study's 4 + 4 protocol gives a stable sign next to τ = 1, and ours | {glue}`protocol.ipynb::protocol_badge` | {glue:text}`repro_scale_protocol` | {glue:text}`repro_stdlib_protocol` | {glue:text}`repro_confirm_protocol` |
 # | (ii) Higher rank, lower loss | {glue}`loss.ipynb::loss_badge` | {glue:text}`repro_scale_loss` | {glue:text}`repro_stdlib_loss` | {glue:text}`repro_confirm_loss` |
 # | (iii) A higher temperature raises the rank | {glue}`temp.ipynb::temp_badge` | {glue:text}`repro_scale_temp` | {glue:text}`repro_stdlib_temp` | {glue:text}`repro_confirm_temp` |
 # | (ii + iii) A higher temperature trains lower | {glue}`temp.ipynb::temp_loss_badge` | {glue:text}`repro_scale_temp_loss` | {glue:text}`repro_stdlib_temp_loss` | {glue:text}`repro_confirm_temp_loss` |

@@ -318,6 +318,9 @@ book.publish(temp.section(**params))
 # **Claim (iii), a higher temperature gives a higher initial rank:** {glue:md}`temp_badge` {glue:md}`temp_summary`
 # Regime: {glue:md}`temp_regime`.
 #
+# *The trend over the whole range.* {glue:text}`temp_peak_text` The verdict reads the study's own two-point
+# comparison; the peak is where the answer to claim (iii) changes sign.
+#
 # The rank rule with every rank measure:
 #
 # ```{attnrank-table} temp_by_measure

@@ -180,14 +180,29 @@ def test_protocol_flip_table_and_judge():
         in summary
     )
     assert protocol.protocol_finding(res, 500) == (
-        "4 + 4 examples flip the study's sign in at most 1.0% of draws; that sign is ModernBERT ours, GPT-2 opposite to ours."
+        "On τ = 1 against 0.001, 4 + 4 examples flip the sign in up to 1.0% of draws; that sign is ModernBERT ours, "
+        "GPT-2 opposite to ours."
     )
     # no draw flips: the sentence says so in words, with the upper bounds
     never = rules.protocol_rule(
         {a: Estimate(0.0, 0.0, 0.006, 500, "built") for a in ("modernbert", "gpt2")}, res.reference, res.ours
     )
     assert protocol.flip_words(never, 500).startswith("In none of the 500 draws of 4 + 4 examples")
-    assert protocol.protocol_finding(never, 500).startswith("4 + 4 examples never flip the study's sign in 500 draws")
+    assert protocol.protocol_finding(never, 500, 2.0).startswith(
+        "On τ = 1 against 2, 4 + 4 examples never flip the sign"
+    )
+    assert "the sign of the study's statistic on τ = 1 against 2 at the last step" in protocol.flip_words(
+        never, 500, 2.0
+    )
+    # the rule (version 2) decides on the temperature next to the stock one: our statistic reads those runs
+    near = _records()
+    near.ok = pd.concat([near.ok, near.ok.assign(tau=2.0, final_effective_rank=near.ok.final_effective_rank + 10)])
+    judged = protocol.judge(near, _flips(good, good), 500, "effective_rank", other=2.0)[0]
+    assert all(e.value < -5 for e in judged.ours.values())  # tau = 1 minus tau = 2, not minus 0.001
+    assert study.neighbour((0.001, 1.0, 2.0, 4.0, 8.0)) == 2.0
+    assert study.neighbour((0.001, 0.25, 1.0, 4.0)) == 4.0  # equally near on a log scale: the hotter
+    with pytest.raises(ConfigError, match="taus"):
+        study.neighbour((1.0,))
     # architectures trained for different steps: each is judged at its own last probe step
     uneven = _records()
     uneven.final_steps = {"modernbert": 20, "gpt2": 40}
@@ -423,3 +438,24 @@ def test_matrix_facts_print_a_tiny_smallest_singular_value_as_it_is_not_as_zero(
     facts = ms.matrix_facts(pd.DataFrame(rows), n=64)
     assert facts["measure_smin_gpt2_init"] == "1×10⁻¹⁵" and facts["measure_smin_modernbert_trained"] == "0.0003"
     assert facts["measure_certified_gpt2_pct"] == 50.0  # 3e-4 is above 64 ε σ₁, 1e-15 is not
+
+
+def test_the_temperature_peak_is_reported_with_its_interval_and_whether_the_study_straddles_it():
+    """(iii)'s trend over the whole fine grid: where the primary measure peaks, bracketed by the grid values beside
+    its bootstrap interval, and whether the study's two temperatures lie on either side (a two-point comparison
+    across a peak reads two slopes of opposite sign)."""
+    from attnrank.sections import temp
+
+    taus = [0.001, 0.004, 0.016, 0.063, 0.25, 1.0, 4.0]
+    rows = [
+        dict(
+            arch=a, tau=t, seed=s, effective_rank=(10 - abs(np.log(t / 0.016)) if a == "gpt2" else np.log(t)) + 0.01 * s
+        )
+        for a in ("gpt2", "modernbert")
+        for t in taus
+        for s in range(2)
+    ]
+    text = temp.peak_text(pd.DataFrame(rows), "effective_rank", cold=0.001)
+    assert "peaks at τ = 4 (between 1 and 4) for ModernBERT" in text  # monotone: the hot end of the grid
+    assert "and at τ = 0.016 (between 0.004 and 0.063) for GPT-2" in text
+    assert text.endswith("lie on either side of the peak for GPT-2.")

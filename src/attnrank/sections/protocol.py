@@ -83,13 +83,15 @@ def flip_table(flips: pd.DataFrame) -> pd.DataFrame:
     return wide.fillna("not trained this long").rename_axis("probe step").reset_index()
 
 
-def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
-    """The ``protocol`` verdict at the last probe step: ``(result, glue, summary)``.
+def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str, *, other: float = STUDY_TAUS[1]):
+    """The ``protocol`` verdict at the last probe step on one comparison, the stock temperature against ``other``:
+    ``(result, glue, summary)``. The rule (version 2) decides on the comparison next to the stock temperature
+    (``other = records.near``); the study's own (``other`` its cold temperature) is reported beside it.
 
     Args:
         records: :func:`load` (``ok`` gives our statistic: ``final_<measure>`` at the stock
-            minus the cold temperature, every seed, :func:`attnrank.analysis.rules.two_point`).
-        flips: :func:`flip_rate` of the records' draws.
+            temperature minus ``other``, every seed, :func:`attnrank.analysis.rules.two_point`).
+        flips: :func:`flip_rate` of the draws of that comparison.
         n_draws: the number of draws (for the summary).
         measure: our measure (the book's primary measure).
 
@@ -99,7 +101,7 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
     Raises:
         ConfigError: from :func:`attnrank.analysis.rules.protocol_rule` when the architectures differ.
     """
-    stock, cold = STUDY_TAUS
+    stock, cold = STUDY_TAUS[0], other
     ok, hd = records.ok, records.head_dim
     end = {a: ok[(ok.arch == a) & (ok.head_dim == hd)] for a in sorted(records.pair.arch.unique())}
     ours = {
@@ -110,21 +112,23 @@ def judge(records: Records, flips: pd.DataFrame, n_draws: int, measure: str):
     }
     at_end = records.at_final_step(flips).set_index("arch")
     res = rules.protocol_rule(at_end.estimate.to_dict(), at_end.reference.to_dict(), ours)
-    sentences = agreement(res.reference, ours, ARCH_LABELS)
+    sentences = agreement(res.reference, ours, ARCH_LABELS, cold=cold)
     joined = "; ".join(sentences)
     glue = {"protocol_agreement": joined[0].upper() + joined[1:]}
     glue.update({f"protocol_flip_{a}": fmt_estimate(e, 1, n=False, percent=True) for a, e in res.flip.items()})
-    summary = flip_words(res, n_draws) + " " + agreement_words(res, records.pair.seed.nunique())
+    summary = flip_words(res, n_draws, cold) + " " + agreement_words(res, records.pair.seed.nunique())
     return res, glue, summary
 
 
-def protocol_finding(res, n_draws: int) -> str:
-    """The protocol verdict in one line for the intro: whether 4 + 4 examples ever flip the study's sign,
-    and whether that sign is ours, per architecture."""
+def protocol_finding(res, n_draws: int, other: float = STUDY_TAUS[1]) -> str:
+    """The protocol verdict in one line for the intro: on the comparison of τ = 1 with ``other``, whether 4 + 4
+    examples ever flip the sign the study's statistic gives with every sequence, and whether that sign is ours,
+    per architecture."""
+    on = f"τ = 1 against {fmt_setting(other)}"
     flips = (
-        f"4 + 4 examples never flip the study's sign in {n_draws} draws"
+        f"On {on}, 4 + 4 examples never flip the sign in {n_draws} draws"
         if all(e.value == 0 for e in res.flip.values())
-        else f"4 + 4 examples flip the study's sign in at most {fmt(max(e.value for e in res.flip.values()), 1, percent=True)} of draws"
+        else f"On {on}, 4 + 4 examples flip the sign in up to {fmt(max(e.value for e in res.flip.values()), 1, percent=True)} of draws"
     )
     words = {
         "supported": "ours",
@@ -135,24 +139,26 @@ def protocol_finding(res, n_draws: int) -> str:
     return f"{flips}; that sign is {agree}."
 
 
-def flip_words(res, n_draws: int) -> str:
-    """What the flip rates of :func:`attnrank.analysis.rules.protocol_rule` say, in words: ``"In none of the 200
-    draws ... does the study's conclusion flip ..."`` when no draw flips, else the rates; and whether
-    each architecture's rate is below :data:`attnrank.analysis.rules.MAX_FLIP` (the rule's stable part)."""
+def flip_words(res, n_draws: int, other: float = STUDY_TAUS[1]) -> str:
+    """What the flip rates of :func:`attnrank.analysis.rules.protocol_rule` say, in words, for the comparison of
+    τ = 1 with ``other``: ``"In none of the 200 draws ... does the sign ... flip ..."`` when no draw flips, else
+    the rates; and whether each architecture's rate is below :data:`attnrank.analysis.rules.MAX_FLIP` (the rule's
+    stable part)."""
     n_train, n_test = STUDY_EXAMPLES
     limit = fmt(rules.MAX_FLIP, 0, percent=True)
     draws = f"{n_draws} draws of {n_train} + {n_test} examples and one run per temperature"
+    what = f"the study's statistic on τ = 1 against {fmt_setting(other)}"
     if all(e.value == 0 for e in res.flip.values()):
         bounds = " and ".join(f"{fmt(e.high, 1, percent=True)} for {ARCH_NAMES[a]}" for a, e in res.flip.items())
         head = (
-            f"In none of the {draws} does the sign of the study's comparison at the last step flip (95% upper bound "
+            f"In none of the {draws} does the sign of {what} at the last step flip (95% upper bound "
             f"on the flip rate {bounds}; the rule allows {limit})"
         )
     else:
         rates = " and ".join(
             f"{fmt_estimate(e, 1, n=False, percent=True)} of draws for {ARCH_NAMES[a]}" for a, e in res.flip.items()
         )
-        head = f"Over {draws}, the sign of the study's comparison at the last step flips in {rates} (the rule allows {limit})"
+        head = f"Over {draws}, the sign of {what} at the last step flips in {rates} (the rule allows {limit})"
     stable = {a: res.parts[("stable", a)] for a in res.flip}
     words = {
         "supported": "so few examples are enough for the sign",
@@ -252,8 +258,16 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     flips = study.flip_rate(draws, study.study_reference(seq))
     figures.append(figure(pplots.draws_figure(draws, d, profile)))
     figures.append(figure(pplots.our_view(d, profile)))
-    res, judged, summary = judge(d, flips, n_draws, m)
-    glue.update(judged)
+    # the study's own comparison (three decades apart), reported beside the verdict
+    res_study, judged_study, summary_study = judge(d, flips, n_draws, m)
+    glue.update(judged_study)
+    # the rule (version 2) decides on the comparison next to the stock temperature, where four examples can mislead
+    near_draws = study.study_draws(d.near_seq, cold=d.near, n_draws=n_draws, seed=0)
+    near_flips = study.flip_rate(near_draws, study.study_reference(d.near_seq, cold=d.near))
+    res, judged, summary = judge(d, near_flips, n_draws, m, other=d.near)
+    glue.update({k.replace("protocol_", "protocol_near_", 1): v for k, v in judged.items()})
+    glue["protocol_near"] = fmt_setting(d.near)
+    glue["protocol_study_summary"] = summary_study
     # a verdict on trained models reads the runs that learned (each held to the pre-registered target)
     learned = d.ok[baselines.learned_runs(d.ok)]
     warmup = int(d.ok.warmup_steps.max())
@@ -275,10 +289,9 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
         Verdict(
             "protocol",
             gate.status,
-            protocol_finding(res, n_draws),
-            "; ".join(
-                f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items()
-            ),
+            protocol_finding(res, n_draws, d.near),
+            "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items())
+            + f" (τ = 1 against {fmt_setting(d.near)})",
             f"{n_draws} draws, {len(d.pair)} runs",
             regime_text(reg),
             summary + " " + gate_text(reg),
@@ -303,4 +316,5 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
             gate=gate_quote(early_reg),
         ),
     ]
-    return Section("protocol", glue, figures, [Table("protocol_flips", flip_table(flips))], verdicts)
+    flip_tables = [Table("protocol_flips", flip_table(flips)), Table("protocol_near_flips", flip_table(near_flips))]
+    return Section("protocol", glue, figures, flip_tables, verdicts)

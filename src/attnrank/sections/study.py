@@ -49,6 +49,7 @@ __all__ = [
     "Records",
     "select",
     "load",
+    "neighbour",
 ]
 
 
@@ -271,7 +272,9 @@ class Records:
     profile's standard head dimension ``head_dim`` and the study's two temperatures;
     ``seq`` and ``summary``: their ``sequences`` and ``rank_summary`` tables;
     ``final_steps``: the last probe step of each architecture (``{arch: step}``; at ``quick`` BERT
-    trains half GPT-2's steps).
+    trains half GPT-2's steps); ``near``: the trained temperature next to the stock one (:func:`neighbour`) and
+    ``near_seq``: the ``sequences`` of the runs at the stock temperature and at ``near`` (the comparison the
+    protocol rule decides on since its version 2).
     """
 
     ok: pd.DataFrame
@@ -280,6 +283,8 @@ class Records:
     seq: pd.DataFrame
     summary: pd.DataFrame
     final_steps: dict
+    near: float = float("nan")
+    near_seq: pd.DataFrame | None = None
 
     def at_final_step(self, table: pd.DataFrame) -> pd.DataFrame:
         """The rows of ``table`` (columns ``arch, step``) at their architecture's last probe step."""
@@ -303,6 +308,20 @@ def select(runs: pd.DataFrame, head_dim: int, *, stock: float = STUDY_TAUS[0], c
     return ok, ok[(ok.head_dim == head_dim) & (np.isclose(ok.tau, stock) | np.isclose(ok.tau, cold))]
 
 
+def neighbour(taus, stock: float = STUDY_TAUS[0]) -> float:
+    """The trained temperature next to ``stock``: of ``taus`` (a grid's temperature ratios) the one nearest to it on a
+    log scale, the hotter of two equally near. Four examples can mislead on a small comparison, not on one that
+    spans three decades, so the protocol rule (version 2) asks its question here.
+
+    Raises:
+        ConfigError: naming ``taus`` when it holds no temperature besides ``stock``.
+    """
+    others = sorted({float(t) for t in taus if not np.isclose(float(t), stock, rtol=1e-9)})
+    if not others:
+        raise ConfigError("taus", f"got {list(taus)!r}; expected a temperature besides tau = {stock:g}")
+    return min(others, key=lambda t: (abs(np.log(t / stock)), -t))
+
+
 def load(profile: str, *, seeds=None, dataset=None) -> Records:
     """The :class:`Records` of the main grid (:func:`attnrank.runs.experiments.main_sweep`, trained where missing).
 
@@ -315,4 +334,9 @@ def load(profile: str, *, seeds=None, dataset=None) -> Records:
     ok, pair = select(runs, head_dim)
     seq = store.load_table(pair, "sequences")
     final_steps = {a: int(v) for a, v in seq.groupby("arch").step.max().items()}
-    return Records(ok, pair, head_dim, seq, store.load_table(pair, "rank_summary"), final_steps)
+    near = neighbour(plan.taus)
+    _, beside = select(runs, head_dim, cold=near)
+    stock_seq = seq[np.isclose(seq.tau.astype(float), STUDY_TAUS[0], rtol=1e-9)]
+    near_seq = pd.concat([stock_seq, store.load_table(beside[~beside.key.isin(pair.key)], "sequences")])
+    summary = store.load_table(pair, "rank_summary")
+    return Records(ok, pair, head_dim, seq, summary, final_steps, near, near_seq.reset_index(drop=True))

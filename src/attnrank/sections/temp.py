@@ -402,6 +402,41 @@ def _fine_peak_text(r) -> str:
     return f"at {fmt_tau(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
 
 
+def peak_text(fine: pd.DataFrame, measure: str, *, stock: float = STOCK, cold: float | None = None) -> str:
+    """Where ``measure`` peaks on the fine grid at initialisation, per architecture, with its interval
+    (:func:`attnrank.analysis.stats.peak_location`, a stratified bootstrap over seeds within each temperature, widened
+    to the grid values beside it, between which a smooth maximum lies), and
+    what that says of a hotter softmax on either side, in one sentence; and whether the study's two temperatures
+    (``cold``, default the grid's coldest, and ``stock``) lie on either side of the peak, where a two-point
+    comparison reads a difference of two slopes of opposite sign.
+
+    Args:
+        fine: one row per ``arch, tau, seed`` with a column ``measure`` (:func:`_fine_grid`'s rows).
+    """
+    cold = float(fine.tau.min()) if cold is None else float(cold)
+    parts, straddled = [], []
+    for a in [a for a in ARCHS if a in set(fine.arch)]:
+        d = fine[fine.arch == a]
+        e = stats.peak_location(d.tau.to_numpy(float), d[measure].to_numpy(float))
+        grid = np.sort(d.tau.unique())
+        lo, hi = grid[grid < e.low], grid[grid > e.high]  # a smooth maximum lies between the grid values beside
+        lo, hi = (lo.max() if len(lo) else e.low), (hi.min() if len(hi) else e.high)
+        parts.append(f"{fmt_tau(e.value)} (between {fmt_setting(lo)} and {fmt_setting(hi)}) for {ARCH_NAMES[a]}")
+        if cold < lo and hi < stock:
+            straddled.append(ARCH_NAMES[a])
+    text = (
+        f"On the fine grid at initialisation the {MEASURE_LABELS[measure]} peaks at {' and at '.join(parts)} (the "
+        "95% bootstrap interval of the peak over seeds, widened to the grid values beside it)"
+    )
+    if straddled:
+        text += (
+            f": colder than its peak a hotter softmax raises it, as the study found, and hotter it lowers it, so the "
+            f"study's two temperatures, {fmt_setting(cold)} and {fmt_setting(stock)}, lie on either side of the peak "
+            f"for {' and '.join(straddled)}"
+        )
+    return text + "."
+
+
 def fine_peaks(fine: pd.DataFrame) -> pd.DataFrame:
     """Where each rank measure peaks on the fine temperature grid at initialisation, per architecture.
 
@@ -530,6 +565,7 @@ def _fine_grid(plan, refs):
     )
     peaks = fine_peaks(fine)
     glue = {
+        "temp_peak_text": peak_text(fine, PRIMARY_MEASURE, cold=experiments.STUDY_TAUS[1]),
         "temp_fine_n": len(FINE_TAUS),
         "temp_fine_min": fmt_setting(min(FINE_TAUS)),
         "temp_fine_max": fmt_setting(max(FINE_TAUS)),
