@@ -459,3 +459,20 @@ def test_the_temperature_peak_is_reported_with_its_interval_and_whether_the_stud
     assert "peaks at τ = 4 (between 1 and 4) for ModernBERT" in text  # monotone: the hot end of the grid
     assert "and at τ = 0.016 (between 0.004 and 0.063) for GPT-2" in text
     assert text.endswith("lie on either side of the peak for GPT-2.")
+
+
+def test_the_loss_rule_says_how_far_the_rank_moves_within_a_temperature():
+    """(ii) is decided within a temperature, where the initial rank moves only from seed to seed: the sentence gives
+    that range (median over temperatures) beside the range between temperatures, per model."""
+    from attnrank.sections import loss
+
+    learned = pd.DataFrame(
+        {
+            "arch": ["gpt2"] * 6,
+            "tau": [1.0, 1.0, 1.0, 2.0, 2.0, 4.0],
+            "initial_effective_rank": [5.0, 5.1, 5.3, 6.0, 6.1, 9.0],
+        }
+    )
+    text = loss.exposure_text(learned, "effective_rank", ["gpt2", "modernbert"])
+    assert "spans 0.20 for GPT-2 (between temperatures 3.87)" in text  # median of 0.3 and 0.1; 9.0 - 5.13
+    assert "ModernBERT" not in text and loss.exposure_text(learned.iloc[[0, 3, 5]], "effective_rank", ["gpt2"]) == ""
