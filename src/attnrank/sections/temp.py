@@ -81,6 +81,8 @@ __all__ = [
     "FINE_TAUS",
     "FINE_SEEDS",
     "fine_peaks",
+    "loss_runs",
+    "peak_text",
 ]
 
 
@@ -378,7 +380,7 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
         f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
         f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "
         f"{fmt_setting(loss_v['modernbert'].shape.value)} (ModernBERT) and {fmt_tau(loss_v['gpt2'].shape.value)} "
-        f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs."
+        f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, the {loss_v.n_runs} runs that learned."
     )
 
 
@@ -709,9 +711,19 @@ def _loss_figures(tsweep, tau: float, profile: str) -> list:
     ]
 
 
+def loss_runs(grid_runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs rule (ii + iii) reads: the complete runs of the temperature grid that learned, each held to the
+    pre-registered target on its own (:func:`attnrank.analysis.baselines.learned_runs`), as every other rule on
+    trained models reads them. Since rule version 5 (2026-12-07); version 4 read every complete run, the cold ones
+    whose softmax never learned to attend among them."""
+    done = grid_runs[grid_runs.status == "complete"]
+    return done[baselines.learned_runs(done)]
+
+
 def _loss_rule(grid_runs, tsweep, at: dict, tau_min: float):
     """Rule (ii + iii) on the final loss, the learned gate and the regime: the verdict, the table and the glue."""
-    loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")
+    archs = [a for a in ARCHS if a in set(grid_runs.arch)]
+    loss_v = rules.temperature_loss(loss_runs(grid_runs), "final_val_loss", archs=archs)
     glue = {}
     for a, r in loss_v.arch.items():
         glue.update(
@@ -804,7 +816,7 @@ def section(
             loss_gate.status,
             loss_finding(loss_v),
             "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
-            f"{loss_v.n_runs} runs",
+            f"{loss_v.n_runs} learned runs of {int((grid_runs.status == 'complete').sum())}",
             regime_text(reg),
             temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(reg),
             brief=regime_brief(reg),
