@@ -345,6 +345,9 @@ book.publish(theory.section(**params))
 
 # %% [markdown]
 # **Verdict on the theory:** {glue:md}`theory_badge` {glue:md}`theory_summary`
+#
+# The propositions are proven, so this verdict could fail only if a proof, the arithmetic or the code were wrong: it is
+# a check, listed apart from the claims on the {doc}`first page <intro>`, not support for one.
 
 # %% [markdown]
 # ## Rank and sequence length
