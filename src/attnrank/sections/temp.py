@@ -722,7 +722,7 @@ def loss_runs(grid_runs: pd.DataFrame) -> pd.DataFrame:
 
 def _loss_rule(grid_runs, tsweep, at: dict, tau_min: float):
     """Rule (ii + iii) on the final loss, the learned gate and the regime: the verdict, the table and the glue."""
-    archs = [a for a in ARCHS if a in set(grid_runs.arch)]
+    archs = sorted(set(grid_runs.arch))  # as version 4 ordered them
     loss_v = rules.temperature_loss(loss_runs(grid_runs), "final_val_loss", archs=archs)
     glue = {}
     for a, r in loss_v.arch.items():
