@@ -126,8 +126,9 @@ book.publish(reproducibility.section(**params))
 # **The confirmation** builds the default profile, its design and its frozen rules unchanged, on fresh seeds
 # (`ATTNRANK_SEEDS="[3, 4, 5]" jupyter-book build .`): every rule was frozen on 2026-12-06 ({doc}`changes`) after
 # this build's seeds 0 to 2 had been seen, and none has seen these runs. A rule changed after that is confirmed
-# again on seeds no rule has seen: claim (v)'s version 4 (2026-12-07) on toy seeds 6 to 11 (this build's are 0 to
-# 5). Its build:
+# again on seeds it has not seen, frozen before it was applied to them: on 2026-12-07 the protocol's version 2 and
+# (ii + iii)'s version 5 on seeds 3 to 5 (retrained for them; the verdicts recorded from those runs before came out
+# digit for digit as before), and claim (v)'s version 4 on toy seeds 6 to 11 (this build's are 0 to 5). Its build:
 # {glue:text}`repro_confirm_meta`. Its regime: {glue:text}`repro_confirm_regime`
 #
 # Not every row of a check is a replication. A verdict that reads no run the check changes is the same computation
