@@ -66,7 +66,7 @@ def agreement(
         else:
             out.append(
                 f"for {name} they part: the study's rank puts {theirs} higher (difference "
-                f"{reference[a]:.2f} with every sequence), the effective rank {mine} "
+                f"{fmt(reference[a])} with every sequence), the effective rank {mine} "
                 f"({fmt_estimate(e, 2)}{'' if resolved else ', unresolved'})"
             )
     return out

@@ -224,7 +224,7 @@ def _check_glue(name: str, table: pd.DataFrame | None, meta: dict, relation: dic
     same = [VERDICT_LABELS[v] for v in VERDICT_LABELS if relation.get(v) == "same"]
     glue[f"repro_{name}_same"] = "; ".join(same) if same else "none"
     glue[f"repro_{name}_regime"] = rows["regime"].finding if "regime" in rows else "not recorded"
-    keys = ("profile", "dataset", "seeds", "commit", "date", "runs", "build_minutes")
+    keys = ("profile", "dataset", "seeds", "toy_seed", "commit", "date", "updated", "runs", "build_minutes")
     shown = {k: ", ".join(map(str, v)) if isinstance(v, list) else v for k, v in meta.items()}
     glue[f"repro_{name}_meta"] = ", ".join(f"{k.replace('_', ' ')} {shown[k]}" for k in keys if k in shown) + (
         f" ({meta['note']})" if meta.get("note") else ""

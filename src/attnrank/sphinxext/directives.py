@@ -158,7 +158,8 @@ def _checks() -> dict:
     for name in CHECK_NAMES:
         table, meta = check_record(CHECK_FOLDERS[name])
         relation = record_relation(resolve_profile("auto"), table, meta)
-        out[name] = (None if table is None else table[table.verdict != "regime"], relation, meta.get("date", ""))
+        when = meta.get("date", "") + (f", in part again {meta['updated']}" if meta.get("updated") else "")
+        out[name] = (None if table is None else table[table.verdict != "regime"], relation, when)
     return out
 
 
