@@ -196,8 +196,9 @@ book.publish(temp.section(**params))
 # {glue:text}`temp_n_seeds` seeds per arm the Welch interval has few degrees of freedom and the smallest possible
 # exact $p$ is {glue:text}`temp_min_p`, so only a difference far larger than the seed spread can clear the rule.
 # The observed seed spread of the initial effective rank is {glue:text}`temp_rank_spread_modernbert` (ModernBERT) and
-# {glue:text}`temp_rank_spread_gpt2` (GPT-2). {glue:text}`temp_rank_needed` The mean initial rank
-# peaks at $\tau =$ {glue:text}`temp_peak_modernbert` for ModernBERT and at $\tau =$ {glue:text}`temp_peak_gpt2` for GPT-2.
+# {glue:text}`temp_rank_spread_gpt2` (GPT-2). {glue:text}`temp_rank_needed` On the trained grid the mean initial rank
+# is largest at $\tau =$ {glue:text}`temp_peak_modernbert` for ModernBERT and at $\tau =$ {glue:text}`temp_peak_gpt2`
+# for GPT-2; that grid is too coarse to locate a peak, which the fine grid below does.
 #
 # Two of the measures in the table are not counts of directions: the stable rank is 1 for uniform rows and grows as
 # attention sharpens; the attention entropy (left out of the rule, which is about rank) is $\log n$ for uniform rows

@@ -365,8 +365,8 @@ def temperature_summary(rv: SweepVerdict, *, cold: float, profile: str, n_seeds:
         f"{sign_finding(rank_v)} On the primary measure, the initial {label}, the mean at τ = 1 minus the "
         f"mean at {fmt_tau(cold)} (the study's sign is a positive difference; the Welch-t 95% "
         f"interval decides) is {verdict_text(rv['modernbert'], 'for ModernBERT')} and "
-        f"{verdict_text(rv['gpt2'], 'for GPT-2')}; the "
-        f"mean initial rank peaks at {fmt_tau(rv['modernbert'].shape.value)} for ModernBERT ({_shape(rv['modernbert'])}) "
+        f"{verdict_text(rv['gpt2'], 'for GPT-2')}; on the trained grid, too coarse to locate a peak, the "
+        f"mean initial rank is largest at {fmt_tau(rv['modernbert'].shape.value)} for ModernBERT ({_shape(rv['modernbert'])}) "
         f"and at {fmt_tau(rv['gpt2'].shape.value)} for GPT-2 ({_shape(rv['gpt2'])}). The {profile} "
         f"profile, {n_seeds} seeds per temperature, {rv.n_runs} runs."
     )
