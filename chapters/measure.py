@@ -360,7 +360,7 @@ book.publish(measure.section(**params))
 # %% [markdown]
 # **Verdict:** {glue:md}`measure_badge` {glue:md}`measure_summary` Regime: {glue:md}`measure_regime`.
 #
-# At $\tau$ = {glue:text}`measure_tau_max` the expansion above decides this verdict before any model is measured: every
-# singular value beyond the first is of order $1/\tau$, far below any practical tolerance and far above $10^{-8}$. It is
-# a check of that arithmetic, listed apart from the claims on the {doc}`first page <intro>`; at the temperatures in use
+# At $\tau$ = {glue:text}`measure_tau_max` the expansion above decides this verdict before any model is measured: a
+# block of about $d_h$ singular values beyond the first is of order $1/\tau$, far below any practical tolerance and far
+# above $10^{-8}$, so the study's rule counts about $d_h + 1$. It is a check of that arithmetic, listed apart from the claims on the {doc}`first page <intro>`; at the temperatures in use
 # the question of the threshold is answered by claim (iii), whose sign turns on how rank is counted ({doc}`temp`).

@@ -259,8 +259,9 @@ book.publish(target.section(**params))
 # intervals of the head dimensions judged cover together at 95%. The claim is *supported* if some head's interval
 # lies wholly above {glue:text}`target_material` nats (that instance falls short), *not supported* if every interval
 # lies wholly below it, and *inconclusive at this scale* otherwise. Version 3 judged every head dimension below the
-# largest, $d_h = 1$ and 2 among them; a head of $d_h = 1$ falls short by P4 whatever the data, so that verdict could
-# not have come out the other way. Its shortfall is reported beside the verdict, deciding nothing.
+# largest, $d_h = 1$ and 2 among them, and was decided by them; a head of $d_h = 1$ falls short by P4 whatever the
+# data, so that verdict could not have come out the other way. The narrow heads' shortfalls are reported beside the
+# verdict, deciding nothing ($d_h = 2$'s is not fixed by a proof, but no head in use is that narrow).
 #
 # Reported beside the verdict (the rule of version 2, which read the claim as universal):
 #

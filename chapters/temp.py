@@ -52,12 +52,12 @@
 #    next to it, however stable the argmax: with few seeds the bootstrap interval of the argmax can have no width, so
 #    an interior peak is stated with the neighbouring grid values between which the maximum lies. The same rule is
 #    applied with every rank measure.
-# 2. *Loss* (version 5, 2026-12-07, after looking: it reads the runs that learned, each held to the target of
-#    {doc}`learned`, as every other rule on trained models does; version 4 read every complete run, the cold ones whose
-#    softmax never learned to attend among them). The study's claim is that a hotter softmax trains to a lower loss,
-#    i.e. Spearman's $\rho(\log\tau, \text{final loss}) < 0$. Supported if the 95% interval (percentile bootstrap over
-#    runs, {glue:text}`temp_n_resamples` resamples) lies below zero, not supported (hotter trains *worse*) if above.
-#    Beside it: the grid value with the lowest mean final loss.
+# 2. *Loss* (version 6, the rule of version 4 restored on 2026-12-07; see {doc}`changes`). The study's claim is that
+#    a hotter softmax trains to a lower loss, i.e. Spearman's $\rho(\log\tau, \text{final loss}) < 0$, over every
+#    complete run of the grid, whether or not it learned: keeping only the runs that learned would choose them by the
+#    loss the rule tests. Supported if the 95% interval (percentile bootstrap over runs,
+#    {glue:text}`temp_n_resamples` resamples) lies below zero, not supported (hotter trains *worse*) if above. Beside
+#    it: the grid value with the lowest mean final loss.
 #
 # When a verdict is unresolved (inconclusive) we state how many seeds (or runs) would resolve the pre-registered effect
 # at the observed spread: one unit of effective rank for the rank comparison, $|\rho| = 0.5$ for the loss correlation

@@ -476,21 +476,3 @@ def test_the_loss_rule_says_how_far_the_rank_moves_within_a_temperature():
     text = loss.exposure_text(learned, "effective_rank", ["gpt2", "modernbert"])
     assert "spans 0.20 for GPT-2 (between temperatures 3.87)" in text  # median of 0.3 and 0.1; 9.0 - 5.13
     assert "ModernBERT" not in text and loss.exposure_text(learned.iloc[[0, 3, 5]], "effective_rank", ["gpt2"]) == ""
-
-
-def test_a_higher_temperature_trains_lower_reads_the_runs_that_learned(monkeypatch):
-    """Rule (ii + iii), version 5: the complete runs of the temperature grid that learned, each held to the target on
-    its own; a cold run that never left its plateau and a failed run are not read."""
-    from attnrank.analysis import baselines
-    from attnrank.sections import temp
-
-    runs = pd.DataFrame(
-        {
-            "arch": ["gpt2"] * 4,
-            "tau": [0.001, 1.0, 2.0, 4.0],
-            "status": ["complete", "complete", "complete", "failed"],
-            "learned": [False, True, True, True],
-        }
-    )
-    monkeypatch.setattr(baselines, "learned_runs", lambda d: d.learned & (d.status == "complete"))
-    assert list(temp.loss_runs(runs).tau) == [1.0, 2.0]

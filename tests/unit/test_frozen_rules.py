@@ -84,3 +84,8 @@ def test_a_recorded_verdict_under_an_earlier_rule_version_is_named(tmp_path):
     assert changed_since(old.assign(rule=["4", ""]), "2026-12-06", path) == []  # recorded again under version 4
     assert changed_since(old.assign(rule=["3", "4"]), "2026-12-08", path) == ["target"]
     assert changed_since(old, "2026-12-01", path) == ["target", "temp"]  # recorded before any rule was frozen
+    with path.open("a") as f:  # version 5 restores version 3: a record under version 3 applied the same rule
+        f.write("target,5,2026-12-08,a,x.y\n")
+    assert changed_since(old, "2026-12-06", path) == [] and changed_since(
+        old.assign(rule=["4", ""]), "2026-12-06", path
+    ) == ["target"]

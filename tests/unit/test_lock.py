@@ -149,7 +149,8 @@ def test_a_check_says_which_verdicts_are_replications():
     same = lambda check: {v for v, r in check_relation("quick", check).items() if r == "same"}  # noqa: E731
     assert same({"profile": "quick", "seeds": [3, 4, 5]}) == {"theory", "seq_len", "headdim", "causal", "target"}
     assert same({"profile": "quick", "dataset": "stdlib"}) == {"theory", "target"}
-    assert same({"profile": "scale"}) == {"theory", "seq_len", "headdim", "target"}
+    # trained longer, the same models start from the same initial ranks
+    assert same({"profile": "scale"}) == {"theory", "seq_len", "headdim", "target", "temp"}
     assert same({"profile": "quick"}) == set(VERDICT_RUNS)
     # the toy task replicates where the check read other toy seeds (the target chapter's seed parameter)
     assert same({"profile": "quick", "seeds": [3, 4, 5], "toy_seed": 6}) == {"theory", "seq_len", "headdim", "causal"}

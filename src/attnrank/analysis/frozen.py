@@ -99,7 +99,8 @@ def check_frozen(path: Path | str | None = None) -> list[str]:
 
 
 def changed_since(table: pd.DataFrame, date: str, path: Path | str | None = None) -> list[str]:
-    """The verdicts of a recorded check whose rule has a newer frozen version than the one the check applied.
+    """The verdicts of a recorded check whose rule has a newer frozen version than the one the check applied, one that
+    decides otherwise (a version that restores an earlier one, with its digest, does not count).
 
     Args:
         table: the check's verdicts (``verdict``, and ``rule``, the version each applied, where recorded: what
@@ -109,7 +110,8 @@ def changed_since(table: pd.DataFrame, date: str, path: Path | str | None = None
     """
     every = pd.read_csv(FROZEN_FILE if path is None else path, dtype=str)
     every["version"] = every.version.astype(int)
-    newest = frozen_rules(path).set_index("verdict").version
+    newest = frozen_rules(path).set_index("verdict")
+    digest = dict(zip(zip(every.verdict, every.version), every.digest))
     out = []
     for row in table.itertuples():
         recorded = str(getattr(row, "rule", "") or "").strip()
@@ -118,6 +120,7 @@ def changed_since(table: pd.DataFrame, date: str, path: Path | str | None = None
         else:
             then = every[(every.verdict == row.verdict) & (every.frozen <= str(date))]
             applied = int(then.version.max()) if len(then) else 0
-        if row.verdict in newest and newest[row.verdict] > applied:
-            out.append(row.verdict)
+        if row.verdict in newest.index and newest.version[row.verdict] > applied:
+            if digest.get((row.verdict, applied)) != newest.digest[row.verdict]:  # a version restored decides alike
+                out.append(row.verdict)
     return out

@@ -371,13 +371,15 @@ class VerdictSource(NamedTuple):
     seeds); ``False`` where it is decided on freshly initialised models of fixed seeds on the corpus; ``claim``: a
     claim of the study (``False``: a check of the book's own, counted apart); ``toy``: computed on the toy task,
     whose seeds are its chapter's ``seed`` parameter (a recorded check built with another first seed, its
-    ``build.json``'s ``toy_seed``, replicates it)."""
+    ``build.json``'s ``toy_seed``, replicates it); ``initial``: it reads the runs' initial ranks alone, so a check that
+    trains the same models longer computes it again."""
 
     chapter: str
     runs: object
     seeded: bool = True
     claim: bool = True
     toy: bool = False
+    initial: bool = False
 
 
 #: Every verdict of the book (its glue prefix, ``<name>_status``), in the book's order: the one registry that the
@@ -391,7 +393,7 @@ VERDICT_RUNS = {
     "protocol": VerdictSource("protocol", _main_runs),
     "set_early": VerdictSource("protocol", _main_runs),
     "loss": VerdictSource("loss", _main_runs),
-    "temp": VerdictSource("temp", _temp_runs),
+    "temp": VerdictSource("temp", _temp_runs, initial=True),  # the initial rank of the grid's runs
     "temp_loss": VerdictSource("temp", _temp_runs),
     "headdim": VerdictSource("headdim", _main_runs, seeded=False),  # the lever windows, at initialisation
     "causal": VerdictSource("causal", _causal_runs),
@@ -473,6 +475,8 @@ def check_relation(profile: str, check: dict, dataset=None) -> dict[str, str]:
             continue
         here = runs(source, profile, dataset, this_build=True)
         there = runs(source, other, check.get("dataset"), check.get("seeds"))
+        if source.initial and same_sizes:  # at initialisation the training settings play no part
+            here, there = ({(c.arch, c.tau, c.num_heads, c.seed, c.dataset) for c in s} for s in (here, there))
         out[name] = "same" if here == there else "independent" if not here & there else "partly"
     return out
 

@@ -159,17 +159,26 @@ def flip_words(res, n_draws: int, other: float = STUDY_TAUS[1]) -> str:
             f"{fmt_estimate(e, 1, n=False, percent=True)} of draws for {ARCH_NAMES[a]}" for a, e in res.flip.items()
         )
         head = f"Over {draws}, the sign of {what} at the last step flips in {rates} (the rule allows {limit})"
-    stable = {a: res.parts[("stable", a)] for a in res.flip}
+    flat = [ARCH_NAMES[a] for a in res.flip if float(res.reference[a]) == 0]  # no sign to flip
+    stable = {a: res.parts[("stable", a)] for a in res.flip if ARCH_NAMES[a] not in flat}
     words = {
         "supported": "so few examples are enough for the sign",
         "not supported": "so few examples are not enough for the sign",
         "inconclusive at this scale": "the draws do not show whether so few examples are enough",
     }
-    if len(set(stable.values())) == 1:
-        tail = words[next(iter(stable.values()))]
+    if not stable:
+        tail = "no model gives a sign"
+    elif len(set(stable.values())) == 1:
+        tail = words[next(iter(stable.values()))] + (f" for {ARCH_NAMES[next(iter(stable))]}" if flat else "")
     else:
         tail = "; ".join(f"for {ARCH_NAMES[a]} {words[st]}" for a, st in stable.items())
-    return f"{head}: {tail}."
+    blind = (
+        f" For {' and '.join(flat)} the study's count reads the same at both temperatures with every sequence, so "
+        "it gives no sign to flip: it cannot tell them apart."
+        if flat
+        else ""
+    )
+    return f"{head}: {tail}.{blind}"
 
 
 def agreement_words(res, n_seeds: int) -> str:
@@ -290,8 +299,12 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
             "protocol",
             gate.status,
             protocol_finding(res, n_draws, d.near),
-            "; ".join(f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips" for a, e in res.flip.items())
-            + f" (τ = 1 against {fmt_setting(d.near)})",
+            "; ".join(
+                f"{ARCH_NAMES[a]} {fmt_estimate(e, 1, n=False, percent=True)} flips, ours "
+                f"{fmt_estimate(res.ours[a], n=False)}"
+                for a, e in res.flip.items()
+            )
+            + f" (τ = 1 minus {fmt_setting(d.near)})",
             f"{n_draws} draws, {len(d.pair)} runs",
             regime_text(reg),
             summary + " " + gate_text(reg),

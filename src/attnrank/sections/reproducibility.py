@@ -299,6 +299,10 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
             else pd.DataFrame([dict(verdict="none recorded", status="", effect="", n="", regime="")])
         )
         verdict = shown_check.verdict.map(lambda v: VERDICT_LABELS.get(v, v))
+        stale = shown_check.verdict.isin([v for v, r in relation.items() if r == "earlier rule"])
+        shown_check = shown_check.assign(
+            status=shown_check.status.where(~stale, shown_check.status + RELATION_NOTES["earlier rule"])
+        )
         columns = ["verdict", "status", "effect", "n", "regime"]
         section_tables.append(Table(f"repro_{name}_verdicts", shown_check.assign(verdict=verdict)[columns]))
     return Section("reproducibility", glue, [], section_tables, [])

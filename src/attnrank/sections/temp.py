@@ -81,7 +81,6 @@ __all__ = [
     "FINE_TAUS",
     "FINE_SEEDS",
     "fine_peaks",
-    "loss_runs",
     "peak_text",
 ]
 
@@ -380,7 +379,8 @@ def temperature_loss_summary(loss_v: SweepVerdict, *, profile: str, n_seeds: int
         f"sign is a negative ρ (the higher the temperature, the lower the loss), a positive ρ reverses it. "
         f"{_loss_signs(loss_v)} The lowest mean final loss is at τ = "
         f"{fmt_setting(loss_v['modernbert'].shape.value)} (ModernBERT) and {fmt_tau(loss_v['gpt2'].shape.value)} "
-        f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, the {loss_v.n_runs} runs that learned."
+        f"(GPT-2). The {profile} profile, {n_seeds} seeds per temperature, {loss_v.n_runs} completed runs, whether or "
+        "not each learned: a rule that kept only the runs that learned would choose them by the very loss it tests."
     )
 
 
@@ -428,13 +428,13 @@ def peak_text(fine: pd.DataFrame, measure: str, *, stock: float = STOCK, cold: f
             straddled.append(ARCH_NAMES[a])
     text = (
         f"On the fine grid at initialisation the {MEASURE_LABELS[measure]} peaks at {' and at '.join(parts)} (the "
-        "95% bootstrap interval of the peak over seeds, widened to the grid values beside it)"
+        f"95% bootstrap interval of the peak over its {fine.seed.nunique()} seeds, widened to the grid values beside it)"
     )
     if straddled:
         text += (
-            f": colder than its peak a hotter softmax raises it, as the study found, and hotter it lowers it, so the "
-            f"study's two temperatures, {fmt_setting(cold)} and {fmt_setting(stock)}, lie on either side of the peak "
-            f"for {' and '.join(straddled)}"
+            f": colder than its peak a hotter softmax raises it, hotter it lowers it, and the study's two "
+            f"temperatures, {fmt_setting(cold)} and {fmt_setting(stock)}, lie on either side of the peak for "
+            f"{' and '.join(straddled)}"
         )
     return text + "."
 
@@ -711,19 +711,9 @@ def _loss_figures(tsweep, tau: float, profile: str) -> list:
     ]
 
 
-def loss_runs(grid_runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs rule (ii + iii) reads: the complete runs of the temperature grid that learned, each held to the
-    pre-registered target on its own (:func:`attnrank.analysis.baselines.learned_runs`), as every other rule on
-    trained models reads them. Since rule version 5 (2026-12-07); version 4 read every complete run, the cold ones
-    whose softmax never learned to attend among them."""
-    done = grid_runs[grid_runs.status == "complete"]
-    return done[baselines.learned_runs(done)]
-
-
 def _loss_rule(grid_runs, tsweep, at: dict, tau_min: float):
     """Rule (ii + iii) on the final loss, the learned gate and the regime: the verdict, the table and the glue."""
-    archs = sorted(set(grid_runs.arch))  # as version 4 ordered them
-    loss_v = rules.temperature_loss(loss_runs(grid_runs), "final_val_loss", archs=archs)
+    loss_v = rules.temperature_loss(grid_runs[grid_runs.status == "complete"], "final_val_loss")
     glue = {}
     for a, r in loss_v.arch.items():
         glue.update(
@@ -816,7 +806,7 @@ def section(
             loss_gate.status,
             loss_finding(loss_v),
             "; ".join(f"{ARCH_NAMES[a]} ρ {fmt_estimate(r.verdict.estimate, n=False)}" for a, r in loss_v.arch.items()),
-            f"{loss_v.n_runs} learned runs of {int((grid_runs.status == 'complete').sum())}",
+            f"{loss_v.n_runs} runs",
             regime_text(reg),
             temperature_loss_summary(loss_v, profile=profile, n_seeds=n_seeds) + " " + gate_text(reg),
             brief=regime_brief(reg),

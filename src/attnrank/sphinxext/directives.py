@@ -139,7 +139,7 @@ def findings_text(table, frozen=None, checks=None) -> tuple[str, str]:
             text += f" {head}: {'; '.join(named[status])}."
     headline = claims[claims.verdict == HEADLINE_VERDICT].finding
     if len(headline) and headline.iloc[0]:
-        text += f" The finding that matters most, {VERDICT_LABELS.get(HEADLINE_VERDICT)}. {headline.iloc[0]}"
+        text += f" The finding that matters most is on {VERDICT_LABELS.get(HEADLINE_VERDICT)}: {headline.iloc[0]}"
     regime = table[table.verdict == "regime"].finding
     return text, (regime.iloc[0] if len(regime) else "")
 

@@ -113,7 +113,7 @@ VERDICT_LABELS = {
     "measure": "the study's absolute 10⁻⁸ rule misses near-rank-one attention (τ = 1000)",
     "dynamics": "(i) the rank is stable",
     "set_early": "(i) the rank is set early",
-    "protocol": "the study's 4 + 4 protocol gives a stable sign next to τ = 1, and ours",
+    "protocol": "the study's 4 + 4 protocol gives a stable sign on neighbouring temperatures, and ours",
     "loss": "(ii) higher rank, lower loss",
     "temp": "(iii) a higher temperature raises the rank",
     "temp_loss": "(ii + iii) a higher temperature trains lower",
