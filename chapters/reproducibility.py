@@ -127,8 +127,8 @@ book.publish(reproducibility.section(**params))
 # (`ATTNRANK_SEEDS="[3, 4, 5]" jupyter-book build .`): every rule was frozen on 2026-12-06 ({doc}`changes`) after
 # this build's seeds 0 to 2 had been seen, and none has seen these runs. A rule changed after that is confirmed
 # again on seeds it has not seen, frozen before it was applied to them: on 2026-12-07 claim (v)'s version 4 on toy
-# seeds 6 to 11 (this build's are 0 to 5). The protocol's version 2 is not confirmed here: seeds 3 to 5 had been read
-# under version 1, whose verdict the column shows, marked. (ii + iii)'s version 6 restores version 4, which this record applied; recorded
+# seeds 6 to 11 (this build's are 0 to 5), and the protocol's version 2 on seeds 6 to 8, trained for it (seeds 3 to 5
+# had been read under version 1). (ii + iii)'s version 6 restores version 4, which this record applied; recorded
 # again from seeds 3 to 5, retrained, it came out digit for digit as before. Its build:
 # {glue:text}`repro_confirm_meta`. Its regime: {glue:text}`repro_confirm_regime`
 #
