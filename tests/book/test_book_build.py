@@ -358,7 +358,7 @@ def test_the_findings_box_counts_the_verdicts_every_page_published(tmp_path):
         "Open: (iii) a higher temperature raises the rank." in page()
         and "Supported: (ii) higher rank, lower loss." in page()
     )
-    assert "The finding that matters most, (iii) a higher temperature raises the rank. f" in page()
+    assert "The finding that matters most is on (iii) a higher temperature raises the rank: f" in page()
     assert executed(build(tmp_path, {**env, "ATTNRANK_FIXTURE_STATUS": "not supported"}))
     assert "Of the 2 claims tested: 0 supported, 1 not supported, 1 inconclusive at this scale" in page()
 
