@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from pathlib import Path
 
 import pytest
 import sitecheck
@@ -230,3 +231,15 @@ def test_on_paper_code_toggles_are_hidden_and_captions_stay_with_their_figure():
     assert "overflow: visible" in next(v for k, v in rules.items() if "has(table.attnrank-table)" in k)
     assert "width: 100%" in next(v for k, v in rules.items() if k.strip().startswith("table.attnrank-table,"))
     # (that a wide table of either kind fits the printed page is read in Chromium: tests/book/test_phone_figures.py)
+
+
+@pytest.mark.parametrize(
+    "record", sorted((Path(__file__).parents[2] / "data").glob("*/build.json")), ids=lambda p: p.parent.name
+)
+def test_a_recorded_builds_note_reads_as_the_book_does(record):
+    """A record's note is pasted into the reproducibility chapter as written (sections.reproducibility), so it meets
+    the page's rules: no maths typed in ASCII (a 'rho' once failed the site check only after a full build)."""
+    import json
+
+    note = json.loads(record.read_text()).get("note", "")
+    assert _findings("ascii-maths", f"<p>{note}</p>") == []
