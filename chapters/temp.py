@@ -213,8 +213,9 @@ book.publish(temp.section(**params))
 # no training is needed, so the book also measures freshly initialised models on a fine grid of
 # {glue:text}`temp_fine_n` temperature ratios from {glue:text}`temp_fine_min` to {glue:text}`temp_fine_max`, each a
 # factor of {glue:text}`temp_fine_factor` from the next ({glue:text}`temp_fine_seeds` seeds a setting). On the
-# effective rank the mean initial rank is largest {glue:text}`temp_fine_peak_modernbert_effective_rank` for ModernBERT
-# and {glue:text}`temp_fine_peak_gpt2_effective_rank` for GPT-2; on the study's absolute rule it is
+# effective rank the mean initial rank peaks {glue:text}`temp_fine_peak_modernbert_effective_rank` for ModernBERT
+# and {glue:text}`temp_fine_peak_gpt2_effective_rank` for GPT-2 (the grid values beside the peak's 95% bootstrap
+# interval over seeds, between which a smooth maximum lies); on the study's absolute rule it peaks
 # {glue:text}`temp_fine_peak_modernbert_rank_atol_1e-8` (ModernBERT) and
 # {glue:text}`temp_fine_peak_gpt2_rank_atol_1e-8` (GPT-2). The table gives every measure.
 #
@@ -230,7 +231,8 @@ book.publish(temp.section(**params))
 # ```
 #
 # ```{attnrank-table} temp_fine_peaks
-# Where the mean initial rank is largest on the fine grid, per model and measure, and the mean rank there.
+# Where the mean initial rank peaks on the fine grid, per model and measure (between the grid values beside the
+# peak's 95% bootstrap interval over seeds), and the mean rank there.
 # ```
 #
 # ## The detailed setting against $\tau = 1$: rank through training

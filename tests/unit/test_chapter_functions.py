@@ -456,7 +456,7 @@ def test_the_temperature_peak_is_reported_with_its_interval_and_whether_the_stud
         for s in range(2)
     ]
     text = temp.peak_text(pd.DataFrame(rows), "effective_rank", cold=0.001)
-    assert "peaks at τ = 4 (between 1 and 4) for ModernBERT" in text  # monotone: the hot end of the grid
+    assert "peaks at the grid's hot end (τ = 4) for ModernBERT" in text  # monotone: no peak on the grid
     assert "and at τ = 0.016 (between 0.004 and 0.063) for GPT-2" in text
     assert text.endswith("lie on either side of the peak for GPT-2.")
 

@@ -79,9 +79,14 @@ def resolve(dotted: str):
 def frozen_rules(path: Path | str | None = None) -> pd.DataFrame:
     """The newest frozen version of each verdict's rule: ``verdict``, ``version``, ``frozen`` (date), ``digest``,
     ``functions`` (space-separated dotted names), from :data:`FROZEN_FILE`."""
-    table = pd.read_csv(FROZEN_FILE if path is None else path, dtype=str)
-    table["version"] = table.version.astype(int)
+    table = _every(path)
     return table.sort_values(["verdict", "version"]).groupby("verdict", sort=False).tail(1).reset_index(drop=True)
+
+
+def _every(path: Path | str | None) -> pd.DataFrame:
+    """Every row of the record, each version an integer."""
+    table = pd.read_csv(FROZEN_FILE if path is None else path, dtype=str)
+    return table.assign(version=table.version.astype(int))
 
 
 def check_frozen(path: Path | str | None = None) -> list[str]:
@@ -108,9 +113,8 @@ def changed_since(table: pd.DataFrame, date: str, path: Path | str | None = None
             ``date``.
         date: the day the check was recorded (``YYYY-MM-DD``, its ``build.json``).
     """
-    every = pd.read_csv(FROZEN_FILE if path is None else path, dtype=str)
-    every["version"] = every.version.astype(int)
-    newest = frozen_rules(path).set_index("verdict")
+    every = _every(path)
+    newest = every.loc[every.groupby("verdict").version.idxmax()].set_index("verdict")
     digest = dict(zip(zip(every.verdict, every.version), every.digest))
     out = []
     for row in table.itertuples():

@@ -395,19 +395,17 @@ FINE_SEEDS = 2
 
 
 def _fine_peak_text(r) -> str:
-    """Where a row of :func:`fine_peaks` puts the largest mean, in words."""
+    """Where a row of :func:`fine_peaks` puts the peak, in words."""
     if not math.isnan(r.flat_to):
         end = " (the grid's hot end)" if r.edge else ""
         return f"on a plateau from {fmt_tau(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
     if r.edge:
-        return f"at the grid's {'cold' if math.isnan(r.low) else 'hot'} end, {fmt_tau(r.peak_tau)}"
+        return f"at the grid's {'cold' if r.peak_tau == r.low else 'hot'} end ({fmt_tau(r.peak_tau)})"
     return f"at {fmt_tau(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
 
 
 def peak_text(fine: pd.DataFrame, measure: str, *, stock: float = STOCK, cold: float | None = None) -> str:
-    """Where ``measure`` peaks on the fine grid at initialisation, per architecture, with its interval
-    (:func:`attnrank.analysis.stats.peak_location`, a stratified bootstrap over seeds within each temperature, widened
-    to the grid values beside it, between which a smooth maximum lies), and
+    """Where ``measure`` peaks on the fine grid at initialisation, per architecture (:func:`fine_peaks`), and
     what that says of a hotter softmax on either side, in one sentence; and whether the study's two temperatures
     (``cold``, default the grid's coldest, and ``stock``) lie on either side of the peak, where a two-point
     comparison reads a difference of two slopes of opposite sign.
@@ -416,18 +414,12 @@ def peak_text(fine: pd.DataFrame, measure: str, *, stock: float = STOCK, cold: f
         fine: one row per ``arch, tau, seed`` with a column ``measure`` (:func:`_fine_grid`'s rows).
     """
     cold = float(fine.tau.min()) if cold is None else float(cold)
-    parts, straddled = [], []
-    for a in [a for a in ARCHS if a in set(fine.arch)]:
-        d = fine[fine.arch == a]
-        e = stats.peak_location(d.tau.to_numpy(float), d[measure].to_numpy(float))
-        grid = np.sort(d.tau.unique())
-        lo, hi = grid[grid < e.low], grid[grid > e.high]  # a smooth maximum lies between the grid values beside
-        lo, hi = (lo.max() if len(lo) else e.low), (hi.min() if len(hi) else e.high)
-        parts.append(f"{fmt_tau(e.value)} (between {fmt_setting(lo)} and {fmt_setting(hi)}) for {ARCH_NAMES[a]}")
-        if cold < lo and hi < stock:
-            straddled.append(ARCH_NAMES[a])
+    peaks = fine_peaks(fine, measures=(measure,)).set_index("arch")
+    archs = [a for a in ARCHS if a in peaks.index]
+    parts = [f"{_fine_peak_text(peaks.loc[a])} for {ARCH_NAMES[a]}" for a in archs]
+    straddled = [ARCH_NAMES[a] for a in archs if cold < peaks.low[a] and peaks.high[a] < stock]
     text = (
-        f"On the fine grid at initialisation the {MEASURE_LABELS[measure]} peaks at {' and at '.join(parts)} (the "
+        f"On the fine grid at initialisation the {MEASURE_LABELS[measure]} peaks {' and '.join(parts)} (the "
         f"95% bootstrap interval of the peak over its {fine.seed.nunique()} seeds, widened to the grid values beside it)"
     )
     if straddled:
@@ -439,31 +431,34 @@ def peak_text(fine: pd.DataFrame, measure: str, *, stock: float = STOCK, cold: f
     return text + "."
 
 
-def fine_peaks(fine: pd.DataFrame) -> pd.DataFrame:
+def fine_peaks(fine: pd.DataFrame, measures=RANK_MEASURES) -> pd.DataFrame:
     """Where each rank measure peaks on the fine temperature grid at initialisation, per architecture.
 
     Args:
-        fine: one row per ``arch, tau, seed`` with a column per measure of :data:`RANK_MEASURES` (the rows of
+        fine: one row per ``arch, tau, seed`` with a column per measure of ``measures`` (the rows of
             :func:`attnrank.analysis.baselines.init_means`).
 
     Returns one row per ``arch, measure``: ``peak_tau`` (the grid value with the largest mean over seeds),
-    ``low`` and ``high`` (its neighbours on the grid, between which the peak lies; NaN at the grid's edge),
-    ``factor`` (``high / low``, the width of the bracket), ``peak`` (the mean there), ``edge`` (the largest
-    mean lies at an end of the grid: the grid does not locate a peak) and ``flat_to``: where several grid values
-    share the largest mean (a measure saturated at its maximum, such as a count that reaches ``n``), the last of
-    them (``peak_tau`` is the first), else NaN.
+    ``low`` and ``high`` (the grid values beside the peak's 95% bootstrap interval,
+    :func:`attnrank.analysis.stats.peak_location`, a stratified bootstrap over seeds within each temperature: a
+    smooth maximum lies between them; the grid's end where the interval reaches it), ``factor`` (``high / low``, the width of the
+    bracket), ``peak`` (the mean there), ``edge`` (the largest mean lies at an end of the grid: the grid does not
+    locate a peak) and ``flat_to``: where several grid values share the largest mean (a measure saturated at its
+    maximum, such as a count that reaches ``n``), the last of them (``peak_tau`` is the first), else NaN.
     """
     rows = []
     for (arch, measure), d in fine.melt(
-        id_vars=["arch", "tau", "seed"], value_vars=list(RANK_MEASURES), var_name="measure"
+        id_vars=["arch", "tau", "seed"], value_vars=list(measures), var_name="measure"
     ).groupby(["arch", "measure"], sort=False):
+        e = stats.peak_location(d.tau.to_numpy(float), d.value.to_numpy(float))
         means = d.groupby("tau").value.mean().sort_index()
-        taus = means.index.to_numpy(float)
-        values = means.to_numpy()
-        i = int(np.argmax(values))
+        taus, values = means.index.to_numpy(float), means.to_numpy()
+        i = int(np.searchsorted(taus, e.value))
         top = np.nonzero(values >= values[i] - 1e-9 * max(1.0, abs(values[i])))[0]
-        low = taus[i - 1] if i > 0 else math.nan
-        high = taus[top[-1] + 1] if top[-1] < len(taus) - 1 else math.nan
+        upper = max(e.high, taus[top[-1]])
+        below, above = taus[taus < e.low], taus[taus > upper]
+        low, high = (below.max() if len(below) else e.low), (above.min() if len(above) else upper)
+        edge = i in (0, len(taus) - 1) or top[-1] == len(taus) - 1
         rows.append(
             dict(
                 arch=arch,
@@ -471,9 +466,9 @@ def fine_peaks(fine: pd.DataFrame) -> pd.DataFrame:
                 peak_tau=float(taus[i]),
                 low=float(low),
                 high=float(high),
-                factor=float(high / low) if i not in (0, len(taus) - 1) else math.nan,
-                peak=float(means.iloc[i]),
-                edge=i in (0, len(taus) - 1) or top[-1] == len(taus) - 1,
+                factor=math.nan if edge else float(high / low),
+                peak=float(values[i]),
+                edge=edge,
                 flat_to=float(taus[top[-1]]) if len(top) > 1 else math.nan,
             )
         )
@@ -582,7 +577,7 @@ def _fine_grid(plan, refs):
             measure=peaks.measure.map(MEASURE_LABELS),
             where=[_fine_peak_text(r) for r in peaks.itertuples()],
         )[["model", "measure", "where", "peak"]].rename(
-            columns={"where": "where the mean initial rank is largest", "peak": "mean rank there"}
+            columns={"where": "where the mean initial rank peaks", "peak": "mean rank there"}
         ),
         digits=2,
     )
