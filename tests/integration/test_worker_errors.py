@@ -5,7 +5,6 @@ checks that need no training run on the driver before any worker starts."""
 from __future__ import annotations
 
 import textwrap
-import time
 
 import pytest
 
@@ -58,11 +57,9 @@ def test_the_driver_finds_an_unreadable_dataset_before_any_worker_starts(runs, l
 def test_a_workers_config_error_is_one_line_and_exit_2_on_every_executor(runs, latin1, monkeypatch, capsys, executor):
     """Guarantee "Bad input fails first": the same one line and exit status 2 when a worker finds it."""
     monkeypatch.setattr(grid, "preflight", lambda configs: None)  # the driver's checks off: the worker finds it
-    t = time.perf_counter()
     rc = main(
         ["sweep", "--profile", "ci", "--chapters", "dynamics", "--dataset", f"hf:{latin1}", "--executor", executor]
     )
-    seconds = time.perf_counter() - t
     out, err = capsys.readouterr()
     assert rc == 2, err[-3000:]
     assert _error_lines(err) == [
@@ -70,7 +67,7 @@ def test_a_workers_config_error_is_one_line_and_exit_2_on_every_executor(runs, l
         "(unexpected end of data at the end of the file)"
     ], err[-3000:]
     assert "died" not in out + err and "retrying" not in out + err
-    assert seconds < 120
+    assert not list(runs.glob("*/COMPLETE"))  # it failed first: no run trained before the error ended the sweep
 
 
 def test_an_exception_that_cannot_cross_is_reported_once_not_retried(runs, tmp_path, monkeypatch, capsys):

@@ -5,17 +5,18 @@ read-only folder trained 8 runs first)."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
+import attnrank.cli
 from attnrank.cli import main
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.mark.parametrize("where", ["missing", "folder", "read-only"])
-def test_verdicts_refuses_an_output_it_cannot_write_before_computing(tmp_path, capsys, where):
+def test_verdicts_refuses_an_output_it_cannot_write_before_computing(tmp_path, capsys, monkeypatch, where):
+    monkeypatch.setattr(attnrank.cli, "verdict_rows", lambda *a, **k: pytest.fail("verdicts were computed"))
     if where == "read-only" and os.geteuid() == 0:
         pytest.skip("root writes into a read-only folder")
     out = {
@@ -26,10 +27,9 @@ def test_verdicts_refuses_an_output_it_cannot_write_before_computing(tmp_path, c
     if where == "read-only":
         out.parent.mkdir()
         out.parent.chmod(0o500)
-    t = time.perf_counter()
     assert main(["verdicts", str(out), "--profile", "ci"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert time.perf_counter() - t < 20 and len(err) == 1 and err[0].startswith("attnrank: error: out: ")
+    assert len(err) == 1 and err[0].startswith("attnrank: error: out: ")
 
 
 def test_gpu_check_refuses_a_folder_it_cannot_make_before_training(tmp_path, capsys):
