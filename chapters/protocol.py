@@ -107,6 +107,10 @@ book.publish(protocol.section(**params))
 # The flip rate of the study's 4 + 4 protocol on τ = 1 against the trained temperature next to it (the comparison the
 # rule decides on) at every probe step, per model, with an exact binomial 95% interval.
 # ```
+#
+# The other small comparison is the loss claim's ({doc}`loss`): within a temperature the initial rank moves only from
+# seed to seed, so its correlation with the final loss is where four examples per run could mislead most. The
+# protocol rule does not read it; we report it beside. {glue:text}`protocol_within_text`
 
 # %% [markdown]
 # ## The same comparison under our protocol

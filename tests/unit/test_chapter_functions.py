@@ -162,6 +162,51 @@ def _flips(bert: Estimate, gpt2: Estimate) -> pd.DataFrame:
     )
 
 
+def _within_runs(noise: float, seed: int = 0):
+    """12 runs (3 temperatures x 4 seeds) of one architecture whose initial rank lowers the loss within each
+    temperature, and their probe records at step 0: each sequence the run's initial rank plus ``noise``."""
+    rng = np.random.default_rng(seed)
+    runs = pd.DataFrame({"arch": "gpt2", "tau": np.repeat([1.0, 2.0, 4.0], 4), "key": [f"k{i}" for i in range(12)]})
+    runs["initial_effective_rank"] = np.tile([1.0, 2.0, 3.0, 4.0], 3) + runs.tau
+    runs["final_val_loss"] = 5.0 - 0.1 * runs.initial_effective_rank
+    runs["initial_rank_atol_1e-8"] = 64.0  # the study's count: full at every temperature
+    seq = pd.DataFrame(
+        [
+            {"key": r.key, "arch": "gpt2", "tau": r.tau, "seed": i % 4, "step": step, "split": split, "sequence": k}
+            for i, r in enumerate(runs.itertuples())
+            for step in (0, 10)
+            for split, n in (("train", 6), ("val", 8))
+            for k in range(n)
+        ]
+    )
+    seq = seq.merge(runs[["key", "initial_effective_rank"]], on="key")
+    seq["effective_rank"] = seq.initial_effective_rank + noise * rng.normal(size=len(seq))
+    seq["rank_atol_1e-8"] = 64.0
+    return seq.drop(columns="initial_effective_rank"), runs
+
+
+def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
+    """The loss claim's within-temperature rho with each run's initial rank over 4 + 4 examples: the whole probe's
+    rho is the reference (-1 here: within a temperature a higher rank, a lower loss); with no sequence noise no draw
+    flips its sign, with noise far above the seed spread many do; a count that does not vary has no reference."""
+    seq, runs = _within_runs(noise=0.0)
+    draws, reference = study.within_draws(seq, runs, "effective_rank", n_draws=200)
+    assert reference.stat.tolist() == [pytest.approx(-1.0)] and len(draws) == 200
+    assert (study.flip_rate(draws, reference).flips == 0).all()
+    seq, runs = _within_runs(noise=20.0)
+    draws, reference = study.within_draws(seq, runs, "effective_rank", n_draws=200)
+    assert 0.1 < study.flip_rate(draws, reference).estimate[0].value < 0.9
+    draws, reference = study.within_draws(seq, runs, "rank_atol_1e-8", n_draws=20)
+    assert np.isnan(reference.stat).all() and np.isnan(draws.stat).all()
+    text = protocol.within_words(seq, runs, 200)
+    assert "on the effective rank, GPT-2 " in text and "(ρ −1.00 with the whole probe)" in text
+    assert "on the study's count, GPT-2 none: its initial rank does not vary within a temperature, so there" in text
+    with pytest.raises(ConfigError, match="examples"):
+        study.within_draws(seq, runs, "effective_rank", examples=(7, 4))
+    with pytest.raises(ConfigError, match="runs"):
+        study.within_draws(seq, runs.drop(columns="final_val_loss"), "effective_rank")
+
+
 def test_protocol_flip_table_and_judge():
     good, flaky = Estimate(0.01, 0.0, 0.03, 1000, ""), Estimate(0.3, 0.27, 0.33, 1000, "")
     t = protocol.flip_table(_flips(good, flaky))

@@ -455,3 +455,17 @@ def _slope_per_doubling(x, y, *, n_resamples=2000, seed=0):
     fit = lambda i: np.polyfit(lx[i.astype(int)], y[i.astype(int)], 1)[0] if np.ptp(lx[i.astype(int)]) > 0 else 0.0
     low, high = _bootstrap_ci(fit, np.arange(len(lx)), n_resamples=n_resamples, seed=seed)
     return {"slope": float(np.polyfit(lx, y, 1)[0]), "low": low, "high": high}
+
+
+def test_within_rho_is_spearman_within_for_every_row_and_nan_where_nothing_varies():
+    """The vectorised point estimate equals spearman_within's, row by row (one formula, two call shapes)."""
+    rng = np.random.default_rng(5)
+    s = np.array([0.5, 0.5, 1.0, 1.0, 1.0, 2.0, 2.0])
+    x, y = rng.normal(size=(4, 7)), rng.normal(size=7)
+    rows = S.within_rho(x, y, s)
+    assert rows.shape == (4,)
+    for row, value in zip(x, rows):
+        assert value == pytest.approx(S.spearman_within(row, y, s, n_resamples=200).value, abs=1e-12)
+    assert S.within_rho(x[0], y, s) == pytest.approx(rows[0], abs=1e-12)
+    flat = np.repeat([[1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 3.0]], 2, axis=0)  # constant within every stratum
+    assert np.isnan(S.within_rho(flat, y, s)).all()

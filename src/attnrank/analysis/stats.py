@@ -49,6 +49,7 @@ __all__ = [
     "median_ci",
     "spearman",
     "spearman_within",
+    "within_rho",
     "compare_means",
     "peak_location",
     "grid_span",
@@ -460,6 +461,20 @@ def spearman_within(
     )
     desc += f" ({kind}), {method} stratified bootstrap{_dropped_note(dropped, n_resamples)}"
     return Estimate(rho, low, high, n, desc, confidence, p)
+
+
+def within_rho(x, y, strata) -> np.ndarray:
+    """:func:`spearman_within`'s point estimate for each row of ``x``: many draws of one variable at once.
+
+    Args:
+        x: ``[B, n]`` (or ``[n]``) values, one row per draw; y, strata: ``[n]`` (finite values).
+
+    Returns ``[B]`` (or a scalar) rho; NaN for a row in which x, or y, does not vary within any stratum.
+    """
+    labels, codes = np.unique(np.asarray(strata), return_inverse=True)
+    ex = _within_residuals(stats.rankdata(np.asarray(x, float), axis=-1), codes, len(labels))
+    ey = _within_residuals(stats.rankdata(np.asarray(y, float)), codes, len(labels))
+    return _pearson_rows(ex, np.broadcast_to(ey, ex.shape))
 
 
 def _all_within_permutations(groups, n) -> np.ndarray:

@@ -16,7 +16,7 @@ from ..analysis import baselines, rules
 from ..analysis.rules import PRIMARY_MEASURE
 from ..core.profiles import ARCH_ORDER, resolve_profile
 from ..plots import protocol as pplots
-from ..runs.experiments import STUDY_EXAMPLES, STUDY_TAUS
+from ..runs.experiments import STUDY_EXAMPLES, STUDY_MEASURE, STUDY_TAUS
 from ..runs.store import load_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, MEASURE_LABELS, fmt, fmt_estimate, fmt_setting
 from . import study
@@ -33,6 +33,7 @@ __all__ = [
     "flip_words",
     "agreement_words",
     "protocol_finding",
+    "within_words",
 ]
 
 
@@ -199,6 +200,42 @@ def agreement_words(res, n_seeds: int) -> str:
     )
 
 
+def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -> str:
+    """The loss claim's small comparison asked with the study's examples, in one sentence: how often the rank
+    correlation of the initial rank and the final loss within each temperature (the loss rule's statistic, over its
+    runs, ``learned``) takes the other sign when each run's initial rank is the mean over 4 + 4 examples
+    (:func:`attnrank.sections.study.within_draws`, ``n_draws`` draws) instead of the whole probe, on the primary
+    measure and on the study's count; a model whose initial rank does not vary within a temperature is named as such.
+    Reported beside the protocol rule (version 2), not part of it."""
+    if learned.empty:
+        return "No run learned, so the loss claim's within-temperature correlation is not asked with four examples."
+    parts = []
+    for measure in (PRIMARY_MEASURE, STUDY_MEASURE):
+        draws, reference = study.within_draws(sequences, learned, measure, n_draws=n_draws)
+        seen = reference[np.isfinite(reference.stat)]
+        rates = study.flip_rate(draws[draws.arch.isin(seen.arch)], seen) if len(seen) else seen
+        clauses = [
+            f"{ARCH_NAMES[r.arch]} {fmt_estimate(r.estimate, 1, n=False, percent=True)} (ρ {fmt(r.reference)} with "
+            "the whole probe)"
+            for r in rates.itertuples()
+        ]
+        flat = [ARCH_NAMES[a] for a in reference.arch[~np.isfinite(reference.stat)]]
+        if flat:
+            clauses.append(
+                f"{' and '.join(flat)} none: "
+                + ("its initial rank does not" if len(flat) == 1 else "their initial ranks do not")
+                + " vary within a temperature, so there is no sign"
+            )
+        label = "the study's count" if measure == STUDY_MEASURE else f"the {MEASURE_LABELS[measure]}"
+        parts.append(f"on {label}, {', '.join(clauses)}")
+    n_train, n_test = STUDY_EXAMPLES
+    return (
+        f"With each run's initial rank the mean over {n_train} + {n_test} examples instead of the whole probe, the "
+        f"loss claim's within-temperature ρ ({len(learned)} learned runs, {n_draws} draws) takes the other sign in "
+        f"this share of draws: {'; '.join(parts)}."
+    )
+
+
 def set_early_effect(early) -> str:
     """The set-early rule's effect for the intro's table: Spearman's ρ of the early rank with the final rank,
     with its interval, per architecture; the step once when every architecture's is the same
@@ -284,6 +321,7 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     drawn = learned if len(learned) else d.ok  # with no run learned, the figure shows every complete run
     by_step = study.rank_by_step(load_table(drawn, "rank_summary"), m)
     early = rules.set_early_rule(by_step if len(learned) else by_step.iloc[:0], warmup=warmup, archs=archs)
+    glue["protocol_within_text"] = within_words(load_table(learned, "sequences"), learned, n_draws)
     glue["protocol_warmup"] = warmup
     glue["protocol_n_learned"] = ", ".join(
         f"{int((learned.arch == a).sum())} of {int((d.ok.arch == a).sum())} {ARCH_NAMES[a]}" for a in archs

@@ -44,6 +44,7 @@ __all__ = [
     "STUDY_EXAMPLES",
     "study_draws",
     "study_reference",
+    "within_draws",
     "flip_rate",
     "rank_by_step",
     "Records",
@@ -192,6 +193,62 @@ def study_reference(
         m = {t: np.concatenate(arms[t], axis=2).mean(axis=2).mean(axis=0) for t in (stock, cold)}  # [S]
         rows.append(pd.DataFrame({"arch": arch, "step": steps, "stat": m[stock] - m[cold]}))
     return pd.concat(rows, ignore_index=True)
+
+
+def within_draws(
+    sequences: pd.DataFrame,
+    runs: pd.DataFrame,
+    measure: str,
+    *,
+    outcome: str = "final_val_loss",
+    examples=STUDY_EXAMPLES,
+    n_draws: int = 1000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The loss rule's statistic, the rank correlation of the initial rank and ``outcome`` within each temperature
+    (:func:`attnrank.analysis.rules.loss_rule`), with each run's initial rank taken as the study took it, over
+    4 + 4 examples, ``n_draws`` times: ``(draws, reference)`` for :func:`flip_rate`.
+
+    Args:
+        sequences: rows of :func:`attnrank.runs.store.load_table` (``"sequences"``) of ``runs``, as for
+            :func:`study_draws`; the first probe step (the initial rank) is read.
+        runs: the runs the loss rule reads (``key, arch, tau, initial_<measure>, outcome``).
+        examples: ``(training, test)`` sequences per draw, the same for every run of an architecture.
+
+    Returns ``draws`` (``arch, draw, step, stat``: the within-temperature rho of a draw, :func:`attnrank.analysis.
+    stats.within_rho`) and ``reference`` (``arch, step, stat``: the rule's own rho, every probe sequence); an
+    architecture whose initial rank does not vary within any temperature has a NaN reference.
+
+    Raises:
+        ConfigError: as :func:`study_draws`, or naming ``runs`` for missing columns.
+    """
+    n_train, n_test = _check(sequences, measure, examples)
+    n_draws = check_int("n_draws", n_draws, low=1)
+    _need(runs, ["key", "arch", "tau", f"initial_{measure}", outcome], "runs")
+    rng = np.random.default_rng(seed)
+    first = sequences[sequences.step == sequences.step.min()]
+    draws, reference = [], []
+    for arch, r in runs.groupby("arch", sort=True):
+        r = r.sort_values(["tau", "key"])
+        d = first[first.key.isin(r.key)]
+        train = d[d.split == "train"].pivot(index="key", columns="sequence", values=measure).loc[r.key].to_numpy()
+        test = d[d.split == "val"].pivot(index="key", columns="sequence", values=measure).loc[r.key].to_numpy()
+        if n_train > train.shape[1] or n_test > test.shape[1]:
+            raise ConfigError(
+                "examples",
+                f"got {tuple(examples)}; {arch} runs record {train.shape[1]} training and "
+                f"{test.shape[1]} test sequences",
+            )
+        tr = np.argsort(rng.random((n_draws, train.shape[1])), axis=1)[:, :n_train]  # without replacement
+        va = np.argsort(rng.random((n_draws, test.shape[1])), axis=1)[:, :n_test]
+        x = (train[:, tr].sum(2) + test[:, va].sum(2)).T / (n_train + n_test)  # [draws, runs]
+        y, tau = r[outcome].to_numpy(float), r.tau.to_numpy(float)
+        draws.append(
+            pd.DataFrame({"arch": arch, "draw": np.arange(n_draws), "step": 0, "stat": stats.within_rho(x, y, tau)})
+        )
+        ref = stats.within_rho(r[f"initial_{measure}"].to_numpy(float), y, tau)
+        reference.append(pd.DataFrame({"arch": [arch], "step": [0], "stat": [float(ref)]}))
+    return pd.concat(draws, ignore_index=True), pd.concat(reference, ignore_index=True)
 
 
 def flip_rate(draws: pd.DataFrame, reference: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
