@@ -186,7 +186,7 @@ def _within_runs(noise: float, seed: int = 0):
 
 
 def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
-    """The loss claim's within-temperature rho with each run's initial rank over 4 + 4 examples: the whole probe's
+    """The loss claim's within-temperature rho with each run's initial rank over 4 + 4 examples: every sequence's
     rho is the reference (-1 here: within a temperature a higher rank, a lower loss); with no sequence noise no draw
     flips its sign, with noise far above the seed spread many do; a count that does not vary has no reference."""
     seq, runs = _within_runs(noise=0.0)
@@ -198,13 +198,16 @@ def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
     assert 0.1 < study.flip_rate(draws, reference).estimate[0].value < 0.9
     draws, reference = study.within_draws(seq, runs, "rank_atol_1e-8", n_draws=20)
     assert np.isnan(reference.stat).all() and np.isnan(draws.stat).all()
-    text = protocol.within_words(seq, runs, 200)
-    assert "on the effective rank, GPT-2 " in text and "(ρ −1.00 with the whole probe)" in text
+    text = protocol.within_words(*_within_runs(noise=0.0), 200)
+    assert "on the effective rank, GPT-2 0.0% [0.0%, 1.8%] (ρ −1.00 in every resample with every sequence)" in text
     assert "on the study's count, GPT-2 none: its initial rank does not vary within a temperature, so there" in text
     with pytest.raises(ConfigError, match="examples"):
         study.within_draws(seq, runs, "effective_rank", examples=(7, 4))
     with pytest.raises(ConfigError, match="runs"):
         study.within_draws(seq, runs.drop(columns="final_val_loss"), "effective_rank")
+    # every sequence, training and test alike, is the reference (as study_reference takes it)
+    seq.loc[(seq.split == "train") & (seq.key == "k0"), "effective_rank"] += 100.0
+    assert study.within_draws(seq, runs, "effective_rank", n_draws=5)[1].stat[0] > -1.0
 
 
 def test_protocol_flip_table_and_judge():

@@ -204,7 +204,7 @@ def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -
     """The loss claim's small comparison asked with the study's examples, in one sentence: how often the rank
     correlation of the initial rank and the final loss within each temperature (the loss rule's statistic, over its
     runs, ``learned``) takes the other sign when each run's initial rank is the mean over 4 + 4 examples
-    (:func:`attnrank.sections.study.within_draws`, ``n_draws`` draws) instead of the whole probe, on the primary
+    (:func:`attnrank.sections.study.within_draws`, ``n_draws`` draws) instead of every sequence, on the primary
     measure and on the study's count; a model whose initial rank does not vary within a temperature is named as such.
     Reported beside the protocol rule (version 2), not part of it."""
     if learned.empty:
@@ -214,9 +214,12 @@ def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -
         draws, reference = study.within_draws(sequences, learned, measure, n_draws=n_draws)
         seen = reference[np.isfinite(reference.stat)]
         rates = study.flip_rate(draws[draws.arch.isin(seen.arch)], seen) if len(seen) else seen
+        est = seen.set_index("arch").estimate
         clauses = [
-            f"{ARCH_NAMES[r.arch]} {fmt_estimate(r.estimate, 1, n=False, percent=True)} (ρ {fmt(r.reference)} with "
-            "the whole probe)"
+            f"{ARCH_NAMES[r.arch]} {fmt_estimate(r.estimate, 1, n=False, percent=True)} (ρ "
+            f"{fmt_estimate(est[r.arch], n=False)} with every sequence"
+            + ("" if est[r.arch].low * est[r.arch].high > 0 else ", a sign the runs leave unresolved")
+            + ")"
             for r in rates.itertuples()
         ]
         flat = [ARCH_NAMES[a] for a in reference.arch[~np.isfinite(reference.stat)]]
@@ -230,7 +233,7 @@ def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -
         parts.append(f"on {label}, {', '.join(clauses)}")
     n_train, n_test = STUDY_EXAMPLES
     return (
-        f"With each run's initial rank the mean over {n_train} + {n_test} examples instead of the whole probe, the "
+        f"With each run's initial rank the mean over {n_train} + {n_test} examples instead of every recorded sequence, the "
         f"loss claim's within-temperature ρ ({len(learned)} learned runs, {n_draws} draws) takes the other sign in "
         f"this share of draws: {'; '.join(parts)}."
     )
