@@ -10,6 +10,8 @@ at every probe step, the value of each rank measure for each of its held-out pro
   per temperature and 4 + 4 sequences, the mean rank at the stock temperature minus the mean
   rank at the cold one, at every probe step;
 * :func:`study_reference` is the same statistic with every run and every recorded sequence;
+* :func:`within_draws` asks the loss claim's within-temperature rank-loss correlation the same way (each run's
+  initial rank over 4 + 4 sequences, against every recorded sequence);
 * :func:`flip_rate` is the share of draws whose sign differs from the reference's, with its
   exact binomial interval;
 * :func:`rank_by_step` is Spearman's rho over runs of the mean rank at each probe step against
