@@ -186,7 +186,7 @@ def _within_runs(noise: float, seed: int = 0):
 
 
 def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
-    """The loss claim's within-temperature rho with each run's initial rank over 4 + 4 examples: every sequence's
+    """The loss claim's within-temperature rho with each run's initial rank over 4 + 4 examples: the loss rule's own
     rho is the reference (-1 here: within a temperature a higher rank, a lower loss); with no sequence noise no draw
     flips its sign, with noise far above the seed spread many do; a count that does not vary has no reference."""
     seq, runs = _within_runs(noise=0.0)
@@ -199,15 +199,18 @@ def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
     draws, reference = study.within_draws(seq, runs, "rank_atol_1e-8", n_draws=20)
     assert np.isnan(reference.stat).all() and np.isnan(draws.stat).all()
     text = protocol.within_words(*_within_runs(noise=0.0), 200)
-    assert "on the effective rank, GPT-2 0.0% [0.0%, 1.8%] (ρ −1.00 in every resample with every sequence)" in text
+    assert (
+        "on the effective rank, GPT-2 ρ from −1.00 to −1.00 in 95% of draws against the claim's −1.00 in every "
+        "resample (the other sign in 0.0% [0.0%, 1.8%])" in text
+    )
     assert "on the study's count, GPT-2 none: its initial rank does not vary within a temperature, so there" in text
     with pytest.raises(ConfigError, match="examples"):
         study.within_draws(seq, runs, "effective_rank", examples=(7, 4))
     with pytest.raises(ConfigError, match="runs"):
         study.within_draws(seq, runs.drop(columns="final_val_loss"), "effective_rank")
-    # every sequence, training and test alike, is the reference (as study_reference takes it)
-    seq.loc[(seq.split == "train") & (seq.key == "k0"), "effective_rank"] += 100.0
-    assert study.within_draws(seq, runs, "effective_rank", n_draws=5)[1].stat[0] > -1.0
+    # the reference is the rule's own (the runs' initial rank), whatever the recorded sequences say
+    seq.loc[seq.key == "k0", "effective_rank"] += 100.0
+    assert study.within_draws(seq, runs, "effective_rank", n_draws=5)[1].stat[0] == pytest.approx(-1.0)
 
 
 def test_protocol_flip_table_and_judge():
@@ -504,23 +507,29 @@ def test_the_temperature_peak_is_reported_with_its_interval_and_whether_the_stud
         for s in range(2)
     ]
     text = temp.peak_text(pd.DataFrame(rows), "effective_rank", cold=0.001)
-    assert "peaks at the grid's hot end (τ = 4) for ModernBERT" in text  # monotone: no peak on the grid
+    assert "peaks at the grid's hot end (τ = 4, still rising there) for ModernBERT" in text  # no peak on the grid
     assert "and at τ = 0.016 (between 0.004 and 0.063) for GPT-2" in text
     assert text.endswith("lie on either side of the peak for GPT-2.")
 
 
 def test_the_loss_rule_says_how_far_the_rank_moves_within_a_temperature():
-    """(ii) is decided within a temperature, where the initial rank moves only from seed to seed: the sentence gives
-    that range (median over temperatures) beside the range between temperatures, per model."""
+    """(ii) is decided within a temperature, where the initial rank moves from seed to seed and, where the
+    head-dimension grid adds runs, with the head dimension: the sentence gives that range (median over temperatures,
+    and the largest, named when it holds two head dimensions) beside the range between temperatures, per model."""
     from attnrank.sections import loss
 
     learned = pd.DataFrame(
         {
             "arch": ["gpt2"] * 6,
             "tau": [1.0, 1.0, 1.0, 2.0, 2.0, 4.0],
+            "head_dim": [32, 32, 16, 32, 32, 32],
             "initial_effective_rank": [5.0, 5.1, 5.3, 6.0, 6.1, 9.0],
         }
     )
     text = loss.exposure_text(learned, "effective_rank", ["gpt2", "modernbert"])
-    assert "spans 0.20 for GPT-2 (between temperatures 3.87)" in text  # median of 0.3 and 0.1; 9.0 - 5.13
+    # median of 0.3 and 0.1; the widest at tau = 1, which holds two head dimensions; 9.0 - 5.13
+    assert "spans 0.20 for GPT-2 (up to 0.30 at τ = 1, with two head dimensions; between temperatures 3.87)" in text
+    assert "and where a temperature holds two head dimensions, their difference" in text
+    one = loss.exposure_text(learned.assign(head_dim=32), "effective_rank", ["gpt2"])
+    assert "(up to 0.30 at τ = 1; between" in one and "their difference" not in one
     assert "ModernBERT" not in text and loss.exposure_text(learned.iloc[[0, 3, 5]], "effective_rank", ["gpt2"]) == ""

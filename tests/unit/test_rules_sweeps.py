@@ -223,7 +223,8 @@ def test_bad_input():
 def test_fine_peaks_bracket_a_known_peak_between_its_grid_neighbours():
     """The fine grid at initialisation: a constructed rank that peaks at tau = 0.016 (a grid value) is located there,
     between its neighbours a factor of sqrt(2) apart (its bootstrap interval is the one grid value, widened to the
-    values beside it); a measure that rises to the grid's end is marked as an edge."""
+    values beside it); a measure that rises to the grid's end is marked as an edge; a plateau is the contiguous run of
+    grid values that share the largest mean."""
     taus = np.array(temp.FINE_TAUS)
     assert taus.min() == 0.001 and taus.max() > 4 and np.all(taus[1:] / taus[:-1] <= 1.5)
     rows = []
@@ -231,8 +232,17 @@ def test_fine_peaks_bracket_a_known_peak_between_its_grid_neighbours():
         for seed in (0, 1):
             for t in taus:
                 peaked = 10 - (np.log(t) - np.log(0.016)) ** 2 + 0.01 * seed
+                # a count at its ceiling of 64 from 0.008 on, a little short of it at 0.724 (not one plateau)
+                count = 64.0 - (t < 0.008) * (0.008 - t) * 1000 - (t == taus[19]) * 0.002
                 rows.append(
-                    {"arch": arch, "tau": t, "seed": seed, **{m: peaked for m in RANK_MEASURES}, "stable_rank": t}
+                    {
+                        "arch": arch,
+                        "tau": t,
+                        "seed": seed,
+                        **{m: peaked for m in RANK_MEASURES},
+                        "stable_rank": t,
+                        "rank_atol_1e-8": count,
+                    }
                 )
     peaks = temp.fine_peaks(pd.DataFrame(rows)).set_index(["arch", "measure"])
     p = peaks.loc[("gpt2", "effective_rank")]
@@ -241,6 +251,9 @@ def test_fine_peaks_bracket_a_known_peak_between_its_grid_neighbours():
     assert p.peak == pytest.approx(10.005, abs=0.01)
     edge = peaks.loc[("modernbert", "stable_rank")]
     assert edge.edge and edge.peak_tau == edge.high == taus.max() and np.isnan(edge.factor)
+    flat = peaks.loc[("gpt2", "rank_atol_1e-8")]  # the contiguous run of tied values: 0.008 to 0.512
+    assert flat.peak_tau == pytest.approx(0.008) and flat.flat_to == taus[18] and not flat.edge
+    assert temp._fine_peak_text(flat) == f"on a plateau from τ = 0.008 to {taus[18]:.3g}"
 
 
 def test_lever_windows_move_each_lever_over_the_same_factor():

@@ -28,6 +28,7 @@ from ..words.glossary import (
     fmt_count,
     fmt_estimate,
     fmt_setting,
+    fmt_tau,
     largest_first,
 )
 from .dynamics import correlation_notes, correlation_table, n_learned_text, needed_runs
@@ -95,26 +96,34 @@ def loss_summary(res: LossResult, *, n_seeds: str | None) -> str:
 
 def exposure_text(learned: pd.DataFrame, measure: str, archs) -> str:
     """How far the rank moves where the loss rule looks, in one sentence: per architecture, over the runs that
-    learned, the range of the initial ``measure`` across seeds within a temperature (the median over temperatures
-    with at least two such runs) against the range of its per-temperature means. A correlation within a temperature
-    reads the first: seed-to-seed variation, not a change of setting. Empty without two learned runs at one
+    learned, the range of the initial ``measure`` within a temperature (the median over temperatures with at least two
+    such runs, and the largest, with whether that temperature holds runs of two head dimensions) against the range of
+    its per-temperature means. A correlation within a temperature reads the first: seed-to-seed variation, and the
+    head-dimension contrast where the head-dimension grid adds runs. Empty without two learned runs at one
     temperature."""
-    col, parts = f"initial_{measure}", []
+    col, parts, mixed = f"initial_{measure}", [], False
     for a in archs:
         d = learned[learned.arch == a]
         by_tau = d.groupby("tau")[col]
         within = by_tau.agg(lambda v: v.max() - v.min())[by_tau.size() >= 2]
         if len(within):
             between = by_tau.mean().max() - by_tau.mean().min()
+            widest = float(within.idxmax())
+            dims = d[d.tau == widest].head_dim.nunique() if "head_dim" in d else 1
+            mixed |= dims > 1
             parts.append(
-                f"{fmt(float(within.median()))} for {ARCH_NAMES[a]} (between temperatures {fmt(float(between))})"
+                f"{fmt(float(within.median()))} for {ARCH_NAMES[a]} (up to {fmt(float(within.max()))} at "
+                f"{fmt_tau(widest)}{', with two head dimensions' if dims > 1 else ''}; between temperatures "
+                f"{fmt(float(between))})"
             )
     if not parts:
         return ""
     return (
-        f"Within a temperature the initial {MEASURE_LABELS[measure]} of these runs spans {' and '.join(parts)} across "
-        "seeds, so the correlation that decides reads seed-to-seed variation of the rank, not a change a user could "
-        "make; the causal chapter's design is the one that moves the initial rank at a fixed temperature."
+        f"Within a temperature the initial {MEASURE_LABELS[measure]} of these runs spans {' and '.join(parts)} "
+        "(median over temperatures), so the correlation that decides reads mostly seed-to-seed variation of the rank"
+        + (", and where a temperature holds two head dimensions, their difference" if mixed else "")
+        + ", not a change a user could make at one setting; the causal chapter's design is the one that moves the "
+        "initial rank at a fixed temperature."
     )
 
 

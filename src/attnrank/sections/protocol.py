@@ -201,12 +201,13 @@ def agreement_words(res, n_seeds: int) -> str:
 
 
 def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -> str:
-    """The loss claim's small comparison asked with the study's examples, in one sentence: how often the rank
-    correlation of the initial rank and the final loss within each temperature (the loss rule's statistic, over its
-    runs, ``learned``) takes the other sign when each run's initial rank is the mean over 4 + 4 examples
-    (:func:`attnrank.sections.study.within_draws`, ``n_draws`` draws) instead of every sequence, on the primary
-    measure and on the study's count; a model whose initial rank does not vary within a temperature is named as such.
-    Reported beside the protocol rule (version 2), not part of it."""
+    """The loss claim's small comparison asked with the study's examples, in words: the rank correlation of the
+    initial rank and the final loss within each temperature (the loss rule's statistic, over its runs, ``learned``)
+    when each run's initial rank is the mean over 4 + 4 examples (:func:`attnrank.sections.study.within_draws`,
+    ``n_draws`` draws) instead of the whole probe: the central 95% of the draws' ρ against the rule's own ρ and its
+    interval, and how often a draw takes the other sign, on the primary measure and on the study's count; a model
+    whose initial rank does not vary within a temperature is named as such. Reported beside the protocol rule
+    (version 2), not part of it."""
     if learned.empty:
         return "No run learned, so the loss claim's within-temperature correlation is not asked with four examples."
     parts = []
@@ -215,13 +216,16 @@ def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -
         seen = reference[np.isfinite(reference.stat)]
         rates = study.flip_rate(draws[draws.arch.isin(seen.arch)], seen) if len(seen) else seen
         est = seen.set_index("arch").estimate
-        clauses = [
-            f"{ARCH_NAMES[r.arch]} {fmt_estimate(r.estimate, 1, n=False, percent=True)} (ρ "
-            f"{fmt_estimate(est[r.arch], n=False)} with every sequence"
-            + ("" if est[r.arch].low * est[r.arch].high > 0 else ", a sign the runs leave unresolved")
-            + ")"
-            for r in rates.itertuples()
-        ]
+        clauses = []
+        for r in rates.itertuples():
+            e, rho = est[r.arch], draws.stat[draws.arch == r.arch].dropna()
+            low, high = np.quantile(rho, [0.025, 0.975])
+            clauses.append(
+                f"{ARCH_NAMES[r.arch]} ρ from {fmt(low)} to {fmt(high)} in 95% of draws against the claim's "
+                f"{fmt_estimate(e, n=False)}"
+                + ("" if e.low * e.high > 0 else ", a sign its runs leave unresolved")
+                + f" (the other sign in {fmt_estimate(r.estimate, 1, n=False, percent=True)})"
+            )
         flat = [ARCH_NAMES[a] for a in reference.arch[~np.isfinite(reference.stat)]]
         if flat:
             clauses.append(
@@ -230,12 +234,12 @@ def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -
                 + " vary within a temperature, so there is no sign"
             )
         label = "the study's count" if measure == STUDY_MEASURE else f"the {MEASURE_LABELS[measure]}"
-        parts.append(f"on {label}, {', '.join(clauses)}")
+        parts.append(f"on {label}, {'; '.join(clauses)}")
     n_train, n_test = STUDY_EXAMPLES
     return (
-        f"With each run's initial rank the mean over {n_train} + {n_test} examples instead of every recorded sequence, the "
-        f"loss claim's within-temperature ρ ({len(learned)} learned runs, {n_draws} draws) takes the other sign in "
-        f"this share of draws: {'; '.join(parts)}."
+        f"With each run's initial rank the mean over {n_train} training and {n_test} test examples, as the study took "
+        f"it, instead of the loss claim's whole probe, the within-temperature ρ of its {len(learned)} learned runs "
+        f"({n_draws} draws) reads: {'. And '.join(parts)}."
     )
 
 

@@ -11,7 +11,7 @@ at every probe step, the value of each rank measure for each of its held-out pro
   rank at the cold one, at every probe step;
 * :func:`study_reference` is the same statistic with every run and every recorded sequence;
 * :func:`within_draws` asks the loss claim's within-temperature rank-loss correlation the same way (each run's
-  initial rank over 4 + 4 sequences, against every recorded sequence);
+  initial rank over 4 + 4 sequences, against the loss rule's own);
 * :func:`flip_rate` is the share of draws whose sign differs from the reference's, with its
   exact binomial interval;
 * :func:`rank_by_step` is Spearman's rho over runs of the mean rank at each probe step against
@@ -214,21 +214,20 @@ def within_draws(
     Args:
         sequences: rows of :func:`attnrank.runs.store.load_table` (``"sequences"``) of ``runs``, as for
             :func:`study_draws`; the first probe step (the initial rank) is read.
-        runs: the runs the loss rule reads (``key, arch, tau, outcome``).
+        runs: the runs the loss rule reads (``key, arch, tau, initial_<measure>, outcome``).
         examples: ``(training, test)`` sequences per draw, the same for every run of an architecture.
 
     Returns ``draws`` (``arch, draw, step, stat``: the within-temperature rho of a draw, :func:`attnrank.analysis.
-    stats.within_rho`) and ``reference`` (``arch, step, stat, estimate``: the same with every recorded sequence,
-    training and test alike, as :func:`study_reference` takes it, with its interval from
-    :func:`attnrank.analysis.stats.spearman_within`); an architecture whose initial rank does not vary within any
-    temperature has a NaN reference.
+    stats.within_rho`) and ``reference`` (``arch, step, stat, estimate``: the loss rule's own, on ``initial_<measure>``
+    (the probe's test sequences), with its interval from :func:`attnrank.analysis.stats.spearman_within`); an
+    architecture whose initial rank does not vary within any temperature has a NaN reference.
 
     Raises:
         ConfigError: as :func:`study_draws`, or naming ``runs`` for missing columns.
     """
     n_train, n_test = _check(sequences, measure, examples)
     n_draws = check_int("n_draws", n_draws, low=1)
-    _need(runs, ["key", "arch", "tau", outcome], "runs")
+    _need(runs, ["key", "arch", "tau", f"initial_{measure}", outcome], "runs")
     rng = np.random.default_rng(seed)
     first = sequences[sequences.step == sequences.step.min()]
     draws, reference = [], []
@@ -250,8 +249,7 @@ def within_draws(
         draws.append(
             pd.DataFrame({"arch": arch, "draw": np.arange(n_draws), "step": 0, "stat": stats.within_rho(x, y, tau)})
         )
-        every = (train.sum(1) + test.sum(1)) / (train.shape[1] + test.shape[1])  # [runs]
-        ref = stats.spearman_within(every, y, tau)
+        ref = stats.spearman_within(r[f"initial_{measure}"].to_numpy(float), y, tau)
         reference.append(pd.DataFrame({"arch": [arch], "step": [0], "stat": [ref.value], "estimate": [ref]}))
     return pd.concat(draws, ignore_index=True), pd.concat(reference, ignore_index=True)
 

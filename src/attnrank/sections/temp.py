@@ -400,7 +400,9 @@ def _fine_peak_text(r) -> str:
         end = " (the grid's hot end)" if r.edge else ""
         return f"on a plateau from {fmt_tau(r.peak_tau)} to {fmt_setting(r.flat_to)}{end}"
     if r.edge:
-        return f"at the grid's {'cold' if r.peak_tau == r.low else 'hot'} end ({fmt_tau(r.peak_tau)})"
+        return (
+            f"at the grid's {'cold' if r.peak_tau == r.low else 'hot'} end ({fmt_tau(r.peak_tau)}, still rising there)"
+        )
     return f"at {fmt_tau(r.peak_tau)} (between {fmt_setting(r.low)} and {fmt_setting(r.high)})"
 
 
@@ -419,8 +421,9 @@ def peak_text(fine: pd.DataFrame, measure: str, *, stock: float = STOCK, cold: f
     parts = [f"{_fine_peak_text(peaks.loc[a])} for {ARCH_NAMES[a]}" for a in archs]
     straddled = [ARCH_NAMES[a] for a in archs if cold < peaks.low[a] and peaks.high[a] < stock]
     text = (
-        f"On the fine grid at initialisation the {MEASURE_LABELS[measure]} peaks {' and '.join(parts)} (the "
-        f"95% bootstrap interval of the peak over its {fine.seed.nunique()} seeds, widened to the grid values beside it)"
+        f"On the fine grid at initialisation the {MEASURE_LABELS[measure]} peaks {' and '.join(parts)} (a grid places "
+        f"a maximum between the values beside it; the bracket also covers where a bootstrap over its "
+        f"{fine.seed.nunique()} seeds puts the peak)"
     )
     if straddled:
         text += (
@@ -443,8 +446,9 @@ def fine_peaks(fine: pd.DataFrame, measures=RANK_MEASURES) -> pd.DataFrame:
     :func:`attnrank.analysis.stats.peak_location`, a stratified bootstrap over seeds within each temperature: a
     smooth maximum lies between them; the grid's end where the interval reaches it), ``factor`` (``high / low``, the width of the
     bracket), ``peak`` (the mean there), ``edge`` (the largest mean lies at an end of the grid: the grid does not
-    locate a peak) and ``flat_to``: where several grid values share the largest mean (a measure saturated at its
-    maximum, such as a count that reaches ``n``), the last of them (``peak_tau`` is the first), else NaN.
+    locate a peak) and ``flat_to``: where the grid values next to the first share its largest mean (a measure
+    saturated at its maximum, such as a count that reaches ``n``), the last of that contiguous run (``peak_tau`` is
+    the first), else NaN.
     """
     rows = []
     for (arch, measure), d in fine.melt(
@@ -454,7 +458,9 @@ def fine_peaks(fine: pd.DataFrame, measures=RANK_MEASURES) -> pd.DataFrame:
         means = d.groupby("tau").value.mean().sort_index()
         taus, values = means.index.to_numpy(float), means.to_numpy()
         i = int(np.searchsorted(taus, e.value))
-        top = np.nonzero(values >= values[i] - 1e-9 * max(1.0, abs(values[i])))[0]
+        tied = values >= values[i] - 1e-9 * max(1.0, abs(values[i]))
+        end = i + (int(np.argmin(tied[i:])) if not tied[i:].all() else len(taus) - i) - 1
+        top = np.arange(i, end + 1)  # the contiguous run of grid values that share the largest mean
         upper = max(e.high, taus[top[-1]])
         below, above = taus[taus < e.low], taus[taus > upper]
         low, high = (below.max() if len(below) else e.low), (above.min() if len(above) else upper)
