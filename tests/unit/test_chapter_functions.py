@@ -528,8 +528,11 @@ def test_the_loss_rule_says_how_far_the_rank_moves_within_a_temperature():
     )
     text = loss.exposure_text(learned, "effective_rank", ["gpt2", "modernbert"])
     # median of 0.3 and 0.1; the widest at tau = 1, which holds two head dimensions; 9.0 - 5.13
-    assert "spans 0.20 for GPT-2 (up to 0.30 at τ = 1, with two head dimensions; between temperatures 3.87)" in text
-    assert "and where a temperature holds two head dimensions, their difference" in text
+    assert (
+        "spans, as a median over temperatures, 0.20 for GPT-2 (up to 0.30 at τ = 1, with two head dimensions; between "
+        "temperatures 3.87), so" in text
+    )
+    assert "variation of the rank (and, where a temperature holds two head dimensions, their difference), not" in text
     one = loss.exposure_text(learned.assign(head_dim=32), "effective_rank", ["gpt2"])
     assert "(up to 0.30 at τ = 1; between" in one and "their difference" not in one
     assert "ModernBERT" not in text and loss.exposure_text(learned.iloc[[0, 3, 5]], "effective_rank", ["gpt2"]) == ""

@@ -119,9 +119,10 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs) -> str:
     if not parts:
         return ""
     return (
-        f"Within a temperature the initial {MEASURE_LABELS[measure]} of these runs spans {' and '.join(parts)} "
-        "(median over temperatures), so the correlation that decides reads mostly seed-to-seed variation of the rank"
-        + (", and where a temperature holds two head dimensions, their difference" if mixed else "")
+        f"Within a temperature the initial {MEASURE_LABELS[measure]} of these runs spans, as a median over "
+        f"temperatures, {' and '.join(parts)}, so the correlation that decides reads mostly seed-to-seed variation of "
+        "the rank"
+        + (" (and, where a temperature holds two head dimensions, their difference)" if mixed else "")
         + ", not a change a user could make at one setting; the causal chapter's design is the one that moves the "
         "initial rank at a fixed temperature."
     )
