@@ -138,6 +138,9 @@ def test_a_recorded_check_is_read_from_its_record(tmp_path):
     glue = rp._check_glue("scale", table, {"seeds": [3, 4]}, {"loss": "same"})
     assert glue["repro_scale_loss"] == "supported (same computation)" and glue["repro_scale_meta"] == "seeds 3, 4"
     assert glue["repro_scale_same"] == "(ii) higher rank, lower loss"
+    # a record of the toy task on other seeds names every toy seed it read, not the first alone
+    glue = rp._check_glue("confirm", table, {"profile": "quick", "toy_seed": 6}, {"loss": "independent"})
+    assert glue["repro_confirm_meta"] == "profile quick, toy seeds 6 to 11"
 
 
 def test_a_check_says_which_verdicts_are_replications():
