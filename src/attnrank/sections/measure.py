@@ -181,9 +181,9 @@ def verdict(
     summary = (
         f"At tau = {fmt_setting(tau_max)}, trained ModernBERT's excess rank (0 = rank one, 1 = full; mean [95% CI] over runs) is "
         f"{fmt_estimate(atol_e, 3)} runs under the study's absolute 10⁻⁸ rule (a rank of {fmt(atol_rank, 1)} of {n}, "
-        f"far above the rank one it stands for) but {fmt_estimate(rel_e, 3, n=False)} at rtol 1e-2 and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
+        f"far above the rank one it stands for) but {fmt_estimate(rel_e, 3, n=False)} on the relative 10⁻² count and {fmt_estimate(eff_e, 3, n=False)} for the effective rank "
         f"(n = {n} tokens, {len(hi.seed.unique())} runs, {profile} profile); at tau = 1 trained GPT-2's effective rank is "
-        f"{fmt(ratios['effective_rank'], 2)} times that of uniform causal attention and its rank at rtol 1e-2 "
+        f"{fmt(ratios['effective_rank'], 2)} times that of uniform causal attention and its relative 10⁻² count "
         f"{fmt(ratios['rank_rtol_1e-2'], 2)} times.{needed}"
     )
     glue = {f"measure_excess_{m}": float(e.value) for m, e in excess.items()}
@@ -453,7 +453,7 @@ def section(
         "measure",
         status,
         f"At {fmt_tau(tau_max)} trained ModernBERT is near rank one: excess {fmt(e['rank_atol_1e-8'].value)} under "
-        f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} at rtol 1e-2, {fmt(e['effective_rank'].value)} effective.",
+        f"the study's rule, {fmt(e['rank_rtol_1e-2'].value)} on the relative 10⁻² count, {fmt(e['effective_rank'].value)} effective.",
         "excess rank: "
         + "; ".join(f"{MEASURE_LABELS[m].removeprefix('rank, ')} {fmt_estimate(x, 3, n=False)}" for m, x in e.items()),
         f"{S.n_runs} runs",

@@ -192,9 +192,9 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     :func:`attnrank.analysis.rules.temperature_rank` (``rank_v`` is ``{measure: SweepVerdict}``).
 
     A measure on which both architectures agree is named once; otherwise each architecture's part is
-    named with it (``"rank, rtol 1e-2 (GPT-2)"``). ``short=True`` names the measures without their kind
-    (for the intro's one line). Example: ``"The study's sign holds on the study's atol 1e-8 rank (absolute
-    threshold) and reverses on effective rank and stable rank (threshold-free)."``
+    named with it (``"the 10⁻² count (relative threshold) for GPT-2"``). ``short=True`` names the measures
+    without their kind (for the intro's one line). Example: ``"The study's sign holds on the study's 10⁻⁸ count
+    (absolute threshold); it reverses on the effective rank (threshold-free) and the stable rank (threshold-free)."``
     """
     if short:
         return _sign_by_arch(rank_v)
@@ -203,7 +203,7 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
         by_status: dict[str, list[str]] = {}
         for a, r in v.arch.items():
             by_status.setdefault(r.verdict.status, []).append(ARCH_NAMES[a])
-        name = f"{SENTENCE_LABELS.get(m, MEASURE_LABELS[m])} ({MEASURE_KINDS.get(m, 'rank')})"
+        name = f"{_label(m, 0)} ({MEASURE_KINDS.get(m, 'rank')})"
         for st, names in by_status.items():
             groups[st].append(name if len(by_status) == 1 else f"{name} for {' and '.join(names)}")
 
@@ -220,21 +220,13 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     return "The study's sign " + "; it ".join([clauses[0]] + [c for c in clauses[1:]]) + "."
 
 
-#: The rank measures as the intro's one line names them, in words a reader knows (long, then short).
+#: The rank measures in words a reader knows (long, for a sentence of the chapter; short, for the intro's one line).
 PLAIN_LABELS = {
     "rank_atol_1e-8": ("the study's 10⁻⁸ count", "10⁻⁸ count"),
-    "rank_rtol_1e-2": ("the relative 10⁻² count", "10⁻² count"),
-    "rank_rtol_1e-4": ("the relative 10⁻⁴ count", "10⁻⁴ count"),
+    "rank_rtol_1e-2": ("the 10⁻² count", "10⁻² count"),
+    "rank_rtol_1e-4": ("the 10⁻⁴ count", "10⁻⁴ count"),
     "effective_rank": ("the effective rank", "effective rank"),
     "stable_rank": ("the stable rank", "stable rank"),
-}
-#: The rank measures in a sentence of the chapter (with their kind after each).
-SENTENCE_LABELS = {
-    "rank_atol_1e-8": "the study's atol 1e-8 rank",
-    "rank_rtol_1e-2": "rtol 1e-2 rank",
-    "rank_rtol_1e-4": "rtol 1e-4 rank",
-    "effective_rank": "effective rank",
-    "stable_rank": "stable rank",
 }
 
 

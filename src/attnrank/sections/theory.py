@@ -492,7 +492,7 @@ def verdict(sections: dict, *, mc_samples: int, profile: str) -> tuple[str, str]
         f"toward it (n = {n_big}: {fmt(float(big['mean'].iloc[0]))} at d_h = {int(big['head_dim'].iloc[0])}, "
         f"{fmt(float(big['mean'].iloc[-1]), 1)} at d_h = {int(big['head_dim'].iloc[-1])}, limit {fmt(ed_big, 1)}). "
         f"The characterisation is specific to tau -> 0: the exact rank is n at every tau > 0 (P0), and at tau = 1 the "
-        f"rtol-1e-2 rank of random attention tends to {fmt(lim / n_sat)} n as d_h grows (P1'), "
+        f"relative 10⁻² count of random attention tends to {fmt(lim / n_sat)} n as d_h grows (P1'), "
         f"{'above' if lim > study_bound(n_sat) else 'not above'} the bound (1-1/e)n+1."
     )
     return status, summary
