@@ -536,3 +536,33 @@ def test_the_loss_rule_says_how_far_the_rank_moves_within_a_temperature():
     one = loss.exposure_text(learned.assign(head_dim=32), "effective_rank", ["gpt2"])
     assert "(up to 0.30 at τ = 1; between" in one and "their difference" not in one
     assert "ModernBERT" not in text and loss.exposure_text(learned.iloc[[0, 3, 5]], "effective_rank", ["gpt2"]) == ""
+
+
+def test_the_loss_rule_is_asked_again_with_the_head_dimension_held_fixed():
+    """Where a temperature holds two head dimensions, the within-temperature ρ can be carried by the head-dimension
+    contrast: built so that within each cell of τ × head dimension a higher rank goes with a higher loss (ρ = 1)
+    while the head-dimension-16 runs (lower rank, higher loss) turn the rule's pooled ρ negative (−7.5/19.5)."""
+    from attnrank.analysis import stats
+    from attnrank.sections import loss
+
+    learned = pd.DataFrame(
+        {
+            "arch": ["gpt2"] * 9,
+            "tau": [1.0] * 6 + [2.0] * 3,
+            "head_dim": [32, 32, 32, 16, 16, 16, 32, 32, 32],
+            "initial_effective_rank": [5.0, 5.1, 5.2, 4.0, 4.1, 4.2, 6.0, 6.1, 6.2],
+            "final_val_loss": [3.0, 3.1, 3.2, 3.5, 3.6, 3.7, 2.0, 2.1, 2.2],
+        }
+    )
+    pooled = stats.spearman_within(learned.initial_effective_rank, learned.final_val_loss, learned.tau)
+    assert pooled.value == pytest.approx(-7.5 / 19.5)
+    text = loss.exposure_text(learned, "effective_rank", ["gpt2", "modernbert"], {"gpt2": pooled})
+    assert (
+        "With the head dimension held fixed as well (strata τ × head dimension, seed-to-seed variation alone)" in text
+    )
+    assert "the within ρ reads: GPT-2 1.00 in every resample against the rule's −0.38 [−0.71, 1.00]." in text
+    assert "ModernBERT" not in text.split("held fixed")[1]
+    # one head dimension per temperature: nothing to hold fixed, no second sentence
+    assert "held fixed" not in loss.exposure_text(
+        learned.assign(head_dim=32), "effective_rank", ["gpt2"], {"gpt2": pooled}
+    )

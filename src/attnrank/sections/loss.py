@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis import baselines, rules
+from ..analysis import baselines, rules, stats
 from ..analysis.rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
 from ..analysis.stats import spearman
 from ..core.profiles import ARCH_ORDER
@@ -94,37 +94,55 @@ def loss_summary(res: LossResult, *, n_seeds: str | None) -> str:
     )
 
 
-def exposure_text(learned: pd.DataFrame, measure: str, archs) -> str:
-    """How far the rank moves where the loss rule looks, in one sentence: per architecture, over the runs that
-    learned, the range of the initial ``measure`` within a temperature (the median over temperatures with at least two
-    such runs, and the largest, with whether that temperature holds runs of two head dimensions) against the range of
-    its per-temperature means. A correlation within a temperature reads the first: seed-to-seed variation, and the
-    head-dimension contrast where the head-dimension grid adds runs. Empty without two learned runs at one
-    temperature."""
+def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | None = None) -> str:
+    """How far the rank moves where the loss rule looks: per architecture, over the runs that learned, the range of
+    the initial ``measure`` within a temperature (the median over temperatures with at least two such runs, and the
+    largest, with whether that temperature holds runs of two head dimensions) against the range of its
+    per-temperature means. A correlation within a temperature reads the first: seed-to-seed variation, and the
+    head-dimension contrast where the head-dimension grid adds runs. Where it does, a second sentence gives the rule's
+    statistic with the head dimension held fixed as well (:func:`attnrank.analysis.stats.spearman_within`, strata
+    τ × head dimension, the final validation loss) beside the rule's own ρ (``within``, ``{arch: Estimate}``), so a
+    reader sees whether the head dimension carries it. Empty without two learned runs at one temperature."""
     col, parts, mixed = f"initial_{measure}", [], False
     for a in archs:
         d = learned[learned.arch == a]
         by_tau = d.groupby("tau")[col]
-        within = by_tau.agg(lambda v: v.max() - v.min())[by_tau.size() >= 2]
-        if len(within):
+        within_tau = by_tau.agg(lambda v: v.max() - v.min())[by_tau.size() >= 2]
+        if len(within_tau):
             between = by_tau.mean().max() - by_tau.mean().min()
-            widest = float(within.idxmax())
+            widest = float(within_tau.idxmax())
             dims = d[d.tau == widest].head_dim.nunique() if "head_dim" in d else 1
             mixed |= dims > 1
             parts.append(
-                f"{fmt(float(within.median()))} for {ARCH_NAMES[a]} (up to {fmt(float(within.max()))} at "
+                f"{fmt(float(within_tau.median()))} for {ARCH_NAMES[a]} (up to {fmt(float(within_tau.max()))} at "
                 f"{fmt_tau(widest)}{', with two head dimensions' if dims > 1 else ''}; between temperatures "
                 f"{fmt(float(between))})"
             )
     if not parts:
         return ""
-    return (
+    text = (
         f"Within a temperature the initial {MEASURE_LABELS[measure]} of these runs spans, as a median over "
         f"temperatures, {' and '.join(parts)}, so the correlation that decides reads mostly seed-to-seed variation of "
         "the rank"
         + (" (and, where a temperature holds two head dimensions, their difference)" if mixed else "")
         + ", not a change a user could make at one setting; the causal chapter's design is the one that moves the "
         "initial rank at a fixed temperature."
+    )
+    if not (mixed and within):
+        return text
+    fixed = []
+    for a in archs:
+        d = learned[learned.arch == a]
+        if d.empty:
+            continue
+        strata = d.tau.map(fmt_setting) + "×" + d.head_dim.astype(str)
+        e = stats.spearman_within(d[col].to_numpy(float), d.final_val_loss.to_numpy(float), strata.to_numpy())
+        fixed.append(
+            f"{ARCH_NAMES[a]} {fmt_estimate(e, n=False)} against the rule's {fmt_estimate(within[a], n=False)}"
+        )
+    return (
+        text + " With the head dimension held fixed as well (strata τ × head dimension, seed-to-seed variation alone) "
+        f"the within ρ reads: {'; '.join(fixed)}."
     )
 
 
@@ -314,7 +332,7 @@ def section(
                 None,
                 [
                     loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None),
-                    exposure_text(learned, m, archs),
+                    exposure_text(learned, m, archs, res.within),
                     gate_text(reg),
                 ],
             )
