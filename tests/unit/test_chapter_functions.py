@@ -198,12 +198,13 @@ def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
     assert 0.1 < study.flip_rate(draws, reference).estimate[0].value < 0.9
     draws, reference = study.within_draws(seq, runs, "rank_atol_1e-8", n_draws=20)
     assert np.isnan(reference.stat).all() and np.isnan(draws.stat).all()
-    text = protocol.within_words(*_within_runs(noise=0.0), 200)
+    text = protocol.within_words(protocol.within_results(*_within_runs(noise=0.0), 200), 12, 200)
     assert (
         "on the effective rank, GPT-2 ρ from −1.00 to −1.00 in 95% of draws against the claim's −1.00 in every "
         "resample (the other sign in 0.0% [0.0%, 1.8%])" in text
     )
     assert "on the study's count, GPT-2 none: its initial rank does not vary within a temperature, so there" in text
+    assert "the within-temperature ρ of its 12 learned runs (200 draws) reads" in text
     with pytest.raises(ConfigError, match="examples"):
         study.within_draws(seq, runs, "effective_rank", examples=(7, 4))
     with pytest.raises(ConfigError, match="runs"):

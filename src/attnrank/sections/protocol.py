@@ -34,6 +34,7 @@ __all__ = [
     "agreement_words",
     "protocol_finding",
     "within_words",
+    "within_results",
 ]
 
 
@@ -200,22 +201,19 @@ def agreement_words(res, n_seeds: int) -> str:
     )
 
 
-def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -> str:
+def within_words(within: dict, n_learned: int, n_draws: int) -> str:
     """The loss claim's small comparison asked with the study's examples, in words: the rank correlation of the
-    initial rank and the final loss within each temperature (the loss rule's statistic, over its runs, ``learned``)
-    when each run's initial rank is the mean over 4 + 4 examples (:func:`attnrank.sections.study.within_draws`,
-    ``n_draws`` draws) instead of the whole probe: the central 95% of the draws' ρ against the rule's own ρ and its
-    interval, and how often a draw takes the other sign, on the primary measure and on the study's count; a model
-    whose initial rank does not vary within a temperature is named as such. Reported beside the protocol rule
-    (version 2), not part of it."""
-    if learned.empty:
+    initial rank and the final loss within each temperature (the loss rule's statistic, over its ``n_learned``
+    learned runs) when each run's initial rank is the mean over 4 + 4 examples instead of the whole probe: the
+    central 95% of the draws' ρ against the rule's own ρ and its interval, and how often a draw takes the other sign,
+    per measure of ``within`` (``{measure: (draws, reference, rates)}``: :func:`attnrank.sections.study.within_draws`
+    of ``n_draws`` draws and their :func:`attnrank.sections.study.flip_rate`); a model whose initial rank does not
+    vary within a temperature is named as such. Reported beside the protocol rule (version 2), not part of it."""
+    if not n_learned:
         return "No run learned, so the loss claim's within-temperature correlation is not asked with four examples."
     parts = []
-    for measure in (PRIMARY_MEASURE, STUDY_MEASURE):
-        draws, reference = study.within_draws(sequences, learned, measure, n_draws=n_draws)
-        seen = reference[np.isfinite(reference.stat)]
-        rates = study.flip_rate(draws[draws.arch.isin(seen.arch)], seen) if len(seen) else seen
-        est = seen.set_index("arch").estimate
+    for measure, (draws, reference, rates) in within.items():
+        est = reference.set_index("arch").estimate
         clauses = []
         for r in rates.itertuples():
             e, rho = est[r.arch], draws.stat[draws.arch == r.arch].dropna()
@@ -238,9 +236,28 @@ def within_words(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -
     n_train, n_test = STUDY_EXAMPLES
     return (
         f"With each run's initial rank the mean over {n_train} training and {n_test} test examples, as the study took "
-        f"it, instead of the loss claim's whole probe, the within-temperature ρ of its {len(learned)} learned runs "
+        f"it, instead of the loss claim's whole probe, the within-temperature ρ of its {n_learned} learned runs "
         f"({n_draws} draws) reads: {'. And '.join(parts)}."
     )
+
+
+def within_results(sequences: pd.DataFrame, learned: pd.DataFrame, n_draws: int) -> dict:
+    """What :func:`within_words` says, on the primary measure and the study's count: ``{measure: (draws, reference,
+    rates)}``, :func:`attnrank.sections.study.within_draws` of the ``learned`` runs and their ``sequences`` (``n_draws``
+    draws) and the :func:`attnrank.sections.study.flip_rate` of the architectures whose reference has a sign; empty
+    without learned runs."""
+    if learned.empty:
+        return {}
+    out = {}
+    for measure in (PRIMARY_MEASURE, STUDY_MEASURE):
+        draws, reference = study.within_draws(sequences, learned, measure, n_draws=n_draws)
+        seen = reference[np.isfinite(reference.stat)]
+        out[measure] = (
+            draws,
+            reference,
+            study.flip_rate(draws[draws.arch.isin(seen.arch)], seen) if len(seen) else seen,
+        )
+    return out
 
 
 def set_early_effect(early) -> str:
@@ -328,7 +345,8 @@ def section(profile: str = "auto", *, seeds=None, n_draws: int = 1000, dataset: 
     drawn = learned if len(learned) else d.ok  # with no run learned, the figure shows every complete run
     by_step = study.rank_by_step(load_table(drawn, "rank_summary"), m)
     early = rules.set_early_rule(by_step if len(learned) else by_step.iloc[:0], warmup=warmup, archs=archs)
-    glue["protocol_within_text"] = within_words(load_table(learned, "sequences"), learned, n_draws)
+    sequences = load_table(learned, "sequences") if len(learned) else None
+    glue["protocol_within_text"] = within_words(within_results(sequences, learned, n_draws), len(learned), n_draws)
     glue["protocol_warmup"] = warmup
     glue["protocol_n_learned"] = ", ".join(
         f"{int((learned.arch == a).sum())} of {int((d.ok.arch == a).sum())} {ARCH_NAMES[a]}" for a in archs
