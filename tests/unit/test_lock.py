@@ -139,8 +139,8 @@ def test_a_recorded_check_is_read_from_its_record(tmp_path):
     assert glue["repro_scale_loss"] == "supported (same computation)" and glue["repro_scale_meta"] == "seeds 3, 4"
     assert glue["repro_scale_same"] == "(ii) higher rank, lower loss"
     # a record of the toy task on other seeds names every toy seed it read, not the first alone
-    glue = rp._check_glue("confirm", table, {"profile": "quick", "toy_seed": 6}, {"loss": "independent"})
-    assert glue["repro_confirm_meta"] == "profile quick, toy seeds 6 to 11"
+    glue = rp._check_glue("confirm", table, {"profile": "quick", "toy_seeds": [6, 7, 8]}, {"loss": "independent"})
+    assert glue["repro_confirm_meta"] == "profile quick, toy seeds 6, 7, 8"
 
 
 def test_a_check_says_which_verdicts_are_replications():
@@ -156,7 +156,12 @@ def test_a_check_says_which_verdicts_are_replications():
     assert same({"profile": "scale"}) == {"theory", "seq_len", "headdim", "target", "temp"}
     assert same({"profile": "quick"}) == set(VERDICT_RUNS)
     # the toy task replicates where the check read other toy seeds (the target chapter's seed parameter)
-    assert same({"profile": "quick", "seeds": [3, 4, 5], "toy_seed": 6}) == {"theory", "seq_len", "headdim", "causal"}
+    assert same({"profile": "quick", "seeds": [3, 4, 5], "toy_seeds": [6, 7]}) == {
+        "theory",
+        "seq_len",
+        "headdim",
+        "causal",
+    }
 
 
 def test_a_confirmation_build_is_the_same_computation_as_its_own_record(monkeypatch):

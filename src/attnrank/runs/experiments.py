@@ -370,8 +370,8 @@ class VerdictSource(NamedTuple):
     task, sized by the profile's model sizes), and ``seeded``: whether the verdict reads those runs (and so their
     seeds); ``False`` where it is decided on freshly initialised models of fixed seeds on the corpus; ``claim``: a
     claim of the study (``False``: a check of the book's own, counted apart); ``toy``: computed on the toy task,
-    whose seeds are its chapter's ``seed`` parameter (a recorded check built with another first seed, its
-    ``build.json``'s ``toy_seed``, replicates it); ``initial``: it reads the runs' initial ranks alone, so a check that
+    whose seeds are its chapter's ``seed`` parameter (a recorded check built on other toy seeds, its
+    ``build.json``'s ``toy_seeds``, replicates it); ``initial``: it reads the runs' initial ranks alone, so a check that
     trains the same models longer computes it again."""
 
     chapter: str
@@ -436,7 +436,7 @@ def check_relation(profile: str, check: dict, dataset=None) -> dict[str, str]:
 
     Args:
         check: the check's ``build.json``: ``profile``, and optionally ``dataset``, ``seeds`` (a list: the
-            ``ATTNRANK_SEEDS`` it was built with) and ``toy_seed`` (the toy task's first seed, where not 0).
+            ``ATTNRANK_SEEDS`` it was built with) and ``toy_seeds`` (a list: the toy task's seeds, where not its chapter's own).
 
     Raises:
         ConfigError: naming ``profile``, ``dataset`` or ``ATTNRANK_SEEDS`` for a value the sweep does not allow.
@@ -470,7 +470,7 @@ def check_relation(profile: str, check: dict, dataset=None) -> dict[str, str]:
     )
     for name, source in VERDICT_RUNS.items():
         if source.runs is None or not source.seeded:  # fixed seeds: what differs is the sizes (and the corpus)
-            same = same_sizes and (source.runs is None or same_corpus) and not (source.toy and check.get("toy_seed"))
+            same = same_sizes and (source.runs is None or same_corpus) and not (source.toy and check.get("toy_seeds"))
             out[name] = "same" if same else "independent"
             continue
         here = runs(source, profile, dataset, this_build=True)

@@ -35,7 +35,6 @@ from ..words.glossary import (
     fmt_setting,
     per_arch,
 )
-from . import target
 from .section import Section, Table
 
 __all__ = [
@@ -225,15 +224,11 @@ def _check_glue(name: str, table: pd.DataFrame | None, meta: dict, relation: dic
     same = [VERDICT_LABELS[v] for v in VERDICT_LABELS if relation.get(v) == "same"]
     glue[f"repro_{name}_same"] = "; ".join(same) if same else "none"
     glue[f"repro_{name}_regime"] = rows["regime"].finding if "regime" in rows else "not recorded"
-    keys = ("profile", "dataset", "seeds", "toy_seed", "commit", "date", "updated", "runs", "build_minutes")
+    keys = ("profile", "dataset", "seeds", "toy_seeds", "commit", "date", "updated", "runs", "build_minutes")
     shown = {k: ", ".join(map(str, v)) if isinstance(v, list) else v for k, v in meta.items()}
-    if "toy_seed" in meta:  # the first of the toy task's seeds: say every one the record read
-        seeds = target.settings(resolve_profile(meta.get("profile", "auto")), seed=int(meta["toy_seed"])).seeds
-        shown["toy_seed"] = f"{seeds[0]} to {seeds[-1]}"
-    label = {"toy_seed": "toy seeds"}
-    glue[f"repro_{name}_meta"] = ", ".join(
-        f"{label.get(k, k.replace('_', ' '))} {shown[k]}" for k in keys if k in shown
-    ) + (f" ({meta['note']})" if meta.get("note") else "")
+    glue[f"repro_{name}_meta"] = ", ".join(f"{k.replace('_', ' ')} {shown[k]}" for k in keys if k in shown) + (
+        f" ({meta['note']})" if meta.get("note") else ""
+    )
     return glue
 
 
