@@ -226,6 +226,10 @@ def test_presets_sit_beside_the_profiles_and_print():
     assert list(table.columns) == ["chapter", "size", "ci", "quick", "paper", "scale"]
     row = table[(table.chapter == "target") & (table["size"] == "n")].iloc[0]
     assert (row.ci, row.quick, row.paper, row.scale) == ("32", "64", "128", "64")  # scale: the quick sizes
+    # and the theory chapter's regime says so: a scale check's random instances are the quick profile's
+    from attnrank.sections.theory import base_profile_words
+
+    assert base_profile_words("scale") == base_profile_words("quick") == "the quick profile's sizes"
     with pytest.raises(ConfigError) as err:
         preset("nope")
     assert err.value.param == "chapter"

@@ -637,7 +637,7 @@ def section(profile: str = "auto", *, seed: int = 0, taus=None, head_dims=None, 
         + "; ".join(f"d_h = {d}: {fmt_estimate(v.estimate, 2, n=False)}" for d, v in found.items())
         + " nats",
         f"{len(S.seeds)} seeds",
-        f"a toy attention layer trained on its target, not a language model ({S.profile} sizes)",
+        f"a toy attention layer trained on its target, not a language model (n = {S.n}, {S.steps} steps)",
         summary,
     )
     return Section("target", glue, figures, tables, [record])

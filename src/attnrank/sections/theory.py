@@ -28,7 +28,7 @@ from ..analysis.theory.taylor import (
     taylor_rank_bound,
     taylor_terms,
 )
-from ..core.profiles import resolve_profile
+from ..core.profiles import base_profile, resolve_profile
 from ..core.rank import numerical_rank, singular_values, study_rank
 from ..plots.theory import section_figure
 from ..runs.cache import cached
@@ -567,8 +567,9 @@ def section(profile: str = "auto", *, seed: int = 0, head_dims=None, mc_samples=
 
 
 def base_profile_words(profile: str) -> str:
-    """The sizes the chapter's random instances were drawn at, in words."""
-    return f"the {profile} profile's sizes"
+    """The sizes the chapter's random instances were drawn at, in words: those of ``profile``'s
+    :func:`attnrank.core.profiles.base_profile` (the scale profile draws at the quick profile's sizes)."""
+    return f"the {base_profile(profile)} profile's sizes"
 
 
 def _reader_columns(frame: pd.DataFrame) -> pd.DataFrame:
