@@ -125,8 +125,9 @@ book.publish(learned.section(**params))
 # ```
 #
 # A cold build of the book trains the runs below before any chapter executes; what more it would cost to hold more
-# in the default build itself (another seed, the causal design at the default's sizes and the second corpus, which
-# the book now runs as recorded checks of their own, {doc}`reproducibility`) is the second table. Both are costed from each run's training FLOP at the rate the shared grid's runs measured on this machine
+# in the default build itself (another seed, the masked LM's half of the causal design, which the default trains for
+# GPT-2 alone, and the second corpus, which the book runs as recorded checks of their own, {doc}`reproducibility`) is
+# the second table. Both are costed from each run's training FLOP at the rate the shared grid's runs measured on this machine
 # ({glue:text}`learned_rate_gpt2` FLOP per CPU second for GPT-2, {glue:text}`learned_rate_modernbert` for ModernBERT,
 # {glue:text}`learned_rate_bert` for BERT, probes and validation included); two cores train two runs at a time.
 #

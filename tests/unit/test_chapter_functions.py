@@ -332,9 +332,16 @@ def test_causal_effects_table_glue_and_order():
     tab, glue = causal.effects_table(eff)
     cells = [f"“{causal.CELL_LABELS[c]}” minus “τ = 1”" for c in ("init", "lr", "twin", "tau")]
     assert list(tab.columns) == ["model", "outcome", *cells]
-    assert glue["causal_initial_init_modernbert"] == "1.000 in every resample"  # constructed: no spread
-    assert glue["causal_final_val_loss_lr_gpt2"] == "0.0000 in every resample"
-    assert len(glue) == 2 * 3 * 4 and not any("twin_" in k and "tau - twin" in k for k in glue)
+    # constructed: no spread; each model named after its effect, in the book's order
+    assert glue["causal_initial_init"] == "1.000 in every resample (ModernBERT) and 1.000 in every resample (GPT-2)"
+    assert (
+        glue["causal_final_val_loss_lr"] == "0.0000 in every resample (ModernBERT) and 0.0000 in every resample (GPT-2)"
+    )
+    assert len(glue) == 3 * 4 and not any("twin_" in k and "tau - twin" in k for k in glue)
+    # a design of one model (the default's, GPT-2 alone): its sentences and tables name it alone
+    one = _outcomes()[lambda d: d.arch == "gpt2"]
+    assert causal.effects_table(causal.effects(one))[1]["causal_initial_init"] == "1.000 in every resample (GPT-2)"
+    assert list(causal.twins_table(one).model.unique()) == ["GPT-2 (CLM)"]
     assert (
         tab.set_index(["model", "outcome"]).loc[("ModernBERT (MLM)", causal.OUTCOMES["initial"]), cells[-1]]
         == "1.000 in every resample"
@@ -352,9 +359,9 @@ def test_causal_runs_text_spans_and_summary():
         }
     )
     assert causal.runs_text(runs, "quick", 2) == (
-        "4 runs (the quick profile, at the ci profile's sizes: hidden size 32, 2 layers, head dimension 8, 40 steps; 2 seeds), "
-        "1 diverged"
-    )
+        "4 runs (the quick profile: hidden size 32, 2 layers, head dimension 8, 40 steps; 2 seeds), 1 diverged"
+    )  # the default trains the 2 x 2 at its own sizes; a profile at another's says so
+    assert causal.runs_text(runs, "paper", 2).startswith("4 runs (the paper profile, at the quick profile's sizes: ")
     inter = pd.DataFrame(
         {
             "arch": "modernbert",
@@ -385,8 +392,7 @@ def test_causal_runs_text_spans_and_summary():
     assert "tau = 0.01, s = 10." in text
     # the twins' gaps with their units, loss and rank apart
     assert (
-        "differ by at most 0.02 nats in final validation loss and 0.02 units of rank. The ci profile at the ci profile's sizes"
-        in text
+        "differ by at most 0.02 nats in final validation loss and 0.02 units of rank. The ci profile, 30 runs." in text
     )
     assert causal.causal_text(v, "gpt2") in text
 
@@ -395,7 +401,7 @@ def test_causal_figures_name_data_and_source():
     table = _outcomes()
     fig, data, name, source = cplots.cells_figure(table, tau=0.01, measure="effective_rank", profile="paper", n_runs=30)
     assert name == "causal_cells" and data is table
-    assert source == "paper profile at the quick profile's sizes, 30 runs."
+    assert source == "paper profile, at the quick profile's sizes, 30 runs."
     labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
     assert "τ = 0.01" in labels and "q/k lr × s" in labels
     inter = pd.DataFrame(
@@ -409,7 +415,7 @@ def test_causal_figures_name_data_and_source():
         }
     )
     fig, data, name, source = cplots.intervention_figure(inter, measure="effective_rank", profile="ci")
-    assert name == "causal_intervention" and source == "The ci profile at the ci profile's sizes."
+    assert name == "causal_intervention" and source == "The ci profile."
     assert np.isclose(data.effective_rank.sum(), 10.0)
 
 

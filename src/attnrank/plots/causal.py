@@ -7,7 +7,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..runs.experiments import CAUSAL_PRESETS, CELLS
-from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_tau
+from ..words.glossary import ARCH_LABELS, MEASURE_LABELS, fmt_tau, profile_sizes
 from . import figure, figure_legend, new_figure
 from .style import MIN_FONT_SIZE, SYMBOLS, tau_label
 
@@ -130,7 +130,7 @@ def cells_figure(table: pd.DataFrame, *, tau: float, measure: str, profile: str,
         cells(table, ylab, CELLS, labels),
         table,
         "causal_cells",
-        f"{profile} profile at the {CAUSAL_PRESETS[profile][0]} profile's sizes, {n_runs} runs.",
+        f"{profile_sizes(profile, CAUSAL_PRESETS[profile][0]).removeprefix('the ')}, {n_runs} runs.",
     )
 
 
@@ -145,5 +145,5 @@ def intervention_figure(inter: pd.DataFrame, *, measure: str, profile: str):
         intervention(inter, measure, MEASURE_LABELS[measure]),
         inter,
         "causal_intervention",
-        f"The {profile} profile at the {CAUSAL_PRESETS[profile][0]} profile's sizes.",
+        f"{profile_sizes(profile, CAUSAL_PRESETS[profile][0]).replace('the', 'The', 1)}.",
     )

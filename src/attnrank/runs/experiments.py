@@ -265,9 +265,8 @@ P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 
 #: The five runs of one seed, in display order.
 CELLS = ("stock", "init", "lr", "twin", "tau")
 #: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
-#: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``): at ``quick`` the ``ci`` runs themselves (the design at
-#: the default's sizes does not fit the cold build's 30 minutes; the scale check answers it there), at ``paper`` and
-#: ``scale`` the ``quick`` sizes (where the models learn).
+#: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``, which also names the seeds and, at ``quick``, the one
+#: model): the ``quick`` sizes (where the models learn) at every profile but ``ci``.
 CAUSAL_PRESETS = {p: (v["sizes"], v["overrides"]) for p, v in RUN_PRESETS["causal"].items()}
 
 
@@ -281,10 +280,10 @@ def twin_scale(tau: float) -> float:
 
 
 def causal_runs(
-    profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=ARCHS, dataset: str | None = None
+    profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=None, dataset: str | None = None
 ) -> list[RunConfig]:
-    """The configs of the chapter: :data:`CELLS` x ``seeds`` (None: the preset's) x ``archs`` at the profile's preset,
-    trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
+    """The configs of the chapter: :data:`CELLS` x ``seeds`` x ``archs`` (None: the preset's, both models where it
+    names none) at the profile's preset, trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
 
     Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
     ``qk_init_scale`` and ``qk_lr_scale`` (``s = twin_scale(tau)``).
@@ -295,6 +294,7 @@ def causal_runs(
     profile = resolve_profile(profile)
     sizes, overrides = CAUSAL_PRESETS[profile]
     seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
+    archs = RUN_PRESETS["causal"][profile].get("archs", ARCHS) if archs is None else archs
     s = twin_scale(tau)
     settings = {
         "stock": dict(),

@@ -38,7 +38,7 @@ from ..plots.causal import CELL_LABELS, cells_figure, intervention_figure
 from ..runs.experiments import CAUSAL_PRESETS, CELLS, P3_CONDITIONS, causal_runs, twin_scale
 from ..runs.store import Run, load_table, read
 from ..runs.tables import table as runs_table
-from ..words.glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_sci, fmt_setting
+from ..words.glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_sci, fmt_setting, profile_sizes
 from .section import (
     Figure,
     Section,
@@ -203,7 +203,7 @@ def runs_text(runs: pd.DataFrame, profile: str, n_seeds: int) -> str:
     """
     c0 = runs.iloc[0]
     return (
-        f"{len(runs)} runs (the {profile} profile, at the {CAUSAL_PRESETS[profile][0]} profile's sizes: hidden size {c0.hidden_size}, "
+        f"{len(runs)} runs ({profile_sizes(profile, CAUSAL_PRESETS[profile][0])}: hidden size {c0.hidden_size}, "
         f"{c0.num_layers} layers, head dimension {c0.head_dim}, {int(c0.max_steps)} steps; {n_seeds} seeds), "
         f"{divergence(runs, 'causal', listed=False)['causal_diverged']}"
     )
@@ -221,11 +221,11 @@ def twins_table(table: pd.DataFrame) -> pd.DataFrame:
 
     Columns: the difference of means over seeds with its Welch-t interval as text
     (:func:`attnrank.analysis.rules.two_point`), the largest per-seed ``|tau - twin|`` and the standard
-    deviation over seeds of the ``tau`` runs (``ddof=1``). ``table``: :func:`outcomes`, for
-    the book's two models (:data:`~attnrank.core.profiles.ARCHS`).
+    deviation over seeds of the ``tau`` runs (``ddof=1``). ``table``: :func:`outcomes`, for each model it holds
+    (in the order of :data:`~attnrank.core.profiles.ARCHS`).
     """
     rows = []
-    for a in ARCHS:
+    for a in [a for a in ARCHS if a in set(table.arch)]:
         for o in OUTCOMES:
             tau_runs, twin_runs = _twin_pair(table, a, o)
             rows.append(
@@ -253,14 +253,18 @@ def effects_table(eff: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 
     ``table``: rows ``(arch, outcome label)``, one column per cell other than ``stock``, each
     effect as text with its interval (4 decimals for the loss, 3 for the ranks); ``glue``:
-    ``causal_<outcome>_<cell>_<arch>`` -> the same text.
+    ``causal_<outcome>_<cell>`` -> the same text for every model the runs hold, each named after its effect
+    (``"−0.0512 [−0.0601, −0.0423] (GPT-2)"``, joined by "and" where there are two).
     """
     tab = eff[eff.contrast != "tau - twin"].copy()
     tab["effect"] = [
         fmt_estimate(Estimate(r.value, r.low, r.high, r.n, ""), 4 if r.outcome == "final_val_loss" else 3, n=False)
         for r in tab.itertuples()
     ]
-    glue = {f"causal_{r.outcome}_{r.contrast}_{r.arch}": r.effect for r in tab.itertuples()}
+    glue = {
+        f"causal_{o}_{c}": " and ".join(f"{r.effect} ({ARCH_NAMES[r.arch]})" for r in d.itertuples())
+        for (o, c), d in tab.sort_values("arch", key=lambda a: a.map(ARCHS.index)).groupby(["outcome", "contrast"])
+    }
     shown = tab.assign(outcome=tab.outcome.map(OUTCOMES)).pivot_table(
         index=["arch", "outcome"], columns="contrast", values="effect", aggfunc="first"
     )[list(CELLS[1:])]
@@ -302,10 +306,10 @@ def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_
     gaps = twin_gaps(twins)
     return (
         f"{answer_text(result)} Paired differences from tau = 1 in nats, tau = {fmt_setting(tau)}, "
-        f"s = {twin_scale(tau):.3g}. {causal_text(result, 'modernbert')}. {causal_text(result, 'gpt2')}. Each tau run "
+        f"s = {twin_scale(tau):.3g}. {'. '.join(causal_text(result, a) for a in result.arch)}. Each tau run "
         f"and its twin differ by at most {gaps['causal_twin_max_loss']} nats in final validation loss and "
-        f"{gaps['causal_twin_max_rank']} units of rank. The {profile} profile at the {CAUSAL_PRESETS[profile][0]} "
-        f"profile's sizes, {n_runs} runs."
+        f"{gaps['causal_twin_max_rank']} units of rank. {profile_sizes(profile, CAUSAL_PRESETS[profile][0]).replace('the', 'The', 1)}, "
+        f"{n_runs} runs."
     )
 
 

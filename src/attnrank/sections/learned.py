@@ -297,9 +297,9 @@ def plan_parts(profile: str = "auto") -> dict:
     Returns ``{"build": {part: configs}, "next": {part: configs}}``. ``build``: the shared grid
     (:func:`attnrank.runs.experiments.main_sweep`), the study's BERT beside it, the sequence-length runs and the causal
     chapter's runs, as :func:`attnrank.runs.experiments.book_runs` trains them. ``next``: one more seed of every setting
-    of the shared grid; the causal 2 x 2 and twins of both models at the profile's own sizes (the grid's seeds),
-    where the models learn; the shared grid again on a second corpus (the same configs, so the same cost). A fine
-    temperature grid at initialisation needs no training and is not listed.
+    of the shared grid; the causal 2 x 2 and twins of the models the build's causal chapter leaves out (the masked LM
+    at the default) at the profile's own sizes and the grid's seeds; the shared grid again on a second corpus (the
+    same configs, so the same cost). A fine temperature grid at initialisation needs no training and is not listed.
     """
     plan = experiments.sweep_plan(profile)
     profile, seeds = plan.profile, plan.seeds
@@ -309,9 +309,11 @@ def plan_parts(profile: str = "auto") -> dict:
     ]
     s = experiments.twin_scale(0.01)
     cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
-    causal_default = [
+    in_build = {c.arch for c in experiments.causal_runs(profile)}
+    causal_rest = [
         resolve_config(a, profile, seed=seed, **experiments.P3_CONDITIONS, **cell)
         for a in (CLM_ARCH, MLM_ARCH)
+        if a not in in_build
         for cell in cells
         for seed in seeds
     ]
@@ -324,7 +326,11 @@ def plan_parts(profile: str = "auto") -> dict:
         },
         "next": {
             f"one more seed of the shared grid (seed {len(seeds)})": more,
-            "causal 2 × 2 of both models at the default sizes (recorded in the scale check)": causal_default,
+            **(
+                {"the masked LM's causal 2 × 2 at the default sizes (recorded in the scale check)": causal_rest}
+                if causal_rest
+                else {}
+            ),
             "the shared grid on the second corpus (recorded as a check of its own)": list(main),
         },
     }

@@ -25,6 +25,7 @@ from ..runs.provenance import ENVIRONMENT_PACKAGES, RECORD_FOLDERS, lock_state
 from ..runs.store import code_hash
 from ..words.glossary import (
     ARCH_LABELS,
+    ARCH_NAMES,
     ARCHS,
     CHAPTER_LABELS,
     SETTING_LABELS,
@@ -124,7 +125,10 @@ def preset_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
         for c in presets.RUN_PRESETS
         for p in presets.RUN_PRESETS[c]
     ]
-    return sizes, chapter_runs.assign(chapter=chapter_runs.chapter.map(CHAPTER_LABELS), overrides=overrides)
+    models = chapter_runs.models.map(lambda m: ", ".join(ARCH_NAMES.get(a, a) for a in m.split(", ")))
+    return sizes, chapter_runs.assign(
+        chapter=chapter_runs.chapter.map(CHAPTER_LABELS), overrides=overrides, models=models
+    )
 
 
 def runs_shown(sweep: pd.DataFrame) -> pd.DataFrame:

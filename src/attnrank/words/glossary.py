@@ -29,6 +29,7 @@ from ..core.profiles import ARCHS, TAU_RANGE
 
 __all__ = [
     "ARCHS",
+    "profile_sizes",
     "largest_first",
     "fmt_count",
     "TAU_RANGE",
@@ -286,6 +287,12 @@ def fmt_setting(v) -> str:
         mant, exp = s.split("e")
         s = f"{mant}e{int(exp)}"
     return s
+
+
+def profile_sizes(profile: str, sizes: str) -> str:
+    """A build profile with the model sizes its runs take, in words: ``"the quick profile"`` where they are its
+    own, else ``"the paper profile, at the quick profile's sizes"``."""
+    return f"the {profile} profile" + ("" if sizes == profile else f", at the {sizes} profile's sizes")
 
 
 def fmt_tau(t, symbol: str = "τ") -> str:
