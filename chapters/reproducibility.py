@@ -50,7 +50,8 @@ book.publish(reproducibility.section(**params))
 # positions) stays on its context-free plateau on a CPU budget, so no verdict on trained models can rest on it; a
 # masked LM with rotary positions (ModernBERT) and a byte-level vocabulary for GPT-2 leave it at the default
 # profile's sizes, and more clearly in the scale check (in this build: {glue:text}`learned.ipynb::learned_regime:s`). Compute: every run trains on two CPU cores, so the grid is coarse
-# in seeds and the causal 2 × 2 has few runs; cold temperatures saturate the softmax, and such a run never learns to
+# in seeds and the causal 2 × 2 has few runs (the masked LM does not learn under the training conditions P3 needs,
+# so the default's 2 × 2 is GPT-2's); cold temperatures saturate the softmax, and such a run never learns to
 # attend, so verdicts on trained models read only the runs that learned. The study's absolute $10^{-8}$ rule counts
 # float32 round-off ({doc}`measure`).
 #
