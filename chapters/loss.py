@@ -227,4 +227,5 @@ book.publish(loss.section(**params))
 #
 # These are associations. The {doc}`causal chapter <causal>` takes the next step: it holds $\tau = 1$ and moves the
 # initial logit scale (hence the initial rank) and the query/key step size one at a time, and asks which of the two the
-# loss follows.
+# loss follows. Its answer in this build: {glue}`causal.ipynb::causal_badge` {glue:text}`causal.ipynb::causal_effect:s`
+# (regime: {glue:text}`causal.ipynb::causal_regime_brief:s`).
