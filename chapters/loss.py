@@ -228,4 +228,6 @@ book.publish(loss.section(**params))
 # These are associations. The {doc}`causal chapter <causal>` takes the next step: it holds $\tau = 1$ and moves the
 # initial logit scale (hence the initial rank) and the query/key step size one at a time, and asks which of the two the
 # loss follows. Its answer in this build: {glue}`causal.ipynb::causal_badge` {glue:text}`causal.ipynb::causal_effect:s`
-# (regime: {glue:text}`causal.ipynb::causal_regime_brief:s`).
+# (“scale − step”: the initial logit scale alone minus the query/key step size alone; regime:
+# {glue:text}`causal.ipynb::causal_regime_brief:s`; the masked LM does not learn under the training conditions that
+# design needs at these sizes, so its half is open).

@@ -38,8 +38,10 @@ book.publish(reproducibility.section(**params))
 # coarse temperatures, the absolute $10^{-8}$ rule, one corpus), tested on a masked LM (ModernBERT) and a causal LM
 # (GPT-2) trained from scratch, with the study's BERT as a reference. This build: the
 # **{glue:text}`repro_profile`** profile ({glue:text}`repro_size`) on **{glue:text}`repro_dataset`**.
-# Two recorded checks repeat every verdict: at three times the training steps (the scale check) and on a second
-# corpus of another kind, the Python standard library's source code ({numref}`tab-repro-checks`).
+# Three recorded checks compute every verdict again: on fresh seeds, at three times the training steps (the scale
+# check) and on a second corpus of another kind, the Python standard library's source code; where a check repeats this
+# build's own computation or shares its runs, its table says so and it does not count as a replication
+# ({numref}`tab-repro-checks`).
 #
 # **What was easy.** Building every model from its Hugging Face configuration, offline; measuring the rank at
 # initialisation, where no training is needed (the fine temperature grid and the head-dimension windows take
@@ -49,7 +51,7 @@ book.publish(reproducibility.section(**params))
 # **What was difficult.** Models that learn at this scale. The study's BERT (post-LayerNorm, learned absolute
 # positions) stays on its context-free plateau on a CPU budget, so no verdict on trained models can rest on it; a
 # masked LM with rotary positions (ModernBERT) and a byte-level vocabulary for GPT-2 leave it at the default
-# profile's sizes, and more clearly in the scale check (in this build: {glue:text}`learned.ipynb::learned_regime:s`). Compute: every run trains on two CPU cores, so the grid is coarse
+# profile's sizes, and more clearly in the scale check (in this build: {glue:text}`learned.ipynb::learned_regime:s`). Compute: every run trains on one CPU core, two at a time, so the grid is coarse
 # in seeds and the causal 2 × 2 has few runs (the masked LM does not learn under the training conditions P3 needs,
 # so the default's 2 × 2 is GPT-2's); cold temperatures saturate the softmax, and such a run never learns to
 # attend, so verdicts on trained models read only the runs that learned. The study's absolute $10^{-8}$ rule counts
@@ -108,10 +110,11 @@ book.publish(reproducibility.section(**params))
 # %% [markdown]
 # ## The recorded checks: three times the steps, and a second corpus
 #
-# Every verdict of this book is also computed by two builds of their own, each in a clone of its own and recorded
+# Every verdict of this book is also computed by two builds of their own (besides the fresh seeds), each in a clone of its own and recorded
 # with `attnrank verdicts data/<check>/verdicts.csv --from-build _build`. **The scale check** builds the `scale`
 # profile: the default's model sizes, grid and seeds trained three times as many steps, and the causal chapter's
-# 2 × 2 at the default's sizes (`ATTNRANK_PROFILE=scale jupyter-book build .`). Its build:
+# 2 × 2 of both models at the default's sizes and steps (its GPT-2 half has the configurations of this build's own;
+# `ATTNRANK_PROFILE=scale jupyter-book build .`). Its build:
 # {glue:text}`repro_scale_meta`. Its regime: {glue:text}`repro_scale_regime`
 #
 # **The second corpus** builds the default profile on `dataset="stdlib"` (`ATTNRANK_DATASET=stdlib jupyter-book

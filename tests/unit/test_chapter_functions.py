@@ -569,7 +569,32 @@ def test_the_loss_rule_is_asked_again_with_the_head_dimension_held_fixed():
     )
     assert "the within ρ reads: GPT-2 1.00 in every resample against the rule's −0.38 [−0.71, 1.00]." in text
     assert "ModernBERT" not in text.split("held fixed")[1]
+    assert "rests on the head-dimension contrast" not in text  # the fixed ρ is resolved: nothing carried
+    # a rule's resolved sign that the fixed strata leave unresolved is said to rest on the head-dimension contrast
+    from attnrank.analysis.stats import Estimate
+
+    noisy = learned.assign(final_val_loss=[3.1, 3.0, 3.2, 3.6, 3.5, 3.7, 2.1, 2.0, 2.2])
+    ruled = {"gpt2": Estimate(-0.5, -0.9, -0.1, 9, "")}
+    assert "for GPT-2 the sign the rule resolves rests on the head-dimension contrast" in loss.exposure_text(
+        noisy, "effective_rank", ["gpt2"], ruled
+    )
     # one head dimension per temperature: nothing to hold fixed, no second sentence
     assert "held fixed" not in loss.exposure_text(
         learned.assign(head_dim=32), "effective_rank", ["gpt2"], {"gpt2": pooled}
+    )
+
+
+def test_the_causal_chapter_says_which_cells_learned(monkeypatch):
+    """The learned gate reads the stock cell alone; the sentence names, per model, the cells whose worst run ends below
+    its bigram count model and those that end above it in some seed (bigram fixed at 5.0 here)."""
+    from attnrank.analysis import baselines
+
+    monkeypatch.setattr(baselines, "baseline_losses", lambda r: {"bigram": 5.0})
+    runs = _outcomes()[lambda d: d.arch == "gpt2"].assign(
+        final_val_loss=lambda d: d.cell.map({"stock": 4.4, "init": 4.5, "lr": 5.05, "twin": 5.04, "tau": 5.03})
+    )
+    assert causal.cells_learned_text(runs) == (
+        "Worst run of each cell against its bigram count model (nats; the learned gate reads the stock cell alone): "
+        "for GPT-2, every run of “τ = 1” (−0.60), “init × s” (−0.50) ends below its bigram count model; "
+        "“q/k lr × s” (0.05), “init × s, lr × s (twin)” (0.04), “τ” (0.03) end above it in at least one seed."
     )

@@ -201,4 +201,10 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
         "computation, so it does not count); not compared, recorded under an earlier version of its rule: (ii) higher "
         "rank, lower loss." in text
     )
+    # a verdict that shares runs with this build's (the scale check's causal GPT-2 half) replicates nothing either
+    checks["confirm"] = (confirm, {"dynamics": "independent", "loss": "partly", "temp": "same"})
+    assert (
+        "On fresh seeds, with the frozen rules: 1 of 1 replicated verdicts agree (1 more repeats this build's own "
+        "computation and 1 more shares runs with it, so they do not count)." in findings_text(table, frozen, checks)[0]
+    )
     assert "fresh seeds" not in findings_text(table, frozen, None)[0]

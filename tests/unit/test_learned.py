@@ -149,5 +149,7 @@ def test_steps_text_names_each_architecture_when_they_differ():
     assert section.steps_text(same) == "1000"
     differ = pd.DataFrame({"arch": ["modernbert", "modernbert", "gpt2"], "max_steps": [500, 500, 1000]})
     assert section.steps_text(differ) == "1000 (GPT-2) and 500 (ModernBERT)"
+    three = pd.DataFrame({"arch": ["modernbert", "gpt2", "bert"], "max_steps": [1000, 1000, 500]})
+    assert section.steps_text(three) == "1000 (GPT-2 and ModernBERT) and 500 (BERT)"  # equal steps named together
     with pytest.raises(ValueError, match="runs"):
         section.steps_text(differ.iloc[:0])

@@ -94,10 +94,9 @@ def test_sign_finding_names_where_the_study_holds_and_reverses():
     ] * 2
     text = temp.sign_finding(rank_v)
     assert text == (
-        "The study's sign holds on the study's 10⁻⁸ count (absolute threshold) and the 10⁻² count (relative "
-        "threshold) for ModernBERT; it reverses on the effective rank (threshold-free), the stable rank "
-        "(threshold-free) and the 10⁻² count (relative threshold) for GPT-2; it is undecided on the 10⁻⁴ count "
-        "(relative threshold)."
+        "The study's sign holds on the study's 10⁻⁸ count (both models) and, for ModernBERT, on the 10⁻² count; it "
+        "reverses on the effective and stable ranks (both models) and, for GPT-2, on the 10⁻² count; it is undecided "
+        "on the 10⁻⁴ count (both models)."
     )
     assert temp.sign_finding(rank_v, short=True) == (
         "Hotter softmax, initial rank: higher on 10⁻⁸ count, lower on effective and stable ranks, unclear on 10⁻⁴ "

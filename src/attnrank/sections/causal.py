@@ -299,6 +299,42 @@ def intervention_spans(inter: pd.DataFrame, measure: str) -> dict:
     }
 
 
+def cells_learned_text(runs: pd.DataFrame) -> str:
+    """Which cells of the design end below their bigram count model, in words, per model: the learned gate reads the
+    stock cell alone (the other cells are the interventions), so a reader is told where an intervention kept the model
+    from learning. ``runs``: the complete runs with ``cell`` (:func:`label_cells`) and the fields of
+    :func:`attnrank.analysis.baselines.baseline_losses`; each cell by its worst run (final validation loss minus the
+    run's bigram count model, nats)."""
+    parts = []
+    for a in [a for a in ARCHS if a in set(runs.arch)]:
+        gap = {}
+        for r in runs[runs.arch == a].to_dict("records"):
+            g = float(r["final_val_loss"]) - baselines.baseline_losses(r)["bigram"]
+            gap[r["cell"]] = max(gap.get(r["cell"], -np.inf), g)
+        below = [c for c in CELLS if c in gap and gap[c] < 0]
+        above = [c for c in CELLS if c in gap and gap[c] >= 0]
+        said = lambda cs, gap=gap: ", ".join(f"“{CELL_LABELS[c]}” ({fmt(gap[c], 2)})" for c in cs)  # noqa: E731
+        parts.append(
+            f"for {ARCH_NAMES[a]}, "
+            + "; ".join(
+                filter(
+                    None,
+                    [
+                        f"every run of {said(below)} ends below its bigram count model" if below else "",
+                        f"{said(above)} end{'s' if len(above) == 1 else ''} above it in at least one seed"
+                        if above
+                        else "",
+                    ],
+                )
+            )
+        )
+    return (
+        "Worst run of each cell against its bigram count model (nats; the learned gate reads the stock cell alone): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def verdict_summary(result, twins: pd.DataFrame, *, tau: float, profile: str, n_runs: int) -> str:
     """The sentence of the ``causal`` verdict: the question, :func:`causal_text` per
     architecture, how closely the twins match (:func:`twins_table`) and the runs."""
@@ -427,6 +463,8 @@ def section(
     inter = intervention(runs, seeds[:2], eval_taus, m)
     fig, data, name, source = intervention_figure(inter, measure=m, profile=profile)
     figures.append(Figure(name, fig, data, source))
+    complete = runs[runs.status == "complete"]
+    glue["causal_cells_learned"] = cells_learned_text(complete) if len(complete) else "No run of the design completed."
     glue["causal_intervention_runs"] = inter.groupby(["arch", "train_tau", "seed"]).ngroups
     glue["causal_intervention_seeds"] = ", ".join(map(str, seeds[:2]))
     glue.update(intervention_spans(inter, m))

@@ -327,7 +327,9 @@ def plan_parts(profile: str = "auto") -> dict:
         "next": {
             f"one more seed of the shared grid (seed {len(seeds)})": more,
             **(
-                {"the masked LM's causal 2 × 2 at the default sizes (recorded in the scale check)": causal_rest}
+                {
+                    "the masked LM's causal 2 × 2 at the default sizes (it did not learn there in the scale check)": causal_rest
+                }
                 if causal_rest
                 else {}
             ),

@@ -130,7 +130,7 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | Non
     )
     if not (mixed and within):
         return text
-    fixed = []
+    fixed, carried = [], []
     for a in archs:
         d = learned[learned.arch == a]
         if d.empty:
@@ -140,10 +140,23 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | Non
         fixed.append(
             f"{ARCH_NAMES[a]} {fmt_estimate(e, n=False)} against the rule's {fmt_estimate(within[a], n=False)}"
         )
+        if _resolved(within[a]) and not _resolved(e):
+            carried.append(ARCH_NAMES[a])
+    tail = (
+        f": for {' and '.join(carried)} the sign the rule resolves rests on the head-dimension contrast, not on "
+        "seed-to-seed variation"
+        if carried
+        else ""
+    )
     return (
         text + " With the head dimension held fixed as well (strata τ × head dimension, seed-to-seed variation alone) "
-        f"the within ρ reads: {'; '.join(fixed)}."
+        f"the within ρ reads: {'; '.join(fixed)}{tail}."
     )
+
+
+def _resolved(e) -> bool:
+    """Whether an estimate's interval excludes 0."""
+    return bool(e.has_interval and e.low * e.high > 0)
 
 
 def cens_text(censored_at: dict) -> str:

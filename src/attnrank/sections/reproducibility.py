@@ -64,7 +64,7 @@ def environment() -> tuple[pd.DataFrame, str]:
     file in words (its hash, and whether every listed package is at its locked version)."""
     lock_hash, locked = lock_state(ENVIRONMENT_PACKAGES)
     env = pd.DataFrame(
-        [("Python", sys.version.split()[0], "-"), ("platform", platform.platform(), "-")]
+        [("Python", sys.version.split()[0], "-"), ("platform", f"{platform.system()} {platform.machine()}", "-")]
         + [(p, version(p), locked[p] or "-") for p in ENVIRONMENT_PACKAGES],
         columns=["package", "installed", "locked"],
     )

@@ -521,7 +521,7 @@ def sweep_facts(prefix: str, runs: pd.DataFrame, plan) -> dict:
 
 def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
     """The training steps of ``runs`` (columns ``arch`` and ``column``) in words: ``"1000"`` when every run
-    trains as long, else per architecture, e.g. ``"1000 (GPT-2) and 500 (BERT)"``, longest first.
+    trains as long, else per architecture, e.g. ``"1000 (GPT-2 and ModernBERT) and 500 (BERT)"``, longest first.
 
     Raises:
         ValueError: when ``runs`` is empty.
@@ -532,7 +532,10 @@ def steps_text(runs: pd.DataFrame, column: str = "max_steps") -> str:
     if steps.nunique() == 1:
         return str(steps.iloc[0])
     order = largest_first({a: int(v.split("/")[0]) for a, v in steps.items()})
-    return " and ".join(f"{steps[a]} ({ARCH_NAMES.get(a, a)})" for a in order)
+    by_steps: dict[str, list[str]] = {}
+    for a in order:  # architectures that train as long named together
+        by_steps.setdefault(steps[a], []).append(ARCH_NAMES.get(a, a))
+    return " and ".join(f"{v} ({' and '.join(names)})" for v, names in by_steps.items())
 
 
 def divergence(runs: pd.DataFrame, prefix: str, *, listed: bool = True) -> dict:

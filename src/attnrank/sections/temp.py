@@ -68,7 +68,6 @@ __all__ = [
     "needed_text",
     "needed_clause",
     "have_units",
-    "MEASURE_KINDS",
     "sign_of",
     "sign_finding",
     "verdict_text",
@@ -168,14 +167,6 @@ def verdict_text(r: ArchResult, what: str, *, digits: int = 2, effect: float | N
     return s
 
 
-#: How each rank measure counts, for the sentence that says where the study's sign holds.
-MEASURE_KINDS = {
-    "rank_atol_1e-8": "absolute threshold",
-    "rank_rtol_1e-2": "relative threshold",
-    "rank_rtol_1e-4": "relative threshold",
-    "effective_rank": "threshold-free",
-    "stable_rank": "threshold-free",
-}
 #: The study's sign in words, by the status of :func:`attnrank.analysis.rules.temperature_rank` on one architecture.
 SIGNS = {"supported": "the study's sign", "not supported": "reversed", INCONCLUSIVE: "undecided"}
 
@@ -191,33 +182,29 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     which it reverses and on which the data do not decide, from the per-architecture statuses of
     :func:`attnrank.analysis.rules.temperature_rank` (``rank_v`` is ``{measure: SweepVerdict}``).
 
-    A measure on which both architectures agree is named once; otherwise each architecture's part is
-    named with it (``"the 10⁻² count (relative threshold) for GPT-2"``). ``short=True`` names the measures
-    without their kind (for the intro's one line). Example: ``"The study's sign holds on the study's 10⁻⁸ count
-    (absolute threshold); it reverses on the effective rank (threshold-free) and the stable rank (threshold-free)."``
+    Per status, the measures on which every architecture has it are named once, with "(both models)", and each
+    architecture's own after its name. ``short=True``: the intro's one line (:func:`_sign_by_arch`). Example: ``"The
+    study's sign holds on the study's 10⁻⁸ count (both models) and, for GPT-2, on the 10⁻² and 10⁻⁴ counts; it reverses
+    on the effective and stable ranks (both models) and, for ModernBERT, on the 10⁻² and 10⁻⁴ counts."``
     """
     if short:
         return _sign_by_arch(rank_v)
-    groups: dict[str, list[str]] = {"supported": [], "not supported": [], INCONCLUSIVE: []}
-    for m, v in rank_v.items():
-        by_status: dict[str, list[str]] = {}
-        for a, r in v.arch.items():
-            by_status.setdefault(r.verdict.status, []).append(ARCH_NAMES[a])
-        name = f"{_label(m, 0)} ({MEASURE_KINDS.get(m, 'rank')})"
-        for st, names in by_status.items():
-            groups[st].append(name if len(by_status) == 1 else f"{name} for {' and '.join(names)}")
-
-    def _and(items):
-        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-    clauses = [
-        f"{verb} on {_and(groups[st])}"
-        for st, verb in (("supported", "holds"), ("not supported", "reverses"), (INCONCLUSIVE, "is undecided"))
-        if groups[st]
-    ]
+    archs = list(next(iter(rank_v.values())).arch) if rank_v else []
+    every = " (both models)" if len(archs) == 2 else ""
+    clauses = []
+    for st, verb in (("supported", "holds"), ("not supported", "reverses"), (INCONCLUSIVE, "is undecided")):
+        status = {m: {a: v.arch[a].verdict.status for a in archs} for m, v in rank_v.items()}
+        shared = [m for m, by in status.items() if all(x == st for x in by.values())]
+        parts = [f"on {_phrase(shared, 0)}{every}"] if shared else []
+        for a in archs:
+            own = [m for m, by in status.items() if by[a] == st and m not in shared]
+            if own:
+                parts.append(f"for {ARCH_NAMES[a]}, on {_phrase(own, 0)}")
+        if parts:
+            clauses.append(f"{verb} " + " and, ".join(parts))
     if not clauses:
         return "No rank measure was tested."
-    return "The study's sign " + "; it ".join([clauses[0]] + [c for c in clauses[1:]]) + "."
+    return "The study's sign " + "; it ".join(clauses) + "."
 
 
 #: The rank measures in words a reader knows (long, for a sentence of the chapter; short, for the intro's one line).

@@ -87,15 +87,16 @@ CHECK_NAMES = {
 
 def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> str:
     """What a recorded check found, in one sentence: of this build's ``claims`` (``verdict``, ``status``) that the
-    check replicates (``relation``: :func:`attnrank.sections.reproducibility.record_relation`; a verdict that is the
-    same computation replicates nothing, one recorded under an earlier version of its rule is not compared), how many it gives the same status, each one it does not, named with both
+    check replicates (``relation``: :func:`attnrank.sections.reproducibility.record_relation`; only an independent
+    verdict replicates: one that is the same computation or shares runs with this build's does not, one recorded under
+    an earlier version of its rule is not compared), how many it gives the same status, each one it does not, named with both
     statuses, and how many are the same computation. ``check`` is its verdict table, ``None`` when not recorded;
     ``date`` the day it was recorded."""
     if check is None:
         return f"{CHECK_NAMES[name]}: not recorded."
     there = dict(zip(check.verdict, check.status, strict=True))
     here = dict(zip(claims.verdict, claims.status, strict=True))
-    replicated = [v for v in here if relation.get(v, "independent") not in ("same", "earlier rule")]
+    replicated = [v for v in here if relation.get(v, "independent") == "independent"]
     differ = [
         f"{VERDICT_LABELS.get(v, v)} ({here[v]} here, {there.get(v, 'not recorded')} there)"
         for v in replicated
@@ -105,12 +106,12 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     text = f"{CHECK_NAMES[name]}{when}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
     earlier = [VERDICT_LABELS.get(v, v) for v in here if relation.get(v) == "earlier rule"]
-    same = len(here) - len(replicated) - len(earlier)
-    verb = "repeats" if same == 1 else "repeat"
-    if same:
-        text += (
-            f" ({same} more {verb} this build's own computation, so {'it does' if same == 1 else 'they do'} not count)"
-        )
+    partly = sum(relation.get(v) == "partly" for v in here)
+    same = len(here) - len(replicated) - len(earlier) - partly
+    more = [f"{same} more {'repeats' if same == 1 else 'repeat'} this build's own computation"] if same else []
+    more += [f"{partly} more {'shares' if partly == 1 else 'share'} runs with it"] if partly else []
+    if more:
+        text += f" ({' and '.join(more)}, so {'it does' if same + partly == 1 else 'they do'} not count)"
     if earlier:
         text += f"; not compared, recorded under an earlier version of its rule: {'; '.join(earlier)}"
     return text + "."

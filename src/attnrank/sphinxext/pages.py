@@ -40,7 +40,11 @@ def this_build_text(row: dict) -> str:
     """This build's time in words, from its row of the build log (:func:`attnrank.cli.build.log_build`)."""
     minutes = lambda key: fmt(float(row.get(key) or 0) / 60, 1)  # noqa: E731
     n = int(float(row.get("runs_trained") or 0))
-    trained = f"{minutes('sweep_seconds')} minutes training {n} runs up front" if n else "no run to train (all stored)"
+    trained = (
+        f"{minutes('sweep_seconds')} minutes training {n} run{'s' if n != 1 else ''} up front"
+        if n
+        else "no run to train (all stored)"
+    )
     return (
         f"This build took {minutes('seconds')} minutes: {trained} and {minutes('execution_seconds')} minutes "
         f"executing the chapters (the {row.get('profile', '')} profile); the log above shows it from the next build on."
