@@ -206,6 +206,7 @@ def test_attnrank_verdicts_from_a_build_reads_what_its_pages_published(tmp_path,
 
     from attnrank.analysis.frozen import frozen_rules
     from attnrank.cli import main
+    from attnrank.runs.experiments import design_digest
 
     def out(value):
         return {"data": {"text/plain": repr(value)}, "metadata": {}, "output_type": "display_data"}
@@ -217,6 +218,10 @@ def test_attnrank_verdicts_from_a_build_reads_what_its_pages_published(tmp_path,
     (pages / "loss.glue.json").write_text(json.dumps({k: out(v) for k, v in glued.items()}))
     (pages / "learned.glue.json").write_text(json.dumps({"learned_regime": out("both learned")}))
     target = tmp_path / "v.csv"
+    # without the build's profile (the reproducibility chapter glues it) the runs' design cannot be stamped
+    assert main(["verdicts", str(target), "--from-build", str(tmp_path / "_build")]) == 2
+    assert "holds the build's profile" in capsys.readouterr().err
+    (pages / "reproducibility.glue.json").write_text(json.dumps({"repro_profile": out("scale")}))
     assert main(["verdicts", str(target), "--from-build", str(tmp_path / "_build")]) == 0
     t = pd.read_csv(target, keep_default_na=False)
     assert t.to_dict("records") == [
@@ -228,8 +233,9 @@ def test_attnrank_verdicts_from_a_build_reads_what_its_pages_published(tmp_path,
             regime="GPT-2 learned",
             finding="f",
             rule=str(frozen_rules().set_index("verdict").version["loss"]),  # the rule version it applied
+            design=design_digest("loss", "scale"),  # the runs it read, at the build's profile
         ),
-        dict(verdict="regime", status="", effect="", n="", regime="", finding="both learned", rule=""),
+        dict(verdict="regime", status="", effect="", n="", regime="", finding="both learned", rule="", design=""),
     ]
     capsys.readouterr()
     assert main(["verdicts", str(target), "--from-build", str(tmp_path / "nothing")]) == 2

@@ -172,3 +172,42 @@ def test_a_confirmation_build_is_the_same_computation_as_its_own_record(monkeypa
     relation = check_relation("quick", {"profile": "quick", "seeds": [3, 4, 5]})
     assert set(relation.values()) == {"same"} and len(relation) == len(VERDICT_RUNS)
     assert check_relation("quick", {"profile": "quick"})["dynamics"] == "independent"  # the default seeds 0-2
+
+
+def test_a_recorded_row_on_runs_the_chapter_no_longer_trains_is_not_compared(tmp_path, monkeypatch):
+    """Each recorded row carries a stamp of the runs it read (experiments.design_digest: the configs without seed,
+    corpus and threads). The causal chapter's runs at the default changed on 2026-12-07 (50 at ci sizes to GPT-2's 15
+    at its own): a row stamped with the old design is shown as such and left out of the comparison, as the second
+    corpus's causal row would have been."""
+    import pandas as pd
+
+    from attnrank.runs import experiments
+    from attnrank.sections import reproducibility as rp
+    from attnrank.sphinxext.directives import check_sentence
+
+    digest = experiments.design_digest
+    monkeypatch.setenv("ATTNRANK_SEEDS", "[3, 4, 5]")  # seeds are compared apart: the design is the same
+    assert digest("loss", "quick") == digest("dynamics", "quick") != digest("loss", "scale")
+    monkeypatch.delenv("ATTNRANK_SEEDS")
+    assert digest("causal", "quick") != digest("causal", "ci") and digest("target", "quick") == ""
+    old = digest("causal", "ci")  # the default's causal runs before 2026-12-07 were the ci runs
+    table = pd.DataFrame(
+        {
+            "verdict": ["loss", "causal", "regime"],
+            "status": ["supported", "inconclusive at this scale", ""],
+            "design": [digest("loss", "quick"), old, ""],
+            "finding": ["", "", "GPT-2 learned"],
+        }
+    )
+    meta = {"profile": "quick", "dataset": "stdlib"}
+    relation = rp.record_relation("quick", table, meta)
+    assert relation["causal"] == "earlier design" and relation["loss"] == "independent"
+    claims = pd.DataFrame({"verdict": ["loss", "causal"], "status": ["supported", "not supported"]})
+    text = check_sentence("stdlib", claims, table, relation)
+    assert "1 of 1 replicated verdicts agree" in text
+    assert text.endswith(
+        "not compared, recorded on runs this build no longer trains: temperature acts through the initial rank."
+    )
+    assert rp._check_glue("stdlib", table, meta, relation)["repro_stdlib_causal"] == (
+        "inconclusive at this scale (on runs this build no longer trains)"
+    )

@@ -380,6 +380,23 @@ def glued_text(output) -> str:
     return value
 
 
+def built_profile(folder) -> str:
+    """The profile a built book was built at, read back from its glue files (``repro_profile``, which the
+    reproducibility chapter glues) under ``folder`` (the build's ``jupyter_execute``).
+
+    Raises:
+        ConfigError: naming ``folder`` when no glue file holds it.
+    """
+    import json
+    from pathlib import Path
+
+    for path in sorted(Path(folder).rglob("*.glue.json")):
+        glued = json.loads(path.read_text())
+        if "repro_profile" in glued:
+            return glued_text(glued["repro_profile"])
+    raise ConfigError("folder", f"no glue file under {str(folder)!r} holds the build's profile: build the book first")
+
+
 def published_verdicts(folder) -> pd.DataFrame:
     """The verdicts a built book published (:func:`publish_verdict`), read back from myst-nb's glue files
     (``<page>.glue.json`` under ``folder``, the build's ``jupyter_execute``): one row per verdict with ``verdict``,

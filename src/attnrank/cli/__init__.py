@@ -20,12 +20,12 @@ import sys
 
 import pandas as pd
 
-from ..book import published_verdicts
+from ..book import built_profile, published_verdicts
 from ..core.architectures import architecture
 from ..core.data import absolute_path_settings
 from ..core.errors import ConfigError, SweepFailed, check_choice, check_positive_int
 from ..core.profiles import ALL_ARCHS, check_dataset, resolve_profile
-from ..runs.experiments import VERDICT_RUNS, book_runs, verdict_chapters
+from ..runs.experiments import VERDICT_RUNS, book_runs, design_digest, verdict_chapters
 from ..runs.grid import EXECUTORS, default_workers, plan, preflight, sweep
 from ..runs.store import load_runs, run, runs_dir
 from ..sections import learned, recipe
@@ -307,6 +307,8 @@ def _verdicts(args) -> int:
         table = verdict_rows(args.profile, args.dataset, chapters, args.toy_seed)
     rules = frozen_rules()
     table["rule"] = table.verdict.map(dict(zip(rules.verdict, rules.version))).astype("Int64")
+    built = built_profile(os.path.join(args.from_build, "jupyter_execute")) if args.from_build else args.profile
+    table["design"] = table.verdict.map(lambda v: design_digest(v, built) if v in VERDICT_RUNS else "")
     if args.chapters and os.path.isfile(args.out):  # replace these chapters' rows of a recorded table, keep the rest
         kept = pd.read_csv(args.out, keep_default_na=False, dtype=str)
         table = pd.concat([kept[~kept.verdict.isin(table.verdict)], table.astype(str).replace("<NA>", "")])

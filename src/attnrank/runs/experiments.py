@@ -53,6 +53,7 @@ __all__ = [
     "P3_CONDITIONS",
     "CELLS",
     "CAUSAL_PRESETS",
+    "design_digest",
     "twin_scale",
     "causal_runs",
     "CHAPTERS",
@@ -423,6 +424,51 @@ def check_toc(chapters) -> None:
             f"lists the notebook chapter(s) {', '.join(map(str, unknown))}, unknown to "
             f"attnrank.runs.experiments.CHAPTERS (known: {', '.join(CHAPTERS)}); add each there with the runs it reads",
         )
+
+
+def design_digest(name: str, profile: str) -> str:
+    """The design of the runs verdict ``name`` reads at ``profile`` (:data:`VERDICT_RUNS`), as a short digest of their
+    configs without seed and corpus (which :func:`check_relation` compares apart) and torch threads: ``attnrank verdicts`` stamps each
+    recorded row with it, and a row whose stamp differs from its check's design now was computed on runs the chapter
+    no longer trains. Empty for a verdict without trained runs (its sizes are compared apart).
+
+    Raises:
+        ConfigError: naming ``profile`` for an unknown value.
+    """
+    import hashlib
+    import json
+
+    source = VERDICT_RUNS[name]
+    if source.runs is None:
+        return ""
+    with _seeds_unset():
+        configs = source.runs(resolve_profile(profile))
+    shown = sorted(
+        {
+            json.dumps(
+                {k: v for k, v in dataclasses.asdict(c).items() if k not in ("seed", "dataset", "threads")},
+                sort_keys=True,
+            )
+            for c in configs
+        }
+    )
+    return hashlib.sha256("\n".join(shown).encode()).hexdigest()[:16]
+
+
+def _seeds_unset():
+    """A context in which ``ATTNRANK_SEEDS`` is unset (restored after)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def unset():
+        old = os.environ.pop("ATTNRANK_SEEDS", None)
+        try:
+            yield
+        finally:
+            if old is not None:
+                os.environ["ATTNRANK_SEEDS"] = old
+
+    return unset()
 
 
 #: How a recorded check's verdict relates to this build's (:func:`check_relation`).

@@ -192,14 +192,16 @@ RELATION_NOTES = {
     "partly": " (partly the same runs)",
     "independent": "",
     "earlier rule": " (under an earlier version of its rule)",
+    "earlier design": " (on runs this build no longer trains)",
 }
 
 
 def record_relation(profile: str, table: pd.DataFrame | None, meta: dict, dataset=None) -> dict:
     """How each verdict of a recorded check relates to this build's: :func:`attnrank.runs.experiments.check_relation`,
     and ``"earlier rule"`` for a verdict whose rule has a newer frozen version than the one the check applied
-    (:func:`attnrank.analysis.frozen.changed_since`), which is not compared with this build's. Empty without a
-    ``build.json``.
+    (:func:`attnrank.analysis.frozen.changed_since`), and ``"earlier design"`` for a row stamped with a design of its
+    runs (``design``, :func:`attnrank.runs.experiments.design_digest`) other than the one its check's profile trains
+    now: neither is compared with this build's. Empty without a ``build.json``.
 
     Raises:
         ConfigError: from :func:`~attnrank.runs.experiments.check_relation` for a ``build.json`` it cannot read.
@@ -207,6 +209,17 @@ def record_relation(profile: str, table: pd.DataFrame | None, meta: dict, datase
     relation = experiments.check_relation(profile, meta, dataset) if meta else {}
     if table is not None and meta.get("date"):
         relation.update(dict.fromkeys(changed_since(table[table.verdict != "regime"], meta["date"]), "earlier rule"))
+    if table is not None and meta and "design" in table:  # the stamp of the runs each row was computed on
+        there = meta.get("profile", profile)
+        relation.update(
+            {
+                r.verdict: "earlier design"
+                for r in table.itertuples()
+                if r.verdict in experiments.VERDICT_RUNS
+                and str(r.design or "")
+                and str(r.design) != experiments.design_digest(r.verdict, there)
+            }
+        )
     return relation
 
 
@@ -303,10 +316,9 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
             else pd.DataFrame([dict(verdict="none recorded", status="", effect="", n="", regime="")])
         )
         verdict = shown_check.verdict.map(lambda v: VERDICT_LABELS.get(v, v))
-        stale = shown_check.verdict.isin([v for v, r in relation.items() if r == "earlier rule"])
-        shown_check = shown_check.assign(
-            status=shown_check.status.where(~stale, shown_check.status + RELATION_NOTES["earlier rule"])
-        )
+        stale = {v: RELATION_NOTES[r] for v, r in relation.items() if r in ("earlier rule", "earlier design")}
+        note = shown_check.verdict.map(lambda v: stale.get(v, ""))  # noqa: B023 (used at once)
+        shown_check = shown_check.assign(status=shown_check.status + note)
         columns = ["verdict", "status", "effect", "n", "regime"]
         section_tables.append(Table(f"repro_{name}_verdicts", shown_check.assign(verdict=verdict)[columns]))
     return Section("reproducibility", glue, [], section_tables, [])

@@ -106,14 +106,17 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     text = f"{CHECK_NAMES[name]}{when}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
     earlier = [VERDICT_LABELS.get(v, v) for v in here if relation.get(v) == "earlier rule"]
+    redesigned = [VERDICT_LABELS.get(v, v) for v in here if relation.get(v) == "earlier design"]
     partly = sum(relation.get(v) == "partly" for v in here)
-    same = len(here) - len(replicated) - len(earlier) - partly
+    same = len(here) - len(replicated) - len(earlier) - len(redesigned) - partly
     more = [f"{same} more {'repeats' if same == 1 else 'repeat'} this build's own computation"] if same else []
     more += [f"{partly} more {'shares' if partly == 1 else 'share'} runs with it"] if partly else []
     if more:
         text += f" ({' and '.join(more)}, so {'it does' if same + partly == 1 else 'they do'} not count)"
     if earlier:
         text += f"; not compared, recorded under an earlier version of its rule: {'; '.join(earlier)}"
+    if redesigned:
+        text += f"; not compared, recorded on runs this build no longer trains: {'; '.join(redesigned)}"
     return text + "."
 
 
