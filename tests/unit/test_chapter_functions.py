@@ -591,7 +591,8 @@ def test_the_causal_chapter_says_which_cells_learned(monkeypatch):
 
     monkeypatch.setattr(baselines, "baseline_losses", lambda r: {"bigram": 5.0})
     runs = _outcomes()[lambda d: d.arch == "gpt2"].assign(
-        final_val_loss=lambda d: d.cell.map({"stock": 4.4, "init": 4.5, "lr": 5.05, "twin": 5.04, "tau": 5.03})
+        final_val_loss=lambda d: d.cell.map({"stock": 4.4, "init": 4.5, "lr": 5.05, "twin": 5.04, "tau": 5.03}),
+        tau=lambda d: d.cell.map(lambda c: 0.01 if c == "tau" else 1.0),
     )
     assert causal.cells_learned_text(runs) == (
         "Worst run of each cell against its bigram count model (nats; the learned gate reads the stock cell alone): "

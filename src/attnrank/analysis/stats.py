@@ -116,6 +116,11 @@ class Estimate:
         """True when both bounds are finite."""
         return bool(np.isfinite(self.low) and np.isfinite(self.high))
 
+    @property
+    def excludes_zero(self) -> bool:
+        """True when the interval is finite and lies wholly on one side of 0 (a resolved sign)."""
+        return bool(self.has_interval and (self.low > 0 or self.high < 0))
+
     def __iter__(self):
         return iter((self.value, self.low, self.high))
 

@@ -10,6 +10,7 @@ once into the :class:`SweepPlan` the sweeps receive.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -441,7 +442,7 @@ def design_digest(name: str, profile: str) -> str:
     source = VERDICT_RUNS[name]
     if source.runs is None:
         return ""
-    with _seeds_unset():
+    with _seeds_set(None):
         configs = source.runs(resolve_profile(profile))
     shown = sorted(
         {
@@ -455,20 +456,18 @@ def design_digest(name: str, profile: str) -> str:
     return hashlib.sha256("\n".join(shown).encode()).hexdigest()[:16]
 
 
-def _seeds_unset():
-    """A context in which ``ATTNRANK_SEEDS`` is unset (restored after)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def unset():
-        old = os.environ.pop("ATTNRANK_SEEDS", None)
-        try:
-            yield
-        finally:
-            if old is not None:
-                os.environ["ATTNRANK_SEEDS"] = old
-
-    return unset()
+@contextlib.contextmanager
+def _seeds_set(seeds):
+    """A context in which ``ATTNRANK_SEEDS`` is ``seeds`` (unset for ``None``), restored after."""
+    old = os.environ.pop("ATTNRANK_SEEDS", None)
+    if seeds is not None:
+        os.environ["ATTNRANK_SEEDS"] = str(list(seeds))
+    try:
+        yield
+    finally:
+        os.environ.pop("ATTNRANK_SEEDS", None)
+        if old is not None:
+            os.environ["ATTNRANK_SEEDS"] = old
 
 
 #: How a recorded check's verdict relates to this build's (:func:`check_relation`).
@@ -489,20 +488,8 @@ def check_relation(profile: str, check: dict, dataset=None) -> dict[str, str]:
     """
     import contextlib
 
-    @contextlib.contextmanager
-    def seeds_set(seeds):
-        old = os.environ.pop("ATTNRANK_SEEDS", None)
-        if seeds is not None:
-            os.environ["ATTNRANK_SEEDS"] = str(list(seeds))
-        try:
-            yield
-        finally:
-            os.environ.pop("ATTNRANK_SEEDS", None)
-            if old is not None:
-                os.environ["ATTNRANK_SEEDS"] = old
-
     def runs(source, at, corpus, seeds=None, *, this_build=False) -> set:
-        with contextlib.nullcontext() if this_build else seeds_set(seeds):  # this build: its own ATTNRANK_SEEDS
+        with contextlib.nullcontext() if this_build else _seeds_set(seeds):  # this build: its own ATTNRANK_SEEDS
             configs = source.runs(at)
         corpus = default_dataset() if corpus is None else check_dataset(corpus)
         return {dataclasses.replace(c, dataset=corpus) for c in configs}

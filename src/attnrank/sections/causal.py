@@ -306,11 +306,9 @@ def cells_learned_text(runs: pd.DataFrame) -> str:
     :func:`attnrank.analysis.baselines.baseline_losses`; each cell by its worst run (final validation loss minus the
     run's bigram count model, nats)."""
     parts = []
+    by_cell = {c: baselines.bigram_gaps(d) for c, d in runs.groupby("cell")}  # each cell's worst run, per model
     for a in [a for a in ARCHS if a in set(runs.arch)]:
-        gap = {}
-        for r in runs[runs.arch == a].to_dict("records"):
-            g = float(r["final_val_loss"]) - baselines.baseline_losses(r)["bigram"]
-            gap[r["cell"]] = max(gap.get(r["cell"], -np.inf), g)
+        gap = {c: g[a] for c, g in by_cell.items() if a in g}
         below = [c for c in CELLS if c in gap and gap[c] < 0]
         above = [c for c in CELLS if c in gap and gap[c] >= 0]
         said = lambda cs, gap=gap: ", ".join(f"“{CELL_LABELS[c]}” ({fmt(gap[c], 2)})" for c in cs)  # noqa: E731
@@ -364,7 +362,7 @@ def answer_text(result: SweepVerdict) -> str:
             )
         elif st == "not supported":
             words.append(f"for {name} the loss follows the query/key step size, not the initial logit scale")
-        elif _unresolved(r.parts["temperature"]):
+        elif not r.parts["temperature"].excludes_zero:
             words.append(
                 f"for {name} the temperature has no resolved effect on the final loss, so there is nothing to split"
             )
@@ -372,11 +370,6 @@ def answer_text(result: SweepVerdict) -> str:
             words.append(f"for {name} the runs do not tell which half the temperature's loss effect follows")
     text = "; ".join(words)
     return text[0].upper() + text[1:] + "."
-
-
-def _unresolved(e: Estimate) -> bool:
-    """Whether an effect's interval contains 0 (or is missing): no resolved effect."""
-    return not (e.has_interval and (e.low > 0 or e.high < 0))
 
 
 def causal_text(result: SweepVerdict, arch: str, digits: int = 4) -> str:
@@ -419,7 +412,7 @@ def effect_text(result: SweepVerdict) -> str:
     for a in verdicts.deciding({a: r.verdict.status for a, r in result.arch.items()}):
         r = result.arch[a]
         temp = r.parts["temperature"]
-        what, est = ("τ effect", temp) if _unresolved(temp) else ("scale − step", r.verdict.estimate)
+        what, est = ("τ effect", temp) if not temp.excludes_zero else ("scale − step", r.verdict.estimate)
         cells.append(f"{ARCH_NAMES[a]} {what} {fmt_estimate(est, 3, n=False)} nats")
     return "; ".join(cells)
 

@@ -140,7 +140,7 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | Non
         fixed.append(
             f"{ARCH_NAMES[a]} {fmt_estimate(e, n=False)} against the rule's {fmt_estimate(within[a], n=False)}"
         )
-        if _resolved(within[a]) and not _resolved(e):
+        if within[a].excludes_zero and not e.excludes_zero:
             carried.append(ARCH_NAMES[a])
     tail = (
         f": for {' and '.join(carried)} the sign the rule resolves rests on the head-dimension contrast, not on "
@@ -152,11 +152,6 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | Non
         text + " With the head dimension held fixed as well (strata τ × head dimension, seed-to-seed variation alone) "
         f"the within ρ reads: {'; '.join(fixed)}{tail}."
     )
-
-
-def _resolved(e) -> bool:
-    """Whether an estimate's interval excludes 0."""
-    return bool(e.has_interval and e.low * e.high > 0)
 
 
 def cens_text(censored_at: dict) -> str:

@@ -62,7 +62,7 @@ def agreement(
     for a in sorted(reference):
         name, e = (labels or {}).get(a, a), ours[a]
         theirs, mine = side[float(np.sign(reference[a]))], side[float(np.sign(e.value))]
-        resolved = e.has_interval and e.low * e.high > 0
+        resolved = e.excludes_zero
         if resolved and theirs == mine:
             out.append(f"for {name} both protocols rank {theirs} higher")
         else:
@@ -221,7 +221,7 @@ def within_words(within: dict, n_learned: int, n_draws: int) -> str:
             clauses.append(
                 f"{ARCH_NAMES[r.arch]} ρ from {fmt(low)} to {fmt(high)} in 95% of draws against the claim's "
                 f"{fmt_estimate(e, n=False)}"
-                + ("" if e.low * e.high > 0 else ", a sign its runs leave unresolved")
+                + ("" if e.excludes_zero else ", a sign its runs leave unresolved")
                 + f" (the other sign in {fmt_estimate(r.estimate, 1, n=False, percent=True)})"
             )
         flat = [ARCH_NAMES[a] for a in reference.arch[~np.isfinite(reference.stat)]]

@@ -192,8 +192,8 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     archs = list(next(iter(rank_v.values())).arch) if rank_v else []
     every = " (both models)" if len(archs) == 2 else ""
     clauses = []
+    status = {m: {a: v.arch[a].verdict.status for a in archs} for m, v in rank_v.items()}
     for st, verb in (("supported", "holds"), ("not supported", "reverses"), (INCONCLUSIVE, "is undecided")):
-        status = {m: {a: v.arch[a].verdict.status for a in archs} for m, v in rank_v.items()}
         shared = [m for m, by in status.items() if all(x == st for x in by.values())]
         parts = [f"on {_phrase(shared, 0)}{every}"] if shared else []
         for a in archs:
