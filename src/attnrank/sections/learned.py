@@ -298,7 +298,7 @@ def plan_parts(profile: str = "auto") -> dict:
     (:func:`attnrank.runs.experiments.main_sweep`), the study's BERT beside it, the sequence-length runs and the causal
     chapter's runs, as :func:`attnrank.runs.experiments.book_runs` trains them. ``next``: one more seed of every setting
     of the shared grid; the causal 2 x 2 and twins of the models the build's causal chapter leaves out (the masked LM
-    at the default) at the profile's own sizes and the grid's seeds; the shared grid again on a second corpus (the
+    at the default; :func:`attnrank.runs.experiments.causal_runs` at the grid's seeds); the shared grid again on a second corpus (the
     same configs, so the same cost). A fine temperature grid at initialisation needs no training and is not listed.
     """
     plan = experiments.sweep_plan(profile)
@@ -307,16 +307,9 @@ def plan_parts(profile: str = "auto") -> dict:
     more = [
         c for c in experiments.main_sweep(experiments.sweep_plan(profile, seeds=len(seeds) + 1)) if c not in set(main)
     ]
-    s = experiments.twin_scale(0.01)
-    cells = [dict(), dict(qk_init_scale=s), dict(qk_lr_scale=s), dict(qk_init_scale=s, qk_lr_scale=s), dict(tau=0.01)]
     in_build = {c.arch for c in experiments.causal_runs(profile)}
-    causal_rest = [
-        resolve_config(a, profile, seed=seed, **experiments.P3_CONDITIONS, **cell)
-        for a in (CLM_ARCH, MLM_ARCH)
-        if a not in in_build
-        for cell in cells
-        for seed in seeds
-    ]
+    missing = [a for a in (CLM_ARCH, MLM_ARCH) if a not in in_build]
+    causal_rest = experiments.causal_runs(profile, seeds=seeds, archs=missing) if missing else []
     return {
         "build": {
             "shared grid": main,
