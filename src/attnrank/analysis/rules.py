@@ -89,6 +89,7 @@ __all__ = [
     "SeqLenResult",
     "dynamics_rule",
     "loss_rule",
+    "rank_loss_rule",
     "two_point",
     "temperature_rank",
     "temperature_loss",
@@ -816,6 +817,81 @@ def causal_rule(
         if verdicts.classify(temp, 0.0, "above") == INCONCLUSIVE:
             v = replace(v, status=INCONCLUSIVE)
         out[a] = ArchResult(v, None, spread, parts)
+    return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
+
+
+def rank_loss_rule(
+    runs: pd.DataFrame,
+    measure: str,
+    *,
+    outcome: str = "final_val_loss",
+    effect: float = CAUSAL_EFFECT,
+    archs=None,
+) -> SweepVerdict:
+    """Claim (ii) at a fixed temperature: does a higher initial rank, moved without the temperature, lower the loss?
+
+    The rule of the loss chapter since 2026-12-07 (version 4). It reads two cells of the causal design
+    (:func:`attnrank.runs.experiments.causal_runs`), both at ``tau = 1`` and trained alike: ``stock``, and ``init``, whose
+    query/key weights start ``s`` times larger (the logits of the design's temperature), with the step size unchanged.
+    The initial rank differs between them by design, not by seed-to-seed variation.
+
+    Args:
+        runs: one row per run with ``arch``, ``seed``, ``cell`` (:data:`attnrank.runs.experiments.CELLS`),
+            ``initial_<measure>`` and ``outcome``; a NaN (a failed run) leaves its seed's pair out.
+        measure: the rank measure (``initial_<measure>`` is read).
+        effect: the loss difference (nats) whose seeds are stated when a case is unresolved.
+        archs: the models the claim is tested on (None: those in ``runs``); a model without runs in both cells is
+            *inconclusive at this scale* (the design did not train it), with no estimate.
+
+    Rule, per architecture, each difference paired by seed (:func:`paired_difference`):
+
+    1. the exposure, initial rank ``init - stock``: if its 95% interval contains 0 the design did not move the rank,
+       and the case is *inconclusive at this scale*;
+    2. otherwise, with ``d`` its sign, the statistic ``-d * (loss(init) - loss(stock))``, the loss the higher-rank
+       cell saves (nats): *supported* if its interval lies above 0, *not supported* if below 0, else inconclusive
+       at this scale (with the seeds that would resolve ``effect`` at the observed spread).
+
+    The claim's status is :func:`attnrank.analysis.verdicts.combine` over ``archs``. ``parts`` holds ``rank`` (the
+    exposure) and ``loss`` (``init - stock`` in ``outcome``); ``spread`` is the standard deviation of the per-seed
+    statistic.
+
+    Raises:
+        ConfigError: naming ``runs`` for a missing column.
+    """
+    ini = f"initial_{measure}"
+    _need(runs, ("arch", "seed", "cell", ini, outcome))
+    d = runs[np.isfinite(runs[outcome].astype(float)) & np.isfinite(runs[ini].astype(float))]
+    out = {}
+    for a in archs or sorted(d.arch.unique()):
+        da = d[d.arch == a]
+        if not ((da.cell == "stock").any() and (da.cell == "init").any()):
+            none = Estimate(math.nan, math.nan, math.nan, 0, "no runs of both cells")
+            out[a] = ArchResult(judge(none, 0.0, "above"), None, math.nan, {})
+            continue
+        rank = paired_difference(da, ini, "init", "stock")
+        loss = paired_difference(da, outcome, "init", "stock")
+        sign = 1.0 if rank.value >= 0 else -1.0
+        lo, hi = sorted((-sign * loss.low, -sign * loss.high))
+        est = Estimate(
+            -sign * loss.value,
+            lo,
+            hi,
+            loss.n,
+            loss.method + "; oriented to the higher-rank cell",
+            loss.confidence,
+            loss.p,
+        )
+        per_seed = -sign * _per_seed(da, outcome, "init", "stock")
+        spread = float(per_seed.std(ddof=1)) if len(per_seed) >= 2 else math.nan
+        v = (
+            _judge_t(est, effect, spread / math.sqrt(2))
+            if math.isfinite(spread) and spread > 0
+            else judge(est, 0.0, "above")
+        )
+        v = replace(v, needed_unit="seeds") if v.needed is not None else v
+        if not rank.excludes_zero:
+            v = replace(v, status=INCONCLUSIVE)
+        out[a] = ArchResult(v, None, spread, {"rank": rank, "loss": loss})
     return SweepVerdict(combine(r.verdict.status for r in out.values()) if out else INCONCLUSIVE, out, len(d))
 
 

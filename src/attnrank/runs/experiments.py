@@ -131,6 +131,18 @@ class SweepPlan:
     head_dim_seeds: tuple = ()
 
 
+def _build_seeds(seeds) -> tuple:
+    """``ATTNRANK_SEEDS`` where set (a list such as ``[3, 4, 5]``, or n), else ``seeds``: the seeds of every trained
+    design of a build, the shared sweep's and each chapter preset's (:data:`attnrank.runs.presets.RUN_PRESETS`), so
+    that a confirmation build trains each design on seeds its rules have not seen.
+
+    Raises:
+        ConfigError: naming ``ATTNRANK_SEEDS`` for a value the sweep does not allow.
+    """
+    env = os.environ.get("ATTNRANK_SEEDS")
+    return tuple(SWEEP_PARAMETERS["seeds"].check("ATTNRANK_SEEDS", env)) if env else tuple(seeds)
+
+
 def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, dataset=None) -> SweepPlan:
     """The profile's grids (:data:`SWEEP_DEFAULTS`) with any of ``taus``, ``head_dims``, ``seeds``, ``dataset``
     overridden, validated and resolved into one :class:`SweepPlan`.
@@ -146,9 +158,7 @@ def sweep_plan(profile: str = "auto", *, taus=None, head_dims=None, seeds=None, 
     profile = resolve_profile(profile)
     d = dict(SWEEP_DEFAULTS[profile])
     d["dataset"] = default_dataset() if dataset is None else check_dataset(dataset)
-    env = os.environ.get("ATTNRANK_SEEDS")
-    if env:  # fresh seeds for a confirmation build: the profile's design with other seeds
-        d["seeds"] = tuple(SWEEP_PARAMETERS["seeds"].check("ATTNRANK_SEEDS", env))
+    d["seeds"] = _build_seeds(d["seeds"])
     for name, value in (("taus", taus), ("head_dims", head_dims), ("seeds", seeds)):
         if value is not None:
             d[name] = tuple(SWEEP_PARAMETERS[name].check(name, value))
@@ -238,7 +248,7 @@ def seq_len_sweep(profile: str = "auto", archs=ARCHS, seq_lens=None, seeds=None,
         ``dataset`` or ``profile``.
     """
     preset = SEQ_LEN_PRESET[resolve_profile(profile)]
-    d = sweep_plan(preset["sizes"], seeds=preset["seeds"] if seeds is None else seeds, dataset=dataset)
+    d = sweep_plan(preset["sizes"], seeds=_build_seeds(preset["seeds"]) if seeds is None else seeds, dataset=dataset)
     lens = SEQ_LENS if seq_lens is None else seq_lens if isinstance(seq_lens, (list, tuple)) else [seq_lens]
     if not lens:
         raise ConfigError("seq_lens", "got an empty list; expected sequence lengths >= 8")
@@ -266,6 +276,9 @@ P3_CONDITIONS = {"adam_epsilon": 1e-16, "qk_decay_scale": 0.0, "max_grad_norm": 
 
 #: The five runs of one seed, in display order.
 CELLS = ("stock", "init", "lr", "twin", "tau")
+#: The temperature ratio of the causal design: its ``tau`` cell, and the scale ``s = twin_scale(CAUSAL_TAU)`` of the
+#: others.
+CAUSAL_TAU = 0.01
 #: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
 #: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``, which also names the seeds and, at ``quick``, the one
 #: model): the ``quick`` sizes (where the models learn) at every profile but ``ci``.
@@ -282,7 +295,7 @@ def twin_scale(tau: float) -> float:
 
 
 def causal_runs(
-    profile: str = "auto", *, tau: float = 0.01, seeds=None, archs=None, dataset: str | None = None
+    profile: str = "auto", *, tau: float = CAUSAL_TAU, seeds=None, archs=None, dataset: str | None = None
 ) -> list[RunConfig]:
     """The configs of the chapter: :data:`CELLS` x ``seeds`` x ``archs`` (None: the preset's, both models where it
     names none) at the profile's preset, trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
@@ -295,7 +308,7 @@ def causal_runs(
     """
     profile = resolve_profile(profile)
     sizes, overrides = CAUSAL_PRESETS[profile]
-    seeds = RUN_PRESETS["causal"][profile]["seeds"] if seeds is None else seeds
+    seeds = _build_seeds(RUN_PRESETS["causal"][profile]["seeds"]) if seeds is None else seeds
     archs = RUN_PRESETS["causal"][profile].get("archs", ARCHS) if archs is None else archs
     s = twin_scale(tau)
     settings = {

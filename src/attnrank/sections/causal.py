@@ -35,7 +35,7 @@ from ..core.profiles import ARCHS, TAU_RANGE, RunConfig, resolve_profile
 from ..core.rank import check_measures
 from ..core.train import prepare_data
 from ..plots.causal import CELL_LABELS, cells_figure, intervention_figure
-from ..runs.experiments import CAUSAL_PRESETS, CELLS, P3_CONDITIONS, causal_runs, twin_scale
+from ..runs.experiments import CAUSAL_PRESETS, CAUSAL_TAU, CELLS, P3_CONDITIONS, causal_runs, twin_scale
 from ..runs.store import Run, load_table, read
 from ..runs.tables import table as runs_table
 from ..words.glossary import ARCH_LABELS, ARCH_NAMES, fmt, fmt_estimate, fmt_sci, fmt_setting, profile_sizes
@@ -421,7 +421,7 @@ def section(
     profile: str = "auto",
     *,
     seeds=None,
-    tau: float = 0.01,
+    tau: float = CAUSAL_TAU,
     eval_taus=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
     dataset=None,
 ) -> Section:

@@ -10,17 +10,21 @@ convergence speed against the initial rank, the head-dimension grid), the correl
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
-from ..analysis import baselines, rules, stats
+from ..analysis import baselines, rules, stats, verdicts
 from ..analysis.rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
 from ..analysis.stats import spearman
 from ..core.profiles import ARCH_ORDER
 from ..plots import training as tplots
 from ..runs import experiments, tables
 from ..runs.store import load_table
+from ..runs.tables import table as runs_table
 from ..words.glossary import (
+    ARCH_LABELS,
     ARCH_NAMES,
     MEASURE_LABELS,
     RANK_MEASURES,
@@ -31,7 +35,8 @@ from ..words.glossary import (
     fmt_tau,
     largest_first,
 )
-from .dynamics import correlation_notes, correlation_table, n_learned_text, needed_runs
+from .causal import label_cells
+from .dynamics import correlation_notes, correlation_table, n_learned_text
 from .section import (
     Figure,
     Section,
@@ -41,6 +46,7 @@ from .section import (
     divergence,
     gate_quote,
     gate_text,
+    needed_text,
     regime_brief,
     regime_text,
     runs_caption,
@@ -65,13 +71,12 @@ def grid_correlations(runs_: pd.DataFrame, x: str, y: str, taus) -> dict:
 
 
 def loss_summary(res: LossResult, *, n_seeds: str | None) -> str:
-    """The summary of the loss verdict (:func:`attnrank.analysis.rules.loss_rule` on the primary measure): the
-    correlation across runs and within temperatures per architecture, their statuses and the runs a
-    not-supported architecture needs; ``n_seeds``: the seeds per setting of the learned runs it reads
+    """The association beside the loss verdict (:func:`attnrank.analysis.rules.loss_rule` on the primary measure, the
+    rule until 2026-12-07): the correlation within temperatures and across runs per architecture, and how the
+    previous rule read the first; ``n_seeds``: the seeds per setting of the learned runs it reads
     (:func:`~attnrank.sections.section.seeds_per_setting`, ``"3"`` or ``"2 to 3"``; ``None`` where none learned)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     archs = list(res.rho)
-    needed = needed_runs(res.judged, res.per_arch, prefix="about ")
     within = " and ".join(
         f"{fmt_estimate(res.within[a], n=False)} ({ARCH_NAMES[a]}, {fmt_count(res.within[a].n, 'run')}"
         + (f", p = {fmt(res.within[a].p)})" if res.within[a].n else ")")
@@ -79,18 +84,12 @@ def loss_summary(res: LossResult, *, n_seeds: str | None) -> str:
     )
     across = " and ".join(f"{fmt_estimate(res.rho[a], n=False)} ({ARCH_NAMES[a]})" for a in archs)
     return (
-        f"On the {label}, over the runs that learned ({f'{n_seeds} seeds per setting' if n_seeds else 'none here'}), "
-        "the rank correlation of initial "
-        f"mean rank and final validation loss within temperatures ($\\tau$ as a fixed effect), which decides, is "
-        f"{within}: " + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs) + ". Across runs, where "
-        f"the temperature moves both, Spearman ρ is {across}. The rule reads the 95% bootstrap intervals; the "
-        "stratified permutation p-values are shown beside them and, with this few runs in a temperature, need not "
-        "agree with them."
-        + (
-            f" Runs needed to resolve a within-temperature ρ of {fmt(LOSS_EFFECT, 1)}: {', '.join(needed)}."
-            if needed
-            else ""
-        )
+        f"Beside the rule, on the {label} over the shared sweep's runs that learned "
+        f"({f'{n_seeds} seeds per setting' if n_seeds else 'none here'}), the rank correlation of initial mean rank "
+        f"and final validation loss within temperatures ($\\tau$ as a fixed effect) is {within} (the rule's previous "
+        "version decided on it: "
+        + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs)
+        + f"). Across runs, where the temperature moves both, Spearman ρ is {across}."
     )
 
 
@@ -122,11 +121,10 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | Non
         return ""
     text = (
         f"Within a temperature the initial {MEASURE_LABELS[measure]} of these runs spans, as a median over "
-        f"temperatures, {' and '.join(parts)}, so the correlation that decides reads mostly seed-to-seed variation of "
+        f"temperatures, {' and '.join(parts)}, so the correlation within a temperature reads mostly seed-to-seed variation of "
         "the rank"
         + (" (and, where a temperature holds two head dimensions, their difference)" if mixed else "")
-        + ", not a change a user could make at one setting; the causal chapter's design is the one that moves the "
-        "initial rank at a fixed temperature."
+        + ", not a change a user could make at one setting, which is why the rule reads the causal design instead."
     )
     if not (mixed and within):
         return text
@@ -138,12 +136,12 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | Non
         strata = d.tau.map(fmt_setting) + "×" + d.head_dim.astype(str)
         e = stats.spearman_within(d[col].to_numpy(float), d.final_val_loss.to_numpy(float), strata.to_numpy())
         fixed.append(
-            f"{ARCH_NAMES[a]} {fmt_estimate(e, n=False)} against the rule's {fmt_estimate(within[a], n=False)}"
+            f"{ARCH_NAMES[a]} {fmt_estimate(e, n=False)} against {fmt_estimate(within[a], n=False)} with τ alone"
         )
         if within[a].excludes_zero and not e.excludes_zero:
             carried.append(ARCH_NAMES[a])
     tail = (
-        f": for {' and '.join(carried)} the sign the rule resolves rests on the head-dimension contrast, not on "
+        f": for {' and '.join(carried)} the sign resolved with τ alone rests on the head-dimension contrast, not on "
         "seed-to-seed variation"
         if carried
         else ""
@@ -163,11 +161,117 @@ def cens_text(censored_at: dict) -> str:
     return ", ".join(f"{censored_at[a]} for {ARCH_NAMES.get(a, a)}" for a in order)
 
 
-def finding(res: LossResult) -> str:
-    """The verdict in one line for the intro's table."""
-    within = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.within[a].value)} (p = {fmt(res.within[a].p)})" for a in res.within)
-    across = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.rho[a].value)}" for a in res.rho)
-    return f"Initial rank against final loss within a temperature (decides): {within}; across runs ρ {across}."
+class Decision(NamedTuple):
+    """Claim (ii)'s verdict on every rank measure (:func:`decide`): ``results`` (``{measure: SweepVerdict}``, the rule
+    before the learned gate), ``gates`` (``{measure: LearnedGate}``; ``None`` without a complete stock run),
+    ``status`` (``{measure: status}`` after the gate) and ``stock`` (the complete stock runs the gate reads)."""
+
+    results: dict
+    gates: dict
+    status: dict
+    stock: pd.DataFrame
+
+
+def decide(cells: pd.DataFrame, archs) -> Decision:
+    """Claim (ii)'s verdict, rule version 4 (:func:`attnrank.analysis.rules.rank_loss_rule` on the complete runs) with
+    every rank measure, after the learned gate, which reads the design's stock cell (the other cells are the
+    interventions), as the causal chapter's does. A model of ``archs`` (the claim's) that the design did not train, or
+    whose stock runs all failed, is inconclusive at this scale.
+
+    Args:
+        cells: the causal design's runs (:func:`attnrank.runs.tables.table`, wide) with ``cell``
+            (:func:`attnrank.sections.causal.label_cells`).
+        archs: the models the claim is tested on.
+    """
+    done = cells[cells.status == "complete"]
+    stock = done[done.cell == "stock"]
+    trained = [a for a in archs if a in set(stock.arch)]
+    gaps, gains = baselines.bigram_gaps(stock), baselines.reference_gains(stock, worst=True)
+    results, gates, status = {}, {}, {}
+    for mm in RANK_MEASURES:
+        results[mm] = rules.rank_loss_rule(done, mm, archs=archs)
+        parts = {a: results[mm][a].verdict.status for a in trained}
+        gates[mm] = rules.learned_gate(parts, gaps, gains) if parts else None
+        kept = [gates[mm].status] if parts else []
+        status[mm] = verdicts.combine(kept + [verdicts.INCONCLUSIVE for a in archs if a not in trained])
+    return Decision(results, gates, status, stock)
+
+
+def rule_text(v) -> str:
+    """The rule's outcome in words (:func:`attnrank.analysis.rules.rank_loss_rule` on the primary measure), per model:
+    how far the initial logit scale moved the initial rank at τ = 1, the loss change and the loss the higher-rank cell
+    saves with its status, or that the design did not train the model."""
+    label, out = MEASURE_LABELS[PRIMARY_MEASURE], []
+    for a, r in v.arch.items():
+        name = ARCH_NAMES[a]
+        if not r.parts:
+            out.append(f"{name} is not in the design at this profile, so its case is open.")
+            continue
+        rank, loss, j = r.parts["rank"], r.parts["loss"], r.verdict
+        moved = "raised" if rank.value >= 0 else "lowered"
+        said = (
+            f"For {name} the initial logit scale {moved} the initial {label} by {fmt_estimate(rank, n=False)} "
+            f"({fmt_count(rank.n, 'seed')}, paired) and changed the final validation loss by "
+            f"{fmt_estimate(loss, 3, n=False)} nats, so the higher-rank cell saves {fmt_estimate(j.estimate, 3, n=False)} "
+            f"nats: {j.status}"
+        )
+        if not rank.excludes_zero:
+            said += " (the design did not move the rank, so there is nothing to test)"
+        more = needed_text(j, f"{fmt_setting(j.effect)} nats")
+        out.append(said + (f"; {more}" if more else "") + ".")
+    return " ".join(out)
+
+
+def design_table(v) -> pd.DataFrame:
+    """The rule's numbers per model (:func:`attnrank.analysis.rules.rank_loss_rule`): the initial rank's and the final
+    loss's paired difference ``init - stock``, the loss the higher-rank cell saves, the status and the seeds."""
+    rows = []
+    for a, r in v.arch.items():
+        p = r.parts
+        rows.append(
+            {
+                "model": ARCH_LABELS[a],
+                f"initial {MEASURE_LABELS[PRIMARY_MEASURE]}, init × s − stock": fmt_estimate(p["rank"], n=False)
+                if p
+                else "not in the design",
+                "final validation loss, init × s − stock (nats)": fmt_estimate(p["loss"], 3, n=False) if p else "",
+                "loss the higher-rank cell saves (nats; decides)": fmt_estimate(r.verdict.estimate, 3, n=False)
+                if p
+                else "",
+                "status": r.verdict.status,
+                "seeds": r.verdict.estimate.n,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def finding(v, res: LossResult) -> str:
+    """The verdict in one line for the intro's table: per model the rank the design moved and the loss the
+    higher-rank cell saves (decides), then the association within a temperature."""
+    moved = "; ".join(
+        f"{ARCH_NAMES[a]} rank {fmt(r.parts['rank'].value)}, loss saved {fmt(r.verdict.estimate.value, 3)} nats"
+        if r.parts
+        else f"{ARCH_NAMES[a]} not trained"
+        for a, r in v.arch.items()
+    )
+    within = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.within[a].value)}" for a in res.within)
+    return f"At τ = 1, initial logit scale × s (decides): {moved}. Beside it, ρ within τ: {within}."
+
+
+def effect_text(v) -> str:
+    """The intro's effect cell: for each model whose case decides the claim (:func:`attnrank.analysis.verdicts.deciding`),
+    the loss the higher-rank cell saves, with the rank difference that exposes it."""
+    cells = []
+    for a in verdicts.deciding({a: r.verdict.status for a, r in v.arch.items()}):
+        r = v.arch[a]
+        if not r.parts:
+            cells.append(f"{ARCH_NAMES[a]} not in the design")
+            continue
+        cells.append(
+            f"{ARCH_NAMES[a]} loss saved by the higher-rank cell {fmt_estimate(r.verdict.estimate, 3, n=False)} nats "
+            f"(initial rank init × s − stock {fmt_estimate(r.parts['rank'], n=False)})"
+        )
+    return "; ".join(cells)
 
 
 def _rank_figures(sweep, res, speed, hd_rho, hd_taus, refs, profile: str) -> list:
@@ -319,35 +423,35 @@ def section(
             ),
         ),
     ]
-    gaps = baselines.bigram_gaps(ok)
-    gains = baselines.reference_gains(ok, worst=True)
-    gate = rules.learned_gate(res.per_arch, gaps, gains)
-    reg = baselines.regime(ok, gate)
+    # the rule (version 4): the causal design's stock and init cells, the initial rank moved at tau = 1
+    cells = runs_table(experiments.causal_runs(profile, seeds=seeds, dataset=dataset), long=False)
+    cells["cell"] = label_cells(cells, experiments.CAUSAL_TAU)
+    decision = decide(cells, archs)
+    v = decision.results[m]
+    reg = baselines.regime(decision.stock, decision.gates[m]) if decision.gates[m] else None
+    section_tables.append(Table("loss_design", design_table(v)))
     verdict = Verdict(
         "loss",
-        gate.status,
-        finding(res),
-        # the within-τ correlation decides; the one across runs (confounded by τ) is shown beside it
-        "ρ within τ (decides), across runs: "
-        + "; ".join(
-            f"{ARCH_NAMES[a]} {fmt_estimate(res.within[a], n=False)}, {fmt_estimate(res.rho[a], n=False)}"
-            for a in res.within
-        ),
-        f"{sum(e.n for e in res.rho.values())} learned runs of {len(ok)}",
-        regime_text(reg),
+        decision.status[m],
+        finding(v, res),
+        effect_text(v),
+        f"{len(cells[cells.cell.isin(('stock', 'init'))].seed.unique())} seeds, "
+        f"{int(cells.cell.isin(('stock', 'init')).sum())} runs of the causal design",
+        regime_text(reg) if reg else "no complete run",
         " ".join(
             filter(
                 None,
                 [
+                    rule_text(v),
                     loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None),
                     exposure_text(learned, m, archs, res.within),
-                    gate_text(reg),
+                    gate_text(reg) if reg else "",
                 ],
             )
         ),
-        {mm: rules.learned_gate(r.per_arch, gaps, gains).status for mm, r in results.items()},
-        brief=regime_brief(reg),
-        gate=gate_quote(reg),
+        decision.status,
+        brief=regime_brief(reg) if reg else "",
+        gate=gate_quote(reg) if reg else "",
     )
-    section_tables.append(by_measure_table("loss_by_measure", verdict, m, results))
+    section_tables.append(by_measure_table("loss_by_measure", verdict, m, decision.results))
     return Section("loss", glue, figures, section_tables, [verdict])
