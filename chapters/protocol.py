@@ -108,10 +108,10 @@ book.publish(protocol.section(**params))
 # rule decides on) at every probe step, per model, with an exact binomial 95% interval.
 # ```
 #
-# The other small comparison is the loss claim's ({doc}`loss`): within a temperature the initial rank moves little
-# (from seed to seed, and where the head-dimension grid adds runs, with the head dimension), so its correlation with
-# the final loss is where four examples per run could mislead most. The protocol rule does not read it; we report it
-# beside. {glue:text}`protocol_within_text`
+# The other small comparison is the one the loss chapter ({doc}`loss`) reports beside its rule: within a temperature
+# the initial rank moves little (from seed to seed, and where the head-dimension grid adds runs, with the head
+# dimension), so its correlation with the final loss is where four examples per run could mislead most. The protocol
+# rule does not read it; we report it beside. {glue:text}`protocol_within_text`
 
 # %% [markdown]
 # ## The same comparison under our protocol

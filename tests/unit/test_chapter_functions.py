@@ -185,7 +185,7 @@ def _within_runs(noise: float, seed: int = 0):
     return seq.drop(columns="initial_effective_rank"), runs
 
 
-def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
+def test_within_draws_read_the_loss_chapters_within_correlation_with_four_examples():
     """The loss claim's within-temperature rho with each run's initial rank over 4 + 4 examples: the loss rule's own
     rho is the reference (-1 here: within a temperature a higher rank, a lower loss); with no sequence noise no draw
     flips its sign, with noise far above the seed spread many do; a count that does not vary has no reference."""
@@ -200,7 +200,7 @@ def test_within_draws_read_the_loss_rules_correlation_with_four_examples():
     assert np.isnan(reference.stat).all() and np.isnan(draws.stat).all()
     text = protocol.within_words(protocol.within_results(*_within_runs(noise=0.0), 200), 12, 200)
     assert (
-        "on the effective rank, GPT-2 ρ from −1.00 to −1.00 in 95% of draws against the claim's −1.00 in every "
+        "on the effective rank, GPT-2 ρ from −1.00 to −1.00 in 95% of draws against the whole probe's −1.00 in every "
         "resample (the other sign in 0.0% [0.0%, 1.8%])" in text
     )
     assert "on the study's count, GPT-2 none: its initial rank does not vary within a temperature, so there" in text
@@ -545,10 +545,10 @@ def test_the_loss_rule_says_how_far_the_rank_moves_within_a_temperature():
     assert "ModernBERT" not in text and loss.exposure_text(learned.iloc[[0, 3, 5]], "effective_rank", ["gpt2"]) == ""
 
 
-def test_the_loss_rule_is_asked_again_with_the_head_dimension_held_fixed():
+def test_the_within_correlation_is_asked_again_with_the_head_dimension_held_fixed():
     """Where a temperature holds two head dimensions, the within-temperature ρ can be carried by the head-dimension
     contrast: built so that within each cell of τ × head dimension a higher rank goes with a higher loss (ρ = 1)
-    while the head-dimension-16 runs (lower rank, higher loss) turn the rule's pooled ρ negative (−7.5/19.5)."""
+    while the head-dimension-16 runs (lower rank, higher loss) turn the pooled ρ with τ alone negative (−7.5/19.5)."""
     from attnrank.analysis import stats
     from attnrank.sections import loss
 
@@ -567,15 +567,15 @@ def test_the_loss_rule_is_asked_again_with_the_head_dimension_held_fixed():
     assert (
         "With the head dimension held fixed as well (strata τ × head dimension, seed-to-seed variation alone)" in text
     )
-    assert "the within ρ reads: GPT-2 1.00 in every resample against the rule's −0.38 [−0.71, 1.00]." in text
+    assert "the within ρ reads: GPT-2 1.00 in every resample against −0.38 [−0.71, 1.00] with τ alone." in text
     assert "ModernBERT" not in text.split("held fixed")[1]
     assert "rests on the head-dimension contrast" not in text  # the fixed ρ is resolved: nothing carried
-    # a rule's resolved sign that the fixed strata leave unresolved is said to rest on the head-dimension contrast
+    # a sign resolved with τ alone that the fixed strata leave unresolved is said to rest on the head-dimension contrast
     from attnrank.analysis.stats import Estimate
 
     noisy = learned.assign(final_val_loss=[3.1, 3.0, 3.2, 3.6, 3.5, 3.7, 2.1, 2.0, 2.2])
     ruled = {"gpt2": Estimate(-0.5, -0.9, -0.1, 9, "")}
-    assert "for GPT-2 the sign the rule resolves rests on the head-dimension contrast" in loss.exposure_text(
+    assert "for GPT-2 the sign resolved with τ alone rests on the head-dimension contrast" in loss.exposure_text(
         noisy, "effective_rank", ["gpt2"], ruled
     )
     # one head dimension per temperature: nothing to hold fixed, no second sentence

@@ -144,24 +144,20 @@ def test_a_recorded_check_is_read_from_its_record(tmp_path):
 
 
 def test_a_check_says_which_verdicts_are_replications():
-    """On fresh seeds every verdict that reads the seeded runs is a replication; those decided at initialisation with
-    fixed seeds, on random matrices, the toy task or a preset's own seeds are the same computation; a second corpus
+    """On fresh seeds every verdict that reads trained runs is a replication (every design of a build takes
+    ATTNRANK_SEEDS, the causal and sequence-length presets too); those decided at initialisation with fixed seeds, on
+    random matrices or the toy task are the same computation; a second corpus
     changes every verdict that reads text, a longer profile every verdict that reads trained runs."""
     from attnrank.runs.experiments import VERDICT_RUNS, check_relation
 
     same = lambda check: {v for v, r in check_relation("quick", check).items() if r == "same"}  # noqa: E731
-    assert same({"profile": "quick", "seeds": [3, 4, 5]}) == {"theory", "seq_len", "headdim", "causal", "target"}
+    assert same({"profile": "quick", "seeds": [3, 4, 5]}) == {"theory", "headdim", "target"}
     assert same({"profile": "quick", "dataset": "stdlib"}) == {"theory", "target"}
     # trained longer, the same models start from the same initial ranks
     assert same({"profile": "scale"}) == {"theory", "seq_len", "headdim", "target", "temp"}
     assert same({"profile": "quick"}) == set(VERDICT_RUNS)
     # the toy task replicates where the check read other toy seeds (the target chapter's seed parameter)
-    assert same({"profile": "quick", "seeds": [3, 4, 5], "toy_seeds": [6, 7]}) == {
-        "theory",
-        "seq_len",
-        "headdim",
-        "causal",
-    }
+    assert same({"profile": "quick", "seeds": [3, 4, 5], "toy_seeds": [6, 7]}) == {"theory", "headdim"}
 
 
 def test_a_confirmation_build_is_the_same_computation_as_its_own_record(monkeypatch):
@@ -187,7 +183,8 @@ def test_a_recorded_row_on_runs_the_chapter_no_longer_trains_is_not_compared(tmp
 
     digest = experiments.design_digest
     monkeypatch.setenv("ATTNRANK_SEEDS", "[3, 4, 5]")  # seeds are compared apart: the design is the same
-    assert digest("loss", "quick") == digest("dynamics", "quick") != digest("loss", "scale")
+    assert digest("protocol", "quick") == digest("dynamics", "quick") != digest("protocol", "scale")
+    assert digest("loss", "quick") != digest("dynamics", "quick")  # the loss rule reads the causal design too
     monkeypatch.delenv("ATTNRANK_SEEDS")
     assert digest("causal", "quick") != digest("causal", "ci") and digest("target", "quick") == ""
     old = digest("causal", "ci")  # the default's causal runs before 2026-12-07 were the ci runs

@@ -1,4 +1,5 @@
-"""The causal rule on constructed 2 x 2 tables, at and around its thresholds."""
+"""The causal rule and claim (ii)'s rule (which reads two of its cells) on constructed 2 x 2 tables, at and around their
+thresholds."""
 
 import numpy as np
 import pandas as pd
@@ -124,3 +125,38 @@ def test_pairing_by_seed_removes_the_seed_effect():
         t[(t.arch == "modernbert") & (t.cell == "lr")].final_val_loss,
     )
     assert unpaired.low < 0 < unpaired.high
+
+
+def ranked(loss: dict, rank: dict, archs=("gpt2",)) -> pd.DataFrame:
+    """:func:`table` of the final loss with an initial effective rank per cell (the same shared seed effect)."""
+    t = table(loss, archs)
+    t["initial_effective_rank"] = t.cell.map(rank) + SEED[t.seed] + t.apply(lambda r: JITTER[r.cell][r.seed], axis=1)
+    return t
+
+
+def test_claim_ii_reads_the_loss_the_higher_rank_cell_saves():
+    """Claim (ii)'s rule (version 4): the init cell raises the initial rank by 10 units; where it ends 0.05 nats
+    lower the claim is supported (the saving is 0.05 exactly, paired by seed), where it ends 0.05 higher it is not,
+    and where the init cell lowers the rank the same loss change reads the other way round."""
+    up = {"stock": 5.0, "init": 15.0}
+    v = rules.rank_loss_rule(ranked({"stock": 3.0, "init": 2.95}, up), "effective_rank")
+    r = v["gpt2"]
+    assert v.status == "supported" and r.verdict.estimate.value == pytest.approx(0.05)
+    assert r.parts["rank"].value == pytest.approx(10.0) and r.parts["loss"].value == pytest.approx(-0.05)
+    assert rules.rank_loss_rule(ranked({"stock": 3.0, "init": 3.05}, up), "effective_rank").status == "not supported"
+    down = {"stock": 15.0, "init": 5.0}
+    v = rules.rank_loss_rule(ranked({"stock": 3.0, "init": 3.05}, down), "effective_rank")
+    assert v.status == "supported" and v["gpt2"].verdict.estimate.value == pytest.approx(0.05)
+
+
+def test_claim_ii_is_open_where_the_design_moves_no_rank_or_trains_no_model():
+    """A rank the design did not move (the same in both cells) leaves the case inconclusive whatever the loss does; a
+    model of the claim without runs in the design is inconclusive with no estimate, so it cannot make the claim
+    supported, and a not-supported model still decides it."""
+    flat = rules.rank_loss_rule(ranked({"stock": 3.0, "init": 2.9}, {"stock": 5.0, "init": 5.0}), "effective_rank")
+    assert flat.status == "inconclusive at this scale" and flat["gpt2"].verdict.estimate.value == pytest.approx(0.1)
+    saves = ranked({"stock": 3.0, "init": 2.95}, {"stock": 5.0, "init": 15.0})
+    v = rules.rank_loss_rule(saves, "effective_rank", archs=["modernbert", "gpt2"])
+    assert v.status == "inconclusive at this scale" and v["modernbert"].verdict.estimate.n == 0
+    loses = ranked({"stock": 3.0, "init": 3.05}, {"stock": 5.0, "init": 15.0})
+    assert rules.rank_loss_rule(loses, "effective_rank", archs=["modernbert", "gpt2"]).status == "not supported"

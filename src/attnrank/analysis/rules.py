@@ -10,8 +10,10 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 
 * :func:`dynamics_rule` - claim (i): the rank at initialisation predicts the final rank, and the
   rank hardly moves (``initial_<measure>``, ``final_<measure>``).
-* :func:`loss_rule` - claim (ii): a higher initial rank goes with a lower final loss with the temperature
-  held fixed (``initial_<measure>``, ``final_val_loss``; the correlation across runs is reported beside it).
+* :func:`rank_loss_rule` - claim (ii) (since 2026-12-07): at ``tau = 1``, the cell of the causal design whose
+  initial query/key scale gives the higher initial rank ends with the lower final loss, paired by seed.
+* :func:`loss_rule` - claim (ii) until 2026-12-07, reported beside it since: a higher initial rank goes with a lower
+  final loss with the temperature held fixed (``initial_<measure>``, ``final_val_loss``; and across runs).
 * :func:`temperature_rank` - claim (iii) in the study's direction: a higher temperature gives a higher
   initial rank. The study's own two-point comparison, rank at ``tau = 1`` minus rank at the coldest
   grid value

@@ -333,6 +333,11 @@ def _causal_runs(profile: str) -> list[RunConfig]:
     return causal_runs(profile)
 
 
+def _loss_runs(profile: str) -> list[RunConfig]:
+    # the shared sweep (the association) and the causal design, whose stock and init cells decide claim (ii)
+    return _main_runs(profile) + causal_runs(profile)
+
+
 #: Chapters of the book (``chapters/<name>``) and the trained runs each asks the run store
 #: for at its default parameters (``None``: none; a chapter's papermill parameters can
 #: change its grid, and it then trains the difference itself).
@@ -343,7 +348,7 @@ CHAPTERS = {
     "theory": seq_len_sweep,
     "dynamics": _main_runs,
     "protocol": _main_runs,
-    "loss": _main_runs,
+    "loss": _loss_runs,
     "temp": _temp_runs,
     "headdim": _main_runs,
     "causal": _causal_runs,
@@ -407,7 +412,7 @@ VERDICT_RUNS = {
     "dynamics": VerdictSource("dynamics", _main_runs),
     "protocol": VerdictSource("protocol", _main_runs),
     "set_early": VerdictSource("protocol", _main_runs),
-    "loss": VerdictSource("loss", _main_runs),
+    "loss": VerdictSource("loss", _loss_runs),
     "temp": VerdictSource("temp", _temp_runs, initial=True),  # the initial rank of the grid's runs
     "temp_loss": VerdictSource("temp", _temp_runs),
     "headdim": VerdictSource("headdim", _main_runs, seeded=False),  # the lever windows, at initialisation

@@ -1,11 +1,12 @@
 """Rank and loss, the loss chapter: claim (ii), a higher attention rank goes with a lower loss.
 
-:func:`section` reads the book's shared sweep, measures convergence speed against a level set from
-the data (:func:`attnrank.analysis.rules.convergence_speed`), applies the pre-registered rule
-(:func:`attnrank.analysis.rules.loss_rule`) with every rank measure and returns the chapter's
-:class:`~attnrank.sections.section.Section`: four figures (loss curves beside count models, final loss and
-convergence speed against the initial rank, the head-dimension grid), the correlation table and the
-``loss`` verdict.
+:func:`section` reads the book's shared sweep and the causal design's stock and init cells, applies the rule
+(:func:`decide`: :func:`attnrank.analysis.rules.rank_loss_rule`, the rank moved at a fixed temperature) with every
+rank measure, reports beside it the association on the sweep (:func:`attnrank.analysis.rules.loss_rule`) and
+convergence speed against a level set from the data (:func:`attnrank.analysis.rules.convergence_speed`), and returns
+the chapter's :class:`~attnrank.sections.section.Section`: four figures (loss curves beside count models, final loss
+and convergence speed against the initial rank, the head-dimension grid), the rule's and the correlations' tables and
+the ``loss`` verdict.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import baselines, rules, stats, verdicts
-from ..analysis.rules import LOSS_EFFECT, PRIMARY_MEASURE, LossResult
+from ..analysis.rules import CAUSAL_EFFECT, PRIMARY_MEASURE, LossResult
 from ..analysis.stats import spearman
 from ..core.profiles import ARCH_ORDER
 from ..plots import training as tplots
@@ -31,6 +32,7 @@ from ..words.glossary import (
     fmt,
     fmt_count,
     fmt_estimate,
+    fmt_sci,
     fmt_setting,
     fmt_tau,
     largest_first,
@@ -54,7 +56,19 @@ from .section import (
     sweep_facts,
 )
 
-__all__ = ["section", "loss_summary", "finding", "grid_correlations", "cens_text", "exposure_text"]
+__all__ = [
+    "section",
+    "Decision",
+    "decide",
+    "rule_text",
+    "design_table",
+    "effect_text",
+    "loss_summary",
+    "finding",
+    "grid_correlations",
+    "cens_text",
+    "exposure_text",
+]
 
 #: The outcomes the chapter correlates with the initial rank, with their labels.
 OUTCOMES = {"final_val_loss": "final validation loss (nats)", "steps_plot": "steps to reach the level"}
@@ -341,11 +355,14 @@ def section(
     smooth: int = 3,
     dataset: str | None = None,
 ) -> Section:
-    """The loss chapter: the shared sweep's runs (trained where missing), convergence speed, the rule
-    with every rank measure, four figures, the correlation table and the ``loss`` verdict.
+    """The loss chapter: the shared sweep's runs and the causal design's (trained where missing), the rule
+    (:func:`decide`) with every rank measure, the association and convergence speed beside it, four figures, three
+    tables and the ``loss`` verdict.
 
     Args:
-        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.sections.dynamics.section`).
+        profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.sections.dynamics.section`);
+            ``profile``, ``seeds`` and ``dataset`` also set the causal design's runs
+            (:func:`attnrank.runs.experiments.causal_runs`).
         level_quantile: the quantile of the runs' final training losses (per architecture) that sets
             the convergence level.
         smooth: logged training-loss points averaged before a run is tested against the level.
@@ -364,7 +381,8 @@ def section(
     ok = sweep[sweep.status == "complete"]
     glue = {
         **sweep_facts("loss", sweep, plan),
-        "loss_rho_effect": fmt(LOSS_EFFECT, 1),
+        "loss_effect": fmt_setting(CAUSAL_EFFECT),
+        "loss_scale": fmt_sci(experiments.twin_scale(experiments.CAUSAL_TAU), 3),
         "loss_primary_label": label,
         "loss_default_head_dim": head_dim0,
         **{f"loss_level_{a}": fmt(lv, 3) for a, lv in levels.items()},

@@ -203,7 +203,7 @@ def agreement_words(res, n_seeds: int) -> str:
 
 def within_words(within: dict, n_learned: int, n_draws: int) -> str:
     """The loss claim's small comparison asked with the study's examples, in words: the rank correlation of the
-    initial rank and the final loss within each temperature (the loss rule's statistic, over its ``n_learned``
+    initial rank and the final loss within each temperature (reported beside the loss rule, over its ``n_learned``
     learned runs) when each run's initial rank is the mean over 4 + 4 examples instead of the whole probe: the
     central 95% of the draws' ρ against the rule's own ρ and its interval, and how often a draw takes the other sign,
     per measure of ``within`` (``{measure: (draws, reference, rates)}``: :func:`attnrank.sections.study.within_draws`
@@ -219,7 +219,7 @@ def within_words(within: dict, n_learned: int, n_draws: int) -> str:
             e, rho = est[r.arch], draws.stat[draws.arch == r.arch].dropna()
             low, high = np.quantile(rho, [0.025, 0.975])
             clauses.append(
-                f"{ARCH_NAMES[r.arch]} ρ from {fmt(low)} to {fmt(high)} in 95% of draws against the claim's "
+                f"{ARCH_NAMES[r.arch]} ρ from {fmt(low)} to {fmt(high)} in 95% of draws against the whole probe's "
                 f"{fmt_estimate(e, n=False)}"
                 + ("" if e.excludes_zero else ", a sign its runs leave unresolved")
                 + f" (the other sign in {fmt_estimate(r.estimate, 1, n=False, percent=True)})"
