@@ -160,3 +160,19 @@ def test_claim_ii_is_open_where_the_design_moves_no_rank_or_trains_no_model():
     assert v.status == "inconclusive at this scale" and v["modernbert"].verdict.estimate.n == 0
     loses = ranked({"stock": 3.0, "init": 3.05}, {"stock": 5.0, "init": 15.0})
     assert rules.rank_loss_rule(loses, "effective_rank", archs=["modernbert", "gpt2"]).status == "not supported"
+
+
+def test_claim_ii_effect_cell_shows_the_saving_that_decides():
+    """The intro's effect cell for claim (ii) is the rule's statistic of the deciding models: GPT-2's saving where it is
+    not supported (ModernBERT, not in the design, decides nothing then), and the model without runs named where the
+    open cases decide."""
+    from attnrank.sections import loss
+
+    loses = ranked({"stock": 3.0, "init": 3.05}, {"stock": 5.0, "init": 15.0})
+    v = rules.rank_loss_rule(loses, "effective_rank", archs=["modernbert", "gpt2"])
+    cell = loss.effect_text(v)
+    assert cell.startswith("GPT-2 loss saved by the higher-rank cell −0.050 [") and "ModernBERT" not in cell
+    assert "(initial rank init × s − stock 10.000 [9.997, 10.003])" in cell
+    saves = ranked({"stock": 3.0, "init": 2.95}, {"stock": 5.0, "init": 15.0})
+    cell = loss.effect_text(rules.rank_loss_rule(saves, "effective_rank", archs=["modernbert", "gpt2"]))
+    assert cell == "ModernBERT not in the design"
