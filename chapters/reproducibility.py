@@ -132,14 +132,15 @@ book.publish(reproducibility.section(**params))
 # this build's seeds 0 to 2 had been seen, and none has seen these runs. A rule changed after that is confirmed
 # again on seeds it has not seen, frozen before it was applied to them: on 2026-12-07 claim (v)'s version 4 on toy
 # seeds 6 to 11 (this build's are 0 to 5), and the protocol's version 2 on seeds 6 to 8, trained for it (seeds 3 to 5
-# had been read under version 1). (ii + iii)'s version 6 restores version 4, which this record applied; recorded
-# again from seeds 3 to 5, retrained, it came out digit for digit as before. Its build:
+# had been read under version 1); claim (ii)'s version 4, which reads the causal design, on that design's seeds 3 to 5,
+# trained after it was frozen (the design's seeds were fixed until that day, so the record had repeated this build's
+# causal runs). (ii + iii)'s version 6 restores version 4, which this record applied; recorded again from seeds 3 to
+# 5, retrained, it came out digit for digit as before. Its build:
 # {glue:text}`repro_confirm_meta`. Its regime: {glue:text}`repro_confirm_regime`
 #
 # Not every row of a check is a replication. A verdict that reads no run the check changes is the same computation
 # in both builds, and is marked *(same computation)* in the table below: on fresh seeds, those decided at
-# initialisation with fixed seeds, on random matrices, on the toy task where the record read the same toy seeds, or
-# on a preset's own seeds
+# initialisation with fixed seeds, on random matrices, or on the toy task where the record read the same toy seeds
 # ({glue:text}`repro_confirm_same`); at three times the steps, {glue:text}`repro_scale_same`; on the second corpus,
 # {glue:text}`repro_stdlib_same`. A row recorded under an earlier version of its rule is marked *(under an earlier
 # version of its rule)* and not compared. Only the other rows test a verdict on runs its build has not seen; the

@@ -442,7 +442,9 @@ def section(
         ),
     ]
     # the rule (version 4): the causal design's stock and init cells, the initial rank moved at tau = 1
-    cells = runs_table(experiments.causal_runs(profile, seeds=seeds, dataset=dataset), long=False)
+    cells = runs_table(
+        experiments.causal_runs(profile, seeds=seeds, dataset=dataset, cells=experiments.LOSS_CELLS), long=False
+    )
     cells["cell"] = label_cells(cells, experiments.CAUSAL_TAU)
     decision = decide(cells, archs)
     v = decision.results[m]
@@ -453,8 +455,7 @@ def section(
         decision.status[m],
         finding(v, res),
         effect_text(v),
-        f"{len(cells[cells.cell.isin(('stock', 'init'))].seed.unique())} seeds, "
-        f"{int(cells.cell.isin(('stock', 'init')).sum())} runs of the causal design",
+        f"{cells.seed.nunique()} seeds, {len(cells)} runs of the causal design",
         regime_text(reg) if reg else "no complete run",
         " ".join(
             filter(
