@@ -108,7 +108,9 @@ book.publish(causal.section(**params))
 # it by {glue:text}`causal_during_tau`; the initial scale alone by {glue:text}`causal_during_init`, the step size
 # alone by {glue:text}`causal_during_lr`. **Final loss.** The temperature moves it by
 # {glue:text}`causal_final_val_loss_tau` nats; the initial scale alone by {glue:text}`causal_final_val_loss_init`,
-# the step size alone by {glue:text}`causal_final_val_loss_lr`.
+# the step size alone by {glue:text}`causal_final_val_loss_lr`. The first of these, the initial scale alone, moves the
+# initial rank at a fixed temperature and step size; the {doc}`loss chapter <loss>` reads it, paired by seed, to
+# decide claim (ii).
 #
 # {glue:text}`causal_cells_learned` Where a cell ends above its count model, its loss effect compares a model that
 # learned with one that did not: it still tells which half of the temperature the loss follows, not how the rank moves
