@@ -85,7 +85,7 @@ book.publish(loss.section(**params))
 #    scale**;
 # 2. otherwise the statistic is the loss the higher-rank cell saves, in nats (the lower-rank cell's loss minus the
 #    higher-rank cell's): **supported** if its interval lies above 0, **not supported** if it lies below 0, and
-#    **inconclusive at this scale** otherwise, with the seeds that would resolve {glue:text}`loss_effect` nats at the
+#    **inconclusive at this scale** otherwise, with the seeds that would resolve {glue:text}`loss_nats_to_resolve` nats at the
 #    observed spread.
 #
 # The claim is supported if both models are, not supported if either is not, inconclusive otherwise; a model the design

@@ -381,7 +381,7 @@ def section(
     ok = sweep[sweep.status == "complete"]
     glue = {
         **sweep_facts("loss", sweep, plan),
-        "loss_effect": fmt_setting(CAUSAL_EFFECT),
+        "loss_nats_to_resolve": fmt_setting(CAUSAL_EFFECT),
         "loss_scale": fmt_sci(experiments.twin_scale(experiments.CAUSAL_TAU), 3),
         "loss_primary_label": label,
         "loss_default_head_dim": head_dim0,
