@@ -172,7 +172,7 @@ def test_claim_ii_effect_cell_shows_the_saving_that_decides():
     v = rules.rank_loss_rule(loses, "effective_rank", archs=["modernbert", "gpt2"])
     cell = loss.effect_text(v)
     assert cell.startswith("GPT-2 loss saved by the higher-rank cell −0.050 [") and "ModernBERT" not in cell
-    assert "(initial rank init × s − stock 10.000 [9.997, 10.003])" in cell
+    assert "(initial effective rank init × s − stock 10.000 [9.997, 10.003])" in cell
     saves = ranked({"stock": 3.0, "init": 2.95}, {"stock": 5.0, "init": 15.0})
     cell = loss.effect_text(rules.rank_loss_rule(saves, "effective_rank", archs=["modernbert", "gpt2"]))
     assert cell == "ModernBERT not in the design"

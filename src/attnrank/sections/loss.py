@@ -283,7 +283,7 @@ def effect_text(v) -> str:
             continue
         cells.append(
             f"{ARCH_NAMES[a]} loss saved by the higher-rank cell {fmt_estimate(r.verdict.estimate, 3, n=False)} nats "
-            f"(initial rank init × s − stock {fmt_estimate(r.parts['rank'], n=False)})"
+            f"(initial {MEASURE_LABELS[PRIMARY_MEASURE]} init × s − stock {fmt_estimate(r.parts['rank'], n=False)})"
         )
     return "; ".join(cells)
 
