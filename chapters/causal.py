@@ -109,7 +109,7 @@ book.publish(causal.section(**params))
 # alone by {glue:text}`causal_during_lr`. **Final loss.** The temperature moves it by
 # {glue:text}`causal_final_val_loss_tau` nats; the initial scale alone by {glue:text}`causal_final_val_loss_init`,
 # the step size alone by {glue:text}`causal_final_val_loss_lr`. The first of these, the initial scale alone, moves the
-# initial rank at a fixed temperature and step size; the {doc}`loss chapter <loss>` reads it, paired by seed, to
+# initial rank at a fixed temperature and learning rate; the {doc}`loss chapter <loss>` reads it, paired by seed, to
 # decide claim (ii).
 #
 # {glue:text}`causal_cells_learned` Where a cell ends above its count model, its loss effect compares a model that

@@ -29,9 +29,9 @@
 # from scratch:
 #
 # 1. **Rank moved at a fixed temperature** (decides). In the {doc}`causal chapter's <causal>` design, two runs of one
-#    seed differ only in the scale of their query and key weights at initialisation ($\tau = 1$ in both, the same step
-#    size): the larger scale gives the logits of a colder softmax, and with them another initial rank. Does the run
-#    that starts with the higher rank end with the lower loss?
+#    seed differ only in the scale of their query and key weights at initialisation ($\tau = 1$ in both, the same
+#    learning rate): the larger scale gives the logits of a colder softmax, and with them another initial rank. Does
+#    the run that starts with the higher rank end with the lower loss?
 # 2. **Association.** Across the runs of the shared sweep, does a higher initial mean rank go with a lower final
 #    validation loss and with fewer steps to reach a fixed training loss?
 # 3. **Beyond temperature.** Does the association survive within one temperature (each $\tau$ a category of its own,
@@ -89,13 +89,21 @@ book.publish(loss.section(**params))
 #    observed spread.
 #
 # The claim is supported if both models are, not supported if either is not, inconclusive otherwise; a model the design
-# does not train at this profile is inconclusive. The learned gate of {doc}`learned` reads the design's stock runs,
-# as the causal chapter's does. The design separates the rank from the temperature and from the step size, not from
-# the logit scale that sets it: no experiment can, since the rank is a function of the logits.
+# does not train at this profile is inconclusive (so where the design trains one model, the claim can come out not
+# supported or inconclusive, never supported). The learned gate of {doc}`learned` reads the design's stock runs, as
+# the causal chapter's does.
+#
+# What the design holds fixed is the temperature and the learning rate, not everything else the initial scale
+# changes. With query and key weights $s$ times larger, an Adam step of the same size moves the logits about $s$
+# times further (they are a product of the two weights), and by {ref}`P3 <target-p3>` the init × s run is the run at
+# $\tau = 1/s^2$ with the query/key learning rate divided by $s$; the causal chapter finds that the loss follows the
+# query/key step size, so part of what this rule reads may be the step rather than the rank. No design moves the rank
+# alone: the rank is a function of the logits, and each route to it (the logit scale here, the head dimension in the
+# grid below) changes something else too.
 #
 # Beside the rule, on the book's shared sweep ({glue:text}`loss_n_learned`): Spearman's $\rho$(initial rank, final
 # validation loss) within temperatures ($\tau$ a categorical fixed effect: ranks centred within each temperature,
-# stratified bootstrap, stratified permutation $p$), which decided the claim until version 3, and the same correlation
+# stratified bootstrap, stratified permutation $p$), which decided the claim under version 3, and the same correlation
 # across all those runs; convergence speed and the head-dimension grid.
 #
 # ## Loss curves
@@ -217,13 +225,15 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ## Rank moved at a fixed temperature
 #
-# The rule's numbers, per model: the initial rank the larger query/key scale gives, the final loss it ends with, and
-# the loss the higher-rank cell saves (the statistic that decides).
+# The rule's numbers, per rank measure and model: the initial rank the larger query/key scale gives, the final loss
+# it ends with, and the loss the higher-rank cell saves (the statistic that decides, on the effective rank).
+# {glue:text}`loss_direction_text`
 
 # %% [markdown]
 # ```{attnrank-table} loss_design
-# The two cells the rule reads, per model: paired by seed, the difference init × s − stock of the initial effective
-# rank and of the final validation loss, the loss the higher-rank cell saves (the rule's statistic) and its status.
+# The two cells the rule reads, per rank measure and model: paired by seed, the difference init × s − stock of the
+# initial rank and of the final validation loss, the loss the higher-rank cell saves (the rule's statistic; the
+# effective rank decides) and the rule's status before the learned gate.
 # ```
 
 # %% [markdown]
@@ -234,6 +244,10 @@ book.publish(loss.section(**params))
 
 # %% [markdown]
 # **Verdict:** {glue:md}`loss_badge` {glue:md}`loss_summary` Regime: {glue:md}`loss_regime`.
+#
+# The same frozen rule on runs it had not read: on fresh seeds, {glue:text}`reproducibility.ipynb::repro_confirm_loss:s`;
+# on the second corpus, {glue:text}`reproducibility.ipynb::repro_stdlib_loss:s` ({doc}`reproducibility`, where the
+# deviations appendix, {doc}`changes`, says which of those runs had been trained before the rule was frozen).
 #
 # The same rule with every rank measure:
 #

@@ -533,8 +533,9 @@ def test_the_plain_sign_finding_fits_the_word_limit_for_every_measure_of_the_reg
     from attnrank.core.profiles import ARCHS
     from attnrank.sections import temp
     from attnrank.sections.section import WORD_LIMIT
+    from attnrank.words.glossary import PLAIN_LABELS
 
-    assert set(temp.PLAIN_LABELS) == set(RANK_MEASURES)
+    assert set(PLAIN_LABELS) == set(RANK_MEASURES)
     longest = 0
     # every status of every measure for each model, independently (3^10 cases: a finding of 32 words once came
     # from a case the two models' shifted patterns never drew)

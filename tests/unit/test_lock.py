@@ -208,3 +208,14 @@ def test_a_recorded_row_on_runs_the_chapter_no_longer_trains_is_not_compared(tmp
     assert rp._check_glue("stdlib", table, meta, relation)["repro_stdlib_causal"] == (
         "inconclusive at this scale (on runs this build no longer trains)"
     )
+    # a row under an earlier rule on an earlier design says both, and is left out once
+    table = table.assign(rule=["3", "", ""], design=[digest("dynamics", "quick"), old, ""])
+    relation = rp.record_relation("quick", table, {**meta, "date": "2026-12-06"})
+    assert relation["loss"] == "earlier rule and design"
+    text = check_sentence("stdlib", claims, table, relation)
+    assert text.startswith("On a second corpus (the Python standard library): 0 of 0 replicated verdicts agree;")
+    assert "under an earlier version of its rule: (ii) higher rank, lower loss;" in text
+    assert "no longer trains: (ii) higher rank, lower loss; temperature acts through the initial rank." in text
+    assert rp._check_glue("stdlib", table, meta, relation)["repro_stdlib_loss"] == (
+        "supported (under an earlier version of its rule, on runs this build no longer trains)"
+    )

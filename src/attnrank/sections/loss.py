@@ -28,6 +28,7 @@ from ..words.glossary import (
     ARCH_LABELS,
     ARCH_NAMES,
     MEASURE_LABELS,
+    PLAIN_LABELS,
     RANK_MEASURES,
     fmt,
     fmt_count,
@@ -62,6 +63,7 @@ __all__ = [
     "decide",
     "rule_text",
     "design_table",
+    "direction_text",
     "effect_text",
     "loss_summary",
     "finding",
@@ -219,7 +221,10 @@ def rule_text(v) -> str:
     for a, r in v.arch.items():
         name = ARCH_NAMES[a]
         if not r.parts:
-            out.append(f"{name} is not in the design at this profile, so its case is open.")
+            out.append(
+                f"{name} is not in the design at this profile, so its case is open, and the claim can come out not "
+                "supported or inconclusive here, never supported."
+            )
             continue
         rank, loss, j = r.parts["rank"], r.parts["loss"], r.verdict
         moved = "raised" if rank.value >= 0 else "lowered"
@@ -231,45 +236,77 @@ def rule_text(v) -> str:
         )
         if not rank.excludes_zero:
             said += " (the design did not move the rank, so there is nothing to test)"
-        more = needed_text(j, f"{fmt_setting(j.effect)} nats")
+        more = needed_text(j, f"the pre-registered {fmt_setting(j.effect)} nats (not the difference observed)")
         out.append(said + (f"; {more}" if more else "") + ".")
     return " ".join(out)
 
 
-def design_table(v) -> pd.DataFrame:
-    """The rule's numbers per model (:func:`attnrank.analysis.rules.rank_loss_rule`): the initial rank's and the final
-    loss's paired difference ``init - stock``, the loss the higher-rank cell saves, the status and the seeds."""
+def design_table(results: dict) -> pd.DataFrame:
+    """The rule's numbers per rank measure and model (``results``: ``{measure: SweepVerdict}`` of
+    :func:`attnrank.analysis.rules.rank_loss_rule`, the primary measure first): the initial rank's and the final
+    loss's paired difference ``init - stock``, the loss the higher-rank cell saves, the status and the seeds. The
+    measures need not agree on which cell has the higher rank, and so on the sign of the saving."""
     rows = []
-    for a, r in v.arch.items():
-        p = r.parts
-        rows.append(
-            {
-                "model": ARCH_LABELS[a],
-                f"initial {MEASURE_LABELS[PRIMARY_MEASURE]}, init × s − stock": fmt_estimate(p["rank"], n=False)
-                if p
-                else "not in the design",
-                "final validation loss, init × s − stock (nats)": fmt_estimate(p["loss"], 3, n=False) if p else "",
-                "loss the higher-rank cell saves (nats; decides)": fmt_estimate(r.verdict.estimate, 3, n=False)
-                if p
-                else "",
-                "status": r.verdict.status,
-                "seeds": r.verdict.estimate.n,
-            }
-        )
+    for mm in sorted(results, key=lambda k: k != PRIMARY_MEASURE):
+        for a, r in results[mm].arch.items():
+            p = r.parts
+            rows.append(
+                {
+                    "measure": MEASURE_LABELS[mm] + (" (primary)" if mm == PRIMARY_MEASURE else ""),
+                    "model": ARCH_LABELS[a],
+                    "initial rank, init × s − stock": fmt_estimate(p["rank"], n=False) if p else "not in the design",
+                    "final validation loss, init × s − stock (nats)": fmt_estimate(p["loss"], 3, n=False) if p else "",
+                    "loss the higher-rank cell saves (nats)": fmt_estimate(r.verdict.estimate, 3, n=False) if p else "",
+                    "status": r.verdict.status,
+                    "seeds": r.verdict.estimate.n,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def finding(v, res: LossResult) -> str:
-    """The verdict in one line for the intro's table: per model the rank the design moved and the loss the
-    higher-rank cell saves (decides), then the association within a temperature."""
+def direction_text(results: dict) -> str:
+    """Which rank measures disagree with the primary one on which cell of the design has the higher initial rank, per
+    model, with the rule's status on each (``results`` as in :func:`design_table`): on such a measure the same loss
+    change reads the other way. Empty where every resolved measure agrees."""
+    parts = []
+    for a, r in results[PRIMARY_MEASURE].arch.items():
+        if not r.parts:
+            continue
+        up = r.parts["rank"].value >= 0
+        other = [
+            mm
+            for mm, res in results.items()
+            if mm != PRIMARY_MEASURE
+            and res[a].parts
+            and res[a].parts["rank"].excludes_zero
+            and (res[a].parts["rank"].value >= 0) != up
+        ]
+        if other:
+            parts.append(
+                f"for {ARCH_NAMES[a]} the larger initial scale {'raises' if up else 'lowers'} "
+                f"{PLAIN_LABELS[PRIMARY_MEASURE][0]} but {'lowers' if up else 'raises'} "
+                + ", ".join(f"{PLAIN_LABELS[mm][0]} ({results[mm][a].verdict.status})" for mm in other)
+            )
+    if not parts:
+        return ""
+    return (
+        "Which cell has the higher initial rank depends on how rank is counted: "
+        + "; ".join(parts)
+        + ". On those counts the same loss change reads the other way (the rule's status on each in parentheses), as "
+        "the sign of claim (iii) turns on the measure."
+    )
+
+
+def finding(v) -> str:
+    """The verdict in one line (at most 30 words, both models): per model the rank the design moved and the loss the
+    higher-rank cell saves, the statistic that decides."""
     moved = "; ".join(
-        f"{ARCH_NAMES[a]} rank {fmt(r.parts['rank'].value)}, loss saved {fmt(r.verdict.estimate.value, 3)} nats"
+        f"{ARCH_NAMES[a]} rank {fmt(r.parts['rank'].value)}, saves {fmt(r.verdict.estimate.value, 3)} nats"
         if r.parts
         else f"{ARCH_NAMES[a]} not trained"
         for a, r in v.arch.items()
     )
-    within = ", ".join(f"{ARCH_NAMES[a]} {fmt(res.within[a].value)}" for a in res.within)
-    return f"At τ = 1, initial logit scale × s (decides): {moved}. Beside it, ρ within τ: {within}."
+    return f"Initial logit scale × s at τ = 1 (decides): {moved}."
 
 
 def effect_text(v) -> str:
@@ -449,11 +486,12 @@ def section(
     decision = decide(cells, archs)
     v = decision.results[m]
     reg = baselines.regime(decision.stock, decision.gates[m]) if decision.gates[m] else None
-    section_tables.append(Table("loss_design", design_table(v)))
+    section_tables.append(Table("loss_design", design_table(decision.results)))
+    glue["loss_direction_text"] = direction_text(decision.results)
     verdict = Verdict(
         "loss",
         decision.status[m],
-        finding(v, res),
+        finding(v),
         effect_text(v),
         f"{cells.seed.nunique()} seeds, {len(cells)} runs of the causal design",
         regime_text(reg) if reg else "no complete run",
@@ -462,6 +500,7 @@ def section(
                 None,
                 [
                     rule_text(v),
+                    glue["loss_direction_text"],
                     loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None),
                     exposure_text(learned, m, archs, res.within),
                     gate_text(reg) if reg else "",

@@ -193,15 +193,17 @@ RELATION_NOTES = {
     "independent": "",
     "earlier rule": " (under an earlier version of its rule)",
     "earlier design": " (on runs this build no longer trains)",
+    "earlier rule and design": " (under an earlier version of its rule, on runs this build no longer trains)",
 }
 
 
 def record_relation(profile: str, table: pd.DataFrame | None, meta: dict, dataset=None) -> dict:
     """How each verdict of a recorded check relates to this build's: :func:`attnrank.runs.experiments.check_relation`,
     and ``"earlier rule"`` for a verdict whose rule has a newer frozen version than the one the check applied
-    (:func:`attnrank.analysis.frozen.changed_since`), and ``"earlier design"`` for a row stamped with a design of its
+    (:func:`attnrank.analysis.frozen.changed_since`), ``"earlier design"`` for a row stamped with a design of its
     runs (``design``, :func:`attnrank.runs.experiments.design_digest`) other than the one its check's profile trains
-    now: neither is compared with this build's. Empty without a ``build.json``.
+    now, and ``"earlier rule and design"`` for both: none is compared with this build's. Empty without a
+    ``build.json``.
 
     Raises:
         ConfigError: from :func:`~attnrank.runs.experiments.check_relation` for a ``build.json`` it cannot read.
@@ -213,7 +215,7 @@ def record_relation(profile: str, table: pd.DataFrame | None, meta: dict, datase
         there = meta.get("profile", profile)
         relation.update(
             {
-                r.verdict: "earlier design"
+                r.verdict: "earlier rule and design" if relation.get(r.verdict) == "earlier rule" else "earlier design"
                 for r in table.itertuples()
                 if r.verdict in experiments.VERDICT_RUNS
                 and str(r.design or "")
@@ -316,7 +318,7 @@ def section(profile: str = "auto", *, dataset: str | None = None, seeds=None, ta
             else pd.DataFrame([dict(verdict="none recorded", status="", effect="", n="", regime="")])
         )
         verdict = shown_check.verdict.map(lambda v: VERDICT_LABELS.get(v, v))
-        stale = {v: RELATION_NOTES[r] for v, r in relation.items() if r in ("earlier rule", "earlier design")}
+        stale = {v: RELATION_NOTES[r] for v, r in relation.items() if r.startswith("earlier")}
         note = shown_check.verdict.map(lambda v: stale.get(v, ""))  # noqa: B023 (used at once)
         shown_check = shown_check.assign(status=shown_check.status + note)
         columns = ["verdict", "status", "effect", "n", "regime"]

@@ -32,6 +32,7 @@ from ..words.glossary import (
     ARCH_NAMES,
     ARCHS,
     MEASURE_LABELS,
+    PLAIN_LABELS,
     RANK_MEASURES,
     fmt,
     fmt_estimate,
@@ -205,16 +206,6 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     if not clauses:
         return "No rank measure was tested."
     return "The study's sign " + "; it ".join(clauses) + "."
-
-
-#: The rank measures in words a reader knows (long, for a sentence of the chapter; short, for the intro's one line).
-PLAIN_LABELS = {
-    "rank_atol_1e-8": ("the study's 10⁻⁸ count", "10⁻⁸ count"),
-    "rank_rtol_1e-2": ("the 10⁻² count", "10⁻² count"),
-    "rank_rtol_1e-4": ("the 10⁻⁴ count", "10⁻⁴ count"),
-    "effective_rank": ("the effective rank", "effective rank"),
-    "stable_rank": ("the stable rank", "stable rank"),
-}
 
 
 def _and(items) -> str:

@@ -105,10 +105,11 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     when = f", recorded {date}" if date else ""
     text = f"{CHECK_NAMES[name]}{when}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
-    earlier = [VERDICT_LABELS.get(v, v) for v in here if relation.get(v) == "earlier rule"]
-    redesigned = [VERDICT_LABELS.get(v, v) for v in here if relation.get(v) == "earlier design"]
+    stale = {v: relation[v] for v in here if str(relation.get(v, "")).startswith("earlier")}
+    earlier = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if "rule" in r]
+    redesigned = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if "design" in r]
     partly = sum(relation.get(v) == "partly" for v in here)
-    same = len(here) - len(replicated) - len(earlier) - len(redesigned) - partly
+    same = len(here) - len(replicated) - len(stale) - partly
     more = [f"{same} more {'repeats' if same == 1 else 'repeat'} this build's own computation"] if same else []
     more += [f"{partly} more {'shares' if partly == 1 else 'share'} runs with it"] if partly else []
     if more:

@@ -28,6 +28,7 @@ from ..core.measures import MEASURES, RANK_MEASURES
 from ..core.profiles import ARCHS, TAU_RANGE
 
 __all__ = [
+    "PLAIN_LABELS",
     "ARCHS",
     "profile_sizes",
     "largest_first",
@@ -77,6 +78,14 @@ MEASURE_LABELS = {
     "effective_rank": "effective rank",
     "stable_rank": "stable rank",
     "attention_entropy": "attention entropy (nats)",
+}
+#: The rank measures in words a reader knows (long, for a sentence of a chapter; short, for the intro's one line).
+PLAIN_LABELS = {
+    "rank_atol_1e-8": ("the study's 10⁻⁸ count", "10⁻⁸ count"),
+    "rank_rtol_1e-2": ("the 10⁻² count", "10⁻² count"),
+    "rank_rtol_1e-4": ("the 10⁻⁴ count", "10⁻⁴ count"),
+    "effective_rank": ("the effective rank", "effective rank"),
+    "stable_rank": ("the stable rank", "stable rank"),
 }
 #: The label of every field of a run config (:class:`attnrank.core.profiles.RunConfig`), for tables of settings.
 SETTING_LABELS = {
