@@ -182,7 +182,8 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
     assert "Of the 3 claims tested: 0 supported, 2 not supported, 1 inconclusive at this scale." in text
     assert "2 of these 3 rules were changed after their evidence had been seen (†)." in text  # the check is no claim
     assert (
-        "On fresh seeds, with the frozen rules: 1 of 2 replicated verdicts agree; they differ on (ii) higher rank, "
+        "On fresh seeds, with the frozen rules: of the 3 claims 1 supported, 2 not supported, 0 inconclusive at this "
+        "scale; 1 of 2 replicated verdicts agree; they differ on (ii) higher rank, "
         f"lower loss ({INCONCLUSIVE} here, {SUPPORTED} there) (1 more repeats this build's own computation, so it does not count)."
         in text
     )
@@ -197,14 +198,14 @@ def test_the_findings_box_counts_rules_changed_after_looking_and_names_every_dis
     checks["confirm"] = (confirm, {"dynamics": "independent", "loss": "earlier rule", "temp": "same"})
     text = findings_text(table, frozen, checks)[0]
     assert (
-        "On fresh seeds, with the frozen rules: 1 of 1 replicated verdicts agree (1 more repeats this build's own "
-        "computation, so it does not count); not compared, recorded under an earlier version of its rule: (ii) higher "
+        "On fresh seeds, with the frozen rules: of the 3 claims 1 supported, 2 not supported, 0 inconclusive at this "
+        "scale; 1 of 1 replicated verdicts agree (1 more repeats this build's own computation, so it does not count); not compared, recorded under an earlier version of its rule: (ii) higher "
         "rank, lower loss." in text
     )
     # a verdict that shares runs with this build's (the scale check's causal GPT-2 half) replicates nothing either
     checks["confirm"] = (confirm, {"dynamics": "independent", "loss": "partly", "temp": "same"})
     assert (
-        "On fresh seeds, with the frozen rules: 1 of 1 replicated verdicts agree (1 more repeats this build's own "
+        "scale; 1 of 1 replicated verdicts agree (1 more repeats this build's own "
         "computation and 1 more shares runs with it, so they do not count)." in findings_text(table, frozen, checks)[0]
     )
     assert "fresh seeds" not in findings_text(table, frozen, None)[0]

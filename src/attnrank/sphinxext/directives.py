@@ -90,8 +90,8 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     check replicates (``relation``: :func:`attnrank.sections.reproducibility.record_relation`; only an independent
     verdict replicates: one that is the same computation or shares runs with this build's does not, one recorded under
     an earlier version of its rule is not compared), how many it gives the same status, each one it does not, named with both
-    statuses, and how many are the same computation. ``check`` is its verdict table, ``None`` when not recorded;
-    ``date`` the day it was recorded."""
+    statuses, and how many are the same computation; for the confirmation, first its own count of the claims' statuses.
+    ``check`` is its verdict table, ``None`` when not recorded; ``date`` the day it was recorded."""
     if check is None:
         return f"{CHECK_NAMES[name]}: not recorded."
     there = dict(zip(check.verdict, check.status, strict=True))
@@ -103,7 +103,14 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
         if there.get(v) != here[v]
     ]
     when = f", recorded {date}" if date else ""
-    text = f"{CHECK_NAMES[name]}{when}: {len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
+    text = f"{CHECK_NAMES[name]}{when}: "
+    if name == "confirm":  # the confirmation's own verdicts, counted as this build's are
+        n = {st: sum(there.get(v) == st for v in here) for st in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)}
+        text += (
+            f"of the {len(here)} claims {n[SUPPORTED]} supported, {n[NOT_SUPPORTED]} not supported, "
+            f"{n[INCONCLUSIVE]} inconclusive at this scale; "
+        )
+    text += f"{len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
     stale = {v: relation[v] for v in here if str(relation.get(v, "")).startswith("earlier")}
     earlier = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if "rule" in r]
