@@ -135,3 +135,10 @@ def test_a_count_of_zero_is_written_in_words():
     from attnrank.words.glossary import fmt_count
 
     assert [fmt_count(n, "run") for n in (0, 1, 3)] == ["no runs", "1 run", "3 runs"]
+
+
+def test_fmt_and_lists_items_as_a_sentence_does():
+    from attnrank.words.glossary import fmt_and
+
+    assert fmt_and([0, 1, 2]) == "0, 1 and 2" and fmt_and(["64", "256"]) == "64 and 256"
+    assert fmt_and(["one"]) == "one" and fmt_and([]) == ""

@@ -31,6 +31,7 @@ from ..words.glossary import (
     PLAIN_LABELS,
     RANK_MEASURES,
     fmt,
+    fmt_and,
     fmt_count,
     fmt_estimate,
     fmt_sci,
@@ -285,7 +286,7 @@ def direction_text(results: dict) -> str:
             parts.append(
                 f"for {ARCH_NAMES[a]} the larger initial scale {'raises' if up else 'lowers'} "
                 f"{PLAIN_LABELS[PRIMARY_MEASURE][0]} but {'lowers' if up else 'raises'} "
-                + ", ".join(f"{PLAIN_LABELS[mm][0]} ({results[mm][a].verdict.status})" for mm in other)
+                + fmt_and([f"{PLAIN_LABELS[mm][0]} ({results[mm][a].verdict.status})" for mm in other])
             )
     if not parts:
         return ""

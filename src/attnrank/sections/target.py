@@ -28,7 +28,7 @@ from ..core.rank import numerical_rank
 from ..plots import theory as tplots
 from ..runs.cache import cached
 from ..runs.presets import preset
-from ..words.glossary import TARGET_LABELS, fmt, fmt_estimate, fmt_sci, fmt_setting, fmt_tau
+from ..words.glossary import TARGET_LABELS, fmt, fmt_and, fmt_estimate, fmt_sci, fmt_setting, fmt_tau
 from .section import Figure, Section, Table, Verdict
 
 __all__ = [
@@ -418,12 +418,6 @@ def _nats(e: stats.Estimate) -> str:
     return f"{fmt_estimate(e, 2, n=False)} nats (n = {e.n} seeds)"
 
 
-def _seeds(seeds) -> str:
-    """Seeds as a sentence names them: ``[0, 1]`` as ``"0 and 1"``, ``[0, 1, 2]`` as ``"0, 1 and 2"``."""
-    names = [str(x) for x in seeds]
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
-
-
 def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -> tuple[str, str, dict]:
     """The chapter's verdict. Realistic plain heads at ``tau = 1`` fall short of the largest head
     (shortfall, all seeds) and the best lower ``tau`` (chosen on the selection seeds) rescues them
@@ -455,8 +449,8 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
     reading_plain = (
         f"In plain dot-product attention (the attention of ModernBERT and GPT-2), realistic heads at tau = 1 end "
         f"{_nats(v_short.estimate)} of KL above the largest head (d_h = {s.d_max}), and the best lower "
-        f"temperature, chosen on seeds {_seeds(s.select_seeds)} ({fmt_setting(best_plain)}), lowers their KL by "
-        f"{_nats(v_rescue.estimate)} on the held-out seeds {_seeds(s.estimate_seeds)} ({'; '.join(per_dim)}). "
+        f"temperature, chosen on seeds {fmt_and(s.select_seeds)} ({fmt_setting(best_plain)}), lowers their KL by "
+        f"{_nats(v_rescue.estimate)} on the held-out seeds {fmt_and(s.estimate_seeds)} ({'; '.join(per_dim)}). "
         f"A head far narrower than any in use, d_h = {min(s.head_dims)}, ends {_nats(stats.mean_ci(d1_gap))} "
         f"above the largest head at tau = 1 (95% interval); it does not decide the verdict, since for d_h = 1 that "
         f"shortfall is a limit of the head dimension that no temperature removes (P4), whatever the data. By P3 τ acts "
@@ -506,7 +500,7 @@ def verdict(s: Settings, final: pd.DataFrame, checks: list[Check], fit: Check) -
         f"On the toy ({s.n} tokens, {s.steps} Adam steps, {len(s.seeds)} seeds, each its own target, {s.profile} "
         f"profile), plain attention with realistic heads (d_h = {', '.join(map(str, s.d_real))}) on a permutation "
         f"target; shortfall at tau = 1 against d_h = {s.d_max} (nats, seeds): {fmt_estimate(v_short.estimate, 2)}; "
-        f"gain of tau = {fmt_setting(best_plain)}, chosen on seeds {_seeds(s.select_seeds)}, on held-out seeds {_seeds(s.estimate_seeds)} "
+        f"gain of tau = {fmt_setting(best_plain)}, chosen on seeds {fmt_and(s.select_seeds)}, on held-out seeds {fmt_and(s.estimate_seeds)} "
         f"(nats): {fmt_estimate(v_rescue.estimate, 2)}. {n_checks - n_viol} of {n_checks} proposition checks hold."
     )
     glue = dict(

@@ -35,6 +35,7 @@ from ..words.glossary import (
     PLAIN_LABELS,
     RANK_MEASURES,
     fmt,
+    fmt_and,
     fmt_estimate,
     fmt_setting,
     fmt_tau,
@@ -208,10 +209,6 @@ def sign_finding(rank_v: dict, *, short: bool = False) -> str:
     return "The study's sign " + "; it ".join(clauses) + "."
 
 
-def _and(items) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _sign_by_arch(rank_v: dict) -> str:
     """:func:`sign_finding` in plain words, at most :data:`attnrank.sections.section.WORD_LIMIT` words: which ways of
     counting rank give a hotter softmax a higher initial rank (the study's sign) and which a lower one, the measures
@@ -264,7 +261,7 @@ def _phrase(measures: list, level: int) -> str:
         if level == 0 and group == ["rank_atol_1e-8"]:
             out.append(PLAIN_LABELS["rank_atol_1e-8"][0])
             continue
-        text = _and(names) + ("" if level >= 2 else f" {noun}" + ("s" if len(names) > 1 else ""))
+        text = fmt_and(names) + ("" if level >= 2 else f" {noun}" + ("s" if len(names) > 1 else ""))
         out.append(("the " if level == 0 else "") + text)
     return " and ".join(out)
 

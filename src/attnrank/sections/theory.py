@@ -33,7 +33,7 @@ from ..core.rank import numerical_rank, singular_values, study_rank
 from ..plots.theory import section_figure
 from ..runs.cache import cached
 from ..runs.presets import preset
-from ..words.glossary import MEASURE_LABELS, fmt, fmt_setting
+from ..words.glossary import MEASURE_LABELS, fmt, fmt_and, fmt_setting
 from .section import Figure, Section, Table, Verdict
 from .seqlen import section as seq_len_section
 
@@ -445,9 +445,8 @@ def theorem(*, n_values, mc_head_dims, mc_samples: int, seed: int = 0, reach: fl
     for _, d in mc.groupby("n"):
         d = d.sort_values("head_dim")
         viol += int((d["ci_high"].to_numpy()[1:] < d["ci_low"].to_numpy()[:-1]).sum())
-    ns = [str(n) for n in n_values]
     glue = dict(
-        theory_thm_ns=", ".join(ns[:-1]) + " and " + ns[-1] if len(ns) > 1 else "".join(ns),  # "64 and 256"
+        theory_thm_ns=fmt_and(n_values),  # "64 and 256"
         theory_thm_samples=mc_samples,
         theory_thm_dmax=int(max(mc_head_dims)),
         theory_thm_reach_pct=f"{reach:.0%}",

@@ -28,6 +28,7 @@ from ..core.measures import MEASURES, RANK_MEASURES
 from ..core.profiles import ARCHS, TAU_RANGE
 
 __all__ = [
+    "fmt_and",
     "PLAIN_LABELS",
     "ARCHS",
     "profile_sizes",
@@ -273,6 +274,13 @@ def per_arch(values: dict, write=str) -> str:
     if len(set(values.values())) == 1:
         return write(next(iter(values.values())))
     return ", ".join(f"{ARCH_NAMES.get(a, a)} {write(values[a])}" for a in largest_first(values))
+
+
+def fmt_and(items) -> str:
+    """Items as a sentence lists them: ``["0", "1"]`` as ``"0 and 1"``, ``["0", "1", "2"]`` as ``"0, 1 and 2"``
+    (each item written with ``str``; ``""`` for none)."""
+    names = [str(x) for x in items]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def fmt_count(n: int, noun: str) -> str:
