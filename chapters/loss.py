@@ -97,9 +97,10 @@ book.publish(loss.section(**params))
 # changes. With query and key weights $s$ times larger, an Adam step of the same size moves the logits about $s$
 # times further (they are a product of the two weights), and by {ref}`P3 <target-p3>` the init × s run is the run at
 # $\tau = 1/s^2$ with the query/key learning rate divided by $s$; the causal chapter finds that the loss follows the
-# query/key step size, so part of what this rule reads may be the step rather than the rank. No design moves the rank
-# alone: the rank is a function of the logits, and each route to it (the logit scale here, the head dimension in the
-# grid below) changes something else too.
+# query/key step size, so part of what this rule reads may be the step rather than the rank. No training design moves
+# the initial rank alone: the rank is a function of the logits, and each route to it (the logit scale here, the head
+# dimension in the grid below) changes something else too. (The causal chapter's intervention at fixed weights moves
+# the rank of a trained model with everything else fixed, but it trains nothing.)
 #
 # Beside the rule, on the book's shared sweep ({glue:text}`loss_n_learned`): Spearman's $\rho$(initial rank, final
 # validation loss) within temperatures ($\tau$ a categorical fixed effect: ranks centred within each temperature,
@@ -245,9 +246,11 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # **Verdict:** {glue:md}`loss_badge` {glue:md}`loss_summary` Regime: {glue:md}`loss_regime`.
 #
-# The same frozen rule on runs it had not read: on fresh seeds, {glue:text}`reproducibility.ipynb::repro_confirm_loss:s`;
-# on the second corpus, {glue:text}`reproducibility.ipynb::repro_stdlib_loss:s` ({doc}`reproducibility`, where the
-# deviations appendix, {doc}`changes`, says which of those runs had been trained before the rule was frozen).
+# The same frozen rule on the recorded checks, on the effective rank: on fresh seeds, trained after it was frozen,
+# {glue:text}`reproducibility.ipynb::repro_confirm_loss:s`; on the second corpus, whose runs of the design had been
+# trained before it was frozen ({doc}`changes`), {glue:text}`reproducibility.ipynb::repro_stdlib_loss:s`
+# ({doc}`reproducibility`). As the sentence on rank measures above says, on the study's threshold counts the same
+# runs read the other way.
 #
 # The same rule with every rank measure:
 #

@@ -125,7 +125,8 @@ book.publish(reproducibility.section(**params))
 # Both checks were recorded on the default design of 2026-12-06 (temperatures 1 to 8 and the study's $10^{-3}$,
 # ModernBERT's 256-token vocabulary, the learned gate on the stock model; {doc}`changes`), under the rules frozen that
 # day: the second corpus tests this build's claims on another kind of text, the scale check on the same text with
-# three times the training, and the rules had seen the runs of neither.
+# three times the training, and the rules frozen that day had seen the runs of neither (a rule changed later had
+# seen some of the second corpus's runs: {doc}`changes` says which).
 #
 # **The confirmation** builds the default profile, its design and its frozen rules unchanged, on fresh seeds
 # (`ATTNRANK_SEEDS="[3, 4, 5]" jupyter-book build .`): every rule was frozen on 2026-12-06 ({doc}`changes`) after

@@ -175,4 +175,4 @@ def test_claim_ii_effect_cell_shows_the_saving_that_decides():
     assert "(initial effective rank init × s − stock 10.000 [9.997, 10.003])" in cell
     saves = ranked({"stock": 3.0, "init": 2.95}, {"stock": 5.0, "init": 15.0})
     cell = loss.effect_text(rules.rank_loss_rule(saves, "effective_rank", archs=["modernbert", "gpt2"]))
-    assert cell == "ModernBERT not in the design"
+    assert cell == "ModernBERT not in the design (so the claim cannot come out supported)"

@@ -11,6 +11,7 @@ the ``loss`` verdict.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -237,7 +238,10 @@ def rule_text(v) -> str:
         )
         if not rank.excludes_zero:
             said += " (the design did not move the rank, so there is nothing to test)"
-        more = needed_text(j, f"the pre-registered {fmt_setting(j.effect)} nats (not the difference observed)")
+        more = needed_text(j, f"the causal rule's pre-registered {fmt_setting(j.effect)} nats at 80% power")
+        if more and math.isfinite(r.spread) and r.spread > 0 and j.estimate.value != 0:
+            seen = stats.seeds_needed_t(r.spread / math.sqrt(2), j.estimate.value)
+            more += f", and about {seen} the {fmt(abs(j.estimate.value), 3)} nats observed"
         out.append(said + (f"; {more}" if more else "") + ".")
     return " ".join(out)
 
@@ -267,33 +271,41 @@ def design_table(results: dict) -> pd.DataFrame:
 
 def direction_text(results: dict) -> str:
     """Which rank measures disagree with the primary one on which cell of the design has the higher initial rank, per
-    model, with the rule's status on each (``results`` as in :func:`design_table`): on such a measure the same loss
-    change reads the other way. Empty where every resolved measure agrees."""
+    model (``results`` as in :func:`design_table`), with each one's resolved difference and the rule's status on it:
+    on such a measure the rule's statistic changes sign, so the same runs read the other way (not supported on the
+    primary measure is supported there, and the reverse). Empty where every resolved measure agrees."""
     parts = []
     for a, r in results[PRIMARY_MEASURE].arch.items():
         if not r.parts:
             continue
         up = r.parts["rank"].value >= 0
-        other = [
-            mm
+        resolved = {
+            mm: res[a]
             for mm, res in results.items()
-            if mm != PRIMARY_MEASURE
-            and res[a].parts
-            and res[a].parts["rank"].excludes_zero
-            and (res[a].parts["rank"].value >= 0) != up
-        ]
+            if mm != PRIMARY_MEASURE and res[a].parts and res[a].parts["rank"].excludes_zero
+        }
+        agree = [mm for mm, x in resolved.items() if (x.parts["rank"].value >= 0) == up]
+        other = [mm for mm, x in resolved.items() if (x.parts["rank"].value >= 0) != up]
         if other:
             parts.append(
                 f"for {ARCH_NAMES[a]} the larger initial scale {'raises' if up else 'lowers'} "
-                f"{PLAIN_LABELS[PRIMARY_MEASURE][0]} but {'lowers' if up else 'raises'} "
-                + fmt_and([f"{PLAIN_LABELS[mm][0]} ({results[mm][a].verdict.status})" for mm in other])
+                + fmt_and([PLAIN_LABELS[mm][0] for mm in [PRIMARY_MEASURE, *agree]])
+                + f" but {'lowers' if up else 'raises'} "
+                + fmt_and(
+                    [
+                        f"{PLAIN_LABELS[mm][0]} (init × s − stock {fmt_estimate(resolved[mm].parts['rank'], n=False)}; the rule "
+                        f"there: {resolved[mm].verdict.status})"
+                        for mm in other
+                    ]
+                )
             )
     if not parts:
         return ""
     return (
         "Which cell has the higher initial rank depends on how rank is counted: "
         + "; ".join(parts)
-        + ". On those counts the same loss change reads the other way (the rule's status on each in parentheses), as "
+        + ". On those counts the rule's statistic changes sign, so the same runs read the other way: where the "
+        f"{MEASURE_LABELS[PRIMARY_MEASURE]} finds the claim not supported they find it supported, and the reverse, as "
         "the sign of claim (iii) turns on the measure."
     )
 
@@ -317,7 +329,7 @@ def effect_text(v) -> str:
     for a in verdicts.deciding({a: r.verdict.status for a, r in v.arch.items()}):
         r = v.arch[a]
         if not r.parts:
-            cells.append(f"{ARCH_NAMES[a]} not in the design")
+            cells.append(f"{ARCH_NAMES[a]} not in the design (so the claim cannot come out supported)")
             continue
         cells.append(
             f"{ARCH_NAMES[a]} loss saved by the higher-rank cell {fmt_estimate(r.verdict.estimate, 3, n=False)} nats "

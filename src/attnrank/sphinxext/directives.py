@@ -113,8 +113,9 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     text += f"{len(replicated) - len(differ)} of {len(replicated)} replicated verdicts agree"
     text += f"; they differ on {'; '.join(differ)}" if differ else ""
     stale = {v: relation[v] for v in here if str(relation.get(v, "")).startswith("earlier")}
-    earlier = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if "rule" in r]
-    redesigned = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if "design" in r]
+    earlier = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if r == "earlier rule"]
+    redesigned = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if r == "earlier design"]
+    both = [VERDICT_LABELS.get(v, v) for v, r in stale.items() if r == "earlier rule and design"]
     partly = sum(relation.get(v) == "partly" for v in here)
     same = len(here) - len(replicated) - len(stale) - partly
     more = [f"{same} more {'repeats' if same == 1 else 'repeat'} this build's own computation"] if same else []
@@ -125,6 +126,8 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
         text += f"; not compared, recorded under an earlier version of its rule: {'; '.join(earlier)}"
     if redesigned:
         text += f"; not compared, recorded on runs this build no longer trains: {'; '.join(redesigned)}"
+    if both:
+        text += f"; not compared, recorded under an earlier version of its rule on runs this build no longer trains: {'; '.join(both)}"
     return text + "."
 
 
