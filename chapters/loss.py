@@ -71,13 +71,13 @@ book.publish(loss.section(**params))
 
 # %% [markdown]
 # (loss-rule)=
-# ## The rule (version 4, changed after looking on 2026-11-30, 2026-12-05 and 2026-12-07)
+# ## The rule (version 5, changed after looking on 2026-11-30, 2026-12-05 and 2026-12-07)
 #
 # The deviations from the first version, and why, are in {doc}`changes`.
 #
-# The rule reads two cells of the {doc}`causal chapter's <causal>` design, trained under the same conditions: the stock
-# model and the model whose query and key weights start $s$ = {glue:text}`loss_scale` times larger
-# ("init × s"), both at $\tau = 1$. For each model and seed, the difference init × s − stock of the initial mean rank on
+# The rule reads two cells, trained under the stock conditions: the shared sweep's stock model ($\tau = 1$, the
+# profile's head dimension) and the same model whose query and key weights start $s$ = {glue:text}`loss_scale` times
+# larger ("init × s", the initial logits of the {doc}`causal chapter's <causal>` $\tau = 1/s^2$). For each model and seed, the difference init × s − stock of the initial mean rank on
 # the primary measure, the **effective rank** ({glue:text}`loss_primary_label`), and of the final validation loss;
 # each is a mean over seeds with a Student-t 95% interval (the seed is the pair):
 #
@@ -88,15 +88,14 @@ book.publish(loss.section(**params))
 #    **inconclusive at this scale** otherwise, with the seeds that would resolve {glue:text}`loss_nats_to_resolve` nats at the
 #    observed spread.
 #
-# The claim is supported if both models are, not supported if either is not, inconclusive otherwise; a model the design
-# does not train at this profile is inconclusive (so where the design trains one model, the claim can come out not
-# supported or inconclusive, never supported). The learned gate of {doc}`learned` reads the design's stock runs, as
-# the causal chapter's does.
+# The claim is supported if both models are, not supported if either is not, inconclusive otherwise. The learned gate
+# of {doc}`learned` reads the design's stock runs, as the causal chapter's does.
 #
 # What the design holds fixed is the temperature and the learning rate, not everything else the initial scale
 # changes. With query and key weights $s$ times larger, an Adam step of the same size moves the logits about $s$
-# times further (they are a product of the two weights), and by {ref}`P3 <target-p3>` the init × s run is the run at
-# $\tau = 1/s^2$ with the query/key learning rate divided by $s$; the causal chapter finds that the loss follows the
+# times further (they are a product of the two weights), and by {ref}`P3 <target-p3>` the init × s run is, up to the
+# weight decay and gradient clipping P3 leaves out, the run at $\tau = 1/s^2$ with the query/key learning rate divided
+# by $s$; the causal chapter finds that the loss follows the
 # query/key step size, so part of what this rule reads may be the step rather than the rank. No training design moves
 # the initial rank alone: the rank is a function of the logits, and each route to it (the logit scale here, the head
 # dimension in the grid below) changes something else too. (The causal chapter's intervention at fixed weights moves
@@ -247,9 +246,8 @@ book.publish(loss.section(**params))
 # **Verdict:** {glue:md}`loss_badge` {glue:md}`loss_summary` Regime: {glue:md}`loss_regime`.
 #
 # The same frozen rule on the recorded checks, on the effective rank: on fresh seeds, trained after it was frozen,
-# {glue:text}`reproducibility.ipynb::repro_confirm_loss:s`; on the second corpus, whose runs of the design had been
-# trained before it was frozen ({doc}`changes`), {glue:text}`reproducibility.ipynb::repro_stdlib_loss:s`
-# ({doc}`reproducibility`). As the sentence on rank measures above says, on the study's threshold counts the same
+# {glue:text}`reproducibility.ipynb::repro_confirm_loss:s`; on the second corpus, its init × s runs also trained after
+# the rule was frozen, {glue:text}`reproducibility.ipynb::repro_stdlib_loss:s` ({doc}`reproducibility`). As the sentence on rank measures above says, on the study's threshold counts the same
 # runs read the other way.
 #
 # The same rule with every rank measure:
@@ -265,7 +263,8 @@ book.publish(loss.section(**params))
 # {glue:text}`loss_val_hd1_gpt2` (GPT-2) at $\tau = 1$, and {glue:text}`loss_val_hdmin_modernbert` (ModernBERT) and
 # {glue:text}`loss_val_hdmin_gpt2` (GPT-2) at $\tau$ = {glue:text}`loss_tau_min`.
 #
-# The {doc}`causal chapter <causal>` asks the question from the other side, with the same runs: when the temperature
+# The {doc}`causal chapter <causal>` asks the question from the other side, on its own runs (trained under the
+# conditions P3 needs): when the temperature
 # changes the loss, does the loss follow the initial logit scale (and so the initial rank) or the query/key step size?
 # Its answer in this build: {glue}`causal.ipynb::causal_badge` {glue:text}`causal.ipynb::causal_effect:s`
 # (“scale − step”: the initial logit scale alone minus the query/key step size alone; regime:

@@ -184,7 +184,7 @@ def test_a_recorded_row_on_runs_the_chapter_no_longer_trains_is_not_compared(tmp
     digest = experiments.design_digest
     monkeypatch.setenv("ATTNRANK_SEEDS", "[3, 4, 5]")  # seeds are compared apart: the design is the same
     assert digest("protocol", "quick") == digest("dynamics", "quick") != digest("protocol", "scale")
-    assert digest("loss", "quick") != digest("dynamics", "quick")  # the loss rule reads the causal design too
+    assert digest("loss", "quick") != digest("dynamics", "quick")  # the loss rule reads its own design too
     monkeypatch.delenv("ATTNRANK_SEEDS")
     assert digest("causal", "quick") != digest("causal", "ci") and digest("target", "quick") == ""
     old = digest("causal", "ci")  # the default's causal runs before 2026-12-07 were the ci runs

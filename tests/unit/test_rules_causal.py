@@ -176,3 +176,25 @@ def test_claim_ii_effect_cell_shows_the_saving_that_decides():
     saves = ranked({"stock": 3.0, "init": 2.95}, {"stock": 5.0, "init": 15.0})
     cell = loss.effect_text(rules.rank_loss_rule(saves, "effective_rank", archs=["modernbert", "gpt2"]))
     assert cell == "ModernBERT not in the design (so the claim cannot come out supported)"
+
+
+def test_claim_iis_design_is_the_shared_sweeps_stock_run_and_its_larger_initial_scale():
+    """Rule version 5 reads, per model and seed, the shared sweep's run at tau = 1 and the profile's head dimension
+    (stock training conditions, so the learned gate reads runs the sweep trains anyway) and the same run with query and
+    key weights starting s = 10 times larger; the cells label as the causal chapter's stock and init."""
+    from attnrank.runs import experiments
+
+    plan = experiments.sweep_plan("quick", seeds=[0, 1])
+    runs = experiments.loss_runs(plan)
+    stock, init = runs[:4], runs[4:]
+    assert set(stock) <= set(experiments.main_sweep(plan)) and not set(init) & set(experiments.main_sweep(plan))
+    assert {(c.arch, c.seed, c.tau, c.head_dim) for c in stock} == {
+        (a, s, 1.0, 32) for a in ("gpt2", "modernbert") for s in (0, 1)
+    }
+    for a, b in zip(stock, init):
+        assert b.qk_init_scale == pytest.approx(10.0) and b == type(a)(
+            **{**a.__dict__, "qk_init_scale": b.qk_init_scale}
+        )
+        assert (a.adam_epsilon, a.qk_decay_scale, a.max_grad_norm) != tuple(experiments.P3_CONDITIONS.values())
+    labels = causal.label_cells(pd.DataFrame([c.__dict__ for c in runs]), experiments.CAUSAL_TAU)
+    assert list(labels) == ["stock"] * 4 + ["init"] * 4

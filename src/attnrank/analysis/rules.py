@@ -10,8 +10,8 @@ the reported digits, on the bootstrap seed) and the classification from :mod:`at
 
 * :func:`dynamics_rule` - claim (i): the rank at initialisation predicts the final rank, and the
   rank hardly moves (``initial_<measure>``, ``final_<measure>``).
-* :func:`rank_loss_rule` - claim (ii) (since 2026-12-07): at ``tau = 1``, the cell of the causal design whose
-  initial query/key scale gives the higher initial rank ends with the lower final loss, paired by seed.
+* :func:`rank_loss_rule` - claim (ii) (since 2026-12-07): at ``tau = 1``, the cell whose initial query/key scale
+  gives the higher initial rank ends with the lower final loss, paired by seed.
 * :func:`loss_rule` - claim (ii) until 2026-12-07, reported beside it since: a higher initial rank goes with a lower
   final loss with the temperature held fixed (``initial_<measure>``, ``final_val_loss``; and across runs).
 * :func:`temperature_rank` - claim (iii) in the study's direction: a higher temperature gives a higher
@@ -832,9 +832,10 @@ def rank_loss_rule(
 ) -> SweepVerdict:
     """Claim (ii) at a fixed temperature: does a higher initial rank, moved without the temperature, lower the loss?
 
-    The rule of the loss chapter since 2026-12-07 (version 4). It reads two cells of the causal design
-    (:func:`attnrank.runs.experiments.causal_runs`), both at ``tau = 1`` and trained alike: ``stock``, and ``init``, whose
-    query/key weights start ``s`` times larger (the logits of the design's temperature), with the step size unchanged.
+    The rule of the loss chapter since 2026-12-07 (versions 4 and 5). It reads two cells (version 5:
+    :func:`attnrank.runs.experiments.loss_runs`, at the stock training conditions; version 4: the causal design's),
+    both at ``tau = 1`` and trained alike: ``stock``, and ``init``, whose query/key weights start ``s`` times larger
+    (the logits of the causal design's temperature), with the step size unchanged.
     The initial rank differs between them by design, not by seed-to-seed variation.
 
     Args:

@@ -16,7 +16,7 @@ import math
 import os
 from typing import NamedTuple
 
-from ..core.errors import ConfigError, check_choice, check_positive_int
+from ..core.errors import ConfigError, check_positive_int
 from ..core.measures import MEASURES, STUDY_ATOL
 from ..core.profiles import (
     ALL_ARCHS,
@@ -57,6 +57,7 @@ __all__ = [
     "design_digest",
     "twin_scale",
     "causal_runs",
+    "loss_runs",
     "CHAPTERS",
     "book_runs",
     "VerdictSource",
@@ -279,8 +280,6 @@ CELLS = ("stock", "init", "lr", "twin", "tau")
 #: The temperature ratio of the causal design: its ``tau`` cell, and the scale ``s = twin_scale(CAUSAL_TAU)`` of the
 #: others.
 CAUSAL_TAU = 0.01
-#: The cells of the causal design that claim (ii)'s rule reads (:func:`attnrank.analysis.rules.rank_loss_rule`).
-LOSS_CELLS = ("stock", "init")
 #: Per book profile, the model sizes of the chapter's runs (a profile) and the overrides
 #: (:data:`attnrank.runs.presets.RUN_PRESETS` ``["causal"]``, which also names the seeds and, at ``quick``, the one
 #: model): the ``quick`` sizes (where the models learn) at every profile but ``ci``.
@@ -303,22 +302,17 @@ def causal_runs(
     seeds=None,
     archs=None,
     dataset: str | None = None,
-    cells=CELLS,
 ) -> list[RunConfig]:
-    """The configs of the chapter: ``cells`` (of :data:`CELLS`) x ``seeds`` x ``archs`` (None: the preset's, both
-    models where it names none) at the profile's preset, trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or
-    Shakespeare).
+    """The configs of the chapter: :data:`CELLS` x ``seeds`` x ``archs`` (None: the preset's, both models where it
+    names none) at the profile's preset, trained on ``dataset`` (None: ``ATTNRANK_DATASET`` or Shakespeare).
 
     Every run is trained under :data:`P3_CONDITIONS`; the cells differ only in ``tau``,
     ``qk_init_scale`` and ``qk_lr_scale`` (``s = twin_scale(tau)``).
 
     Raises:
-        ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds``, ``dataset`` or ``cells`` for invalid values.
+        ConfigError: naming ``tau``, ``profile``, ``archs``, ``seeds`` or ``dataset`` for invalid values.
     """
     profile = resolve_profile(profile)
-    cells = (cells,) if isinstance(cells, str) else tuple(cells)
-    for c in cells:
-        check_choice("cells", c, CELLS)
     sizes, overrides = CAUSAL_PRESETS[profile]
     seeds = _build_seeds(RUN_PRESETS["causal"][profile]["seeds"]) if seeds is None else seeds
     archs = RUN_PRESETS["causal"][profile].get("archs", ARCHS) if archs is None else archs
@@ -336,7 +330,7 @@ def causal_runs(
     return [
         resolve_config(a, sizes, seed=seed, dataset=dataset, **overrides, **P3_CONDITIONS, **settings[c])
         for a in archs
-        for c in cells
+        for c in CELLS
         for seed in seeds
     ]
 
@@ -345,9 +339,23 @@ def _causal_runs(profile: str) -> list[RunConfig]:
     return causal_runs(profile)
 
 
+def loss_runs(plan: SweepPlan, archs=ARCHS) -> list[RunConfig]:
+    """Claim (ii)'s design (rule version 5): per model and seed of ``plan``, the shared sweep's stock run (``tau = 1``,
+    the profile's head dimension, the stock training conditions) and the same run with its initial query and key
+    weights ``s = twin_scale(CAUSAL_TAU)`` times larger (cell ``init`` of :data:`CELLS`), which moves the initial
+    rank at a fixed temperature and learning rate.
+
+    Raises:
+        ConfigError: naming ``archs``.
+    """
+    stock = tau_sweep(plan, archs, [1.0])
+    return stock + tau_sweep(plan, archs, [1.0], qk_init_scale=twin_scale(CAUSAL_TAU))
+
+
 def _loss_runs(profile: str) -> list[RunConfig]:
-    # the shared sweep (the association) and the causal design's stock and init cells, which decide claim (ii)
-    return _main_runs(profile) + causal_runs(profile, cells=LOSS_CELLS)
+    # the shared sweep (the association) and the design that decides claim (ii)
+    plan = sweep_plan(profile)
+    return list(dict.fromkeys(main_sweep(plan) + loss_runs(plan)))
 
 
 #: Chapters of the book (``chapters/<name>``) and the trained runs each asks the run store

@@ -1,6 +1,7 @@
 """Rank and loss, the loss chapter: claim (ii), a higher attention rank goes with a lower loss.
 
-:func:`section` reads the book's shared sweep and the causal design's stock and init cells, applies the rule
+:func:`section` reads the book's shared sweep and the rule's design (its stock run and the same run with a larger initial
+query/key scale, :func:`attnrank.runs.experiments.loss_runs`), applies the rule
 (:func:`decide`: :func:`attnrank.analysis.rules.rank_loss_rule`, the rank moved at a fixed temperature) with every
 rank measure, reports beside it the association on the sweep (:func:`attnrank.analysis.rules.loss_rule`) and
 convergence speed against a level set from the data (:func:`attnrank.analysis.rules.convergence_speed`), and returns
@@ -142,7 +143,7 @@ def exposure_text(learned: pd.DataFrame, measure: str, archs, within: dict | Non
         f"temperatures, {' and '.join(parts)}, so the correlation within a temperature reads mostly seed-to-seed variation of "
         "the rank"
         + (" (and, where a temperature holds two head dimensions, their difference)" if mixed else "")
-        + ", not a change a user could make at one setting, which is why the rule reads the causal design instead."
+        + ", not a change a user could make at one setting, which is why the rule reads a design that moves the rank instead."
     )
     if not (mixed and within):
         return text
@@ -191,13 +192,13 @@ class Decision(NamedTuple):
 
 
 def decide(cells: pd.DataFrame, archs) -> Decision:
-    """Claim (ii)'s verdict, rule version 4 (:func:`attnrank.analysis.rules.rank_loss_rule` on the complete runs) with
-    every rank measure, after the learned gate, which reads the design's stock cell (the other cells are the
-    interventions), as the causal chapter's does. A model of ``archs`` (the claim's) that the design did not train, or
+    """Claim (ii)'s verdict, rule version 5 (:func:`attnrank.analysis.rules.rank_loss_rule` on the complete runs of
+    :func:`attnrank.runs.experiments.loss_runs`) with every rank measure, after the learned gate, which reads the
+    design's stock cell (the other is the intervention), as the causal chapter's does. A model of ``archs`` (the claim's) that the design did not train, or
     whose stock runs all failed, is inconclusive at this scale.
 
     Args:
-        cells: the causal design's runs (:func:`attnrank.runs.tables.table`, wide) with ``cell``
+        cells: the design's runs (:func:`attnrank.runs.tables.table`, wide) with ``cell``
             (:func:`attnrank.sections.causal.label_cells`).
         archs: the models the claim is tested on.
     """
@@ -405,14 +406,13 @@ def section(
     smooth: int = 3,
     dataset: str | None = None,
 ) -> Section:
-    """The loss chapter: the shared sweep's runs and the causal design's (trained where missing), the rule
+    """The loss chapter: the shared sweep's runs and the rule's design's (trained where missing), the rule
     (:func:`decide`) with every rank measure, the association and convergence speed beside it, four figures, three
     tables and the ``loss`` verdict.
 
     Args:
         profile, seeds, taus, head_dims, dataset: the shared sweep (see :func:`attnrank.sections.dynamics.section`);
-            ``profile``, ``seeds`` and ``dataset`` also set the causal design's runs
-            (:func:`attnrank.runs.experiments.causal_runs`).
+            the sweep's plan also sets the rule's design (:func:`attnrank.runs.experiments.loss_runs`).
         level_quantile: the quantile of the runs' final training losses (per architecture) that sets
             the convergence level.
         smooth: logged training-loss points averaged before a run is tested against the level.
@@ -491,10 +491,8 @@ def section(
             ),
         ),
     ]
-    # the rule (version 4): the causal design's stock and init cells, the initial rank moved at tau = 1
-    cells = runs_table(
-        experiments.causal_runs(profile, seeds=seeds, dataset=dataset, cells=experiments.LOSS_CELLS), long=False
-    )
+    # the rule (version 5): the stock run and init x s at the stock conditions, the initial rank moved at tau = 1
+    cells = runs_table(experiments.loss_runs(plan), long=False)
     cells["cell"] = label_cells(cells, experiments.CAUSAL_TAU)
     decision = decide(cells, archs)
     v = decision.results[m]
@@ -506,7 +504,7 @@ def section(
         decision.status[m],
         finding(v),
         effect_text(v),
-        f"{cells.seed.nunique()} seeds, {len(cells)} runs of the causal design",
+        f"{cells.seed.nunique()} seeds, {len(cells)} runs at τ = 1, stock and init × s",
         regime_text(reg) if reg else "no complete run",
         " ".join(
             filter(
