@@ -102,3 +102,12 @@ def test_budget_costs_each_part_from_flop_at_the_measured_rate():
     assert t.loc["a", "runs"] == 2 and t.loc["a", "flop"] == pytest.approx(2 * per_run)
     assert t.loc["total", "cpu_seconds"] == pytest.approx(3 * per_run / 1e9)
     assert t.loc["total", "two_core_minutes"] == pytest.approx(3 * per_run / 1e9 / 120)
+
+
+@pytest.mark.parametrize("profile", ["ci", "quick"])
+def test_the_builds_parts_are_the_runs_a_cold_build_trains(profile):
+    """The budget's parts of a cold build hold every run :func:`book_runs` trains, each once, and nothing else."""
+    from attnrank.runs import experiments
+
+    parts = [c for runs in learned.plan_parts(profile)["build"].values() for c in runs]
+    assert len(parts) == len(set(parts)) and set(parts) == set(experiments.book_runs(profile))

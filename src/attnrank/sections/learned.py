@@ -295,8 +295,10 @@ def plan_parts(profile: str = "auto") -> dict:
     """The runs of a cold build at ``profile``, by part, and the runs the next analyses would add, by part.
 
     Returns ``{"build": {part: configs}, "next": {part: configs}}``. ``build``: the shared grid
-    (:func:`attnrank.runs.experiments.main_sweep`), the study's BERT beside it, the sequence-length runs and the causal
-    chapter's runs, as :func:`attnrank.runs.experiments.book_runs` trains them. ``next``: one more seed of every setting
+    (:func:`attnrank.runs.experiments.main_sweep`), the temperature chapter's detailed temperature where it is off the
+    grid, the study's BERT beside it, the sequence-length runs, the causal chapter's runs and the loss rule's, as
+    :func:`attnrank.runs.experiments.book_runs` trains them, each run once (in the first part that trains it) and a
+    part without a run of its own left out. ``next``: one more seed of every setting
     of the shared grid; the causal 2 x 2 and twins of the models the build's causal chapter leaves out (the masked LM
     at the default; :func:`attnrank.runs.experiments.causal_runs` at the grid's seeds); the shared grid again on a second corpus (the
     same configs, so the same cost). A fine temperature grid at initialisation needs no training and is not listed.
@@ -310,13 +312,20 @@ def plan_parts(profile: str = "auto") -> dict:
     in_build = {c.arch for c in experiments.causal_runs(profile)}
     missing = [a for a in (CLM_ARCH, MLM_ARCH) if a not in in_build]
     causal_rest = experiments.causal_runs(profile, seeds=seeds, archs=missing) if missing else []
+    build, seen = {}, set()
+    for part, runs in {
+        "shared grid": main,
+        "the temperature chapter's detail": experiments.tau_sweep(plan, taus=[experiments.DETAIL_TAU]),
+        "the study's BERT": experiments.study_bert_sweep(plan),
+        "sequence lengths": experiments.seq_len_sweep(profile),
+        "causal chapter": experiments.causal_runs(profile),
+        "the loss rule's larger initial scale": experiments.loss_runs(plan),
+    }.items():  # each run in the first part that trains it
+        if runs := [c for c in dict.fromkeys(runs) if c not in seen]:
+            build[part] = runs
+            seen.update(runs)
     return {
-        "build": {
-            "shared grid": main,
-            "the study's BERT": experiments.study_bert_sweep(plan),
-            "sequence lengths": experiments.seq_len_sweep(profile),
-            "causal chapter": experiments.causal_runs(profile),
-        },
+        "build": build,
         "next": {
             f"one more seed of the shared grid (seed {len(seeds)})": more,
             **(
