@@ -227,7 +227,7 @@ book.publish(loss.section(**params))
 #
 # The rule's numbers, per rank measure and model: the initial rank the larger query/key scale gives, the final loss
 # it ends with, and the loss the higher-rank cell saves (the statistic that decides, on the effective rank).
-# {glue:text}`loss_direction_text`
+# {glue:text}`loss_intervention_text` {glue:text}`loss_direction_text`
 
 # %% [markdown]
 # ```{attnrank-table} loss_design

@@ -198,3 +198,23 @@ def test_claim_iis_design_is_the_shared_sweeps_stock_run_and_its_larger_initial_
         assert (a.adam_epsilon, a.qk_decay_scale, a.max_grad_norm) != tuple(experiments.P3_CONDITIONS.values())
     labels = causal.label_cells(pd.DataFrame([c.__dict__ for c in runs]), experiments.CAUSAL_TAU)
     assert list(labels) == ["stock"] * 4 + ["init"] * 4
+
+
+def test_the_loss_chapter_says_whether_the_intervention_learned(monkeypatch):
+    """The gate reads the stock cell alone: an init × s cell above its bigram count model is said not to have learned,
+    with the caveat that the loss it costs is that failure; below it, only that it learned too."""
+    from attnrank.analysis import baselines
+    from attnrank.sections import loss
+
+    gaps = {"stock": {"gpt2": -0.58, "modernbert": -0.6}, "init": {"gpt2": -0.53, "modernbert": 0.39}}
+    monkeypatch.setattr(baselines, "bigram_gaps", lambda runs: gaps[runs.cell.iloc[0]])
+    cells = pd.DataFrame({"cell": ["stock", "init"], "status": "complete"})
+    text = loss.intervention_text(cells)
+    assert (
+        "GPT-2's init × s runs end at worst 0.53 nats below the bigram count model (the stock runs 0.58 nats below), so they learned too"
+        in text
+    )
+    assert "ModernBERT's init × s runs end at worst 0.39 nats above" in text and "so they did not learn" in text
+    assert "that failure to learn" in text
+    gaps["init"]["modernbert"] = -0.1
+    assert "failure" not in loss.intervention_text(cells) and "did not learn" not in loss.intervention_text(cells)

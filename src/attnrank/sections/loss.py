@@ -67,6 +67,7 @@ __all__ = [
     "rule_text",
     "design_table",
     "direction_text",
+    "intervention_text",
     "effect_text",
     "loss_summary",
     "finding",
@@ -311,6 +312,41 @@ def direction_text(results: dict) -> str:
     )
 
 
+def intervention_text(cells: pd.DataFrame) -> str:
+    """Whether each model's init × s runs learned: the learned gate reads the design's stock cell alone, so a larger
+    initial scale that keeps a model from leaving its count-model plateau shows as a loss the higher-rank cell costs.
+    Per model, its worst init × s run's final validation loss against the bigram count model
+    (:func:`attnrank.analysis.baselines.bigram_gaps`, nats per token) beside the stock cell's.
+
+    Args:
+        cells: the design's runs, wide, with ``cell`` (:func:`decide` reads the same table).
+    """
+    done = cells[cells.status == "complete"]
+    stock, init = (baselines.bigram_gaps(done[done.cell == c]) for c in ("stock", "init"))
+
+    def side(gap: float) -> str:
+        return f"{fmt(abs(gap), 2)} nats {'above' if gap > 0 else 'below'}"
+
+    parts = []
+    for a in [a for a in ARCH_ORDER if a in init and a in stock and math.isfinite(init[a])]:
+        parts.append(
+            f"{ARCH_NAMES[a]}'s init × s runs end at worst {side(init[a])} the bigram count model (the stock runs "
+            f"{side(stock[a])}), so {'they did not learn' if init[a] > 0 else 'they learned too'}"
+        )
+    if not parts:
+        return ""
+    text = (
+        "The learned gate reads the stock cell; the init × s cell is the intervention, held to no gate. "
+        + "; ".join(parts)
+    )
+    if any(init[a] > 0 for a in init if math.isfinite(init[a])):
+        text += (
+            ". Where the larger initial scale kept a model from learning, the loss its higher-rank cell costs is that "
+            "failure to learn, which the rule counts against the claim as it was frozen"
+        )
+    return text + "."
+
+
 def finding(v) -> str:
     """The verdict in one line (at most 30 words, both models): per model the rank the design moved and the loss the
     higher-rank cell saves, the statistic that decides."""
@@ -499,6 +535,7 @@ def section(
     reg = baselines.regime(decision.stock, decision.gates[m]) if decision.gates[m] else None
     section_tables.append(Table("loss_design", design_table(decision.results)))
     glue["loss_direction_text"] = direction_text(decision.results)
+    glue["loss_intervention_text"] = intervention_text(cells)
     verdict = Verdict(
         "loss",
         decision.status[m],
@@ -511,6 +548,7 @@ def section(
                 None,
                 [
                     rule_text(v),
+                    glue["loss_intervention_text"],
                     glue["loss_direction_text"],
                     loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None),
                     exposure_text(learned, m, archs, res.within),
