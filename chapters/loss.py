@@ -247,8 +247,9 @@ book.publish(loss.section(**params))
 #
 # The same frozen rule on the recorded checks, on the effective rank: on fresh seeds, trained after it was frozen,
 # {glue:text}`reproducibility.ipynb::repro_confirm_loss:s`; on the second corpus, its init × s runs also trained after
-# the rule was frozen, {glue:text}`reproducibility.ipynb::repro_stdlib_loss:s` ({doc}`reproducibility`). As the sentence on rank measures above says, on the study's threshold counts the same
-# runs read the other way.
+# the rule was frozen, {glue:text}`reproducibility.ipynb::repro_stdlib_loss:s`; in the scale check (three times the
+# training steps, its init × s runs trained after the freeze as well),
+# {glue:text}`reproducibility.ipynb::repro_scale_loss:s` ({doc}`reproducibility`).
 #
 # The same rule with every rank measure:
 #
