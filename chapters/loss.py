@@ -28,10 +28,10 @@
 # So we ask the data four questions, on ModernBERT {cite}`warner2024modernbert` and GPT-2 {cite}`radford2019language` trained
 # from scratch:
 #
-# 1. **Rank moved at a fixed temperature** (decides). In the {doc}`causal chapter's <causal>` design, two runs of one
-#    seed differ only in the scale of their query and key weights at initialisation ($\tau = 1$ in both, the same
-#    learning rate): the larger scale gives the logits of a colder softmax, and with them another initial rank. Does
-#    the run that starts with the higher rank end with the lower loss?
+# 1. **Rank moved at a fixed temperature** (decides). Two runs of one seed differ only in the scale of their query
+#    and key weights at initialisation ($\tau = 1$ in both, the same learning rate): the smaller scale gives the logits
+#    of a hotter softmax, and with them another initial rank. Does the run that starts with the higher rank end with
+#    the lower loss?
 # 2. **Association.** Across the runs of the shared sweep, does a higher initial mean rank go with a lower final
 #    validation loss and with fewer steps to reach a fixed training loss?
 # 3. **Beyond temperature.** Does the association survive within one temperature (each $\tau$ a category of its own,
@@ -71,15 +71,16 @@ book.publish(loss.section(**params))
 
 # %% [markdown]
 # (loss-rule)=
-# ## The rule (version 5, changed after looking on 2026-11-30, 2026-12-05 and 2026-12-07)
+# ## The rule (version 6, changed after looking on 2026-11-30, 2026-12-05 and 2026-12-07)
 #
 # The deviations from the first version, and why, are in {doc}`changes`.
 #
 # The rule reads two cells, trained under the stock conditions: the shared sweep's stock model ($\tau = 1$, the
-# profile's head dimension) and the same model whose query and key weights start $s$ = {glue:text}`loss_scale` times
-# larger ("init × s", the initial logits of the {doc}`causal chapter's <causal>` $\tau = 1/s^2$). For each model and seed, the difference init × s − stock of the initial mean rank on
-# the primary measure, the **effective rank** ({glue:text}`loss_primary_label`), and of the final validation loss;
-# each is a mean over seeds with a Student-t 95% interval (the seed is the pair):
+# profile's head dimension) and the same model whose query and key weights start at $s$ = {glue:text}`loss_scale`
+# times theirs ("init × s": the initial logits of $\tau = 1/s^2$ = {glue:text}`loss_scale_tau`, a temperature at which
+# both models learn in the shared sweep). For each model and seed, the difference init × s − stock of the initial mean
+# rank on the primary measure, the **effective rank** ({glue:text}`loss_primary_label`), and of the final validation
+# loss; each is a mean over seeds with a Student-t 95% interval (the seed is the pair):
 #
 # 1. if the rank's interval contains 0, the design did not move the rank, and the case is **inconclusive at this
 #    scale**;
@@ -89,17 +90,18 @@ book.publish(loss.section(**params))
 #    observed spread.
 #
 # The claim is supported if both models are, not supported if either is not, inconclusive otherwise. The learned gate
-# of {doc}`learned` reads the design's stock runs, as the causal chapter's does.
+# of {doc}`learned` reads every run of both cells: a model with a run that did not learn is inconclusive, since a
+# model that has not learned says nothing about trained transformers, whichever cell it is in.
 #
 # What the design holds fixed is the temperature and the learning rate, not everything else the initial scale
-# changes. With query and key weights $s$ times larger, an Adam step of the same size moves the logits about $s$
-# times further (they are a product of the two weights), and by {ref}`P3 <target-p3>` the init × s run is, up to the
-# weight decay and gradient clipping P3 leaves out, the run at $\tau = 1/s^2$ with the query/key learning rate divided
-# by $s$; the causal chapter finds that the loss follows the
-# query/key step size, so part of what this rule reads may be the step rather than the rank. No training design moves
-# the initial rank alone: the rank is a function of the logits, and each route to it (the logit scale here, the head
-# dimension in the grid below) changes something else too. (The causal chapter's intervention at fixed weights moves
-# the rank of a trained model with everything else fixed, but it trains nothing.)
+# changes. With query and key weights scaled by $s$, an Adam step of the same size moves the logits about $s$ times as
+# far (they are a product of the two weights), and by {ref}`P3 <target-p3>` the init × s run
+# is, up to the weight decay and gradient clipping P3 leaves out, the run at $\tau = 1/s^2$ with the query/key
+# learning rate divided by $s$; the causal chapter finds that the loss follows the query/key step size, so part of
+# what this rule reads may be the step rather than the rank. No training design moves the initial rank alone: the
+# rank is a function of the logits, and each route to it (the logit scale here, the head dimension in the grid below)
+# changes something else too. (The causal chapter's intervention at fixed weights moves the rank of a trained model
+# with everything else fixed, but it trains nothing.)
 #
 # Beside the rule, on the book's shared sweep ({glue:text}`loss_n_learned`): Spearman's $\rho$(initial rank, final
 # validation loss) within temperatures ($\tau$ a categorical fixed effect: ranks centred within each temperature,
@@ -225,7 +227,7 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ## Rank moved at a fixed temperature
 #
-# The rule's numbers, per rank measure and model: the initial rank the larger query/key scale gives, the final loss
+# The rule's numbers, per rank measure and model: the initial rank the query/key scale s gives, the final loss
 # it ends with, and the loss the higher-rank cell saves (the statistic that decides, on the effective rank).
 # {glue:text}`loss_intervention_text` {glue:text}`loss_direction_text`
 

@@ -133,8 +133,8 @@ book.publish(reproducibility.section(**params))
 # this build's seeds 0 to 2 had been seen, and none has seen these runs. A rule changed after that is confirmed
 # again on seeds it has not seen, frozen before it was applied to them: on 2026-12-07 claim (v)'s version 4 on toy
 # seeds 6 to 11 (this build's are 0 to 5), and the protocol's version 2 on seeds 6 to 8, trained for it (seeds 3 to 5
-# had been read under version 1); claim (ii)'s version 5, whose larger-initial-scale runs of seeds 3 to 5 (and of the
-# second corpus and the scale check) were trained after it was frozen. (ii + iii)'s version 6 restores version 4, which this record applied; recorded again from seeds 3 to
+# had been read under version 1); claim (ii)'s version 6, whose init × s runs of seeds 3 to 5 (and of the second corpus
+# and the scale check) were trained after it was frozen. (ii + iii)'s version 6 restores version 4, which this record applied; recorded again from seeds 3 to
 # 5, retrained, it came out digit for digit as before. Its build:
 # {glue:text}`repro_confirm_meta`. Its regime: {glue:text}`repro_confirm_regime`
 #

@@ -832,10 +832,10 @@ def rank_loss_rule(
 ) -> SweepVerdict:
     """Claim (ii) at a fixed temperature: does a higher initial rank, moved without the temperature, lower the loss?
 
-    The rule of the loss chapter since 2026-12-07 (versions 4 and 5). It reads two cells (version 5:
+    The rule of the loss chapter since 2026-12-07 (versions 4 to 6). It reads two cells (versions 5 and 6:
     :func:`attnrank.runs.experiments.loss_runs`, at the stock training conditions; version 4: the causal design's),
-    both at ``tau = 1`` and trained alike: ``stock``, and ``init``, whose query/key weights start ``s`` times larger
-    (the logits of the causal design's temperature), with the step size unchanged.
+    both at ``tau = 1`` and trained alike: ``stock``, and ``init``, whose query/key weights start scaled by ``s``
+    (version 6: 0.5; versions 4 and 5: 10), with the step size unchanged.
     The initial rank differs between them by design, not by seed-to-seed variation.
 
     Args:

@@ -58,6 +58,7 @@ __all__ = [
     "twin_scale",
     "causal_runs",
     "loss_runs",
+    "LOSS_TAU",
     "CHAPTERS",
     "book_runs",
     "VerdictSource",
@@ -339,17 +340,24 @@ def _causal_runs(profile: str) -> list[RunConfig]:
     return causal_runs(profile)
 
 
+#: The temperature ratio whose initial logits the second cell of claim (ii)'s design has (rule version 6): its query
+#: and key weights start ``twin_scale(LOSS_TAU) = 0.5`` times the stock's, which lowers the initial rank at
+#: ``tau = 1`` and stays inside the temperatures where both models learn (:data:`QUICK_TAU_GRID`). Version 5's
+#: ``twin_scale(CAUSAL_TAU) = 10``, the initial logits of ``tau = 0.01``, kept the masked LM from learning.
+LOSS_TAU = 4.0
+
+
 def loss_runs(plan: SweepPlan, archs=ARCHS) -> list[RunConfig]:
-    """Claim (ii)'s design (rule version 5): per model and seed of ``plan``, the shared sweep's stock run (``tau = 1``,
+    """Claim (ii)'s design (rule version 6): per model and seed of ``plan``, the shared sweep's stock run (``tau = 1``,
     the profile's head dimension, the stock training conditions) and the same run with its initial query and key
-    weights ``s = twin_scale(CAUSAL_TAU)`` times larger (cell ``init`` of :data:`CELLS`), which moves the initial
-    rank at a fixed temperature and learning rate.
+    weights scaled by ``s = twin_scale(LOSS_TAU)`` (cell ``init`` of :data:`CELLS` at ``LOSS_TAU``), which moves the
+    initial rank at a fixed temperature and learning rate.
 
     Raises:
         ConfigError: naming ``archs``.
     """
     stock = tau_sweep(plan, archs, [1.0])
-    return stock + tau_sweep(plan, archs, [1.0], qk_init_scale=twin_scale(CAUSAL_TAU))
+    return stock + tau_sweep(plan, archs, [1.0], qk_init_scale=twin_scale(LOSS_TAU))
 
 
 def _loss_runs(profile: str) -> list[RunConfig]:

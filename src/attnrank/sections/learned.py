@@ -319,7 +319,7 @@ def plan_parts(profile: str = "auto") -> dict:
         "the study's BERT": experiments.study_bert_sweep(plan),
         "sequence lengths": experiments.seq_len_sweep(profile),
         "causal chapter": experiments.causal_runs(profile),
-        "the loss rule's larger initial scale": experiments.loss_runs(plan),
+        "the loss rule's init × s runs": experiments.loss_runs(plan),
     }.items():  # each run in the first part that trains it
         if runs := [c for c in dict.fromkeys(runs) if c not in seen]:
             build[part] = runs

@@ -1,6 +1,6 @@
 """Rank and loss, the loss chapter: claim (ii), a higher attention rank goes with a lower loss.
 
-:func:`section` reads the book's shared sweep and the rule's design (its stock run and the same run with a larger initial
+:func:`section` reads the book's shared sweep and the rule's design (its stock run and the same run with another initial
 query/key scale, :func:`attnrank.runs.experiments.loss_runs`), applies the rule
 (:func:`decide`: :func:`attnrank.analysis.rules.rank_loss_rule`, the rank moved at a fixed temperature) with every
 rank measure, reports beside it the association on the sweep (:func:`attnrank.analysis.rules.loss_rule`) and
@@ -183,20 +183,22 @@ def cens_text(censored_at: dict) -> str:
 
 class Decision(NamedTuple):
     """Claim (ii)'s verdict on every rank measure (:func:`decide`): ``results`` (``{measure: SweepVerdict}``, the rule
-    before the learned gate), ``gates`` (``{measure: LearnedGate}``; ``None`` without a complete stock run),
-    ``status`` (``{measure: status}`` after the gate) and ``stock`` (the complete stock runs the gate reads)."""
+    before the learned gate), ``gates`` (``{measure: LearnedGate}``; ``None`` without a complete run),
+    ``status`` (``{measure: status}`` after the gate) and ``gated`` (the complete runs of both cells, which the gate
+    reads)."""
 
     results: dict
     gates: dict
     status: dict
-    stock: pd.DataFrame
+    gated: pd.DataFrame
 
 
 def decide(cells: pd.DataFrame, archs) -> Decision:
-    """Claim (ii)'s verdict, rule version 5 (:func:`attnrank.analysis.rules.rank_loss_rule` on the complete runs of
-    :func:`attnrank.runs.experiments.loss_runs`) with every rank measure, after the learned gate, which reads the
-    design's stock cell (the other is the intervention), as the causal chapter's does. A model of ``archs`` (the claim's) that the design did not train, or
-    whose stock runs all failed, is inconclusive at this scale.
+    """Claim (ii)'s verdict, rule version 6 (:func:`attnrank.analysis.rules.rank_loss_rule` on the complete runs of
+    :func:`attnrank.runs.experiments.loss_runs`) with every rank measure, after the learned gate, which reads every
+    run the rule reads (both cells: a model whose intervention did not learn says nothing about trained
+    transformers). A model of ``archs`` (the claim's) without a complete run, or whose runs did not learn, is
+    inconclusive at this scale.
 
     Args:
         cells: the design's runs (:func:`attnrank.runs.tables.table`, wide) with ``cell``
@@ -204,9 +206,8 @@ def decide(cells: pd.DataFrame, archs) -> Decision:
         archs: the models the claim is tested on.
     """
     done = cells[cells.status == "complete"]
-    stock = done[done.cell == "stock"]
-    trained = [a for a in archs if a in set(stock.arch)]
-    gaps, gains = baselines.bigram_gaps(stock), baselines.reference_gains(stock, worst=True)
+    trained = [a for a in archs if a in set(done.arch)]
+    gaps, gains = baselines.bigram_gaps(done), baselines.reference_gains(done, worst=True)
     results, gates, status = {}, {}, {}
     for mm in RANK_MEASURES:
         results[mm] = rules.rank_loss_rule(done, mm, archs=archs)
@@ -214,7 +215,7 @@ def decide(cells: pd.DataFrame, archs) -> Decision:
         gates[mm] = rules.learned_gate(parts, gaps, gains) if parts else None
         kept = [gates[mm].status] if parts else []
         status[mm] = verdicts.combine(kept + [verdicts.INCONCLUSIVE for a in archs if a not in trained])
-    return Decision(results, gates, status, stock)
+    return Decision(results, gates, status, done)
 
 
 def rule_text(v) -> str:
@@ -290,7 +291,7 @@ def direction_text(results: dict) -> str:
         other = [mm for mm, x in resolved.items() if (x.parts["rank"].value >= 0) != up]
         if other:
             parts.append(
-                f"for {ARCH_NAMES[a]} the larger initial scale {'raises' if up else 'lowers'} "
+                f"for {ARCH_NAMES[a]} the initial scale s {'raises' if up else 'lowers'} "
                 + fmt_and([PLAIN_LABELS[mm][0] for mm in [PRIMARY_MEASURE, *agree]])
                 + f" but {'lowers' if up else 'raises'} "
                 + fmt_and(
@@ -313,10 +314,10 @@ def direction_text(results: dict) -> str:
 
 
 def intervention_text(cells: pd.DataFrame) -> str:
-    """Whether each model's init × s runs learned: the learned gate reads the design's stock cell alone, so a larger
-    initial scale that keeps a model from leaving its count-model plateau shows as a loss the higher-rank cell costs.
-    Per model, its worst init × s run's final validation loss against the bigram count model
-    (:func:`attnrank.analysis.baselines.bigram_gaps`, nats per token) beside the stock cell's.
+    """Each cell's worst run against the bigram count model, per model: the learned gate reads both cells together
+    (:func:`decide`), and this says which cell a gap comes from. Per model, the worst init × s run's final validation
+    loss minus its bigram count model (:func:`attnrank.analysis.baselines.bigram_gaps`, nats per token) beside the
+    stock cell's.
 
     Args:
         cells: the design's runs, wide, with ``cell`` (:func:`decide` reads the same table).
@@ -327,24 +328,18 @@ def intervention_text(cells: pd.DataFrame) -> str:
     def side(gap: float) -> str:
         return f"{fmt(abs(gap), 2)} nats {'above' if gap > 0 else 'below'}"
 
-    parts = []
-    for a in [a for a in ARCH_ORDER if a in init and a in stock and math.isfinite(init[a])]:
-        parts.append(
-            f"{ARCH_NAMES[a]}'s init × s runs end at worst {side(init[a])} the bigram count model (the stock runs "
-            f"{side(stock[a])}), so {'they did not learn' if init[a] > 0 else 'they learned too'}"
-        )
+    parts = [
+        f"{ARCH_NAMES[a]}'s init × s runs end at worst {side(init[a])} the bigram count model, its stock runs "
+        f"{side(stock[a])}"
+        for a in ARCH_ORDER
+        if a in init and a in stock and math.isfinite(init[a]) and math.isfinite(stock[a])
+    ]
     if not parts:
         return ""
-    text = (
-        "The learned gate reads the stock cell; the init × s cell is the intervention, held to no gate. "
-        + "; ".join(parts)
-    )
-    if any(init[a] > 0 for a in init if math.isfinite(init[a])):
-        text += (
-            ". Where the larger initial scale kept a model from learning, the loss its higher-rank cell costs is that "
-            "failure to learn, which the rule counts against the claim as it was frozen"
-        )
-    return text + "."
+    text = "The learned gate reads both cells: " + "; ".join(parts) + "."
+    if any(g > 0 for g in init.values() if math.isfinite(g)):
+        text += " A cell above its bigram count model has not learned, so the gate leaves that model's case open."
+    return text
 
 
 def finding(v) -> str:
@@ -468,7 +463,8 @@ def section(
     glue = {
         **sweep_facts("loss", sweep, plan),
         "loss_nats_to_resolve": fmt_setting(CAUSAL_EFFECT),
-        "loss_scale": fmt_sci(experiments.twin_scale(experiments.CAUSAL_TAU), 3),
+        "loss_scale": fmt_sci(experiments.twin_scale(experiments.LOSS_TAU), 3),
+        "loss_scale_tau": fmt_setting(experiments.LOSS_TAU),
         "loss_primary_label": label,
         "loss_default_head_dim": head_dim0,
         **{f"loss_level_{a}": fmt(lv, 3) for a, lv in levels.items()},
@@ -527,12 +523,12 @@ def section(
             ),
         ),
     ]
-    # the rule (version 5): the stock run and init x s at the stock conditions, the initial rank moved at tau = 1
+    # the rule (version 6): the stock run and init x s at the stock conditions, the initial rank moved at tau = 1
     cells = runs_table(experiments.loss_runs(plan), long=False)
-    cells["cell"] = label_cells(cells, experiments.CAUSAL_TAU)
+    cells["cell"] = label_cells(cells, experiments.LOSS_TAU)
     decision = decide(cells, archs)
     v = decision.results[m]
-    reg = baselines.regime(decision.stock, decision.gates[m]) if decision.gates[m] else None
+    reg = baselines.regime(decision.gated, decision.gates[m]) if decision.gates[m] else None
     section_tables.append(Table("loss_design", design_table(decision.results)))
     glue["loss_direction_text"] = direction_text(decision.results)
     glue["loss_intervention_text"] = intervention_text(cells)
