@@ -228,8 +228,8 @@ book.publish(loss.section(**params))
 # ## Rank moved at a fixed temperature
 #
 # The rule's numbers, per rank measure and model: the initial rank the query/key scale s gives, the final loss
-# it ends with, and the loss the higher-rank cell saves (the statistic that decides, on the effective rank).
-# {glue:text}`loss_intervention_text` {glue:text}`loss_direction_text`
+# it ends with, and the loss the higher-rank cell saves (the statistic that decides, on the effective rank). The
+# verdict below says which cell learned and where the rank measures disagree on which cell has the higher rank.
 
 # %% [markdown]
 # ```{attnrank-table} loss_design
@@ -241,8 +241,9 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ## Verdict
 #
-# The rule is the one stated before the confirmation's runs were trained ({ref}`the rule <loss-rule>`), on the primary
-# measure; the table below the verdict applies it with every rank measure.
+# The rule ({ref}`the rule <loss-rule>`) was frozen before any of its init × s runs was trained, here or in the
+# recorded checks (its stock runs are the shared sweep's, which its earlier versions read), on the primary measure;
+# the table below the verdict applies it with every rank measure.
 
 # %% [markdown]
 # **Verdict:** {glue:md}`loss_badge` {glue:md}`loss_summary` Regime: {glue:md}`loss_regime`.

@@ -360,6 +360,11 @@ def loss_runs(plan: SweepPlan, archs=ARCHS) -> list[RunConfig]:
     return stock + tau_sweep(plan, archs, [1.0], qk_init_scale=twin_scale(LOSS_TAU))
 
 
+def _loss_design(profile: str) -> list[RunConfig]:
+    # the runs claim (ii)'s verdict reads
+    return loss_runs(sweep_plan(profile))
+
+
 def _loss_runs(profile: str) -> list[RunConfig]:
     # the shared sweep (the association) and the design that decides claim (ii)
     plan = sweep_plan(profile)
@@ -440,7 +445,7 @@ VERDICT_RUNS = {
     "dynamics": VerdictSource("dynamics", _main_runs),
     "protocol": VerdictSource("protocol", _main_runs),
     "set_early": VerdictSource("protocol", _main_runs),
-    "loss": VerdictSource("loss", _loss_runs),
+    "loss": VerdictSource("loss", _loss_design),  # the chapter also reads the shared sweep, for the association
     "temp": VerdictSource("temp", _temp_runs, initial=True),  # the initial rank of the grid's runs
     "temp_loss": VerdictSource("temp", _temp_runs),
     "headdim": VerdictSource("headdim", _main_runs, seeded=False),  # the lever windows, at initialisation

@@ -93,7 +93,7 @@ def grid_correlations(runs_: pd.DataFrame, x: str, y: str, taus) -> dict:
 def loss_summary(res: LossResult, *, n_seeds: str | None) -> str:
     """The association beside the loss verdict (:func:`attnrank.analysis.rules.loss_rule` on the primary measure, the
     rule until 2026-12-07): the correlation within temperatures and across runs per architecture, and how the
-    previous rule read the first; ``n_seeds``: the seeds per setting of the learned runs it reads
+    rule's version 3 read the first; ``n_seeds``: the seeds per setting of the learned runs it reads
     (:func:`~attnrank.sections.section.seeds_per_setting`, ``"3"`` or ``"2 to 3"``; ``None`` where none learned)."""
     label = MEASURE_LABELS[PRIMARY_MEASURE]
     archs = list(res.rho)
@@ -106,8 +106,8 @@ def loss_summary(res: LossResult, *, n_seeds: str | None) -> str:
     return (
         f"Beside the rule, on the {label} over the shared sweep's runs that learned "
         f"({f'{n_seeds} seeds per setting' if n_seeds else 'none here'}), the rank correlation of initial mean rank "
-        f"and final validation loss within temperatures ($\\tau$ as a fixed effect) is {within} (the rule's previous "
-        "version decided on it: "
+        f"and final validation loss within temperatures ($\\tau$ as a fixed effect) is {within} (the rule's version 3 "
+        "decided on it: "
         + ", ".join(f"{res.per_arch[a]} for {ARCH_NAMES[a]}" for a in archs)
         + f"). Across runs, where the temperature moves both, Spearman ρ is {across}."
     )
@@ -275,8 +275,8 @@ def design_table(results: dict) -> pd.DataFrame:
 def direction_text(results: dict) -> str:
     """Which rank measures disagree with the primary one on which cell of the design has the higher initial rank, per
     model (``results`` as in :func:`design_table`), with each one's resolved difference and the rule's status on it:
-    on such a measure the rule's statistic changes sign, so the same runs read the other way (not supported on the
-    primary measure is supported there, and the reverse). Empty where every resolved measure agrees."""
+    on such a measure the rule's statistic changes sign, so the same loss difference reads the other way. Empty where
+    every resolved measure agrees."""
     parts = []
     for a, r in results[PRIMARY_MEASURE].arch.items():
         if not r.parts:
@@ -307,9 +307,8 @@ def direction_text(results: dict) -> str:
     return (
         "Which cell has the higher initial rank depends on how rank is counted: "
         + "; ".join(parts)
-        + ". On those counts the rule's statistic changes sign, so the same runs read the other way: where the "
-        f"{MEASURE_LABELS[PRIMARY_MEASURE]} finds the claim not supported they find it supported, and the reverse, as "
-        "the sign of claim (iii) turns on the measure."
+        + ". On those counts the higher-rank cell is the other one, so the rule's statistic changes sign and the same "
+        "loss difference reads the other way, as the sign of claim (iii) turns on the measure."
     )
 
 
@@ -530,8 +529,6 @@ def section(
     v = decision.results[m]
     reg = baselines.regime(decision.gated, decision.gates[m]) if decision.gates[m] else None
     section_tables.append(Table("loss_design", design_table(decision.results)))
-    glue["loss_direction_text"] = direction_text(decision.results)
-    glue["loss_intervention_text"] = intervention_text(cells)
     verdict = Verdict(
         "loss",
         decision.status[m],
@@ -544,8 +541,8 @@ def section(
                 None,
                 [
                     rule_text(v),
-                    glue["loss_intervention_text"],
-                    glue["loss_direction_text"],
+                    intervention_text(cells),
+                    direction_text(decision.results),
                     loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None),
                     exposure_text(learned, m, archs, res.within),
                     gate_text(reg) if reg else "",
