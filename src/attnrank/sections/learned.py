@@ -299,16 +299,16 @@ def plan_parts(profile: str = "auto") -> dict:
     grid, the study's BERT beside it, the sequence-length runs, the causal chapter's runs and the loss rule's, as
     :func:`attnrank.runs.experiments.book_runs` trains them, each run once (in the first part that trains it) and a
     part without a run of its own left out. ``next``: one more seed of every setting
-    of the shared grid; the causal 2 x 2 and twins of the models the build's causal chapter leaves out (the masked LM
+    of the shared grid and of claim (ii)'s design (the head-dimension grid then at every seed); the causal 2 x 2 and twins of the models the build's causal chapter leaves out (the masked LM
     at the default; :func:`attnrank.runs.experiments.causal_runs` at the grid's seeds); the shared grid again on a second corpus (the
     same configs, so the same cost). A fine temperature grid at initialisation needs no training and is not listed.
     """
     plan = experiments.sweep_plan(profile)
     profile, seeds = plan.profile, plan.seeds
     main = experiments.main_sweep(plan)
-    more = [
-        c for c in experiments.main_sweep(experiments.sweep_plan(profile, seeds=len(seeds) + 1)) if c not in set(main)
-    ]
+    bigger = experiments.sweep_plan(profile, seeds=len(seeds) + 1)
+    have = set(main) | set(experiments.loss_runs(plan))
+    more = [c for c in dict.fromkeys(experiments.main_sweep(bigger) + experiments.loss_runs(bigger)) if c not in have]
     in_build = {c.arch for c in experiments.causal_runs(profile)}
     missing = [a for a in (CLM_ARCH, MLM_ARCH) if a not in in_build]
     causal_rest = experiments.causal_runs(profile, seeds=seeds, archs=missing) if missing else []
@@ -327,7 +327,8 @@ def plan_parts(profile: str = "auto") -> dict:
     return {
         "build": build,
         "next": {
-            f"one more seed of the shared grid (seed {len(seeds)})": more,
+            f"one more seed of the shared grid and of claim (ii)'s design (seed {len(seeds)}; every head dimension then at "
+            "every seed)": more,
             **(
                 {
                     "the masked LM's causal 2 × 2 at the default sizes (it did not learn there in the scale check)": causal_rest
