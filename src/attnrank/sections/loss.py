@@ -232,9 +232,8 @@ def rule_text(v) -> str:
             )
             continue
         rank, loss, j = r.parts["rank"], r.parts["loss"], r.verdict
-        moved = "raised" if rank.value >= 0 else "lowered"
         said = (
-            f"For {name} the initial logit scale {moved} the initial {label} by {fmt_estimate(rank, n=False)} "
+            f"For {name} the initial logit scale changed the initial {label} by {fmt_estimate(rank, n=False)} "
             f"({fmt_count(rank.n, 'seed')}, paired) and changed the final validation loss by "
             f"{fmt_estimate(loss, 3, n=False)} nats, so the higher-rank cell saves {fmt_estimate(j.estimate, 3, n=False)} "
             f"nats: {j.status}"
