@@ -203,10 +203,10 @@ def test_a_recorded_row_on_runs_the_chapter_no_longer_trains_is_not_compared(tmp
     text = check_sentence("stdlib", claims, table, relation)
     assert "1 of 1 replicated verdicts agree" in text
     assert text.endswith(
-        "not compared, recorded on runs this build no longer trains: temperature acts through the initial rank."
+        "not compared, recorded on an earlier design of its runs: temperature acts through the initial rank."
     )
     assert rp._check_glue("stdlib", table, meta, relation)["repro_stdlib_causal"] == (
-        "inconclusive at this scale (on runs this build no longer trains)"
+        "inconclusive at this scale (on an earlier design of its runs)"
     )
     # a row under an earlier rule on an earlier design says both, and is left out once
     table = table.assign(rule=["3", "", ""], design=[digest("dynamics", "quick"), old, ""])
@@ -215,10 +215,10 @@ def test_a_recorded_row_on_runs_the_chapter_no_longer_trains_is_not_compared(tmp
     text = check_sentence("stdlib", claims, table, relation)
     assert text.startswith("On a second corpus (the Python standard library): 0 of 0 replicated verdicts agree;")
     assert text.endswith(
-        "; not compared, recorded on runs this build no longer trains: temperature acts through the initial rank; not "
-        "compared, recorded under an earlier version of its rule on runs this build no longer trains: (ii) higher rank, "
+        "; not compared, recorded on an earlier design of its runs: temperature acts through the initial rank; not "
+        "compared, recorded under an earlier version of its rule on an earlier design of its runs: (ii) higher rank, "
         "lower loss."
     )
     assert rp._check_glue("stdlib", table, meta, relation)["repro_stdlib_loss"] == (
-        "supported (under an earlier version of its rule, on runs this build no longer trains)"
+        "supported (under an earlier version of its rule, on an earlier design of its runs)"
     )

@@ -192,8 +192,8 @@ RELATION_NOTES = {
     "partly": " (partly the same runs)",
     "independent": "",
     "earlier rule": " (under an earlier version of its rule)",
-    "earlier design": " (on runs this build no longer trains)",
-    "earlier rule and design": " (under an earlier version of its rule, on runs this build no longer trains)",
+    "earlier design": " (on an earlier design of its runs)",
+    "earlier rule and design": " (under an earlier version of its rule, on an earlier design of its runs)",
 }
 
 

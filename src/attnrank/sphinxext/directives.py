@@ -125,9 +125,9 @@ def check_sentence(name: str, claims, check, relation: dict, date: str = "") -> 
     if earlier:
         text += f"; not compared, recorded under an earlier version of its rule: {'; '.join(earlier)}"
     if redesigned:
-        text += f"; not compared, recorded on runs this build no longer trains: {'; '.join(redesigned)}"
+        text += f"; not compared, recorded on an earlier design of its runs: {'; '.join(redesigned)}"
     if both:
-        text += f"; not compared, recorded under an earlier version of its rule on runs this build no longer trains: {'; '.join(both)}"
+        text += f"; not compared, recorded under an earlier version of its rule on an earlier design of its runs: {'; '.join(both)}"
     return text + "."
 
 
