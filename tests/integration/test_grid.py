@@ -344,8 +344,9 @@ def test_sweep_command_dry_run_and_errors(private_store, capsys, monkeypatch):
     assert "qk_init_scale=10" in out and "qk_lr_scale=10" in out and "max_grad_norm=0" in out
     # the theory chapter's sequence-length runs at n = 32 are the temperature grid's runs at tau = 1;
     # the causal chapter adds its 2 x 2 and twins; the learned chapter the study's BERT at tau = 1 (5 seeds); the
-    # temperature chapter its detailed tau = 2, off the ci grid (2 models x 5 seeds)
-    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 + 5 + 10
+    # temperature chapter its detailed tau = 2, off the ci grid (2 models x 5 seeds); the loss chapter claim (ii)'s
+    # init x s runs at tau = 1 (2 models x 5 seeds)
+    assert len(experiments.book_runs("ci")) == 130 + 24 - 6 + 50 + 5 + 10 + 10
     assert experiments.book_runs("ci", ["target"]) == []
     for argv, param in (
         (["--executor", "dask"], "executor"),
