@@ -229,7 +229,7 @@ book.publish(loss.section(**params))
 #
 # The rule's numbers, per rank measure and model: the initial rank the query/key scale s gives, the final loss
 # it ends with, and the loss the higher-rank cell saves (the statistic that decides, on the effective rank). The
-# verdict below says which cell learned and where the rank measures disagree on which cell has the higher rank.
+# verdict below says how each cell fared against the learned gate.
 
 # %% [markdown]
 # ```{attnrank-table} loss_design
@@ -241,9 +241,11 @@ book.publish(loss.section(**params))
 # %% [markdown]
 # ## Verdict
 #
-# The rule ({ref}`the rule <loss-rule>`) was frozen before any of its init × s runs was trained, here or in the
-# recorded checks (its stock runs are the shared sweep's, which its earlier versions read), on the primary measure;
-# the table below the verdict applies it with every rank measure.
+# The rule, as {ref}`stated above <loss-rule>`, was frozen before any of its init × s runs was trained, here or in
+# the recorded checks (its stock runs are the shared sweep's, which its earlier versions read), and is applied on the
+# primary measure; the table below the verdict applies it with every rank measure. What the designs of its earlier
+# versions found on the same builds, read after they were frozen, is recorded in {doc}`changes`: a reader should
+# weigh it beside this verdict.
 
 # %% [markdown]
 # **Verdict:** {glue:md}`loss_badge` {glue:md}`loss_summary` Regime: {glue:md}`loss_regime`.

@@ -218,10 +218,11 @@ def decide(cells: pd.DataFrame, archs) -> Decision:
     return Decision(results, gates, status, done)
 
 
-def rule_text(v) -> str:
+def rule_text(v, stock_rank: dict | None = None) -> str:
     """The rule's outcome in words (:func:`attnrank.analysis.rules.rank_loss_rule` on the primary measure), per model:
-    how far the initial logit scale moved the initial rank at τ = 1, the loss change and the loss the higher-rank cell
-    saves with its status, or that the design did not train the model."""
+    how far the initial logit scale moved the initial rank at τ = 1 (beside the stock cell's mean initial rank,
+    ``stock_rank[arch]``, where given), the loss change and the loss the higher-rank cell saves with its status, or
+    that the design did not train the model."""
     label, out = MEASURE_LABELS[PRIMARY_MEASURE], []
     for a, r in v.arch.items():
         name = ARCH_NAMES[a]
@@ -234,13 +235,15 @@ def rule_text(v) -> str:
         rank, loss, j = r.parts["rank"], r.parts["loss"], r.verdict
         said = (
             f"For {name} the initial logit scale changed the initial {label} by {fmt_estimate(rank, n=False)} "
-            f"({fmt_count(rank.n, 'seed')}, paired) and changed the final validation loss by "
+            f"({fmt_count(rank.n, 'seed')}, paired"
+            + (f"; the stock cell's is {fmt(stock_rank[a])}" if stock_rank and a in stock_rank else "")
+            + ") and the final validation loss by "
             f"{fmt_estimate(loss, 3, n=False)} nats, so the higher-rank cell saves {fmt_estimate(j.estimate, 3, n=False)} "
             f"nats: {j.status}"
         )
         if not rank.excludes_zero:
             said += " (the design did not move the rank, so there is nothing to test)"
-        more = needed_text(j, f"the causal rule's pre-registered {fmt_setting(j.effect)} nats at 80% power")
+        more = needed_text(j, f"{fmt_setting(j.effect)} nats (the causal rule's effect size) at 80% power")
         if more and math.isfinite(r.spread) and r.spread > 0 and j.estimate.value != 0:
             seen = stats.seeds_needed_t(r.spread / math.sqrt(2), j.estimate.value)
             more += f", and about {seen} the {fmt(abs(j.estimate.value), 3)} nats observed"
@@ -263,7 +266,11 @@ def design_table(results: dict) -> pd.DataFrame:
                     "model": ARCH_LABELS[a],
                     "initial rank, init × s − stock": fmt_estimate(p["rank"], n=False) if p else "not in the design",
                     "final validation loss, init × s − stock (nats)": fmt_estimate(p["loss"], 3, n=False) if p else "",
-                    "loss the higher-rank cell saves (nats)": fmt_estimate(r.verdict.estimate, 3, n=False) if p else "",
+                    "loss the higher-rank cell saves (nats)": ""
+                    if not p
+                    else fmt_estimate(r.verdict.estimate, 3, n=False)
+                    if p["rank"].excludes_zero
+                    else "none (rank not moved)",
                     "status": r.verdict.status,
                     "seeds": r.verdict.estimate.n,
                 }
@@ -539,12 +546,12 @@ def section(
             filter(
                 None,
                 [
-                    rule_text(v),
+                    rule_text(v, cells[cells.cell == "stock"].groupby("arch")[f"initial_{m}"].mean().to_dict()),
                     intervention_text(cells),
                     direction_text(decision.results),
                     loss_summary(res, n_seeds=seeds_per_setting(learned) if len(learned) else None),
                     exposure_text(learned, m, archs, res.within),
-                    gate_text(reg) if reg else "",
+                    gate_text(reg, "runs of both cells (τ = 1, at its profile's head dimension)") if reg else "",
                 ],
             )
         ),

@@ -451,14 +451,16 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-def gate_text(regime) -> str:
+def gate_text(regime, runs_said: str | None = None) -> str:
     """The learned gate of a verdict (the ``gate`` of an :class:`attnrank.analysis.baselines.Regime`) in one or two
     sentences for its chapter: the rule, each architecture's gap to its bigram count model and what the gate
-    changed. The rule is stated even when every model has learned."""
+    changed. The rule is stated even when every model has learned. ``runs_said``: the runs the gate reads, in words
+    (default: the stock runs at the reference temperature and the profile's head dimension)."""
     gate, reference_tau = regime.gate, regime.reference_tau
+    said = runs_said or f"stock runs ({fmt_tau(reference_tau)}, at its profile's head dimension)"
     rule = (
         "The verdict counts an architecture only where its models have learned, the pre-registered target: every "
-        f"one of its stock runs ({fmt_tau(reference_tau)}, at its profile's head dimension) ends "
+        f"one of its {said} ends "
         + (f"at least {fmt_setting(gate.margin)} nats " if gate.margin else "")
         + "below its bigram count model"
         + (f", with attention worth at least {fmt_setting(gate.worth)} nats" if gate.gains else "")
